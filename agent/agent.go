@@ -1,0 +1,79 @@
+// Package agent turns a task into an agent command line and the agent's output into a result.
+package agent
+
+import (
+	"errors"
+	"strconv"
+)
+
+// Request is one invocation of an agent on a task attempt.
+type Request struct {
+	RunID, TaskID string
+	Attempt       int    // 1-based
+	Prompt        string // built with BuildPrompt
+	SessionID     string // a previous session to continue ("" = new)
+	Workspace     string // working directory
+}
+
+// Command is what the sandbox runs.
+type Command struct {
+	Args []string // Args[0] is the program
+	Env  []string // KEY=VALUE added to the sandbox's environment: always ORCH_RUN_ID, ORCH_TASK_ID, ORCH_ATTEMPT
+}
+
+// Result is what the agent said.
+type Result struct {
+	Text      string // the final answer text (claude: the result line's "result"; else the assistant text; plain CLIs: stdout)
+	SessionID string
+	Success   bool // claude: a result line with subtype=="success" && is_error==false AND exit code 0; plain: exit 0
+	Subtype   string
+	Errors    []string // result "errors", assistant-line "error" fields, api_error_status, api_retry summaries
+
+	InputTokens, OutputTokens, CacheReadTokens, CacheCreationTokens int64
+
+	CostUSD  float64
+	Model    string
+	NumTurns int
+	Unknown  int // count of line types not understood (kept, never fatal)
+}
+
+// Parser consumes the agent's stdout one line at a time (a line may be megabytes) and yields the Result.
+// Line does not keep line after it returns, so callers may reuse the buffer (bufio.Scanner does).
+// A Parser is used by one goroutine and yields one Result.
+type Parser interface {
+	Line(line []byte)
+	Finish(exitCode int, stderr []byte) Result
+}
+
+// Adapter knows one agent CLI.
+type Adapter interface {
+	Name() string
+	Command(req Request) (Command, error)
+	NewParser() Parser
+}
+
+var (
+	_ Adapter = (*Claude)(nil)
+	_ Adapter = (*Template)(nil)
+	_ Adapter = (*Sim)(nil)
+)
+
+// errEmptyPrompt is returned by every adapter: an agent started without a prompt would either wait on stdin
+// or run an empty turn and bill for it.
+var errEmptyPrompt = errors.New("empty prompt")
+
+// env is the environment every agent gets, so that scripts and the sim agent know where they are.
+func env(req Request) []string {
+	return []string{
+		"ORCH_RUN_ID=" + req.RunID,
+		"ORCH_TASK_ID=" + req.TaskID,
+		"ORCH_ATTEMPT=" + strconv.Itoa(req.Attempt),
+	}
+}
+
+// Output kept from an agent is bounded: a runaway process must not take the worker's memory with it, and the
+// brain reads at most a few kilobytes anyway.
+const (
+	maxKeptText   = 1 << 20
+	maxStderrKept = 2 << 10
+)

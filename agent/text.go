@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// boundedText keeps the beginning and the end of a long output and drops the middle: the beginning says what
+// the agent set out to do, the end holds its final answer or the error that stopped it.
+type boundedText struct {
+	head    []byte
+	tail    []byte
+	dropped int
+}
+
+func (t *boundedText) Len() int { return len(t.head) + len(t.tail) }
+
+func (t *boundedText) WriteString(s string) {
+	const half = maxKeptText / 2
+	if room := half - len(t.head); room > 0 && t.tail == nil {
+		n := min(room, len(s))
+		t.head = append(t.head, s[:n]...)
+		s = s[n:]
+	}
+	if s == "" {
+		return
+	}
+	t.tail = append(t.tail, s...)
+	// Trimming only once the tail holds twice what it keeps makes appends amortised O(1).
+	if len(t.tail) > 2*half {
+		cut := len(t.tail) - half
+		t.dropped += cut
+		t.tail = append(t.tail[:0], t.tail[cut:]...)
+	}
+}
+
+func (t *boundedText) String() string {
+	if t.dropped == 0 {
+		return string(t.head) + string(t.tail)
+	}
+	return fmt.Sprintf("%s\n[… %d bytes of output not kept …]\n%s", trimPartialRune(t.head), t.dropped, skipPartialRune(t.tail))
+}
+
+// trimPartialRune drops a rune cut in half at the end of b.
+func trimPartialRune(b []byte) []byte {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if utf8.FullRune(b[i:]) {
+				return b
+			}
+			return b[:i]
+		}
+	}
+	return b
+}
+
+// skipPartialRune drops the continuation bytes of a rune cut in half at the start of b.
+func skipPartialRune(b []byte) []byte {
+	for i := 0; i < len(b) && i < utf8.UTFMax; i++ {
+		if utf8.RuneStart(b[i]) {
+			return b[i:]
+		}
+	}
+	return b
+}
+
+// stderrTail is the end of stderr, where a failing CLI says why it stopped.
+func stderrTail(stderr []byte) string {
+	s := bytes.TrimSpace(stderr)
+	if len(s) > maxStderrKept {
+		return "…" + string(skipPartialRune(s[len(s)-maxStderrKept:]))
+	}
+	return string(s)
+}
+
+// withErrors appends to a failed run's text the errors it does not already say, so that whoever reads only
+// Text (the brain, a person in Slack) still learns why the run failed.
+func withErrors(text string, errs []string) string {
+	var add []string
+	for _, e := range errs {
+		if e != "" && !strings.Contains(text, e) {
+			add = append(add, e)
+		}
+	}
+	if len(add) == 0 {
+		return text
+	}
+	if text == "" {
+		return strings.Join(add, "\n")
+	}
+	return strings.TrimRight(text, "\n") + "\n\n" + strings.Join(add, "\n")
+}
+
+// appendUnique adds e unless it is already there: CLIs repeat the same error on several lines.
+func appendUnique(errs []string, e string) []string {
+	for _, x := range errs {
+		if x == e {
+			return errs
+		}
+	}
+	return append(errs, e)
+}

@@ -1,0 +1,298 @@
+package brain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+)
+
+// decide.go chooses between another attempt and a human for a failed task, following the decide prompt:
+// escalate what no retry can fix and what keeps failing the same way (or see-saws between two errors);
+// retry anything else, telling the agent what to do differently.
+
+// minLoopRun is how many similar errors in a row make a loop: the seed's "same or very similar error 3+
+// times". Two repeats still get one more attempt with different guidance.
+const minLoopRun = 3
+
+// errEmptyHistory: with no failed attempt there is nothing to judge, and retrying blind would hide a caller bug.
+var errEmptyHistory = errors.New("deciding retry: attempt history is empty")
+
+// permanentRule is one kind of error no retry can fix.
+type permanentRule struct {
+	re  *regexp.Regexp
+	why string
+}
+
+var permanentCauses = []permanentRule{
+	{regexp.MustCompile(`(?i)\bpermission denied\b|\bEACCES\b|\bEPERM\b|\boperation not permitted\b|\baccess (?:is )?denied\b|\bread-only file ?system\b`),
+		"a permission problem, which the agent cannot grant itself"},
+	{regexp.MustCompile(`(?i)\b(?:missing|invalid|expired|revoked|bad|incorrect|no)\s+(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api|github|gitlab|npm|personal access) token|password)\b|\b(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api) token)\s+(?:is\s+|are\s+|was\s+)?(?:missing|not set|not found|invalid|expired|not configured|required|unset|empty)\b|\b[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|SECRET|PASSWORD)\b\s+(?:is\s+)?(?:not set|missing|unset|empty|required)|\bnot logged in\b|\bplease (?:log|sign) in\b|\blogin required\b|\bauthentication (?:failed|required|error)\b|\bauthentication_(?:error|failed)\b|\bcould not read Username\b|\bcredit balance is too low\b|\binsufficient_quota\b`),
+		"missing or invalid credentials, which only a human can provide"},
+	{regexp.MustCompile(`(?i)\bconflicts? with (?:the |our |an? )?(?:existing )?(?:architecture|design)\b|\b(?:architecture|architectural|design) (?:issue|problem|conflict|flaw|question|decision)\b|\brequires? (?:a |an )?(?:design|architectural|architecture|product) (?:decision|change|review)\b`),
+		"a design or architecture question, not a coding bug"},
+	{regexp.MustCompile(`(?i)\bcontradict(?:ory|s|ion|ing)\b|\bmutually exclusive\b|\bconflicting requirements\b|\brequirements (?:conflict|are inconsistent|are incompatible)\b|\b(?:cannot|can't|impossible to) (?:satisfy|meet) both\b|\bimpossible (?:requirement|task|to satisfy)\b|\bnot possible to satisfy\b`),
+		"requirements that contradict each other"},
+	{regexp.MustCompile(`(?i)\b(?:I|we)\s+need\s+(?:some\s+|more\s+)?(?:clarification|your input|a (?:human )?decision|human input|guidance|direction)\b|\bneeds? (?:clarification|a human|human (?:input|decision|review|intervention))\b|\b(?:cannot|can't|unable to) (?:proceed|continue) without\b|\bwaiting for (?:a |your |human )?(?:decision|input|clarification|answer)\b|\b(?:requires?|needs?) (?:a )?(?:human|manual) (?:decision|input|intervention|review)\b|\bblocked (?:until|on|by) (?:a |the |your )?(?:decision|human|clarification|product)\b|\b(?:task|requirement|spec(?:ification)?) is (?:ambiguous|unclear)\b`),
+		"the agent asking for a human decision"},
+}
+
+var (
+	// An HTTP 401/403 refused to orch's agent is a credentials problem; the same status inside a failing
+	// test's assertion ("expected 200, got 401") is the code under test misbehaving, which a retry can fix.
+	httpAuthRe       = regexp.MustCompile(`(?i)\bunauthori[sz]ed\b|\bforbidden\b|\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?: code)?|code|response|returned|got)[\s:=]{0,3}(?:401|403)\b|\b(?:401|403)\s+(?:unauthori[sz]ed|forbidden)`)
+	testAssertionRe  = regexp.MustCompile(`(?i)\bexpected\b|\bwant(?:ed)?\b|\bassert|--- FAIL|\bFAIL:|\btest\w*\s+(?:failed|fails)`)
+	httpAuthCauseWhy = "an authorization failure (401/403), which needs credentials or access only a human can grant"
+)
+
+// Decide judges a failed task's attempt history (oldest first, one error or summary per attempt):
+// escalate when the latest error is permanent, when the last minLoopRun errors are alike, or when they
+// oscillate A-B-A; retry otherwise, with guidance for the next attempt.
+func (h *Heuristic) Decide(ctx context.Context, in DecideInput) (Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
+	history := in.AttemptHistory
+	if len(history) == 0 {
+		return Decision{}, errEmptyHistory
+	}
+	threshold := h.threshold()
+	// Consecutive similarities, computed once: every rule below reads them.
+	sims := make([]float64, len(history)-1)
+	for i := 1; i < len(history); i++ {
+		if err := ctx.Err(); err != nil {
+			return Decision{}, err
+		}
+		sims[i-1] = Similarity(history[i-1], history[i])
+	}
+	d := Decision{Similarity: mean(sims)}
+	latest := history[len(history)-1]
+	quote := briefError(latest)
+
+	if why := permanentCause(latest); why != "" {
+		d.Decision, d.Permanent = Escalate, true
+		d.Reason = fmt.Sprintf("the latest error is %s: no retry can fix it (%q)", why, quote)
+		return d, nil
+	}
+
+	// The run of alike errors ending at the latest one.
+	run := 1
+	for i := len(sims) - 1; i >= 0 && sims[i] >= threshold; i-- {
+		run++
+	}
+	if run >= minLoopRun {
+		d.Decision = Escalate
+		d.Reason = fmt.Sprintf("failed %d times in a row with similar errors (error similarity %d%%): retrying is stuck in a loop",
+			run, percent(mean(sims[len(sims)-run+1:])))
+		return d, nil
+	}
+	if Oscillating(history, threshold) {
+		d.Decision = Escalate
+		d.Reason = fmt.Sprintf("errors oscillate between two failures (attempts %d and %d fail alike, attempt %d differently): fixing one breaks the other",
+			len(history)-2, len(history), len(history)-1)
+		return d, nil
+	}
+
+	d.Decision = Retry
+	kind, guidance := retryGuidance(latest)
+	var b strings.Builder
+	switch {
+	case len(history) == 1:
+		d.Reason = fmt.Sprintf("first failure, and %s is usually fixable on another attempt", kind)
+	case sims[len(sims)-1] >= threshold:
+		d.Reason = fmt.Sprintf("same error as the previous attempt (similarity %d%%), but not yet %d times in a row: one more attempt with a different approach",
+			percent(sims[len(sims)-1]), minLoopRun)
+		b.WriteString("The previous approach failed the same way: try a different approach, not a variation of the last one. ")
+	default:
+		d.Reason = fmt.Sprintf("the error changed since the previous attempt (similarity %d%%): the agent is making progress, and %s is fixable",
+			percent(sims[len(sims)-1]), kind)
+	}
+	b.WriteString(guidance)
+	if quote != "" {
+		fmt.Fprintf(&b, " Latest error: %q.", quote)
+	}
+	d.GuidanceForRetry = b.String()
+	return d, nil
+}
+
+// permanentCause names why err cannot be fixed by retrying, or "" when it might be.
+func permanentCause(err string) string {
+	for _, c := range permanentCauses {
+		if c.re.MatchString(err) {
+			return c.why
+		}
+	}
+	if httpAuthRe.MatchString(err) && !testAssertionRe.MatchString(err) {
+		return httpAuthCauseWhy
+	}
+	return ""
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}
+
+func percent(x float64) int { return int(math.Round(x * 100)) }
+
+// retryKind is one family of fixable errors and what to tell the agent about it.
+type retryKind struct {
+	name     string
+	re       *regexp.Regexp
+	guidance func(err string) string
+}
+
+var (
+	moduleNameRes = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)no module named\s+['"]?([\w.\-]+)`),
+		regexp.MustCompile(`(?i)cannot find module\s+['"]([^'"]+)['"]`),
+		regexp.MustCompile(`(?i)no required module provides package\s+([^\s;:]+)`),
+		regexp.MustCompile(`(?i)cannot find package\s+"?([^\s"]+)`),
+		regexp.MustCompile("(?i)can't find crate for `([^`]+)`"),
+		regexp.MustCompile("(?i)unresolved import `([^`]+)`"),
+		regexp.MustCompile(`(?i)missing go\.sum entry for module providing package\s+([^\s;(]+)`),
+		regexp.MustCompile(`(?i)(?:npm ERR! 404|E404)\D*'([^'@\s]+)`),
+	}
+	symbolRes = []*regexp.Regexp{
+		regexp.MustCompile(`undefined:\s+([\w.]+)`),
+		regexp.MustCompile("cannot find (?:value|function|type|struct|trait|macro|crate) `([^`]+)`"),
+		regexp.MustCompile(`Cannot find name '([^']+)'`),
+		regexp.MustCompile(`NameError: name '([^']+)' is not defined`),
+		regexp.MustCompile(`cannot find symbol(?:\s*symbol:\s*\w+\s+(\w+))?`),
+		regexp.MustCompile(`has no (?:field or method|attribute|member|property)\s+'?(\w+)'?`),
+		regexp.MustCompile(`([\w.]+) is not defined`),
+	}
+	locationRe  = regexp.MustCompile(`(?:^|[\s(])(\.{0,2}/?[\w./-]+\.\w{1,5}:\d+(?::\d+)?)`)
+	testNameRe  = regexp.MustCompile(`(?:--- FAIL:|FAIL:|FAILED)\s+([\w/.:\[\]-]+)`)
+	missingPath = regexp.MustCompile(`(?i)(?:open|stat|read|load|cannot open|can't open|No such file or directory:?)\s+['"]?([\w./-]+\.\w+|[\w./-]*/[\w./-]+)['"]?|['"]([\w./-]+)['"]\s*(?:does not exist|not found)`)
+)
+
+func firstGroup(res []*regexp.Regexp, s string) string {
+	for _, re := range res {
+		if m := re.FindStringSubmatch(s); m != nil {
+			for _, g := range m[1:] {
+				if g != "" {
+					return strings.Trim(g, ".,;:'\"")
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// ecosystem guesses the toolchain from the error's wording, to name the manifest to fix.
+func ecosystem(err string) (manifest, install string) {
+	l := strings.ToLower(err)
+	switch {
+	case strings.Contains(l, "no module named") || strings.Contains(l, "modulenotfounderror") || strings.Contains(l, "importerror") || strings.Contains(l, "pip"):
+		return "requirements.txt or pyproject.toml", "pip install"
+	case strings.Contains(l, "go.mod") || strings.Contains(l, "go.sum") || strings.Contains(l, "no required module") || strings.Contains(l, "cannot find package") || strings.Contains(l, ".go:"):
+		return "go.mod", "go get"
+	case strings.Contains(l, "cannot find module") || strings.Contains(l, "npm") || strings.Contains(l, "module_not_found") || strings.Contains(l, "node_modules"):
+		return "package.json", "npm install"
+	case strings.Contains(l, "crate") || strings.Contains(l, "cargo") || strings.Contains(l, "unresolved import"):
+		return "Cargo.toml", "cargo add"
+	}
+	return "the project's dependency manifest", "the package manager"
+}
+
+// retryKinds are tried in order; the first match names the error. Specific families come before broad
+// ones (a missing module before a generic import or compile error).
+var retryKinds = []retryKind{
+	{"a missing dependency", regexp.MustCompile(`(?i)no module named|modulenotfounderror|importerror|cannot find module|module_not_found|no required module provides|cannot find package|missing go\.sum entry|can't find crate|unresolved import|npm ERR! 404|\bE404\b|could not resolve dependenc|package .* is not in (?:GOROOT|std)`),
+		func(err string) string {
+			manifest, install := ecosystem(err)
+			name := firstGroup(moduleNameRes, err)
+			if name == "" {
+				name = "the missing dependency"
+			}
+			return fmt.Sprintf("%s is not available: either declare it in %s and install it (%s) before using it, or avoid it and use the standard library or a dependency the project already has.", name, manifest, install)
+		}},
+	{"a timeout or network error", regexp.MustCompile(`(?i)timed? ?out|timeout|deadline exceeded|ETIMEDOUT|ECONNRESET|ECONNREFUSED|connection (?:refused|reset)|network|temporary failure in name resolution|could not resolve host|\b(?:429|502|503|504)\b|rate.?limit|too many requests|service unavailable|TLS handshake`),
+		func(string) string {
+			return "This looks transient (a timeout or network error): run it again; if a test is what timed out, make it robust: no real network in tests (use local fixtures or fakes), no fixed sleeps, and a timeout that fits the work."
+		}},
+	{"running out of turns", regexp.MustCompile(`(?i)maximum number of turns|max(?:imum)?[ _-]turns|ran out of turns|running out of turns|out of (?:turns|context)|context (?:window|length) exceeded|maximum budget`),
+		func(string) string {
+			return "The previous attempt ran out of turns: narrow the scope: make the smallest change that completes the task, do not explore unrelated code, and run the build and tests early rather than at the end."
+		}},
+	{"a syntax error", regexp.MustCompile(`(?i)syntaxerror|syntax error|indentationerror|unexpected token|expected ['"';:)}\]]|unterminated|unexpected EOF|parse error`),
+		func(err string) string {
+			loc := firstGroup([]*regexp.Regexp{locationRe}, err)
+			where := ""
+			if loc != "" {
+				where = " at " + loc
+			}
+			return fmt.Sprintf("Fix the syntax error%s: re-read the whole edited block around it (brackets, quotes, indentation), not just the reported line, and build before running tests.", where)
+		}},
+	{"a compile error", regexp.MustCompile(`(?i)undefined:|cannot find (?:value|function|type|struct|trait|macro|symbol|name)|nameerror|is not defined|has no (?:field or method|attribute|member|property)|does not compile|doesn't compile|could not compile|compil(?:e|ation) (?:error|failed)|build failed|error\[E\d+\]|error TS\d+|declared and not used|imported and not used|undeclared`),
+		func(err string) string {
+			sym := firstGroup(symbolRes, err)
+			loc := firstGroup([]*regexp.Regexp{locationRe}, err)
+			var b strings.Builder
+			b.WriteString("Fix the compile error first")
+			if sym != "" {
+				fmt.Fprintf(&b, ": %s is not defined where it is used", sym)
+				if loc != "" {
+					fmt.Fprintf(&b, " (%s)", loc)
+				}
+				fmt.Fprintf(&b, "; define %s, import or export it from the package that declares it, or correct the name", sym)
+			} else if loc != "" {
+				fmt.Fprintf(&b, " at %s", loc)
+			}
+			b.WriteString(". Build the whole project (not just the edited file) before running the tests.")
+			return b.String()
+		}},
+	{"a type error", regexp.MustCompile(`(?i)typeerror|mismatched types|type mismatch|incompatible types?|cannot use .* as .* (?:value|type)|error TS2322|expected \w+, (?:got|found) \w+|not assignable to`),
+		func(string) string {
+			return "A value of the wrong type reaches the failing call: check what the callee expects against what the caller passes, convert at the boundary or fix the caller, and add a test for that input."
+		}},
+	{"a runtime crash", regexp.MustCompile(`(?i)panic:|nil pointer|null ?pointer|segmentation fault|index out of range|indexerror|keyerror|attributeerror|cannot read propert|undefined is not|unwrap\(\)` + "|called `Option::unwrap\\(\\)`"),
+		func(err string) string {
+			loc := firstGroup([]*regexp.Regexp{locationRe}, err)
+			where := "at the reported line"
+			if loc != "" {
+				where = "at " + loc
+			}
+			return fmt.Sprintf("The code crashes %s on a nil, missing or out-of-range value: find where that value should have been set, handle the empty case, and add a test that reproduces the crash.", where)
+		}},
+	{"a missing file", regexp.MustCompile(`(?i)no such file or directory|ENOENT|filenotfounderror|file not found|does not exist|cannot open|can't open`),
+		func(err string) string {
+			p := firstGroup([]*regexp.Regexp{missingPath}, err)
+			if p == "" {
+				p = "The path it needs"
+			}
+			return fmt.Sprintf("%s does not exist: check the path relative to the workspace root, create it if the task needs it, and do not assume files that are not in the repository.", p)
+		}},
+	{"a failing test", regexp.MustCompile(`(?i)--- FAIL|\bFAIL(?:ED)?\b|assertionerror|assert(?:ion)? failed|\btests? (?:failed|fails|failing)|expected .* (?:but )?(?:got|received|was)|got .* want|\b[1-9]\d* failed\b`),
+		func(err string) string {
+			name := firstGroup([]*regexp.Regexp{testNameRe}, err)
+			what := "Tests fail"
+			if name != "" {
+				what = "Test " + name + " fails"
+			}
+			return what + ": read its assertion and fix the code under test (change the test only where it contradicts the task), then run the whole suite, not just that test, before finishing."
+		}},
+	{"a lint failure", regexp.MustCompile(`(?i)\blint|\bgo vet\b|gofmt|golangci|eslint|flake8|ruff|pylint|clippy|prettier|mypy`),
+		func(string) string {
+			return "The linter rejects the change: run it locally and fix every finding rather than suppressing it."
+		}},
+}
+
+// retryGuidance names the kind of the latest error and what to tell the next attempt.
+func retryGuidance(err string) (kind, guidance string) {
+	for _, k := range retryKinds {
+		if k.re.MatchString(err) {
+			return k.name, k.guidance(err)
+		}
+	}
+	return "an ordinary error", "Find the root cause of this error rather than patching its symptom, fix it, and verify with the build and the tests before finishing."
+}

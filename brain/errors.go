@@ -1,0 +1,151 @@
+package brain
+
+import (
+	"regexp"
+	"strings"
+)
+
+// errors.go picks the lines of an output that say what went wrong, for Interpretation.Error and for quoting
+// the latest error in retry guidance. Toolchains differ, so the patterns cover Go, Python, Rust, Node and
+// TypeScript, JVM and shell formats; a line naming the failure (exception, compiler message, failing test)
+// is worth more than a generic one ("FAIL", "exit status 1").
+
+var (
+	// Lines that say precisely what failed.
+	specificErrorRes = []*regexp.Regexp{
+		// Python, JS and JVM exceptions: "ModuleNotFoundError: …", "java.lang.IllegalStateException: …".
+		regexp.MustCompile(`^\s*(?:[A-Za-z_][\w$]*\.)*(?:[A-Z]\w*)?(?:Error|Exception)(?::\s*\S.*|\s*$)`),
+		// "error: …", "error[E0425]: …", "fatal: …", "panic: …", "ERROR: …", "Error …: …" (jest, eslint).
+		regexp.MustCompile(`(?i)^\s*(?:error|fatal|panic)(?:\[\w+\])?:\s*\S`),
+		// Compiler and test locations with a message: "./main.go:14:2: undefined: X", "plan_test.go:41: got…".
+		regexp.MustCompile(`^\s*\S+\.(?:go|py|rs|ts|tsx|js|jsx|mjs|cjs|java|kt|c|cc|cpp|h|hpp|rb|cs|swift|php|scala|ex|exs):\d+(?::\d+)?:?\s+\S`),
+		// TypeScript: "src/a.ts(3,5): error TS2304: …" and "src/a.ts:3:5 - error TS2304: …".
+		regexp.MustCompile(`\berror TS\d+:`),
+		// Failing tests: go test, unittest, pytest, jest, mocha, cargo.
+		regexp.MustCompile(`^\s*(?:--- FAIL:|FAIL:|FAILED\s+\S|✕|✗|×|●\s+\S)`),
+		regexp.MustCompile(`^\s*E\s{2,}\S`),
+		regexp.MustCompile(`^\s*test \S+ \.\.\. FAILED`),
+		regexp.MustCompile(`^npm ERR! (?:code|errno|\w+ )`),
+	}
+	// Phrases that name an error when they occur in a log line, but that prose describing finished work also
+	// uses ("returns 403 Forbidden"): good for picking lines, not for deciding that the run failed.
+	keywordErrorRe = regexp.MustCompile(`(?i)\b(?:no module named|cannot find module|cannot find package|no required module provides|undefined:|unresolved import|cannot find (?:value|function|type|symbol|name|crate)|permission denied|no such file or directory|command not found|reached maximum|timed out|segmentation fault|nil pointer dereference|access denied|unauthorized|forbidden)`)
+	// Lines that only say that something failed.
+	genericErrorRes = []*regexp.Regexp{
+		regexp.MustCompile(`^\s*FAIL\b`),
+		regexp.MustCompile(`(?i)\bexit(?:ed)?(?: with)? (?:status|code):? ?[1-9]`),
+		regexp.MustCompile(`(?i)^\s*make(?:\[\d+\])?: \*\*\*`),
+		regexp.MustCompile(`(?i)\btest result: FAILED|\btests?:\s+\d+ failed|\b[1-9]\d* (?:failed|failing)\b`),
+		regexp.MustCompile(`(?i)\b(?:build|compilation) failed\b|\bcould not compile\b`),
+	}
+	// The agent admitting failure in its own words.
+	admissionRe = regexp.MustCompile(`(?i)\b(?:(?:I|we)\s+(?:was|were|am|are)\s+(?:not\s+|un)able to|(?:I|we)\s+(?:could not|couldn't|cannot|can't|did not manage to|didn't manage to|failed to|gave up)|(?:could not|couldn't|cannot|can't)\s+be\s+(?:completed|finished|done|fixed|resolved)|unable to (?:complete|finish|fix|resolve|build|compile|get|make|run|install|find|reproduce|pass)|(?:still|continues to)\s+(?:fails?|failing|does not|doesn't|cannot|can't|errors?|crash(?:es)?|is broken|broken)|(?:did not|didn't) (?:succeed|manage)|(?:does not|doesn't|did not|didn't) (?:compile|build)|gave up|giving up|ran out of (?:turns|time|context|budget)|running out of turns)`)
+	// "  --> src/main.rs:3:5", `  File "x.py", line 3, in f`: where the preceding or following error is.
+	rustLocRe   = regexp.MustCompile(`^\s*-->\s*\S+:\d+`)
+	pyFileRe    = regexp.MustCompile(`^\s*File "[^"]+", line \d+`)
+	npmNoiseRe  = regexp.MustCompile(`(?i)npm ERR! (?:A complete log|\s*$|Please include)`)
+	failCountRe = regexp.MustCompile(`(?i)\b0 (?:failed|failing|failures?|errors?)\b`)
+)
+
+// errorLine is one line of output judged as evidence of failure.
+type errorLine struct {
+	text     string
+	index    int
+	specific bool
+}
+
+// errorLines lists the failure lines of the output in order. Lines in fenced blocks count: tool output is
+// usually quoted that way.
+func errorLines(lines []string) []errorLine {
+	var out []errorLine
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == "" || npmNoiseRe.MatchString(t) {
+			continue
+		}
+		switch {
+		case (matchesAny(specificErrorRes, l) || keywordErrorRe.MatchString(l)) && !failCountRe.MatchString(t):
+			out = append(out, errorLine{t, i, true})
+		case matchesAny(genericErrorRes, l):
+			out = append(out, errorLine{t, i, false})
+		case pyFileRe.MatchString(l) || rustLocRe.MatchString(l):
+			out = append(out, errorLine{t, i, false})
+		}
+	}
+	return out
+}
+
+func matchesAny(res []*regexp.Regexp, s string) bool {
+	for _, re := range res {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// extractError returns the most informative error lines, bounded to maxErrorLen: the specific lines with
+// the source location next to them, else the generic ones and the agent's own account of the failure.
+func extractError(d *doc) string {
+	const maxLines = 8
+	found := errorLines(d.lines)
+	var specific []errorLine
+	for k, e := range found {
+		if !e.specific {
+			continue
+		}
+		// Keep the location that belongs to a specific line: a traceback's last frame before the exception,
+		// rustc's "-->" after its message.
+		if k > 0 && pyFileRe.MatchString(found[k-1].text) && found[k-1].index >= e.index-2 {
+			specific = append(specific, found[k-1])
+		}
+		specific = append(specific, e)
+		if k+1 < len(found) && rustLocRe.MatchString(found[k+1].text) && found[k+1].index == e.index+1 {
+			specific = append(specific, found[k+1])
+		}
+	}
+	picked := specific
+	if len(picked) == 0 {
+		for _, e := range found {
+			if !pyFileRe.MatchString(e.text) && !rustLocRe.MatchString(e.text) {
+				picked = append(picked, e)
+			}
+		}
+		for _, s := range d.sentences() {
+			if admissionRe.MatchString(s.text) {
+				picked = append(picked, errorLine{text: s.text})
+			}
+		}
+	}
+	var b strings.Builder
+	seen := map[string]bool{}
+	n := 0
+	for _, e := range picked {
+		if seen[e.text] || n == maxLines {
+			continue
+		}
+		seen[e.text] = true
+		n++
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(truncate(e.text, 500))
+	}
+	return truncate(b.String(), maxErrorLen)
+}
+
+// briefError is the one line of an error worth quoting back to the agent.
+func briefError(s string) string {
+	d := newDoc(s)
+	for _, e := range errorLines(d.lines) {
+		if e.specific {
+			return truncate(e.text, 200)
+		}
+	}
+	for _, l := range d.lines {
+		if t := strings.TrimSpace(l); t != "" {
+			return truncate(t, 200)
+		}
+	}
+	return ""
+}

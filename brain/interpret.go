@@ -1,0 +1,402 @@
+package brain
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// interpret.go reads an agent's final output the way the interpret prompt tells an LLM to: evidence of
+// completion (summaries of changes, passing tests, commits), of failure (unresolved errors, failing tests,
+// the agent saying it could not), and of a question for the human. A question wins over completion, because
+// asking is cheaper than building on a wrong guess; a courtesy offer at the end of finished work ("let me
+// know if you'd like…") is not a question.
+
+// unclearQuestion is asked when the output shows neither completion, failure nor a question.
+const unclearQuestion = "The agent's result is unclear. Please review the output and advise."
+
+var (
+	// Completion evidence that settles it: tests or builds passing, commits, "Done".
+	strongCompletionRes = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)\ball\s+(?:the\s+)?(?:\d+\s+)?(?:of the\s+)?(?:\w+\s+)?(?:tests?|specs?|checks?)\s+(?:now\s+)?(?:pass|passed|passing|succeed(?:ed)?|are green|green|ok)\b`),
+		regexp.MustCompile(`(?i)\b(?:tests?|specs?|suite|build|lint(?:er)?|vet|checks?|ci|make \w+|go test|go build|npm test|npm run \w+|pytest|cargo (?:test|build|check|clippy)|tsc|mypy|ruff|eslint)\b[^.\n]{0,40}?\b(?:pass|passes|passed|passing|succeeds|succeeded|is clean|are clean|clean|is green|are green|green|ok)\b`),
+		regexp.MustCompile(`(?i)\b\d+\s+(?:tests?\s+)?passed\b`),
+		regexp.MustCompile(`(?i)\b0\s+(?:failed|failing|failures?|errors?)\b|\b(?:no|zero)\s+(?:failures|failing tests|test failures|regressions)\b`),
+		regexp.MustCompile(`(?m)^ok\s+\S+|^PASS\s*$|^OK(?: \(.*\))?\s*$|test result: ok\.`),
+		regexp.MustCompile(`(?im)^\s*(?:#+\s*)?[*_]{0,2}(?:done|all done|completed|finished|task complete[d]?)\b[*_]{0,2}\s*[.!:—-]`),
+		regexp.MustCompile(`(?i)\b(?:task|work|implementation|feature|change|changes|fix|migration|refactor(?:ing)?)\s+(?:is\s+|are\s+|has been\s+|have been\s+)?(?:now\s+)?(?:complete|completed|done|finished|in place)\b`),
+		regexp.MustCompile(`(?i)\bsuccessfully\b|\bcommitted\b|\bsummary of (?:the )?changes\b|\bchanges made\b|\bbuild succeeded\b|\bBUILD SUCCESSFUL\b|\bcompiled successfully\b|✅`),
+	}
+	// Completion evidence that work was done, without proof it works.
+	weakCompletionRe = regexp.MustCompile(`(?im)(?:^\s*(?:[-*•]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|just\s+)?)(?:added|created|implemented|updated|fixed|refactored|wrote|written|removed|renamed|moved|replaced|introduced|extracted|migrated|configured|changed|modified|deleted|converted|upgraded|bumped|wired|applied|documented|rewrote|rewritten|extended|simplified|optimi[sz]ed|cleaned up|set up|ported|split)\b`)
+	// Phrasing that undoes a completion match just before it ("not committed", "never passed").
+	completionNegationRe = regexp.MustCompile(`(?i)(?:\bnot|n't|\bnever|\bunable to|\bfailed to|\bwithout)\s+(?:\w+\s+)?$`)
+
+	// Failure evidence beyond the error lines: the prose of a failure.
+	failurePhraseRes = []*regexp.Regexp{
+		regexp.MustCompile(`Traceback \(most recent call last\)`),
+		regexp.MustCompile(`\bFAIL(?:ED)?\b`),
+		regexp.MustCompile(`(?i)\b(?:tests?|build|compilation|suite|ci|pipeline|lint(?:er)?|checks?|it|they|this|command|script|deploy(?:ment)?|migration|install(?:ation)?|package|code|binary|server)\s+(?:still\s+|now\s+|also\s+)?(?:fails?|failed|failing|is failing|are failing|errors? out|breaks|broke|crashe[sd]|panics|does not (?:pass|compile|build|work|run)|doesn't (?:pass|compile|build|work|run)|did not (?:pass|compile|build)|didn't (?:pass|compile|build))\b`),
+		regexp.MustCompile(`(?i)\b(?:fails|failed) (?:with|to (?:compile|build|run|start|install|pass|resolve|connect|fetch|load|import))\b`),
+		regexp.MustCompile(`(?i)\breached (?:the )?maximum (?:number of )?(?:turns|budget)|\berror_max_(?:turns|budget)|\bmax(?:imum)? turns reached\b`),
+		regexp.MustCompile(`(?i)\bpermission denied\b|\bEACCES\b|\boperation not permitted\b|\bsegmentation fault\b|\bcore dumped\b|\bcommand not found\b`),
+		regexp.MustCompile(`(?i)\b[1-9]\d*\s+(?:tests?\s+)?(?:failed|failing|failures?)\b|\bexit(?:ed)?(?: with)? (?:status|code):? ?[1-9]`),
+		regexp.MustCompile(`(?i)\b(?:task|attempt|run)\s+(?:has\s+)?failed\b|\bfailed to complete\b|\bis (?:still )?(?:not|in) ?complete\b|\bincomplete\b`),
+	}
+	// History told as history ("previously failing", "fixed the FAIL in …") is not failure evidence.
+	resolvedContextRe = regexp.MustCompile(`(?i)(?:\bfix(?:ed|ing|es)?|\bresolv(?:ed|ing)|\baddress(?:ed|ing)|\bhandl(?:ed|ing)|\bpreviously|\bearlier|\binitially|\bbefore (?:my|the|this) (?:fix|change)|\bwas failing|\bwere failing|\bused to)\b[^.\n]{0,60}$`)
+
+	// Courtesy closings: finished work offering more, never a question blocking the task.
+	courtesyRe = regexp.MustCompile(`(?i)\blet me know (?:if|whether|what you think|how it goes|should you)\b|\bfeel free\b|\bhappy to\b|\bhope (?:this|that|it) helps\b|\banything else\b|\bI can also\b|\bif you(?:'d| would)? (?:like|want|prefer|need)\b|\b(?:any|further|other|additional) (?:changes|questions|adjustments|tweaks|tuning)\b|\bjust (?:let me know|ask)\b`)
+	// Offers of extra work: courtesy after finished work, a real question otherwise.
+	offerRe = regexp.MustCompile(`(?i)\b(?:would|do) you (?:like|want) me to\b|\bwant me to\b|\b(?:should|shall|can|could) I (?:also|additionally|next|go ahead and also)\b|\b(?:also|additionally)\b[^.?]*\?$`)
+	// The agent asking or stuck on a decision.
+	uncertaintyRes = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)\b(?:should|shall) (?:I|we)\b|\bwould you (?:prefer|rather)\b|\bdo you (?:prefer|want|think|agree)\b|\bwhat (?:would|do) you (?:like|prefer|want|suggest)\b|\bhow (?:would|do) you (?:like|want)\b|\bwhich\b[^.?]{0,80}\b(?:do you|would you|should (?:I|we)|is preferred|do we|you want|you prefer)\b`),
+		regexp.MustCompile(`(?i)\b(?:I'm|I am|we're|we are)\s+(?:not sure|unsure|uncertain)\b(?:\s+(?:whether|if|which|what (?:to|you|the)|how (?:to|you|best)|about (?:the|which|whether|how)|of the))?|\bnot sure (?:whether|if|which)\b|\bunsure (?:whether|if|which|how)\b`),
+		regexp.MustCompile(`(?i)\b(?:I|we)\s+need\s+(?:some\s+|more\s+|your\s+)?(?:clarification|input|guidance|a decision|direction|confirmation|more (?:information|context|details))\b|\bneeds? clarification\b|\b(?:could|can) you (?:please )?(?:clarify|confirm|decide|advise)\b|\bplease (?:clarify|confirm|advise|decide)\b`),
+		regexp.MustCompile(`(?i)\b(?:I'm|I am|we're|we are) blocked\b|\bblocked (?:until|on|by) (?:a |the |your |this )?(?:decision|human|clarification|answer|input|product|user|you)|\bbefore I (?:continue|proceed|go (?:any )?further|make (?:this|that|the) change)\b|\bcould go either way\b`),
+		regexp.MustCompile(`(?i)\b(?:the|two|three|a few|several|some|possible)\s+(?:possible\s+)?(?:options|approaches|choices|alternatives)\s+(?:are|seem to be|I see|would be)\b[^.\n]{0,40}:|\b(?:I see|there are|here are)\s+(?:two|three|several|a few|some)\s+(?:options|approaches|choices|ways|alternatives)\b`),
+		regexp.MustCompile(`(?i)\bI (?:would |'d )?recommend\b[^.?]*\bbut\b|\bcannot proceed without\b|\bcan't proceed without\b|\bunable to proceed without\b|\bwaiting for (?:your|a|human|the user's) (?:input|decision|answer|confirmation|approval)|\b(?:requires?|needs?) (?:a )?(?:human|product|design|your) (?:decision|input|approval)|\bAskUserQuestion\b|\byour (?:call|decision|preference)\b|\blet me know (?:which|what you(?:'d)? prefer|how you(?:'d)? like)\b`),
+	}
+	// A '?' sentence addressed to the user: it names them or opens like a request for a decision.
+	addressedRe = regexp.MustCompile(`(?i)\byou(?:r|'d|'re)?\b|^(?:should|shall|do|does|would|which|can|could|may|is it (?:ok|okay|fine|acceptable)|are we|or)\b`)
+	// Explicit recommendations in prose.
+	recommendRe      = regexp.MustCompile(`(?i)\b(?:I (?:would |'d )?recommend|my recommendation(?: is|:)|recommendation:|I (?:would |'d )?suggest|I (?:would |'d )?lean (?:towards?|to)|I(?:'d| would) go with)\b`)
+	recommendedOptRe = regexp.MustCompile(`(?i)\((?:recommended|my recommendation)\)|\brecommended\b`)
+	letteredLineRe   = regexp.MustCompile(`^\s*[*_]{0,2}(?:\[[A-Ha-h]\]|\([A-Ha-h]\)|[A-Ha-h][).]|[Oo]ption\s+[A-Ha-h]\s*[:.)\-–])[*_]{0,2}\s+\S`)
+	listLineRe       = regexp.MustCompile(`^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+)\S`)
+)
+
+// Interpret judges an agent's final output: completed, failed, or needs_help with the question, options and
+// recommendation to put to a human. It honours ctx only at entry: the work is in-memory and bounded.
+func (h *Heuristic) Interpret(ctx context.Context, output string) (Interpretation, error) {
+	if err := ctx.Err(); err != nil {
+		return Interpretation{}, err
+	}
+	return interpret(output), nil
+}
+
+func interpret(output string) Interpretation {
+	d := newDoc(output)
+	if strings.TrimSpace(d.text) == "" {
+		return Interpretation{
+			Status:  StatusFailed,
+			Summary: "The agent produced no output.",
+			Error:   "agent produced no output",
+			Via:     viaHeuristic,
+		}
+	}
+	if in, ok := ExplicitMarkers(output); ok {
+		return in
+	}
+
+	ev := gatherEvidence(d)
+	in := Interpretation{Via: viaHeuristic, Summary: summarize(d)}
+	failing := ev.unresolvedFailure()
+	if failing {
+		in.Error = extractError(d)
+	}
+	switch {
+	case ev.asks(failing):
+		in.Status = StatusNeedsHelp
+		q := readQuestion(d, true, true)
+		in.Question, in.Options, in.Recommendation = q.question, q.options, q.recommendation
+		if in.Question == "" {
+			in.Question = unclearQuestion
+		}
+	case failing:
+		in.Status = StatusFailed
+		if in.Error == "" {
+			in.Error = truncate(collapse(d.text), 500)
+		}
+	case ev.completed():
+		in.Status = StatusCompleted
+	default:
+		in.Status = StatusNeedsHelp
+		in.Question = unclearQuestion
+	}
+	return in
+}
+
+// evidence is what the output shows, with the position of the last sign of each kind so that a failure
+// fixed later in the output does not count against it.
+type evidence struct {
+	lastStrong, lastWeak int // line of the last completion evidence; -1 for none
+	lastFail             int // line of the last failure evidence
+	lastAdmission        int // line of the agent's last admission that it could not do something
+	questions            int // real questions and statements of uncertainty
+	offers               int // offers of extra work: courtesy after finished (or failed) work
+	letteredOptions      int // lettered option lines presented in the prose
+}
+
+func gatherEvidence(d *doc) evidence {
+	ev := evidence{lastStrong: -1, lastWeak: -1, lastFail: -1, lastAdmission: -1}
+	for i, l := range d.lines {
+		for _, re := range strongCompletionRes {
+			if matchUnnegated(re, l) {
+				ev.lastStrong = i
+			}
+		}
+		if matchUnnegated(weakCompletionRe, l) {
+			ev.lastWeak = i
+		}
+		if failureLine(l) {
+			ev.lastFail = i
+		}
+		if prose := d.proseLines[i]; letteredLineRe.MatchString(prose) {
+			ev.letteredOptions += max(1, len(ParseOptions(prose)))
+		}
+	}
+	sentences := d.sentences()
+	for _, s := range sentences {
+		if admissionRe.MatchString(s.text) && !resolvedBefore(s.text, admissionRe) {
+			ev.lastAdmission = max(ev.lastAdmission, s.line)
+		}
+	}
+	for k, s := range sentences {
+		switch classifyAsk(s.text, k == len(sentences)-1) {
+		case askReal:
+			ev.questions++
+		case askOffer:
+			ev.offers++
+		}
+	}
+	return ev
+}
+
+// matchUnnegated reports a match of re in s that is not negated just before it.
+func matchUnnegated(re *regexp.Regexp, s string) bool {
+	for _, m := range re.FindAllStringIndex(s, -1) {
+		if !completionNegationRe.MatchString(s[:m[0]]) {
+			return true
+		}
+	}
+	return false
+}
+
+// failureLine reports whether a line is evidence of failure: a structural error line, or the prose of a
+// failure not told as something already fixed.
+func failureLine(l string) bool {
+	if strings.TrimSpace(l) == "" {
+		return false
+	}
+	if (matchesAny(specificErrorRes, l) || matchesAny(genericErrorRes, l)) && !resolvedBefore(l, nil) {
+		return true
+	}
+	for _, re := range failurePhraseRes {
+		if re.MatchString(l) && !resolvedBefore(l, re) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolvedBefore reports whether the failure re finds in s is told as already fixed. With re nil it looks at
+// the whole line's lead-in.
+func resolvedBefore(s string, re *regexp.Regexp) bool {
+	at := 0
+	if re != nil {
+		if loc := re.FindStringIndex(s); loc != nil {
+			at = loc[0]
+		}
+	} else {
+		at = len(s) - len(strings.TrimLeft(s, " \t"))
+	}
+	return resolvedContextRe.MatchString(s[:at])
+}
+
+// unresolvedFailure: failure evidence after the last completion evidence, or the agent admitting it could
+// not do something with no proof of success after that.
+func (ev evidence) unresolvedFailure() bool {
+	if ev.lastFail >= 0 && ev.lastFail > max(ev.lastStrong, ev.lastWeak) {
+		return true
+	}
+	return ev.lastAdmission >= 0 && ev.lastAdmission > ev.lastStrong
+}
+
+// asks reports a question for the human. An offer of more work is a question only when there is no result
+// to offer it on: after finished work it is courtesy, and after a failure the failure is what matters (the
+// decide judgement then chooses between retrying and asking). Lettered options with nothing proving the
+// task done are a choice put to the human even without a question mark.
+func (ev evidence) asks(failing bool) bool {
+	switch {
+	case ev.questions > 0:
+		return true
+	case ev.offers > 0:
+		return !failing && !ev.completed()
+	}
+	return ev.letteredOptions >= 2 && !failing && ev.lastStrong < 0
+}
+
+func (ev evidence) completed() bool { return ev.lastStrong >= 0 || ev.lastWeak >= 0 }
+
+type askKind int
+
+const (
+	askNone askKind = iota
+	askReal
+	askOffer
+	askCourtesy
+)
+
+// classifyAsk says whether a sentence asks the human something, and how.
+func classifyAsk(s string, last bool) askKind {
+	question := strings.HasSuffix(s, "?")
+	switch {
+	// Being stuck outweighs a polite wrapper: "let me know, I'm not sure whether…" still asks.
+	case matchesAny(uncertaintyRes[1:], s):
+		return askReal
+	case courtesyRe.MatchString(s):
+		return askCourtesy
+	case offerRe.MatchString(s):
+		return askOffer
+	case uncertaintyRes[0].MatchString(s):
+		return askReal
+	case question && (last || addressedRe.MatchString(s)):
+		return askReal
+	}
+	return askNone
+}
+
+// asked is what a human needs to answer the agent.
+type asked struct {
+	question       string
+	options        []string
+	recommendation string
+}
+
+// readQuestion finds the agent's question, the options around it and any recommendation in the prose.
+// The question is the last real question sentence (with the sentence before it when it is too short to
+// stand alone, like "What would you prefer?"), else the paragraph stating the uncertainty.
+func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
+	var a asked
+	sentences := d.sentences()
+	qIdx := -1
+	for k := len(sentences) - 1; k >= 0; k-- {
+		s := sentences[k].text
+		if strings.HasSuffix(s, "?") && classifyAsk(s, k == len(sentences)-1) >= askReal && classifyAsk(s, false) != askCourtesy {
+			qIdx = k
+			break
+		}
+	}
+	if qIdx < 0 {
+		for k, s := range sentences {
+			if matchesAny(uncertaintyRes, s.text) {
+				qIdx = k
+				break
+			}
+		}
+	}
+	qLine := -1
+	if qIdx >= 0 {
+		qLine = sentences[qIdx].line
+		if wantQuestion {
+			a.question = questionText(sentences, qIdx)
+		}
+	}
+	if wantOptions {
+		a.options = findOptions(d, qLine)
+	}
+	for _, s := range sentences {
+		if recommendRe.MatchString(s.text) {
+			a.recommendation = truncate(s.text, 500)
+		}
+	}
+	if a.recommendation == "" {
+		for _, o := range a.options {
+			if recommendedOptRe.MatchString(o) {
+				a.recommendation = o
+			}
+		}
+	}
+	return a
+}
+
+// questionText builds the question from sentence qIdx: a '?' sentence with short context, or the whole unit
+// (paragraph) stating an uncertainty, since "I need clarification on X" needs the X-versus-Y that follows.
+func questionText(ss []sentence, qIdx int) string {
+	const short = 60
+	q := ss[qIdx]
+	if !strings.HasSuffix(q.text, "?") {
+		var parts []string
+		for _, s := range ss {
+			if s.unit == q.unit {
+				parts = append(parts, s.text)
+			}
+		}
+		return truncate(strings.Join(parts, " "), 800)
+	}
+	text := q.text
+	if utf8.RuneCountInString(text) < short {
+		// Walk back over the units of options to the sentence that says what the choice is about.
+		for k := qIdx - 1; k >= 0; k-- {
+			p := ss[k]
+			if letteredLineRe.MatchString(p.text) || listLineRe.MatchString(p.text) || recommendRe.MatchString(p.text) ||
+				markerLineRe.MatchString(p.text) || strings.HasSuffix(p.text, ":") {
+				continue
+			}
+			text = p.text + " " + text
+			break
+		}
+	}
+	return truncate(text, 800)
+}
+
+// findOptions returns the options offered around the question on line qLine: a lettered list anywhere, else
+// a numbered or bulleted list right before or after the question (elsewhere such lists are summaries).
+func findOptions(d *doc, qLine int) []string {
+	type block struct {
+		start, end int // lines [start, end)
+		lettered   bool
+	}
+	var blocks []block
+	for i := 0; i < len(d.proseLines); {
+		l := d.proseLines[i]
+		lettered := letteredLineRe.MatchString(l)
+		if !lettered && !listLineRe.MatchString(l) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(d.proseLines) {
+			n := d.proseLines[j]
+			if letteredLineRe.MatchString(n) || listLineRe.MatchString(n) ||
+				strings.TrimSpace(n) != "" && (n[0] == ' ' || n[0] == '\t') {
+				j++
+				continue
+			}
+			break
+		}
+		blocks = append(blocks, block{i, j, lettered})
+		i = j
+	}
+	parse := func(b block) []string {
+		opts := ParseOptions(strings.Join(d.proseLines[b.start:b.end], "\n"))
+		if len(opts) < 2 {
+			return nil
+		}
+		return opts
+	}
+	var best []string
+	bestDist := -1
+	for _, b := range blocks {
+		dist := 0
+		switch {
+		case qLine < 0:
+			dist = len(d.lines)
+		case qLine < b.start:
+			dist = b.start - qLine
+		case qLine >= b.end:
+			dist = qLine - b.end + 1
+		}
+		if !b.lettered && (qLine < 0 || dist > 3) {
+			continue
+		}
+		if opts := parse(b); opts != nil && (bestDist < 0 || dist < bestDist) {
+			best, bestDist = opts, dist
+		}
+	}
+	return best
+}

@@ -1,0 +1,191 @@
+package brain
+
+import (
+	"regexp"
+	"strings"
+)
+
+// markers.go is the fast path: orch's task prompt asks agents to end with explicit marker lines, and when
+// they do no judgement (and no LLM call) is needed.
+
+var (
+	// A marker line: the key at the start of a line, optionally in markdown emphasis or a heading/quote.
+	// STATUS is matched in any case because agents write "**Status:** Complete"; the other keys are orch's
+	// protocol words and match only in capitals, so prose like "Options: --verbose" is not read as a block.
+	markerLineRe = regexp.MustCompile(`^[\s>#]*[*_]{0,2}(?:(?i:(status))|(NEEDS_HUMAN|QUESTION|OPTIONS|RECOMMENDATION|ERROR|SUMMARY))[*_]{0,2}\s*:[*_]{0,2}\s*(.*)$`)
+	statusWordRe = regexp.MustCompile(`^[^A-Za-z]*([A-Za-z][A-Za-z_ -]*)`)
+)
+
+// marker is one marker line and the lines that continue it.
+type marker struct {
+	key   string // upper case
+	value string // the rest of the line and its continuation, trimmed
+}
+
+// ExplicitMarkers is the fast path usable before an LLM call: it reports an interpretation when the output
+// carries an explicit marker ("STATUS: needs_human", "NEEDS_HUMAN:", "STATUS: completed", "STATUS: failed",
+// or a structured QUESTION:/OPTIONS:+RECOMMENDATION: block), else ok=false.
+//
+// Markers count only at the start of a line outside fenced code; GUIDANCE lines (orch's own input echoed
+// back) are ignored. When several STATUS lines occur the last one wins, as the agent's final word; a
+// completed status next to a question or NEEDS_HUMAN block is needs_help, since asking is the safer reading.
+func ExplicitMarkers(output string) (Interpretation, bool) {
+	d := newDoc(output)
+	ms := d.markers()
+	if len(ms) == 0 {
+		return Interpretation{}, false
+	}
+	var status Status
+	byKey := map[string]string{}
+	needsHuman := false
+	for _, m := range ms {
+		switch m.key {
+		case "STATUS":
+			if s := statusValue(m.value); s != "" {
+				status = s
+			}
+		case "NEEDS_HUMAN":
+			needsHuman = true
+		}
+		if _, seen := byKey[m.key]; !seen || m.key == "STATUS" {
+			byKey[m.key] = m.value
+		}
+	}
+	structured := byKey["QUESTION"] != "" || (byKey["OPTIONS"] != "" && byKey["RECOMMENDATION"] != "")
+
+	in := Interpretation{Via: viaMarker, Summary: byKey["SUMMARY"], Error: truncate(byKey["ERROR"], maxErrorLen)}
+	switch {
+	case status == StatusFailed:
+		in.Status = StatusFailed
+		if in.Error == "" {
+			in.Error = extractError(d)
+		}
+		if in.Error == "" {
+			in.Error = "the agent reported STATUS: failed without an error message"
+		}
+	case status == StatusNeedsHelp || needsHuman || structured:
+		in.Status = StatusNeedsHelp
+		in.Question = byKey["QUESTION"]
+		if in.Question == "" {
+			in.Question = byKey["NEEDS_HUMAN"]
+		}
+		in.Recommendation = byKey["RECOMMENDATION"]
+		if o := byKey["OPTIONS"]; o != "" {
+			in.Options = ParseOptions(o)
+		}
+		q := readQuestion(d, in.Question == "", len(in.Options) == 0)
+		if in.Question == "" {
+			in.Question = q.question
+		}
+		if len(in.Options) == 0 {
+			in.Options = q.options
+		}
+		if in.Recommendation == "" {
+			in.Recommendation = q.recommendation
+		}
+		if in.Question == "" {
+			in.Question = "The agent asked for a human decision. Please review the output and advise."
+		}
+		in.Question = truncate(in.Question, 1000)
+	case status == StatusCompleted:
+		in.Status = StatusCompleted
+	default:
+		return Interpretation{}, false
+	}
+	if in.Summary == "" {
+		in.Summary = summarize(d.withoutMarkers())
+	}
+	return in, true
+}
+
+// statusValue maps the words agents use after STATUS: onto the three statuses; "" when it is none of them.
+func statusValue(v string) Status {
+	m := statusWordRe.FindStringSubmatch(v)
+	if m == nil {
+		return ""
+	}
+	w := strings.NewReplacer("-", "_", " ", "_").Replace(strings.ToLower(strings.TrimSpace(m[1])))
+	switch {
+	case strings.HasPrefix(w, "needs_"), strings.HasPrefix(w, "need_"), strings.HasPrefix(w, "blocked"),
+		strings.HasPrefix(w, "waiting"):
+		return StatusNeedsHelp
+	case strings.HasPrefix(w, "complete"), strings.HasPrefix(w, "done"), strings.HasPrefix(w, "success"),
+		strings.HasPrefix(w, "succeeded"), strings.HasPrefix(w, "finished"), w == "passed", w == "ok":
+		return StatusCompleted
+	case strings.HasPrefix(w, "fail"), strings.HasPrefix(w, "error"), strings.HasPrefix(w, "errored"):
+		return StatusFailed
+	}
+	return ""
+}
+
+// markers finds the marker lines outside fenced code and reads each one's value: the rest of its line plus
+// the lines after it up to the next marker or blank line. OPTIONS may be spread over blank-separated lines,
+// so its block continues across a blank line while the next line still looks like an option.
+func (d *doc) markers() []marker {
+	var out []marker
+	inFence := false
+	isMarker := func(l string) bool { return markerLineRe.MatchString(l) }
+	for i := 0; i < len(d.lines); i++ {
+		l := d.lines[i]
+		if fenceRe.MatchString(l) {
+			inFence = !inFence
+			continue
+		}
+		if inFence {
+			continue
+		}
+		m := markerLineRe.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		key := strings.ToUpper(m[1] + m[2])
+		parts := []string{strings.TrimSpace(m[3])}
+		j := i + 1
+		for ; j < len(d.lines); j++ {
+			next := d.lines[j]
+			if isMarker(next) || fenceRe.MatchString(next) {
+				break
+			}
+			if strings.TrimSpace(next) == "" {
+				if key == "OPTIONS" && j+1 < len(d.lines) && unitStartRe.MatchString(d.lines[j+1]) && !isMarker(d.lines[j+1]) {
+					continue
+				}
+				// The value may start on the line after the key.
+				if strings.Join(parts, "") == "" {
+					continue
+				}
+				break
+			}
+			if key == "STATUS" {
+				break
+			}
+			if key == "OPTIONS" {
+				parts = append(parts, next)
+			} else {
+				parts = append(parts, strings.TrimSpace(next))
+			}
+		}
+		sep := " "
+		if key == "OPTIONS" {
+			sep = "\n"
+		}
+		out = append(out, marker{key: key, value: strings.TrimSpace(strings.Join(parts, sep))})
+		i = j - 1
+	}
+	return out
+}
+
+// withoutMarkers is the document minus its marker lines, for a summary in the agent's own words.
+func (d *doc) withoutMarkers() *doc {
+	var kept []string
+	for _, l := range d.lines {
+		if m := markerLineRe.FindStringSubmatch(l); m != nil && strings.ToUpper(m[1]+m[2]) == "STATUS" {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	if strings.TrimSpace(strings.Join(kept, "")) == "" {
+		return d
+	}
+	return newDoc(strings.Join(kept, "\n"))
+}

@@ -1,0 +1,172 @@
+package brain
+
+import (
+	"regexp"
+	"strings"
+)
+
+// ParseOptions parses an options block into the options' texts, keys stripped (callers label them A, B, …).
+// It reads lettered options "A) x  B) y" (also on one line, also "A. x", "[A] x", "(A) x", "Option A: x"),
+// numbered ones "1. x" / "1) x", and bullets "- x" / "* x". Lettered and numbered keys must run in order
+// from A or 1, which keeps "plan B. Then…" inside an option from splitting it. When several styles occur,
+// the one starting first wins, so a bulleted list of "A) …" items reads as the lettered options.
+// It returns nil when the text has no recognisable options.
+func ParseOptions(text string) []string {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil
+	}
+	type parsed struct {
+		start int
+		opts  []string
+	}
+	var best *parsed
+	try := func(start int, opts []string) {
+		if len(opts) == 0 {
+			return
+		}
+		// Two or more options beat a single one whatever its position: a lone "A)" is rarely the list.
+		if best == nil ||
+			(len(opts) >= 2 && len(best.opts) < 2) ||
+			((len(opts) >= 2) == (len(best.opts) >= 2) && start < best.start) {
+			best = &parsed{start, opts}
+		}
+	}
+	try(sequenceOptions(text, letterKeys))
+	try(sequenceOptions(text, numberKeys))
+	try(bulletOptions(text))
+	if best == nil {
+		return nil
+	}
+	return best.opts
+}
+
+type keyKind int
+
+const (
+	letterKeys keyKind = iota
+	numberKeys
+)
+
+var (
+	// Each key must follow the start of the text or whitespace, so "e.g." and "v1.2" are not keys.
+	// Markdown bold around the key ("**A)**") is allowed because LLM output uses it constantly.
+	letterKeyRe = regexp.MustCompile(`(?:^|\s)\**(?:[Oo]ption\s+([A-Ha-h])\s*[:.)\-–]|\[([A-Ha-h])\]|\(([A-Ha-h])\)|([A-Ha-h])[).])\**(?:\s+|$)`)
+	numberKeyRe = regexp.MustCompile(`(?:^|\s)\**(?:[Oo]ption\s+([1-9])\s*[:.)\-–]|\[([1-9])\]|\(([1-9])\)|([1-9])[).])\**(?:\s+|$)`)
+	bulletRe    = regexp.MustCompile(`^\s*[-*•]\s+(.*)$`)
+	leadKeyRe   = regexp.MustCompile(`^\**(?:[Oo]ption\s+\w\s*[:.)\-–]|\[\w\]|\(\w\)|\w[).])\**\s+`)
+	spaceRunRe  = regexp.MustCompile(`\s+`)
+)
+
+// sequenceOptions finds keys A, B, C… (or 1, 2, 3…) in order and returns the text between them, with the
+// offset of the first key. Letters are accepted in either case but not mixed within a list.
+func sequenceOptions(text string, kind keyKind) (int, []string) {
+	re := letterKeyRe
+	if kind == numberKeys {
+		re = numberKeyRe
+	}
+	type key struct {
+		r          byte
+		start, end int // start of the key, end of the key and the spaces after it
+	}
+	var keys []key
+	for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+		for g := 1; g <= 4; g++ {
+			if m[2*g] >= 0 {
+				start := m[0]
+				for start < len(text) && isSpace(text[start]) {
+					start++
+				}
+				keys = append(keys, key{text[m[2*g]], start, m[1]})
+				break
+			}
+		}
+	}
+	var chosen []key
+	var want byte
+	for _, k := range keys {
+		if len(chosen) == 0 {
+			switch {
+			case kind == letterKeys && (k.r == 'A' || k.r == 'a'):
+			case kind == numberKeys && k.r == '1':
+			default:
+				continue
+			}
+			want = k.r
+		}
+		if k.r != want {
+			continue
+		}
+		chosen = append(chosen, k)
+		want++
+	}
+	if len(chosen) == 0 {
+		return 0, nil
+	}
+	opts := make([]string, 0, len(chosen))
+	for i, k := range chosen {
+		end := len(text)
+		if i+1 < len(chosen) {
+			end = chosen[i+1].start
+		}
+		if k.end > end {
+			continue
+		}
+		if o := cleanOption(text[k.end:end]); o != "" {
+			opts = append(opts, o)
+		}
+	}
+	return chosen[0].start, opts
+}
+
+// bulletOptions reads "- x" / "* x" lines; indented lines that are not bullets continue the previous item.
+func bulletOptions(text string) (int, []string) {
+	var opts []string
+	first := -1
+	offset := 0
+	inItem := false
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if m := bulletRe.FindStringSubmatch(strings.TrimRight(line, "\r\n")); m != nil {
+			if first < 0 {
+				first = offset
+			}
+			opts = append(opts, m[1])
+			inItem = true
+		} else if inItem && strings.TrimSpace(line) != "" && (line[0] == ' ' || line[0] == '\t') {
+			opts[len(opts)-1] += " " + strings.TrimSpace(line)
+		} else {
+			inItem = false
+		}
+		offset += len(line)
+	}
+	if first < 0 {
+		return 0, nil
+	}
+	keyed := len(opts) > 1
+	for _, o := range opts {
+		if !leadKeyRe.MatchString(o) {
+			keyed = false
+		}
+	}
+	out := opts[:0]
+	for _, o := range opts {
+		if keyed {
+			o = leadKeyRe.ReplaceAllString(o, "")
+		}
+		if o = cleanOption(o); o != "" {
+			out = append(out, o)
+		}
+	}
+	return first, out
+}
+
+// cleanOption joins a wrapped option onto one line and drops the markdown emphasis and list punctuation
+// that would otherwise end up on a button.
+func cleanOption(s string) string {
+	s = spaceRunRe.ReplaceAllString(strings.TrimSpace(s), " ")
+	s = strings.TrimSpace(strings.Trim(s, "*_"))
+	s = strings.TrimRight(s, ",;")
+	return strings.TrimSpace(s)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orchrun/orch/agent"
+	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/sandbox"
+	"github.com/orchrun/orch/worker"
+)
+
+// app is one invocation of orch: its streams and what it resolved from flags, env and orch.yaml.
+type app struct {
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+	env     func(string) string
+	started bool // a command's RunE was reached: errors after this are not command-line errors
+	set     *settings
+	log     *slog.Logger
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, env: os.Getenv}
+}
+
+func (a *app) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "orch",
+		Short: "Run coding agents through plans, with a human in the loop",
+		Long: "orch runs a coding agent on each task of a plan, inside a sandbox, and brings a human in exactly when\n" +
+			"one is needed. Exit codes: 0 completed, 1 failed or aborted, 2 usage or configuration error,\n" +
+			"3 parked (a human is needed; resolve and resume later).",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			a.started = true
+			cfgPath, _ := cmd.Flags().GetString("config")
+			set, err := loadSettings(cfgPath, a.env)
+			if err != nil {
+				return err
+			}
+			a.set = set
+			level := slog.LevelWarn
+			if v := a.env("ORCH_LOG_LEVEL"); v != "" {
+				if err := level.UnmarshalText([]byte(v)); err != nil {
+					return usageErr("ORCH_LOG_LEVEL: %v", err)
+				}
+			}
+			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr("%v (see 'orch %s --help')", err, c.Name())
+	})
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	pf := root.PersistentFlags()
+	pf.String("config", "", "config file (default ./orch.yaml when present)")
+	pf.String("redis", "", "Redis URL (env ORCH_REDIS_URL; default: the embedded store in --state-dir)")
+	pf.String("state-dir", ".orch", "where the embedded store keeps its state (env ORCH_STATE_DIR)")
+	root.AddCommand(a.runCmd(), a.resumeCmd(), a.taskCmd(), a.statusCmd(), a.historyCmd(),
+		a.escalationCmd(), a.brainCmd(), a.simAgentCmd())
+	return root
+}
+
+// args wraps a cobra args check so that its error is a usage error.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return usageErr("%v (see 'orch %s --help')", err, cmd.CommandPath()[len("orch "):])
+		}
+		return nil
+	}
+}
+
+// backend opens the store and queue the command's flags name.
+func (a *app) backend(cmd *cobra.Command) (*jobs.Backend, error) {
+	url := a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, "")
+	dir := a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch")
+	b, err := jobs.Connect(cmd.Context(), jobs.ConnectConfig{URL: url, StateDir: dir, Log: a.log})
+	if err != nil {
+		if errors.Is(err, jobs.ErrRedisUnavailable) {
+			return nil, withCode(exitUsage, fmt.Errorf("%w (is Redis running? check --redis / ORCH_REDIS_URL)", err))
+		}
+		return nil, withCode(exitUsage, err)
+	}
+	return b, nil
+}
+
+// stateHint is the flags another orch command needs to find the same state.
+func (a *app) stateHint(cmd *cobra.Command) string {
+	var parts []string
+	if f := cmd.Flags().Lookup("redis"); f != nil && f.Changed {
+		parts = append(parts, "--redis "+redactURL(f.Value.String()))
+	}
+	if f := cmd.Flags().Lookup("state-dir"); f != nil && f.Changed {
+		parts = append(parts, "--state-dir "+f.Value.String())
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " " + strings.Join(parts, " ")
+}
+
+// startWorker runs the worker in-process: `orch run` and `orch resume` are their own worker pool.
+func (a *app) startWorker(cmd *cobra.Command, b *jobs.Backend) (*worker.Worker, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("locating the orch binary for the sim agent: %w", err)
+	}
+	conc, err := a.set.int(cmd, "concurrency", "ORCH_CONCURRENCY", a.set.file.Concurrency, 2)
+	if err != nil {
+		return nil, err
+	}
+	w, err := worker.New(worker.Config{
+		Store:       b.Store,
+		Queue:       b.Queue,
+		Sandbox:     sandbox.NewLocal(sandbox.LocalConfig{}),
+		Brain:       func(opts jobs.Options) (worker.Brain, error) { return newBrain(opts) },
+		Agent:       func(opts jobs.Options) (agent.Adapter, error) { return newAgent(opts, self) },
+		Log:         a.log,
+		Concurrency: conc,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(b.Redis); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// newBrain returns the brain a run asked for.
+func newBrain(opts jobs.Options) (worker.Brain, error) {
+	switch opts.Brain {
+	case "heuristic", "auto", "":
+		return &brain.Heuristic{}, nil
+	}
+	return nil, fmt.Errorf("brain %q is not available in this build (use --brain heuristic)", opts.Brain)
+}
+
+// resolveBrain picks the brain for --brain and says why.
+func resolveBrain(name string) (string, string, error) {
+	switch name {
+	case "auto", "":
+		return "heuristic", "brain: heuristic (auto: no LLM brain is configured)", nil
+	case "heuristic":
+		return "heuristic", "brain: heuristic", nil
+	case "claude", "anthropic":
+		return "", "", usageErr("--brain %s: LLM brains are not available yet; use --brain heuristic or auto", name)
+	}
+	return "", "", usageErr("--brain %q: want auto, heuristic, claude or anthropic", name)
+}
+
+// newAgent returns the adapter a run asked for. self is the orch binary, which plays the sim agent.
+func newAgent(opts jobs.Options, self string) (agent.Adapter, error) {
+	switch {
+	case opts.Agent == "claude":
+		return agent.NewClaude(agent.ClaudeConfig{Model: opts.AgentModel}), nil
+	case opts.Agent == "codex":
+		return agent.NewTemplate("codex exec --skip-git-repo-check {prompt}")
+	case opts.Agent == "sim":
+		return agent.NewSim(agent.SimConfig{Binary: self, Scenario: opts.SimScenario}), nil
+	case strings.HasPrefix(opts.Agent, "cmd:"):
+		return agent.NewTemplate(strings.TrimPrefix(opts.Agent, "cmd:"))
+	}
+	return nil, fmt.Errorf("unknown agent %q (want claude, codex, sim or cmd:TEMPLATE)", opts.Agent)
+}
+
+// checkAgent validates --agent before a run is created, so a typo is a usage error and not a parked run.
+func checkAgent(opts *jobs.Options, planPath string) error {
+	switch {
+	case opts.Agent == "sim":
+		if opts.SimScenario == "" {
+			opts.SimScenario = strings.TrimSuffix(planPath, filepath.Ext(planPath)) + ".sim.yaml"
+		}
+		abs, err := filepath.Abs(opts.SimScenario)
+		if err != nil {
+			return usageErr("scenario %s: %v", opts.SimScenario, err)
+		}
+		if _, err := agent.LoadScenario(abs); err != nil {
+			return usageErr("%v", err)
+		}
+		opts.SimScenario = abs
+	case opts.Agent == "claude" || opts.Agent == "codex":
+		if _, err := exec.LookPath(opts.Agent); err != nil {
+			return usageErr("--agent %s: %s is not on PATH (install it, or use --agent sim or --agent cmd:TEMPLATE)", opts.Agent, opts.Agent)
+		}
+	case strings.HasPrefix(opts.Agent, "cmd:"):
+		if _, err := agent.NewTemplate(strings.TrimPrefix(opts.Agent, "cmd:")); err != nil {
+			return usageErr("--agent %s: %v", opts.Agent, err)
+		}
+	default:
+		return usageErr("--agent %q: want claude, codex, sim or cmd:TEMPLATE", opts.Agent)
+	}
+	return nil
+}
+
+// background is a context for cleanup that must run even when the command's context was cancelled.
+func background() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 15*time.Second)
+}

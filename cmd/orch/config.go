@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+)
+
+// fileConfig is orch.yaml: the lowest layer of configuration, under env (ORCH_*) and flags.
+type fileConfig struct {
+	Agent        string `yaml:"agent"`
+	AgentModel   string `yaml:"agent_model"`
+	Brain        string `yaml:"brain"`
+	Sandbox      string `yaml:"sandbox"`
+	Image        string `yaml:"image"`
+	Redis        string `yaml:"redis"`
+	StateDir     string `yaml:"state_dir"`
+	Workspace    string `yaml:"workspace"`
+	MaxAttempts  int    `yaml:"max_attempts"`
+	AgentTimeout string `yaml:"agent_timeout"`
+	Concurrency  int    `yaml:"concurrency"`
+}
+
+// settings resolves a value from flag, env and orch.yaml, in that order of precedence.
+type settings struct {
+	file    fileConfig
+	fileSet map[string]bool
+	env     func(string) string
+}
+
+func loadSettings(path string, env func(string) string) (*settings, error) {
+	s := &settings{env: env, fileSet: map[string]bool{}}
+	explicit := path != ""
+	if path == "" {
+		path = "orch.yaml"
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && !explicit {
+		return s, nil
+	}
+	if err != nil {
+		return nil, usageErr("reading config %s: %v", path, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s.file); err != nil && !errors.Is(err, io.EOF) {
+		return nil, usageErr("config %s: %v", path, err)
+	}
+	var raw map[string]any
+	_ = yaml.Unmarshal(data, &raw)
+	for k := range raw {
+		s.fileSet[k] = true
+	}
+	return s, nil
+}
+
+// str returns flag name if set, else env key, else the orch.yaml value, else def.
+func (s *settings) str(cmd *cobra.Command, flag, envKey, fileVal, def string) string {
+	if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
+		return f.Value.String()
+	}
+	if envKey != "" {
+		if v := s.env(envKey); v != "" {
+			return v
+		}
+	}
+	if fileVal != "" {
+		return fileVal
+	}
+	if f := cmd.Flags().Lookup(flag); f != nil {
+		return f.Value.String()
+	}
+	return def
+}
+
+func (s *settings) int(cmd *cobra.Command, flag, envKey string, fileVal, def int) (int, error) {
+	fv := ""
+	if fileVal != 0 {
+		fv = strconv.Itoa(fileVal)
+	}
+	v := s.str(cmd, flag, envKey, fv, strconv.Itoa(def))
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, usageErr("--%s: %q is not a number", flag, v)
+	}
+	return n, nil
+}
+
+func (s *settings) duration(cmd *cobra.Command, flag, envKey, fileVal string, def time.Duration) (time.Duration, error) {
+	v := s.str(cmd, flag, envKey, fileVal, def.String())
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d <= 0 {
+		return 0, usageErr("--%s: %q is not a positive duration (e.g. 30m)", flag, v)
+	}
+	return d, nil
+}
+
+// absDir resolves dir and checks that it is a directory.
+func absDir(dir, what string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", usageErr("%s %s: %v", what, dir, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", usageErr("%s %s: %v", what, dir, err)
+	}
+	if !st.IsDir() {
+		return "", usageErr("%s %s: not a directory", what, dir)
+	}
+	return abs, nil
+}
+
+func describeRedis(url, stateDir string) string {
+	if url != "" {
+		return "redis " + redactURL(url)
+	}
+	return fmt.Sprintf("embedded store in %s", stateDir)
+}
+
+// redactURL hides a password in a Redis URL.
+func redactURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	userinfo, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return u
+	}
+	user, _, hasPass := strings.Cut(userinfo, ":")
+	if !hasPass {
+		return u
+	}
+	return scheme + "://" + user + ":***@" + host
+}

@@ -1,0 +1,441 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/pipeline"
+)
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (a *app) statusCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [RUN_ID]",
+		Short: "Show the state of a run (default: the latest)",
+		Args:  args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := a.backend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			run, err := a.pickRun(cmd, b, args, nil)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, run)
+			}
+			a.printStatus(run)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
+	return cmd
+}
+
+// pickRun returns the run named in args, or the latest run that keep accepts.
+func (a *app) pickRun(cmd *cobra.Command, b *jobs.Backend, args []string, keep func(*jobs.Run) bool) (*jobs.Run, error) {
+	if len(args) == 1 {
+		return b.Store.Get(cmd.Context(), args[0])
+	}
+	run, err := b.Store.Latest(cmd.Context(), keep)
+	if errors.Is(err, jobs.ErrRunNotFound) {
+		return nil, withCode(exitUsage, errors.New("no runs found (start one with: orch run PLAN)"))
+	}
+	return run, err
+}
+
+func (a *app) printStatus(run *jobs.Run) {
+	w := a.stdout
+	usd, in, out := run.Cost()
+	fmt.Fprintf(w, "Run %s: %s%s\n", run.ID, run.Status, reasonSuffix(run.Reason))
+	fmt.Fprintf(w, "  plan:      %s (%s)\n", run.PlanPath, run.PlanTitle)
+	fmt.Fprintf(w, "  workspace: %s\n", run.Workspace)
+	fmt.Fprintf(w, "  agent:     %s   brain: %s   sandbox: %s   max attempts: %d\n", run.Options.Agent, run.Options.Brain, run.Options.Sandbox, run.Options.MaxAttempts)
+	fmt.Fprintf(w, "  started:   %s   duration: %s   cost: $%.4f (%d in / %d out tokens)\n",
+		run.CreatedAt.Local().Format(time.DateTime), run.Duration(time.Now()).Round(time.Second), usd, in, out)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\n  TASK\tSTATUS\tSTARTED\tFAILURES\tTITLE")
+	for i, t := range run.Tasks {
+		mark := " "
+		if i == run.Cursor && !run.Status.Terminal() {
+			mark = ">"
+		}
+		fmt.Fprintf(tw, "%s %s\t%s\t%d\t%d/%d\t%s\n", mark, t.ID, t.Status, t.Started, t.Failures, run.Options.MaxAttempts, t.Title)
+	}
+	tw.Flush()
+	if e := run.OpenEscalation(); e != nil {
+		fmt.Fprintf(w, "\nOpen escalation %s on task %s (%s): %s\n", e.ID, e.TaskID, e.Trigger, oneLine(e.Question, 200))
+		fmt.Fprintf(w, "  orch escalation show %s\n", run.ID)
+	}
+}
+
+func (a *app) historyCmd() *cobra.Command {
+	var asJSON bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "List recent runs",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := a.backend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			runs, err := b.Store.List(cmd.Context(), limit)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, runs)
+			}
+			if len(runs) == 0 {
+				fmt.Fprintln(a.stdout, "No runs yet.")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTATUS\tSTARTED\tDURATION\tTASKS\tCOST\tPLAN")
+			for _, r := range runs {
+				usd, _, _ := r.Cost()
+				done := 0
+				for _, t := range r.Tasks {
+					if t.Status.Done() {
+						done++
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t$%.4f\t%s\n", r.ID, r.Status, r.CreatedAt.Local().Format(time.DateTime),
+					r.Duration(time.Now()).Round(time.Second), done, len(r.Tasks), usd, r.PlanPath)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print runs as JSON")
+	cmd.Flags().IntVar(&limit, "limit", 20, "how many runs")
+	return cmd
+}
+
+func (a *app) escalationCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "escalation", Short: "Show, resolve and audit escalations", Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() }}
+	cmd.AddCommand(a.escalationShowCmd(), a.escalationResolveCmd(), a.escalationLogCmd())
+	return cmd
+}
+
+func (a *app) escalationShowCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show [RUN_ID]",
+		Short: "Show the open escalation of a run (default: the latest parked run)",
+		Args:  args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := a.backend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			run, err := a.pickRun(cmd, b, args, func(r *jobs.Run) bool { return r.OpenEscalation() != nil })
+			if err != nil {
+				return err
+			}
+			e := run.OpenEscalation()
+			if asJSON {
+				return printJSON(a.stdout, map[string]any{"run_id": run.ID, "status": run.Status, "escalation": e})
+			}
+			if e == nil {
+				fmt.Fprintf(a.stdout, "Run %s (%s) has no open escalation.\n", run.ID, run.Status)
+				return nil
+			}
+			a.printEscalation(run, e)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func (a *app) printEscalation(run *jobs.Run, e *jobs.Escalation) {
+	w := a.stdout
+	r := newRenderer(w, false)
+	r.escalation(e, taskTitle(run, e.TaskID), run.ID)
+	fmt.Fprintf(w, "Run:        %s (%s)\n", run.ID, run.Status)
+	fmt.Fprintf(w, "Escalation: %s, trigger %s, from %s, opened %s (%s ago)\n", e.ID, e.Trigger, e.Source,
+		e.CreatedAt.Local().Format(time.DateTime), time.Since(e.CreatedAt).Round(time.Second))
+	fmt.Fprintf(w, "Attempts:   %d started, %d failed since the last reset", e.Attempt, e.Failures)
+	if e.Similarity > 0 {
+		fmt.Fprintf(w, ", error similarity %.0f%%", 100*e.Similarity)
+	}
+	fmt.Fprintln(w)
+	if len(e.Errors) > 0 {
+		fmt.Fprintln(w, "Errors:")
+		for i, err := range e.Errors {
+			fmt.Fprintf(w, "  %d. %s\n", i+1, oneLine(err, 300))
+		}
+	}
+	if len(e.Suggestions) > 0 {
+		fmt.Fprintln(w, "Suggestions:")
+		for _, s := range e.Suggestions {
+			fmt.Fprintf(w, "  - %s\n", strings.ReplaceAll(s, "RUN_ID", run.ID))
+		}
+	}
+	fmt.Fprintf(w, "Resolve:    orch escalation resolve %s (--choose KEY | --answer TEXT | --resume | --retry | --abort --reason R | --force-continue --acknowledge-risk)\n", run.ID)
+}
+
+func (a *app) escalationResolveCmd() *cobra.Command {
+	var req escalation.Request
+	var choose, answer, reason, by string
+	var resume, retry, abort, force, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "resolve RUN_ID (--choose KEY | --answer TEXT | --resume | --retry | --abort --reason R | --force-continue --acknowledge-risk)",
+		Short: "Resolve a run's open escalation",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var kinds []jobs.ResolutionType
+			f := cmd.Flags()
+			if f.Changed("choose") {
+				kinds = append(kinds, jobs.ResolveChoose)
+			}
+			if f.Changed("answer") {
+				kinds = append(kinds, jobs.ResolveAnswer)
+			}
+			if resume {
+				kinds = append(kinds, jobs.ResolveResume)
+			}
+			if retry {
+				kinds = append(kinds, jobs.ResolveRetry)
+			}
+			if abort {
+				kinds = append(kinds, jobs.ResolveAbort)
+			}
+			if force {
+				kinds = append(kinds, jobs.ResolveForce)
+			}
+			if len(kinds) != 1 {
+				return usageErr("give exactly one of --choose, --answer, --resume, --retry, --abort, --force-continue")
+			}
+			if f.Changed("reason") && !abort && !force {
+				return usageErr("--reason goes with --abort or --force-continue")
+			}
+			if f.Changed("acknowledge-risk") && !force {
+				return usageErr("--acknowledge-risk goes with --force-continue")
+			}
+			req.RunID, req.Type, req.Key, req.Text, req.Reason = args[0], kinds[0], choose, answer, reason
+			req.By, req.Via = by, "cli"
+			if req.By == "" {
+				req.By = whoami()
+			}
+			if err := req.Validate(); err != nil {
+				return withCode(exitUsage, err)
+			}
+			b, err := a.backend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			run, e, err := escalation.Resolve(cmd.Context(), b.Store, b.Queue, req)
+			if err != nil && run == nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, map[string]any{"run_id": run.ID, "status": run.Status, "escalation": e})
+			}
+			fmt.Fprintf(a.stdout, "Escalation %s of run %s resolved: %s.\n", e.ID, run.ID, escalation.Describe(e, e.Resolution))
+			switch {
+			case run.Status == jobs.RunAborted:
+				fmt.Fprintf(a.stdout, "Run %s is aborted.\n", run.ID)
+			case b.Embedded != nil && b.Embedded.Owner():
+				fmt.Fprintf(a.stdout, "Continue it with: orch resume %s%s\n", run.ID, a.stateHint(cmd))
+			default:
+				fmt.Fprintf(a.stdout, "The run continues as soon as a worker picks it up (orch resume %s%s runs one here).\n", run.ID, a.stateHint(cmd))
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&choose, "choose", "", "pick the option with this key")
+	f.StringVar(&answer, "answer", "", "answer in your own words; the agent gets it as guidance")
+	f.BoolVar(&resume, "resume", false, "continue as is (resets the attempt counter)")
+	f.BoolVar(&retry, "retry", false, "one more attempt (keeps the attempt counter)")
+	f.BoolVar(&abort, "abort", false, "stop the run (needs --reason)")
+	f.StringVar(&reason, "reason", "", "why (with --abort or --force-continue)")
+	f.BoolVar(&force, "force-continue", false, "mark the task done despite its error (needs --acknowledge-risk)")
+	f.BoolVar(&req.AcknowledgeRisk, "acknowledge-risk", false, "confirm --force-continue")
+	f.StringVar(&by, "by", "", "who is answering (default: your user name)")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func (a *app) escalationLogCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "log [RUN_ID]",
+		Short: "Print the audit trail of escalations and resolutions (default: recent runs)",
+		Args:  args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := a.backend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			var ids []string
+			if len(args) == 1 {
+				if _, err := b.Store.Get(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				ids = args
+			} else {
+				runs, err := b.Store.List(cmd.Context(), 50)
+				if err != nil {
+					return err
+				}
+				for i := len(runs) - 1; i >= 0; i-- {
+					ids = append(ids, runs[i].ID)
+				}
+			}
+			var all []jobs.AuditEntry
+			for _, id := range ids {
+				entries, err := b.Store.Audit(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				all = append(all, entries...)
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				for _, e := range all {
+					if err := enc.Encode(e); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if len(all) == 0 {
+				fmt.Fprintln(a.stdout, "No escalations.")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIME\tRUN\tTASK\tESC\tACTION\tWHO\tVIA\tWHAT")
+			for _, e := range all {
+				what := e.Detail
+				if e.Trigger != "" && e.Action == "escalated" {
+					what = string(e.Trigger) + ": " + what
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.DateTime), e.RunID, e.TaskID,
+					e.EscalationID, e.Action, e.By, e.Via, oneLine(what, 120))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per entry")
+	return cmd
+}
+
+func (a *app) brainCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "brain", Short: "The brain's three judgements, as JSON", Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() }}
+	var name string
+	cmd.PersistentFlags().StringVar(&name, "brain", "auto", "brain: auto, heuristic, claude or anthropic")
+	check := func() error {
+		_, note, err := resolveBrain(name)
+		if err == nil {
+			fmt.Fprintln(a.stderr, note)
+		}
+		return err
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "tasks PLAN",
+		Short: "Extract the tasks of a plan",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := check(); err != nil {
+				return err
+			}
+			plan, err := pipeline.Load(args[0])
+			if err != nil {
+				return err
+			}
+			tasks, err := plan.Tasks()
+			if err != nil {
+				return err
+			}
+			out := make([]map[string]string, len(tasks))
+			for i, t := range tasks {
+				out[i] = map[string]string{"id": t.ID, "title": t.Title, "description": t.Description}
+			}
+			return printJSON(a.stdout, out)
+		},
+	}, &cobra.Command{
+		Use:   "interpret [FILE|-]",
+		Short: "Interpret an agent's output (default: stdin)",
+		Args:  args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := check(); err != nil {
+				return err
+			}
+			data, err := a.readInput(args)
+			if err != nil {
+				return err
+			}
+			res, err := (&brain.Heuristic{}).Interpret(cmd.Context(), string(data))
+			if err != nil {
+				return err
+			}
+			return printJSON(a.stdout, res)
+		},
+	}, &cobra.Command{
+		Use:   "decide FILE",
+		Short: "Decide retry or escalate for {\"task_id\",\"task_title\",\"attempt_history\":[…]}",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := check(); err != nil {
+				return err
+			}
+			data, err := a.readInput(args)
+			if err != nil {
+				return err
+			}
+			var in brain.DecideInput
+			if err := json.Unmarshal(data, &in); err != nil {
+				return usageErr("decide input %s: %v", args[0], err)
+			}
+			if len(in.AttemptHistory) == 0 {
+				return usageErr("decide input %s: attempt_history is empty", args[0])
+			}
+			res, err := (&brain.Heuristic{}).Decide(cmd.Context(), in)
+			if err != nil {
+				return err
+			}
+			return printJSON(a.stdout, res)
+		},
+	})
+	return cmd
+}
+
+func (a *app) readInput(args []string) ([]byte, error) {
+	if len(args) == 0 || args[0] == "-" {
+		return io.ReadAll(a.stdin)
+	}
+	data, err := os.ReadFile(args[0])
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return data, nil
+}

@@ -1,0 +1,83 @@
+// Command orch runs coding agents through plans, on a worker pool, with a human in the loop.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/pipeline"
+)
+
+// Exit codes (DESIGN §3).
+const (
+	exitOK     = 0
+	exitFailed = 1 // failed or aborted
+	exitUsage  = 2 // usage or configuration error
+	exitParked = 3 // a human is needed and nobody can be asked here
+	exitSignal = 130
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: testable end to end.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := newApp(stdin, stdout, stderr)
+	err := app.root().ExecuteContext(ctx)
+	code := exitCode(err, app.started)
+	if err != nil && !errors.Is(err, errSilent) {
+		fmt.Fprintln(stderr, "orch: "+err.Error())
+	}
+	return code
+}
+
+// exitError carries an exit code with an error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// errSilent ends a command with a code whose message was already printed.
+var errSilent = errors.New("")
+
+func usageErr(format string, a ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// exitCode maps an error to the process's exit code, in one place.
+func exitCode(err error, started bool) int {
+	var ee *exitError
+	var pe *pipeline.PlanError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &pe):
+		return exitUsage
+	case errors.Is(err, jobs.ErrRunNotFound), errors.Is(err, escalation.ErrInvalid),
+		errors.Is(err, escalation.ErrNoOpenEscalation), errors.Is(err, escalation.ErrAlreadyResolved):
+		return exitUsage
+	case errors.Is(err, context.Canceled):
+		return exitSignal
+	case !started:
+		// cobra rejected the command line before any command ran: unknown command, flag or argument count.
+		return exitUsage
+	}
+	return exitFailed
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/orchrun/orch/jobs"
+)
+
+// renderer prints a run's events for people (a line per event, a block per question) or as JSON lines.
+type renderer struct {
+	mu   sync.Mutex
+	out  io.Writer
+	json bool
+}
+
+func newRenderer(out io.Writer, asJSON bool) *renderer { return &renderer{out: out, json: asJSON} }
+
+const indent = "            " // lines under a "[15:04:05] " prefix
+
+func stamp(t time.Time) string { return "[" + t.Local().Format("15:04:05") + "] " }
+
+// note prints a message of orch's own (not an event).
+func (r *renderer) note(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.json {
+		data, _ := json.Marshal(map[string]any{"type": "note", "time": time.Now().UTC().Format(time.RFC3339Nano), "message": msg})
+		fmt.Fprintln(r.out, string(data))
+		return
+	}
+	fmt.Fprintln(r.out, msg)
+}
+
+func (r *renderer) event(e jobs.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.json {
+		data, err := json.Marshal(e)
+		if err == nil {
+			fmt.Fprintln(r.out, string(data))
+		}
+		return
+	}
+	ts := stamp(e.Time)
+	w := r.out
+	switch e.Type {
+	case jobs.EventRunStarted:
+		fmt.Fprintf(w, "%sRun %s started: %s (%d tasks)\n", ts, e.RunID, e.String("title"), e.Int("tasks"))
+	case jobs.EventTaskStarted:
+		fmt.Fprintf(w, "%sTask %s: %s\n%sInvoking %s (attempt %d/%d)...\n", ts, e.TaskID, e.String("title"), indent,
+			agentName(e.String("agent")), e.Int("attempt"), e.Int("max_attempts"))
+	case jobs.EventTaskCompleted:
+		fmt.Fprintf(w, "%sTask %s: COMPLETED\n", ts, e.TaskID)
+		if s := e.String("summary"); s != "" {
+			fmt.Fprintf(w, "%s%s\n", indent, oneLine(s, 160))
+		}
+	case jobs.EventTaskFailed:
+		fmt.Fprintf(w, "%sTask %s: FAILED (attempt %d/%d)\n", ts, e.TaskID, e.Int("attempt"), e.Int("max_attempts"))
+		if s := e.String("error"); s != "" {
+			fmt.Fprintf(w, "%s%s\n", indent, oneLine(s, 200))
+		}
+	case jobs.EventRetrying:
+		fmt.Fprintf(w, "%sRetrying Task %s...\n", ts, e.TaskID)
+		if g := e.String("guidance"); g != "" {
+			fmt.Fprintf(w, "%sGuidance: %s\n", indent, oneLine(g, 200))
+		}
+	case jobs.EventLoopDetected:
+		if e.Fields["similar"] == true {
+			fmt.Fprintf(w, "%sLOOP DETECTED: Task %s failed %d times with similar errors\n", ts, e.TaskID, e.Int("failures"))
+		} else {
+			fmt.Fprintf(w, "%sLOOP DETECTED: Task %s failed %d times (attempt cap reached)\n", ts, e.TaskID, e.Int("failures"))
+		}
+		fmt.Fprintf(w, "%sStopping to prevent resource waste.\n\nError similarity: %.0f%%\nPlease investigate and provide guidance.\n",
+			ts, 100*e.Float("similarity"))
+	case jobs.EventEscalation:
+		r.escalationBlock(w, e)
+	case jobs.EventResolution:
+		fmt.Fprintf(w, "%sAnswered by %s (%s) after %s: %s\n", ts, e.String("by"), e.String("via"),
+			(time.Duration(e.Float("wait_seconds") * float64(time.Second))).Round(time.Second), e.String("summary"))
+	case jobs.EventResumed:
+		if e.String("guidance") != "" {
+			fmt.Fprintf(w, "%sResuming Task %s with guidance...\n", ts, e.TaskID)
+		} else {
+			fmt.Fprintf(w, "%sResuming Task %s...\n", ts, e.TaskID)
+		}
+	case jobs.EventTaskForced:
+		fmt.Fprintf(w, "%sTask %s: FORCED (marked done by %s despite its error)\n", ts, e.TaskID, e.String("by"))
+	case jobs.EventBrainFallback:
+		fmt.Fprintf(w, "%sBrain fell back to the heuristic: %s\n", ts, e.String("reason"))
+	case jobs.EventSandboxError:
+		fmt.Fprintf(w, "%sSandbox error on Task %s: %s\n", ts, e.TaskID, e.String("error"))
+	case jobs.EventRunCompleted:
+		fmt.Fprintf(w, "%sRun %s completed in %s (%d tasks%s)\n", ts, e.RunID, ms(e.Float("duration_ms")), e.Int("tasks"), costSuffix(e.Float("cost_usd")))
+	case jobs.EventRunFailed:
+		fmt.Fprintf(w, "%sRun %s failed: %s\n", ts, e.RunID, e.String("reason"))
+	case jobs.EventRunAborted:
+		fmt.Fprintf(w, "%sRun %s aborted by %s: %s\n", ts, e.RunID, e.String("by"), e.String("reason"))
+	default:
+		fmt.Fprintf(w, "%s%s %s\n", ts, e.Type, e.TaskID)
+	}
+}
+
+// escalation prints the question block of an open escalation (for a resumed run, which has no event to replay).
+func (r *renderer) escalation(e *jobs.Escalation, title, runID string) {
+	ev := jobs.NewEvent(jobs.EventEscalation, runID, e.TaskID, "escalation_id", e.ID, "trigger", string(e.Trigger),
+		"question", e.Question, "options", e.Options, "recommendation", e.Recommendation, "title", title,
+		"attempt", e.Attempt, "failures", e.Failures, "similarity", e.Similarity, "source", e.Source)
+	ev.Time = e.CreatedAt
+	r.event(roundTrip(ev))
+}
+
+// roundTrip gives an event built in memory the shape of one read from the log.
+func roundTrip(e jobs.Event) jobs.Event {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return e
+	}
+	var out jobs.Event
+	if json.Unmarshal(data, &out) != nil {
+		return e
+	}
+	return out
+}
+
+func (r *renderer) escalationBlock(w io.Writer, e jobs.Event) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%sNEEDS HUMAN INPUT — Task %s: %s (%s)\n\n", stamp(e.Time), e.TaskID, e.String("title"), triggerText(e.String("trigger")))
+	who := "Agent's question"
+	if e.String("source") != "agent" {
+		who = "Question"
+	}
+	fmt.Fprintf(&b, "%s:\n", who)
+	for _, line := range strings.Split(strings.TrimSpace(e.String("question")), "\n") {
+		fmt.Fprintf(&b, "  %s\n", line)
+	}
+	if opts, ok := e.Fields["options"].([]any); ok && len(opts) > 0 {
+		b.WriteString("\nOptions:\n")
+		for _, o := range opts {
+			m, _ := o.(map[string]any)
+			fmt.Fprintf(&b, "  %v) %v\n", m["key"], m["label"])
+		}
+	}
+	if rec := e.String("recommendation"); rec != "" {
+		fmt.Fprintf(&b, "\nRecommendation: %s\n", rec)
+	}
+	b.WriteString("\n")
+	fmt.Fprint(w, b.String())
+}
+
+func triggerText(t string) string {
+	switch jobs.Trigger(t) {
+	case jobs.TriggerNeedsHelp:
+		return "the agent asked"
+	case jobs.TriggerBrain:
+		return "the brain escalated"
+	case jobs.TriggerAttemptCap:
+		return "attempt cap"
+	case jobs.TriggerPermanent:
+		return "an error no retry can fix"
+	case jobs.TriggerSecurity:
+		return "security"
+	case jobs.TriggerConfig:
+		return "configuration error"
+	}
+	return t
+}
+
+// parked tells the person how to go on with a run that waits for a human.
+func (r *renderer) parked(run *jobs.Run, hint string) {
+	e := run.OpenEscalation()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nRun %s is parked: a human is needed", run.ID)
+	if e != nil {
+		fmt.Fprintf(&b, " (escalation %s, task %s)", e.ID, e.TaskID)
+	}
+	b.WriteString(". Nothing runs while it waits.\n")
+	choose := ""
+	if e != nil && len(e.Options) > 0 {
+		choose = "--choose KEY | "
+	}
+	fmt.Fprintf(&b, "  See it:     orch escalation show %s%s\n", run.ID, hint)
+	fmt.Fprintf(&b, "  Answer it:  orch escalation resolve %s%s %s--answer \"…\" | --retry | --abort --reason \"…\"\n", run.ID, hint, choose)
+	fmt.Fprintf(&b, "  Then:       orch resume %s%s   (or just resume and answer at the prompt)\n", run.ID, hint)
+	r.note(strings.TrimRight(b.String(), "\n"))
+}
+
+func agentName(a string) string {
+	switch {
+	case a == "claude":
+		return "Claude Code"
+	case a == "sim":
+		return "the simulated agent"
+	case strings.HasPrefix(a, "cmd:"):
+		return "the agent command"
+	case a == "":
+		return "the agent"
+	}
+	return a
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len([]rune(s)) > n {
+		s = string([]rune(s)[:n]) + "…"
+	}
+	return s
+}
+
+func ms(v float64) string {
+	return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond).String()
+}
+
+func costSuffix(usd float64) string {
+	if usd <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", $%.4f", usd)
+}

@@ -1,0 +1,532 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/pipeline"
+)
+
+// humanFlags are the flags that choose who answers questions here.
+type humanFlags struct {
+	autoApprove bool
+	answers     string
+	json        bool
+}
+
+func (h *humanFlags) add(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&h.autoApprove, "auto-approve", false, "answer questions and gates automatically (failures still stop the run)")
+	cmd.Flags().StringVar(&h.answers, "answers", "", "read answers from FILE, one per line; when they run out the run parks")
+	cmd.Flags().BoolVar(&h.json, "json", false, "print one JSON object per event")
+}
+
+func (a *app) runCmd() *cobra.Command {
+	var h humanFlags
+	cmd := &cobra.Command{
+		Use:   "run PLAN",
+		Short: "Run a plan headless (.md milestone)",
+		Long: "Run a plan: split it into tasks, run the agent on each in a sandbox, and ask on this terminal when a\n" +
+			"human is needed (or use --answers / --auto-approve). With no --redis, state lives in --state-dir.",
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.startRun(cmd, args[0], "", &h)
+		},
+	}
+	a.runFlags(cmd)
+	h.add(cmd)
+	return cmd
+}
+
+func (a *app) taskCmd() *cobra.Command {
+	var h humanFlags
+	cmd := &cobra.Command{
+		Use:   "task PLAN TASK_ID",
+		Short: "Run one task of a plan",
+		Args:  args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.startRun(cmd, args[0], args[1], &h)
+		},
+	}
+	a.runFlags(cmd)
+	h.add(cmd)
+	return cmd
+}
+
+func (a *app) runFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.String("agent", "claude", "agent: claude, codex, sim or cmd:TEMPLATE (env ORCH_AGENT)")
+	f.String("agent-model", "", "model for the agent (claude --model)")
+	f.String("brain", "auto", "brain: auto, heuristic, claude or anthropic (env ORCH_BRAIN)")
+	f.String("sandbox", "local", "sandbox: local or docker (env ORCH_SANDBOX)")
+	f.String("image", "", "sandbox image (docker)")
+	f.String("workspace", ".", "the directory the agent works in (env ORCH_WORKSPACE)")
+	f.Int("max-attempts", 3, "failed attempts of a task before orch stops and asks (env ORCH_MAX_ATTEMPTS)")
+	f.String("sim-scenario", "", "scenario for --agent sim (default: the plan's path with .sim.yaml)")
+	f.Bool("llm-only", false, "skip the explicit-marker fast path; always ask the brain")
+	f.String("agent-timeout", "30m", "wall-clock limit of one agent invocation (env ORCH_AGENT_TIMEOUT)")
+	f.Int("concurrency", 2, "agent processes run at once by this process's worker")
+}
+
+// options resolves a run's options from flags, env and orch.yaml, and validates them before anything starts.
+func (a *app) options(cmd *cobra.Command, planPath string) (jobs.Options, string, string, error) {
+	s, fc := a.set, a.set.file
+	var o jobs.Options
+	o.Agent = s.str(cmd, "agent", "ORCH_AGENT", fc.Agent, "claude")
+	o.AgentModel = s.str(cmd, "agent-model", "ORCH_AGENT_MODEL", fc.AgentModel, "")
+	o.SimScenario = s.str(cmd, "sim-scenario", "ORCH_SIM_SCENARIO", "", "")
+	o.Sandbox = s.str(cmd, "sandbox", "", fc.Sandbox, "local") // ORCH_SANDBOX is for serve/worker; run defaults to local
+	if v := a.env("ORCH_SANDBOX"); v != "" && !cmd.Flags().Changed("sandbox") {
+		o.Sandbox = v
+	}
+	o.Image = s.str(cmd, "image", "ORCH_IMAGE", fc.Image, "")
+	o.LLMOnly, _ = cmd.Flags().GetBool("llm-only")
+	var err error
+	if o.MaxAttempts, err = s.int(cmd, "max-attempts", "ORCH_MAX_ATTEMPTS", fc.MaxAttempts, 3); err != nil {
+		return o, "", "", err
+	}
+	if o.MaxAttempts < 1 {
+		return o, "", "", usageErr("--max-attempts must be at least 1, got %d", o.MaxAttempts)
+	}
+	if o.AgentTimeout, err = s.duration(cmd, "agent-timeout", "ORCH_AGENT_TIMEOUT", fc.AgentTimeout, 0); err != nil {
+		return o, "", "", err
+	}
+	brainName, brainNote, err := resolveBrain(s.str(cmd, "brain", "ORCH_BRAIN", fc.Brain, "auto"))
+	if err != nil {
+		return o, "", "", err
+	}
+	o.Brain = brainName
+	switch o.Sandbox {
+	case "local":
+	case "docker":
+		return o, "", "", usageErr("--sandbox docker is not available in this build yet; use --sandbox local")
+	default:
+		return o, "", "", usageErr("--sandbox %q: want local or docker", o.Sandbox)
+	}
+	ws, err := absDir(s.str(cmd, "workspace", "ORCH_WORKSPACE", fc.Workspace, "."), "workspace")
+	if err != nil {
+		return o, "", "", err
+	}
+	if err := checkAgent(&o, planPath); err != nil {
+		return o, "", "", err
+	}
+	return o, ws, brainNote, nil
+}
+
+// startRun creates a run of planPath (only task onlyTask when set) and drives it to its end or a park.
+func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFlags) error {
+	plan, err := pipeline.Load(planPath)
+	if err != nil {
+		return err
+	}
+	if plan.Kind == pipeline.KindDOT {
+		return usageErr("plan %s: DOT pipelines are not supported yet; use a markdown milestone", planPath)
+	}
+	tasks, err := plan.Tasks()
+	if err != nil {
+		return err
+	}
+	if onlyTask != "" {
+		var keep []pipeline.Task
+		for _, t := range tasks {
+			if t.ID == onlyTask {
+				keep = append(keep, t)
+			}
+		}
+		if len(keep) == 0 {
+			return usageErr("plan %s has no task %q (tasks: %s)", planPath, onlyTask, taskIDs(tasks))
+		}
+		tasks = keep
+	}
+	opts, ws, brainNote, err := a.options(cmd, planPath)
+	if err != nil {
+		return err
+	}
+	iv, err := a.interviewer(h)
+	if err != nil {
+		return err
+	}
+	b, err := a.backend(cmd)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+
+	run := &jobs.Run{ID: jobs.NewRunID(), PlanPath: planPath, PlanTitle: plan.Title, Workspace: ws, Options: opts,
+		Origin: jobs.Origin{Kind: "cli", User: whoami()}, Status: jobs.RunQueued}
+	for _, t := range tasks {
+		run.Tasks = append(run.Tasks, &jobs.Task{ID: t.ID, Title: t.Title, Description: t.Description, Status: jobs.TaskPending})
+	}
+	if err := b.Store.Create(cmd.Context(), run); err != nil {
+		return err
+	}
+	r := newRenderer(a.stdout, h.json)
+	r.note(fmt.Sprintf("Run %s: %s (%d tasks) — agent %s, %s, sandbox %s, %s", run.ID, plan.Title, len(tasks),
+		opts.Agent, brainNote, opts.Sandbox, describeRedis(a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, ""),
+			a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch"))))
+	if err := b.Queue.Start(cmd.Context(), run.ID); err != nil {
+		return err
+	}
+	return a.drive(cmd, b, run.ID, "0", iv, h, r)
+}
+
+func taskIDs(tasks []pipeline.Task) string {
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
+	}
+	return strings.Join(ids, ", ")
+}
+
+func (a *app) resumeCmd() *cobra.Command {
+	var h humanFlags
+	cmd := &cobra.Command{
+		Use:   "resume RUN_ID",
+		Short: "Continue a parked or interrupted run",
+		Long: "Continue a run: ask its open question here (or apply the answer already given with\n" +
+			"'orch escalation resolve'), or pick an interrupted run up where it stopped.",
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			iv, err := a.interviewer(&h)
+			if err != nil {
+				return err
+			}
+			b, err := a.backend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			ctx := cmd.Context()
+			run, err := b.Store.Get(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			r := newRenderer(a.stdout, h.json)
+			if run.Status.Terminal() {
+				r.note(fmt.Sprintf("Run %s already ended: %s%s", run.ID, run.Status, reasonSuffix(run.Reason)))
+				return terminalErr(run)
+			}
+			// Pick up from the end of the log: what happened before is in `orch status`.
+			evs, err := b.Store.Events(ctx, run.ID, "0", 0)
+			if err != nil {
+				return err
+			}
+			from := "0"
+			if len(evs) > 0 {
+				from = evs[len(evs)-1].ID
+			}
+			r.note(fmt.Sprintf("Resuming run %s (%s, task %s)", run.ID, run.Status, currentID(run)))
+			return a.drive(cmd, b, run.ID, from, iv, &h, r)
+		},
+	}
+	h.add(cmd)
+	cmd.Flags().Int("concurrency", 2, "agent processes run at once by this process's worker")
+	return cmd
+}
+
+func currentID(r *jobs.Run) string {
+	if t := r.Current(); t != nil {
+		return t.ID
+	}
+	return "-"
+}
+
+func reasonSuffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + reason
+}
+
+// interviewer is who answers questions in this process.
+func (a *app) interviewer(h *humanFlags) (escalation.Interviewer, error) {
+	switch {
+	case h.autoApprove && h.answers != "":
+		return nil, usageErr("--auto-approve and --answers are exclusive")
+	case h.autoApprove:
+		return escalation.AutoApprove{}, nil
+	case h.answers != "":
+		f, err := os.Open(h.answers)
+		if err != nil {
+			return nil, usageErr("answers file: %v", err)
+		}
+		defer f.Close()
+		lines, err := escalation.ReadAnswers(f)
+		if err != nil {
+			return nil, usageErr("answers file %s: %v", h.answers, err)
+		}
+		out := a.stdout
+		if h.json {
+			out = nil
+		}
+		return escalation.NewQueue(lines, out), nil
+	}
+	out := a.stdout
+	if h.json {
+		out = a.stderr // keep stdout one JSON object per line
+	}
+	return escalation.NewConsole(a.stdin, out), nil
+}
+
+// drive runs the worker in this process and follows the run's events until it ends or parks.
+func (a *app) drive(cmd *cobra.Command, b *jobs.Backend, runID, from string, iv escalation.Interviewer, h *humanFlags, r *renderer) error {
+	ctx := cmd.Context()
+	w, err := a.startWorker(cmd, b)
+	if err != nil {
+		return err
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			w.Shutdown()
+		}
+	}
+	defer stop()
+	// Whatever state the run was left in, make sure its next task is queued: an interrupted step, a resolution made
+	// from another terminal.
+	if run, err := b.Store.Get(ctx, runID); err == nil {
+		if err := nudge(ctx, b, run); err != nil {
+			return err
+		}
+	}
+	f := &follower{store: b.Store, queue: b.Queue, runID: runID, iv: iv, r: r, autoApprove: h.autoApprove,
+		by: whoami(), via: via(h)}
+	status, err := f.follow(ctx, from)
+	stop()
+	cctx, cancel := background()
+	defer cancel()
+	run, gerr := b.Store.Get(cctx, runID)
+	switch {
+	case errors.Is(err, context.Canceled):
+		r.note(fmt.Sprintf("Interrupted. Run %s is saved; continue it with: orch resume %s%s", runID, runID, a.stateHint(cmd)))
+		return withCode(exitSignal, errSilent)
+	case err != nil:
+		return err
+	case gerr != nil:
+		return gerr
+	}
+	switch status {
+	case jobs.RunParked:
+		r.parked(run, a.stateHint(cmd))
+		return withCode(exitParked, errSilent)
+	case jobs.RunCompleted:
+		return nil
+	}
+	return terminalErr(run)
+}
+
+func terminalErr(run *jobs.Run) error {
+	if run.Status == jobs.RunCompleted {
+		return nil
+	}
+	return withCode(exitFailed, errSilent)
+}
+
+// nudge enqueues whatever moves a run on from its saved state; every enqueue is idempotent.
+func nudge(ctx context.Context, b *jobs.Backend, run *jobs.Run) error {
+	switch run.Status {
+	case jobs.RunQueued:
+		return b.Queue.Start(ctx, run.ID)
+	case jobs.RunRunning:
+		return b.Queue.Step(ctx, run.ID, run.Seq)
+	case jobs.RunParked:
+		if run.OpenEscalation() == nil && len(run.Escalations) > 0 {
+			return b.Queue.Resume(ctx, run.ID, run.Escalations[len(run.Escalations)-1].ID)
+		}
+	}
+	return nil
+}
+
+func via(h *humanFlags) string {
+	switch {
+	case h.autoApprove:
+		return "auto-approve"
+	case h.answers != "":
+		return "answers-file"
+	}
+	return "console"
+}
+
+func whoami() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "terminal"
+}
+
+// follower follows one run's events, prints them, and puts questions to the interviewer.
+type follower struct {
+	store       *jobs.Store
+	queue       *jobs.Queue
+	runID       string
+	iv          escalation.Interviewer
+	r           *renderer
+	autoApprove bool
+	by, via     string
+}
+
+type asked struct {
+	esc *jobs.Escalation
+	ans escalation.Answer
+	err error
+}
+
+// follow returns when the run ends (its terminal status) or parks with nobody to answer (RunParked).
+func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, error) {
+	events := make(chan jobs.Event, 64)
+	readErr := make(chan error, 1)
+	rctx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	go func() {
+		after := from
+		for rctx.Err() == nil {
+			evs, err := f.store.Events(rctx, f.runID, after, 500*time.Millisecond)
+			if err != nil {
+				if rctx.Err() == nil {
+					readErr <- err
+				}
+				return
+			}
+			for _, e := range evs {
+				after = e.ID
+				select {
+				case events <- e:
+				case <-rctx.Done():
+					return
+				}
+			}
+		}
+	}()
+
+	answers := make(chan asked, 1)
+	var askingID string
+	var cancelAsk context.CancelFunc = func() {}
+	defer func() { cancelAsk() }()
+	ask := func(e *jobs.Escalation) {
+		if askingID == e.ID {
+			return
+		}
+		askingID = e.ID
+		actx, cancel := context.WithCancel(ctx)
+		cancelAsk = cancel
+		q := escalation.QuestionFor(e)
+		go func() {
+			ans, err := f.iv.Ask(actx, q)
+			if actx.Err() != nil {
+				return // settled elsewhere
+			}
+			answers <- asked{esc: e, ans: ans, err: err}
+		}()
+	}
+	// A run that is parked already (resume) gets its question at once.
+	if run, err := f.store.Get(ctx, f.runID); err == nil {
+		if e := run.OpenEscalation(); e != nil && run.Status == jobs.RunParked {
+			f.r.escalation(e, taskTitle(run, e.TaskID), run.ID)
+			if st, done := f.present(ctx, run, e, ask); done {
+				return st, nil
+			}
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case err := <-readErr:
+			return "", err
+		case ev := <-events:
+			f.r.event(ev)
+			switch ev.Type {
+			case jobs.EventEscalation:
+				run, err := f.store.Get(ctx, f.runID)
+				if err != nil {
+					return "", err
+				}
+				e := run.Escalation(ev.String("escalation_id"))
+				if e == nil || e.Resolution != nil {
+					continue // answered already (we are replaying the log)
+				}
+				if st, done := f.present(ctx, run, e, ask); done {
+					return st, nil
+				}
+			case jobs.EventResolution:
+				if ev.String("escalation_id") == askingID {
+					cancelAsk()
+					askingID = ""
+				}
+			case jobs.EventRunCompleted:
+				return jobs.RunCompleted, nil
+			case jobs.EventRunFailed:
+				return jobs.RunFailed, nil
+			case jobs.EventRunAborted:
+				return jobs.RunAborted, nil
+			}
+		case a := <-answers:
+			askingID = ""
+			if a.err != nil {
+				return "", a.err
+			}
+			req, ok := escalation.RequestFor(a.esc, f.runID, a.ans, f.by, f.via)
+			if !ok {
+				return jobs.RunParked, nil
+			}
+			_, _, err := escalation.Resolve(ctx, f.store, f.queue, req)
+			switch {
+			case errors.Is(err, escalation.ErrAlreadyResolved), errors.Is(err, escalation.ErrNoOpenEscalation):
+				f.r.note("Already answered elsewhere: " + err.Error())
+			case errors.Is(err, escalation.ErrInvalid):
+				f.r.note(err.Error())
+				run, gerr := f.store.Get(ctx, f.runID)
+				if gerr != nil {
+					return "", gerr
+				}
+				if e := run.OpenEscalation(); e != nil {
+					ask(e)
+				}
+			case err != nil:
+				return "", err
+			}
+		}
+	}
+}
+
+// present asks the human about e, unless this process may not answer it: auto-approval never resolves failures or
+// security escalations, which end the run as failed.
+func (f *follower) present(ctx context.Context, run *jobs.Run, e *jobs.Escalation, ask func(*jobs.Escalation)) (jobs.RunStatus, bool) {
+	if f.autoApprove && e.Trigger != jobs.TriggerNeedsHelp {
+		_, err := f.store.Update(ctx, run.ID, func(r *jobs.Run, c *jobs.Change) error {
+			if r.Status != jobs.RunParked {
+				return nil
+			}
+			r.Status = jobs.RunFailed
+			r.Reason = fmt.Sprintf("%s escalation on task %s cannot be auto-approved", e.Trigger, e.TaskID)
+			r.EndedAt = f.store.Now().UTC()
+			c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: e.TaskID, EscalationID: e.ID, Action: "declined",
+				Trigger: e.Trigger, Detail: "auto-approve does not resolve " + string(e.Trigger) + " escalations", By: f.by, Via: f.via})
+			c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, e.TaskID, "reason", r.Reason))
+			return nil
+		})
+		if err != nil {
+			f.r.note("could not end the run: " + err.Error())
+		}
+		return "", false // the run_failed event ends the follow
+	}
+	ask(e)
+	return "", false
+}
+
+func taskTitle(r *jobs.Run, id string) string {
+	if t := r.Task(id); t != nil {
+		return t.Title
+	}
+	return ""
+}
+

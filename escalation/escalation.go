@@ -1,0 +1,244 @@
+// Package escalation brings a human into a run: it opens escalations with their context, parks the run, and applies
+// the human's resolution exactly once, wherever it comes from.
+package escalation
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/orchrun/orch/jobs"
+)
+
+// Spec describes a new escalation.
+type Spec struct {
+	Trigger        jobs.Trigger
+	Source         string // agent, brain or orch
+	Question       string
+	Options        []string // as the agent wrote them; keys are parsed or assigned A, B, C…
+	Recommendation string
+	Error          string
+	Output         string // what the agent said
+	Similarity     float64
+	Suggestions    []string
+}
+
+// Limits that keep an escalation readable and storable.
+const (
+	maxOutput   = 16 << 10
+	maxError    = 4 << 10
+	maxQuestion = 8 << 10
+	maxErrors   = 10
+)
+
+// Open parks r on a new escalation about task t and records it in the change: the run holds no worker from here on.
+// When an escalation is already open for the task, the duplicate trigger collapses into it and Open returns it.
+func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *jobs.Escalation {
+	if e := r.OpenEscalation(); e != nil && e.TaskID == t.ID {
+		return e
+	}
+	opts := Options(s.Options)
+	e := &jobs.Escalation{
+		ID:             "e" + strconv.Itoa(len(r.Escalations)+1),
+		TaskID:         t.ID,
+		Trigger:        s.Trigger,
+		Source:         s.Source,
+		Question:       Bound(Redact(strings.TrimSpace(s.Question)), maxQuestion),
+		Options:        opts,
+		Recommendation: recommendationKey(opts, Redact(s.Recommendation)),
+		Attempt:        t.Started,
+		Failures:       t.Failures,
+		Similarity:     s.Similarity,
+		Error:          Bound(Redact(s.Error), maxError),
+		Output:         Bound(Redact(s.Output), maxOutput),
+		Suggestions:    s.Suggestions,
+		CreatedAt:      now.UTC(),
+	}
+	for _, err := range lastN(t.Errors, maxErrors) {
+		e.Errors = append(e.Errors, Bound(Redact(err), maxError))
+	}
+	if e.Question == "" {
+		e.Question = fmt.Sprintf("Task %s needs a decision. Please review and advise.", t.ID)
+	}
+	if len(e.Suggestions) == 0 {
+		e.Suggestions = suggestions(e)
+	}
+	r.Escalations = append(r.Escalations, e)
+	r.Status = jobs.RunParked
+	t.Status = jobs.TaskWaiting
+	ev := jobs.NewEvent(jobs.EventEscalation, r.ID, t.ID,
+		"escalation_id", e.ID, "trigger", string(e.Trigger), "source", e.Source, "question", e.Question,
+		"options", e.Options, "recommendation", e.Recommendation, "attempt", e.Attempt, "failures", e.Failures,
+		"similarity", e.Similarity, "title", t.Title)
+	c.Emit(ev)
+	c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "escalated",
+		Trigger: e.Trigger, Detail: firstLine(e.Question), By: "orch", Via: e.Source})
+	return e
+}
+
+// Options turns the options an agent wrote into keyed options. "A) Redis", "[A] Redis", "A. Redis" and "A - Redis"
+// keep their key; anything else gets the next letter.
+func Options(raw []string) []jobs.Option {
+	out := make([]jobs.Option, 0, len(raw))
+	used := map[string]bool{}
+	for i, s := range raw {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		key, label := splitKey(s)
+		if key == "" || used[strings.ToUpper(key)] {
+			key = nextKey(used, i)
+			label = s
+		}
+		used[strings.ToUpper(key)] = true
+		out = append(out, jobs.Option{Key: strings.ToUpper(key), Label: label})
+	}
+	return out
+}
+
+func splitKey(s string) (key, label string) {
+	if len(s) >= 3 && s[0] == '[' {
+		if end := strings.IndexByte(s, ']'); end > 1 && end <= 4 {
+			return s[1:end], strings.TrimSpace(s[end+1:])
+		}
+	}
+	for i, r := range s {
+		if i > 2 {
+			break
+		}
+		if (r == ')' || r == '.' || r == ':') && i > 0 && isKey(s[:i]) {
+			return s[:i], strings.TrimSpace(s[i+1:])
+		}
+	}
+	if k, l, ok := strings.Cut(s, " - "); ok && isKey(k) {
+		return k, strings.TrimSpace(l)
+	}
+	return "", s
+}
+
+func isKey(s string) bool {
+	if s == "" || len(s) > 2 {
+		return false
+	}
+	for _, r := range s {
+		if !('A' <= r && r <= 'Z' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func nextKey(used map[string]bool, i int) string {
+	for c := 'A' + rune(i%26); ; c++ {
+		if c > 'Z' {
+			c = 'A'
+		}
+		if !used[string(c)] {
+			return string(c)
+		}
+	}
+}
+
+// recommendationKey returns the key of the option a recommendation names ("B", "B for simplicity", "B) In-memory",
+// or the option's label), else the recommendation as written.
+func recommendationKey(opts []jobs.Option, rec string) string {
+	rec = strings.TrimSpace(rec)
+	if rec == "" {
+		return ""
+	}
+	for _, o := range opts {
+		if strings.EqualFold(rec, o.Key) || strings.EqualFold(rec, o.Label) {
+			return o.Key
+		}
+	}
+	first := strings.FieldsFunc(rec, func(r rune) bool { return r == ' ' || r == ')' || r == ',' || r == '.' || r == ':' })
+	if len(first) > 0 {
+		for _, o := range opts {
+			if strings.EqualFold(strings.Trim(first[0], "[]()*"), o.Key) {
+				return o.Key
+			}
+		}
+	}
+	return rec
+}
+
+// GuidanceFor turns a resolution into the guidance the next attempt gets ("" for none).
+func GuidanceFor(e *jobs.Escalation, res *jobs.Resolution) string {
+	switch res.Type {
+	case jobs.ResolveChoose:
+		if o, ok := e.OptionByKey(res.Key); ok {
+			return fmt.Sprintf("The human chose option %s: %s", o.Key, o.Label)
+		}
+		return "The human chose option " + res.Key
+	case jobs.ResolveAnswer:
+		return res.Text
+	}
+	return ""
+}
+
+func suggestions(e *jobs.Escalation) []string {
+	id := "RUN_ID"
+	var s []string
+	switch e.Trigger {
+	case jobs.TriggerNeedsHelp, jobs.TriggerBrain:
+		if len(e.Options) > 0 {
+			s = append(s, fmt.Sprintf("pick an option: orch escalation resolve %s --choose KEY", id))
+		}
+		s = append(s, fmt.Sprintf("answer in your own words: orch escalation resolve %s --answer \"…\"", id))
+	case jobs.TriggerAttemptCap, jobs.TriggerPermanent:
+		s = append(s, "read the errors above; fix what the agent cannot (credentials, permissions, missing files) and --resume",
+			"or give the agent a different approach with --answer \"…\"")
+	case jobs.TriggerSecurity:
+		s = append(s, "rotate the exposed credential before anything else", "then --abort, or --force-continue --acknowledge-risk")
+	default:
+		s = append(s, "fix the cause and --resume, or --abort --reason \"…\"")
+	}
+	return s
+}
+
+// Bound cuts s to at most n bytes, keeping its head and tail with a marker in the middle.
+func Bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	marker := fmt.Sprintf("\n…[%d bytes cut]…\n", len(s)-n)
+	keep := n - len(marker)
+	if keep < 2 {
+		return s[:n]
+	}
+	head := validPrefix(s[:keep/2])
+	tail := validSuffix(s[len(s)-(keep-len(head)):])
+	return head + fmt.Sprintf("\n…[%d bytes cut]…\n", len(s)-len(head)-len(tail)) + tail
+}
+
+func validPrefix(s string) string {
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func validSuffix(s string) string {
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[1:]
+	}
+	return s
+}
+
+func lastN(s []string, n int) []string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	if len(line) > 200 {
+		line = validPrefix(line[:200]) + "…"
+	}
+	return line
+}

@@ -1,0 +1,301 @@
+package escalation
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/orchrun/orch/jobs"
+)
+
+// QuestionType is the kind of answer a question wants.
+type QuestionType string
+
+const (
+	YesNo          QuestionType = "YES_NO"
+	MultipleChoice QuestionType = "MULTIPLE_CHOICE"
+	Freeform       QuestionType = "FREEFORM"
+	Confirmation   QuestionType = "CONFIRMATION"
+)
+
+// Answer values that are not an option or text.
+const (
+	AnswerYes     = "YES"
+	AnswerNo      = "NO"
+	AnswerSkipped = "SKIPPED" // nobody answered (a script ran out, stdin closed)
+	AnswerTimeout = "TIMEOUT" // the question's time ran out; never a denial
+)
+
+// Question is what an interviewer asks a human.
+type Question struct {
+	Text    string
+	Type    QuestionType
+	Options []jobs.Option
+	// Default is the option key taken for "skip" and by auto-approval; "" for none.
+	Default string
+	Timeout time.Duration // 0 = wait forever
+	Stage   string        // the task or node the question is about
+	// Escalation is the escalation the question stands for, when it does.
+	Escalation *jobs.Escalation
+}
+
+// Answer is a human's reply.
+type Answer struct {
+	// Value is an option key, YES/NO, SKIPPED, TIMEOUT, a command ("/abort", "/retry", "/resume"), or "" for text.
+	Value    string
+	Selected *jobs.Option
+	Text     string
+}
+
+// Interviewer asks humans questions. Ask returns the answer, an answer with Value SKIPPED when nobody can answer
+// here, or ctx's error when the question was settled elsewhere first.
+type Interviewer interface {
+	Ask(ctx context.Context, q Question) (Answer, error)
+}
+
+// QuestionFor turns an escalation into a question.
+func QuestionFor(e *jobs.Escalation) Question {
+	q := Question{Text: e.Question, Type: Freeform, Options: e.Options, Stage: e.TaskID, Escalation: e}
+	if len(e.Options) > 0 {
+		q.Type = MultipleChoice
+		if _, ok := e.OptionByKey(e.Recommendation); ok {
+			q.Default = e.Recommendation
+		}
+	}
+	return q
+}
+
+// ParseAnswer reads a typed line: an option key ("B", "b", "B)"), "skip" for the default, "/abort REASON",
+// "/retry", "/resume", or free text taken as guidance.
+func ParseAnswer(q Question, line string) Answer {
+	s := strings.TrimSpace(line)
+	lower := strings.ToLower(s)
+	switch {
+	case lower == "skip":
+		if o, ok := optionByKey(q.Options, q.Default); ok {
+			return Answer{Value: o.Key, Selected: &o}
+		}
+		if q.Escalation != nil && q.Escalation.Recommendation != "" {
+			return Answer{Text: q.Escalation.Recommendation}
+		}
+		return Answer{Value: "/resume"}
+	case lower == "/retry" || lower == "/resume":
+		return Answer{Value: lower}
+	case lower == "/abort" || strings.HasPrefix(lower, "/abort "):
+		return Answer{Value: "/abort", Text: strings.TrimSpace(s[len("/abort"):])}
+	case q.Type == YesNo || q.Type == Confirmation:
+		switch lower {
+		case "y", "yes":
+			return Answer{Value: AnswerYes}
+		case "n", "no":
+			return Answer{Value: AnswerNo}
+		}
+	}
+	if o, ok := optionByKey(q.Options, strings.TrimRight(strings.Trim(s, "[]"), ").:")); ok {
+		return Answer{Value: o.Key, Selected: &o}
+	}
+	return Answer{Text: s}
+}
+
+func optionByKey(opts []jobs.Option, key string) (jobs.Option, bool) {
+	if key == "" {
+		return jobs.Option{}, false
+	}
+	for _, o := range opts {
+		if strings.EqualFold(o.Key, key) {
+			return o, true
+		}
+	}
+	return jobs.Option{}, false
+}
+
+// RequestFor turns an answer to an escalation's question into a resolution request. ok is false for an answer that
+// resolves nothing (SKIPPED, TIMEOUT without a default).
+func RequestFor(e *jobs.Escalation, runID string, a Answer, by, via string) (Request, bool) {
+	req := Request{RunID: runID, EscalationID: e.ID, By: by, Via: via}
+	switch {
+	case a.Value == AnswerSkipped || a.Value == AnswerTimeout:
+		return req, false
+	case a.Selected != nil:
+		req.Type, req.Key = jobs.ResolveChoose, a.Selected.Key
+	case a.Value == "/abort":
+		req.Type, req.Reason = jobs.ResolveAbort, a.Text
+		if req.Reason == "" {
+			req.Reason = "aborted by " + by
+		}
+	case a.Value == "/retry":
+		req.Type = jobs.ResolveRetry
+	case a.Value == "/resume" || a.Value == AnswerYes:
+		req.Type = jobs.ResolveResume
+	case a.Value == AnswerNo:
+		req.Type, req.Reason = jobs.ResolveAbort, "declined by "+by
+	case strings.TrimSpace(a.Text) != "":
+		req.Type, req.Text = jobs.ResolveAnswer, a.Text
+	default:
+		return req, false
+	}
+	return req, true
+}
+
+// Console asks on a terminal or pipe: one answer per line. At end of input every question is SKIPPED.
+type Console struct {
+	out   io.Writer
+	lines chan string
+	mu    sync.Mutex
+}
+
+// NewConsole reads answers from in and prompts on out. Reading starts at once and lasts until in ends: a blocked read
+// of stdin cannot be cancelled, so it is done once, here, rather than per question.
+func NewConsole(in io.Reader, out io.Writer) *Console {
+	c := &Console{out: out, lines: make(chan string)}
+	go func() {
+		defer close(c.lines)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+	}()
+	return c
+}
+
+// Prompt is what the console prints before reading an answer.
+const Prompt = "Your response (or 'skip' for recommendation): "
+
+// Ask implements Interviewer.
+func (c *Console) Ask(ctx context.Context, q Question) (Answer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var timeout <-chan time.Time
+	if q.Timeout > 0 {
+		t := time.NewTimer(q.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		fmt.Fprint(c.out, Prompt)
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(c.out)
+			return Answer{}, ctx.Err()
+		case <-timeout:
+			fmt.Fprintln(c.out)
+			return Answer{Value: AnswerTimeout}, nil
+		case line, ok := <-c.lines:
+			if !ok {
+				fmt.Fprintln(c.out)
+				return Answer{Value: AnswerSkipped}, nil
+			}
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			return ParseAnswer(q, line), nil
+		}
+	}
+}
+
+// Queue answers from a script, in order; when it runs out every question is SKIPPED. `--answers FILE` uses it.
+type Queue struct {
+	mu      sync.Mutex
+	answers []string
+	out     io.Writer
+}
+
+// NewQueue returns a queue interviewer; out, if not nil, shows each answer as it is used.
+func NewQueue(answers []string, out io.Writer) *Queue { return &Queue{answers: answers, out: out} }
+
+// ReadAnswers reads an answers file: one answer per line; blank lines and lines starting with # are skipped.
+func ReadAnswers(r io.Reader) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, line)
+	}
+	return out, sc.Err()
+}
+
+// Ask implements Interviewer.
+func (q *Queue) Ask(ctx context.Context, qu Question) (Answer, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.answers) == 0 {
+		return Answer{Value: AnswerSkipped}, nil
+	}
+	line := q.answers[0]
+	q.answers = q.answers[1:]
+	if q.out != nil {
+		fmt.Fprintf(q.out, "%s%s (from the answers file)\n", Prompt, line)
+	}
+	return ParseAnswer(qu, line), nil
+}
+
+// AutoApprove answers every question without a human: YES, the default option or else the first, or
+// "auto-approved". It is for automation; callers must not let it resolve failures or security escalations.
+type AutoApprove struct{}
+
+// Ask implements Interviewer.
+func (AutoApprove) Ask(ctx context.Context, q Question) (Answer, error) {
+	switch q.Type {
+	case YesNo, Confirmation:
+		return Answer{Value: AnswerYes}, nil
+	case MultipleChoice:
+		if o, ok := optionByKey(q.Options, q.Default); ok {
+			return Answer{Value: o.Key, Selected: &o}, nil
+		}
+		if len(q.Options) > 0 {
+			o := q.Options[0]
+			return Answer{Value: o.Key, Selected: &o}, nil
+		}
+	}
+	return Answer{Text: "auto-approved"}, nil
+}
+
+// Callback delegates to a function, for front ends that are not a terminal.
+type Callback func(ctx context.Context, q Question) (Answer, error)
+
+// Ask implements Interviewer.
+func (f Callback) Ask(ctx context.Context, q Question) (Answer, error) { return f(ctx, q) }
+
+// Recording wraps an interviewer and keeps every question and answer.
+type Recording struct {
+	Inner Interviewer
+	mu    sync.Mutex
+	pairs []Recorded
+}
+
+// Recorded is one question with its answer.
+type Recorded struct {
+	Question Question
+	Answer   Answer
+}
+
+// Ask implements Interviewer.
+func (r *Recording) Ask(ctx context.Context, q Question) (Answer, error) {
+	a, err := r.Inner.Ask(ctx, q)
+	if err == nil {
+		r.mu.Lock()
+		r.pairs = append(r.pairs, Recorded{q, a})
+		r.mu.Unlock()
+	}
+	return a, err
+}
+
+// Recordings returns what was asked and answered so far.
+func (r *Recording) Recordings() []Recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Recorded(nil), r.pairs...)
+}
+
+// ErrParked is returned when a run needs a human and nobody here can answer.
+var ErrParked = errors.New("parked: a human is needed")

@@ -1,0 +1,195 @@
+package escalation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/orchrun/orch/jobs"
+)
+
+// Errors of Resolve. Each leaves the run as it was.
+var (
+	ErrNoOpenEscalation = errors.New("no open escalation")
+	ErrAlreadyResolved  = errors.New("already resolved")
+	ErrInvalid          = errors.New("invalid resolution")
+)
+
+// Request is a human's resolution of a run's open escalation.
+type Request struct {
+	RunID string
+	// EscalationID, when set, must name the open escalation: an answer to a question that was already answered (a
+	// second click) is rejected instead of answering the next question.
+	EscalationID    string
+	Type            jobs.ResolutionType
+	Key             string // with choose
+	Text            string // with answer
+	Reason          string // with abort (required) and force
+	AcknowledgeRisk bool   // with force (required)
+	By              string // who: a terminal user or a Slack user id
+	Via             string // console, cli, slack, answers-file, auto-approve, timeout
+}
+
+// Enqueuer is what Resolve needs of the queue.
+type Enqueuer interface {
+	Resume(ctx context.Context, runID, escID string) error
+}
+
+// Validate checks a request on its own, before any state is read.
+func (q Request) Validate() error {
+	switch q.Type {
+	case jobs.ResolveChoose:
+		if strings.TrimSpace(q.Key) == "" {
+			return fmt.Errorf("%w: --choose needs an option key", ErrInvalid)
+		}
+	case jobs.ResolveAnswer:
+		if strings.TrimSpace(q.Text) == "" {
+			return fmt.Errorf("%w: --answer needs text", ErrInvalid)
+		}
+	case jobs.ResolveAbort:
+		if strings.TrimSpace(q.Reason) == "" {
+			return fmt.Errorf("%w: --abort needs --reason", ErrInvalid)
+		}
+	case jobs.ResolveForce:
+		if !q.AcknowledgeRisk {
+			return fmt.Errorf("%w: --force-continue needs --acknowledge-risk", ErrInvalid)
+		}
+	case jobs.ResolveResume, jobs.ResolveRetry:
+	default:
+		return fmt.Errorf("%w: unknown resolution %q", ErrInvalid, q.Type)
+	}
+	return nil
+}
+
+// Resolve applies a resolution atomically: of any number of concurrent resolutions of the same escalation (terminal,
+// Slack click, thread reply, timeout) exactly one wins; the others get ErrAlreadyResolved or ErrNoOpenEscalation and
+// change nothing. The winner's effect on the task (guidance, counter reset) is saved with it, and a resume is
+// enqueued so that a worker continues the run.
+func Resolve(ctx context.Context, store *jobs.Store, queue Enqueuer, q Request) (*jobs.Run, *jobs.Escalation, error) {
+	if err := q.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if q.By == "" {
+		q.By = "unknown"
+	}
+	var esc *jobs.Escalation
+	run, err := store.Update(ctx, q.RunID, func(r *jobs.Run, c *jobs.Change) error {
+		esc = nil
+		e := r.OpenEscalation()
+		if q.EscalationID != "" {
+			asked := r.Escalation(q.EscalationID)
+			if asked == nil {
+				return fmt.Errorf("%w: run %s has no escalation %s", ErrInvalid, r.ID, q.EscalationID)
+			}
+			if asked.Resolution != nil {
+				res := asked.Resolution
+				return fmt.Errorf("%w: escalation %s of run %s was answered by %s (%s) at %s", ErrAlreadyResolved,
+					asked.ID, r.ID, res.By, describe(asked, res), res.At.Format("15:04:05"))
+			}
+			e = asked
+		}
+		if e == nil {
+			return fmt.Errorf("%w: run %s is %s", ErrNoOpenEscalation, r.ID, r.Status)
+		}
+		t := r.Task(e.TaskID)
+		if t == nil {
+			return fmt.Errorf("%w: escalation %s names unknown task %s", ErrInvalid, e.ID, e.TaskID)
+		}
+		res := &jobs.Resolution{Type: q.Type, Key: q.Key, Text: q.Text, Reason: q.Reason, By: q.By, Via: q.Via, At: store.Now().UTC()}
+		switch q.Type {
+		case jobs.ResolveChoose:
+			o, ok := e.OptionByKey(strings.TrimSpace(q.Key))
+			if !ok {
+				return fmt.Errorf("%w: %q is not an option of escalation %s (options: %s)", ErrInvalid, q.Key, e.ID, keys(e))
+			}
+			res.Key = o.Key
+		case jobs.ResolveForce:
+			if q.Reason == "" {
+				res.Reason = "risk acknowledged"
+			}
+		}
+		res.Text = Redact(res.Text)
+		res.Reason = Redact(res.Reason)
+		e.Resolution = res
+		apply(r, t, e, res)
+		c.Emit(jobs.NewEvent(jobs.EventResolution, r.ID, t.ID, "escalation_id", e.ID, "resolution", string(res.Type),
+			"key", res.Key, "text", res.Text, "reason", res.Reason, "by", res.By, "via", res.Via,
+			"wait_seconds", res.At.Sub(e.CreatedAt).Seconds(), "summary", describe(e, res)))
+		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "resolved",
+			Trigger: e.Trigger, Resolution: string(res.Type), Detail: describe(e, res), By: res.By, Via: res.Via})
+		if res.Type == jobs.ResolveAbort {
+			r.Status = jobs.RunAborted
+			r.Reason = res.Reason
+			r.EndedAt = res.At
+			c.Emit(jobs.NewEvent(jobs.EventRunAborted, r.ID, t.ID, "reason", res.Reason, "by", res.By))
+		}
+		if res.Type == jobs.ResolveForce {
+			c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "warning",
+				Detail: "force-continue: task marked done despite: " + firstLine(e.Error+" "+e.Question), By: res.By, Via: res.Via})
+		}
+		esc = e
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// The resolution is saved: even if this enqueue fails, `orch resume` or the next worker start picks it up.
+	if err := queue.Resume(ctx, run.ID, esc.ID); err != nil {
+		return run, esc, fmt.Errorf("resolution saved, but the run could not be queued to continue (run `orch resume %s`): %w", run.ID, err)
+	}
+	return run, esc, nil
+}
+
+// apply puts a resolution's effect on the task.
+func apply(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, res *jobs.Resolution) {
+	switch res.Type {
+	case jobs.ResolveChoose, jobs.ResolveAnswer, jobs.ResolveResume:
+		if g := GuidanceFor(e, res); g != "" {
+			t.Guidance = append(t.Guidance, g)
+		}
+		t.Failures, t.Errors, t.RetryGuidance = 0, nil, ""
+		t.Status = jobs.TaskPending
+	case jobs.ResolveRetry:
+		t.Status = jobs.TaskPending
+	case jobs.ResolveForce:
+		t.Status = jobs.TaskForced
+	case jobs.ResolveAbort:
+		t.Status = jobs.TaskFailed
+	}
+}
+
+func describe(e *jobs.Escalation, res *jobs.Resolution) string {
+	switch res.Type {
+	case jobs.ResolveChoose:
+		if o, ok := e.OptionByKey(res.Key); ok {
+			return fmt.Sprintf("chose %s) %s", o.Key, o.Label)
+		}
+		return "chose " + res.Key
+	case jobs.ResolveAnswer:
+		return "answered: " + firstLine(res.Text)
+	case jobs.ResolveResume:
+		return "resumed"
+	case jobs.ResolveRetry:
+		return "asked for one more attempt"
+	case jobs.ResolveAbort:
+		return "aborted: " + firstLine(res.Reason)
+	case jobs.ResolveForce:
+		return "forced the task to continue (risk acknowledged)"
+	}
+	return string(res.Type)
+}
+
+// Describe says in a few words what a resolution did.
+func Describe(e *jobs.Escalation, res *jobs.Resolution) string { return describe(e, res) }
+
+func keys(e *jobs.Escalation) string {
+	if len(e.Options) == 0 {
+		return "none; use --answer"
+	}
+	ks := make([]string, len(e.Options))
+	for i, o := range e.Options {
+		ks[i] = o.Key
+	}
+	return strings.Join(ks, ", ")
+}

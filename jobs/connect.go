@@ -1,0 +1,81 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Backend is an open connection to orch's state: the store, the queue, and the Redis under both.
+type Backend struct {
+	Store    *Store
+	Queue    *Queue
+	Redis    redis.UniversalClient
+	Embedded *Embedded // nil with an external Redis
+}
+
+// ConnectConfig says which Redis to use.
+type ConnectConfig struct {
+	// URL of a Redis server (redis://…, rediss://…). Empty means the embedded store in StateDir.
+	URL      string
+	StateDir string
+	Queue    QueueConfig
+	Log      *slog.Logger
+	Now      func() time.Time
+}
+
+// ErrRedisUnavailable wraps a failure to reach the configured Redis.
+var ErrRedisUnavailable = errors.New("redis unavailable")
+
+// Connect opens the backend and checks that Redis answers.
+func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
+	b := &Backend{}
+	var opt *redis.Options
+	if cfg.URL != "" {
+		var err error
+		opt, err = redis.ParseURL(cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("redis url: %w", err)
+		}
+	} else {
+		if cfg.StateDir == "" {
+			cfg.StateDir = ".orch"
+		}
+		e, err := OpenEmbedded(cfg.StateDir, cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		b.Embedded = e
+		opt = &redis.Options{Addr: e.Addr()}
+	}
+	// Short timeouts: a Redis that went away must surface as an error a person can act on, not a hang.
+	opt.DialTimeout = 3 * time.Second
+	opt.ReadTimeout = 5 * time.Second
+	opt.WriteTimeout = 5 * time.Second
+	b.Redis = redis.NewClient(opt)
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := b.Redis.Ping(pctx).Err(); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrRedisUnavailable, opt.Addr, err)
+	}
+	b.Store = NewStore(b.Redis, cfg.Now)
+	b.Queue = NewQueue(b.Redis, cfg.Queue)
+	return b, nil
+}
+
+// Close releases the backend; the embedded store saves its snapshot.
+func (b *Backend) Close() error {
+	var errs []error
+	if b.Redis != nil {
+		errs = append(errs, b.Redis.Close())
+	}
+	if b.Embedded != nil {
+		errs = append(errs, b.Embedded.Close())
+	}
+	return errors.Join(errs...)
+}

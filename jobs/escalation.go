@@ -1,0 +1,80 @@
+package jobs
+
+import (
+	"strings"
+	"time"
+)
+
+// Trigger names why a run needs a human.
+type Trigger string
+
+const (
+	TriggerNeedsHelp  Trigger = "needs_help"  // the agent asked
+	TriggerBrain      Trigger = "brain"       // the brain decided to escalate
+	TriggerAttemptCap Trigger = "attempt_cap" // the hard cap stopped a loop
+	TriggerPermanent  Trigger = "permanent"   // an error no retry can fix
+	TriggerSecurity   Trigger = "security"    // e.g. a secret in the agent's output
+	TriggerConfig     Trigger = "config"      // orch or the agent is misconfigured
+	TriggerValidation Trigger = "validation"  // saved state failed validation on resume
+	TriggerCustom     Trigger = "custom"      // a trigger from configuration
+)
+
+// ResolutionType is what a human decided.
+type ResolutionType string
+
+const (
+	ResolveChoose ResolutionType = "choose" // picked an option: guidance; resets the attempt counter
+	ResolveAnswer ResolutionType = "answer" // free-text guidance; resets the attempt counter
+	ResolveResume ResolutionType = "resume" // continue as is; resets the attempt counter
+	ResolveRetry  ResolutionType = "retry"  // one more attempt; the counter is kept
+	ResolveAbort  ResolutionType = "abort"  // stop the run
+	ResolveForce  ResolutionType = "force"  // mark the task done despite its error
+)
+
+// Option is one choice offered to the human.
+type Option struct {
+	Key   string `json:"key"`
+	Label string `json:"label"`
+}
+
+// Escalation is a question to a human, open until resolved.
+type Escalation struct {
+	ID             string    `json:"id"`
+	TaskID         string    `json:"task_id"`
+	Trigger        Trigger   `json:"trigger"`
+	Source         string    `json:"source"` // agent, brain or orch
+	Question       string    `json:"question"`
+	Options        []Option  `json:"options,omitempty"`
+	Recommendation string    `json:"recommendation,omitempty"` // an option key when it names one, else text
+	Attempt        int       `json:"attempt"`
+	Failures       int       `json:"failures"`
+	Similarity     float64   `json:"similarity,omitempty"`
+	Error          string    `json:"error,omitempty"`
+	Errors         []string  `json:"errors,omitempty"`
+	Suggestions    []string  `json:"suggestions,omitempty"`
+	Output         string    `json:"output,omitempty"` // what the agent said, redacted and bounded
+	EventRef       string    `json:"event_ref,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+	Resolution *Resolution `json:"resolution,omitempty"`
+}
+
+// Resolution is a human's answer to an escalation.
+type Resolution struct {
+	Type   ResolutionType `json:"type"`
+	Key    string         `json:"key,omitempty"`
+	Text   string         `json:"text,omitempty"`
+	Reason string         `json:"reason,omitempty"`
+	By     string         `json:"by"`
+	Via    string         `json:"via"` // console, cli, slack, answers-file, auto-approve, timeout
+	At     time.Time      `json:"at"`
+}
+
+// OptionByKey finds an option by key, ignoring case.
+func (e *Escalation) OptionByKey(key string) (Option, bool) {
+	for _, o := range e.Options {
+		if strings.EqualFold(o.Key, key) {
+			return o, true
+		}
+	}
+	return Option{}, false
+}

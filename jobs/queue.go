@@ -1,0 +1,110 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+)
+
+// Task types on the queue.
+const (
+	TypeStart  = "orch:start"  // a new run: move it from queued to running and enqueue its first step
+	TypeStep   = "orch:step"   // one attempt of the current task of a run
+	TypeResume = "orch:resume" // apply a human's resolution and continue the run
+)
+
+// Queues. Control work (starts, resumes) has its own queue and its own workers, so a click is never stuck behind
+// agents that run for half an hour.
+const (
+	QueueSteps   = "orch-steps"
+	QueueControl = "orch-control"
+)
+
+// Payload is the body of every orch task.
+type Payload struct {
+	RunID        string `json:"run_id"`
+	Seq          int64  `json:"seq,omitempty"`
+	EscalationID string `json:"escalation_id,omitempty"`
+}
+
+// DecodePayload reads a task's payload.
+func DecodePayload(t *asynq.Task) (Payload, error) {
+	var p Payload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil {
+		return p, fmt.Errorf("decoding %s payload: %w", t.Type(), err)
+	}
+	if p.RunID == "" {
+		return p, fmt.Errorf("decoding %s payload: no run id", t.Type())
+	}
+	return p, nil
+}
+
+// QueueConfig sets how orch's tasks are enqueued. The zero value works.
+type QueueConfig struct {
+	// StepTimeout bounds one step (an agent invocation plus orch's work around it). Default 35 minutes.
+	StepTimeout time.Duration
+	// StepMaxRetry is how often asynq retries a step whose handler failed for infrastructure reasons (Redis, sandbox
+	// start). Agent failures are not handler failures. Default 3.
+	StepMaxRetry int
+}
+
+func (c QueueConfig) withDefaults() QueueConfig {
+	if c.StepTimeout <= 0 {
+		c.StepTimeout = 35 * time.Minute
+	}
+	if c.StepMaxRetry <= 0 {
+		c.StepMaxRetry = 3
+	}
+	return c
+}
+
+// Queue enqueues orch's tasks. Every task has a deterministic id so that enqueueing the same work twice is harmless.
+type Queue struct {
+	client *asynq.Client
+	cfg    QueueConfig
+}
+
+// NewQueue returns a queue on rdb.
+func NewQueue(rdb redis.UniversalClient, cfg QueueConfig) *Queue {
+	return &Queue{client: asynq.NewClientFromRedisClient(rdb), cfg: cfg.withDefaults()}
+}
+
+// Start enqueues a run's start.
+func (q *Queue) Start(ctx context.Context, runID string) error {
+	return q.enqueue(ctx, TypeStart, Payload{RunID: runID}, "start:"+runID,
+		asynq.Queue(QueueControl), asynq.MaxRetry(10), asynq.Timeout(time.Minute))
+}
+
+// Step enqueues step seq of a run.
+func (q *Queue) Step(ctx context.Context, runID string, seq int64) error {
+	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, fmt.Sprintf("step:%s:%d", runID, seq),
+		asynq.Queue(QueueSteps), asynq.MaxRetry(q.cfg.StepMaxRetry), asynq.Timeout(q.cfg.StepTimeout))
+}
+
+// Resume enqueues the continuation of a run after escalation escID was resolved. The completed task is kept for a day
+// so that its id keeps a second resume of the same escalation out.
+func (q *Queue) Resume(ctx context.Context, runID, escID string) error {
+	return q.enqueue(ctx, TypeResume, Payload{RunID: runID, EscalationID: escID}, "resume:"+runID+":"+escID,
+		asynq.Queue(QueueControl), asynq.MaxRetry(10), asynq.Timeout(time.Minute), asynq.Retention(24*time.Hour))
+}
+
+func (q *Queue) enqueue(ctx context.Context, typ string, p Payload, id string, opts ...asynq.Option) error {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, asynq.TaskID(id))
+	_, err = q.client.EnqueueContext(ctx, asynq.NewTask(typ, data), opts...)
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil // already queued or running: at most once is what we want
+	}
+	if err != nil {
+		return fmt.Errorf("enqueueing %s for run %s: %w", typ, p.RunID, err)
+	}
+	return nil
+}

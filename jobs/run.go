@@ -1,0 +1,190 @@
+// Package jobs holds runs, their tasks and escalations, the Redis store that keeps them, and the queue that moves them.
+package jobs
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"strings"
+	"time"
+)
+
+// RunStatus is where a run is in its life.
+type RunStatus string
+
+const (
+	RunQueued    RunStatus = "queued"
+	RunRunning   RunStatus = "running"
+	RunParked    RunStatus = "parked" // waiting for a human; holds no worker
+	RunCompleted RunStatus = "completed"
+	RunFailed    RunStatus = "failed"
+	RunAborted   RunStatus = "aborted"
+)
+
+// Terminal reports whether the run can no longer change.
+func (s RunStatus) Terminal() bool {
+	return s == RunCompleted || s == RunFailed || s == RunAborted
+}
+
+// TaskStatus is where a task is in its life.
+type TaskStatus string
+
+const (
+	TaskPending   TaskStatus = "pending"
+	TaskRunning   TaskStatus = "running"
+	TaskWaiting   TaskStatus = "waiting" // an escalation about it is open
+	TaskCompleted TaskStatus = "completed"
+	TaskForced    TaskStatus = "forced" // marked done by a human despite its error
+	TaskFailed    TaskStatus = "failed"
+)
+
+// Done reports whether the run may move past the task.
+func (s TaskStatus) Done() bool { return s == TaskCompleted || s == TaskForced }
+
+// Options are the choices a run was started with; every worker that touches the run uses them.
+type Options struct {
+	Agent       string `json:"agent"`
+	AgentModel  string `json:"agent_model,omitempty"`
+	SimScenario string `json:"sim_scenario,omitempty"`
+	Brain       string `json:"brain"`
+	Sandbox     string `json:"sandbox"`
+	Image       string `json:"image,omitempty"`
+	MaxAttempts int    `json:"max_attempts"`
+	LLMOnly     bool   `json:"llm_only,omitempty"`
+	// AgentTimeout bounds one agent invocation.
+	AgentTimeout time.Duration `json:"agent_timeout"`
+}
+
+// Origin says who started the run and where to talk to them.
+type Origin struct {
+	Kind     string `json:"kind"` // "cli" or "slack"
+	User     string `json:"user,omitempty"`
+	Channel  string `json:"channel,omitempty"`
+	ThreadTS string `json:"thread_ts,omitempty"`
+}
+
+// Run is everything a worker needs to continue a run after any crash.
+type Run struct {
+	ID        string    `json:"id"`
+	PlanPath  string    `json:"plan_path"`
+	PlanTitle string    `json:"plan_title"`
+	Workspace string    `json:"workspace"`
+	Options   Options   `json:"options"`
+	Origin    Origin    `json:"origin"`
+	Status    RunStatus `json:"status"`
+	Tasks     []*Task   `json:"tasks"`
+	// Cursor is the index of the task being worked on; len(Tasks) once all are done.
+	Cursor int `json:"cursor"`
+	// Seq numbers the steps of the run: a step task carries the Seq it was enqueued for, so a redelivered or stale step
+	// is recognised and does nothing.
+	Seq         int64         `json:"seq"`
+	Escalations []*Escalation `json:"escalations,omitempty"`
+	Reason      string        `json:"reason,omitempty"`
+	CreatedAt   time.Time     `json:"created_at"`
+	UpdatedAt   time.Time     `json:"updated_at"`
+	EndedAt     time.Time     `json:"ended_at,omitzero"`
+	Version     int64         `json:"version"`
+}
+
+// Task is one task of a run with its attempt history.
+type Task struct {
+	ID          string     `json:"id"`
+	Title       string     `json:"title"`
+	Description string     `json:"description"`
+	Status      TaskStatus `json:"status"`
+	// Started counts every start of the task in this run (retries and resumes included): ORCH_ATTEMPT.
+	Started int `json:"started"`
+	// Failures counts failed attempts since the attempt counter was last reset by a human; the attempt cap applies to it.
+	Failures int `json:"failures"`
+	// Errors holds the error of each failed attempt since the last reset, oldest first, for the loop detector.
+	Errors []string `json:"errors,omitempty"`
+	// Guidance is what humans said about this task, oldest first; every later attempt's prompt carries it.
+	Guidance []string `json:"guidance,omitempty"`
+	// RetryGuidance is the brain's advice for the next attempt.
+	RetryGuidance string     `json:"retry_guidance,omitempty"`
+	SessionID     string     `json:"session_id,omitempty"`
+	Attempts      []*Attempt `json:"attempts,omitempty"`
+	Summary       string     `json:"summary,omitempty"`
+}
+
+// Attempt is one execution of a task.
+type Attempt struct {
+	N            int           `json:"n"`
+	StartedAt    time.Time     `json:"started_at"`
+	Duration     time.Duration `json:"duration"`
+	ExitCode     int           `json:"exit_code"`
+	Status       string        `json:"status"` // the brain's interpretation
+	Summary      string        `json:"summary,omitempty"`
+	Error        string        `json:"error,omitempty"`
+	InputTokens  int64         `json:"input_tokens,omitempty"`
+	OutputTokens int64         `json:"output_tokens,omitempty"`
+	CostUSD      float64       `json:"cost_usd,omitempty"`
+	Model        string        `json:"model,omitempty"`
+}
+
+// Current is the task under the cursor, or nil once all tasks are done.
+func (r *Run) Current() *Task {
+	if r.Cursor < 0 || r.Cursor >= len(r.Tasks) {
+		return nil
+	}
+	return r.Tasks[r.Cursor]
+}
+
+// Task finds a task by id.
+func (r *Run) Task(id string) *Task {
+	for _, t := range r.Tasks {
+		if t.ID == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// OpenEscalation is the escalation the run is parked on, or nil.
+func (r *Run) OpenEscalation() *Escalation {
+	for _, e := range r.Escalations {
+		if e.Resolution == nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// Escalation finds an escalation by id.
+func (r *Run) Escalation(id string) *Escalation {
+	for _, e := range r.Escalations {
+		if e.ID == id {
+			return e
+		}
+	}
+	return nil
+}
+
+// Cost sums the cost and tokens of every attempt.
+func (r *Run) Cost() (usd float64, in, out int64) {
+	for _, t := range r.Tasks {
+		for _, a := range t.Attempts {
+			usd += a.CostUSD
+			in += a.InputTokens
+			out += a.OutputTokens
+		}
+	}
+	return usd, in, out
+}
+
+// Duration is how long the run has lasted so far, or lasted in all.
+func (r *Run) Duration(now time.Time) time.Duration {
+	end := now
+	if !r.EndedAt.IsZero() {
+		end = r.EndedAt
+	}
+	return end.Sub(r.CreatedAt)
+}
+
+// NewRunID returns a short id that is easy to type: "r-" and ten base32 characters.
+func NewRunID() string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return "r-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))[:10]
+}

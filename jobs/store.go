@@ -1,0 +1,191 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrRunNotFound is returned for a run id the store does not know.
+var ErrRunNotFound = errors.New("run not found")
+
+// ErrConflict is returned when a run kept changing under an update; the caller may try again.
+var ErrConflict = errors.New("run changed concurrently; try again")
+
+const (
+	keyRuns       = "orch:runs" // zset: run id by creation time (ms)
+	updateRetries = 50
+	eventField    = "e"
+	// maxEvents bounds each run's event stream; older entries are trimmed approximately.
+	maxEvents = 10000
+)
+
+func runKey(id string) string    { return "orch:run:{" + id + "}" }
+func eventsKey(id string) string { return "orch:run:{" + id + "}:events" }
+func auditKey(id string) string  { return "orch:run:{" + id + "}:audit" }
+
+// Store keeps runs, their event logs and audit trails in Redis.
+type Store struct {
+	rdb redis.UniversalClient
+	now func() time.Time
+}
+
+// NewStore returns a store on rdb. now may be nil (time.Now).
+func NewStore(rdb redis.UniversalClient, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{rdb: rdb, now: now}
+}
+
+// Client is the Redis client the store uses; the queue shares it.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// Now is the store's clock.
+func (s *Store) Now() time.Time { return s.now() }
+
+// Create saves a new run. It fails if a run with the same id exists.
+func (s *Store) Create(ctx context.Context, r *Run, events ...Event) error {
+	now := s.now().UTC()
+	r.CreatedAt, r.UpdatedAt, r.Version = now, now, 1
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encoding run: %w", err)
+	}
+	ok, err := s.rdb.SetNX(ctx, runKey(r.ID), data, 0).Result()
+	if err != nil {
+		return fmt.Errorf("saving run %s: %w", r.ID, err)
+	}
+	if !ok {
+		return fmt.Errorf("saving run %s: a run with this id exists", r.ID)
+	}
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, keyRuns, redis.Z{Score: float64(now.UnixMilli()), Member: r.ID})
+		return s.appendEvents(ctx, p, r.ID, events)
+	})
+	if err != nil {
+		return fmt.Errorf("indexing run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// Get loads a run.
+func (s *Store) Get(ctx context.Context, id string) (*Run, error) {
+	data, err := s.rdb.Get(ctx, runKey(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: %s", ErrRunNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading run %s: %w", id, err)
+	}
+	var r Run
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("decoding run %s: %w", id, err)
+	}
+	return &r, nil
+}
+
+// Change is what an update writes beside the run itself, in the same transaction.
+type Change struct {
+	Events []Event
+	Audit  []AuditEntry
+}
+
+// Emit adds an event to the change.
+func (c *Change) Emit(e Event) { c.Events = append(c.Events, e) }
+
+// Update applies fn to the run atomically: fn sees the latest saved run, and its changes, events and audit entries are
+// written together only if nobody changed the run meanwhile (otherwise fn runs again on the newer run). An error from
+// fn aborts the update and is returned as is.
+func (s *Store) Update(ctx context.Context, id string, fn func(r *Run, c *Change) error) (*Run, error) {
+	key := runKey(id)
+	var out *Run
+	txf := func(tx *redis.Tx) error {
+		data, err := tx.Get(ctx, key).Bytes()
+		if errors.Is(err, redis.Nil) {
+			return fmt.Errorf("%w: %s", ErrRunNotFound, id)
+		}
+		if err != nil {
+			return err
+		}
+		var r Run
+		if err := json.Unmarshal(data, &r); err != nil {
+			return fmt.Errorf("decoding run %s: %w", id, err)
+		}
+		var c Change
+		if err := fn(&r, &c); err != nil {
+			return err
+		}
+		r.Version++
+		r.UpdatedAt = s.now().UTC()
+		data, err = json.Marshal(&r)
+		if err != nil {
+			return fmt.Errorf("encoding run %s: %w", id, err)
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, key, data, 0)
+			if err := s.appendEvents(ctx, p, id, c.Events); err != nil {
+				return err
+			}
+			return s.appendAudit(ctx, p, id, c.Audit)
+		})
+		if err == nil {
+			out = &r
+		}
+		return err
+	}
+	for i := 0; i < updateRetries; i++ {
+		err := s.rdb.Watch(ctx, txf, key)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue
+		}
+		return out, err
+	}
+	return nil, fmt.Errorf("updating run %s: %w", id, ErrConflict)
+}
+
+// List returns up to limit runs, newest first.
+func (s *Store) List(ctx context.Context, limit int) ([]*Run, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	ids, err := s.rdb.ZRevRange(ctx, keyRuns, 0, int64(limit-1)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	runs := make([]*Run, 0, len(ids))
+	for _, id := range ids {
+		r, err := s.Get(ctx, id)
+		if errors.Is(err, ErrRunNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// Latest is the newest run matching keep, or ErrRunNotFound.
+func (s *Store) Latest(ctx context.Context, keep func(*Run) bool) (*Run, error) {
+	runs, err := s.List(ctx, 200)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		if keep == nil || keep(r) {
+			return r, nil
+		}
+	}
+	return nil, ErrRunNotFound
+}
+
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.rdb.Ping(ctx).Err()
+}

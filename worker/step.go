@@ -1,0 +1,414 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/orchrun/orch/agent"
+	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/sandbox"
+)
+
+// errStale marks a task that arrived for a state the run has left: a redelivery, a double enqueue, a resume of a run
+// that moved on. It is not a failure.
+var errStale = errors.New("stale task")
+
+// maxErrorLen bounds each error kept in a task's history: enough for similarity, not a log file per attempt.
+const maxErrorLen = 4 << 10
+
+func (w *Worker) handleStart(ctx context.Context, t *asynq.Task) error {
+	p, err := jobs.DecodePayload(t)
+	if err != nil {
+		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
+	}
+	run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
+		if r.Status != jobs.RunQueued {
+			return errStale
+		}
+		r.Status = jobs.RunRunning
+		r.Seq = 1
+		c.Emit(jobs.NewEvent(jobs.EventRunStarted, r.ID, "", "plan", r.PlanPath, "title", r.PlanTitle,
+			"tasks", len(r.Tasks), "agent", r.Options.Agent, "brain", r.Options.Brain, "sandbox", r.Options.Sandbox))
+		return nil
+	})
+	return w.after(ctx, p.RunID, run, err)
+}
+
+// after finishes a handler: on success it enqueues what the run needs next; on a stale task it makes sure the run is
+// not left without its next task (the enqueue after an earlier transition may have been lost in a crash).
+func (w *Worker) after(ctx context.Context, runID string, run *jobs.Run, err error) error {
+	switch {
+	case errors.Is(err, errStale):
+		run, err = w.cfg.Store.Get(ctx, runID)
+		if err != nil {
+			return skipIfMissing(err)
+		}
+		return w.next(ctx, run)
+	case err != nil:
+		return skipIfMissing(err)
+	}
+	return w.next(ctx, run)
+}
+
+// next enqueues the task that moves run on from its saved state. Enqueues are idempotent by task id.
+func (w *Worker) next(ctx context.Context, run *jobs.Run) error {
+	switch run.Status {
+	case jobs.RunQueued:
+		return w.cfg.Queue.Start(ctx, run.ID)
+	case jobs.RunRunning:
+		return w.cfg.Queue.Step(ctx, run.ID, run.Seq)
+	case jobs.RunParked:
+		if last := lastEscalation(run); last != nil && last.Resolution != nil && run.OpenEscalation() == nil {
+			return w.cfg.Queue.Resume(ctx, run.ID, last.ID)
+		}
+		return w.cfg.Sandbox.Release(ctx, run.ID, false)
+	default: // terminal
+		return w.cfg.Sandbox.Release(ctx, run.ID, true)
+	}
+}
+
+func lastEscalation(r *jobs.Run) *jobs.Escalation {
+	if len(r.Escalations) == 0 {
+		return nil
+	}
+	return r.Escalations[len(r.Escalations)-1]
+}
+
+func skipIfMissing(err error) error {
+	if errors.Is(err, jobs.ErrRunNotFound) {
+		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
+	}
+	return err
+}
+
+// attempt is what a step knows while the agent runs.
+type attempt struct {
+	run     *jobs.Run
+	task    jobs.Task
+	n       int // ORCH_ATTEMPT
+	started time.Time
+}
+
+func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
+	p, err := jobs.DecodePayload(t)
+	if err != nil {
+		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
+	}
+	now := w.cfg.Store.Now()
+	var at attempt
+	run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
+		task := r.Current()
+		if r.Status != jobs.RunRunning || r.Seq != p.Seq || task == nil {
+			return errStale
+		}
+		task.Started++
+		task.Status = jobs.TaskRunning
+		task.Attempts = append(task.Attempts, &jobs.Attempt{N: task.Started, StartedAt: now.UTC()})
+		c.Emit(jobs.NewEvent(jobs.EventTaskStarted, r.ID, task.ID, "title", task.Title, "attempt", task.Failures+1,
+			"max_attempts", r.Options.MaxAttempts, "started", task.Started, "agent", r.Options.Agent))
+		at = attempt{run: r, task: *task, n: task.Started, started: now}
+		return nil
+	})
+	if err != nil {
+		return w.after(ctx, p.RunID, run, err)
+	}
+	out, err := w.execute(ctx, &at)
+	if err != nil {
+		return err // interrupted: asynq runs the step again
+	}
+	run, err = w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
+		task := r.Current()
+		if r.Status != jobs.RunRunning || r.Seq != p.Seq || task == nil || task.ID != at.task.ID {
+			return errStale // someone aborted the run while the agent worked
+		}
+		w.settle(r, task, c, out)
+		return nil
+	})
+	return w.after(ctx, p.RunID, run, err)
+}
+
+// outcome is what one attempt produced and what orch decided about it.
+type outcome struct {
+	result     agent.Result
+	exec       sandbox.Result
+	interp     brain.Interpretation
+	decision   *brain.Decision // for failures below the cap
+	secrets    []string
+	execErr    error // the sandbox could not run the agent at all
+	brainNote  string
+	similarity float64
+}
+
+// execute runs the agent and judges its output. Only an interruption (shutdown) is returned as an error.
+func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
+	r, task := at.run, at.task
+	out := &outcome{}
+	ad, err := w.cfg.Agent(r.Options)
+	if err != nil {
+		out.execErr = fmt.Errorf("agent %q: %w", r.Options.Agent, err)
+		return out, nil
+	}
+	guidance := append([]string(nil), task.Guidance...)
+	if task.RetryGuidance != "" {
+		guidance = append(guidance, task.RetryGuidance)
+	}
+	req := agent.Request{RunID: r.ID, TaskID: task.ID, Attempt: at.n, SessionID: task.SessionID, Workspace: r.Workspace,
+		Prompt: agent.BuildPrompt(agent.PromptTask{ID: task.ID, Title: task.Title, Description: task.Description}, guidance)}
+	cmd, err := ad.Command(req)
+	if err != nil {
+		out.execErr = fmt.Errorf("building the %s command: %w", ad.Name(), err)
+		return out, nil
+	}
+	env := append([]string{"ORCH_RUN_ID=" + r.ID, "ORCH_TASK_ID=" + task.ID, "ORCH_ATTEMPT=" + strconv.Itoa(at.n)}, cmd.Env...)
+	parser := ad.NewParser()
+	res, err := w.cfg.Sandbox.Exec(ctx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: env,
+		Dir: r.Workspace, Timeout: r.Options.AgentTimeout}, parser.Line)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	out.exec = res
+	if err != nil {
+		out.execErr = err
+		return out, nil
+	}
+	out.result = parser.Finish(res.ExitCode, res.Stderr)
+	out.secrets = escalation.Secrets(out.result.Text)
+
+	bn, err := w.cfg.Brain(r.Options)
+	if err != nil {
+		out.execErr = fmt.Errorf("brain: %w", err)
+		return out, nil
+	}
+	switch {
+	case res.TimedOut:
+		out.interp = brain.Interpretation{Status: brain.StatusFailed, Summary: "timed out",
+			Error: fmt.Sprintf("the agent timed out after %s", r.Options.AgentTimeout)}
+	case res.OOMKilled:
+		out.interp = brain.Interpretation{Status: brain.StatusFailed, Summary: "out of memory",
+			Error: "the agent was killed for running out of memory"}
+	default:
+		out.interp, err = bn.Interpret(ctx, out.result.Text)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			out.brainNote = err.Error()
+			out.interp, _ = (&brain.Heuristic{SimilarityThreshold: w.cfg.SimilarityThreshold}).Interpret(ctx, out.result.Text)
+		}
+		if out.interp.Status == brain.StatusCompleted && !out.result.Success {
+			// The brain read success into the text, but the process says otherwise: trust the process.
+			out.interp.Status = brain.StatusFailed
+			out.interp.Error = failureText(out.result, res)
+		}
+		if out.interp.Status == brain.StatusFailed && out.interp.Error == "" {
+			out.interp.Error = failureText(out.result, res)
+		}
+	}
+	if out.interp.Status != brain.StatusFailed {
+		return out, nil
+	}
+	errs := append(append([]string(nil), task.Errors...), bound(out.interp.Error))
+	out.similarity = brain.MeanSimilarity(lastN(errs, max(r.Options.MaxAttempts, 2)))
+	if task.Failures+1 < r.Options.MaxAttempts {
+		d, err := bn.Decide(ctx, brain.DecideInput{TaskID: task.ID, TaskTitle: task.Title, AttemptHistory: history(errs)})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			out.brainNote = err.Error()
+			d, _ = (&brain.Heuristic{SimilarityThreshold: w.cfg.SimilarityThreshold}).Decide(ctx,
+				brain.DecideInput{TaskID: task.ID, TaskTitle: task.Title, AttemptHistory: history(errs)})
+		}
+		out.decision = &d
+	}
+	return out, nil
+}
+
+// settle records an attempt's outcome on the run and moves it on: next task, retry, park or end.
+func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) {
+	now := w.cfg.Store.Now()
+	a := t.Attempts[len(t.Attempts)-1]
+	a.Duration = out.exec.Duration
+	a.ExitCode = out.exec.ExitCode
+	a.InputTokens, a.OutputTokens = out.result.InputTokens, out.result.OutputTokens
+	a.CostUSD, a.Model = out.result.CostUSD, out.result.Model
+	if out.result.SessionID != "" {
+		t.SessionID = out.result.SessionID
+	}
+	if out.brainNote != "" {
+		c.Emit(jobs.NewEvent(jobs.EventBrainFallback, r.ID, t.ID, "reason", escalation.Redact(out.brainNote)))
+	}
+	if out.execErr != nil {
+		a.Status, a.Error = "error", escalation.Redact(out.execErr.Error())
+		c.Emit(jobs.NewEvent(jobs.EventSandboxError, r.ID, t.ID, "error", a.Error))
+		escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerConfig, Source: "orch",
+			Question: fmt.Sprintf("Task %s could not run: %s. Fix the configuration, then resume.", t.ID, a.Error),
+			Error:    a.Error}, now)
+		return
+	}
+	if len(out.secrets) > 0 {
+		a.Status = "security"
+		escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerSecurity, Source: "orch",
+			Question: fmt.Sprintf("The agent's output on task %s contains what looks like a secret (%s). It was redacted "+
+				"everywhere orch keeps or shows it. Rotate the credential, then decide whether to continue.", t.ID, strings.Join(out.secrets, ", ")),
+			Output: out.result.Text}, now)
+		return
+	}
+	in := out.interp
+	a.Status, a.Summary, a.Error = string(in.Status), escalation.Redact(in.Summary), escalation.Redact(in.Error)
+	switch in.Status {
+	case brain.StatusCompleted:
+		t.Status = jobs.TaskCompleted
+		t.Summary = a.Summary
+		t.RetryGuidance = ""
+		c.Emit(jobs.NewEvent(jobs.EventTaskCompleted, r.ID, t.ID, "title", t.Title, "summary", a.Summary,
+			"cost_usd", a.CostUSD, "duration_ms", a.Duration.Milliseconds()))
+		advance(r, c, now)
+	case brain.StatusNeedsHelp:
+		escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerNeedsHelp, Source: "agent", Question: in.Question,
+			Options: in.Options, Recommendation: in.Recommendation, Output: out.result.Text}, now)
+	default:
+		t.Failures++
+		t.Errors = append(t.Errors, bound(a.Error))
+		c.Emit(jobs.NewEvent(jobs.EventTaskFailed, r.ID, t.ID, "title", t.Title, "attempt", t.Failures,
+			"max_attempts", r.Options.MaxAttempts, "error", firstLines(a.Error, 3)))
+		switch {
+		case t.Failures >= r.Options.MaxAttempts:
+			similar := out.similarity >= w.cfg.SimilarityThreshold
+			c.Emit(jobs.NewEvent(jobs.EventLoopDetected, r.ID, t.ID, "failures", t.Failures,
+				"similarity", out.similarity, "similar", similar))
+			q := fmt.Sprintf("Task %s failed %d times", t.ID, t.Failures)
+			if similar {
+				q += " with similar errors"
+			}
+			q += fmt.Sprintf(" (error similarity %.0f%%). Please investigate and provide guidance.", 100*out.similarity)
+			if out.decision != nil && out.decision.Reason != "" {
+				q += "\nBrain: " + out.decision.Reason
+			}
+			escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerAttemptCap, Source: "orch", Question: q,
+				Error: a.Error, Similarity: out.similarity, Output: out.result.Text}, now)
+		case out.decision != nil && out.decision.Decision == brain.Escalate:
+			trig := jobs.TriggerBrain
+			if out.decision.Permanent {
+				trig = jobs.TriggerPermanent
+			}
+			escalation.Open(r, t, c, escalation.Spec{Trigger: trig, Source: "brain",
+				Question: fmt.Sprintf("Task %s failed and should not be retried as is: %s", t.ID, out.decision.Reason),
+				Error:    a.Error, Similarity: out.similarity, Output: out.result.Text}, now)
+		default:
+			reason, guidance := "", ""
+			if out.decision != nil {
+				reason, guidance = out.decision.Reason, out.decision.GuidanceForRetry
+			}
+			t.RetryGuidance = escalation.Redact(guidance)
+			t.Status = jobs.TaskPending
+			r.Seq++
+			c.Emit(jobs.NewEvent(jobs.EventRetrying, r.ID, t.ID, "title", t.Title, "reason", reason, "guidance", t.RetryGuidance))
+		}
+	}
+}
+
+// advance moves the cursor past the current task and ends the run after the last one.
+func advance(r *jobs.Run, c *jobs.Change, now time.Time) {
+	r.Cursor++
+	r.Seq++
+	if r.Cursor < len(r.Tasks) {
+		return
+	}
+	r.Status = jobs.RunCompleted
+	r.EndedAt = now.UTC()
+	usd, in, outTok := r.Cost()
+	c.Emit(jobs.NewEvent(jobs.EventRunCompleted, r.ID, "", "tasks", len(r.Tasks), "duration_ms",
+		r.EndedAt.Sub(r.CreatedAt).Milliseconds(), "cost_usd", usd, "input_tokens", in, "output_tokens", outTok))
+}
+
+func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
+	p, err := jobs.DecodePayload(t)
+	if err != nil {
+		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
+	}
+	now := w.cfg.Store.Now()
+	run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
+		e := r.Escalation(p.EscalationID)
+		if r.Status != jobs.RunParked || e == nil || e.Resolution == nil || r.OpenEscalation() != nil {
+			return errStale
+		}
+		task := r.Task(e.TaskID)
+		if task == nil || r.Current() != task {
+			return errStale
+		}
+		switch e.Resolution.Type {
+		case jobs.ResolveForce:
+			c.Emit(jobs.NewEvent(jobs.EventTaskForced, r.ID, task.ID, "title", task.Title, "by", e.Resolution.By))
+			r.Status = jobs.RunRunning
+			advance(r, c, now)
+		default:
+			r.Status = jobs.RunRunning
+			r.Seq++
+			guidance := escalation.GuidanceFor(e, e.Resolution)
+			c.Emit(jobs.NewEvent(jobs.EventResumed, r.ID, task.ID, "title", task.Title, "guidance", guidance,
+				"resolution", string(e.Resolution.Type)))
+		}
+		return nil
+	})
+	return w.after(ctx, p.RunID, run, err)
+}
+
+func failureText(res agent.Result, ex sandbox.Result) string {
+	var parts []string
+	parts = append(parts, res.Errors...)
+	if ex.ExitCode != 0 {
+		parts = append(parts, fmt.Sprintf("the agent exited with code %d", ex.ExitCode))
+	}
+	if ex.Signal != "" {
+		parts = append(parts, "killed by "+ex.Signal)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "the agent did not report success")
+	}
+	if s := strings.TrimSpace(string(ex.Stderr)); s != "" {
+		parts = append(parts, "stderr: "+lastLines(s, 5))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func history(errs []string) []string {
+	h := make([]string, len(errs))
+	for i, e := range errs {
+		h[i] = "Failed: " + e
+	}
+	return h
+}
+
+func bound(s string) string { return escalation.Bound(s, maxErrorLen) }
+
+func lastN(s []string, n int) []string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,185 @@
+// Package worker drives runs step by step: it takes orch's tasks off the queue, runs the agent in a sandbox, asks the
+// brain what the output means, and moves the run on, parks it for a human, or ends it.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orchrun/orch/agent"
+	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/sandbox"
+)
+
+// Sandbox is where agents run.
+type Sandbox interface {
+	// Exec runs one agent process to its end; a non-zero exit is a result, not an error.
+	Exec(ctx context.Context, spec sandbox.Spec, onLine func([]byte)) (sandbox.Result, error)
+	// Release frees what the sandbox holds for a run: while it is parked (final=false) or for good (final=true).
+	Release(ctx context.Context, runID string, final bool) error
+}
+
+// Brain judges agent output.
+type Brain interface {
+	Interpret(ctx context.Context, output string) (brain.Interpretation, error)
+	Decide(ctx context.Context, in brain.DecideInput) (brain.Decision, error)
+}
+
+// Config wires a worker. Store, Queue, Sandbox, Brain and Agent are required.
+type Config struct {
+	Store   *jobs.Store
+	Queue   *jobs.Queue
+	Sandbox Sandbox
+	// Brain returns the brain for a run's options.
+	Brain func(opts jobs.Options) (Brain, error)
+	// Agent returns the agent adapter for a run's options.
+	Agent func(opts jobs.Options) (agent.Adapter, error)
+	Log   *slog.Logger
+	// Concurrency is how many steps (agent processes) run at once. Default 2.
+	Concurrency int
+	// SimilarityThreshold above which two errors count as the same. Default 0.8.
+	SimilarityThreshold float64
+	// PollInterval is how often an idle worker looks for work: the delay between a click and the resume.
+	// Default 50ms (asynq's own default of 1s is too slow for a click).
+	PollInterval time.Duration
+	// ShutdownTimeout is how long shutdown waits for running steps before they are requeued. Default 10s.
+	ShutdownTimeout time.Duration
+}
+
+// Worker processes orch's tasks. Start it, then Shutdown.
+type Worker struct {
+	cfg     Config
+	log     *slog.Logger
+	steps   *asynq.Server
+	control *asynq.Server
+	base    context.Context
+	cancel  context.CancelFunc
+	once    sync.Once
+}
+
+// New returns a worker.
+func New(cfg Config) (*Worker, error) {
+	if cfg.Store == nil || cfg.Queue == nil || cfg.Sandbox == nil || cfg.Brain == nil || cfg.Agent == nil {
+		return nil, errors.New("worker: Store, Queue, Sandbox, Brain and Agent are required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 2
+	}
+	if cfg.SimilarityThreshold <= 0 {
+		cfg.SimilarityThreshold = 0.8
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 50 * time.Millisecond
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	w := &Worker{cfg: cfg, log: cfg.Log}
+	w.base, w.cancel = context.WithCancel(context.Background())
+	return w, nil
+}
+
+// Handler routes orch's task types; Start serves it, tests may call it directly.
+func (w *Worker) Handler() asynq.Handler {
+	mux := asynq.NewServeMux()
+	mux.Use(w.recoverPanics)
+	mux.HandleFunc(jobs.TypeStart, w.handleStart)
+	mux.HandleFunc(jobs.TypeStep, w.handleStep)
+	mux.HandleFunc(jobs.TypeResume, w.handleResume)
+	return mux
+}
+
+// Start begins processing on rdb: one server for steps (agent work, long) and one for control tasks (starts and
+// resumes, short), so that a resume never waits behind running agents.
+func (w *Worker) Start(rdb redis.UniversalClient) error {
+	common := asynq.Config{
+		BaseContext:              func() context.Context { return w.base },
+		TaskCheckInterval:        w.cfg.PollInterval,
+		DelayedTaskCheckInterval: time.Second,
+		ShutdownTimeout:          w.cfg.ShutdownTimeout,
+		Logger:                   asynqLogger{w.log},
+		LogLevel:                 asynq.WarnLevel,
+		IsFailure:                isFailure,
+		RetryDelayFunc:           retryDelay,
+	}
+	steps := common
+	steps.Concurrency = w.cfg.Concurrency
+	steps.Queues = map[string]int{jobs.QueueSteps: 1}
+	control := common
+	control.Concurrency = 4
+	control.Queues = map[string]int{jobs.QueueControl: 1}
+	w.steps = asynq.NewServerFromRedisClient(rdb, steps)
+	w.control = asynq.NewServerFromRedisClient(rdb, control)
+	h := w.Handler()
+	if err := w.control.Start(h); err != nil {
+		return fmt.Errorf("starting control worker: %w", err)
+	}
+	if err := w.steps.Start(h); err != nil {
+		w.control.Shutdown()
+		return fmt.Errorf("starting step worker: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops taking work, interrupts running agents (their steps are requeued and run again later), and waits for
+// the handlers to return.
+func (w *Worker) Shutdown() {
+	w.once.Do(func() {
+		if w.steps == nil {
+			w.cancel()
+			return
+		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); w.steps.Shutdown() }()
+		go func() { defer wg.Done(); w.control.Shutdown() }()
+		// Agents are killed rather than waited for: an agent can run for half an hour.
+		w.cancel()
+		wg.Wait()
+	})
+}
+
+// isFailure tells asynq which handler errors count against a task's retries: an interrupted step was not its fault.
+func isFailure(err error) bool {
+	return !errors.Is(err, context.Canceled)
+}
+
+func retryDelay(n int, err error, t *asynq.Task) time.Duration {
+	if errors.Is(err, context.Canceled) {
+		return 0
+	}
+	return asynq.DefaultRetryDelayFunc(n, err, t)
+}
+
+// recoverPanics turns a panic in a handler into an error, so one bad run cannot take the worker down.
+func (w *Worker) recoverPanics(h asynq.Handler) asynq.Handler {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				w.log.Error("handler panic", "type", t.Type(), "panic", r, "stack", string(debug.Stack()))
+				err = fmt.Errorf("panic in %s: %v: %w", t.Type(), r, asynq.SkipRetry)
+			}
+		}()
+		return h.ProcessTask(ctx, t)
+	})
+}
+
+type asynqLogger struct{ log *slog.Logger }
+
+func (l asynqLogger) Debug(args ...any) { l.log.Debug(fmt.Sprint(args...), "component", "asynq") }
+func (l asynqLogger) Info(args ...any)  { l.log.Info(fmt.Sprint(args...), "component", "asynq") }
+func (l asynqLogger) Warn(args ...any)  { l.log.Warn(fmt.Sprint(args...), "component", "asynq") }
+func (l asynqLogger) Error(args ...any) { l.log.Error(fmt.Sprint(args...), "component", "asynq") }
+func (l asynqLogger) Fatal(args ...any) { l.log.Error(fmt.Sprint(args...), "component", "asynq") }
