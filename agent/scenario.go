@@ -87,26 +87,45 @@ func scenarioErrorf(file string, line int, format string, args ...any) error {
 	return &scenarioError{file: file, line: max(line, 1), msg: fmt.Sprintf(format, args...)}
 }
 
-var (
-	yamlLineRe   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	yamlAnchorRe = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
-)
+var yamlLineRe = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 
-// yamlError puts yaml.v3's message into the "file:line: problem" form. yaml.v3 leaves out the line when the
-// problem is on the first one, and for an unknown anchor.
+// yamlError puts yaml.v3's message into the "file:line: problem" form. yaml.v3 gives the line where the
+// enclosing block starts (counting from 0) rather than the line of the problem, and no line at all for some
+// problems; the first prefix of the file that fails the same way ends on the line that matters.
 func yamlError(name string, data []byte, err error) error {
-	msg := err.Error()
-	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return scenarioErrorf(name, n, "%s", m[2])
+	m := yamlLineRe.FindStringSubmatch(err.Error())
+	if m == nil {
+		return scenarioErrorf(name, 1, "%s", err)
 	}
-	line := 1
-	if m := yamlAnchorRe.FindStringSubmatch(msg); m != nil {
-		if i := strings.Index(string(data), "*"+m[1]); i >= 0 {
-			line = 1 + strings.Count(string(data[:i]), "\n")
+	problem := m[2]
+	if line := firstFailingLine(data, problem); line > 0 {
+		return scenarioErrorf(name, line, "%s", problem)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return scenarioErrorf(name, n+1, "%s", problem)
+}
+
+// maxBisectLines bounds the quadratic search in firstFailingLine; scenarios are a few dozen lines.
+const maxBisectLines = 2000
+
+func firstFailingLine(data []byte, problem string) int {
+	lines := strings.SplitAfter(string(data), "\n")
+	if len(lines) > maxBisectLines {
+		return 0
+	}
+	var prefix strings.Builder
+	for i, l := range lines {
+		prefix.WriteString(l)
+		var n yaml.Node
+		err := yaml.Unmarshal([]byte(prefix.String()), &n)
+		if err == nil {
+			continue
+		}
+		if m := yamlLineRe.FindStringSubmatch(err.Error()); m != nil && m[2] == problem {
+			return i + 1
 		}
 	}
-	return scenarioErrorf(name, line, "%s", strings.TrimPrefix(msg, "yaml: "))
+	return 0
 }
 
 // badCharacter finds what yaml.v3 would reject without saying where: invalid UTF-8 and control characters.

@@ -27,9 +27,11 @@ type permanentRule struct {
 }
 
 var permanentCauses = []permanentRule{
-	{regexp.MustCompile(`(?i)\bpermission denied\b|\bEACCES\b|\bEPERM\b|\boperation not permitted\b|\baccess (?:is )?denied\b|\bread-only file ?system\b`),
+	{regexp.MustCompile(`(?i)\bpermission denied\b|\bpermission to \S+ denied\b|\bEACCES\b|\bEPERM\b|\boperation not permitted\b|\baccess (?:is )?denied\b`),
 		"a permission problem, which the agent cannot grant itself"},
-	{regexp.MustCompile(`(?i)\b(?:missing|invalid|expired|revoked|bad|incorrect|no)\s+(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api|github|gitlab|npm|personal access) token|password)\b|\b(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api) token)\s+(?:is\s+|are\s+|was\s+)?(?:missing|not set|not found|invalid|expired|not configured|required|unset|empty)\b|\b[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|SECRET|PASSWORD)\b\s+(?:is\s+)?(?:not set|missing|unset|empty|required)|\bnot logged in\b|\bplease (?:log|sign) in\b|\blogin required\b|\bauthentication (?:failed|required|error)\b|\bauthentication_(?:error|failed)\b|\bcould not read Username\b|\bcredit balance is too low\b|\binsufficient_quota\b`),
+	{regexp.MustCompile(`(?i)\bno space left on device\b|\bdisk quota exceeded\b|\bread-only file ?system\b`),
+		"a problem with the machine (full or read-only disk), which the agent cannot fix from inside"},
+	{regexp.MustCompile(`(?i)\b(?:missing|invalid|expired|revoked|bad|incorrect|no)\s+(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api|github|gitlab|npm|personal access) token|password)\b|\b(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api) token)\s+(?:is\s+|are\s+|was\s+)?(?:missing|not set|not found|invalid|expired|not configured|required|unset|empty)\b|\b[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|SECRET|PASSWORD)\b\s+(?:is\s+)?(?:not set|missing|unset|empty|required)|\bnot logged in\b|\bplease (?:log|sign) in\b|\blogin required\b|\bauthentication (?:failed|required|error)\b|\bauthentication_(?:error|failed)\b|\bcould not read Username\b|\bunable to authenticate\b|\bcode E40[13]\b|\bcredit balance is too low\b|\binsufficient_quota\b`),
 		"missing or invalid credentials, which only a human can provide"},
 	{regexp.MustCompile(`(?i)\bconflicts? with (?:the |our |an? )?(?:existing )?(?:architecture|design)\b|\b(?:architecture|architectural|design) (?:issue|problem|conflict|flaw|question|decision)\b|\brequires? (?:a |an )?(?:design|architectural|architecture|product) (?:decision|change|review)\b`),
 		"a design or architecture question, not a coding bug"},
@@ -42,7 +44,7 @@ var permanentCauses = []permanentRule{
 var (
 	// An HTTP 401/403 refused to orch's agent is a credentials problem; the same status inside a failing
 	// test's assertion ("expected 200, got 401") is the code under test misbehaving, which a retry can fix.
-	httpAuthRe       = regexp.MustCompile(`(?i)\bunauthori[sz]ed\b|\bforbidden\b|\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?: code)?|code|response|returned|got)[\s:=]{0,3}(?:401|403)\b|\b(?:401|403)\s+(?:unauthori[sz]ed|forbidden)`)
+	httpAuthRe       = regexp.MustCompile(`(?i)\bunauthori[sz]ed\b|\bforbidden\b|\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?: code)?|code|response|returned|got)(?: error)?[\s:=]{0,3}(?:401|403)\b|\b(?:401|403)\s+(?:unauthori[sz]ed|forbidden)`)
 	testAssertionRe  = regexp.MustCompile(`(?i)\bexpected\b|\bwant(?:ed)?\b|\bassert|--- FAIL|\bFAIL:|\btest\w*\s+(?:failed|fails)`)
 	httpAuthCauseWhy = "an authorization failure (401/403), which needs credentials or access only a human can grant"
 )

@@ -20,7 +20,7 @@ var (
 	// Completion evidence that settles it: tests or builds passing, commits, "Done".
 	strongCompletionRes = []*regexp.Regexp{
 		regexp.MustCompile(`(?i)\ball\s+(?:the\s+)?(?:\d+\s+)?(?:of the\s+)?(?:\w+\s+)?(?:tests?|specs?|checks?)\s+(?:now\s+)?(?:pass|passed|passing|succeed(?:ed)?|are green|green|ok)\b`),
-		regexp.MustCompile(`(?i)\b(?:tests?|specs?|suite|build|lint(?:er)?|vet|checks?|ci|make \w+|go test|go build|npm test|npm run \w+|pytest|cargo (?:test|build|check|clippy)|tsc|mypy|ruff|eslint)\b[^.\n]{0,40}?\b(?:pass|passes|passed|passing|succeeds|succeeded|is clean|are clean|clean|is green|are green|green|ok)\b`),
+		regexp.MustCompile(`(?i)\b(?:tests?|specs?|suite|build|lint(?:er)?|vet|checks?|ci|make \w+|go test|go build|npm test|npm run \w+|pytest|cargo (?:test|build|check|clippy)|tsc|mypy|ruff|eslint)\b(?:[^.\n]|\.\S){0,60}?\b(?:pass|passes|passed|passing|succeeds|succeeded|is clean|are clean|clean|is green|are green|green|ok)\b`),
 		regexp.MustCompile(`(?i)\b\d+\s+(?:tests?\s+)?passed\b`),
 		regexp.MustCompile(`(?i)\b0\s+(?:failed|failing|failures?|errors?)\b|\b(?:no|zero)\s+(?:failures|failing tests|test failures|regressions)\b`),
 		regexp.MustCompile(`(?m)^ok\s+\S+|^PASS\s*$|^OK(?: \(.*\))?\s*$|test result: ok\.`),
@@ -30,8 +30,10 @@ var (
 	}
 	// Completion evidence that work was done, without proof it works.
 	weakCompletionRe = regexp.MustCompile(`(?im)(?:^\s*(?:[-*•]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|just\s+)?)(?:added|created|implemented|updated|fixed|refactored|wrote|written|removed|renamed|moved|replaced|introduced|extracted|migrated|configured|changed|modified|deleted|converted|upgraded|bumped|wired|applied|documented|rewrote|rewritten|extended|simplified|optimi[sz]ed|cleaned up|set up|ported|split)\b`)
-	// Phrasing that undoes a completion match just before it ("not committed", "never passed").
-	completionNegationRe = regexp.MustCompile(`(?i)(?:\bnot|n't|\bnever|\bunable to|\bfailed to|\bwithout)\s+(?:\w+\s+)?$`)
+	// Negation in the clause of a completion match undoes it: "tests do not pass", "wasn't able to make the
+	// checks pass", "not committed".
+	completionNegationRe = regexp.MustCompile(`(?i)\b(?:not|never|no longer|unable|cannot|can't|couldn't|wasn't|weren't|didn't|doesn't|don't|won't|isn't|aren't|failed to|without)\b`)
+	clauseBreakRe        = regexp.MustCompile(`[.;!?]\s|,\s+(?:and|but|so)\s`)
 
 	// Failure evidence beyond the error lines: the prose of a failure.
 	failurePhraseRes = []*regexp.Regexp{
@@ -166,10 +168,14 @@ func gatherEvidence(d *doc) evidence {
 	return ev
 }
 
-// matchUnnegated reports a match of re in s that is not negated just before it.
+// matchUnnegated reports a match of re in s with no negation in the match or earlier in its clause.
 func matchUnnegated(re *regexp.Regexp, s string) bool {
 	for _, m := range re.FindAllStringIndex(s, -1) {
-		if !completionNegationRe.MatchString(s[:m[0]]) {
+		clause := s[:m[1]]
+		if b := clauseBreakRe.FindAllStringIndex(s[:m[0]], -1); len(b) > 0 {
+			clause = s[b[len(b)-1][1]:m[1]]
+		}
+		if !completionNegationRe.MatchString(clause) {
 			return true
 		}
 	}

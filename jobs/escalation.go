@@ -39,23 +39,23 @@ type Option struct {
 
 // Escalation is a question to a human, open until resolved.
 type Escalation struct {
-	ID             string    `json:"id"`
-	TaskID         string    `json:"task_id"`
-	Trigger        Trigger   `json:"trigger"`
-	Source         string    `json:"source"` // agent, brain or orch
-	Question       string    `json:"question"`
-	Options        []Option  `json:"options,omitempty"`
-	Recommendation string    `json:"recommendation,omitempty"` // an option key when it names one, else text
-	Attempt        int       `json:"attempt"`
-	Failures       int       `json:"failures"`
-	Similarity     float64   `json:"similarity,omitempty"`
-	Error          string    `json:"error,omitempty"`
-	Errors         []string  `json:"errors,omitempty"`
-	Suggestions    []string  `json:"suggestions,omitempty"`
-	Output         string    `json:"output,omitempty"` // what the agent said, redacted and bounded
-	EventRef       string    `json:"event_ref,omitempty"`
-	CreatedAt      time.Time `json:"created_at"`
-	Resolution *Resolution `json:"resolution,omitempty"`
+	ID             string      `json:"id"`
+	TaskID         string      `json:"task_id"`
+	Trigger        Trigger     `json:"trigger"`
+	Source         string      `json:"source"` // agent, brain or orch
+	Question       string      `json:"question"`
+	Options        []Option    `json:"options,omitempty"`
+	Recommendation string      `json:"recommendation,omitempty"` // an option key when it names one, else text
+	Attempt        int         `json:"attempt"`
+	Failures       int         `json:"failures"`
+	Similarity     float64     `json:"similarity,omitempty"`
+	Error          string      `json:"error,omitempty"`
+	Errors         []string    `json:"errors,omitempty"`
+	Suggestions    []string    `json:"suggestions,omitempty"`
+	Output         string      `json:"output,omitempty"` // what the agent said, redacted and bounded
+	EventRef       string      `json:"event_ref,omitempty"`
+	CreatedAt      time.Time   `json:"created_at"`
+	Resolution     *Resolution `json:"resolution,omitempty"`
 }
 
 // Resolution is a human's answer to an escalation.

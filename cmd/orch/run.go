@@ -529,4 +529,3 @@ func taskTitle(r *jobs.Run, id string) string {
 	}
 	return ""
 }
-

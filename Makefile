@@ -1,0 +1,34 @@
+# orch — build, test, lint, demo, bench.
+GO      ?= go
+BIN     ?= bin/orch
+PKGS    ?= ./...
+
+.PHONY: build test lint demo bench fuzz clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/orch
+
+# Integration tests use a real Redis when ORCH_TEST_REDIS_URL is set (.ci/run starts one) and miniredis always.
+test:
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+demo:
+	$(GO) run ./cmd/orch run --agent sim examples/plans/ambiguous_task.md
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 $(PKGS)
+
+# Short fuzzing of every fuzz target (seeds run in `make test` anyway).
+fuzz:
+	@for pkg in $$($(GO) list $(PKGS)); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 20s $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf bin
