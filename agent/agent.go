@@ -76,4 +76,5 @@ func env(req Request) []string {
 const (
 	maxKeptText   = 1 << 20
 	maxStderrKept = 2 << 10
+	maxErrorLen   = 4 << 10
 )

@@ -56,8 +56,8 @@ func LoadScenario(path string) (*Scenario, error) {
 // file paths that leave the workspace are all errors.
 func ParseScenario(name string, data []byte) (s *Scenario, err error) {
 	defer func() {
-		// yaml.v3 reports some malformed documents by panicking inside its own recover; this keeps a
-		// fuzzed or corrupt file an error should one escape.
+		// yaml.v3 turns its own failures into errors but lets runtime panics through: a corrupt file must
+		// still be a usage error, not a crash of the process that loads it.
 		if r := recover(); r != nil {
 			s, err = nil, scenarioErrorf(name, 1, "cannot parse: %v", r)
 		}
@@ -105,12 +105,13 @@ func yamlError(name string, data []byte, err error) error {
 	return scenarioErrorf(name, n+1, "%s", problem)
 }
 
-// maxBisectLines bounds the quadratic search in firstFailingLine; scenarios are a few dozen lines.
-const maxBisectLines = 2000
+// maxBisectWork bounds the quadratic search in firstFailingLine (lines × bytes); a scenario of a hundred lines
+// is far below it.
+const maxBisectWork = 32 << 20
 
 func firstFailingLine(data []byte, problem string) int {
 	lines := strings.SplitAfter(string(data), "\n")
-	if len(lines) > maxBisectLines {
+	if len(lines)*len(data) > maxBisectWork {
 		return 0
 	}
 	var prefix strings.Builder

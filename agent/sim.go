@@ -61,7 +61,7 @@ const shWaitDelay = 2 * time.Second
 
 // PlaySim runs one sim invocation: it picks the reply for (taskID, attempt), writes its files into dir, runs
 // its sh with /bin/sh -c in dir (the combined output is appended to the output text), appends a
-// "GUIDANCE: <text>" line per guidance item found in prompt (newlines inside an item become spaces), and
+// "GUIDANCE: <text>" line per guidance item found in prompt (line breaks inside an item become spaces), and
 // writes Claude-Code-compatible stream-json to w: system/init, one assistant message, and a result that
 // reports success exactly when the reply's exit is 0. It returns the exit code the process must exit with.
 // An error means nothing usable was written: no reply for the task, a file that cannot be written, sh that
@@ -87,7 +87,8 @@ func PlaySim(ctx context.Context, s *Scenario, taskID string, attempt int, promp
 		parts = append(parts, out)
 	}
 	for _, g := range GuidanceFromPrompt(prompt) {
-		parts = append(parts, "GUIDANCE: "+strings.Join(strings.Fields(g), " "))
+		lines := strings.FieldsFunc(g, func(r rune) bool { return r == '\n' || r == '\r' })
+		parts = append(parts, "GUIDANCE: "+strings.Join(lines, " "))
 	}
 	var text []string
 	for _, p := range parts {
@@ -139,6 +140,7 @@ func runSimSh(ctx context.Context, dir, sh string) (string, error) {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", sh)
 	cmd.Dir = dir
 	cmd.WaitDelay = shWaitDelay
+	killGroupOnCancel(cmd)
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		return "", fmt.Errorf("sim: running sh: %w", ctx.Err())

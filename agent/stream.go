@@ -151,13 +151,22 @@ func (p *claudeParser) value(t []byte) bool {
 		if json.Unmarshal(t, &elems) != nil {
 			return false
 		}
-		for _, e := range elems {
-			var m map[string]json.RawMessage
-			if json.Unmarshal(e, &m) != nil || m == nil {
+		objects := make([]map[string]json.RawMessage, len(elems))
+		found := false
+		for i, e := range elems {
+			if json.Unmarshal(e, &objects[i]) == nil && objects[i] != nil {
+				found = true
+			}
+		}
+		if !found {
+			return false // "[1, 2]" or "[]" is something the agent printed, not a transcript
+		}
+		for i, m := range objects {
+			if m == nil {
 				p.unknown++
 				continue
 			}
-			p.object(m, e)
+			p.object(m, elems[i])
 		}
 		return true
 	}
@@ -471,10 +480,12 @@ func (p *claudeParser) Finish(exitCode int, stderr []byte) Result {
 		if s := stderrTail(stderr); s != "" {
 			errs = append(errs, "stderr: "+s)
 		}
-		r.Text = withErrors(r.Text, errs)
 	}
 	if len(errs) > 0 {
-		r.Errors = errs
+		r.Errors = clipErrors(errs)
+	}
+	if !r.Success {
+		r.Text = withErrors(r.Text, r.Errors)
 	}
 	return r
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // feed reads r line by line as a sandbox would, with a reused buffer, so a parser that kept a line
@@ -366,6 +367,25 @@ func TestClaudeParserLines(t *testing.T) {
 			},
 		},
 		{
+			name:  "a huge error is clipped",
+			lines: []string{`{"type":"result","subtype":"success","is_error":true,"api_error_status":500,"result":"` + strings.Repeat("é", 10000) + `"}`},
+			exit:  1,
+			check: func(t *testing.T, r Result) {
+				if len(r.Errors) != 2 || len(r.Errors[0]) > maxErrorLen+len("…") || !utf8.ValidString(r.Errors[0]) || !strings.HasPrefix(r.Errors[0], "API error 500: éé") {
+					t.Errorf("errors %d, first %d bytes", len(r.Errors), len(r.Errors[0]))
+				}
+			},
+		},
+		{
+			name:  "an array of non-objects is text",
+			lines: []string{"[1, 2]", "[]"},
+			check: func(t *testing.T, r Result) {
+				if r.Unknown != 2 || !strings.HasPrefix(r.Text, "[1, 2]\n[]\n") {
+					t.Errorf("got %+v", r)
+				}
+			},
+		},
+		{
 			name:  "an interrupted tool use is reported",
 			lines: []string{init, `{"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]}}`},
 			check: func(t *testing.T, r Result) {
@@ -451,4 +471,22 @@ func FuzzClaudeParser(f *testing.F) {
 			t.Errorf("a failed run without a reason: %+v", r)
 		}
 	})
+}
+
+func TestBoundedText(t *testing.T) {
+	var b boundedText
+	for range 3 * maxKeptText / len("é✅") {
+		b.WriteString("é✅")
+	}
+	b.WriteString("END")
+	s := b.String()
+	if !utf8.ValidString(s) || !strings.HasPrefix(s, "é✅") || !strings.HasSuffix(s, "✅END") || len(s) > maxKeptText+100 {
+		t.Errorf("len %d, valid %v, start %q, end %q", len(s), utf8.ValidString(s), s[:5], s[len(s)-5:])
+	}
+	var small boundedText
+	small.WriteString("a")
+	small.WriteString("b")
+	if small.String() != "ab" {
+		t.Errorf("got %q", small.String())
+	}
 }

@@ -254,10 +254,12 @@ func (p *plainParser) Finish(exitCode int, stderr []byte) Result {
 		if s := stderrTail(stderr); s != "" {
 			errs = append(errs, "stderr: "+s)
 		}
-		r.Text = withErrors(r.Text, errs)
 	}
 	if len(errs) > 0 {
-		r.Errors = errs
+		r.Errors = clipErrors(errs)
+	}
+	if !r.Success {
+		r.Text = withErrors(r.Text, r.Errors)
 	}
 	return r
 }

@@ -37,10 +37,16 @@ func (t *boundedText) WriteString(s string) {
 }
 
 func (t *boundedText) String() string {
-	if t.dropped == 0 {
-		return string(t.head) + string(t.tail)
+	const half = maxKeptText / 2
+	tail, dropped := t.tail, t.dropped
+	if len(tail) > half {
+		dropped += len(tail) - half
+		tail = tail[len(tail)-half:]
 	}
-	return fmt.Sprintf("%s\n[… %d bytes of output not kept …]\n%s", trimPartialRune(t.head), t.dropped, skipPartialRune(t.tail))
+	if dropped == 0 {
+		return string(t.head) + string(tail)
+	}
+	return fmt.Sprintf("%s\n[… %d bytes of output not kept …]\n%s", trimPartialRune(t.head), dropped, skipPartialRune(tail))
 }
 
 // trimPartialRune drops a rune cut in half at the end of b.
@@ -91,6 +97,17 @@ func withErrors(text string, errs []string) string {
 		return strings.Join(add, "\n")
 	}
 	return strings.TrimRight(text, "\n") + "\n\n" + strings.Join(add, "\n")
+}
+
+// clipErrors shortens each error to what a reader (and the brain's similarity check) needs: the CLI may put a
+// whole answer into an error field.
+func clipErrors(errs []string) []string {
+	for i, e := range errs {
+		if len(e) > maxErrorLen {
+			errs[i] = string(trimPartialRune([]byte(e[:maxErrorLen]))) + "…"
+		}
+	}
+	return errs
 }
 
 // appendUnique adds e unless it is already there: CLIs repeat the same error on several lines.

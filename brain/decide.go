@@ -28,13 +28,13 @@ type permanentRule struct {
 
 var permanentCauses = []permanentRule{
 	{regexp.MustCompile(`(?i)\bpermission denied\b|\bpermission to \S+ denied\b|\bEACCES\b|\bEPERM\b|\boperation not permitted\b|\baccess (?:is )?denied\b`),
-		"a permission problem, which the agent cannot grant itself"},
+		"a permission problem the agent cannot grant itself"},
 	{regexp.MustCompile(`(?i)\bno space left on device\b|\bdisk quota exceeded\b|\bread-only file ?system\b`),
-		"a problem with the machine (full or read-only disk), which the agent cannot fix from inside"},
-	{regexp.MustCompile(`(?i)\b(?:missing|invalid|expired|revoked|bad|incorrect|no)\s+(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api|github|gitlab|npm|personal access) token|password)\b|\b(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api) token)\s+(?:is\s+|are\s+|was\s+)?(?:missing|not set|not found|invalid|expired|not configured|required|unset|empty)\b|\b[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|SECRET|PASSWORD)\b\s+(?:is\s+)?(?:not set|missing|unset|empty|required)|\bnot logged in\b|\bplease (?:log|sign) in\b|\blogin required\b|\bauthentication (?:failed|required|error)\b|\bauthentication_(?:error|failed)\b|\bcould not read Username\b|\bunable to authenticate\b|\bcode E40[13]\b|\bcredit balance is too low\b|\binsufficient_quota\b`),
-		"missing or invalid credentials, which only a human can provide"},
+		"a machine problem (full or read-only disk) the agent cannot fix from inside"},
+	{regexp.MustCompile(`(?i)\b(?:missing|invalid|expired|revoked|bad|incorrect|no)\s+(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api|github|gitlab|npm|personal access) token|password)\b|\b(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api) token)\s+(?:is\s+|are\s+|was\s+)?(?:missing|not set|not found|invalid|expired|not configured|required|unset|empty)\b|(?-i:\b[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|SECRET|PASSWORD)\b)\s+(?:is\s+)?(?:not set|missing|unset|empty|required)|\bnot logged in\b|\bplease (?:log|sign) in\b|\blogin required\b|\bauthentication (?:failed|required|error)\b|\bauthentication_(?:error|failed)\b|\bcould not read Username\b|\bunable to authenticate\b|\bcode E40[13]\b|\bcredit balance is too low\b|\binsufficient_quota\b`),
+		"missing or invalid credentials only a human can provide"},
 	{regexp.MustCompile(`(?i)\bconflicts? with (?:the |our |an? )?(?:existing )?(?:architecture|design)\b|\b(?:architecture|architectural|design) (?:issue|problem|conflict|flaw|question|decision)\b|\brequires? (?:a |an )?(?:design|architectural|architecture|product) (?:decision|change|review)\b`),
-		"a design or architecture question, not a coding bug"},
+		"a design or architecture question rather than a coding bug"},
 	{regexp.MustCompile(`(?i)\bcontradict(?:ory|s|ion|ing)\b|\bmutually exclusive\b|\bconflicting requirements\b|\brequirements (?:conflict|are inconsistent|are incompatible)\b|\b(?:cannot|can't|impossible to) (?:satisfy|meet) both\b|\bimpossible (?:requirement|task|to satisfy)\b|\bnot possible to satisfy\b`),
 		"requirements that contradict each other"},
 	{regexp.MustCompile(`(?i)\b(?:I|we)\s+need\s+(?:some\s+|more\s+)?(?:clarification|your input|a (?:human )?decision|human input|guidance|direction)\b|\bneeds? (?:clarification|a human|human (?:input|decision|review|intervention))\b|\b(?:cannot|can't|unable to) (?:proceed|continue) without\b|\bwaiting for (?:a |your |human )?(?:decision|input|clarification|answer)\b|\b(?:requires?|needs?) (?:a )?(?:human|manual) (?:decision|input|intervention|review)\b|\bblocked (?:until|on|by) (?:a |the |your )?(?:decision|human|clarification|product)\b|\b(?:task|requirement|spec(?:ification)?) is (?:ambiguous|unclear)\b`),
@@ -46,7 +46,7 @@ var (
 	// test's assertion ("expected 200, got 401") is the code under test misbehaving, which a retry can fix.
 	httpAuthRe       = regexp.MustCompile(`(?i)\bunauthori[sz]ed\b|\bforbidden\b|\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?: code)?|code|response|returned|got)(?: error)?[\s:=]{0,3}(?:401|403)\b|\b(?:401|403)\s+(?:unauthori[sz]ed|forbidden)`)
 	testAssertionRe  = regexp.MustCompile(`(?i)\bexpected\b|\bwant(?:ed)?\b|\bassert|--- FAIL|\bFAIL:|\btest\w*\s+(?:failed|fails)`)
-	httpAuthCauseWhy = "an authorization failure (401/403), which needs credentials or access only a human can grant"
+	httpAuthCauseWhy = "an authorization failure (401/403) that needs access only a human can grant"
 )
 
 // Decide judges a failed task's attempt history (oldest first, one error or summary per attempt):
@@ -70,12 +70,14 @@ func (h *Heuristic) Decide(ctx context.Context, in DecideInput) (Decision, error
 		sims[i-1] = Similarity(history[i-1], history[i])
 	}
 	d := Decision{Similarity: mean(sims)}
-	latest := history[len(history)-1]
+	// The rules read the latest error without orch's own GUIDANCE echo; similarity above uses the raw
+	// strings, as the Python loop detector did.
+	latest := newDoc(history[len(history)-1]).text
 	quote := briefError(latest)
 
 	if why := permanentCause(latest); why != "" {
 		d.Decision, d.Permanent = Escalate, true
-		d.Reason = fmt.Sprintf("the latest error is %s: no retry can fix it (%q)", why, quote)
+		d.Reason = fmt.Sprintf("the latest error shows %s; no retry can fix that (%q)", why, quote)
 		return d, nil
 	}
 
@@ -85,6 +87,7 @@ func (h *Heuristic) Decide(ctx context.Context, in DecideInput) (Decision, error
 		run++
 	}
 	if run >= minLoopRun {
+		// The reason cites the run's own similarity; Decision.Similarity stays the whole history's mean.
 		d.Decision = Escalate
 		d.Reason = fmt.Sprintf("failed %d times in a row with similar errors (error similarity %d%%): retrying is stuck in a loop",
 			run, percent(mean(sims[len(sims)-run+1:])))
@@ -170,6 +173,7 @@ var (
 		regexp.MustCompile(`NameError: name '([^']+)' is not defined`),
 		regexp.MustCompile(`cannot find symbol(?:\s*symbol:\s*\w+\s+(\w+))?`),
 		regexp.MustCompile(`has no (?:field or method|attribute|member|property)\s+'?(\w+)'?`),
+		regexp.MustCompile("no (?:method|field|function|associated item) named `([^`]+)`"),
 		regexp.MustCompile(`([\w.]+) is not defined`),
 	}
 	locationRe  = regexp.MustCompile(`(?:^|[\s(])(\.{0,2}/?[\w./-]+\.\w{1,5}:\d+(?::\d+)?)`)
@@ -182,7 +186,7 @@ func firstGroup(res []*regexp.Regexp, s string) string {
 		if m := re.FindStringSubmatch(s); m != nil {
 			for _, g := range m[1:] {
 				if g != "" {
-					return strings.Trim(g, ".,;:'\"")
+					return strings.TrimRight(strings.Trim(g, `'"`), ".,;:")
 				}
 			}
 		}
@@ -197,7 +201,7 @@ func ecosystem(err string) (manifest, install string) {
 	case strings.Contains(l, "no module named") || strings.Contains(l, "modulenotfounderror") || strings.Contains(l, "importerror") || strings.Contains(l, "pip"):
 		return "requirements.txt or pyproject.toml", "pip install"
 	case strings.Contains(l, "go.mod") || strings.Contains(l, "go.sum") || strings.Contains(l, "no required module") || strings.Contains(l, "cannot find package") || strings.Contains(l, ".go:"):
-		return "go.mod", "go get"
+		return "go.mod", "go get, then go mod tidy"
 	case strings.Contains(l, "cannot find module") || strings.Contains(l, "npm") || strings.Contains(l, "module_not_found") || strings.Contains(l, "node_modules"):
 		return "package.json", "npm install"
 	case strings.Contains(l, "crate") || strings.Contains(l, "cargo") || strings.Contains(l, "unresolved import"):
@@ -209,7 +213,7 @@ func ecosystem(err string) (manifest, install string) {
 // retryKinds are tried in order; the first match names the error. Specific families come before broad
 // ones (a missing module before a generic import or compile error).
 var retryKinds = []retryKind{
-	{"a missing dependency", regexp.MustCompile(`(?i)no module named|modulenotfounderror|importerror|cannot find module|module_not_found|no required module provides|cannot find package|missing go\.sum entry|can't find crate|unresolved import|npm ERR! 404|\bE404\b|could not resolve dependenc|package .* is not in (?:GOROOT|std)`),
+	{"a missing dependency", regexp.MustCompile(`(?i)no module named|modulenotfounderror|importerror|cannot find module|module_not_found|no required module provides|cannot find package|missing go\.sum entry|updates to go\.mod needed|can't find crate|unresolved import|npm ERR! 404|\bE404\b|could not resolve dependenc|package .* is not in (?:GOROOT|std)`),
 		func(err string) string {
 			manifest, install := ecosystem(err)
 			name := firstGroup(moduleNameRes, err)
@@ -253,10 +257,6 @@ var retryKinds = []retryKind{
 			b.WriteString(". Build the whole project (not just the edited file) before running the tests.")
 			return b.String()
 		}},
-	{"a type error", regexp.MustCompile(`(?i)typeerror|mismatched types|type mismatch|incompatible types?|cannot use .* as .* (?:value|type)|error TS2322|expected \w+, (?:got|found) \w+|not assignable to`),
-		func(string) string {
-			return "A value of the wrong type reaches the failing call: check what the callee expects against what the caller passes, convert at the boundary or fix the caller, and add a test for that input."
-		}},
 	{"a runtime crash", regexp.MustCompile(`(?i)panic:|nil pointer|null ?pointer|segmentation fault|index out of range|indexerror|keyerror|attributeerror|cannot read propert|undefined is not|unwrap\(\)` + "|called `Option::unwrap\\(\\)`"),
 		func(err string) string {
 			loc := firstGroup([]*regexp.Regexp{locationRe}, err)
@@ -266,6 +266,10 @@ var retryKinds = []retryKind{
 			}
 			return fmt.Sprintf("The code crashes %s on a nil, missing or out-of-range value: find where that value should have been set, handle the empty case, and add a test that reproduces the crash.", where)
 		}},
+	{"a type error", regexp.MustCompile(`(?i)typeerror|mismatched types|type mismatch|incompatible types?|cannot use .* as .* (?:value|type)|error TS2322|expected \w+, (?:got|found) \w+|not assignable to`),
+		func(string) string {
+			return "A value of the wrong type reaches the failing call: check what the callee expects against what the caller passes, convert at the boundary or fix the caller, and add a test for that input."
+		}},
 	{"a missing file", regexp.MustCompile(`(?i)no such file or directory|ENOENT|filenotfounderror|file not found|does not exist|cannot open|can't open`),
 		func(err string) string {
 			p := firstGroup([]*regexp.Regexp{missingPath}, err)
@@ -274,18 +278,18 @@ var retryKinds = []retryKind{
 			}
 			return fmt.Sprintf("%s does not exist: check the path relative to the workspace root, create it if the task needs it, and do not assume files that are not in the repository.", p)
 		}},
-	{"a failing test", regexp.MustCompile(`(?i)--- FAIL|\bFAIL(?:ED)?\b|assertionerror|assert(?:ion)? failed|\btests? (?:failed|fails|failing)|expected .* (?:but )?(?:got|received|was)|got .* want|\b[1-9]\d* failed\b`),
-		func(err string) string {
-			name := firstGroup([]*regexp.Regexp{testNameRe}, err)
-			what := "Tests fail"
-			if name != "" {
-				what = "Test " + name + " fails"
-			}
-			return what + ": read its assertion and fix the code under test (change the test only where it contradicts the task), then run the whole suite, not just that test, before finishing."
-		}},
-	{"a lint failure", regexp.MustCompile(`(?i)\blint|\bgo vet\b|gofmt|golangci|eslint|flake8|ruff|pylint|clippy|prettier|mypy`),
+	{"a lint failure", regexp.MustCompile(`(?i)\b(?:lint(?:er|ing)?|go vet|gofmt|golangci(?:-lint)?|eslint|flake8|ruff|pylint|clippy|prettier|mypy|staticcheck)\b`),
 		func(string) string {
 			return "The linter rejects the change: run it locally and fix every finding rather than suppressing it."
+		}},
+	{"a failing test", regexp.MustCompile(`(?i)--- FAIL|(?-i:\bFAIL(?:ED)?\b)|assertionerror|assert(?:ion)? failed|\btests? (?:failed|fails|failing)|expected .* (?:but )?(?:got|received|was)|got .* want|\b[1-9]\d* failed\b`),
+		func(err string) string {
+			name := firstGroup([]*regexp.Regexp{testNameRe}, err)
+			what := "Tests fail: read the failing assertions"
+			if name != "" {
+				what = "Test " + name + " fails: read its assertion"
+			}
+			return what + " and fix the code under test (change the test only where it contradicts the task), then run the whole suite, not just that test, before finishing."
 		}},
 }
 

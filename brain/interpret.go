@@ -33,6 +33,7 @@ var (
 	// Negation in the clause of a completion match undoes it: "tests do not pass", "wasn't able to make the
 	// checks pass", "not committed".
 	completionNegationRe = regexp.MustCompile(`(?i)\b(?:not|never|no longer|unable|cannot|can't|couldn't|wasn't|weren't|didn't|doesn't|don't|won't|isn't|aren't|failed to|without)\b`)
+	failCountNonzeroRe   = regexp.MustCompile(`(?i)\b[1-9]\d*\s+(?:tests?\s+)?(?:failed|failing|failures?)\b`)
 	clauseBreakRe        = regexp.MustCompile(`[.;!?]\s|,\s+(?:and|but|so)\s`)
 
 	// Failure evidence beyond the error lines: the prose of a failure.
@@ -44,8 +45,11 @@ var (
 		regexp.MustCompile(`(?i)\breached (?:the )?maximum (?:number of )?(?:turns|budget)|\berror_max_(?:turns|budget)|\bmax(?:imum)? turns reached\b`),
 		regexp.MustCompile(`(?i)\bpermission denied\b|\bEACCES\b|\boperation not permitted\b|\bsegmentation fault\b|\bcore dumped\b|\bcommand not found\b`),
 		regexp.MustCompile(`(?i)\b[1-9]\d*\s+(?:tests?\s+)?(?:failed|failing|failures?)\b|\bexit(?:ed)?(?: with)? (?:status|code):? ?[1-9]`),
-		regexp.MustCompile(`(?i)\b(?:task|attempt|run)\s+(?:has\s+)?failed\b|\bfailed to complete\b|\bis (?:still )?(?:not|in) ?complete\b|\bincomplete\b`),
+		regexp.MustCompile(`(?i)\b(?:task|attempt|run)\s+(?:has\s+)?failed\b|\bfailed to complete\b|\b(?:is|remains|are|still|left) (?:still )?(?:not complete|incomplete|unfinished|not finished)\b`),
 	}
+	// A failure described as a condition the code handles ("returns 400 when it fails validation") is
+	// behaviour, not the run failing.
+	conditionalContextRe = regexp.MustCompile(`(?i)\b(?:if|when|whenever|unless|until|in case|so that|ensures?|make sure|makes sure|verif(?:y|ies)|checks? that|instead of)\b[^.\n]{0,40}$`)
 	// History told as history ("previously failing", "fixed the FAIL in …") is not failure evidence.
 	resolvedContextRe = regexp.MustCompile(`(?i)(?:\bfix(?:ed|ing|es)?|\bresolv(?:ed|ing)|\baddress(?:ed|ing)|\bhandl(?:ed|ing)|\bpreviously|\bearlier|\binitially|\bbefore (?:my|the|this) (?:fix|change)|\bwas failing|\bwere failing|\bused to)\b[^.\n]{0,60}$`)
 
@@ -60,15 +64,26 @@ var (
 		regexp.MustCompile(`(?i)\b(?:I|we)\s+need\s+(?:some\s+|more\s+|your\s+)?(?:clarification|input|guidance|a decision|direction|confirmation|more (?:information|context|details))\b|\bneeds? clarification\b|\b(?:could|can) you (?:please )?(?:clarify|confirm|decide|advise)\b|\bplease (?:clarify|confirm|advise|decide)\b`),
 		regexp.MustCompile(`(?i)\b(?:I'm|I am|we're|we are) blocked\b|\bblocked (?:until|on|by) (?:a |the |your |this )?(?:decision|human|clarification|answer|input|product|user|you)|\bbefore I (?:continue|proceed|go (?:any )?further|make (?:this|that|the) change)\b|\bcould go either way\b`),
 		regexp.MustCompile(`(?i)\b(?:the|two|three|a few|several|some|possible)\s+(?:possible\s+)?(?:options|approaches|choices|alternatives)\s+(?:are|seem to be|I see|would be)\b[^.\n]{0,40}:|\b(?:I see|there are|here are)\s+(?:two|three|several|a few|some)\s+(?:options|approaches|choices|ways|alternatives)\b`),
-		regexp.MustCompile(`(?i)\bI (?:would |'d )?recommend\b[^.?]*\bbut\b|\bcannot proceed without\b|\bcan't proceed without\b|\bunable to proceed without\b|\bwaiting for (?:your|a|human|the user's) (?:input|decision|answer|confirmation|approval)|\b(?:requires?|needs?) (?:a )?(?:human|product|design|your) (?:decision|input|approval)|\bAskUserQuestion\b|\byour (?:call|decision|preference)\b|\blet me know (?:which|what you(?:'d)? prefer|how you(?:'d)? like)\b`),
+		regexp.MustCompile(`(?i)\bI(?: would|'d)? recommend\b[^.?]*\bbut\b|\bcannot proceed without\b|\bcan't proceed without\b|\bunable to proceed without\b|\bwaiting for (?:your|a|human|the user's) (?:input|decision|answer|confirmation|approval)|\b(?:requires?|needs?) (?:a )?(?:human|product|design|your) (?:decision|input|approval)|\bAskUserQuestion\b|\byour (?:call|decision|preference)\b|\blet me know (?:which|what you(?:'d)? prefer|how you(?:'d)? like)\b`),
 	}
+	strongCompletionAny = union(strongCompletionRes)
+	failurePhraseAny    = union(failurePhraseRes)
+	// stuckAny is every uncertainty pattern but the plain "should I": those outweigh a courtesy wrapper.
+	stuckAny = union(uncertaintyRes[1:])
+
 	// A '?' sentence addressed to the user: it names them or opens like a request for a decision.
-	addressedRe = regexp.MustCompile(`(?i)\byou(?:r|'d|'re)?\b|^(?:should|shall|do|does|would|which|can|could|may|is it (?:ok|okay|fine|acceptable)|are we|or)\b`)
+	// A connective or a "question:" lead-in before it does not change that.
+	addressedRe = regexp.MustCompile(`(?i)\byou(?:r|'d|'re)?\b|^(?:(?:however|but|also|so|and|then|one (?:thing|question)|quick question|question)[,:]?\s+)?(?:should|shall|do|does|would|which|can|could|may|is it (?:ok|okay|fine|acceptable)|are we|or|(?:what|where|how|when|who)\b[^?]*\b(?:should|shall)\b)\b|\bshould (?:the|we|I|it|this|that|these|those|they)\b`)
 	// Explicit recommendations in prose.
-	recommendRe      = regexp.MustCompile(`(?i)\b(?:I (?:would |'d )?recommend|my recommendation(?: is|:)|recommendation:|I (?:would |'d )?suggest|I (?:would |'d )?lean (?:towards?|to)|I(?:'d| would) go with)\b`)
-	recommendedOptRe = regexp.MustCompile(`(?i)\((?:recommended|my recommendation)\)|\brecommended\b`)
-	letteredLineRe   = regexp.MustCompile(`^\s*[*_]{0,2}(?:\[[A-Ha-h]\]|\([A-Ha-h]\)|[A-Ha-h][).]|[Oo]ption\s+[A-Ha-h]\s*[:.)\-–])[*_]{0,2}\s+\S`)
-	listLineRe       = regexp.MustCompile(`^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+)\S`)
+	recommendRe      = regexp.MustCompile(`(?i)\b(?:I(?: would|'d)? recommend|my recommendation(?: is|:)|recommendation:|I(?: would|'d)? suggest|I(?: would|'d)? lean (?:towards?|to)|I(?:'d| would) (?:go with|pick|choose))\b`)
+	recommendedOptRe = regexp.MustCompile(`(?i)\((?:recommended|my recommendation)\)|[-–—:]\s*recommended\b|\brecommended\s*$`)
+	// Inline lettered options: "go to A) stdout  B) a file". Only the ")" and "[A]" forms, since "plan A." is prose.
+	inlineKeyARe   = regexp.MustCompile(`(?:^|\s)(?:\(A\)|A\)|\[A\])\s+\S`)
+	inlineKeyBRe   = regexp.MustCompile(`\s(?:\(B\)|B\)|\[B\])\s+\S`)
+	letteredLineRe = regexp.MustCompile(`^\s*[*_]{0,2}(?:\[[A-Ha-h]\]|\([A-Ha-h]\)|[A-Ha-h][).]|[Oo]ption\s+[A-Ha-h]\s*[:.)\-–])[*_]{0,2}\s+\S`)
+	// "docker: …", "mkdir: …": a program naming itself before its message.
+	toolPrefixRe = regexp.MustCompile(`^\s*[a-z][\w.-]*: `)
+	listLineRe   = regexp.MustCompile(`^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+)\S`)
 )
 
 // Interpret judges an agent's final output: completed, failed, or needs_help with the question, options and
@@ -90,7 +105,7 @@ func interpret(output string) Interpretation {
 			Via:     viaHeuristic,
 		}
 	}
-	if in, ok := ExplicitMarkers(output); ok {
+	if in, ok := explicitMarkers(d); ok {
 		return in
 	}
 
@@ -136,12 +151,15 @@ type evidence struct {
 func gatherEvidence(d *doc) evidence {
 	ev := evidence{lastStrong: -1, lastWeak: -1, lastFail: -1, lastAdmission: -1}
 	for i, l := range d.lines {
-		for _, re := range strongCompletionRes {
-			if matchUnnegated(re, l) {
-				ev.lastStrong = i
-			}
+		// A suite summary with failures ("Tests: 2 failed, 30 passed") is not a pass, whatever the order.
+		failCount := false
+		if loc := failCountNonzeroRe.FindStringIndex(l); loc != nil && !resolvedBefore(l[:loc[0]]) {
+			failCount = true
 		}
-		if matchUnnegated(weakCompletionRe, l) {
+		if !failCount && matchUnnegated(strongCompletionAny, l) {
+			ev.lastStrong = i
+		}
+		if !failCount && matchUnnegated(weakCompletionRe, l) {
 			ev.lastWeak = i
 		}
 		if failureLine(l) {
@@ -149,16 +167,22 @@ func gatherEvidence(d *doc) evidence {
 		}
 		if prose := d.proseLines[i]; letteredLineRe.MatchString(prose) {
 			ev.letteredOptions += max(1, len(ParseOptions(prose)))
+		} else if inlineOptions(prose) {
+			ev.letteredOptions += len(ParseOptions(prose))
 		}
 	}
 	sentences := d.sentences()
 	for _, s := range sentences {
-		if admissionRe.MatchString(s.text) && !resolvedBefore(s.text, admissionRe) {
+		if loc := admissionRe.FindStringIndex(s.text); loc != nil && !resolvedBefore(s.text[:loc[0]]) {
 			ev.lastAdmission = max(ev.lastAdmission, s.line)
 		}
 	}
+	last := lastProse(sentences)
 	for k, s := range sentences {
-		switch classifyAsk(s.text, k == len(sentences)-1) {
+		if d.toolOutput(s) {
+			continue
+		}
+		switch classifyAsk(s.text, k == last) {
 		case askReal:
 			ev.questions++
 		case askOffer:
@@ -188,29 +212,20 @@ func failureLine(l string) bool {
 	if strings.TrimSpace(l) == "" {
 		return false
 	}
-	if (matchesAny(specificErrorRes, l) || matchesAny(genericErrorRes, l)) && !resolvedBefore(l, nil) {
+	if (specificErrorAny.MatchString(l) || genericErrorAny.MatchString(l)) && !resolvedBefore(l[:len(l)-len(strings.TrimLeft(l, " \t"))]) {
 		return true
 	}
-	for _, re := range failurePhraseRes {
-		if re.MatchString(l) && !resolvedBefore(l, re) {
+	for _, loc := range failurePhraseAny.FindAllStringIndex(l, -1) {
+		if !resolvedBefore(l[:loc[0]]) && !conditionalContextRe.MatchString(l[:loc[0]]) {
 			return true
 		}
 	}
 	return false
 }
 
-// resolvedBefore reports whether the failure re finds in s is told as already fixed. With re nil it looks at
-// the whole line's lead-in.
-func resolvedBefore(s string, re *regexp.Regexp) bool {
-	at := 0
-	if re != nil {
-		if loc := re.FindStringIndex(s); loc != nil {
-			at = loc[0]
-		}
-	} else {
-		at = len(s) - len(strings.TrimLeft(s, " \t"))
-	}
-	return resolvedContextRe.MatchString(s[:at])
+// resolvedBefore reports whether the text leading up to a failure tells it as already fixed.
+func resolvedBefore(leadIn string) bool {
+	return resolvedContextRe.MatchString(leadIn)
 }
 
 // unresolvedFailure: failure evidence after the last completion evidence, or the agent admitting it could
@@ -238,6 +253,30 @@ func (ev evidence) asks(failing bool) bool {
 
 func (ev evidence) completed() bool { return ev.lastStrong >= 0 || ev.lastWeak >= 0 }
 
+// inlineOptions reports lettered options presented inside a line of prose.
+func inlineOptions(s string) bool {
+	return inlineKeyARe.MatchString(s) && inlineKeyBRe.MatchString(s) && len(ParseOptions(s)) >= 2
+}
+
+// toolOutput reports a sentence on an error line: a tool's message ("docker: Cannot connect to the Docker
+// daemon… Is the docker daemon running?") is not the agent asking. Error keywords alone do not make a line
+// tool output: "Should it return 403 Forbidden?" is the agent's.
+func (d *doc) toolOutput(s sentence) bool {
+	l := d.lines[s.line]
+	return specificErrorAny.MatchString(l) || keywordErrorRe.MatchString(l) && toolPrefixRe.MatchString(l)
+}
+
+// lastProse is the index of the last sentence that is not a list item: a question followed by its options
+// is still the agent's last word.
+func lastProse(ss []sentence) int {
+	for k := len(ss) - 1; k >= 0; k-- {
+		if !letteredLineRe.MatchString(ss[k].text) && !listLineRe.MatchString(ss[k].text) {
+			return k
+		}
+	}
+	return -1
+}
+
 type askKind int
 
 const (
@@ -252,7 +291,7 @@ func classifyAsk(s string, last bool) askKind {
 	question := strings.HasSuffix(s, "?")
 	switch {
 	// Being stuck outweighs a polite wrapper: "let me know, I'm not sure whether…" still asks.
-	case matchesAny(uncertaintyRes[1:], s):
+	case stuckAny.MatchString(s):
 		return askReal
 	case courtesyRe.MatchString(s):
 		return askCourtesy
@@ -280,16 +319,29 @@ func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 	var a asked
 	sentences := d.sentences()
 	qIdx := -1
+	last := lastProse(sentences)
 	for k := len(sentences) - 1; k >= 0; k-- {
 		s := sentences[k].text
-		if strings.HasSuffix(s, "?") && classifyAsk(s, k == len(sentences)-1) >= askReal && classifyAsk(s, false) != askCourtesy {
+		if d.toolOutput(sentences[k]) {
+			continue
+		}
+		if strings.HasSuffix(s, "?") && classifyAsk(s, k == last) >= askReal && classifyAsk(s, false) != askCourtesy {
 			qIdx = k
 			break
 		}
 	}
 	if qIdx < 0 {
 		for k, s := range sentences {
-			if matchesAny(uncertaintyRes, s.text) {
+			if uncertaintyRes[0].MatchString(s.text) || stuckAny.MatchString(s.text) {
+				qIdx = k
+				break
+			}
+		}
+	}
+	if qIdx < 0 {
+		// No question sentence: the choice itself is the question, as in "Logs can go to A) stdout B) …".
+		for k, s := range sentences {
+			if inlineOptions(s.text) {
 				qIdx = k
 				break
 			}
@@ -299,15 +351,17 @@ func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 	if qIdx >= 0 {
 		qLine = sentences[qIdx].line
 		if wantQuestion {
-			a.question = questionText(sentences, qIdx)
+			a.question = d.restore(questionText(sentences, qIdx))
 		}
 	}
 	if wantOptions {
-		a.options = findOptions(d, qLine)
+		for _, o := range findOptions(d, qLine) {
+			a.options = append(a.options, d.restore(o))
+		}
 	}
 	for _, s := range sentences {
 		if recommendRe.MatchString(s.text) {
-			a.recommendation = truncate(s.text, 500)
+			a.recommendation = truncate(d.restore(s.text), 500)
 		}
 	}
 	if a.recommendation == "" {
@@ -335,8 +389,18 @@ func questionText(ss []sentence, qIdx int) string {
 		return truncate(strings.Join(parts, " "), 800)
 	}
 	text := q.text
-	if utf8.RuneCountInString(text) < short {
-		// Walk back over the units of options to the sentence that says what the choice is about.
+	if utf8.RuneCountInString(text) >= short {
+		return truncate(text, 800)
+	}
+	// A short question ("Which way do you want to go?") leans on what precedes it: its own paragraph when it
+	// has one (the last few sentences of it), else the sentence before the options it follows.
+	var unit []string
+	for k := qIdx - 1; k >= 0 && ss[k].unit == q.unit && len(unit) < 3; k-- {
+		unit = append([]string{ss[k].text}, unit...)
+	}
+	if len(unit) > 0 {
+		text = strings.Join(append(unit, text), " ")
+	} else {
 		for k := qIdx - 1; k >= 0; k-- {
 			p := ss[k]
 			if letteredLineRe.MatchString(p.text) || listLineRe.MatchString(p.text) || recommendRe.MatchString(p.text) ||
@@ -362,6 +426,9 @@ func findOptions(d *doc, qLine int) []string {
 		l := d.proseLines[i]
 		lettered := letteredLineRe.MatchString(l)
 		if !lettered && !listLineRe.MatchString(l) {
+			if inlineOptions(l) {
+				blocks = append(blocks, block{i, i + 1, true})
+			}
 			i++
 			continue
 		}
@@ -378,9 +445,11 @@ func findOptions(d *doc, qLine int) []string {
 		blocks = append(blocks, block{i, j, lettered})
 		i = j
 	}
+	// More than maxOptions items is a list of findings or files, not a choice.
+	const maxOptions = 8
 	parse := func(b block) []string {
 		opts := ParseOptions(strings.Join(d.proseLines[b.start:b.end], "\n"))
-		if len(opts) < 2 {
+		if len(opts) < 2 || len(opts) > maxOptions {
 			return nil
 		}
 		return opts

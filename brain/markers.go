@@ -10,9 +10,10 @@ import (
 
 var (
 	// A marker line: the key at the start of a line, optionally in markdown emphasis or a heading/quote.
-	// STATUS is matched in any case because agents write "**Status:** Complete"; the other keys are orch's
-	// protocol words and match only in capitals, so prose like "Options: --verbose" is not read as a block.
-	markerLineRe = regexp.MustCompile(`^[\s>#]*[*_]{0,2}(?:(?i:(status))|(NEEDS_HUMAN|QUESTION|OPTIONS|RECOMMENDATION|ERROR|SUMMARY))[*_]{0,2}\s*:[*_]{0,2}\s*(.*)$`)
+	// Keys are orch's protocol words in capitals, so prose like "Options: --verbose" is not a block. A
+	// mixed-case "Status" counts only as a heading or in bold ("**Status:** ✅ Complete", as agents write
+	// summaries), not bare, where it is more likely a tool's output ("Status:  Failed" from kubectl).
+	markerLineRe = regexp.MustCompile(`^[\s>]*(?:(?:#+\s*)?[*_]{0,2}(STATUS|NEEDS_HUMAN|QUESTION|OPTIONS|RECOMMENDATION|ERROR|SUMMARY)|(?:#+\s*[*_]{0,2}|[*_]{2})((?i)status))[*_]{0,2}\s*:[*_]{0,2}\s*(.*)$`)
 	statusWordRe = regexp.MustCompile(`^[^A-Za-z]*([A-Za-z][A-Za-z_ -]*)`)
 )
 
@@ -30,7 +31,10 @@ type marker struct {
 // back) are ignored. When several STATUS lines occur the last one wins, as the agent's final word; a
 // completed status next to a question or NEEDS_HUMAN block is needs_help, since asking is the safer reading.
 func ExplicitMarkers(output string) (Interpretation, bool) {
-	d := newDoc(output)
+	return explicitMarkers(newDoc(output))
+}
+
+func explicitMarkers(d *doc) (Interpretation, bool) {
 	ms := d.markers()
 	if len(ms) == 0 {
 		return Interpretation{}, false
@@ -88,7 +92,8 @@ func ExplicitMarkers(output string) (Interpretation, bool) {
 		}
 		in.Question = truncate(in.Question, 1000)
 	case status == StatusCompleted:
-		in.Status = StatusCompleted
+		// An ERROR line before a final STATUS: completed was recovered from; the contract's error is for failures.
+		in.Status, in.Error = StatusCompleted, ""
 	default:
 		return Interpretation{}, false
 	}

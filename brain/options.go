@@ -56,6 +56,8 @@ var (
 	bulletRe    = regexp.MustCompile(`^\s*[-*•]\s+(.*)$`)
 	leadKeyRe   = regexp.MustCompile(`^\**(?:[Oo]ption\s+\w\s*[:.)\-–]|\[\w\]|\(\w\)|\w[).])\**\s+`)
 	spaceRunRe  = regexp.MustCompile(`\s+`)
+	// A sentence end: punctuation, space, then a capital (or "I" starting the next sentence).
+	sentenceEndRe = regexp.MustCompile(`[.!?]\s+[A-Z]`)
 )
 
 // sequenceOptions finds keys A, B, C… (or 1, 2, 3…) in order and returns the text between them, with the
@@ -65,11 +67,7 @@ func sequenceOptions(text string, kind keyKind) (int, []string) {
 	if kind == numberKeys {
 		re = numberKeyRe
 	}
-	type key struct {
-		r          byte
-		start, end int // start of the key, end of the key and the spaces after it
-	}
-	var keys []key
+	var keys []optionKey
 	for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
 		for g := 1; g <= 4; g++ {
 			if m[2*g] >= 0 {
@@ -77,14 +75,55 @@ func sequenceOptions(text string, kind keyKind) (int, []string) {
 				for start < len(text) && isSpace(text[start]) {
 					start++
 				}
-				keys = append(keys, key{text[m[2*g]], start, m[1]})
+				lineStart := strings.LastIndexByte(text[:start], '\n')+1 == start || start == 0
+				keys = append(keys, optionKey{text[m[2*g]], start, m[1], lineStart})
 				break
 			}
 		}
 	}
-	var chosen []key
+	// Keys that start lines win when they make a list: then "plan B." inside option A is text.
+	chosen := pickSequence(keys, kind, true)
+	if len(chosen) < 2 {
+		chosen = pickSequence(keys, kind, false)
+	}
+	if len(chosen) == 0 {
+		return 0, nil
+	}
+	// Options written inline ("go to A) stdout  B) a file  C) syslog. I'd pick A…") end with their line's
+	// sentence; options on lines of their own run on to the end of the block, as wrapped options do.
+	inline := !strings.Contains(text[chosen[0].start:chosen[len(chosen)-1].start], "\n")
+	opts := make([]string, 0, len(chosen))
+	for i, k := range chosen {
+		end := len(text)
+		if i+1 < len(chosen) {
+			end = chosen[i+1].start
+		} else if inline && len(chosen) > 1 {
+			end = k.end + inlineEnd(text[k.end:])
+		}
+		if k.end > end {
+			continue
+		}
+		if o := cleanOption(text[k.end:end]); o != "" {
+			opts = append(opts, o)
+		}
+	}
+	return chosen[0].start, opts
+}
+
+type optionKey struct {
+	r          byte
+	start, end int // start of the key, end of the key and the spaces after it
+	lineStart  bool
+}
+
+// pickSequence takes the keys A, B, C… (or 1, 2, 3…) in order, skipping others.
+func pickSequence(keys []optionKey, kind keyKind, lineStartOnly bool) []optionKey {
+	var chosen []optionKey
 	var want byte
 	for _, k := range keys {
+		if lineStartOnly && !k.lineStart {
+			continue
+		}
 		if len(chosen) == 0 {
 			switch {
 			case kind == letterKeys && (k.r == 'A' || k.r == 'a'):
@@ -100,23 +139,7 @@ func sequenceOptions(text string, kind keyKind) (int, []string) {
 		chosen = append(chosen, k)
 		want++
 	}
-	if len(chosen) == 0 {
-		return 0, nil
-	}
-	opts := make([]string, 0, len(chosen))
-	for i, k := range chosen {
-		end := len(text)
-		if i+1 < len(chosen) {
-			end = chosen[i+1].start
-		}
-		if k.end > end {
-			continue
-		}
-		if o := cleanOption(text[k.end:end]); o != "" {
-			opts = append(opts, o)
-		}
-	}
-	return chosen[0].start, opts
+	return chosen
 }
 
 // bulletOptions reads "- x" / "* x" lines; indented lines that are not bullets continue the previous item.
@@ -165,8 +188,20 @@ func bulletOptions(text string) (int, []string) {
 func cleanOption(s string) string {
 	s = spaceRunRe.ReplaceAllString(strings.TrimSpace(s), " ")
 	s = strings.TrimSpace(strings.Trim(s, "*_"))
-	s = strings.TrimRight(s, ",;")
+	s = strings.TrimRight(s, ",;.")
 	return strings.TrimSpace(s)
+}
+
+// inlineEnd is where the last inline option ends: at the end of its line or sentence.
+func inlineEnd(s string) int {
+	end := len(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		end = i
+	}
+	if loc := sentenceEndRe.FindStringIndex(s[:end]); loc != nil {
+		end = loc[0] + 1
+	}
+	return end
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -2,6 +2,7 @@ package brain
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -24,6 +25,15 @@ var (
 	unitStartRe = regexp.MustCompile(`^\s*(?:[-*•+]\s|\d{1,2}[.)]\s|\[?[A-Ha-h][).\]]\s|\([A-Ha-h1-9]\)\s|#|>|\**[A-Z_]{3,}\**:|\**[Oo]ption\s+\w)`)
 )
 
+// Code spans and quotations are replaced in the prose by a placeholder (private-use runes around the
+// span's index) rather than deleted, so that a question quoted back to the human keeps its `identifiers`.
+const (
+	spanOpen  = '\uE000'
+	spanClose = '\uE001'
+)
+
+var spanRe = regexp.MustCompile("\uE000(\\d+)\uE001")
+
 // doc is one agent output, read three ways.
 type doc struct {
 	// text is the output with orch's GUIDANCE echo lines removed and quotes and newlines normalised.
@@ -33,6 +43,8 @@ type doc struct {
 	// proseLines are the lines with fenced blocks blanked and inline code and short quotations removed; they
 	// line up one to one with lines.
 	proseLines []string
+	// spans are the code spans and quotations taken out of the prose, by placeholder index.
+	spans []string
 }
 
 var quoteReplacer = strings.NewReplacer(
@@ -40,7 +52,32 @@ var quoteReplacer = strings.NewReplacer(
 	"\u2018", "'", "\u2019", "'", "\u201c", `"`, "\u201d", `"`,
 )
 
+// The heuristic reads at most scanHead+scanTail bytes of an output: it costs a few µs a byte (dozens of
+// regular expressions a line), and the verdict is in the tail, where agents sum up; the head keeps the
+// task's opening context. Megabyte transcripts would otherwise take seconds.
+const (
+	scanHead = 8 << 10
+	scanTail = 56 << 10
+)
+
+// clip keeps the head and tail of a long output, cut at line boundaries.
+func clip(s string) string {
+	if len(s) <= scanHead+scanTail {
+		return s
+	}
+	head := s[:scanHead]
+	if i := strings.LastIndexByte(head, '\n'); i > 0 {
+		head = head[:i]
+	}
+	tail := s[len(s)-scanTail:]
+	if i := strings.IndexByte(tail, '\n'); i >= 0 {
+		tail = tail[i+1:]
+	}
+	return head + "\n…\n" + tail
+}
+
 func newDoc(output string) *doc {
+	output = clip(output)
 	if !utf8.ValidString(output) {
 		output = strings.ToValidUTF8(output, "\uFFFD")
 	}
@@ -64,10 +101,26 @@ func newDoc(output string) *doc {
 		if inFence {
 			continue
 		}
-		l = inlineCodeRe.ReplaceAllString(l, "")
-		d.proseLines[i] = quotedRe.ReplaceAllString(l, `""`)
+		l = inlineCodeRe.ReplaceAllStringFunc(l, d.hide)
+		d.proseLines[i] = quotedRe.ReplaceAllStringFunc(l, d.hide)
 	}
 	return d
+}
+
+func (d *doc) hide(span string) string {
+	d.spans = append(d.spans, span)
+	return string(spanOpen) + strconv.Itoa(len(d.spans)-1) + string(spanClose)
+}
+
+// restore puts the hidden spans back into text taken from the prose.
+func (d *doc) restore(s string) string {
+	return spanRe.ReplaceAllStringFunc(s, func(m string) string {
+		n, err := strconv.Atoi(m[len(string(spanOpen)) : len(m)-len(string(spanClose))])
+		if err != nil || n >= len(d.spans) {
+			return m
+		}
+		return d.spans[n]
+	})
 }
 
 // sentence is one sentence of prose with the index of the line it ends on.
@@ -125,7 +178,7 @@ func splitSentences(s string, line, unit int) []sentence {
 		if i+1 < len(s) && s[i+1] != ' ' {
 			continue
 		}
-		if c == '.' && isAbbrev(s[start:i+1]) {
+		if c == '.' && (isAbbrev(s[start:i+1]) || isListKey(s[start:i])) {
 			continue
 		}
 		if t := strings.TrimSpace(s[start : i+1]); t != "" {
@@ -137,6 +190,20 @@ func splitSentences(s string, line, unit int) []sentence {
 		out = append(out, sentence{t, line, unit})
 	}
 	return out
+}
+
+// isListKey reports a list key ("1", "B") before a '.': "1. Offset/limit" is one sentence, not two.
+func isListKey(s string) bool {
+	t := strings.TrimSpace(s)
+	if t == "" || len(t) > 2 {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; !(c >= '0' && c <= '9') && !(len(t) == 1 && (c >= 'A' && c <= 'H' || c >= 'a' && c <= 'h')) {
+			return false
+		}
+	}
+	return true
 }
 
 func isAbbrev(s string) bool {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/orchrun/orch/agent"
@@ -60,6 +61,8 @@ func (a *app) root() *cobra.Command {
 				}
 			}
 			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+			// go-redis logs dial failures on its own; orch reports them once, as an error a person can act on.
+			redis.SetLogger(redisLogger{a.log})
 			return nil
 		},
 	}
@@ -75,6 +78,12 @@ func (a *app) root() *cobra.Command {
 	root.AddCommand(a.runCmd(), a.resumeCmd(), a.taskCmd(), a.statusCmd(), a.historyCmd(),
 		a.escalationCmd(), a.brainCmd(), a.simAgentCmd())
 	return root
+}
+
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.Debug(fmt.Sprintf(format, v...), "component", "redis")
 }
 
 // args wraps a cobra args check so that its error is a usage error.

@@ -1,0 +1,439 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests drive the real orch binary the way a user does: commands, stdin, exit codes, files on disk.
+
+var orchBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "orch-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	orchBin = filepath.Join(dir, "orch")
+	build := exec.Command("go", "build", "-o", orchBin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building orch:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// workdir is a fresh directory holding the examples and the test plans.
+func workdir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, src := range []string{"../../examples", "testdata"} {
+		if err := os.CopyFS(filepath.Join(dir, filepath.Base(src)), os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout\n%s\n--- stderr\n%s", r.code, r.stdout, r.stderr)
+}
+
+// orch runs the binary in dir with stdin and args, under a time limit.
+func orch(t *testing.T, dir, stdin string, args ...string) result {
+	t.Helper()
+	return orchIn(t, dir, strings.NewReader(stdin), args...)
+}
+
+func orchIn(t *testing.T, dir string, stdin io.Reader, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(orchBin, args...)
+	cmd.Dir = dir
+	cmd.Stdin = stdin
+	cmd.Env = append(os.Environ(), "ORCH_REDIS_URL=", "ORCH_AGENT=", "ORCH_BRAIN=", "ORCH_SANDBOX=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 5 * time.Second
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("orch %v did not finish in time\n%s\n%s", args, out.String(), errb.String())
+	}
+	return result{stdout: out.String(), stderr: errb.String(), code: cmd.ProcessState.ExitCode()}
+}
+
+func must(t *testing.T, r result, code int, wants ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("want exit %d, got %s", code, r)
+	}
+	for _, w := range wants {
+		if !strings.Contains(r.stdout+r.stderr, w) {
+			t.Fatalf("output lacks %q:\n%s", w, r)
+		}
+	}
+}
+
+func runID(t *testing.T, r result) string {
+	t.Helper()
+	m := regexp.MustCompile(`Run (r-[a-z2-7]{10})`).FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("no run id in output:\n%s", r)
+	}
+	return m[1]
+}
+
+// status returns a run as orch status --json prints it.
+func status(t *testing.T, dir, id string, extra ...string) map[string]any {
+	t.Helper()
+	r := orch(t, dir, "", append([]string{"status", id, "--json"}, extra...)...)
+	must(t, r, 0)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r)
+	}
+	return m
+}
+
+func TestHelloCompletes(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	r := orch(t, dir, "", "run", "--agent", "sim", "examples/plans/hello.md")
+	must(t, r, 0, "Task 1.1: COMPLETED", "Task 1.2: COMPLETED", "completed in")
+	data, err := os.ReadFile(filepath.Join(dir, "orch-demo/hello.txt"))
+	if err != nil || !strings.Contains(string(data), "Hello") {
+		t.Fatalf("the agent's file is missing: %v %q", err, data)
+	}
+	st := status(t, dir, runID(t, r))
+	if st["status"] != "completed" {
+		t.Fatalf("status = %v", st["status"])
+	}
+}
+
+// Scenario A of the M4 milestone: question → answer → completed.
+func TestScenarioAQuestionAnswerCompleted(t *testing.T) {
+	t.Parallel()
+	for _, answer := range []string{"B", "b", "skip"} {
+		t.Run(answer, func(t *testing.T) {
+			t.Parallel()
+			dir := workdir(t)
+			r := orch(t, dir, answer+"\n", "run", "--agent", "sim", "examples/plans/ambiguous_task.md")
+			must(t, r, 0, "NEEDS HUMAN INPUT", "A) Redis (distributed, persistent)", "B) In-memory (fast, local only)",
+				"C) File-based (simple, persistent)", "Recommendation: B", "Your response (or 'skip' for recommendation):",
+				"chose B) In-memory", "Resuming Task 1.1 with guidance...", "Task 1.1: COMPLETED")
+			if _, err := os.Stat(filepath.Join(dir, "orch-demo/cache.py")); err != nil {
+				t.Fatal("the agent's file is missing after the answer")
+			}
+		})
+	}
+}
+
+// The human's guidance reaches the agent's next prompt.
+func TestGuidanceReachesTheAgent(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	r := orch(t, dir, "Use an LRU with 500 entries\n", "run", "--agent", "sim", "--sim-scenario", "testdata/asks_twice.sim.yaml",
+		"examples/plans/ambiguous_task.md")
+	must(t, r, 3, "Resuming Task 1.1 with guidance...")
+	id := runID(t, r)
+	show := orch(t, dir, "", "escalation", "show", id, "--json")
+	must(t, show, 0)
+	var got struct {
+		Escalation struct {
+			ID     string `json:"id"`
+			Output string `json:"output"`
+		} `json:"escalation"`
+	}
+	if err := json.Unmarshal([]byte(show.stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Escalation.ID != "e2" || !strings.Contains(got.Escalation.Output, "GUIDANCE: Use an LRU with 500 entries") {
+		t.Fatalf("second escalation does not show the guidance the agent got:\n%s", show.stdout)
+	}
+}
+
+// Scenario B: three similar failures → LOOP DETECTED with the similarity, and the run parks.
+func TestScenarioBLoopDetected(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	r := orch(t, dir, "", "run", "--agent", "sim", "examples/plans/doomed_to_fail.md")
+	must(t, r, 3, "Task 1.1: FAILED (attempt 1/3)", "Retrying Task 1.1...", "Task 1.1: FAILED (attempt 3/3)",
+		"LOOP DETECTED: Task 1.1 failed 3 times with similar errors", "Stopping to prevent resource waste.",
+		"orch escalation resolve", "orch resume")
+	if !regexp.MustCompile(`Error similarity: \d{1,3}%`).MatchString(r.stdout) {
+		t.Fatalf("no similarity line:\n%s", r)
+	}
+	if strings.Contains(r.stdout, "FAILED (attempt 4/3)") {
+		t.Fatal("the cap let a fourth attempt through")
+	}
+	st := status(t, dir, runID(t, r))
+	if st["status"] != "parked" {
+		t.Fatalf("status = %v", st["status"])
+	}
+}
+
+// Scenario C: guidance given, the task still fails, loop detected again after 3 more attempts.
+func TestScenarioCGuidanceDoesNotHelp(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	answers := filepath.Join(dir, "answers.txt")
+	os.WriteFile(answers, []byte("# one answer, then the script runs out\nWrite exactly 100 lines and ignore the rest\n"), 0o644)
+	r := orch(t, dir, "", "run", "--agent", "sim", "--answers", answers, "examples/plans/doomed_to_fail.md")
+	must(t, r, 3, "(from the answers file)", "Resuming Task 1.1 with guidance...")
+	if n := strings.Count(r.stdout, "LOOP DETECTED"); n != 2 {
+		t.Fatalf("LOOP DETECTED %d times, want 2:\n%s", n, r)
+	}
+	if n := strings.Count(r.stdout, "FAILED (attempt 3/3)"); n != 2 {
+		t.Fatalf("want two rounds of three attempts:\n%s", r)
+	}
+	st := status(t, dir, runID(t, r))
+	tasks := st["tasks"].([]any)
+	task := tasks[0].(map[string]any)
+	if task["started"].(float64) != 6 || task["failures"].(float64) != 3 {
+		t.Fatalf("task counters: started %v failures %v", task["started"], task["failures"])
+	}
+}
+
+// A run parked in one process is resolved from another and resumed by a third.
+func TestParkResolveResumeAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	r := orch(t, dir, "", "run", "--agent", "sim", "examples/plans/ambiguous_task.md")
+	must(t, r, 3, "is parked")
+	id := runID(t, r)
+	show := orch(t, dir, "", "escalation", "show", id)
+	must(t, show, 0, "A) Redis", "Recommendation: B", "trigger needs_help")
+	must(t, orch(t, dir, "", "escalation", "resolve", id, "--choose", "Z"), 2, `"Z" is not an option`)
+	must(t, orch(t, dir, "", "escalation", "resolve", id, "--choose", "b", "--by", "alice"), 0, "resolved: chose B) In-memory")
+	must(t, orch(t, dir, "", "escalation", "resolve", id, "--choose", "A"), 2, "no open escalation")
+	res := orch(t, dir, "", "resume", id)
+	must(t, res, 0, "Resuming Task 1.1 with guidance...", "Task 1.1: COMPLETED")
+	log := orch(t, dir, "", "escalation", "log", id)
+	must(t, log, 0, "escalated", "resolved", "alice")
+	must(t, orch(t, dir, "", "resume", id), 0, "already ended: completed")
+}
+
+// While a run waits at the prompt in one terminal, an answer from another terminal resumes it.
+func TestAnswerFromAnotherTerminalWhileWaiting(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	defer pr.Close()
+	done := make(chan result, 1)
+	go func() { done <- orchIn(t, dir, pr, "run", "--agent", "sim", "examples/plans/ambiguous_task.md") }()
+	var id string
+	deadline := time.Now().Add(30 * time.Second)
+	for id == "" && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		r := orch(t, dir, "", "escalation", "show", "--json")
+		if r.code == 0 && strings.Contains(r.stdout, `"needs_help"`) {
+			var m map[string]any
+			json.Unmarshal([]byte(r.stdout), &m)
+			id, _ = m["run_id"].(string)
+		}
+	}
+	if id == "" {
+		t.Fatal("the run never parked")
+	}
+	must(t, orch(t, dir, "", "escalation", "resolve", id, "--answer", "use the in-memory one"), 0, "resolved")
+	r := <-done
+	must(t, r, 0, "Answered by", "Task 1.1: COMPLETED")
+}
+
+func TestAutoApprove(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	// A question takes the recommendation.
+	must(t, orch(t, dir, "", "run", "--agent", "sim", "--auto-approve", "examples/plans/ambiguous_task.md"), 0,
+		"chose B) In-memory", "Task 1.1: COMPLETED")
+	// A failure is never approved: the run fails.
+	r := orch(t, dir, "", "run", "--agent", "sim", "--auto-approve", "examples/plans/doomed_to_fail.md")
+	must(t, r, 1, "LOOP DETECTED", "cannot be auto-approved")
+	if st := status(t, dir, runID(t, r)); st["status"] != "failed" {
+		t.Fatalf("status %v", st["status"])
+	}
+}
+
+func TestAbortAndForceContinue(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	r := orch(t, dir, "", "run", "--agent", "sim", "examples/plans/doomed_to_fail.md")
+	id := runID(t, r)
+	must(t, orch(t, dir, "", "escalation", "resolve", id, "--abort"), 2, "--abort needs --reason")
+	must(t, orch(t, dir, "", "escalation", "resolve", id, "--force-continue"), 2, "--acknowledge-risk")
+	must(t, orch(t, dir, "", "escalation", "resolve", id, "--abort", "--reason", "requirements are contradictory"), 0, "aborted")
+	st := status(t, dir, id)
+	if st["status"] != "aborted" || st["reason"] != "requirements are contradictory" {
+		t.Fatalf("status %v reason %v", st["status"], st["reason"])
+	}
+	must(t, orch(t, dir, "", "resume", id), 1, "already ended: aborted")
+
+	r = orch(t, dir, "", "run", "--agent", "sim", "examples/plans/doomed_to_fail.md")
+	id = runID(t, r)
+	must(t, orch(t, dir, "", "escalation", "resolve", id, "--force-continue", "--acknowledge-risk"), 0, "forced")
+	must(t, orch(t, dir, "", "resume", id), 0, "FORCED", "completed")
+	must(t, orch(t, dir, "", "escalation", "log", id), 0, "warning", "force-continue")
+}
+
+func TestJSONEvents(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	r := orch(t, dir, "B\n", "run", "--json", "--agent", "sim", "examples/plans/ambiguous_task.md")
+	must(t, r, 0)
+	types := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not JSON: %q", line)
+		}
+		if m["type"] == nil || m["time"] == nil {
+			t.Fatalf("event without type/time: %q", line)
+		}
+		if m["type"] != "note" && m["run_id"] == nil {
+			t.Fatalf("event without run_id: %q", line)
+		}
+		types[m["type"].(string)] = true
+	}
+	for _, want := range []string{"run_started", "task_started", "escalation", "resolution", "resumed", "task_completed", "run_completed"} {
+		if !types[want] {
+			t.Errorf("no %s event in %v", want, types)
+		}
+	}
+}
+
+func TestBrainTasksOfTheM4Seed(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	r := orch(t, dir, "", "brain", "tasks", "--brain", "heuristic", "testdata/m4-escalation-loop-detection.md")
+	must(t, r, 0)
+	var tasks []struct{ ID, Title string }
+	if err := json.Unmarshal([]byte(r.stdout), &tasks); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, tk := range tasks {
+		ids = append(ids, tk.ID)
+	}
+	want := "4.1 4.2 4.3 4.4 4.5 4.6 4.7 4.8 4.9 4.10 4.11"
+	if got := strings.Join(ids, " "); got != want {
+		t.Fatalf("tasks %s, want %s", got, want)
+	}
+}
+
+func TestBrainInterpretAndDecide(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	r := orch(t, dir, "QUESTION: Which DB?\nOPTIONS:\nA) Postgres\nB) SQLite\nRECOMMENDATION: A\n", "brain", "interpret", "--brain", "heuristic")
+	must(t, r, 0, `"status": "needs_help"`, `"recommendation"`)
+	in := filepath.Join(dir, "decide.json")
+	os.WriteFile(in, []byte(`{"task_id":"1.1","task_title":"Create data model","attempt_history":["Failed: ImportError - no module named pandas"]}`), 0o644)
+	must(t, orch(t, dir, "", "brain", "decide", "--brain", "heuristic", in), 0, `"decision": "retry"`, `"guidance_for_retry"`)
+	os.WriteFile(in, []byte(`{"task_id":`), 0o644)
+	must(t, orch(t, dir, "", "brain", "decide", in), 2, "decide input")
+}
+
+// Every user error gets one clear line and exit 2; nothing panics.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	os.WriteFile(filepath.Join(dir, "notasks.md"), []byte("# Just a title\n\nNo tasks here.\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "binary.md"), []byte("\x00\x01\x02ELF"), 0o644)
+	os.WriteFile(filepath.Join(dir, "broken.sim.yaml"), []byte("tasks:\n  \"1.1\":\n    - output: ok\n      exit: lots\n"), 0o644)
+	parked := orch(t, dir, "", "run", "--agent", "sim", "examples/plans/ambiguous_task.md")
+	id := runID(t, parked)
+	done := orch(t, dir, "", "run", "--agent", "sim", "examples/plans/hello.md")
+	doneID := runID(t, done)
+	before := status(t, dir, id)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"run", "--frobnicate", "examples/plans/hello.md"}, "unknown flag"},
+		{"unknown command", []string{"frobnicate"}, "unknown command"},
+		{"no plan arg", []string{"run"}, "accepts 1 arg"},
+		{"missing plan", []string{"run", "--agent", "sim", "nope.md"}, "nope.md"},
+		{"no tasks", []string{"run", "--agent", "sim", "--sim-scenario", "examples/plans/hello.sim.yaml", "notasks.md"}, "no tasks found"},
+		{"binary plan", []string{"run", "--agent", "sim", "binary.md"}, "binary.md"},
+		{"directory plan", []string{"run", "--agent", "sim", "examples"}, "examples"},
+		{"broken scenario", []string{"run", "--agent", "sim", "--sim-scenario", "broken.sim.yaml", "examples/plans/hello.md"}, "broken.sim.yaml:4"},
+		{"missing scenario", []string{"run", "--agent", "sim", "--sim-scenario", "nope.sim.yaml", "examples/plans/hello.md"}, "nope.sim.yaml"},
+		{"negative cap", []string{"run", "--agent", "sim", "--max-attempts", "-1", "examples/plans/hello.md"}, "--max-attempts"},
+		{"unknown agent", []string{"run", "--agent", "gpt", "examples/plans/hello.md"}, "--agent"},
+		{"unknown brain", []string{"run", "--agent", "sim", "--brain", "oracle", "examples/plans/hello.md"}, "--brain"},
+		{"bad workspace", []string{"run", "--agent", "sim", "--workspace", "nowhere", "examples/plans/hello.md"}, "workspace"},
+		{"unknown task", []string{"task", "--agent", "sim", "examples/plans/hello.md", "9.9"}, `no task "9.9"`},
+		{"unknown run status", []string{"status", "r-nosuchrun1"}, "run not found"},
+		{"unknown run resume", []string{"resume", "r-nosuchrun1"}, "run not found"},
+		{"unknown run resolve", []string{"escalation", "resolve", "r-nosuchrun1", "--resume"}, "run not found"},
+		{"resolve without escalation", []string{"escalation", "resolve", doneID, "--resume"}, "no open escalation"},
+		{"resolve two kinds", []string{"escalation", "resolve", id, "--resume", "--retry"}, "exactly one"},
+		{"resolve nothing", []string{"escalation", "resolve", id}, "exactly one"},
+		{"bad key", []string{"escalation", "resolve", id, "--choose", "Q"}, "not an option"},
+		{"answers missing", []string{"run", "--agent", "sim", "--answers", "nope.txt", "examples/plans/hello.md"}, "answers file"},
+		{"bad redis", []string{"status", "--redis", "redis://127.0.0.1:1/0"}, "redis unavailable"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := orch(t, dir, "", c.args...)
+			must(t, r, 2, c.want)
+			if strings.Contains(r.stderr, "panic") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 2 {
+				t.Fatalf("want one clear line:\n%s", r)
+			}
+		})
+	}
+	after := status(t, dir, id)
+	if fmt.Sprint(before["escalations"]) != fmt.Sprint(after["escalations"]) || before["status"] != after["status"] {
+		t.Fatal("a rejected command changed the run")
+	}
+}
+
+// With a Redis server, the same flows work, and a second process sees the run.
+func TestWithRealRedis(t *testing.T) {
+	url := os.Getenv("ORCH_TEST_REDIS_URL")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI must set ORCH_TEST_REDIS_URL")
+		}
+		t.Skip("ORCH_TEST_REDIS_URL not set")
+	}
+	t.Parallel()
+	dir := workdir(t)
+	r := orch(t, dir, "", "run", "--redis", url, "--agent", "sim", "examples/plans/ambiguous_task.md")
+	must(t, r, 3, "is parked", "--redis")
+	id := runID(t, r)
+	must(t, orch(t, dir, "", "escalation", "resolve", "--redis", url, id, "--answer", "in-memory please"), 0, "resolved")
+	must(t, orch(t, dir, "", "resume", "--redis", url, id), 0, "Task 1.1: COMPLETED")
+	if _, err := os.Stat(filepath.Join(dir, ".orch")); err == nil {
+		t.Fatal("with --redis nothing should be written to the state dir")
+	}
+}
