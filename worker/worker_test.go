@@ -1,0 +1,354 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orchrun/orch/agent"
+	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/sandbox"
+)
+
+func clients(t *testing.T) map[string]redis.UniversalClient {
+	t.Helper()
+	m := miniredis.RunT(t)
+	out := map[string]redis.UniversalClient{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
+	if url := os.Getenv("ORCH_TEST_REDIS_URL"); url != "" {
+		opt, err := redis.ParseURL(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["redis"] = redis.NewClient(opt)
+	} else if os.Getenv("CI") == "true" {
+		t.Fatal("CI must set ORCH_TEST_REDIS_URL")
+	}
+	for _, c := range out {
+		t.Cleanup(func() { c.Close() })
+	}
+	return out
+}
+
+// script writes an agent: a shell script whose reply depends on ORCH_ATTEMPT.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type harness struct {
+	w     *Worker
+	store *jobs.Store
+	queue *jobs.Queue
+	rdb   redis.UniversalClient
+}
+
+func newHarness(t *testing.T, rdb redis.UniversalClient, agentCmd string, adapter func(jobs.Options) (agent.Adapter, error)) *harness {
+	t.Helper()
+	store := jobs.NewStore(rdb, nil)
+	queue := jobs.NewQueue(rdb, jobs.QueueConfig{})
+	if adapter == nil {
+		adapter = func(jobs.Options) (agent.Adapter, error) { return agent.NewTemplate(agentCmd) }
+	}
+	w, err := New(Config{Store: store, Queue: queue, Sandbox: sandbox.NewLocal(sandbox.LocalConfig{}),
+		Brain: func(jobs.Options) (Brain, error) { return &brain.Heuristic{}, nil }, Agent: adapter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{w: w, store: store, queue: queue, rdb: rdb}
+}
+
+func (h *harness) newRun(t *testing.T, tasks ...string) *jobs.Run {
+	t.Helper()
+	r := &jobs.Run{ID: jobs.NewRunID(), Status: jobs.RunQueued, Workspace: t.TempDir(),
+		Options: jobs.Options{Agent: "cmd", Brain: "heuristic", MaxAttempts: 3, AgentTimeout: time.Minute}}
+	for _, id := range tasks {
+		r.Tasks = append(r.Tasks, &jobs.Task{ID: id, Title: "task " + id, Status: jobs.TaskPending})
+	}
+	if err := h.store.Create(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// process runs one task through the handler, as asynq would deliver it.
+func (h *harness) process(t *testing.T, typ string, p jobs.Payload) error {
+	t.Helper()
+	data, _ := json.Marshal(p)
+	return h.w.Handler().ProcessTask(context.Background(), asynq.NewTask(typ, data))
+}
+
+func (h *harness) get(t *testing.T, id string) *jobs.Run {
+	t.Helper()
+	r, err := h.store.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func countEvents(t *testing.T, h *harness, id, typ string) int {
+	t.Helper()
+	evs, err := h.store.Events(context.Background(), id, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range evs {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// asynq delivers at least once: every handler run twice leaves the same state as run once.
+func TestHandlersAreIdempotent(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			agentSh := script(t, `case "$ORCH_ATTEMPT" in
+1) printf 'QUESTION: Which store?\nOPTIONS:\nA) Redis\nB) Memory\nRECOMMENDATION: B\n' ;;
+*) echo "Implemented it. All 4 tests pass." ;;
+esac`)
+			h := newHarness(t, rdb, agentSh, nil)
+			r := h.newRun(t, "1.1")
+
+			for range 2 {
+				if err := h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := h.get(t, r.ID); got.Status != jobs.RunRunning || got.Seq != 1 || countEvents(t, h, r.ID, jobs.EventRunStarted) != 1 {
+				t.Fatalf("after two starts: %s seq %d", got.Status, got.Seq)
+			}
+
+			for range 2 {
+				if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := h.get(t, r.ID)
+			if got.Status != jobs.RunParked || got.Tasks[0].Started != 1 || len(got.Escalations) != 1 {
+				t.Fatalf("after two deliveries of step 1: %s started %d escalations %d", got.Status, got.Tasks[0].Started, len(got.Escalations))
+			}
+			e := got.Escalations[0]
+			if e.Trigger != jobs.TriggerNeedsHelp || len(e.Options) != 2 || e.Recommendation != "B" {
+				t.Fatalf("escalation = %+v", e)
+			}
+
+			_, _, err := escalation.Resolve(context.Background(), h.store, h.queue, escalation.Request{RunID: r.ID,
+				Type: jobs.ResolveChoose, Key: "B", By: "test", Via: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if err := h.process(t, jobs.TypeResume, jobs.Payload{RunID: r.ID, EscalationID: e.ID}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got = h.get(t, r.ID)
+			if got.Status != jobs.RunRunning || got.Seq != 2 || countEvents(t, h, r.ID, jobs.EventResumed) != 1 {
+				t.Fatalf("after two resumes: %s seq %d", got.Status, got.Seq)
+			}
+			if g := got.Tasks[0].Guidance; len(g) != 1 || g[0] != "The human chose option B: Memory" {
+				t.Fatalf("guidance = %q", g)
+			}
+
+			for range 2 {
+				if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 2}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A stale step of an old seq is harmless too.
+			if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 1}); err != nil {
+				t.Fatal(err)
+			}
+			got = h.get(t, r.ID)
+			if got.Status != jobs.RunCompleted || got.Tasks[0].Started != 2 || countEvents(t, h, r.ID, jobs.EventRunCompleted) != 1 {
+				t.Fatalf("after two deliveries of step 2: %s started %d", got.Status, got.Tasks[0].Started)
+			}
+		})
+	}
+}
+
+func TestRetryThenCap(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			sh := script(t, `echo "ERROR: build failed: undefined: NewServer (attempt $ORCH_ATTEMPT)"; exit 1`)
+			h := newHarness(t, rdb, sh, nil)
+			r := h.newRun(t, "1.1", "1.2")
+			if err := h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID}); err != nil {
+				t.Fatal(err)
+			}
+			for seq := int64(1); seq <= 3; seq++ {
+				if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: seq}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := h.get(t, r.ID)
+			task := got.Tasks[0]
+			if got.Status != jobs.RunParked || task.Failures != 3 || len(task.Errors) != 3 {
+				t.Fatalf("%s failures %d errors %d", got.Status, task.Failures, len(task.Errors))
+			}
+			e := got.OpenEscalation()
+			if e == nil || e.Trigger != jobs.TriggerAttemptCap || e.Similarity < 0.8 {
+				t.Fatalf("escalation = %+v", e)
+			}
+			if countEvents(t, h, r.ID, jobs.EventRetrying) != 2 || countEvents(t, h, r.ID, jobs.EventLoopDetected) != 1 {
+				t.Fatal("want two retries and one loop detection")
+			}
+			// The brain's guidance reached the second attempt's state.
+			if got.Tasks[1].Started != 0 {
+				t.Fatal("the next task ran while the run was parked")
+			}
+
+			// --retry: one more attempt, counter kept: the cap stops it again at once.
+			if _, _, err := escalation.Resolve(context.Background(), h.store, h.queue, escalation.Request{RunID: r.ID, Type: jobs.ResolveRetry, By: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.process(t, jobs.TypeResume, jobs.Payload{RunID: r.ID, EscalationID: e.ID}); err != nil {
+				t.Fatal(err)
+			}
+			seq := h.get(t, r.ID).Seq
+			if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: seq}); err != nil {
+				t.Fatal(err)
+			}
+			got = h.get(t, r.ID)
+			if got.Status != jobs.RunParked || got.Tasks[0].Failures != 4 || len(got.Escalations) != 2 {
+				t.Fatalf("after --retry: %s failures %d escalations %d", got.Status, got.Tasks[0].Failures, len(got.Escalations))
+			}
+		})
+	}
+}
+
+func TestPermanentErrorEscalatesAtOnce(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	sh := script(t, `echo "Error: permission denied: cannot push to registry.internal (401 Unauthorized)"; exit 1`)
+	h := newHarness(t, rdb, sh, nil)
+	r := h.newRun(t, "2.3")
+	h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID})
+	if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got := h.get(t, r.ID)
+	if e := got.OpenEscalation(); e == nil || e.Trigger != jobs.TriggerPermanent || got.Tasks[0].Started != 1 {
+		t.Fatalf("want a permanent escalation after one attempt, got %+v", got.OpenEscalation())
+	}
+}
+
+func TestSecretInOutputEscalatesAndIsRedacted(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	secret := "AKIA" + "ABCDEFGHIJKLMNOP"
+	sh := script(t, `echo "Done. I used the key `+secret+` to deploy. All tests pass."`)
+	h := newHarness(t, rdb, sh, nil)
+	r := h.newRun(t, "1.1")
+	h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID})
+	if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got := h.get(t, r.ID)
+	if e := got.OpenEscalation(); e == nil || e.Trigger != jobs.TriggerSecurity {
+		t.Fatalf("escalation = %+v", got.OpenEscalation())
+	}
+	keys := rdb.Keys(context.Background(), "*").Val()
+	for _, k := range keys {
+		if rdb.Type(context.Background(), k).Val() != "string" {
+			continue
+		}
+		if v := rdb.Get(context.Background(), k).Val(); strings.Contains(v, secret) {
+			t.Fatalf("the secret is stored in %s", k)
+		}
+	}
+	evs, _ := h.store.Events(context.Background(), r.ID, "", 0)
+	for _, e := range evs {
+		data, _ := json.Marshal(e)
+		if strings.Contains(string(data), secret) {
+			t.Fatalf("the secret is in event %s", e.Type)
+		}
+	}
+}
+
+type panicky struct{ agent.Adapter }
+
+func (panicky) Command(agent.Request) (agent.Command, error) { panic("adapter bug") }
+
+func TestPanicBecomesAnError(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	h := newHarness(t, rdb, "", func(jobs.Options) (agent.Adapter, error) {
+		tmpl, _ := agent.NewTemplate("true")
+		return panicky{tmpl}, nil
+	})
+	r := h.newRun(t, "1.1")
+	h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID})
+	err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 1})
+	if err == nil || !errors.Is(err, asynq.SkipRetry) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestMissingAgentIsAConfigEscalation(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	h := newHarness(t, rdb, "/no/such/agent-binary {prompt}", nil)
+	r := h.newRun(t, "1.1")
+	h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID})
+	if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if e := h.get(t, r.ID).OpenEscalation(); e == nil || e.Trigger != jobs.TriggerConfig {
+		t.Fatalf("escalation = %+v", e)
+	}
+}
+
+func TestUnknownRunIsNotRetried(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	h := newHarness(t, rdb, "true", nil)
+	for _, typ := range []string{jobs.TypeStart, jobs.TypeStep, jobs.TypeResume} {
+		err := h.process(t, typ, jobs.Payload{RunID: "r-nosuchrun1", Seq: 1, EscalationID: "e1"})
+		if !errors.Is(err, asynq.SkipRetry) {
+			t.Fatalf("%s: err = %v", typ, err)
+		}
+	}
+	if err := h.w.Handler().ProcessTask(context.Background(), asynq.NewTask(jobs.TypeStep, []byte("{"))); !errors.Is(err, asynq.SkipRetry) {
+		t.Fatalf("bad payload: %v", err)
+	}
+}
+
+// The worker really serves the queue: a run goes from enqueue to completed through asynq.
+func TestServesTheQueue(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			sh := script(t, `echo "Task $ORCH_TASK_ID done. All tests pass."`)
+			h := newHarness(t, rdb, sh, nil)
+			if err := h.w.Start(rdb); err != nil {
+				t.Fatal(err)
+			}
+			defer h.w.Shutdown()
+			r := h.newRun(t, "1.1", "1.2", "1.3")
+			if err := h.queue.Start(context.Background(), r.ID); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for time.Now().Before(deadline) {
+				if h.get(t, r.ID).Status == jobs.RunCompleted {
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			t.Fatalf("run did not complete: %+v", h.get(t, r.ID))
+		})
+	}
+}
