@@ -147,6 +147,8 @@ type Console struct {
 	out   io.Writer
 	lines chan string
 	mu    sync.Mutex
+	// Echo prints each answer after the prompt: set it when input is not a terminal, where nothing else shows it.
+	Echo bool
 }
 
 // NewConsole reads answers from in and prompts on out. Reading starts at once and lasts until in ends: a blocked read
@@ -192,7 +194,13 @@ func (c *Console) Ask(ctx context.Context, q Question) (Answer, error) {
 				return Answer{Value: AnswerSkipped}, nil
 			}
 			if strings.TrimSpace(line) == "" {
+				if c.Echo {
+					fmt.Fprintln(c.out)
+				}
 				continue
+			}
+			if c.Echo {
+				fmt.Fprintln(c.out, line)
 			}
 			return ParseAnswer(q, line), nil
 		}

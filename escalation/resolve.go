@@ -90,6 +90,10 @@ func Resolve(ctx context.Context, store *jobs.Store, queue Enqueuer, q Request) 
 			e = asked
 		}
 		if e == nil {
+			if last := lastOf(r.Escalations); r.Status == jobs.RunParked && last != nil && last.Resolution != nil {
+				return fmt.Errorf("%w: run %s: escalation %s was already answered by %s (%s); continue with `orch resume %s`",
+					ErrNoOpenEscalation, r.ID, last.ID, last.Resolution.By, describe(last, last.Resolution), r.ID)
+			}
 			return fmt.Errorf("%w: run %s is %s", ErrNoOpenEscalation, r.ID, r.Status)
 		}
 		t := r.Task(e.TaskID)
@@ -182,6 +186,13 @@ func describe(e *jobs.Escalation, res *jobs.Resolution) string {
 
 // Describe says in a few words what a resolution did.
 func Describe(e *jobs.Escalation, res *jobs.Resolution) string { return describe(e, res) }
+
+func lastOf(es []*jobs.Escalation) *jobs.Escalation {
+	if len(es) == 0 {
+		return nil
+	}
+	return es[len(es)-1]
+}
 
 func keys(e *jobs.Escalation) string {
 	if len(e.Options) == 0 {

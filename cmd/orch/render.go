@@ -50,7 +50,7 @@ func (r *renderer) event(e jobs.Event) {
 	w := r.out
 	switch e.Type {
 	case jobs.EventRunStarted:
-		fmt.Fprintf(w, "%sRun %s started: %s (%d tasks)\n", ts, e.RunID, e.String("title"), e.Int("tasks"))
+		fmt.Fprintf(w, "%sRun %s started: %s (%s)\n", ts, e.RunID, e.String("title"), plural(e.Int("tasks"), "task"))
 	case jobs.EventTaskStarted:
 		fmt.Fprintf(w, "%sTask %s: %s\n%sInvoking %s (attempt %d/%d)...\n", ts, e.TaskID, e.String("title"), indent,
 			agentName(e.String("agent")), e.Int("attempt"), e.Int("max_attempts"))
@@ -95,7 +95,7 @@ func (r *renderer) event(e jobs.Event) {
 	case jobs.EventSandboxError:
 		fmt.Fprintf(w, "%sSandbox error on Task %s: %s\n", ts, e.TaskID, e.String("error"))
 	case jobs.EventRunCompleted:
-		fmt.Fprintf(w, "%sRun %s completed in %s (%d tasks%s)\n", ts, e.RunID, ms(e.Float("duration_ms")), e.Int("tasks"), costSuffix(e.Float("cost_usd")))
+		fmt.Fprintf(w, "%sRun %s completed in %s (%s%s)\n", ts, e.RunID, ms(e.Float("duration_ms")), plural(e.Int("tasks"), "task"), costSuffix(e.Float("cost_usd")))
 	case jobs.EventRunFailed:
 		fmt.Fprintf(w, "%sRun %s failed: %s\n", ts, e.RunID, e.String("reason"))
 	case jobs.EventRunAborted:
@@ -138,14 +138,18 @@ func (r *renderer) escalationBlock(w io.Writer, e jobs.Event) {
 	for _, line := range strings.Split(strings.TrimSpace(e.String("question")), "\n") {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
+	rec := e.String("recommendation")
 	if opts, ok := e.Fields["options"].([]any); ok && len(opts) > 0 {
 		b.WriteString("\nOptions:\n")
 		for _, o := range opts {
 			m, _ := o.(map[string]any)
 			fmt.Fprintf(&b, "  %v) %v\n", m["key"], m["label"])
+			if fmt.Sprint(m["key"]) == rec {
+				rec = fmt.Sprintf("%v) %v", m["key"], m["label"])
+			}
 		}
 	}
-	if rec := e.String("recommendation"); rec != "" {
+	if rec != "" {
 		fmt.Fprintf(&b, "\nRecommendation: %s\n", rec)
 	}
 	b.WriteString("\n")
@@ -187,6 +191,13 @@ func (r *renderer) parked(run *jobs.Run, hint string) {
 	fmt.Fprintf(&b, "  Answer it:  orch escalation resolve %s%s %s--answer \"…\" | --retry | --abort --reason \"…\"\n", run.ID, hint, choose)
 	fmt.Fprintf(&b, "  Then:       orch resume %s%s   (or just resume and answer at the prompt)\n", run.ID, hint)
 	r.note(strings.TrimRight(b.String(), "\n"))
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func agentName(a string) string {

@@ -169,7 +169,7 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 		return err
 	}
 	r := newRenderer(a.stdout, h.json)
-	r.note(fmt.Sprintf("Run %s: %s (%d tasks) — agent %s, %s, sandbox %s, %s", run.ID, plan.Title, len(tasks),
+	r.note(fmt.Sprintf("Run %s: %s (%s) — agent %s, %s, sandbox %s, %s", run.ID, plan.Title, plural(len(tasks), "task"),
 		opts.Agent, brainNote, opts.Sandbox, describeRedis(a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, ""),
 			a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch"))))
 	if err := b.Queue.Start(cmd.Context(), run.ID); err != nil {
@@ -273,7 +273,9 @@ func (a *app) interviewer(h *humanFlags) (escalation.Interviewer, error) {
 	if h.json {
 		out = a.stderr // keep stdout one JSON object per line
 	}
-	return escalation.NewConsole(a.stdin, out), nil
+	c := escalation.NewConsole(a.stdin, out)
+	c.Echo = !isTerminal(a.stdin)
+	return c, nil
 }
 
 // drive runs the worker in this process and follows the run's events until it ends or parks.
@@ -344,6 +346,16 @@ func nudge(ctx context.Context, b *jobs.Backend, run *jobs.Run) error {
 		}
 	}
 	return nil
+}
+
+// isTerminal reports whether r is a character device (a terminal), where typed answers echo by themselves.
+func isTerminal(r any) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func via(h *humanFlags) string {
