@@ -4,6 +4,7 @@ package escalation
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,8 @@ type Spec struct {
 
 // Limits that keep an escalation readable and storable.
 const (
+	maxOptions  = 26
+	maxLabel    = 500
 	maxOutput   = 16 << 10
 	maxError    = 4 << 10
 	maxQuestion = 8 << 10
@@ -47,7 +50,7 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 		Source:         s.Source,
 		Question:       Bound(Redact(strings.TrimSpace(s.Question)), maxQuestion),
 		Options:        opts,
-		Recommendation: recommendationKey(opts, Redact(s.Recommendation)),
+		Recommendation: recommendationKey(opts, Bound(Redact(s.Recommendation), maxLabel)),
 		Attempt:        t.Started,
 		Failures:       t.Failures,
 		Similarity:     s.Similarity,
@@ -63,7 +66,7 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 		e.Question = fmt.Sprintf("Task %s needs a decision. Please review and advise.", t.ID)
 	}
 	if len(e.Suggestions) == 0 {
-		e.Suggestions = suggestions(e)
+		e.Suggestions = suggestions(e, r.ID)
 	}
 	r.Escalations = append(r.Escalations, e)
 	r.Status = jobs.RunParked
@@ -80,21 +83,25 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 
 // Options turns the options an agent wrote into keyed options. "A) Redis", "[A] Redis", "A. Redis" and "A - Redis"
 // keep their key; anything else gets the next letter.
+// At most 26 options are kept (one per letter): a human cannot weigh more, and buttons run out.
 func Options(raw []string) []jobs.Option {
-	out := make([]jobs.Option, 0, len(raw))
+	out := make([]jobs.Option, 0, min(len(raw), maxOptions))
 	used := map[string]bool{}
-	for i, s := range raw {
+	for _, s := range raw {
+		if len(out) == maxOptions {
+			break
+		}
 		s = strings.TrimSpace(s)
 		if s == "" {
 			continue
 		}
 		key, label := splitKey(s)
 		if key == "" || used[strings.ToUpper(key)] {
-			key = nextKey(used, i)
+			key = nextKey(used, len(out))
 			label = s
 		}
 		used[strings.ToUpper(key)] = true
-		out = append(out, jobs.Option{Key: strings.ToUpper(key), Label: label})
+		out = append(out, jobs.Option{Key: strings.ToUpper(key), Label: Bound(Redact(label), maxLabel)})
 	}
 	return out
 }
@@ -131,13 +138,18 @@ func isKey(s string) bool {
 	return true
 }
 
+// nextKey returns the first free letter from the i-th on; with all 26 taken (keys the agent chose, like "1" or "AA",
+// do not count against letters) it falls back to a number.
 func nextKey(used map[string]bool, i int) string {
-	for c := 'A' + rune(i%26); ; c++ {
-		if c > 'Z' {
-			c = 'A'
+	for n := range 26 {
+		c := string(rune('A' + (i+n)%26))
+		if !used[c] {
+			return c
 		}
-		if !used[string(c)] {
-			return string(c)
+	}
+	for n := 1; ; n++ {
+		if k := strconv.Itoa(n); !used[k] {
+			return k
 		}
 	}
 }
@@ -149,21 +161,41 @@ func recommendationKey(opts []jobs.Option, rec string) string {
 	if rec == "" {
 		return ""
 	}
+	plain := strings.TrimSpace(strings.Trim(rec, "*_`"))
 	for _, o := range opts {
 		if strings.EqualFold(rec, o.Key) || strings.EqualFold(rec, o.Label) {
 			return o.Key
 		}
 	}
-	first := strings.FieldsFunc(rec, func(r rune) bool { return r == ' ' || r == ')' || r == ',' || r == '.' || r == ':' })
-	if len(first) > 0 {
+	// "B) In-memory", "[B]", "b, because…": a key set off by punctuation at the start, in any case.
+	if m := leadingKey.FindStringSubmatch(plain); m != nil {
 		for _, o := range opts {
-			if strings.EqualFold(strings.Trim(first[0], "[]()*"), o.Key) {
+			if strings.EqualFold(m[1], o.Key) {
+				return o.Key
+			}
+		}
+	}
+	// "B for simplicity": a short phrase that starts with the key. In a longer sentence a leading "A" is more
+	// likely an article ("A good choice is B"), so there only a key standing last counts.
+	words := strings.Fields(plain)
+	if len(words) == 0 {
+		return rec
+	}
+	candidates := []string{strings.Trim(words[len(words)-1], ".!")}
+	if len(words) <= 4 {
+		candidates = append([]string{words[0]}, candidates...)
+	}
+	for _, w := range candidates {
+		for _, o := range opts {
+			if w == o.Key {
 				return o.Key
 			}
 		}
 	}
 	return rec
 }
+
+var leadingKey = regexp.MustCompile(`^[\[(]?([A-Za-z0-9]{1,2})(?:[\])]|[.:,]|\s+-\s|\s*$)`)
 
 // GuidanceFor turns a resolution into the guidance the next attempt gets ("" for none).
 func GuidanceFor(e *jobs.Escalation, res *jobs.Resolution) string {
@@ -179,8 +211,7 @@ func GuidanceFor(e *jobs.Escalation, res *jobs.Resolution) string {
 	return ""
 }
 
-func suggestions(e *jobs.Escalation) []string {
-	id := "RUN_ID"
+func suggestions(e *jobs.Escalation, id string) []string {
 	var s []string
 	switch e.Trigger {
 	case jobs.TriggerNeedsHelp, jobs.TriggerBrain:
@@ -199,30 +230,36 @@ func suggestions(e *jobs.Escalation) []string {
 	return s
 }
 
-// Bound cuts s to at most n bytes, keeping its head and tail with a marker in the middle.
+// Bound cuts s to at most n bytes, keeping its head and tail (whole runes) with a marker in the middle.
 func Bound(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	marker := fmt.Sprintf("\n…[%d bytes cut]…\n", len(s)-n)
-	keep := n - len(marker)
+	// The marker's count never has more digits than len(s).
+	keep := n - len("\n…[ bytes cut]…\n") - len(strconv.Itoa(len(s)))
 	if keep < 2 {
-		return s[:n]
+		return validPrefix(s[:max(n, 0)])
 	}
 	head := validPrefix(s[:keep/2])
-	tail := validSuffix(s[len(s)-(keep-len(head)):])
+	tail := validSuffix(s[len(s)-(keep-keep/2):])
 	return head + fmt.Sprintf("\n…[%d bytes cut]…\n", len(s)-len(head)-len(tail)) + tail
 }
 
+// validPrefix drops a rune cut in two at the end of s (at most 3 bytes), leaving the rest as it was.
 func validPrefix(s string) string {
-	for len(s) > 0 && !utf8.ValidString(s) {
+	for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
+		r, size := utf8.DecodeLastRuneInString(s)
+		if r != utf8.RuneError || size != 1 {
+			break
+		}
 		s = s[:len(s)-1]
 	}
 	return s
 }
 
+// validSuffix drops the continuation bytes of a rune cut in two at the start of s.
 func validSuffix(s string) string {
-	for len(s) > 0 && !utf8.ValidString(s) {
+	for i := 0; i < utf8.UTFMax-1 && len(s) > 0 && !utf8.RuneStart(s[0]); i++ {
 		s = s[1:]
 	}
 	return s

@@ -313,6 +313,18 @@ func TestConsole(t *testing.T) {
 			t.Errorf("output = %q, want %q", out.String(), want)
 		}
 	})
+	t.Run("echo", func(t *testing.T) {
+		c, pw, out := console(t)
+		c.Echo = true
+		typeLines(pw, "\nb)\n")
+		got, err := c.Ask(ctx, choice(""))
+		if err != nil || !reflect.DeepEqual(got, sel(optB)) {
+			t.Errorf("Ask = %+v, %v; want B", got, err)
+		}
+		if want := escalation.Prompt + "\n" + escalation.Prompt + "b)\n"; out.String() != want {
+			t.Errorf("output = %q, want %q", out.String(), want)
+		}
+	})
 	t.Run("end of input skips", func(t *testing.T) {
 		c, pw, out := console(t)
 		pw.Close()

@@ -1,6 +1,9 @@
 package escalation
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // secretPatterns match credentials that must never reach Redis, a log, a terminal or Slack. Each keeps a recognisable
 // prefix so a person can tell which credential leaked and rotate it.
@@ -10,17 +13,17 @@ var secretPatterns = []struct {
 }{
 	{"private-key", regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)`)},
 	{"aws-access-key", regexp.MustCompile(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{"aws-secret", regexp.MustCompile(`(?i)(aws_secret_access_key|aws_secret)\s*[=:]\s*["']?[A-Za-z0-9/+=]{40}`)},
+	{"aws-secret", regexp.MustCompile(`(?i)(aws_secret_access_key|aws_secret)["']?\s*[=:]\s*["']?[A-Za-z0-9/+=]{40}`)},
 	{"github-token", regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b`)},
 	{"slack-token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`)},
 	{"slack-app-token", regexp.MustCompile(`\bxapp-[0-9]-[A-Za-z0-9-]{10,}\b`)},
 	{"anthropic-key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{20,}\b`)},
 	{"openai-key", regexp.MustCompile(`\bsk-(proj-)?[A-Za-z0-9_-]{32,}\b`)},
-	{"google-api-key", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`)},
+	{"google-api-key", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
 	{"stripe-key", regexp.MustCompile(`\b[rs]k_(live|test)_[A-Za-z0-9]{20,}\b`)},
 	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b`)},
-	{"url-password", regexp.MustCompile(`\b([a-z][a-z0-9+.-]*://[^\s:/@]+):[^\s@/]+@`)},
-	{"password-assignment", regexp.MustCompile(`(?i)\b(password|passwd|secret|api_key|apikey|access_token|auth_token)\s*[=:]\s*["']?[^\s"']{8,}`)},
+	{"url-password", regexp.MustCompile(`\b([a-z][a-z0-9+.-]*://[^\s:/@]*):[^\s@/]+@`)},
+	{"password-assignment", regexp.MustCompile(`(?i)\b([a-z0-9_]*(?:password|passwd|secret|api_key|apikey|access_token|auth_token))["']?\s*[=:]\s*["']?[^\s"',}]{6,}`)},
 }
 
 // Redact replaces every secret in s with a marker naming its kind.
@@ -41,12 +44,16 @@ func Redact(s string) string {
 	return s
 }
 
-// Secrets names the kinds of secret found in s.
+// Secrets names the kinds of secret found in s. Text that Redact already handled is not a secret: an agent that
+// echoes redacted guidance must not raise a security escalation.
 func Secrets(s string) []string {
 	var kinds []string
 	for _, p := range secretPatterns {
-		if p.re.MatchString(s) {
-			kinds = append(kinds, p.name)
+		for _, m := range p.re.FindAllString(s, -1) {
+			if !strings.Contains(m, "[REDACTED") {
+				kinds = append(kinds, p.name)
+				break
+			}
 		}
 	}
 	return kinds

@@ -324,7 +324,7 @@ func TestBound(t *testing.T) {
 			}
 		}
 	})
-	t.Run("exact sizes", func(t *testing.T) {
+	t.Run("sizes", func(t *testing.T) {
 		tests := []struct{ size, n int }{
 			{101, 100}, {150, 100}, {10000, 100}, {4097, escalation.MaxError},
 			{escalation.MaxOutput + 1, escalation.MaxOutput}, {escalation.MaxOutput + 1000, escalation.MaxOutput},
@@ -332,9 +332,10 @@ func TestBound(t *testing.T) {
 		}
 		for _, tt := range tests {
 			s := chars(alnumChars, tt.size, tt.n)
-			out := escalation.Bound(s, tt.n)
-			if len(out) != tt.n {
-				t.Errorf("Bound(%d bytes, %d) is %d bytes, want exactly %d", tt.size, tt.n, len(out), tt.n)
+			// ASCII leaves no partial rune to drop: only room kept for the marker's count may go unused.
+			slack := len(strconv.Itoa(tt.size))
+			if out := escalation.Bound(s, tt.n); len(out) > tt.n || len(out) < tt.n-slack {
+				t.Errorf("Bound(%d bytes, %d) is %d bytes, want %d (or up to %d less)", tt.size, tt.n, len(out), tt.n, slack)
 			}
 			if p := boundProblem(s, tt.n); p != "" {
 				t.Error(p)

@@ -103,7 +103,7 @@ func Resolve(ctx context.Context, store *jobs.Store, queue Enqueuer, q Request) 
 		res := &jobs.Resolution{Type: q.Type, Key: q.Key, Text: q.Text, Reason: q.Reason, By: q.By, Via: q.Via, At: store.Now().UTC()}
 		switch q.Type {
 		case jobs.ResolveChoose:
-			o, ok := e.OptionByKey(strings.TrimSpace(q.Key))
+			o, ok := e.OptionByKey(strings.Trim(strings.TrimSpace(q.Key), "[]().:"))
 			if !ok {
 				return fmt.Errorf("%w: %q is not an option of escalation %s (options: %s)", ErrInvalid, q.Key, e.ID, keys(e))
 			}

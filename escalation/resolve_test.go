@@ -293,10 +293,15 @@ func TestResolveWithoutOpenEscalation(t *testing.T) {
 						t.Errorf("error %q does not mention %q", err, m)
 					}
 				}
-				// Without an escalation id there is simply nothing open.
+				// Without an escalation id there is nothing open; the error still says who answered and how to go on.
 				_, _, err = escalation.Resolve(ctx, sc.store, q, escalation.Request{RunID: run.ID, Type: jobs.ResolveResume, By: "bob"})
 				if !errors.Is(err, escalation.ErrNoOpenEscalation) {
 					t.Errorf("err = %v, want ErrNoOpenEscalation", err)
+				}
+				for _, m := range []string{"alice", "orch resume " + run.ID} {
+					if err != nil && !strings.Contains(err.Error(), m) {
+						t.Errorf("error %q does not mention %q", err, m)
+					}
 				}
 				if after := snap(t, sc.store, run.ID); after != before {
 					t.Error("a late resolution changed the run")

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/alicebob/miniredis/v2"
 )
@@ -39,7 +41,7 @@ const (
 	lockFile     = "lock"
 	// snapshotEvery is how often a changed embedded store is written out; a crash loses at most this much.
 	snapshotEvery = 500 * time.Millisecond
-	snapshotVer   = 1
+	snapshotVer   = 2
 )
 
 // OpenEmbedded opens the embedded store in dir, creating it if needed.
@@ -151,20 +153,72 @@ type snapshot struct {
 }
 
 type snapshotKey struct {
-	Key    string             `json:"key"`
-	Type   string             `json:"type"`
-	TTLms  int64              `json:"ttl_ms,omitempty"`
-	String *string            `json:"string,omitempty"`
-	Hash   map[string]string  `json:"hash,omitempty"`
-	List   []string           `json:"list,omitempty"`
-	Set    []string           `json:"set,omitempty"`
-	ZSet   map[string]float64 `json:"zset,omitempty"`
-	Stream []streamEntry      `json:"stream,omitempty"`
+	Key    blob          `json:"key"`
+	Type   string        `json:"type"`
+	TTLms  int64         `json:"ttl_ms,omitempty"`
+	String *blob         `json:"string,omitempty"`
+	Hash   [][2]blob     `json:"hash,omitempty"`
+	List   []blob        `json:"list,omitempty"`
+	Set    []blob        `json:"set,omitempty"`
+	ZSet   []zmember     `json:"zset,omitempty"`
+	Stream []streamEntry `json:"stream,omitempty"`
+}
+
+type zmember struct {
+	Member blob    `json:"m"`
+	Score  float64 `json:"s"`
 }
 
 type streamEntry struct {
-	ID     string   `json:"id"`
-	Values []string `json:"values"`
+	ID     string `json:"id"`
+	Values []blob `json:"values"`
+}
+
+// blob is a Redis string in the snapshot. Redis strings are bytes (asynq stores protobuf): text that is valid UTF-8
+// stays readable JSON, anything else is kept exactly, as base64.
+type blob string
+
+func (b blob) MarshalJSON() ([]byte, error) {
+	if utf8.ValidString(string(b)) {
+		return json.Marshal(string(b))
+	}
+	return json.Marshal(map[string]string{"b64": base64.StdEncoding.EncodeToString([]byte(b))})
+}
+
+func (b *blob) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err == nil {
+		*b = blob(s)
+		return nil
+	}
+	var m struct {
+		B64 string `json:"b64"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	raw, err := base64.StdEncoding.DecodeString(m.B64)
+	if err != nil {
+		return err
+	}
+	*b = blob(raw)
+	return nil
+}
+
+func blobs(ss []string) []blob {
+	out := make([]blob, len(ss))
+	for i, s := range ss {
+		out[i] = blob(s)
+	}
+	return out
+}
+
+func strs(bs []blob) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
+	}
+	return out
 }
 
 // Save writes the store to the snapshot file atomically.
@@ -178,7 +232,7 @@ func (e *Embedded) Save() error {
 	keys := e.mr.Keys()
 	sort.Strings(keys)
 	for _, k := range keys {
-		sk := snapshotKey{Key: k, Type: e.mr.Type(k)}
+		sk := snapshotKey{Key: blob(k), Type: e.mr.Type(k)}
 		if ttl := e.mr.TTL(k); ttl > 0 {
 			sk.TTLms = ttl.Milliseconds()
 		}
@@ -187,25 +241,33 @@ func (e *Embedded) Save() error {
 		case "string":
 			var v string
 			v, err = e.mr.Get(k)
-			sk.String = &v
+			b := blob(v)
+			sk.String = &b
 		case "hash":
 			var fields []string
 			fields, err = e.mr.HKeys(k)
-			sk.Hash = make(map[string]string, len(fields))
 			for _, f := range fields {
-				sk.Hash[f] = e.mr.HGet(k, f)
+				sk.Hash = append(sk.Hash, [2]blob{blob(f), blob(e.mr.HGet(k, f))})
 			}
 		case "list":
-			sk.List, err = e.mr.List(k)
+			var l []string
+			l, err = e.mr.List(k)
+			sk.List = blobs(l)
 		case "set":
-			sk.Set, err = e.mr.Members(k)
+			var l []string
+			l, err = e.mr.Members(k)
+			sk.Set = blobs(l)
 		case "zset":
-			sk.ZSet, err = e.mr.SortedSet(k)
+			var z map[string]float64
+			z, err = e.mr.SortedSet(k)
+			for m, sc := range z {
+				sk.ZSet = append(sk.ZSet, zmember{blob(m), sc})
+			}
 		case "stream":
 			var entries []miniredis.StreamEntry
 			entries, err = e.mr.Stream(k)
 			for _, se := range entries {
-				sk.Stream = append(sk.Stream, streamEntry{ID: se.ID, Values: se.Values})
+				sk.Stream = append(sk.Stream, streamEntry{ID: se.ID, Values: blobs(se.Values)})
 			}
 		case "none":
 			continue // expired or deleted since Keys()
@@ -242,52 +304,53 @@ func (e *Embedded) load() error {
 		return fmt.Errorf("state file %s has version %d; this orch reads version %d", path, snap.Version, snapshotVer)
 	}
 	for _, k := range snap.Keys {
+		key := string(k.Key)
 		var err error
 		switch k.Type {
 		case "string":
 			if k.String != nil {
-				err = e.mr.Set(k.Key, *k.String)
+				err = e.mr.Set(key, string(*k.String))
 			}
 		case "hash":
 			fv := make([]string, 0, 2*len(k.Hash))
-			for f, v := range k.Hash {
-				fv = append(fv, f, v)
+			for _, p := range k.Hash {
+				fv = append(fv, string(p[0]), string(p[1]))
 			}
 			if len(fv) > 0 {
-				e.mr.HSet(k.Key, fv...)
+				e.mr.HSet(key, fv...)
 			}
 		case "list":
 			if len(k.List) > 0 {
-				_, err = e.mr.RPush(k.Key, k.List...)
+				_, err = e.mr.RPush(key, strs(k.List)...)
 			}
 		case "set":
 			if len(k.Set) > 0 {
-				_, err = e.mr.SAdd(k.Key, k.Set...)
+				_, err = e.mr.SAdd(key, strs(k.Set)...)
 			}
 		case "zset":
-			for m, s := range k.ZSet {
-				if _, err = e.mr.ZAdd(k.Key, s, m); err != nil {
+			for _, z := range k.ZSet {
+				if _, err = e.mr.ZAdd(key, z.Score, string(z.Member)); err != nil {
 					break
 				}
 			}
 		case "stream":
 			for _, se := range k.Stream {
-				if _, err = e.mr.XAdd(k.Key, se.ID, se.Values); err != nil {
+				if _, err = e.mr.XAdd(key, se.ID, strs(se.Values)); err != nil {
 					break
 				}
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("restoring %s from %s: %w", k.Key, path, err)
+			return fmt.Errorf("restoring %s from %s: %w", key, path, err)
 		}
 		if k.TTLms > 0 {
 			// Time passed while nobody ran: count it against the TTL, as a server would have.
 			left := time.Duration(k.TTLms)*time.Millisecond - time.Since(snap.SavedAt)
 			if left <= 0 {
-				e.mr.Del(k.Key)
+				e.mr.Del(key)
 				continue
 			}
-			e.mr.SetTTL(k.Key, left)
+			e.mr.SetTTL(key, left)
 		}
 	}
 	return nil

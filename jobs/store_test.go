@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -203,6 +204,8 @@ func TestEventJSONRoundTrip(t *testing.T) {
 	}
 }
 
+const binary = "\x00\xff\xfe proto \x80\x81"
+
 func TestEmbeddedPersistsAcrossOpens(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -219,6 +222,7 @@ func TestEmbeddedPersistsAcrossOpens(t *testing.T) {
 	b.Redis.SAdd(ctx, "s", "x")
 	b.Redis.Set(ctx, "ttl", "soon", time.Hour)
 	b.Redis.Set(ctx, "gone", "now", 50*time.Millisecond)
+	b.Redis.Set(ctx, "bin", binary, 0)
 	if err := b.Queue.Step(ctx, r.ID, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -278,6 +282,14 @@ func TestEmbeddedPersistsAcrossOpens(t *testing.T) {
 	keys := b2.Redis.Keys(ctx, "asynq:{orch-steps}:t:*").Val()
 	if len(keys) != 1 {
 		t.Fatalf("queued step not persisted exactly once: %v", keys)
+	}
+	// asynq stores tasks as protobuf: the bytes must survive exactly, or the queue cannot decode them.
+	pending, err := asynq.NewInspectorFromRedisClient(b2.Redis).ListPendingTasks(QueueSteps)
+	if err != nil || len(pending) != 1 || pending[0].ID != fmt.Sprintf("step:%s:1", r.ID) {
+		t.Fatalf("pending steps after reopen: %v, %v", pending, err)
+	}
+	if v := b2.Redis.Get(ctx, "bin").Val(); v != binary {
+		t.Fatalf("binary value = %q", v)
 	}
 }
 
