@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -436,4 +437,49 @@ func TestWithRealRedis(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ".orch")); err == nil {
 		t.Fatal("with --redis nothing should be written to the state dir")
 	}
+}
+
+// Ctrl-C stops the agent, saves the run, and `orch resume` finishes it.
+func TestInterruptThenResume(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	os.WriteFile(filepath.Join(dir, "slow.md"), []byte("# Slow\n\n## Task 1: Sleep\n\nSleep a while.\n"), 0o644)
+	cmd := exec.Command(orchBin, "run", "--agent", `cmd:sh -c "sleep 2; echo Done. All tests pass."`, "slow.md")
+	cmd.Dir = dir
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "Invoking") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	r := result{stdout: out.String(), code: cmd.ProcessState.ExitCode()}
+	must(t, r, 130, "Interrupted", "orch resume")
+	id := runID(t, r)
+	if st := status(t, dir, id); st["status"] != "running" {
+		t.Fatalf("status after interrupt: %v", st["status"])
+	}
+	must(t, orch(t, dir, "", "resume", id), 0, "Task 1: COMPLETED")
+}
+
+// syncBuffer is a bytes.Buffer that a running process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
