@@ -3,7 +3,6 @@ package escalation
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -158,13 +157,19 @@ func NewConsole(in io.Reader, out io.Writer) *Console {
 	go func() {
 		defer close(c.lines)
 		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		sc.Buffer(make([]byte, 64<<10), maxAnswer)
 		for sc.Scan() {
 			c.lines <- sc.Text()
+		}
+		if err := sc.Err(); err != nil {
+			fmt.Fprintf(out, "\norch: reading answers: %v; no more answers can be read here\n", err)
 		}
 	}()
 	return c
 }
+
+// maxAnswer bounds one typed or scripted answer.
+const maxAnswer = 4 << 20
 
 // Prompt is what the console prints before reading an answer.
 const Prompt = "Your response (or 'skip' for recommendation): "
@@ -217,14 +222,14 @@ type Queue struct {
 // NewQueue returns a queue interviewer; out, if not nil, shows each answer as it is used.
 func NewQueue(answers []string, out io.Writer) *Queue { return &Queue{answers: answers, out: out} }
 
-// ReadAnswers reads an answers file: one answer per line; blank lines and lines starting with # are skipped.
+// ReadAnswers reads an answers file: one answer per line, in order; blank lines are skipped.
 func ReadAnswers(r io.Reader) ([]string, error) {
 	var out []string
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 64<<10), maxAnswer)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
+		if line == "" {
 			continue
 		}
 		out = append(out, line)
@@ -304,6 +309,3 @@ func (r *Recording) Recordings() []Recorded {
 	defer r.mu.Unlock()
 	return append([]Recorded(nil), r.pairs...)
 }
-
-// ErrParked is returned when a run needs a human and nobody here can answer.
-var ErrParked = errors.New("parked: a human is needed")

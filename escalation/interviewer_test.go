@@ -191,12 +191,12 @@ func TestTypedAnswerResolves(t *testing.T) {
 }
 
 func TestReadAnswers(t *testing.T) {
-	in := "# answers for the cache plan\n\nB\n   \n  /abort not today  \n#B\nuse the map\n"
+	in := "#2 is fine\n\nB\n   \n  /abort not today  \nuse the map\n"
 	got, err := escalation.ReadAnswers(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"B", "/abort not today", "use the map"}; !reflect.DeepEqual(got, want) {
+	if want := []string{"#2 is fine", "B", "/abort not today", "use the map"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ReadAnswers = %q, want %q", got, want)
 	}
 	if got, err := escalation.ReadAnswers(strings.NewReader("")); err != nil || len(got) != 0 {

@@ -76,6 +76,9 @@ func Resolve(ctx context.Context, store *jobs.Store, queue Enqueuer, q Request) 
 	var esc *jobs.Escalation
 	run, err := store.Update(ctx, q.RunID, func(r *jobs.Run, c *jobs.Change) error {
 		esc = nil
+		if r.Status.Terminal() {
+			return fmt.Errorf("%w: run %s already ended: %s", ErrNoOpenEscalation, r.ID, r.Status)
+		}
 		e := r.OpenEscalation()
 		if q.EscalationID != "" {
 			asked := r.Escalation(q.EscalationID)
@@ -180,6 +183,8 @@ func describe(e *jobs.Escalation, res *jobs.Resolution) string {
 		return "aborted: " + firstLine(res.Reason)
 	case jobs.ResolveForce:
 		return "forced the task to continue (risk acknowledged)"
+	case jobs.ResolveDecline:
+		return "declined: " + firstLine(res.Reason)
 	}
 	return string(res.Type)
 }
@@ -203,4 +208,26 @@ func keys(e *jobs.Escalation) string {
 		ks[i] = o.Key
 	}
 	return strings.Join(ks, ", ")
+}
+
+// Decline closes a run's open escalation without a human: the run ends as failed. It is what automation does with a
+// question it must not answer (auto-approval never resolves a failure or a security escalation).
+func Decline(ctx context.Context, store *jobs.Store, runID, escID, by, via, reason string) error {
+	_, err := store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		e := r.Escalation(escID)
+		if r.Status != jobs.RunParked || e == nil || e.Resolution != nil {
+			return fmt.Errorf("%w: run %s is %s", ErrNoOpenEscalation, r.ID, r.Status)
+		}
+		now := store.Now().UTC()
+		e.Resolution = &jobs.Resolution{Type: jobs.ResolveDecline, Reason: reason, By: by, Via: via, At: now}
+		if t := r.Task(e.TaskID); t != nil {
+			t.Status = jobs.TaskFailed
+		}
+		r.Status, r.Reason, r.EndedAt = jobs.RunFailed, reason, now
+		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: e.TaskID, EscalationID: e.ID, Action: "declined",
+			Trigger: e.Trigger, Resolution: string(jobs.ResolveDecline), Detail: reason, By: by, Via: via})
+		c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, e.TaskID, "reason", reason))
+		return nil
+	})
+	return err
 }

@@ -119,8 +119,9 @@ func (e *Embedded) Close() error {
 	}
 	close(e.stop)
 	e.wg.Wait()
-	err := e.Save()
+	// Stop serving first: a write acknowledged to another process after the last snapshot would be lost.
 	e.mr.Close()
+	err := e.Save()
 	os.Remove(filepath.Join(e.dir, addrFile))
 	unlock(e.lock)
 	e.lock.Close()

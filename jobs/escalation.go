@@ -29,6 +29,8 @@ const (
 	ResolveRetry  ResolutionType = "retry"  // one more attempt; the counter is kept
 	ResolveAbort  ResolutionType = "abort"  // stop the run
 	ResolveForce  ResolutionType = "force"  // mark the task done despite its error
+	// ResolveDecline is automation refusing to answer (auto-approval of a failure): the run ends as failed.
+	ResolveDecline ResolutionType = "declined"
 )
 
 // Option is one choice offered to the human.

@@ -14,22 +14,21 @@ import (
 
 // Event types in a run's event log. Front ends (the terminal, Slack) render them.
 const (
-	EventRunStarted     = "run_started"
-	EventTaskStarted    = "task_started"
-	EventTaskCompleted  = "task_completed"
-	EventTaskFailed     = "task_failed"
-	EventTaskForced     = "task_forced"
-	EventRetrying       = "retrying"
-	EventLoopDetected   = "loop_detected"
-	EventEscalation     = "escalation"
-	EventResolution     = "resolution"
-	EventResumed        = "resumed"
-	EventBrainFallback  = "brain_fallback"
-	EventSandboxError   = "sandbox_error"
-	EventRunCompleted   = "run_completed"
-	EventRunFailed      = "run_failed"
-	EventRunAborted     = "run_aborted"
-	EventRunInterrupted = "run_interrupted"
+	EventRunStarted    = "run_started"
+	EventTaskStarted   = "task_started"
+	EventTaskCompleted = "task_completed"
+	EventTaskFailed    = "task_failed"
+	EventTaskForced    = "task_forced"
+	EventRetrying      = "retrying"
+	EventLoopDetected  = "loop_detected"
+	EventEscalation    = "escalation"
+	EventResolution    = "resolution"
+	EventResumed       = "resumed"
+	EventBrainFallback = "brain_fallback"
+	EventSandboxError  = "sandbox_error"
+	EventRunCompleted  = "run_completed"
+	EventRunFailed     = "run_failed"
+	EventRunAborted    = "run_aborted"
 )
 
 // Event is one entry of a run's append-only event log.
@@ -174,6 +173,19 @@ func (s *Store) Events(ctx context.Context, runID, after string, block time.Dura
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// LastEventID is the id of a run's newest event, "0" when it has none: where a follower starts to see only what
+// happens next.
+func (s *Store) LastEventID(ctx context.Context, runID string) (string, error) {
+	msgs, err := s.rdb.XRevRangeN(ctx, eventsKey(runID), "+", "-", 1).Result()
+	if err != nil {
+		return "", fmt.Errorf("reading events of run %s: %w", runID, err)
+	}
+	if len(msgs) == 0 {
+		return "0", nil
+	}
+	return msgs[0].ID, nil
 }
 
 func exclusive(id string) string {

@@ -46,8 +46,11 @@ func DecodePayload(t *asynq.Task) (Payload, error) {
 
 // QueueConfig sets how orch's tasks are enqueued. The zero value works.
 type QueueConfig struct {
-	// StepTimeout bounds one step (an agent invocation plus orch's work around it). Default 35 minutes.
+	// StepTimeout bounds one step when the run sets no agent timeout. A step's bound is the agent's timeout plus
+	// StepMargin. Default 35 minutes.
 	StepTimeout time.Duration
+	// StepMargin is orch's time around the agent in a step (brain calls, Redis). Default 5 minutes.
+	StepMargin time.Duration
 	// StepMaxRetry is how often asynq retries a step whose handler failed for infrastructure reasons (Redis, sandbox
 	// start). Agent failures are not handler failures. Default 3.
 	StepMaxRetry int
@@ -57,6 +60,9 @@ func (c QueueConfig) withDefaults() QueueConfig {
 	if c.StepTimeout <= 0 {
 		c.StepTimeout = 35 * time.Minute
 	}
+	if c.StepMargin <= 0 {
+		c.StepMargin = 5 * time.Minute
+	}
 	if c.StepMaxRetry <= 0 {
 		c.StepMaxRetry = 3
 	}
@@ -65,13 +71,15 @@ func (c QueueConfig) withDefaults() QueueConfig {
 
 // Queue enqueues orch's tasks. Every task has a deterministic id so that enqueueing the same work twice is harmless.
 type Queue struct {
-	client *asynq.Client
-	cfg    QueueConfig
+	client    *asynq.Client
+	inspector *asynq.Inspector
+	cfg       QueueConfig
 }
 
 // NewQueue returns a queue on rdb.
 func NewQueue(rdb redis.UniversalClient, cfg QueueConfig) *Queue {
-	return &Queue{client: asynq.NewClientFromRedisClient(rdb), cfg: cfg.withDefaults()}
+	return &Queue{client: asynq.NewClientFromRedisClient(rdb), inspector: asynq.NewInspectorFromRedisClient(rdb),
+		cfg: cfg.withDefaults()}
 }
 
 // Start enqueues a run's start.
@@ -80,10 +88,14 @@ func (q *Queue) Start(ctx context.Context, runID string) error {
 		asynq.Queue(QueueControl), asynq.MaxRetry(10), asynq.Timeout(time.Minute))
 }
 
-// Step enqueues step seq of a run.
-func (q *Queue) Step(ctx context.Context, runID string, seq int64) error {
+// Step enqueues step seq of a run whose agent may run for agentTimeout (0: the configured step timeout applies).
+func (q *Queue) Step(ctx context.Context, runID string, seq int64, agentTimeout time.Duration) error {
+	timeout := q.cfg.StepTimeout
+	if agentTimeout > 0 {
+		timeout = agentTimeout + q.cfg.StepMargin
+	}
 	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, fmt.Sprintf("step:%s:%d", runID, seq),
-		asynq.Queue(QueueSteps), asynq.MaxRetry(q.cfg.StepMaxRetry), asynq.Timeout(q.cfg.StepTimeout))
+		asynq.Queue(QueueSteps), asynq.MaxRetry(q.cfg.StepMaxRetry), asynq.Timeout(timeout))
 }
 
 // Resume enqueues the continuation of a run after escalation escID was resolved. The completed task is kept for a day
@@ -99,11 +111,25 @@ func (q *Queue) enqueue(ctx context.Context, typ string, p Payload, id string, o
 		return err
 	}
 	opts = append(opts, asynq.TaskID(id))
-	_, err = q.client.EnqueueContext(ctx, asynq.NewTask(typ, data), opts...)
+	task := asynq.NewTask(typ, data)
+	_, err = q.client.EnqueueContext(ctx, task, opts...)
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
-		return nil // already queued or running: at most once is what we want
+		// Already pending, scheduled, retrying or running: at most once is what we want. But an archived task (its
+		// retries ran out) would hold the id forever and leave the run stuck: whoever enqueues it again means it.
+		queue := QueueControl
+		if typ == TypeStep {
+			queue = QueueSteps
+		}
+		info, ierr := q.inspector.GetTaskInfo(queue, id)
+		if ierr != nil || info.State != asynq.TaskStateArchived {
+			return nil
+		}
+		if derr := q.inspector.DeleteTask(queue, id); derr != nil {
+			return fmt.Errorf("re-enqueueing %s for run %s: %w", typ, p.RunID, derr)
+		}
+		_, err = q.client.EnqueueContext(ctx, task, opts...)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("enqueueing %s for run %s: %w", typ, p.RunID, err)
 	}
 	return nil

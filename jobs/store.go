@@ -42,11 +42,11 @@ func NewStore(rdb redis.UniversalClient, now func() time.Time) *Store {
 	return &Store{rdb: rdb, now: now}
 }
 
-// Client is the Redis client the store uses; the queue shares it.
-func (s *Store) Client() redis.UniversalClient { return s.rdb }
-
 // Now is the store's clock.
 func (s *Store) Now() time.Time { return s.now() }
+
+// Client is the Redis client under the store.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
 // Create saves a new run. It fails if a run with the same id exists.
 func (s *Store) Create(ctx context.Context, r *Run, events ...Event) error {

@@ -223,7 +223,7 @@ func TestEmbeddedPersistsAcrossOpens(t *testing.T) {
 	b.Redis.Set(ctx, "ttl", "soon", time.Hour)
 	b.Redis.Set(ctx, "gone", "now", 50*time.Millisecond)
 	b.Redis.Set(ctx, "bin", binary, 0)
-	if err := b.Queue.Step(ctx, r.ID, 1); err != nil {
+	if err := b.Queue.Step(ctx, r.ID, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 
@@ -276,7 +276,7 @@ func TestEmbeddedPersistsAcrossOpens(t *testing.T) {
 		t.Error("an expired key came back")
 	}
 	// The queued step survived too: asynq's keys are part of the snapshot.
-	if err := b2.Queue.Step(ctx, r.ID, 1); err != nil {
+	if err := b2.Queue.Step(ctx, r.ID, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	keys := b2.Redis.Keys(ctx, "asynq:{orch-steps}:t:*").Val()
@@ -322,5 +322,40 @@ func TestNewRunIDUnique(t *testing.T) {
 			t.Fatalf("bad or duplicate id %q", id)
 		}
 		seen[id] = true
+	}
+}
+
+// A step whose retries ran out is archived and keeps its id; enqueueing it again must bring it back, or the run
+// could never move again.
+func TestArchivedStepIsEnqueuedAgain(t *testing.T) {
+	for name, rdb := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			q := NewQueue(rdb, QueueConfig{})
+			runID := NewRunID()
+			if err := q.Step(ctx, runID, 1, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			id := fmt.Sprintf("step:%s:1", runID)
+			insp := asynq.NewInspectorFromRedisClient(rdb)
+			if err := insp.ArchiveTask(QueueSteps, id); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Step(ctx, runID, 1, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			info, err := insp.GetTaskInfo(QueueSteps, id)
+			if err != nil || info.State != asynq.TaskStatePending {
+				t.Fatalf("after re-enqueue: %+v, %v", info, err)
+			}
+			if info.Timeout != time.Minute+5*time.Minute {
+				t.Fatalf("step timeout %v, want the agent's timeout plus the margin", info.Timeout)
+			}
+			// A pending one is left alone.
+			if err := q.Step(ctx, runID, 1, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			insp.DeleteTask(QueueSteps, id)
+		})
 	}
 }

@@ -55,13 +55,15 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 		cmd.Env = append(append([]string(nil), base...), spec.Env...)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 	stdout := &lineWriter{fn: onLine}
 	stderr := &tailBuffer{max: stderrTail}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	var killer *time.Timer
 	cmd.Cancel = func() error {
 		pgid := cmd.Process.Pid
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		time.AfterFunc(l.cfg.KillGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		killer = time.AfterFunc(l.cfg.KillGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 		return nil
 	}
 	// Children that keep stdout open must not keep orch waiting once the agent itself is gone.
@@ -72,6 +74,9 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 		return Result{}, fmt.Errorf("starting %s: %w", spec.Args[0], err)
 	}
 	waitErr := cmd.Wait()
+	if killer != nil {
+		killer.Stop() // the group dies just below; a late timer could hit a reused process group id
+	}
 	// Whatever the agent left running in its group goes with it.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	stdout.flush()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -51,20 +50,21 @@ func (w *Worker) after(ctx context.Context, runID string, run *jobs.Run, err err
 		if err != nil {
 			return skipIfMissing(err)
 		}
-		return w.next(ctx, run)
+		return w.Nudge(ctx, run)
 	case err != nil:
 		return skipIfMissing(err)
 	}
-	return w.next(ctx, run)
+	return w.Nudge(ctx, run)
 }
 
-// next enqueues the task that moves run on from its saved state. Enqueues are idempotent by task id.
-func (w *Worker) next(ctx context.Context, run *jobs.Run) error {
+// Nudge enqueues the task that moves run on from its saved state: after a crash, an interrupted step, a resolution
+// made while no worker ran. Enqueues are idempotent by task id, so nudging a run that is moving does nothing.
+func (w *Worker) Nudge(ctx context.Context, run *jobs.Run) error {
 	switch run.Status {
 	case jobs.RunQueued:
 		return w.cfg.Queue.Start(ctx, run.ID)
 	case jobs.RunRunning:
-		return w.cfg.Queue.Step(ctx, run.ID, run.Seq)
+		return w.cfg.Queue.Step(ctx, run.ID, run.Seq, run.Options.AgentTimeout)
 	case jobs.RunParked:
 		if last := lastEscalation(run); last != nil && last.Resolution != nil && run.OpenEscalation() == nil {
 			return w.cfg.Queue.Resume(ctx, run.ID, last.ID)
@@ -124,16 +124,27 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err // interrupted: asynq runs the step again
 	}
-	run, err = w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
-		task := r.Current()
-		if r.Status != jobs.RunRunning || r.Seq != p.Seq || task == nil || task.ID != at.task.ID {
-			return errStale // someone aborted the run while the agent worked
+	// The agent's work is done and cannot be taken back: a passing Redis hiccup must not make asynq run it again.
+	for try := 0; ; try++ {
+		run, err = w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
+			task := r.Current()
+			if r.Status != jobs.RunRunning || r.Seq != p.Seq || task == nil || task.ID != at.task.ID {
+				return errStale // someone aborted the run while the agent worked
+			}
+			w.settle(r, task, c, out)
+			return nil
+		})
+		if err == nil || errors.Is(err, errStale) || errors.Is(err, jobs.ErrRunNotFound) || try == settleTries-1 || ctx.Err() != nil {
+			break
 		}
-		w.settle(r, task, c, out)
-		return nil
-	})
+		w.log.Warn("saving the outcome of a step; trying again", "run_id", p.RunID, "err", err)
+		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
+	}
 	return w.after(ctx, p.RunID, run, err)
 }
+
+// settleTries is how often a step tries to save an outcome before it gives the step back to the queue.
+const settleTries = 5
 
 // outcome is what one attempt produced and what orch decided about it.
 type outcome struct {
@@ -167,9 +178,8 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 		out.execErr = fmt.Errorf("building the %s command: %w", ad.Name(), err)
 		return out, nil
 	}
-	env := append([]string{"ORCH_RUN_ID=" + r.ID, "ORCH_TASK_ID=" + task.ID, "ORCH_ATTEMPT=" + strconv.Itoa(at.n)}, cmd.Env...)
 	parser := ad.NewParser()
-	res, err := w.cfg.Sandbox.Exec(ctx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: env,
+	res, err := w.cfg.Sandbox.Exec(ctx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env,
 		Dir: r.Workspace, Timeout: r.Options.AgentTimeout}, parser.Line)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -206,10 +216,15 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 		if out.interp.Status == brain.StatusCompleted && !out.result.Success {
 			// The brain read success into the text, but the process says otherwise: trust the process.
 			out.interp.Status = brain.StatusFailed
-			out.interp.Error = failureText(out.result, res)
+			out.interp.Error = ""
+		}
+		if out.interp.Status == brain.StatusFailed && !out.result.Success {
+			// What the agent CLI itself reported ("authentication_failed: Not logged in") is what tells a
+			// retryable failure from a permanent one: it goes with the error the brain picked out.
+			out.interp.Error = withAgentErrors(out.interp.Error, failureParts(out.result, res))
 		}
 		if out.interp.Status == brain.StatusFailed && out.interp.Error == "" {
-			out.interp.Error = failureText(out.result, res)
+			out.interp.Error = strings.Join(failureParts(out.result, res), "; ")
 		}
 	}
 	if out.interp.Status != brain.StatusFailed {
@@ -280,9 +295,10 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		t.Errors = append(t.Errors, bound(a.Error))
 		c.Emit(jobs.NewEvent(jobs.EventTaskFailed, r.ID, t.ID, "title", t.Title, "attempt", t.Failures,
 			"max_attempts", r.Options.MaxAttempts, "error", firstLines(a.Error, 3)))
+		similar := out.similarity >= w.cfg.SimilarityThreshold
+		brainLoop := out.decision != nil && out.decision.Decision == brain.Escalate && !out.decision.Permanent && similar
 		switch {
-		case t.Failures >= r.Options.MaxAttempts:
-			similar := out.similarity >= w.cfg.SimilarityThreshold
+		case t.Failures >= r.Options.MaxAttempts || brainLoop:
 			c.Emit(jobs.NewEvent(jobs.EventLoopDetected, r.ID, t.ID, "failures", t.Failures,
 				"similarity", out.similarity, "similar", similar))
 			q := fmt.Sprintf("Task %s failed %d times", t.ID, t.Failures)
@@ -293,7 +309,11 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 			if out.decision != nil && out.decision.Reason != "" {
 				q += "\nBrain: " + out.decision.Reason
 			}
-			escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerAttemptCap, Source: "orch", Question: q,
+			trig, src := jobs.TriggerAttemptCap, "orch"
+			if t.Failures < r.Options.MaxAttempts {
+				trig, src = jobs.TriggerBrain, "brain" // the brain saw the loop before the cap did
+			}
+			escalation.Open(r, t, c, escalation.Spec{Trigger: trig, Source: src, Question: q,
 				Error: a.Error, Similarity: out.similarity, Output: out.result.Text}, now)
 		case out.decision != nil && out.decision.Decision == brain.Escalate:
 			trig := jobs.TriggerBrain
@@ -362,9 +382,9 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 	return w.after(ctx, p.RunID, run, err)
 }
 
-func failureText(res agent.Result, ex sandbox.Result) string {
-	var parts []string
-	parts = append(parts, res.Errors...)
+// failureParts says why an agent process did not succeed, from what it and the sandbox reported.
+func failureParts(res agent.Result, ex sandbox.Result) []string {
+	parts := append([]string(nil), res.Errors...)
 	if ex.ExitCode != 0 {
 		parts = append(parts, fmt.Sprintf("the agent exited with code %d", ex.ExitCode))
 	}
@@ -377,7 +397,21 @@ func failureText(res agent.Result, ex sandbox.Result) string {
 	if s := strings.TrimSpace(string(ex.Stderr)); s != "" {
 		parts = append(parts, "stderr: "+lastLines(s, 5))
 	}
-	return strings.Join(parts, "; ")
+	return parts
+}
+
+// withAgentErrors appends to msg the parts it does not already say.
+func withAgentErrors(msg string, parts []string) string {
+	for _, p := range parts {
+		if p == "" || strings.Contains(msg, p) {
+			continue
+		}
+		if msg != "" {
+			msg += "; "
+		}
+		msg += p
+	}
+	return msg
 }
 
 func history(errs []string) []string {

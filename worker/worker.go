@@ -16,6 +16,7 @@ import (
 
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/sandbox"
 )
@@ -61,9 +62,11 @@ type Worker struct {
 	log     *slog.Logger
 	steps   *asynq.Server
 	control *asynq.Server
-	base    context.Context
-	cancel  context.CancelFunc
-	once    sync.Once
+	// base is the parent of every handler's context (asynq's BaseContext): cancelling it is how Shutdown stops agents
+	// that would otherwise run out their half hour.
+	base   context.Context
+	cancel context.CancelFunc
+	once   sync.Once
 }
 
 // New returns a worker.
@@ -94,7 +97,7 @@ func New(cfg Config) (*Worker, error) {
 // Handler routes orch's task types; Start serves it, tests may call it directly.
 func (w *Worker) Handler() asynq.Handler {
 	mux := asynq.NewServeMux()
-	mux.Use(w.recoverPanics)
+	mux.Use(w.guard)
 	mux.HandleFunc(jobs.TypeStart, w.handleStart)
 	mux.HandleFunc(jobs.TypeStep, w.handleStep)
 	mux.HandleFunc(jobs.TypeResume, w.handleResume)
@@ -163,17 +166,58 @@ func retryDelay(n int, err error, t *asynq.Task) time.Duration {
 	return asynq.DefaultRetryDelayFunc(n, err, t)
 }
 
-// recoverPanics turns a panic in a handler into an error, so one bad run cannot take the worker down.
-func (w *Worker) recoverPanics(h asynq.Handler) asynq.Handler {
+// guard turns a panic in a handler into an error, so one bad run cannot take the worker down, and parks a run whose
+// step failed for good (a panic, retries run out), so that it waits for a human instead of hanging in `running`.
+func (w *Worker) guard(h asynq.Handler) asynq.Handler {
 	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				w.log.Error("handler panic", "type", t.Type(), "panic", r, "stack", string(debug.Stack()))
 				err = fmt.Errorf("panic in %s: %v: %w", t.Type(), r, asynq.SkipRetry)
 			}
+			if err != nil && finalTry(ctx, err) {
+				w.giveUp(t, err)
+			}
 		}()
 		return h.ProcessTask(ctx, t)
 	})
+}
+
+// finalTry reports whether asynq will not run the task again after err.
+func finalTry(ctx context.Context, err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, jobs.ErrRunNotFound) {
+		return false
+	}
+	if errors.Is(err, asynq.SkipRetry) {
+		return true
+	}
+	n, ok1 := asynq.GetRetryCount(ctx)
+	m, ok2 := asynq.GetMaxRetry(ctx)
+	return ok1 && ok2 && n >= m
+}
+
+// giveUp parks the run a task failed for: orch itself could not move it on, and a person must look.
+func (w *Worker) giveUp(t *asynq.Task, cause error) {
+	p, err := jobs.DecodePayload(t)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
+		task := r.Current()
+		if r.Status != jobs.RunRunning || task == nil || r.OpenEscalation() != nil {
+			return errStale
+		}
+		msg := escalation.Redact(cause.Error())
+		c.Emit(jobs.NewEvent(jobs.EventSandboxError, r.ID, task.ID, "error", msg))
+		escalation.Open(r, task, c, escalation.Spec{Trigger: jobs.TriggerConfig, Source: "orch", Error: msg,
+			Question: fmt.Sprintf("orch could not run task %s: %s. Fix the cause, then resume.", task.ID, msg)}, w.cfg.Store.Now())
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStale) {
+		w.log.Error("parking a run after a failed step", "run_id", p.RunID, "err", err, "cause", cause)
+	}
 }
 
 type asynqLogger struct{ log *slog.Logger }

@@ -298,6 +298,35 @@ func TestPanicBecomesAnError(t *testing.T) {
 	if err == nil || !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("err = %v", err)
 	}
+	// The step will not run again: the run waits for a human instead of hanging in "running".
+	got := h.get(t, r.ID)
+	if e := got.OpenEscalation(); got.Status != jobs.RunParked || e == nil || e.Trigger != jobs.TriggerConfig ||
+		!strings.Contains(e.Question, "adapter bug") {
+		t.Fatalf("after a panic: %s %+v", got.Status, e)
+	}
+}
+
+// The brain may see a loop before the cap does: that is a loop stop too, with its similarity.
+func TestBrainSeesTheLoopBeforeTheCap(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	sh := script(t, `echo "FAILED TestParse: got 3 tasks, want 4"; exit 1`)
+	h := newHarness(t, rdb, sh, nil)
+	r := h.newRun(t, "1.1")
+	h.store.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
+		r.Options.MaxAttempts = 10
+		return nil
+	})
+	h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID})
+	for seq := int64(1); h.get(t, r.ID).Status == jobs.RunRunning && seq < 10; seq++ {
+		if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: seq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := h.get(t, r.ID)
+	e := got.OpenEscalation()
+	if e == nil || got.Tasks[0].Failures >= 10 || e.Similarity < 0.8 || countEvents(t, h, r.ID, jobs.EventLoopDetected) != 1 {
+		t.Fatalf("failures %d, escalation %+v", got.Tasks[0].Failures, e)
+	}
 }
 
 func TestMissingAgentIsAConfigEscalation(t *testing.T) {

@@ -135,6 +135,9 @@ func (a *app) startWorker(cmd *cobra.Command, b *jobs.Backend) (*worker.Worker, 
 	if err != nil {
 		return nil, err
 	}
+	if conc < 1 {
+		return nil, usageErr("--concurrency must be at least 1, got %d", conc)
+	}
 	w, err := worker.New(worker.Config{
 		Store:       b.Store,
 		Queue:       b.Queue,

@@ -30,8 +30,11 @@ func main() {
 
 // run is main without the process: testable end to end.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed terminal (SIGHUP) is an interruption like Ctrl-C: stop the agent and save the run. A closed pipe on
+	// stdout (orch run | head) must not kill orch between a change and its snapshot: writes just fail.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	signal.Ignore(syscall.SIGPIPE)
 	app := newApp(stdin, stdout, stderr)
 	err := app.root().ExecuteContext(ctx)
 	code := exitCode(err, app.started)

@@ -66,10 +66,15 @@ func orch(t *testing.T, dir, stdin string, args ...string) result {
 
 func orchIn(t *testing.T, dir string, stdin io.Reader, args ...string) result {
 	t.Helper()
+	return orchEnv(t, dir, nil, stdin, args...)
+}
+
+func orchEnv(t *testing.T, dir string, env []string, stdin io.Reader, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(orchBin, args...)
 	cmd.Dir = dir
 	cmd.Stdin = stdin
-	cmd.Env = append(os.Environ(), "ORCH_REDIS_URL=", "ORCH_AGENT=", "ORCH_BRAIN=", "ORCH_SANDBOX=")
+	cmd.Env = append(append(os.Environ(), "ORCH_REDIS_URL=", "ORCH_AGENT=", "ORCH_BRAIN=", "ORCH_SANDBOX="), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second
@@ -203,7 +208,7 @@ func TestScenarioCGuidanceDoesNotHelp(t *testing.T) {
 	t.Parallel()
 	dir := workdir(t)
 	answers := filepath.Join(dir, "answers.txt")
-	os.WriteFile(answers, []byte("# one answer, then the script runs out\nWrite exactly 100 lines and ignore the rest\n"), 0o644)
+	os.WriteFile(answers, []byte("Write exactly 100 lines and ignore the rest\n"), 0o644)
 	r := orch(t, dir, "", "run", "--agent", "sim", "--answers", answers, "examples/plans/doomed_to_fail.md")
 	must(t, r, 3, "(from the answers file)", "Resuming Task 1.1 with guidance...")
 	if n := strings.Count(r.stdout, "LOOP DETECTED"); n != 2 {
@@ -279,9 +284,13 @@ func TestAutoApprove(t *testing.T) {
 	// A failure is never approved: the run fails.
 	r := orch(t, dir, "", "run", "--agent", "sim", "--auto-approve", "examples/plans/doomed_to_fail.md")
 	must(t, r, 1, "LOOP DETECTED", "cannot be auto-approved")
-	if st := status(t, dir, runID(t, r)); st["status"] != "failed" {
+	id := runID(t, r)
+	if st := status(t, dir, id); st["status"] != "failed" {
 		t.Fatalf("status %v", st["status"])
 	}
+	// The question was closed with the run: nobody can answer a failed run back to life by accident.
+	must(t, orch(t, dir, "", "escalation", "resolve", id, "--answer", "try again"), 2, "already ended: failed")
+	must(t, orch(t, dir, "", "escalation", "log", id), 0, "declined", "auto-approve")
 }
 
 func TestAbortAndForceContinue(t *testing.T) {
@@ -482,4 +491,50 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// --agent claude end to end, with a fake claude on PATH that replays real stream-json transcripts.
+func TestClaudeAgentWithFakeCLI(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "claude"), "../../agent/testdata/fakeclaude")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building fake claude: %v\n%s", err, out)
+	}
+	transcripts, _ := filepath.Abs("../../agent/testdata/claude")
+	argsFile := filepath.Join(t.TempDir(), "args.json")
+	path := "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")
+
+	ok := orchEnv(t, dir, []string{path, "FAKE_CLAUDE_ARGS=" + argsFile,
+		"FAKE_CLAUDE_TRANSCRIPT=" + filepath.Join(transcripts, "02_stream_claude-2.1.63.jsonl")}, nil,
+		"run", "--agent", "claude", "examples/plans/hello.md")
+	must(t, ok, 0, "Invoking Claude Code", "Task 1.1: COMPLETED", "Task 1.2: COMPLETED", "$0.9437")
+	var inv struct {
+		Args []string          `json:"args"`
+		Env  map[string]string `json:"env"`
+	}
+	data, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal(data, &inv)
+	got := strings.Join(inv.Args, " ")
+	for _, want := range []string{"-p", "--output-format stream-json", "--verbose", "Task 1.2: Check the greeting"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("claude was called without %q: %q", want, got)
+		}
+	}
+	if inv.Env["ORCH_TASK_ID"] != "1.2" || inv.Env["ORCH_ATTEMPT"] != "1" || inv.Env["ORCH_RUN_ID"] != runID(t, ok) {
+		t.Errorf("env = %v", inv.Env)
+	}
+
+	// Signed out: no retry can fix that, so orch asks at once instead of burning attempts.
+	out := orchEnv(t, dir, []string{path, "FAKE_CLAUDE_EXIT=1",
+		"FAKE_CLAUDE_TRANSCRIPT=" + filepath.Join(transcripts, "04e_not_logged_in.jsonl")}, nil,
+		"run", "--agent", "claude", "examples/plans/hello.md")
+	must(t, out, 3, "Task 1.1: FAILED (attempt 1/3)", "NEEDS HUMAN INPUT", "Not logged in")
+	if strings.Contains(out.stdout, "attempt 2/3") {
+		t.Fatalf("a permanent failure was retried:\n%s", out)
+	}
 }

@@ -13,9 +13,10 @@ import (
 
 // renderer prints a run's events for people (a line per event, a block per question) or as JSON lines.
 type renderer struct {
-	mu   sync.Mutex
-	out  io.Writer
-	json bool
+	mu    sync.Mutex
+	out   io.Writer
+	json  bool
+	runID string // the run orch's own notes are about, once known
 }
 
 func newRenderer(out io.Writer, asJSON bool) *renderer { return &renderer{out: out, json: asJSON} }
@@ -29,7 +30,11 @@ func (r *renderer) note(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.json {
-		data, _ := json.Marshal(map[string]any{"type": "note", "time": time.Now().UTC().Format(time.RFC3339Nano), "message": msg})
+		note := map[string]any{"type": "note", "time": time.Now().UTC().Format(time.RFC3339Nano), "message": msg}
+		if r.runID != "" {
+			note["run_id"] = r.runID
+		}
+		data, _ := json.Marshal(note)
 		fmt.Fprintln(r.out, string(data))
 		return
 	}
@@ -78,7 +83,7 @@ func (r *renderer) event(e jobs.Event) {
 		fmt.Fprintf(w, "%sStopping to prevent resource waste.\n\nError similarity: %.0f%%\nPlease investigate and provide guidance.\n",
 			ts, 100*e.Float("similarity"))
 	case jobs.EventEscalation:
-		r.escalationBlock(w, e)
+		writeQuestion(w, questionOf(e))
 	case jobs.EventResolution:
 		fmt.Fprintf(w, "%sAnswered by %s (%s) after %s: %s\n", ts, e.String("by"), e.String("via"),
 			(time.Duration(e.Float("wait_seconds") * float64(time.Second))).Round(time.Second), e.String("summary"))
@@ -105,47 +110,60 @@ func (r *renderer) event(e jobs.Event) {
 	}
 }
 
+// question is what the NEEDS HUMAN INPUT block shows.
+type question struct {
+	at                                               time.Time
+	taskID, title, trigger, source, text, recommends string
+	options                                          []jobs.Option
+}
+
 // escalation prints the question block of an open escalation (for a resumed run, which has no event to replay).
 func (r *renderer) escalation(e *jobs.Escalation, title, runID string) {
-	ev := jobs.NewEvent(jobs.EventEscalation, runID, e.TaskID, "escalation_id", e.ID, "trigger", string(e.Trigger),
-		"question", e.Question, "options", e.Options, "recommendation", e.Recommendation, "title", title,
-		"attempt", e.Attempt, "failures", e.Failures, "similarity", e.Similarity, "source", e.Source)
-	ev.Time = e.CreatedAt
-	r.event(roundTrip(ev))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.json {
+		ev := jobs.NewEvent(jobs.EventEscalation, runID, e.TaskID, "escalation_id", e.ID, "trigger", string(e.Trigger),
+			"question", e.Question, "options", e.Options, "recommendation", e.Recommendation, "title", title,
+			"attempt", e.Attempt, "failures", e.Failures, "similarity", e.Similarity, "source", e.Source)
+		ev.Time = e.CreatedAt
+		if data, err := json.Marshal(ev); err == nil {
+			fmt.Fprintln(r.out, string(data))
+		}
+		return
+	}
+	writeQuestion(r.out, question{at: e.CreatedAt, taskID: e.TaskID, title: title, trigger: string(e.Trigger),
+		source: e.Source, text: e.Question, recommends: e.Recommendation, options: e.Options})
 }
 
-// roundTrip gives an event built in memory the shape of one read from the log.
-func roundTrip(e jobs.Event) jobs.Event {
-	data, err := json.Marshal(e)
-	if err != nil {
-		return e
+func questionOf(e jobs.Event) question {
+	q := question{at: e.Time, taskID: e.TaskID, title: e.String("title"), trigger: e.String("trigger"),
+		source: e.String("source"), text: e.String("question"), recommends: e.String("recommendation")}
+	opts, _ := e.Fields["options"].([]any)
+	for _, o := range opts {
+		m, _ := o.(map[string]any)
+		q.options = append(q.options, jobs.Option{Key: fmt.Sprint(m["key"]), Label: fmt.Sprint(m["label"])})
 	}
-	var out jobs.Event
-	if json.Unmarshal(data, &out) != nil {
-		return e
-	}
-	return out
+	return q
 }
 
-func (r *renderer) escalationBlock(w io.Writer, e jobs.Event) {
+func writeQuestion(w io.Writer, q question) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%sNEEDS HUMAN INPUT — Task %s: %s (%s)\n\n", stamp(e.Time), e.TaskID, e.String("title"), triggerText(e.String("trigger")))
+	fmt.Fprintf(&b, "%sNEEDS HUMAN INPUT — Task %s: %s (%s)\n\n", stamp(q.at), q.taskID, q.title, triggerText(q.trigger))
 	who := "Agent's question"
-	if e.String("source") != "agent" {
+	if q.source != "agent" {
 		who = "Question"
 	}
 	fmt.Fprintf(&b, "%s:\n", who)
-	for _, line := range strings.Split(strings.TrimSpace(e.String("question")), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(q.text), "\n") {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
-	rec := e.String("recommendation")
-	if opts, ok := e.Fields["options"].([]any); ok && len(opts) > 0 {
+	rec := q.recommends
+	if len(q.options) > 0 {
 		b.WriteString("\nOptions:\n")
-		for _, o := range opts {
-			m, _ := o.(map[string]any)
-			fmt.Fprintf(&b, "  %v) %v\n", m["key"], m["label"])
-			if fmt.Sprint(m["key"]) == rec {
-				rec = fmt.Sprintf("%v) %v", m["key"], m["label"])
+		for _, o := range q.options {
+			fmt.Fprintf(&b, "  %s) %s\n", o.Key, o.Label)
+			if o.Key == rec {
+				rec = o.Key + ") " + o.Label
 			}
 		}
 	}

@@ -83,10 +83,7 @@ func (a *app) options(cmd *cobra.Command, planPath string) (jobs.Options, string
 	o.Agent = s.str(cmd, "agent", "ORCH_AGENT", fc.Agent, "claude")
 	o.AgentModel = s.str(cmd, "agent-model", "ORCH_AGENT_MODEL", fc.AgentModel, "")
 	o.SimScenario = s.str(cmd, "sim-scenario", "ORCH_SIM_SCENARIO", "", "")
-	o.Sandbox = s.str(cmd, "sandbox", "", fc.Sandbox, "local") // ORCH_SANDBOX is for serve/worker; run defaults to local
-	if v := a.env("ORCH_SANDBOX"); v != "" && !cmd.Flags().Changed("sandbox") {
-		o.Sandbox = v
-	}
+	o.Sandbox = s.str(cmd, "sandbox", "ORCH_SANDBOX", fc.Sandbox, "local")
 	o.Image = s.str(cmd, "image", "ORCH_IMAGE", fc.Image, "")
 	o.LLMOnly, _ = cmd.Flags().GetBool("llm-only")
 	var err error
@@ -169,6 +166,7 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 		return err
 	}
 	r := newRenderer(a.stdout, h.json)
+	r.runID = run.ID
 	r.note(fmt.Sprintf("Run %s: %s (%s) — agent %s, %s, sandbox %s, %s", run.ID, plan.Title, plural(len(tasks), "task"),
 		opts.Agent, brainNote, opts.Sandbox, describeRedis(a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, ""),
 			a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch"))))
@@ -210,18 +208,15 @@ func (a *app) resumeCmd() *cobra.Command {
 				return err
 			}
 			r := newRenderer(a.stdout, h.json)
+			r.runID = run.ID
 			if run.Status.Terminal() {
 				r.note(fmt.Sprintf("Run %s already ended: %s%s", run.ID, run.Status, reasonSuffix(run.Reason)))
 				return terminalErr(run)
 			}
 			// Pick up from the end of the log: what happened before is in `orch status`.
-			evs, err := b.Store.Events(ctx, run.ID, "0", 0)
+			from, err := b.Store.LastEventID(ctx, run.ID)
 			if err != nil {
 				return err
-			}
-			from := "0"
-			if len(evs) > 0 {
-				from = evs[len(evs)-1].ID
 			}
 			r.note(fmt.Sprintf("Resuming run %s (%s, task %s)", run.ID, run.Status, currentID(run)))
 			return a.drive(cmd, b, run.ID, from, iv, &h, r)
@@ -296,7 +291,7 @@ func (a *app) drive(cmd *cobra.Command, b *jobs.Backend, runID, from string, iv 
 	// Whatever state the run was left in, make sure its next task is queued: an interrupted step, a resolution made
 	// from another terminal.
 	if run, err := b.Store.Get(ctx, runID); err == nil {
-		if err := nudge(ctx, b, run); err != nil {
+		if err := w.Nudge(ctx, run); err != nil {
 			return err
 		}
 	}
@@ -331,21 +326,6 @@ func terminalErr(run *jobs.Run) error {
 		return nil
 	}
 	return withCode(exitFailed, errSilent)
-}
-
-// nudge enqueues whatever moves a run on from its saved state; every enqueue is idempotent.
-func nudge(ctx context.Context, b *jobs.Backend, run *jobs.Run) error {
-	switch run.Status {
-	case jobs.RunQueued:
-		return b.Queue.Start(ctx, run.ID)
-	case jobs.RunRunning:
-		return b.Queue.Step(ctx, run.ID, run.Seq)
-	case jobs.RunParked:
-		if run.OpenEscalation() == nil && len(run.Escalations) > 0 {
-			return b.Queue.Resume(ctx, run.ID, run.Escalations[len(run.Escalations)-1].ID)
-		}
-	}
-	return nil
 }
 
 // isTerminal reports whether r is a character device (a terminal), where typed answers echo by themselves.
@@ -443,9 +423,7 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 	if run, err := f.store.Get(ctx, f.runID); err == nil {
 		if e := run.OpenEscalation(); e != nil && run.Status == jobs.RunParked {
 			f.r.escalation(e, taskTitle(run, e.TaskID), run.ID)
-			if st, done := f.present(ctx, run, e, ask); done {
-				return st, nil
-			}
+			f.present(ctx, run, e, ask)
 		}
 	}
 	for {
@@ -466,9 +444,7 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 				if e == nil || e.Resolution != nil {
 					continue // answered already (we are replaying the log)
 				}
-				if st, done := f.present(ctx, run, e, ask); done {
-					return st, nil
-				}
+				f.present(ctx, run, e, ask)
 			case jobs.EventResolution:
 				if ev.String("escalation_id") == askingID {
 					cancelAsk()
@@ -511,28 +487,16 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 }
 
 // present asks the human about e, unless this process may not answer it: auto-approval never resolves failures or
-// security escalations, which end the run as failed.
-func (f *follower) present(ctx context.Context, run *jobs.Run, e *jobs.Escalation, ask func(*jobs.Escalation)) (jobs.RunStatus, bool) {
+// security escalations, which end the run as failed (the run_failed event then ends the follow).
+func (f *follower) present(ctx context.Context, run *jobs.Run, e *jobs.Escalation, ask func(*jobs.Escalation)) {
 	if f.autoApprove && e.Trigger != jobs.TriggerNeedsHelp {
-		_, err := f.store.Update(ctx, run.ID, func(r *jobs.Run, c *jobs.Change) error {
-			if r.Status != jobs.RunParked {
-				return nil
-			}
-			r.Status = jobs.RunFailed
-			r.Reason = fmt.Sprintf("%s escalation on task %s cannot be auto-approved", e.Trigger, e.TaskID)
-			r.EndedAt = f.store.Now().UTC()
-			c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: e.TaskID, EscalationID: e.ID, Action: "declined",
-				Trigger: e.Trigger, Detail: "auto-approve does not resolve " + string(e.Trigger) + " escalations", By: f.by, Via: f.via})
-			c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, e.TaskID, "reason", r.Reason))
-			return nil
-		})
-		if err != nil {
+		reason := fmt.Sprintf("%s escalation on task %s cannot be auto-approved", e.Trigger, e.TaskID)
+		if err := escalation.Decline(ctx, f.store, run.ID, e.ID, f.by, f.via, reason); err != nil {
 			f.r.note("could not end the run: " + err.Error())
 		}
-		return "", false // the run_failed event ends the follow
+		return
 	}
 	ask(e)
-	return "", false
 }
 
 func taskTitle(r *jobs.Run, id string) string {
