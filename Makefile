@@ -22,6 +22,12 @@ demo:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 $(PKGS)
 
+# Score a brain backend on the labelled corpora: accuracy, per-class recall/precision, confusion matrices.
+# ORCH_EVAL_BACKEND selects the backend (default heuristic); see brain/testdata/eval/README.md.
+.PHONY: eval
+eval:
+	$(GO) test -count=1 -run '^TestEval' -v ./brain
+
 # Short fuzzing of every fuzz target (seeds run in `make test` anyway).
 fuzz:
 	@for pkg in $$($(GO) list $(PKGS)); do \

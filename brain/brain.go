@@ -27,9 +27,18 @@ type Interpretation struct {
 	Question       string
 	Options        []string
 	Recommendation string
-	// Via says which path produced the interpretation: "marker" (explicit-marker fast path) or "heuristic".
-	// It is for the event log, not part of the judgement, so it is not marshalled.
+	// Via says which path produced the interpretation: "marker" (explicit-marker fast path), "heuristic",
+	// or the LLM backend ("anthropic", "claude"). It is for the event log, not part of the judgement, so it is
+	// not marshalled.
 	Via string
+	// OmittedBytes is how many bytes from the middle of the output an LLM brain did not see because the output
+	// was larger than its context allows (0: it read all of it). The event log should say so when it is not 0.
+	OmittedBytes int
+	// Fallback is set when an LLM brain could not give a usable answer and the heuristic answered instead: it
+	// says why, for a brain_fallback event.
+	Fallback string
+	// Usage is what the LLM calls behind this answer cost, failed ones included (zero for the offline paths).
+	Usage Usage
 }
 
 // Via values for the offline paths; LLM backends name themselves.
@@ -121,6 +130,13 @@ type Decision struct {
 	Similarity float64
 	// Permanent reports that the latest error is one no retry can fix.
 	Permanent bool
+	// Via says which path decided: "heuristic" or the LLM backend ("anthropic", "claude"); empty when the
+	// Heuristic was called directly. Not marshalled, like Interpretation.Via.
+	Via string
+	// Fallback is set when an LLM brain could not give a usable answer and the heuristic decided instead.
+	Fallback string
+	// Usage is what the LLM calls behind this decision cost, failed ones included.
+	Usage Usage
 }
 
 type decisionJSON struct {

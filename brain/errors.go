@@ -17,6 +17,8 @@ var (
 		regexp.MustCompile(`^\s*(?:[A-Za-z_][\w$]*\.)*(?:[A-Z]\w*)?(?:Error|Exception)(?::\s*\S.*|\s*$)`),
 		// "error: …", "error[E0425]: …", "fatal: …", "panic: …", "ERROR: …", "Error …: …" (jest, eslint).
 		regexp.MustCompile(`(?i)^\s*(?:error|fatal|panic)(?:\[\w+\])?:\s*\S`),
+		// A capitalised word or two naming where the error came from: "API Error: 529 …", "PHP Fatal error: …".
+		regexp.MustCompile(`^\s*(?:[A-Z][\w-]*\s+){1,2}(?:[Ff]atal\s+)?(?:[Ee]rror|ERROR):\s*\S`),
 		// Compiler and test locations with a message: "./main.go:14:2: undefined: X", "plan_test.go:41: got…".
 		regexp.MustCompile(`^\s*\S+\.(?:go|py|rs|ts|tsx|js|jsx|mjs|cjs|java|kt|c|cc|cpp|h|hpp|rb|cs|swift|php|scala|ex|exs):\d+(?::\d+)?:?\s+\S`),
 		// TypeScript: "src/a.ts(3,5): error TS2304: …" and "src/a.ts:3:5 - error TS2304: …".
@@ -43,13 +45,22 @@ var (
 		regexp.MustCompile(`(?i)\b(?:build|compilation) failed\b|\bcould not compile\b`),
 	}
 	// The agent admitting failure in its own words.
-	admissionRe = regexp.MustCompile(`(?i)\b(?:(?:I|we)\s+(?:was|were|am|are)\s+(?:not\s+|un)able to|(?:I|we)\s+(?:could not|couldn't|cannot|can't|did not manage to|didn't manage to|failed to|gave up)|(?:could not|couldn't|cannot|can't)\s+be\s+(?:completed|finished|done|fixed|resolved)|unable to (?:complete|finish|fix|resolve|build|compile|get|make|run|install|find|reproduce|pass)|(?:still|continues to)\s+(?:fails?|failing|does not|doesn't|cannot|can't|errors?|crash(?:es)?|is broken|broken)|(?:did not|didn't) (?:succeed|manage)|(?:does not|doesn't|did not|didn't) (?:compile|build)|gave up|giving up|ran out of (?:turns|time|context|budget)|running out of turns)`)
+	admissionRe = regexp.MustCompile(`(?i)\b(?:(?:I|we)\s+(?:was|were|am|are)\s+(?:not\s+|un)able to|(?:I|we)\s+(?:wasn't|weren't)\s+able to|(?:I|we)\s+(?:have not|haven't)\s+(?:yet\s+)?(?:been able to|managed to|found|figured out|fixed|resolved|solved)|(?:I|we)\s+(?:could not|couldn't|cannot|can't|did not manage to|didn't manage to|failed to|gave up)|(?:could not|couldn't|cannot|can't)\s+be\s+(?:completed|finished|done|fixed|resolved)|unable to (?:complete|finish|fix|resolve|build|compile|get|make|run|install|find|reproduce|pass)|(?:still|continues to)\s+(?:fails?|failing|does not|doesn't|cannot|can't|errors?|crash(?:es)?|is broken|broken)|(?:did not|didn't) (?:succeed|manage)|(?:does not|doesn't|did not|didn't) (?:compile|build)|gave up|giving up|ran out of (?:turns|time|context|budget)|running out of turns)`)
 	// "  --> src/main.rs:3:5", `  File "x.py", line 3, in f`: where the preceding or following error is.
 	rustLocRe   = regexp.MustCompile(`^\s*-->\s*\S+:\d+`)
 	pyFileRe    = regexp.MustCompile(`^\s*File "[^"]+", line \d+`)
 	npmNoiseRe  = regexp.MustCompile(`(?i)npm ERR! (?:A complete log|\s*$|Please include)`)
 	failCountRe = regexp.MustCompile(`(?i)\b0 (?:failed|failing|failures?|errors?)\b`)
 )
+
+// frameRe is the box drawing some tools put before their messages (terraform's "│ Error: …").
+var frameRe = regexp.MustCompile(`^[\s│┃║╷╵╎┆]+`)
+
+// undecorated is a line without the frame some tools draw in front of it, so that start-anchored error
+// patterns see the message.
+func undecorated(l string) string {
+	return frameRe.ReplaceAllString(l, "")
+}
 
 // errorLine is one line of output judged as evidence of failure.
 type errorLine struct {
@@ -68,9 +79,9 @@ func errorLines(lines []string) []errorLine {
 			continue
 		}
 		switch {
-		case (specificErrorAny.MatchString(l) || keywordErrorRe.MatchString(l)) && !failCountRe.MatchString(t):
+		case (specificErrorAny.MatchString(undecorated(l)) || keywordErrorRe.MatchString(l)) && !failCountRe.MatchString(t):
 			out = append(out, errorLine{t, i, true})
-		case genericErrorAny.MatchString(l):
+		case genericErrorAny.MatchString(undecorated(l)):
 			out = append(out, errorLine{t, i, false})
 		case pyFileRe.MatchString(l) || rustLocRe.MatchString(l):
 			out = append(out, errorLine{t, i, false})

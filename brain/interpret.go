@@ -26,10 +26,18 @@ var (
 		regexp.MustCompile(`(?m)^ok\s+\S+|^PASS\s*$|^OK(?: \(.*\))?\s*$|test result: ok\.`),
 		regexp.MustCompile(`(?im)^\s*(?:#+\s*)?[*_]{0,2}(?:done|all done|completed|finished|task complete[d]?)\b[*_]{0,2}\s*[.!:—-]`),
 		regexp.MustCompile(`(?i)\b(?:task|work|implementation|feature|change|changes|fix|migration|refactor(?:ing)?)\s+(?:is\s+|are\s+|has been\s+|have been\s+)?(?:now\s+)?(?:complete|completed|done|finished|in place)\b`),
+		regexp.MustCompile(`(?i)\b(?:starts|started|runs|ran|works|worked|boots|booted|deploys|deployed|loads|loaded)\s+(?:up\s+)?(?:cleanly|fine|correctly|as expected|without (?:errors?|issues|problems|warnings))\b`),
 		regexp.MustCompile(`(?i)\bsuccessfully\b|\bcommitted\b|\bsummary of (?:the )?changes\b|\bchanges made\b|\bbuild succeeded\b|\bBUILD SUCCESSFUL\b|\bcompiled successfully\b|✅`),
 	}
-	// Completion evidence that work was done, without proof it works.
-	weakCompletionRe = regexp.MustCompile(`(?im)(?:^\s*(?:[-*•]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|just\s+)?)(?:added|created|implemented|updated|fixed|refactored|wrote|written|removed|renamed|moved|replaced|introduced|extracted|migrated|configured|changed|modified|deleted|converted|upgraded|bumped|wired|applied|documented|rewrote|rewritten|extended|simplified|optimi[sz]ed|cleaned up|set up|ported|split)\b`)
+	// Completion evidence that work was done, without proof it works; a check mark is a list bullet saying done.
+	weakCompletionRe = regexp.MustCompile(`(?im)(?:^\s*(?:[-*•✓✔☑]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|just\s+)?)(?:added|created|implemented|updated|fixed|refactored|wrote|written|removed|renamed|moved|replaced|introduced|extracted|migrated|configured|changed|modified|deleted|converted|upgraded|bumped|wired|applied|documented|rewrote|rewritten|extended|simplified|optimi[sz]ed|cleaned up|set up|ported|split)\b`)
+	// The new state described as a fact ("the page now supports dark mode"): work done, without proof.
+	nowStateRe        = regexp.MustCompile(`(?i)\bnow\s+(?:also\s+)?(?:has|have|uses|supports|includes|handles|shows|accepts|validates|streams|remembers|caches|retries|lists|exposes)\b`)
+	weakCompletionAny = union([]*regexp.Regexp{weakCompletionRe, nowStateRe})
+	// Per-package (go test) and per-crate (cargo test) result lines: an "ok" among them does not undo a FAIL
+	// in the same run's block, since the order is the packages', not time's.
+	unitPassRe = regexp.MustCompile(`^ok\s+\S|test result: ok\.`)
+	unitFailRe = regexp.MustCompile(`^\s*(?:FAIL\s+\S|--- FAIL:)|test result: FAILED`)
 	// Negation in the clause of a completion match undoes it: "tests do not pass", "wasn't able to make the
 	// checks pass", "not committed".
 	completionNegationRe = regexp.MustCompile(`(?i)\b(?:not|never|no longer|unable|cannot|can't|couldn't|wasn't|weren't|didn't|doesn't|don't|won't|isn't|aren't|failed to|without)\b`)
@@ -40,11 +48,13 @@ var (
 	failurePhraseRes = []*regexp.Regexp{
 		regexp.MustCompile(`Traceback \(most recent call last\)`),
 		regexp.MustCompile(`\bFAIL(?:ED)?\b`),
-		regexp.MustCompile(`(?i)\b(?:tests?|build|compilation|suite|ci|pipeline|lint(?:er)?|checks?|it|they|this|command|script|deploy(?:ment)?|migration|install(?:ation)?|package|code|binary|server)\s+(?:still\s+|now\s+|also\s+)?(?:fails?|failed|failing|is failing|are failing|errors? out|breaks|broke|crashe[sd]|panics|does not (?:pass|compile|build|work|run)|doesn't (?:pass|compile|build|work|run)|did not (?:pass|compile|build)|didn't (?:pass|compile|build))\b`),
+		regexp.MustCompile(`(?i)\b(?:tests?|build|compilation|suite|ci|pipeline|lint(?:er)?|checks?|it|they|this|command|script|deploy(?:ment)?|migration|install(?:ation)?|package|code|binary|server|app|application|service|page|site)\s+(?:still\s+|now\s+|also\s+)?(?:fails?|failed|failing|no longer (?:works|renders|starts|builds|compiles|runs|loads|passes|boots)|is failing|are failing|errors? out|breaks|broke|crashe[sd]|panics|does not (?:pass|compile|build|work|run)|doesn't (?:pass|compile|build|work|run)|did not (?:pass|compile|build)|didn't (?:pass|compile|build))\b`),
+		regexp.MustCompile(`(?i)\b(?:push(?:ing)?|merg(?:e|ing)|rebas(?:e|ing)|publish(?:ing)?|upload(?:ing)?|releas(?:e|ing))\b[^.;:\n]{0,30}?\b(?:failed|fails|was rejected|were rejected|got rejected|is rejected)\b`),
 		regexp.MustCompile(`(?i)\b(?:fails|failed) (?:with|to (?:compile|build|run|start|install|pass|resolve|connect|fetch|load|import))\b`),
 		regexp.MustCompile(`(?i)\breached (?:the )?maximum (?:number of )?(?:turns|budget)|\berror_max_(?:turns|budget)|\bmax(?:imum)? turns reached\b`),
 		regexp.MustCompile(`(?i)\bpermission denied\b|\bEACCES\b|\boperation not permitted\b|\bsegmentation fault\b|\bcore dumped\b|\bcommand not found\b`),
 		regexp.MustCompile(`(?i)\b[1-9]\d*\s+(?:tests?\s+)?(?:failed|failing|failures?)\b|\bexit(?:ed)?(?: with)? (?:status|code):? ?[1-9]`),
+		regexp.MustCompile(`(?i)\bleft (?:in )?(?:a |the )?broken\b|\bin a broken state\b`),
 		regexp.MustCompile(`(?i)\b(?:task|attempt|run)\s+(?:has\s+)?failed\b|\bfailed to complete\b|\b(?:is|remains|are|still|left) (?:still )?(?:not complete|incomplete|unfinished|not finished)\b`),
 	}
 	// A failure described as a condition the code handles ("returns 400 when it fails validation") is
@@ -60,7 +70,7 @@ var (
 	// The agent asking or stuck on a decision.
 	uncertaintyRes = []*regexp.Regexp{
 		regexp.MustCompile(`(?i)\b(?:should|shall) (?:I|we)\b|\bwould you (?:prefer|rather)\b|\bdo you (?:prefer|want|think|agree)\b|\bwhat (?:would|do) you (?:like|prefer|want|suggest)\b|\bhow (?:would|do) you (?:like|want)\b|\bwhich\b[^.?]{0,80}\b(?:do you|would you|should (?:I|we)|is preferred|do we|you want|you prefer)\b`),
-		regexp.MustCompile(`(?i)\b(?:I'm|I am|we're|we are)\s+(?:not sure|unsure|uncertain)\b(?:\s+(?:whether|if|which|what (?:to|you|the)|how (?:to|you|best)|about (?:the|which|whether|how)|of the))?|\bnot sure (?:whether|if|which)\b|\bunsure (?:whether|if|which|how)\b`),
+		regexp.MustCompile(`(?i)\b(?:I'm|I am|we're|we are)\s+(?:not sure|unsure|uncertain)\b(?:\s+(?:whether|if|which|what (?:to|you|the)|how (?:to|you|best)|about (?:the|which|whether|how)|of the))?|\bnot sure (?:whether|if|which)\b|\bunsure (?:whether|if|which|how)\b|\b(?:I'm|I am|we're|we are)\s+(?:a bit\s+|somewhat\s+|quite\s+|still\s+)?confused\b|\b(?:it's|it is|it remains)\s+(?:still\s+)?unclear\s+(?:whether|if|which|what|how)\b`),
 		regexp.MustCompile(`(?i)\b(?:I|we)\s+need\s+(?:some\s+|more\s+|your\s+)?(?:clarification|input|guidance|a decision|direction|confirmation|more (?:information|context|details))\b|\bneeds? clarification\b|\b(?:could|can) you (?:please )?(?:clarify|confirm|decide|advise)\b|\bplease (?:clarify|confirm|advise|decide)\b`),
 		regexp.MustCompile(`(?i)\b(?:I'm|I am|we're|we are) blocked\b|\bblocked (?:until|on|by) (?:a |the |your |this )?(?:decision|human|clarification|answer|input|product|user|you)|\bbefore I (?:continue|proceed|go (?:any )?further|make (?:this|that|the) change)\b|\bcould go either way\b`),
 		regexp.MustCompile(`(?i)\b(?:the|two|three|a few|several|some|possible)\s+(?:possible\s+)?(?:options|approaches|choices|alternatives)\s+(?:are|seem to be|I see|would be)\b[^.\n]{0,40}:|\b(?:I see|there are|here are)\s+(?:two|three|several|a few|some)\s+(?:options|approaches|choices|ways|alternatives)\b`),
@@ -137,33 +147,46 @@ func interpret(output string) Interpretation {
 	return in
 }
 
-// evidence is what the output shows, with the position of the last sign of each kind so that a failure
-// fixed later in the output does not count against it.
+// evidence is what the output shows, with the position (see at) of the last sign of each kind so that a
+// failure fixed later in the output does not count against it.
 type evidence struct {
-	lastStrong, lastWeak int // line of the last completion evidence; -1 for none
-	lastFail             int // line of the last failure evidence
-	lastAdmission        int // line of the agent's last admission that it could not do something
+	lastStrong, lastWeak int // position of the last completion evidence; -1 for none
+	lastFail             int // position of the last failure evidence
+	lastAdmission        int // position of the agent's last admission that it could not do something
 	questions            int // real questions and statements of uncertainty
 	offers               int // offers of extra work: courtesy after finished (or failed) work
 	letteredOptions      int // lettered option lines presented in the prose
 }
 
+// at is a position in the output, line then column: evidence is ordered within a line too, since agents
+// often tell a whole story on one line ("Two tests failed at first. I fixed the fixture and all 48 pass.").
+// clip bounds an output well below 1<<20 bytes, so columns never spill into the line bits.
+func at(line, col int) int { return line<<20 | col }
+
 func gatherEvidence(d *doc) evidence {
 	ev := evidence{lastStrong: -1, lastWeak: -1, lastFail: -1, lastAdmission: -1}
+	blockFailed := false // a unit failed in the current block of consecutive non-blank lines
 	for i, l := range d.lines {
-		// A suite summary with failures ("Tests: 2 failed, 30 passed") is not a pass, whatever the order.
-		failCount := false
-		if loc := failCountNonzeroRe.FindStringIndex(l); loc != nil && !resolvedBefore(l[:loc[0]]) {
-			failCount = true
+		// A suite summary with failures ("Tests: 2 failed, 30 passed") is not a pass, whatever the order
+		// inside its sentence.
+		failing := failCountSentences(l)
+		switch {
+		case strings.TrimSpace(l) == "":
+			blockFailed = false
+		case unitFailRe.MatchString(l):
+			blockFailed = true
 		}
-		if !failCount && matchUnnegated(strongCompletionAny, l) {
-			ev.lastStrong = i
+		if blockFailed && unitPassRe.MatchString(l) {
+			failing = append(failing, [2]int{0, len(l)})
 		}
-		if !failCount && matchUnnegated(weakCompletionRe, l) {
-			ev.lastWeak = i
+		if c := lastUnnegated(strongCompletionAny, l, failing); c >= 0 {
+			ev.lastStrong = at(i, c)
 		}
-		if failureLine(l) {
-			ev.lastFail = i
+		if c := lastUnnegated(weakCompletionAny, l, failing); c >= 0 {
+			ev.lastWeak = at(i, c)
+		}
+		if c := lastFailure(l); c >= 0 {
+			ev.lastFail = at(i, c)
 		}
 		if prose := d.proseLines[i]; letteredLineRe.MatchString(prose) {
 			ev.letteredOptions += max(1, len(ParseOptions(prose)))
@@ -174,7 +197,10 @@ func gatherEvidence(d *doc) evidence {
 	sentences := d.sentences()
 	for _, s := range sentences {
 		if loc := admissionRe.FindStringIndex(s.text); loc != nil && !resolvedBefore(s.text[:loc[0]]) {
-			ev.lastAdmission = max(ev.lastAdmission, s.line)
+			// The admission's column on the sentence's last line; a phrase wrapped across lines counts from
+			// the start of that line.
+			col := max(0, strings.Index(d.lines[s.line], d.restore(s.text[loc[0]:loc[1]])))
+			ev.lastAdmission = max(ev.lastAdmission, at(s.line, col))
 		}
 	}
 	last := lastProse(sentences)
@@ -192,39 +218,92 @@ func gatherEvidence(d *doc) evidence {
 	return ev
 }
 
-// matchUnnegated reports a match of re in s with no negation in the match or earlier in its clause.
-func matchUnnegated(re *regexp.Regexp, s string) bool {
+// sentenceEndInLineRe ends a sentence inside a line: punctuation, space, then anything but a lower-case
+// letter (so "e.g. foo" and "v1.2" do not split).
+var sentenceEndInLineRe = regexp.MustCompile(`[.!?]\s+[^a-z\s]`)
+
+// failCountSentences returns the spans of l's sentences that report a nonzero failure count not told as
+// history: no completion evidence inside them counts.
+func failCountSentences(l string) [][2]int {
+	var spans [][2]int
+	start := 0
+	ends := sentenceEndInLineRe.FindAllStringIndex(l, -1)
+	for k := 0; k <= len(ends); k++ {
+		end := len(l)
+		if k < len(ends) {
+			end = ends[k][1] - 1
+		}
+		seg := l[start:end]
+		if loc := failCountNonzeroRe.FindStringIndex(seg); loc != nil && !resolvedBefore(seg[:loc[0]]) {
+			spans = append(spans, [2]int{start, end})
+		}
+		start = end
+	}
+	return spans
+}
+
+// lastUnnegated returns the column of the last match of re in s with no negation in the match or earlier
+// in its clause and outside the skip spans, or -1.
+func lastUnnegated(re *regexp.Regexp, s string, skip [][2]int) int {
+	last := -1
 	for _, m := range re.FindAllStringIndex(s, -1) {
+		if inSpans(m[0], skip) {
+			continue
+		}
 		clause := s[:m[1]]
 		if b := clauseBreakRe.FindAllStringIndex(s[:m[0]], -1); len(b) > 0 {
 			clause = s[b[len(b)-1][1]:m[1]]
 		}
 		if !completionNegationRe.MatchString(clause) {
+			last = m[0]
+		}
+	}
+	return last
+}
+
+func inSpans(i int, spans [][2]int) bool {
+	for _, sp := range spans {
+		if i >= sp[0] && i < sp[1] {
 			return true
 		}
 	}
 	return false
 }
 
-// failureLine reports whether a line is evidence of failure: a structural error line, or the prose of a
-// failure not told as something already fixed.
-func failureLine(l string) bool {
+// lastFailure returns the column of the last failure evidence in a line, or -1: an error line's message
+// (behind any frame a tool draws), or the prose of a failure, neither told as something already fixed; the
+// prose not a condition the code handles either.
+func lastFailure(l string) int {
 	if strings.TrimSpace(l) == "" {
-		return false
+		return -1
 	}
-	if (specificErrorAny.MatchString(l) || genericErrorAny.MatchString(l)) && !resolvedBefore(l[:len(l)-len(strings.TrimLeft(l, " \t"))]) {
-		return true
+	last := -1
+	u := undecorated(l)
+	frame := len(l) - len(u)
+	for _, re := range []*regexp.Regexp{specificErrorAny, genericErrorAny} {
+		for _, loc := range re.FindAllStringIndex(u, -1) {
+			if !resolvedBefore(u[:loc[0]]) {
+				last = max(last, frame+loc[0])
+			}
+		}
 	}
 	for _, loc := range failurePhraseAny.FindAllStringIndex(l, -1) {
 		if !resolvedBefore(l[:loc[0]]) && !conditionalContextRe.MatchString(l[:loc[0]]) {
-			return true
+			last = max(last, loc[0])
 		}
 	}
-	return false
+	return last
 }
 
-// resolvedBefore reports whether the text leading up to a failure tells it as already fixed.
+// contrastRe starts a new clause that can undo the one before: "I fixed the parser, but the build still fails".
+var contrastRe = regexp.MustCompile(`(?i)\b(?:but|however|although|though|still)\b|;`)
+
+// resolvedBefore reports whether the text leading up to a failure, in the failure's own clause, tells it as
+// already fixed.
 func resolvedBefore(leadIn string) bool {
+	if locs := contrastRe.FindAllStringIndex(leadIn, -1); len(locs) > 0 {
+		leadIn = leadIn[locs[len(locs)-1][1]:]
+	}
 	return resolvedContextRe.MatchString(leadIn)
 }
 

@@ -29,6 +29,7 @@ const (
 	EventRunCompleted  = "run_completed"
 	EventRunFailed     = "run_failed"
 	EventRunAborted    = "run_aborted"
+	EventRunPaused     = "run_paused"
 )
 
 // Event is one entry of a run's append-only event log.

@@ -15,6 +15,7 @@ const (
 	RunQueued    RunStatus = "queued"
 	RunRunning   RunStatus = "running"
 	RunParked    RunStatus = "parked" // waiting for a human; holds no worker
+	RunPaused    RunStatus = "paused" // stopped by orch (the brain was unavailable); `orch resume` continues it
 	RunCompleted RunStatus = "completed"
 	RunFailed    RunStatus = "failed"
 	RunAborted   RunStatus = "aborted"
@@ -46,6 +47,7 @@ type Options struct {
 	AgentModel  string `json:"agent_model,omitempty"`
 	SimScenario string `json:"sim_scenario,omitempty"`
 	Brain       string `json:"brain"`
+	BrainModel  string `json:"brain_model,omitempty"`
 	Sandbox     string `json:"sandbox"`
 	Image       string `json:"image,omitempty"`
 	MaxAttempts int    `json:"max_attempts"`
@@ -104,6 +106,21 @@ type Task struct {
 	SessionID     string     `json:"session_id,omitempty"`
 	Attempts      []*Attempt `json:"attempts,omitempty"`
 	Summary       string     `json:"summary,omitempty"`
+	// Pending is an agent's output still waiting for the brain's judgement (the brain was unavailable): a resumed
+	// step judges it instead of running the agent again.
+	Pending *Pending `json:"pending,omitempty"`
+}
+
+// Pending is what the agent said on an attempt the brain has not judged yet.
+type Pending struct {
+	Text      string   `json:"text"`
+	Success   bool     `json:"success"`
+	Errors    []string `json:"errors,omitempty"`
+	ExitCode  int      `json:"exit_code"`
+	Signal    string   `json:"signal,omitempty"`
+	Stderr    string   `json:"stderr,omitempty"`
+	TimedOut  bool     `json:"timed_out,omitempty"`
+	OOMKilled bool     `json:"oom_killed,omitempty"`
 }
 
 // Attempt is one execution of a task.
@@ -119,6 +136,33 @@ type Attempt struct {
 	OutputTokens int64         `json:"output_tokens,omitempty"`
 	CostUSD      float64       `json:"cost_usd,omitempty"`
 	Model        string        `json:"model,omitempty"`
+	// Brain is what judging this attempt cost.
+	Brain BrainUsage `json:"brain,omitzero"`
+}
+
+// BrainUsage is the cost of the brain's calls about one attempt.
+type BrainUsage struct {
+	Backend      string  `json:"backend,omitempty"`
+	Model        string  `json:"model,omitempty"`
+	Calls        int     `json:"calls,omitempty"`
+	InputTokens  int64   `json:"input_tokens,omitempty"`
+	OutputTokens int64   `json:"output_tokens,omitempty"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+}
+
+// Add sums two usages (the backend and model of the newer one win).
+func (u BrainUsage) Add(v BrainUsage) BrainUsage {
+	u.Calls += v.Calls
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	u.CostUSD += v.CostUSD
+	if v.Backend != "" {
+		u.Backend = v.Backend
+	}
+	if v.Model != "" {
+		u.Model = v.Model
+	}
+	return u
 }
 
 // Current is the task under the cursor, or nil once all tasks are done.
@@ -159,13 +203,13 @@ func (r *Run) Escalation(id string) *Escalation {
 	return nil
 }
 
-// Cost sums the cost and tokens of every attempt.
+// Cost sums the cost and tokens of every attempt: the agent's and the brain's.
 func (r *Run) Cost() (usd float64, in, out int64) {
 	for _, t := range r.Tasks {
 		for _, a := range t.Attempts {
-			usd += a.CostUSD
-			in += a.InputTokens
-			out += a.OutputTokens
+			usd += a.CostUSD + a.Brain.CostUSD
+			in += a.InputTokens + a.Brain.InputTokens
+			out += a.OutputTokens + a.Brain.OutputTokens
 		}
 	}
 	return usd, in, out

@@ -20,6 +20,9 @@ import (
 // that moved on. It is not a failure.
 var errStale = errors.New("stale task")
 
+// maxPending bounds the agent output kept for a later judgement.
+const maxPending = 1 << 20
+
 // maxErrorLen bounds each error kept in a task's history: enough for similarity, not a log file per attempt.
 const maxErrorLen = 4 << 10
 
@@ -57,6 +60,40 @@ func (w *Worker) after(ctx context.Context, runID string, run *jobs.Run, err err
 	return w.Nudge(ctx, run)
 }
 
+// Continue moves a run on from wherever it stopped: a paused run (the brain was unavailable) runs again and its saved
+// output is judged; any other run is nudged.
+func (w *Worker) Continue(ctx context.Context, runID string) (*jobs.Run, error) {
+	run, err := w.cfg.Store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		if r.Status != jobs.RunPaused {
+			return errStale
+		}
+		r.Status, r.Reason = jobs.RunRunning, ""
+		c.Emit(jobs.NewEvent(jobs.EventResumed, r.ID, currentTaskID(r), "title", currentTitle(r), "resolution", "continue"))
+		return nil
+	})
+	if errors.Is(err, errStale) {
+		run, err = w.cfg.Store.Get(ctx, runID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return run, w.Nudge(ctx, run)
+}
+
+func currentTaskID(r *jobs.Run) string {
+	if t := r.Current(); t != nil {
+		return t.ID
+	}
+	return ""
+}
+
+func currentTitle(r *jobs.Run) string {
+	if t := r.Current(); t != nil {
+		return t.Title
+	}
+	return ""
+}
+
 // Nudge enqueues the task that moves run on from its saved state: after a crash, an interrupted step, a resolution
 // made while no worker ran. Enqueues are idempotent by task id, so nudging a run that is moving does nothing.
 func (w *Worker) Nudge(ctx context.Context, run *jobs.Run) error {
@@ -70,6 +107,8 @@ func (w *Worker) Nudge(ctx context.Context, run *jobs.Run) error {
 			return w.cfg.Queue.Resume(ctx, run.ID, last.ID)
 		}
 		return w.cfg.Sandbox.Release(ctx, run.ID, false)
+	case jobs.RunPaused:
+		return nil // waits for `orch resume`
 	default: // terminal
 		return w.cfg.Sandbox.Release(ctx, run.ID, true)
 	}
@@ -95,6 +134,8 @@ type attempt struct {
 	task    jobs.Task
 	n       int // ORCH_ATTEMPT
 	started time.Time
+	// rejudge is set when the agent already ran and only the brain's judgement is missing.
+	rejudge bool
 }
 
 func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
@@ -108,6 +149,10 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 		task := r.Current()
 		if r.Status != jobs.RunRunning || r.Seq != p.Seq || task == nil {
 			return errStale
+		}
+		if task.Pending != nil && len(task.Attempts) > 0 {
+			at = attempt{run: r, task: *task, n: task.Started, started: now, rejudge: true}
+			return nil
 		}
 		task.Started++
 		task.Status = jobs.TaskRunning
@@ -148,24 +193,59 @@ const settleTries = 5
 
 // outcome is what one attempt produced and what orch decided about it.
 type outcome struct {
-	result     agent.Result
-	exec       sandbox.Result
+	ran        bool // the agent ran in this step (not a re-judgement of saved output)
+	said       jobs.Pending
+	usage      agent.Result // the agent's tokens, cost, model and session, when it ran
+	duration   time.Duration
 	interp     brain.Interpretation
 	decision   *brain.Decision // for failures below the cap
 	secrets    []string
 	execErr    error // the sandbox could not run the agent at all
 	brainNote  string
-	similarity float64
+	brainUsage jobs.BrainUsage
+	// unavailable is set when the brain could not judge: the run stops with the output saved for later.
+	unavailable error
+	similarity  float64
 }
 
-// execute runs the agent and judges its output. Only an interruption (shutdown) is returned as an error.
+// execute runs the agent (unless its output is waiting to be judged) and judges what it said. Only an interruption
+// (shutdown) is returned as an error.
 func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 	r, task := at.run, at.task
 	out := &outcome{}
+	if at.rejudge {
+		out.said = *task.Pending
+	} else {
+		if err := w.runAgent(ctx, at, out); err != nil {
+			return nil, err
+		}
+		if out.execErr != nil {
+			return out, nil
+		}
+	}
+	out.secrets = escalation.Secrets(out.said.Text)
+	bn, err := w.cfg.Brain(r.Options)
+	if err != nil {
+		out.execErr = fmt.Errorf("brain: %w", err)
+		return out, nil
+	}
+	if err := w.judge(ctx, bn, r, &task, out); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		out.unavailable = err
+	}
+	return out, nil
+}
+
+// runAgent runs one agent process and records what it said.
+func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error {
+	r, task := at.run, at.task
+	out.ran = true
 	ad, err := w.cfg.Agent(r.Options)
 	if err != nil {
 		out.execErr = fmt.Errorf("agent %q: %w", r.Options.Agent, err)
-		return out, nil
+		return nil
 	}
 	guidance := append([]string(nil), task.Guidance...)
 	if task.RetryGuidance != "" {
@@ -176,94 +256,121 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 	cmd, err := ad.Command(req)
 	if err != nil {
 		out.execErr = fmt.Errorf("building the %s command: %w", ad.Name(), err)
-		return out, nil
+		return nil
 	}
 	parser := ad.NewParser()
 	res, err := w.cfg.Sandbox.Exec(ctx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env,
 		Dir: r.Workspace, Timeout: r.Options.AgentTimeout}, parser.Line)
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
-	out.exec = res
+	out.duration = res.Duration
+	out.said.ExitCode = res.ExitCode
 	if err != nil {
 		out.execErr = err
-		return out, nil
+		return nil
 	}
-	out.result = parser.Finish(res.ExitCode, res.Stderr)
-	out.secrets = escalation.Secrets(out.result.Text)
+	result := parser.Finish(res.ExitCode, res.Stderr)
+	out.usage = result
+	out.said = jobs.Pending{Text: result.Text, Success: result.Success, Errors: result.Errors, ExitCode: res.ExitCode,
+		Signal: res.Signal, Stderr: lastLines(strings.TrimSpace(string(res.Stderr)), 5), TimedOut: res.TimedOut,
+		OOMKilled: res.OOMKilled}
+	return nil
+}
 
-	bn, err := w.cfg.Brain(r.Options)
-	if err != nil {
-		out.execErr = fmt.Errorf("brain: %w", err)
-		return out, nil
-	}
+// judge asks the brain what the agent's output means and, for a failure under the cap, what to do. The error is
+// the brain's unavailability; any other trouble with the brain's replies has been handled by its fallback.
+func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Task, out *outcome) error {
+	said := &out.said
 	switch {
-	case res.TimedOut:
+	case said.TimedOut:
 		out.interp = brain.Interpretation{Status: brain.StatusFailed, Summary: "timed out",
 			Error: fmt.Sprintf("the agent timed out after %s", r.Options.AgentTimeout)}
-	case res.OOMKilled:
+	case said.OOMKilled:
 		out.interp = brain.Interpretation{Status: brain.StatusFailed, Summary: "out of memory",
 			Error: "the agent was killed for running out of memory"}
 	default:
-		out.interp, err = bn.Interpret(ctx, out.result.Text)
+		in, err := bn.Interpret(ctx, said.Text)
+		out.brainUsage = out.brainUsage.Add(brainUsage(in.Usage))
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			out.brainNote = err.Error()
-			out.interp, _ = (&brain.Heuristic{SimilarityThreshold: w.cfg.SimilarityThreshold}).Interpret(ctx, out.result.Text)
+			return fmt.Errorf("interpreting the agent's output: %w", err)
 		}
-		if out.interp.Status == brain.StatusCompleted && !out.result.Success {
+		out.interp = in
+		if in.Fallback != "" {
+			out.brainNote = in.Fallback
+		}
+		if out.interp.Status == brain.StatusCompleted && !said.Success {
 			// The brain read success into the text, but the process says otherwise: trust the process.
 			out.interp.Status = brain.StatusFailed
 			out.interp.Error = ""
 		}
-		if out.interp.Status == brain.StatusFailed && !out.result.Success {
+		if out.interp.Status == brain.StatusFailed && !said.Success {
 			// What the agent CLI itself reported ("authentication_failed: Not logged in") is what tells a
 			// retryable failure from a permanent one: it goes with the error the brain picked out.
-			out.interp.Error = withAgentErrors(out.interp.Error, failureParts(out.result, res))
+			out.interp.Error = withAgentErrors(out.interp.Error, failureParts(said))
 		}
 		if out.interp.Status == brain.StatusFailed && out.interp.Error == "" {
-			out.interp.Error = strings.Join(failureParts(out.result, res), "; ")
+			out.interp.Error = strings.Join(failureParts(said), "; ")
 		}
 	}
 	if out.interp.Status != brain.StatusFailed {
-		return out, nil
+		return nil
 	}
 	errs := append(append([]string(nil), task.Errors...), bound(out.interp.Error))
 	out.similarity = brain.MeanSimilarity(lastN(errs, max(r.Options.MaxAttempts, 2)))
-	if task.Failures+1 < r.Options.MaxAttempts {
-		d, err := bn.Decide(ctx, brain.DecideInput{TaskID: task.ID, TaskTitle: task.Title, AttemptHistory: history(errs)})
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			out.brainNote = err.Error()
-			d, _ = (&brain.Heuristic{SimilarityThreshold: w.cfg.SimilarityThreshold}).Decide(ctx,
-				brain.DecideInput{TaskID: task.ID, TaskTitle: task.Title, AttemptHistory: history(errs)})
-		}
-		out.decision = &d
+	if task.Failures+1 >= r.Options.MaxAttempts {
+		return nil // the cap decides; the brain is not asked
 	}
-	return out, nil
+	d, err := bn.Decide(ctx, brain.DecideInput{TaskID: task.ID, TaskTitle: task.Title, AttemptHistory: history(errs)})
+	out.brainUsage = out.brainUsage.Add(brainUsage(d.Usage))
+	if err != nil {
+		return fmt.Errorf("deciding whether to retry: %w", err)
+	}
+	if d.Fallback != "" {
+		out.brainNote = d.Fallback
+	}
+	out.decision = &d
+	return nil
+}
+
+func brainUsage(u brain.Usage) jobs.BrainUsage {
+	return jobs.BrainUsage{Backend: u.Backend, Model: u.Model, Calls: u.Calls, InputTokens: u.InputTokens,
+		OutputTokens: u.OutputTokens, CostUSD: u.CostUSD}
 }
 
 // settle records an attempt's outcome on the run and moves it on: next task, retry, park or end.
 func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) {
 	now := w.cfg.Store.Now()
 	a := t.Attempts[len(t.Attempts)-1]
-	a.Duration = out.exec.Duration
-	a.ExitCode = out.exec.ExitCode
-	a.InputTokens, a.OutputTokens = out.result.InputTokens, out.result.OutputTokens
-	a.CostUSD, a.Model = out.result.CostUSD, out.result.Model
-	if out.result.SessionID != "" {
-		t.SessionID = out.result.SessionID
+	if out.ran {
+		a.Duration = out.duration
+		a.ExitCode = out.said.ExitCode
+		a.InputTokens, a.OutputTokens = out.usage.InputTokens, out.usage.OutputTokens
+		a.CostUSD, a.Model = out.usage.CostUSD, out.usage.Model
+		if out.usage.SessionID != "" {
+			t.SessionID = out.usage.SessionID
+		}
 	}
+	a.Brain = a.Brain.Add(out.brainUsage)
 	if out.brainNote != "" {
 		c.Emit(jobs.NewEvent(jobs.EventBrainFallback, r.ID, t.ID, "reason", escalation.Redact(out.brainNote)))
 	}
+	if out.unavailable != nil {
+		// Nothing is decided without the brain, and nothing is lost: the output waits in the run for the resume.
+		said := out.said
+		said.Text = escalation.Bound(escalation.Redact(said.Text), maxPending)
+		said.Stderr = escalation.Redact(said.Stderr)
+		t.Pending = &said
+		r.Status = jobs.RunPaused
+		r.Reason = "Brain unavailable: " + escalation.Redact(out.unavailable.Error())
+		c.Emit(jobs.NewEvent(jobs.EventRunPaused, r.ID, t.ID, "reason", r.Reason))
+		return
+	}
+	t.Pending = nil
 	if out.execErr != nil {
 		a.Status, a.Error = "error", escalation.Redact(out.execErr.Error())
 		c.Emit(jobs.NewEvent(jobs.EventSandboxError, r.ID, t.ID, "error", a.Error))
+		t.Pending = nil
 		escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerConfig, Source: "orch",
 			Question: fmt.Sprintf("Task %s could not run: %s. Fix the configuration, then resume.", t.ID, a.Error),
 			Error:    a.Error}, now)
@@ -274,7 +381,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerSecurity, Source: "orch",
 			Question: fmt.Sprintf("The agent's output on task %s contains what looks like a secret (%s). It was redacted "+
 				"everywhere orch keeps or shows it. Rotate the credential, then decide whether to continue.", t.ID, strings.Join(out.secrets, ", ")),
-			Output: out.result.Text}, now)
+			Output: out.said.Text}, now)
 		return
 	}
 	in := out.interp
@@ -289,7 +396,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		advance(r, c, now)
 	case brain.StatusNeedsHelp:
 		escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerNeedsHelp, Source: "agent", Question: in.Question,
-			Options: in.Options, Recommendation: in.Recommendation, Output: out.result.Text}, now)
+			Options: in.Options, Recommendation: in.Recommendation, Output: out.said.Text}, now)
 	default:
 		t.Failures++
 		t.Errors = append(t.Errors, bound(a.Error))
@@ -314,7 +421,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 				trig, src = jobs.TriggerBrain, "brain" // the brain saw the loop before the cap did
 			}
 			escalation.Open(r, t, c, escalation.Spec{Trigger: trig, Source: src, Question: q,
-				Error: a.Error, Similarity: out.similarity, Output: out.result.Text}, now)
+				Error: a.Error, Similarity: out.similarity, Output: out.said.Text}, now)
 		case out.decision != nil && out.decision.Decision == brain.Escalate:
 			trig := jobs.TriggerBrain
 			if out.decision.Permanent {
@@ -322,7 +429,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 			}
 			escalation.Open(r, t, c, escalation.Spec{Trigger: trig, Source: "brain",
 				Question: fmt.Sprintf("Task %s failed and should not be retried as is: %s", t.ID, out.decision.Reason),
-				Error:    a.Error, Similarity: out.similarity, Output: out.result.Text}, now)
+				Error:    a.Error, Similarity: out.similarity, Output: out.said.Text}, now)
 		default:
 			reason, guidance := "", ""
 			if out.decision != nil {
@@ -383,19 +490,19 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 }
 
 // failureParts says why an agent process did not succeed, from what it and the sandbox reported.
-func failureParts(res agent.Result, ex sandbox.Result) []string {
-	parts := append([]string(nil), res.Errors...)
-	if ex.ExitCode != 0 {
-		parts = append(parts, fmt.Sprintf("the agent exited with code %d", ex.ExitCode))
+func failureParts(said *jobs.Pending) []string {
+	parts := append([]string(nil), said.Errors...)
+	if said.ExitCode != 0 {
+		parts = append(parts, fmt.Sprintf("the agent exited with code %d", said.ExitCode))
 	}
-	if ex.Signal != "" {
-		parts = append(parts, "killed by "+ex.Signal)
+	if said.Signal != "" {
+		parts = append(parts, "killed by "+said.Signal)
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "the agent did not report success")
 	}
-	if s := strings.TrimSpace(string(ex.Stderr)); s != "" {
-		parts = append(parts, "stderr: "+lastLines(s, 5))
+	if said.Stderr != "" {
+		parts = append(parts, "stderr: "+said.Stderr)
 	}
 	return parts
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orchrun/orch/agent"
-	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/worker"
@@ -76,7 +75,7 @@ func (a *app) root() *cobra.Command {
 	pf.String("redis", "", "Redis URL (env ORCH_REDIS_URL; default: the embedded store in --state-dir)")
 	pf.String("state-dir", ".orch", "where the embedded store keeps its state (env ORCH_STATE_DIR)")
 	root.AddCommand(a.runCmd(), a.resumeCmd(), a.taskCmd(), a.statusCmd(), a.historyCmd(),
-		a.escalationCmd(), a.brainCmd(), a.simAgentCmd())
+		a.costsCmd(), a.escalationCmd(), a.brainCmd(), a.simAgentCmd())
 	return root
 }
 
@@ -139,10 +138,12 @@ func (a *app) startWorker(cmd *cobra.Command, b *jobs.Backend) (*worker.Worker, 
 		return nil, usageErr("--concurrency must be at least 1, got %d", conc)
 	}
 	w, err := worker.New(worker.Config{
-		Store:       b.Store,
-		Queue:       b.Queue,
-		Sandbox:     sandbox.NewLocal(sandbox.LocalConfig{}),
-		Brain:       func(opts jobs.Options) (worker.Brain, error) { return newBrain(opts) },
+		Store:   b.Store,
+		Queue:   b.Queue,
+		Sandbox: sandbox.NewLocal(sandbox.LocalConfig{}),
+		Brain: func(opts jobs.Options) (worker.Brain, error) {
+			return brains{apiKey: a.env("ANTHROPIC_API_KEY")}.forRun(opts)
+		},
 		Agent:       func(opts jobs.Options) (agent.Adapter, error) { return newAgent(opts, self) },
 		Log:         a.log,
 		Concurrency: conc,
@@ -154,28 +155,6 @@ func (a *app) startWorker(cmd *cobra.Command, b *jobs.Backend) (*worker.Worker, 
 		return nil, err
 	}
 	return w, nil
-}
-
-// newBrain returns the brain a run asked for.
-func newBrain(opts jobs.Options) (worker.Brain, error) {
-	switch opts.Brain {
-	case "heuristic", "auto", "":
-		return &brain.Heuristic{}, nil
-	}
-	return nil, fmt.Errorf("brain %q is not available in this build (use --brain heuristic)", opts.Brain)
-}
-
-// resolveBrain picks the brain for --brain and says why.
-func resolveBrain(name string) (string, string, error) {
-	switch name {
-	case "auto", "":
-		return "heuristic", "brain: heuristic (auto: no LLM brain is configured)", nil
-	case "heuristic":
-		return "heuristic", "brain: heuristic", nil
-	case "claude", "anthropic":
-		return "", "", usageErr("--brain %s: LLM brains are not available yet; use --brain heuristic or auto", name)
-	}
-	return "", "", usageErr("--brain %q: want auto, heuristic, claude or anthropic", name)
 }
 
 // newAgent returns the adapter a run asked for. self is the orch binary, which plays the sim agent.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,59 +10,71 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
 )
 
 func (a *app) brainCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "brain", Short: "The brain's three judgements, as JSON", Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() }}
-	var name string
-	cmd.PersistentFlags().StringVar(&name, "brain", "auto", "brain: auto, heuristic, claude or anthropic")
-	check := func() error {
-		_, note, err := resolveBrain(name)
-		if err == nil {
-			fmt.Fprintln(a.stderr, note)
+	pf := cmd.PersistentFlags()
+	pf.String("brain", "auto", "brain: auto, heuristic, claude or anthropic (env ORCH_BRAIN)")
+	pf.String("brain-model", "", "model of an LLM brain (env ORCH_BRAIN_MODEL)")
+	pf.Bool("llm-only", false, "skip the explicit-marker fast path; always ask the LLM")
+	// open resolves the brain and says which one answers, on stderr: stdout is the JSON.
+	open := func(cmd *cobra.Command) (*brain.Fallback, error) {
+		bc, err := a.chooseBrain(cmd)
+		if err != nil {
+			return nil, err
 		}
-		return err
+		fmt.Fprintln(a.stderr, bc.note)
+		llmOnly, _ := cmd.Flags().GetBool("llm-only")
+		return brains{apiKey: a.env("ANTHROPIC_API_KEY")}.forRun(jobs.Options{Brain: bc.name, BrainModel: bc.model, LLMOnly: llmOnly})
+	}
+	// report says on stderr when the LLM's answer was not used.
+	report := func(fallback string) {
+		if fallback != "" {
+			fmt.Fprintln(a.stderr, "brain: "+fallback)
+		}
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "tasks PLAN",
 		Short: "Extract the tasks of a plan",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := check(); err != nil {
-				return err
-			}
 			plan, err := pipeline.Load(args[0])
 			if err != nil {
 				return err
 			}
-			tasks, err := plan.Tasks()
+			bn, err := open(cmd)
 			if err != nil {
 				return err
 			}
-			out := make([]map[string]string, len(tasks))
-			for i, t := range tasks {
-				out[i] = map[string]string{"id": t.ID, "title": t.Title, "description": t.Description}
+			tasks, err := bn.Tasks(cmd.Context(), plan.Content)
+			if err != nil {
+				return brainErr(err)
 			}
-			return printJSON(a.stdout, out)
+			report(tasks.Fallback)
+			return printJSON(a.stdout, tasks)
 		},
 	}, &cobra.Command{
 		Use:   "interpret [FILE|-]",
 		Short: "Interpret an agent's output (default: stdin)",
 		Args:  args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := check(); err != nil {
-				return err
-			}
 			data, err := a.readInput(args)
 			if err != nil {
 				return err
 			}
-			res, err := (&brain.Heuristic{}).Interpret(cmd.Context(), string(data))
+			bn, err := open(cmd)
 			if err != nil {
 				return err
 			}
+			res, err := bn.Interpret(cmd.Context(), string(data))
+			if err != nil {
+				return brainErr(err)
+			}
+			report(res.Fallback)
 			return printJSON(a.stdout, res)
 		},
 	}, &cobra.Command{
@@ -69,9 +82,6 @@ func (a *app) brainCmd() *cobra.Command {
 		Short: "Decide retry or escalate for {\"task_id\",\"task_title\",\"attempt_history\":[…]}",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := check(); err != nil {
-				return err
-			}
 			data, err := a.readInput(args)
 			if err != nil {
 				return err
@@ -83,14 +93,27 @@ func (a *app) brainCmd() *cobra.Command {
 			if len(in.AttemptHistory) == 0 {
 				return usageErr("decide input %s: attempt_history is empty", args[0])
 			}
-			res, err := (&brain.Heuristic{}).Decide(cmd.Context(), in)
+			bn, err := open(cmd)
 			if err != nil {
 				return err
 			}
+			res, err := bn.Decide(cmd.Context(), in)
+			if err != nil {
+				return brainErr(err)
+			}
+			report(res.Fallback)
 			return printJSON(a.stdout, res)
 		},
 	})
 	return cmd
+}
+
+// brainErr classifies a judgement's failure: a plan without tasks is the user's to fix; an unavailable brain is not.
+func brainErr(err error) error {
+	if errors.Is(err, pipeline.ErrNoTasks) {
+		return withCode(exitUsage, err)
+	}
+	return withCode(exitFailed, fmt.Errorf("brain unavailable: %w", err))
 }
 
 func (a *app) readInput(args []string) ([]byte, error) {

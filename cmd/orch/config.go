@@ -20,6 +20,7 @@ type fileConfig struct {
 	Agent        string `yaml:"agent"`
 	AgentModel   string `yaml:"agent_model"`
 	Brain        string `yaml:"brain"`
+	BrainModel   string `yaml:"brain_model"`
 	Sandbox      string `yaml:"sandbox"`
 	Image        string `yaml:"image"`
 	Redis        string `yaml:"redis"`

@@ -508,7 +508,7 @@ func TestClaudeAgentWithFakeCLI(t *testing.T) {
 
 	ok := orchEnv(t, dir, []string{path, "FAKE_CLAUDE_ARGS=" + argsFile,
 		"FAKE_CLAUDE_TRANSCRIPT=" + filepath.Join(transcripts, "02_stream_claude-2.1.63.jsonl")}, nil,
-		"run", "--agent", "claude", "examples/plans/hello.md")
+		"run", "--agent", "claude", "--brain", "heuristic", "examples/plans/hello.md")
 	must(t, ok, 0, "Invoking Claude Code", "Task 1.1: COMPLETED", "Task 1.2: COMPLETED", "$0.9437")
 	var inv struct {
 		Args []string          `json:"args"`
@@ -532,9 +532,113 @@ func TestClaudeAgentWithFakeCLI(t *testing.T) {
 	// Signed out: no retry can fix that, so orch asks at once instead of burning attempts.
 	out := orchEnv(t, dir, []string{path, "FAKE_CLAUDE_EXIT=1",
 		"FAKE_CLAUDE_TRANSCRIPT=" + filepath.Join(transcripts, "04e_not_logged_in.jsonl")}, nil,
-		"run", "--agent", "claude", "examples/plans/hello.md")
+		"run", "--agent", "claude", "--brain", "heuristic", "examples/plans/hello.md")
 	must(t, out, 3, "Task 1.1: FAILED (attempt 1/3)", "NEEDS HUMAN INPUT", "Not logged in")
 	if strings.Contains(out.stdout, "attempt 2/3") {
 		t.Fatalf("a permanent failure was retried:\n%s", out)
+	}
+}
+
+// fakeBrainCLI builds brain's fake claude into a directory for PATH and returns the PATH entry and the directory
+// where it records each call.
+func fakeBrainCLI(t *testing.T) (path, calls string) {
+	t.Helper()
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "claude"), "../../brain/testdata/fakeclaude")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building fake claude: %v\n%s", err, out)
+	}
+	return "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), t.TempDir()
+}
+
+// --brain claude end to end: the CLI judges, with the exact flags, the full output on stdin, and its cost counted.
+func TestClaudeBrainEndToEnd(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	path, calls := fakeBrainCLI(t)
+	td, _ := filepath.Abs("testdata")
+	r := orchEnv(t, dir, []string{path, "FAKECLAUDE_DIR=" + calls,
+		"FAKECLAUDE_REPLIES=" + filepath.Join(td, "brain_completed.json")},
+		strings.NewReader("B\n"), "run", "--agent", "sim", "--brain", "claude", "examples/plans/ambiguous_task.md")
+	// The question carries explicit markers: the fast path answers it without an LLM call; the brain judges the rest.
+	must(t, r, 0, "brain: claude", "NEEDS HUMAN INPUT", "B) In-memory", "Task 1.1: COMPLETED")
+	argv, err := os.ReadFile(filepath.Join(calls, "argv-1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"--model","claude-haiku-4-5-20251001"`, `"--print"`, `"--no-session-persistence"`, `"--tools",""`} {
+		if !strings.Contains(strings.ReplaceAll(string(argv), ", ", ","), want) {
+			t.Errorf("brain call lacks %s: %s", want, argv)
+		}
+	}
+	stdin, _ := os.ReadFile(filepath.Join(calls, "stdin-1.txt"))
+	if !strings.Contains(string(stdin), "Implemented the cache as decided") || !strings.Contains(string(stdin), "GUIDANCE: The human chose option B") {
+		t.Errorf("the agent's output did not reach the brain in full:\n%s", stdin)
+	}
+	costs := orch(t, dir, "", "costs", runID(t, r), "--json")
+	must(t, costs, 0)
+	var c struct {
+		Brain struct {
+			Calls   int     `json:"calls"`
+			CostUSD float64 `json:"cost_usd"`
+		} `json:"brain"`
+	}
+	json.Unmarshal([]byte(costs.stdout), &c)
+	if c.Brain.Calls != 1 || c.Brain.CostUSD <= 0 {
+		t.Fatalf("brain costs not recorded: %s", costs.stdout)
+	}
+	must(t, orch(t, dir, "", "costs", runID(t, r)), 0, "claude-haiku-4-5-20251001", "orch-sim")
+}
+
+// A brain that stays unavailable stops the run with its output saved; resume judges that output without running the
+// agent again.
+func TestBrainUnavailablePausesAndResumes(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	path, calls := fakeBrainCLI(t)
+	td, _ := filepath.Abs("testdata")
+	r := orchEnv(t, dir, []string{path, "FAKECLAUDE_DIR=" + calls, "FAKECLAUDE_FAIL=1000"}, nil,
+		"run", "--agent", "sim", "--brain", "claude", "examples/plans/hello.md")
+	must(t, r, 3, "Brain unavailable:", "state saved; resume with: orch resume")
+	id := runID(t, r)
+	if st := status(t, dir, id); st["status"] != "paused" {
+		t.Fatalf("status %v", st["status"])
+	}
+	calls2 := t.TempDir()
+	res := orchEnv(t, dir, []string{path, "FAKECLAUDE_DIR=" + calls2, "FAKECLAUDE_REPLIES=" + filepath.Join(td, "brain_completed.json")}, nil,
+		"resume", id)
+	must(t, res, 0, "Continuing Task 1.1", "Task 1.1: COMPLETED", "Task 1.2: COMPLETED")
+	st := status(t, dir, id)
+	task := st["tasks"].([]any)[0].(map[string]any)
+	if task["started"].(float64) != 1 {
+		t.Fatalf("the agent ran again on resume: started %v", task["started"])
+	}
+}
+
+// Asking for an LLM brain that is not installed says so and falls back to the heuristic.
+func TestMissingLLMBrainFallsBack(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	noClaude := "PATH=/usr/bin:/bin"
+	r := orchEnv(t, dir, []string{noClaude, "ANTHROPIC_API_KEY="}, nil, "run", "--agent", "sim", "--brain", "claude", "examples/plans/hello.md")
+	must(t, r, 0, "claude CLI not found on PATH", "falling back to the heuristic brain", "Task 1.2: COMPLETED")
+	r = orchEnv(t, dir, []string{noClaude, "ANTHROPIC_API_KEY="}, nil, "run", "--agent", "sim", "--brain", "anthropic", "examples/plans/hello.md")
+	must(t, r, 0, "ANTHROPIC_API_KEY is not set", "falling back to the heuristic brain")
+	r = orchEnv(t, dir, []string{noClaude, "ANTHROPIC_API_KEY="}, strings.NewReader(""), "brain", "interpret", "--brain", "claude")
+	must(t, r, 0, "falling back to the heuristic brain", `"status"`)
+}
+
+// With --llm-only even a marked question goes to the LLM, which judges it.
+func TestLLMOnlySkipsTheMarkerFastPath(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	path, calls := fakeBrainCLI(t)
+	td, _ := filepath.Abs("testdata")
+	r := orchEnv(t, dir, []string{path, "FAKECLAUDE_DIR=" + calls,
+		"FAKECLAUDE_REPLIES=" + filepath.Join(td, "brain_needs_help.json") + "," + filepath.Join(td, "brain_completed.json")},
+		strings.NewReader("A\n"), "run", "--agent", "sim", "--brain", "claude", "--llm-only", "examples/plans/ambiguous_task.md")
+	must(t, r, 0, "Which cache should I use?", "chose A) Redis", "Task 1.1: COMPLETED")
+	if _, err := os.Stat(filepath.Join(calls, "argv-2.json")); err != nil {
+		t.Fatal("the LLM was not asked twice")
 	}
 }

@@ -88,7 +88,9 @@ func (r *renderer) event(e jobs.Event) {
 		fmt.Fprintf(w, "%sAnswered by %s (%s) after %s: %s\n", ts, e.String("by"), e.String("via"),
 			(time.Duration(e.Float("wait_seconds") * float64(time.Second))).Round(time.Second), e.String("summary"))
 	case jobs.EventResumed:
-		if e.String("guidance") != "" {
+		if e.String("resolution") == "continue" {
+			fmt.Fprintf(w, "%sContinuing Task %s...\n", ts, e.TaskID)
+		} else if e.String("guidance") != "" {
 			fmt.Fprintf(w, "%sResuming Task %s with guidance...\n", ts, e.TaskID)
 		} else {
 			fmt.Fprintf(w, "%sResuming Task %s...\n", ts, e.TaskID)
@@ -103,6 +105,8 @@ func (r *renderer) event(e jobs.Event) {
 		fmt.Fprintf(w, "%sRun %s completed in %s (%s%s)\n", ts, e.RunID, ms(e.Float("duration_ms")), plural(e.Int("tasks"), "task"), costSuffix(e.Float("cost_usd")))
 	case jobs.EventRunFailed:
 		fmt.Fprintf(w, "%sRun %s failed: %s\n", ts, e.RunID, e.String("reason"))
+	case jobs.EventRunPaused:
+		fmt.Fprintf(w, "%sRun %s paused: %s\n", ts, e.RunID, e.String("reason"))
 	case jobs.EventRunAborted:
 		fmt.Fprintf(w, "%sRun %s aborted by %s: %s\n", ts, e.RunID, e.String("by"), e.String("reason"))
 	default:

@@ -66,6 +66,7 @@ func (a *app) runFlags(cmd *cobra.Command) {
 	f.String("agent", "claude", "agent: claude, codex, sim or cmd:TEMPLATE (env ORCH_AGENT)")
 	f.String("agent-model", "", "model for the agent (claude --model)")
 	f.String("brain", "auto", "brain: auto, heuristic, claude or anthropic (env ORCH_BRAIN)")
+	f.String("brain-model", "", "model of an LLM brain (default claude-haiku-4-5-20251001; env ORCH_BRAIN_MODEL)")
 	f.String("sandbox", "local", "sandbox: local or docker (env ORCH_SANDBOX)")
 	f.String("image", "", "sandbox image (docker)")
 	f.String("workspace", ".", "the directory the agent works in (env ORCH_WORKSPACE)")
@@ -96,11 +97,12 @@ func (a *app) options(cmd *cobra.Command, planPath string) (jobs.Options, string
 	if o.AgentTimeout, err = s.duration(cmd, "agent-timeout", "ORCH_AGENT_TIMEOUT", fc.AgentTimeout, 0); err != nil {
 		return o, "", "", err
 	}
-	brainName, brainNote, err := resolveBrain(s.str(cmd, "brain", "ORCH_BRAIN", fc.Brain, "auto"))
+	bc, err := a.chooseBrain(cmd)
 	if err != nil {
 		return o, "", "", err
 	}
-	o.Brain = brainName
+	o.Brain, o.BrainModel = bc.name, bc.model
+	brainNote := bc.note
 	switch o.Sandbox {
 	case "local":
 	case "docker":
@@ -290,10 +292,8 @@ func (a *app) drive(cmd *cobra.Command, b *jobs.Backend, runID, from string, iv 
 	defer stop()
 	// Whatever state the run was left in, make sure its next task is queued: an interrupted step, a resolution made
 	// from another terminal.
-	if run, err := b.Store.Get(ctx, runID); err == nil {
-		if err := w.Nudge(ctx, run); err != nil {
-			return err
-		}
+	if _, err := w.Continue(ctx, runID); err != nil {
+		return err
 	}
 	f := &follower{store: b.Store, queue: b.Queue, runID: runID, iv: iv, r: r, autoApprove: h.autoApprove,
 		by: whoami(), via: via(h)}
@@ -314,6 +314,9 @@ func (a *app) drive(cmd *cobra.Command, b *jobs.Backend, runID, from string, iv 
 	switch status {
 	case jobs.RunParked:
 		r.parked(run, a.stateHint(cmd))
+		return withCode(exitParked, errSilent)
+	case jobs.RunPaused:
+		r.note(fmt.Sprintf("%s; state saved; resume with: orch resume %s%s", run.Reason, run.ID, a.stateHint(cmd)))
 		return withCode(exitParked, errSilent)
 	case jobs.RunCompleted:
 		return nil
@@ -456,6 +459,8 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 				return jobs.RunFailed, nil
 			case jobs.EventRunAborted:
 				return jobs.RunAborted, nil
+			case jobs.EventRunPaused:
+				return jobs.RunPaused, nil
 			}
 		case a := <-answers:
 			askingID = ""

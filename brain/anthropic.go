@@ -1,0 +1,219 @@
+package brain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+)
+
+// AnthropicConfig configures the Messages API brain. Only APIKey is required.
+type AnthropicConfig struct {
+	APIKey string
+	Model  string // default DefaultModel
+	// BaseURL of the API (default https://api.anthropic.com/); tests and proxies set it.
+	BaseURL string
+	// MaxTokens bounds each reply (default 4096: a long plan's task list fits).
+	MaxTokens int64
+	// HTTPClient makes the requests (default: the SDK's).
+	HTTPClient *http.Client
+	// MaxOutputBytes bounds the agent output in the interpret prompt (default 600 KB: Haiku's 200k tokens).
+	MaxOutputBytes int
+	// Sleep waits between tries; it must return ctx's error early when ctx is done. Tests record the waits.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock for retry-after dates.
+	Now func() time.Time
+}
+
+// Anthropic is the LLM brain on the Anthropic Messages API. It is safe for concurrent use.
+type Anthropic struct {
+	cfg    AnthropicConfig
+	client anthropic.Client
+	j      judge
+}
+
+// NewAnthropic returns the Messages API brain. The SDK reads nothing from the environment (the caller passes
+// the key) and does not retry on its own: orch's policy (see withRetry) does.
+func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
+	if strings.TrimSpace(cfg.APIKey) == "" {
+		return nil, unavailable("anthropic brain: no API key (ANTHROPIC_API_KEY is not set)", nil)
+	}
+	if cfg.Model == "" {
+		cfg.Model = DefaultModel
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = 4096
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepCtx
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithAPIKey(cfg.APIKey),
+		option.WithMaxRetries(0),
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	a := &Anthropic{cfg: cfg, client: anthropic.NewClient(opts...)}
+	a.j = judge{via: viaAnthropic, maxOutput: cfg.MaxOutputBytes, send: a.send}
+	return a, nil
+}
+
+// Interpret judges an agent's output. Errors wrap ErrUnavailable, ErrInvalidReply or ctx's error; on error
+// the Interpretation is zero but for Usage, which counts the calls that were made.
+func (a *Anthropic) Interpret(ctx context.Context, output string) (Interpretation, error) {
+	return a.j.interpret(ctx, output)
+}
+
+// Decide chooses retry or escalate for a failed task; errors as for Interpret.
+func (a *Anthropic) Decide(ctx context.Context, in DecideInput) (Decision, error) {
+	return a.j.decide(ctx, in)
+}
+
+// Tasks extracts the tasks of a plan; errors as for Interpret.
+func (a *Anthropic) Tasks(ctx context.Context, plan string) (TaskList, error) {
+	return a.j.tasks(ctx, plan)
+}
+
+func (a *Anthropic) send(ctx context.Context, conv []turn) (reply, error) {
+	msgs := make([]anthropic.MessageParam, len(conv))
+	for i, t := range conv {
+		if t.assistant {
+			msgs[i] = anthropic.NewAssistantMessage(anthropic.NewTextBlock(t.text))
+		} else {
+			msgs[i] = anthropic.NewUserMessage(anthropic.NewTextBlock(t.text))
+		}
+	}
+	params := anthropic.MessageNewParams{Model: anthropic.Model(a.cfg.Model), MaxTokens: a.cfg.MaxTokens, Messages: msgs}
+	return withRetry(ctx, "anthropic messages", a.cfg.Sleep, func(ctx context.Context) (reply, error) {
+		res, err := a.client.Messages.New(ctx, params)
+		if err != nil {
+			return reply{}, a.classify(err)
+		}
+		var text strings.Builder
+		for _, b := range res.Content {
+			if b.Type == "text" {
+				text.WriteString(b.Text)
+			}
+		}
+		u := res.Usage
+		model := string(res.Model)
+		if model == "" {
+			model = a.cfg.Model
+		}
+		cost, _ := estimateCost(model, u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens)
+		return reply{
+			text: text.String(),
+			usage: Usage{Backend: viaAnthropic, Model: a.cfg.Model, Calls: 1, CostUSD: cost,
+				InputTokens:  u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
+				OutputTokens: u.OutputTokens},
+			cutOff: res.StopReason == anthropic.StopReasonMaxTokens,
+		}, nil
+	})
+}
+
+// classify says what a failed request means for the next try. Overload, rate limits, server errors and
+// lost connections may pass; a refused key, billing, a missing model need a human (ErrUnavailable at once);
+// a request the API rejects as such (400, 413) would be rejected again (ErrInvalidReply: the heuristic answers).
+func (a *Anthropic) classify(err error) error {
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) {
+		// No HTTP response: the connection failed, timed out or the body did not decode.
+		return &tryError{msg: "anthropic messages: " + err.Error(), retryable: true, cause: err}
+	}
+	status := apiErr.StatusCode
+	etype, emsg := apiErrorBody(apiErr.RawJSON())
+	desc := strconv.Itoa(status)
+	if etype != "" {
+		desc += " " + etype
+	}
+	if emsg != "" {
+		desc += ": " + emsg
+	}
+	te := &tryError{msg: "anthropic messages: " + desc, cause: err, kind: ErrUnavailable}
+	var h http.Header
+	if apiErr.Response != nil {
+		h = apiErr.Response.Header
+	}
+	switch {
+	case status == http.StatusTooManyRequests && strings.Contains(apiErr.RawJSON(), "enforced_spend_limit_reached"):
+		te.msg += " (the spend limit is reached: not retried)"
+	case status == http.StatusRequestTimeout, status == http.StatusConflict, status == http.StatusTooManyRequests,
+		status >= 500:
+		te.retryable = true
+		te.after = retryAfter(h, a.cfg.Now())
+	case status == http.StatusBadRequest, status == http.StatusRequestEntityTooLarge:
+		te.kind = ErrInvalidReply
+		te.tooLong = status == http.StatusRequestEntityTooLarge || strings.Contains(strings.ToLower(emsg), "too long")
+		te.msg += " (the request was rejected: not retried)"
+	default:
+		te.msg += " (not retried)"
+	}
+	// The API may say explicitly whether a retry can help; it knows better than the status code.
+	switch h.Get("x-should-retry") {
+	case "true":
+		te.retryable = true
+	case "false":
+		te.retryable = false
+	}
+	return te
+}
+
+// apiErrorBody reads the error envelope {"type":"error","error":{"type","message"}}.
+func apiErrorBody(raw string) (etype, msg string) {
+	var env struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(raw), &env) != nil {
+		return "", truncate(strings.TrimSpace(raw), 300)
+	}
+	return env.Error.Type, truncate(env.Error.Message, 300)
+}
+
+// retryAfter reads retry-after-ms, then retry-after (seconds or an HTTP date); 0 when neither is usable.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if h == nil {
+		return 0
+	}
+	if v := h.Get("retry-after-ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("retry-after")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s > 0 {
+			return time.Duration(s * float64(time.Second))
+		}
+		return 0
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// String names the backend and model for logs ("anthropic claude-haiku-4-5-20251001").
+func (a *Anthropic) String() string { return fmt.Sprintf("%s %s", viaAnthropic, a.cfg.Model) }

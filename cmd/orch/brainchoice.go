@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/pipeline"
+)
+
+// brainChoice is the brain a command uses, resolved once from --brain, env and what this machine has.
+type brainChoice struct {
+	name  string // heuristic, claude or anthropic
+	model string
+	note  string // what to tell the person about the choice
+}
+
+// chooseBrain resolves --brain. auto takes the Messages API when ANTHROPIC_API_KEY is set, else the claude CLI when
+// it is on PATH, else the heuristic. An LLM brain that was asked for but cannot work here is said so, clearly, and
+// the heuristic brain is used instead: a run must not fail, or judge silently worse, for a missing tool.
+func (a *app) chooseBrain(cmd *cobra.Command) (brainChoice, error) {
+	name := a.set.str(cmd, "brain", "ORCH_BRAIN", a.set.file.Brain, "auto")
+	c := brainChoice{model: a.set.str(cmd, "brain-model", "ORCH_BRAIN_MODEL", a.set.file.BrainModel, "")}
+	key := a.env("ANTHROPIC_API_KEY")
+	switch name {
+	case "auto", "":
+		switch {
+		case brain.Available("anthropic", exec.LookPath, key) == nil:
+			c.name, c.note = "anthropic", "brain: anthropic (auto: ANTHROPIC_API_KEY is set)"
+		case brain.Available("claude", exec.LookPath, key) == nil:
+			c.name, c.note = "claude", "brain: claude (auto: the claude CLI is on PATH)"
+		default:
+			c.name, c.note = "heuristic", "brain: heuristic (auto: no LLM brain is configured; set ANTHROPIC_API_KEY or install the claude CLI)"
+		}
+	case "heuristic":
+		c.name, c.note = "heuristic", "brain: heuristic"
+	case "claude", "anthropic":
+		if err := brain.Available(name, exec.LookPath, key); err != nil {
+			c.name = "heuristic"
+			c.note = fmt.Sprintf("brain: %s is not available here (%s); falling back to the heuristic brain",
+				name, strings.TrimPrefix(err.Error(), brain.ErrUnavailable.Error()+": "))
+			break
+		}
+		c.name, c.note = name, "brain: "+name
+	default:
+		return c, usageErr("--brain %q: want auto, heuristic, claude or anthropic", name)
+	}
+	if c.model != "" && c.name != "heuristic" {
+		c.note += " (model " + c.model + ")"
+	}
+	return c, nil
+}
+
+// brains builds the brain of a run from its options. The API key comes from orch's environment and is never stored
+// with the run.
+type brains struct {
+	apiKey string
+}
+
+func (b brains) forRun(opts jobs.Options) (*brain.Fallback, error) {
+	f := &brain.Fallback{LLMOnly: opts.LLMOnly, SplitPlan: splitPlan}
+	switch opts.Brain {
+	case "heuristic", "":
+	case "claude":
+		f.LLM = brain.NewClaudeCLI(brain.ClaudeCLIConfig{Model: opts.BrainModel})
+	case "anthropic":
+		llm, err := brain.NewAnthropic(brain.AnthropicConfig{APIKey: b.apiKey, Model: opts.BrainModel})
+		if err != nil {
+			return nil, err
+		}
+		f.LLM = llm
+	default:
+		return nil, fmt.Errorf("unknown brain %q", opts.Brain)
+	}
+	return f, nil
+}
+
+// splitPlan is the offline task extractor: the markdown milestone parser.
+func splitPlan(plan string) ([]brain.Task, error) {
+	ts, err := pipeline.ParseMilestone(plan)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]brain.Task, len(ts))
+	for i, t := range ts {
+		out[i] = brain.Task{ID: t.ID, Title: t.Title, Description: t.Description}
+	}
+	return out, nil
+}
