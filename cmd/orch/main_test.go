@@ -74,7 +74,8 @@ func orchEnv(t *testing.T, dir string, env []string, stdin io.Reader, args ...st
 	cmd := exec.Command(orchBin, args...)
 	cmd.Dir = dir
 	cmd.Stdin = stdin
-	cmd.Env = append(append(os.Environ(), "ORCH_REDIS_URL=", "ORCH_AGENT=", "ORCH_BRAIN=", "ORCH_SANDBOX="), env...)
+	cmd.Env = append(append(os.Environ(), "ORCH_REDIS_URL=", "ORCH_AGENT=", "ORCH_BRAIN=", "ORCH_SANDBOX=",
+		"ANTHROPIC_API_KEY="), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second
@@ -641,4 +642,20 @@ func TestLLMOnlySkipsTheMarkerFastPath(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(calls, "argv-2.json")); err != nil {
 		t.Fatal("the LLM was not asked twice")
 	}
+}
+
+// A plan without "Task <id>:" headings is split by an LLM brain when there is one.
+func TestLLMBrainFindsTasksInAFreeFormPlan(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	os.WriteFile(filepath.Join(dir, "freeform.md"), []byte("# Cache feature\n\nFirst create the data model, then add an API endpoint.\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "freeform.sim.yaml"), []byte("default:\n  - output: \"Done. All tests pass.\"\n"), 0o644)
+	path, calls := fakeBrainCLI(t)
+	td, _ := filepath.Abs("testdata")
+	r := orchEnv(t, dir, []string{path, "FAKECLAUDE_DIR=" + calls,
+		"FAKECLAUDE_REPLIES=" + filepath.Join(td, "brain_tasks.json") + "," + filepath.Join(td, "brain_completed.json")}, nil,
+		"run", "--agent", "sim", "--brain", "claude", "freeform.md")
+	must(t, r, 0, "the claude brain found 2 tasks", "Task 1.1: COMPLETED", "Task 1.2: COMPLETED")
+	// Without an LLM brain the same plan is a usage error that says what orch looks for.
+	must(t, orch(t, dir, "", "run", "--agent", "sim", "--brain", "heuristic", "freeform.md"), 2, "no tasks found")
 }

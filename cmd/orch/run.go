@@ -129,7 +129,11 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 	if plan.Kind == pipeline.KindDOT {
 		return usageErr("plan %s: DOT pipelines are not supported yet; use a markdown milestone", planPath)
 	}
-	tasks, err := plan.Tasks()
+	opts, ws, brainNote, err := a.options(cmd, planPath)
+	if err != nil {
+		return err
+	}
+	tasks, err := a.planTasks(cmd, plan, opts)
 	if err != nil {
 		return err
 	}
@@ -144,10 +148,6 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 			return usageErr("plan %s has no task %q (tasks: %s)", planPath, onlyTask, taskIDs(tasks))
 		}
 		tasks = keep
-	}
-	opts, ws, brainNote, err := a.options(cmd, planPath)
-	if err != nil {
-		return err
 	}
 	iv, err := a.interviewer(h)
 	if err != nil {
@@ -176,6 +176,29 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 		return err
 	}
 	return a.drive(cmd, b, run.ID, "0", iv, h, r)
+}
+
+// planTasks splits a milestone into its tasks. A plan whose headings do not follow the "Task <id>: <title>" form
+// is given to an LLM brain, when there is one, to find its tasks.
+func (a *app) planTasks(cmd *cobra.Command, plan *pipeline.Plan, opts jobs.Options) ([]pipeline.Task, error) {
+	tasks, err := plan.Tasks()
+	if err == nil || !errors.Is(err, pipeline.ErrNoTasks) || opts.Brain == "heuristic" {
+		return tasks, err
+	}
+	bn, berr := brains{apiKey: a.env("ANTHROPIC_API_KEY")}.forRun(opts)
+	if berr != nil {
+		return nil, err
+	}
+	list, berr := bn.Tasks(cmd.Context(), plan.Content)
+	if berr != nil || len(list.Tasks) == 0 {
+		return nil, err
+	}
+	fmt.Fprintf(a.stderr, "plan %s: no \"Task <id>: <title>\" headings; the %s brain found %d tasks\n", plan.Path, opts.Brain, len(list.Tasks))
+	out := make([]pipeline.Task, len(list.Tasks))
+	for i, t := range list.Tasks {
+		out[i] = pipeline.Task{ID: t.ID, Title: t.Title, Description: t.Description}
+	}
+	return out, nil
 }
 
 func taskIDs(tasks []pipeline.Task) string {
