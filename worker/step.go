@@ -198,7 +198,7 @@ type outcome struct {
 	usage      agent.Result // the agent's tokens, cost, model and session, when it ran
 	duration   time.Duration
 	interp     brain.Interpretation
-	decision   *brain.Decision // for failures below the cap
+	decision   *brain.Decision // for failures
 	secrets    []string
 	execErr    error // the sandbox could not run the agent at all
 	brainNote  string
@@ -318,9 +318,8 @@ func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Ta
 	}
 	errs := append(append([]string(nil), task.Errors...), bound(out.interp.Error))
 	out.similarity = brain.MeanSimilarity(lastN(errs, max(r.Options.MaxAttempts, 2)))
-	if task.Failures+1 >= r.Options.MaxAttempts {
-		return nil // the cap decides; the brain is not asked
-	}
+	// The brain is asked at the cap too: the cap stops the task whatever the brain says, and the person then sees
+	// the brain's reason beside the similarity.
 	d, err := bn.Decide(ctx, brain.DecideInput{TaskID: task.ID, TaskTitle: task.Title, AttemptHistory: history(errs)})
 	out.brainUsage = out.brainUsage.Add(brainUsage(d.Usage))
 	if err != nil {
