@@ -122,15 +122,22 @@ func (s *Store) appendEvents(ctx context.Context, p redis.Pipeliner, runID strin
 		if err != nil {
 			return fmt.Errorf("encoding event %s: %w", e.Type, err)
 		}
-		p.XAdd(ctx, &redis.XAddArgs{Stream: eventsKey(runID), MaxLen: maxEvents, Approx: true, Values: []any{eventField, data}})
+		id := e.ID
+		if id == "" {
+			id = "*"
+		}
+		p.XAdd(ctx, &redis.XAddArgs{Stream: eventsKey(runID), ID: id, MaxLen: maxEvents, Approx: true, Values: []any{eventField, data}})
 	}
 	return nil
 }
 
-// Append writes events to a run's log outside of a state change.
+// Append writes events to a run's log outside of any other change.
 func (s *Store) Append(ctx context.Context, runID string, events ...Event) error {
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		return s.appendEvents(ctx, p, runID, events)
+	_, err := s.Update(ctx, runID, func(r *Run, c *Change) error {
+		for _, e := range events {
+			c.Emit(e)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("appending events to run %s: %w", runID, err)

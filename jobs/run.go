@@ -78,7 +78,10 @@ type Run struct {
 	Cursor int `json:"cursor"`
 	// Seq numbers the steps of the run: a step task carries the Seq it was enqueued for, so a redelivered or stale step
 	// is recognised and does nothing.
-	Seq         int64         `json:"seq"`
+	Seq int64 `json:"seq"`
+	// EventSeq numbers the run's events: event n has the stream id "<created ms>-<n>", known before it is written,
+	// so that an escalation can point at its own event in the log.
+	EventSeq    int64         `json:"event_seq"`
 	Escalations []*Escalation `json:"escalations,omitempty"`
 	Reason      string        `json:"reason,omitempty"`
 	CreatedAt   time.Time     `json:"created_at"`

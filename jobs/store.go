@@ -30,9 +30,14 @@ func auditKey(id string) string  { return "orch:run:{" + id + "}:audit" }
 
 // Store keeps runs, their event logs and audit trails in Redis.
 type Store struct {
-	rdb redis.UniversalClient
-	now func() time.Time
+	rdb     redis.UniversalClient
+	now     func() time.Time
+	observe func([]Event)
 }
+
+// Observe has fn called with the events of every change once it is committed (metrics derive from them: a change
+// retried under contention is counted once).
+func (s *Store) Observe(fn func([]Event)) { s.observe = fn }
 
 // NewStore returns a store on rdb. now may be nil (time.Now).
 func NewStore(rdb redis.UniversalClient, now func() time.Time) *Store {
@@ -52,6 +57,10 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 func (s *Store) Create(ctx context.Context, r *Run, events ...Event) error {
 	now := s.now().UTC()
 	r.CreatedAt, r.UpdatedAt, r.Version = now, now, 1
+	c := Change{run: r}
+	for _, e := range events {
+		c.Emit(e)
+	}
 	data, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encoding run: %w", err)
@@ -65,7 +74,7 @@ func (s *Store) Create(ctx context.Context, r *Run, events ...Event) error {
 	}
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, keyRuns, redis.Z{Score: float64(now.UnixMilli()), Member: r.ID})
-		return s.appendEvents(ctx, p, r.ID, events)
+		return s.appendEvents(ctx, p, r.ID, c.Events)
 	})
 	if err != nil {
 		return fmt.Errorf("indexing run %s: %w", r.ID, err)
@@ -93,10 +102,18 @@ func (s *Store) Get(ctx context.Context, id string) (*Run, error) {
 type Change struct {
 	Events []Event
 	Audit  []AuditEntry
+	run    *Run
 }
 
-// Emit adds an event to the change.
-func (c *Change) Emit(e Event) { c.Events = append(c.Events, e) }
+// Emit adds an event to the change and returns the id it will have in the run's log.
+func (c *Change) Emit(e Event) string {
+	if c.run != nil {
+		c.run.EventSeq++
+		e.ID = fmt.Sprintf("%d-%d", c.run.CreatedAt.UnixMilli(), c.run.EventSeq)
+	}
+	c.Events = append(c.Events, e)
+	return e.ID
+}
 
 // Update applies fn to the run atomically: fn sees the latest saved run, and its changes, events and audit entries are
 // written together only if nobody changed the run meanwhile (otherwise fn runs again on the newer run). An error from
@@ -116,7 +133,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(r *Run, c *Change
 		if err := json.Unmarshal(data, &r); err != nil {
 			return fmt.Errorf("decoding run %s: %w", id, err)
 		}
-		var c Change
+		c := Change{run: &r}
 		if err := fn(&r, &c); err != nil {
 			return err
 		}
@@ -135,6 +152,9 @@ func (s *Store) Update(ctx context.Context, id string, fn func(r *Run, c *Change
 		})
 		if err == nil {
 			out = &r
+			if s.observe != nil && len(c.Events) > 0 {
+				s.observe(c.Events)
+			}
 		}
 		return err
 	}
