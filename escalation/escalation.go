@@ -3,8 +3,10 @@
 package escalation
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +18,8 @@ import (
 // Spec describes a new escalation.
 type Spec struct {
 	Trigger        jobs.Trigger
+	Name           string // a custom trigger's name
+	Priority       int    // 0: the trigger's default (DefaultPriority)
 	Source         string // agent, brain or orch
 	Question       string
 	Options        []string // as the agent wrote them; keys are parsed or assigned A, B, C…
@@ -24,7 +28,14 @@ type Spec struct {
 	Output         string // what the agent said
 	Similarity     float64
 	Suggestions    []string
+	Files          []string // what the task changed in the workspace
+	Diff           string   // a summary of those changes (git diff --stat)
+	// MaxPerTask stops an escalation loop (0: DefaultMaxPerTask).
+	MaxPerTask int
 }
+
+// DefaultMaxPerTask is how many times a task may need a human before the run ends as failed.
+const DefaultMaxPerTask = 5
 
 // Limits that keep an escalation readable and storable.
 const (
@@ -34,19 +45,140 @@ const (
 	maxError    = 4 << 10
 	maxQuestion = 8 << 10
 	maxErrors   = 10
+	maxFiles    = 200
+	maxDiff     = 4 << 10
+	// MaxStored bounds one escalation as stored: whatever the agent printed, a question stays readable and cheap.
+	MaxStored = 64 << 10
 )
+
+// DefaultPriority orders triggers that fire together: what must not wait (a leaked secret) comes first.
+func DefaultPriority(t jobs.Trigger) int {
+	switch t {
+	case jobs.TriggerSecurity:
+		return 100
+	case jobs.TriggerConfig:
+		return 90
+	case jobs.TriggerValidation:
+		return 80
+	case jobs.TriggerPermanent:
+		return 70
+	case jobs.TriggerAttemptCap:
+		return 60
+	case jobs.TriggerBrain:
+		return 50
+	case jobs.TriggerNeedsHelp:
+		return 40
+	}
+	return 30
+}
+
+// Escalate parks r on the most urgent of the triggers that fired together about task t and queues the others, to be
+// asked one at a time, highest priority first. It returns the escalation that is open, or nil when the task hit the
+// escalation cap and the run ended as failed instead.
+func Escalate(r *jobs.Run, t *jobs.Task, c *jobs.Change, specs []Spec, now time.Time) *jobs.Escalation {
+	if len(specs) == 0 {
+		return nil
+	}
+	for i := range specs {
+		if specs[i].Priority == 0 {
+			specs[i].Priority = DefaultPriority(specs[i].Trigger)
+		}
+	}
+	sort.SliceStable(specs, func(i, j int) bool { return specs[i].Priority > specs[j].Priority })
+	e := Open(r, t, c, specs[0], now)
+	if e == nil {
+		return nil
+	}
+	for _, s := range specs[1:] {
+		q := build(r, t, s, now)
+		if !duplicate(r, q) {
+			r.Queued = append(r.Queued, q)
+		}
+	}
+	return e
+}
+
+// Next opens the next queued trigger about task t, if there is one: the run stays parked on it.
+func Next(r *jobs.Run, t *jobs.Task, c *jobs.Change, now time.Time) *jobs.Escalation {
+	for i, q := range r.Queued {
+		if q.TaskID != t.ID {
+			continue
+		}
+		r.Queued = append(r.Queued[:i:i], r.Queued[i+1:]...)
+		q.CreatedAt = now.UTC()
+		return park(r, t, c, q)
+	}
+	return nil
+}
+
+// DropQueued forgets the queued triggers about task t (the task was forced or the run ended).
+func DropQueued(r *jobs.Run, taskID string) {
+	keep := r.Queued[:0]
+	for _, q := range r.Queued {
+		if q.TaskID != taskID {
+			keep = append(keep, q)
+		}
+	}
+	r.Queued = keep
+}
+
+// duplicate reports whether the same trigger is already open or queued for the task.
+func duplicate(r *jobs.Run, e *jobs.Escalation) bool {
+	if o := r.OpenEscalation(); o != nil && o.TaskID == e.TaskID && o.Trigger == e.Trigger && o.Name == e.Name {
+		return true
+	}
+	for _, q := range r.Queued {
+		if q.TaskID == e.TaskID && q.Trigger == e.Trigger && q.Name == e.Name {
+			return true
+		}
+	}
+	return false
+}
 
 // Open parks r on a new escalation about task t and records it in the change: the run holds no worker from here on.
 // When an escalation is already open for the task, the duplicate trigger collapses into it and Open returns it.
+// A task that already needed a human MaxPerTask times is in an escalation loop: the run ends as failed and Open
+// returns nil.
 func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *jobs.Escalation {
 	if e := r.OpenEscalation(); e != nil && e.TaskID == t.ID {
 		return e
 	}
+	if s.Priority == 0 {
+		s.Priority = DefaultPriority(s.Trigger)
+	}
+	limit := s.MaxPerTask
+	if limit <= 0 {
+		limit = DefaultMaxPerTask
+	}
+	n := 0
+	for _, e := range r.Escalations {
+		if e.TaskID == t.ID {
+			n++
+		}
+	}
+	if n >= limit {
+		r.Status = jobs.RunFailed
+		r.EndedAt = now.UTC()
+		r.Reason = fmt.Sprintf("escalation loop: task %s needed a human %d times (limit %d); the last trigger was %s",
+			t.ID, n, limit, s.Trigger)
+		t.Status = jobs.TaskFailed
+		DropQueued(r, t.ID)
+		c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, t.ID, "reason", r.Reason))
+		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, Action: "stopped", Trigger: s.Trigger,
+			Detail: r.Reason, By: "orch", Via: "escalation cap"})
+		return nil
+	}
+	return park(r, t, c, build(r, t, s, now))
+}
+
+// build makes the escalation record of a spec: redacted, bounded, with its context.
+func build(r *jobs.Run, t *jobs.Task, s Spec, now time.Time) *jobs.Escalation {
 	opts := Options(s.Options)
 	e := &jobs.Escalation{
-		ID:             "e" + strconv.Itoa(len(r.Escalations)+1),
 		TaskID:         t.ID,
 		Trigger:        s.Trigger,
+		Name:           s.Name,
+		Priority:       s.Priority,
 		Source:         s.Source,
 		Question:       Bound(Redact(strings.TrimSpace(s.Question)), maxQuestion),
 		Options:        opts,
@@ -57,7 +189,19 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 		Error:          Bound(Redact(s.Error), maxError),
 		Output:         Bound(Redact(s.Output), maxOutput),
 		Suggestions:    s.Suggestions,
+		TaskStatus:     string(t.Status),
+		Diff:           Bound(Redact(s.Diff), maxDiff),
 		CreatedAt:      now.UTC(),
+	}
+	for i, f := range s.Files {
+		if i == maxFiles {
+			e.Files = append(e.Files, fmt.Sprintf("… and %d more", len(s.Files)-maxFiles))
+			break
+		}
+		e.Files = append(e.Files, Bound(Redact(f), maxLabel))
+	}
+	if s.Priority == 0 {
+		e.Priority = DefaultPriority(s.Trigger)
 	}
 	for _, err := range lastN(t.Errors, maxErrors) {
 		e.Errors = append(e.Errors, Bound(Redact(err), maxError))
@@ -68,14 +212,42 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 	if len(e.Suggestions) == 0 {
 		e.Suggestions = suggestions(e, r.ID)
 	}
+	fit(e)
+	return e
+}
+
+// fit keeps an escalation within MaxStored, giving up what matters least first: the agent's raw output, then older
+// errors, then the diff.
+func fit(e *jobs.Escalation) {
+	size := func() int { data, _ := json.Marshal(e); return len(data) }
+	for over := size() - MaxStored; over > 0; over = size() - MaxStored {
+		switch {
+		case len(e.Output) > 1024:
+			e.Output = Bound(e.Output, max(1024, len(e.Output)-over-64))
+		case len(e.Errors) > 1:
+			e.Errors = e.Errors[1:]
+		case len(e.Diff) > 256:
+			e.Diff = Bound(e.Diff, 256)
+		case len(e.Files) > 10:
+			e.Files = e.Files[:10]
+		default:
+			e.Question = Bound(e.Question, max(256, len(e.Question)-over-64))
+			return
+		}
+	}
+}
+
+// park opens e: the run waits for a human from here on.
+func park(r *jobs.Run, t *jobs.Task, c *jobs.Change, e *jobs.Escalation) *jobs.Escalation {
+	e.ID = "e" + strconv.Itoa(len(r.Escalations)+1)
 	r.Escalations = append(r.Escalations, e)
 	r.Status = jobs.RunParked
 	t.Status = jobs.TaskWaiting
 	ev := jobs.NewEvent(jobs.EventEscalation, r.ID, t.ID,
-		"escalation_id", e.ID, "trigger", string(e.Trigger), "source", e.Source, "question", e.Question,
-		"options", e.Options, "recommendation", e.Recommendation, "attempt", e.Attempt, "failures", e.Failures,
-		"similarity", e.Similarity, "title", t.Title)
-	c.Emit(ev)
+		"escalation_id", e.ID, "trigger", string(e.Trigger), "name", e.Name, "priority", e.Priority, "source", e.Source,
+		"question", e.Question, "options", e.Options, "recommendation", e.Recommendation, "attempt", e.Attempt,
+		"failures", e.Failures, "similarity", e.Similarity, "title", t.Title)
+	e.EventRef = c.Emit(ev)
 	c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "escalated",
 		Trigger: e.Trigger, Detail: firstLine(e.Question), By: "orch", Via: e.Source})
 	return e

@@ -58,6 +58,8 @@ func TestOpenParksTheRun(t *testing.T) {
 				Recommendation: "B", Attempt: 3, Failures: 3, Errors: []string{"boom 1", "boom 2", "boom 3"},
 				Output:    "I looked at the code. Which cache backend should I use?",
 				CreatedAt: sc.clock.Now().UTC(),
+				Priority:  escalation.DefaultPriority(jobs.TriggerNeedsHelp), TaskStatus: string(jobs.TaskRunning),
+				EventRef: evs0(t, sc.store, run.ID),
 			}
 			stored.Suggestions = nil // checked in TestOpenSuggestions
 			if !reflect.DeepEqual(*stored, want) {
@@ -365,12 +367,16 @@ func TestOpenRedactsAndBoundsContext(t *testing.T) {
 			limit int
 		}{fmt.Sprintf("errors[%d]", i), s, escalation.MaxError})
 	}
+	if data, _ := json.Marshal(e); len(data) > escalation.MaxStored {
+		t.Errorf("escalation is %d bytes stored, limit %d", len(data), escalation.MaxStored)
+	}
 	for _, f := range fields {
 		t.Run(f.name, func(t *testing.T) {
 			if len(f.value) > f.limit {
 				t.Errorf("%d bytes, limit %d", len(f.value), f.limit)
 			}
-			if len(f.value) < f.limit-utf8.UTFMax*2 {
+			// The output gives way first when the whole escalation would pass MaxStored.
+			if len(f.value) < f.limit-utf8.UTFMax*2 && f.name != "output" {
 				t.Errorf("%d bytes: cut more than needed for the limit %d", len(f.value), f.limit)
 			}
 			if !utf8.ValidString(f.value) {
@@ -429,4 +435,14 @@ func TestOpenRedactsAndBoundsOptions(t *testing.T) {
 			t.Errorf("escalation is %d bytes; the context must stay under 1 MB (NFR-041c-08)", len(data))
 		}
 	})
+}
+
+// evs0 is the stream id of a run's first escalation event.
+func evs0(t *testing.T, store *jobs.Store, runID string) string {
+	t.Helper()
+	evs := events(t, store, runID, jobs.EventEscalation)
+	if len(evs) == 0 {
+		return ""
+	}
+	return evs[0].ID
 }

@@ -126,6 +126,7 @@ func Resolve(ctx context.Context, store *jobs.Store, queue Enqueuer, q Request) 
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "resolved",
 			Trigger: e.Trigger, Resolution: string(res.Type), Detail: describe(e, res), By: res.By, Via: res.Via})
 		if res.Type == jobs.ResolveAbort {
+			r.Queued = nil
 			r.Status = jobs.RunAborted
 			r.Reason = res.Reason
 			r.EndedAt = res.At

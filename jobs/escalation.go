@@ -44,6 +44,8 @@ type Escalation struct {
 	ID             string      `json:"id"`
 	TaskID         string      `json:"task_id"`
 	Trigger        Trigger     `json:"trigger"`
+	Name           string      `json:"name,omitempty"` // a custom trigger\'s name
+	Priority       int         `json:"priority"`
 	Source         string      `json:"source"` // agent, brain or orch
 	Question       string      `json:"question"`
 	Options        []Option    `json:"options,omitempty"`
@@ -55,6 +57,10 @@ type Escalation struct {
 	Errors         []string    `json:"errors,omitempty"`
 	Suggestions    []string    `json:"suggestions,omitempty"`
 	Output         string      `json:"output,omitempty"` // what the agent said, redacted and bounded
+	TaskStatus     string      `json:"task_status,omitempty"`
+	Files          []string    `json:"files,omitempty"`    // what the task changed in the workspace (git status)
+	Diff           string      `json:"diff,omitempty"`     // git diff --stat of the workspace
+	Timeouts       int         `json:"timeouts,omitempty"` // how often the question timed out unanswered
 	EventRef       string      `json:"event_ref,omitempty"`
 	CreatedAt      time.Time   `json:"created_at"`
 	Resolution     *Resolution `json:"resolution,omitempty"`

@@ -54,6 +54,32 @@ type Options struct {
 	LLMOnly     bool   `json:"llm_only,omitempty"`
 	// AgentTimeout bounds one agent invocation.
 	AgentTimeout time.Duration `json:"agent_timeout"`
+	// Escalation is how questions to humans behave.
+	Escalation EscalationPolicy `json:"escalation,omitzero"`
+}
+
+// EscalationPolicy is how a run's questions to humans behave. The zero value waits forever, five escalations a task.
+type EscalationPolicy struct {
+	// MaxPerTask stops an escalation loop: a task that needs a human this many times ends the run as failed.
+	MaxPerTask int `json:"max_per_task,omitempty"`
+	// Timeout is how long a question waits for an answer; 0 waits forever.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// TimeoutDefault takes the question's default choice (the recommended option) when it times out.
+	TimeoutDefault bool `json:"timeout_default,omitempty"`
+	// Reminders is how many timeouts are recorded (and reminded) before Fallback applies.
+	Reminders int `json:"reminders,omitempty"`
+	// Fallback after the reminders: "wait" (keep waiting, the default) or "abort".
+	Fallback string `json:"fallback,omitempty"`
+	// Triggers are the custom triggers: a pattern on the agent's output that needs a human.
+	Triggers []CustomTrigger `json:"triggers,omitempty"`
+}
+
+// CustomTrigger asks a human whenever the agent's output matches Pattern.
+type CustomTrigger struct {
+	Name     string `json:"name" yaml:"name"`
+	Pattern  string `json:"pattern" yaml:"pattern"` // a Go regular expression
+	Priority int    `json:"priority" yaml:"priority"`
+	Question string `json:"question,omitempty" yaml:"question"`
 }
 
 // Origin says who started the run and where to talk to them.
@@ -83,11 +109,14 @@ type Run struct {
 	// so that an escalation can point at its own event in the log.
 	EventSeq    int64         `json:"event_seq"`
 	Escalations []*Escalation `json:"escalations,omitempty"`
-	Reason      string        `json:"reason,omitempty"`
-	CreatedAt   time.Time     `json:"created_at"`
-	UpdatedAt   time.Time     `json:"updated_at"`
-	EndedAt     time.Time     `json:"ended_at,omitzero"`
-	Version     int64         `json:"version"`
+	// Queued holds triggers that fired together with the open escalation: they are asked one at a time, highest
+	// priority first.
+	Queued    []*Escalation `json:"queued,omitempty"`
+	Reason    string        `json:"reason,omitempty"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
+	EndedAt   time.Time     `json:"ended_at,omitzero"`
+	Version   int64         `json:"version"`
 }
 
 // Task is one task of a run with its attempt history.

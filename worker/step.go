@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -206,6 +207,9 @@ type outcome struct {
 	// unavailable is set when the brain could not judge: the run stops with the output saved for later.
 	unavailable error
 	similarity  float64
+	custom      []escalation.Spec // custom triggers that matched the output
+	files       []string          // what the task changed in the workspace
+	diff        string
 }
 
 // execute runs the agent (unless its output is waiting to be judged) and judges what it said. Only an interruption
@@ -224,6 +228,7 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 		}
 	}
 	out.secrets = escalation.Secrets(out.said.Text)
+	out.custom = customTriggers(r.Options.Escalation.Triggers, out.said.Text)
 	bn, err := w.cfg.Brain(r.Options)
 	if err != nil {
 		out.execErr = fmt.Errorf("brain: %w", err)
@@ -234,6 +239,10 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 			return nil, ctx.Err()
 		}
 		out.unavailable = err
+	}
+	if out.interp.Status != brain.StatusCompleted || len(out.secrets) > 0 || len(out.custom) > 0 {
+		// A person will look: show them what the task changed.
+		out.files, out.diff = workspaceChanges(ctx, r.Workspace)
 	}
 	return out, nil
 }
@@ -366,27 +375,42 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		return
 	}
 	t.Pending = nil
+	policy := r.Options.Escalation
+	escalate := func(specs ...escalation.Spec) {
+		for i := range specs {
+			specs[i].MaxPerTask = policy.MaxPerTask
+			specs[i].Files, specs[i].Diff = out.files, out.diff
+		}
+		escalation.Escalate(r, t, c, specs, now)
+	}
 	if out.execErr != nil {
 		a.Status, a.Error = "error", escalation.Redact(out.execErr.Error())
 		c.Emit(jobs.NewEvent(jobs.EventSandboxError, r.ID, t.ID, "error", a.Error))
-		t.Pending = nil
-		escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerConfig, Source: "orch",
+		escalate(escalation.Spec{Trigger: jobs.TriggerConfig, Source: "orch",
 			Question: fmt.Sprintf("Task %s could not run: %s. Fix the configuration, then resume.", t.ID, a.Error),
-			Error:    a.Error}, now)
+			Error:    a.Error})
 		return
 	}
+	// Triggers that stand beside the brain's judgement: they are asked first, by priority.
+	var extra []escalation.Spec
 	if len(out.secrets) > 0 {
-		a.Status = "security"
-		escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerSecurity, Source: "orch",
+		extra = append(extra, escalation.Spec{Trigger: jobs.TriggerSecurity, Source: "orch",
 			Question: fmt.Sprintf("The agent's output on task %s contains what looks like a secret (%s). It was redacted "+
 				"everywhere orch keeps or shows it. Rotate the credential, then decide whether to continue.", t.ID, strings.Join(out.secrets, ", ")),
-			Output: out.said.Text}, now)
-		return
+			Output: out.said.Text})
 	}
+	extra = append(extra, out.custom...)
 	in := out.interp
 	a.Status, a.Summary, a.Error = string(in.Status), escalation.Redact(in.Summary), escalation.Redact(in.Error)
+	if len(extra) > 0 && a.Status == string(brain.StatusCompleted) {
+		a.Status = "held" // completed, but a trigger holds it for a human
+	}
 	switch in.Status {
 	case brain.StatusCompleted:
+		if len(extra) > 0 {
+			escalate(extra...)
+			return
+		}
 		t.Status = jobs.TaskCompleted
 		t.Summary = a.Summary
 		t.RetryGuidance = ""
@@ -394,8 +418,8 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 			"cost_usd", a.CostUSD, "duration_ms", a.Duration.Milliseconds()))
 		advance(r, c, now)
 	case brain.StatusNeedsHelp:
-		escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerNeedsHelp, Source: "agent", Question: in.Question,
-			Options: in.Options, Recommendation: in.Recommendation, Output: out.said.Text}, now)
+		escalate(append(extra, escalation.Spec{Trigger: jobs.TriggerNeedsHelp, Source: "agent", Question: in.Question,
+			Options: in.Options, Recommendation: in.Recommendation, Output: out.said.Text})...)
 	default:
 		t.Failures++
 		t.Errors = append(t.Errors, bound(a.Error))
@@ -419,16 +443,18 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 			if t.Failures < r.Options.MaxAttempts {
 				trig, src = jobs.TriggerBrain, "brain" // the brain saw the loop before the cap did
 			}
-			escalation.Open(r, t, c, escalation.Spec{Trigger: trig, Source: src, Question: q,
-				Error: a.Error, Similarity: out.similarity, Output: out.said.Text}, now)
+			escalate(append(extra, escalation.Spec{Trigger: trig, Source: src, Question: q,
+				Error: a.Error, Similarity: out.similarity, Output: out.said.Text})...)
 		case out.decision != nil && out.decision.Decision == brain.Escalate:
 			trig := jobs.TriggerBrain
 			if out.decision.Permanent {
 				trig = jobs.TriggerPermanent
 			}
-			escalation.Open(r, t, c, escalation.Spec{Trigger: trig, Source: "brain",
+			escalate(append(extra, escalation.Spec{Trigger: trig, Source: "brain",
 				Question: fmt.Sprintf("Task %s failed and should not be retried as is: %s", t.ID, out.decision.Reason),
-				Error:    a.Error, Similarity: out.similarity, Output: out.said.Text}, now)
+				Error:    a.Error, Similarity: out.similarity, Output: out.said.Text})...)
+		case len(extra) > 0:
+			escalate(extra...)
 		default:
 			reason, guidance := "", ""
 			if out.decision != nil {
@@ -471,21 +497,50 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 		if task == nil || r.Current() != task {
 			return errStale
 		}
-		switch e.Resolution.Type {
-		case jobs.ResolveForce:
+		if e.Resolution.Type == jobs.ResolveForce {
+			escalation.DropQueued(r, task.ID)
 			c.Emit(jobs.NewEvent(jobs.EventTaskForced, r.ID, task.ID, "title", task.Title, "by", e.Resolution.By))
 			r.Status = jobs.RunRunning
 			advance(r, c, now)
-		default:
-			r.Status = jobs.RunRunning
-			r.Seq++
-			guidance := escalation.GuidanceFor(e, e.Resolution)
-			c.Emit(jobs.NewEvent(jobs.EventResumed, r.ID, task.ID, "title", task.Title, "guidance", guidance,
-				"resolution", string(e.Resolution.Type)))
+			return nil
 		}
+		// Triggers that fired together are asked one at a time: the next one before the task goes on.
+		if escalation.Next(r, task, c, now) != nil {
+			return nil
+		}
+		if problem := validate(r); problem != "" {
+			escalation.Escalate(r, task, c, []escalation.Spec{{Trigger: jobs.TriggerValidation, Source: "orch",
+				MaxPerTask: r.Options.Escalation.MaxPerTask,
+				Question:   "The run's saved state did not pass validation on resume: " + problem + ". Fix it, then resume."}}, now)
+			return nil
+		}
+		r.Status = jobs.RunRunning
+		r.Seq++
+		guidance := escalation.GuidanceFor(e, e.Resolution)
+		c.Emit(jobs.NewEvent(jobs.EventResumed, r.ID, task.ID, "title", task.Title, "guidance", guidance,
+			"resolution", string(e.Resolution.Type)))
 		return nil
 	})
 	return w.after(ctx, p.RunID, run, err)
+}
+
+// validate checks that a run's saved state can be resumed: the cursor on a real task, the workspace still there.
+// It returns what is wrong, or "".
+func validate(r *jobs.Run) string {
+	if r.Cursor < 0 || r.Cursor >= len(r.Tasks) {
+		return fmt.Sprintf("the task cursor %d is outside the plan's %d tasks", r.Cursor, len(r.Tasks))
+	}
+	if r.Workspace == "" {
+		return "the run has no workspace"
+	}
+	st, err := os.Stat(r.Workspace)
+	if err != nil {
+		return fmt.Sprintf("the workspace %s is not there (%v)", r.Workspace, err)
+	}
+	if !st.IsDir() {
+		return fmt.Sprintf("the workspace %s is not a directory", r.Workspace)
+	}
+	return ""
 }
 
 // failureParts says why an agent process did not succeed, from what it and the sandbox reported.
