@@ -30,6 +30,7 @@ const (
 	EventRunFailed     = "run_failed"
 	EventRunAborted    = "run_aborted"
 	EventRunPaused     = "run_paused"
+	EventTimeout       = "escalation_timeout"
 )
 
 // Event is one entry of a run's append-only event log.

@@ -13,9 +13,10 @@ import (
 
 // Task types on the queue.
 const (
-	TypeStart  = "orch:start"  // a new run: move it from queued to running and enqueue its first step
-	TypeStep   = "orch:step"   // one attempt of the current task of a run
-	TypeResume = "orch:resume" // apply a human's resolution and continue the run
+	TypeStart   = "orch:start"   // a new run: move it from queued to running and enqueue its first step
+	TypeStep    = "orch:step"    // one attempt of the current task of a run
+	TypeResume  = "orch:resume"  // apply a human's resolution and continue the run
+	TypeTimeout = "orch:timeout" // a question's time ran out
 )
 
 // Queues. Control work (starts, resumes) has its own queue and its own workers, so a click is never stuck behind
@@ -30,6 +31,7 @@ type Payload struct {
 	RunID        string `json:"run_id"`
 	Seq          int64  `json:"seq,omitempty"`
 	EscalationID string `json:"escalation_id,omitempty"`
+	N            int    `json:"n,omitempty"` // which timeout of the escalation (1, 2, …)
 }
 
 // DecodePayload reads a task's payload.
@@ -103,6 +105,13 @@ func (q *Queue) Step(ctx context.Context, runID string, seq int64, agentTimeout 
 func (q *Queue) Resume(ctx context.Context, runID, escID string) error {
 	return q.enqueue(ctx, TypeResume, Payload{RunID: runID, EscalationID: escID}, "resume:"+runID+":"+escID,
 		asynq.Queue(QueueControl), asynq.MaxRetry(10), asynq.Timeout(time.Minute), asynq.Retention(24*time.Hour))
+}
+
+// Timeout schedules the n-th timeout of an escalation at the given time. Scheduling it again is harmless.
+func (q *Queue) Timeout(ctx context.Context, runID, escID string, n int, at time.Time) error {
+	return q.enqueue(ctx, TypeTimeout, Payload{RunID: runID, EscalationID: escID, N: n},
+		fmt.Sprintf("timeout:%s:%s:%d", runID, escID, n), asynq.Queue(QueueControl), asynq.ProcessAt(at),
+		asynq.MaxRetry(10), asynq.Timeout(time.Minute), asynq.Retention(24*time.Hour))
 }
 
 func (q *Queue) enqueue(ctx context.Context, typ string, p Payload, id string, opts ...asynq.Option) error {

@@ -107,6 +107,9 @@ func (w *Worker) Nudge(ctx context.Context, run *jobs.Run) error {
 		if last := lastEscalation(run); last != nil && last.Resolution != nil && run.OpenEscalation() == nil {
 			return w.cfg.Queue.Resume(ctx, run.ID, last.ID)
 		}
+		if err := w.scheduleTimeout(ctx, run); err != nil {
+			return err
+		}
 		return w.cfg.Sandbox.Release(ctx, run.ID, false)
 	case jobs.RunPaused:
 		return nil // waits for `orch resume`

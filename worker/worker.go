@@ -101,6 +101,7 @@ func (w *Worker) Handler() asynq.Handler {
 	mux.HandleFunc(jobs.TypeStart, w.handleStart)
 	mux.HandleFunc(jobs.TypeStep, w.handleStep)
 	mux.HandleFunc(jobs.TypeResume, w.handleResume)
+	mux.HandleFunc(jobs.TypeTimeout, w.handleTimeout)
 	return mux
 }
 

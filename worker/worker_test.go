@@ -59,7 +59,12 @@ type harness struct {
 
 func newHarness(t *testing.T, rdb redis.UniversalClient, agentCmd string, adapter func(jobs.Options) (agent.Adapter, error)) *harness {
 	t.Helper()
-	store := jobs.NewStore(rdb, nil)
+	return newHarnessAt(t, rdb, agentCmd, adapter, nil)
+}
+
+func newHarnessAt(t *testing.T, rdb redis.UniversalClient, agentCmd string, adapter func(jobs.Options) (agent.Adapter, error), now func() time.Time) *harness {
+	t.Helper()
+	store := jobs.NewStore(rdb, now)
 	queue := jobs.NewQueue(rdb, jobs.QueueConfig{})
 	if adapter == nil {
 		adapter = func(jobs.Options) (agent.Adapter, error) { return agent.NewTemplate(agentCmd) }

@@ -7,13 +7,58 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
+
+	"github.com/orchrun/orch/jobs"
 )
+
+// escalationPolicy resolves how questions behave: orch.yaml's escalation section, with flags and env over it.
+func (a *app) escalationPolicy(cmd *cobra.Command) (jobs.EscalationPolicy, error) {
+	fc := a.set.file.Escalation
+	p := jobs.EscalationPolicy{TimeoutDefault: fc.TimeoutDefault, Reminders: fc.Reminders, Fallback: fc.Fallback,
+		Triggers: fc.Triggers}
+	var err error
+	if p.MaxPerTask, err = a.set.int(cmd, "max-escalations", "ORCH_MAX_ESCALATIONS", fc.MaxPerTask, 5); err != nil {
+		return p, err
+	}
+	if p.MaxPerTask < 1 {
+		return p, usageErr("--max-escalations must be at least 1, got %d", p.MaxPerTask)
+	}
+	if v := a.set.str(cmd, "escalation-timeout", "ORCH_ESCALATION_TIMEOUT", fc.Timeout, "0"); v != "0" && v != "" {
+		if p.Timeout, err = time.ParseDuration(v); err != nil || p.Timeout < 0 {
+			return p, usageErr("--escalation-timeout: %q is not a duration (e.g. 1h; 0 waits forever)", v)
+		}
+	}
+	if f := cmd.Flags().Lookup("timeout-default"); f != nil && f.Changed {
+		p.TimeoutDefault, _ = cmd.Flags().GetBool("timeout-default")
+	}
+	if p.Reminders < 0 {
+		return p, usageErr("orch.yaml escalation.reminders must not be negative")
+	}
+	switch p.Fallback {
+	case "", "wait", "abort":
+	default:
+		return p, usageErr("orch.yaml escalation.fallback: %q, want wait or abort", p.Fallback)
+	}
+	for i, t := range p.Triggers {
+		if strings.TrimSpace(t.Name) == "" {
+			return p, usageErr("orch.yaml escalation.triggers[%d]: a trigger needs a name", i)
+		}
+		if _, err := regexp.Compile(t.Pattern); err != nil || t.Pattern == "" {
+			return p, usageErr("orch.yaml trigger %q: pattern %q is not a valid regular expression", t.Name, t.Pattern)
+		}
+		if t.Priority < 0 || t.Priority > 1000 {
+			return p, usageErr("orch.yaml trigger %q: priority %d is outside 0..1000", t.Name, t.Priority)
+		}
+	}
+	return p, nil
+}
 
 // fileConfig is orch.yaml: the lowest layer of configuration, under env (ORCH_*) and flags.
 type fileConfig struct {
@@ -29,6 +74,14 @@ type fileConfig struct {
 	MaxAttempts  int    `yaml:"max_attempts"`
 	AgentTimeout string `yaml:"agent_timeout"`
 	Concurrency  int    `yaml:"concurrency"`
+	Escalation   struct {
+		MaxPerTask     int                  `yaml:"max_per_task"`
+		Timeout        string               `yaml:"timeout"`
+		TimeoutDefault bool                 `yaml:"timeout_default"`
+		Reminders      int                  `yaml:"reminders"`
+		Fallback       string               `yaml:"fallback"`
+		Triggers       []jobs.CustomTrigger `yaml:"triggers"`
+	} `yaml:"escalation"`
 }
 
 // settings resolves a value from flag, env and orch.yaml, in that order of precedence.

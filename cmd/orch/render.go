@@ -105,6 +105,9 @@ func (r *renderer) event(e jobs.Event) {
 		fmt.Fprintf(w, "%sRun %s completed in %s (%s%s)\n", ts, e.RunID, ms(e.Float("duration_ms")), plural(e.Int("tasks"), "task"), costSuffix(e.Float("cost_usd")))
 	case jobs.EventRunFailed:
 		fmt.Fprintf(w, "%sRun %s failed: %s\n", ts, e.RunID, e.String("reason"))
+	case jobs.EventTimeout:
+		fmt.Fprintf(w, "%sNo answer to escalation %s after %s (TIMEOUT %d of %d): %s\n", ts, e.String("escalation_id"),
+			(time.Duration(e.Float("waited_seconds") * float64(time.Second))).Round(time.Second), e.Int("n"), e.Int("of"), e.String("next"))
 	case jobs.EventRunPaused:
 		fmt.Fprintf(w, "%sRun %s paused: %s\n", ts, e.RunID, e.String("reason"))
 	case jobs.EventRunAborted:

@@ -75,6 +75,9 @@ func (a *app) runFlags(cmd *cobra.Command) {
 	f.Bool("llm-only", false, "skip the explicit-marker fast path; always ask the brain")
 	f.String("agent-timeout", "30m", "wall-clock limit of one agent invocation (env ORCH_AGENT_TIMEOUT)")
 	f.Int("concurrency", 2, "agent processes run at once by this process's worker")
+	f.Int("max-escalations", 5, "times one task may need a human before the run fails (env ORCH_MAX_ESCALATIONS)")
+	f.String("escalation-timeout", "0", "how long a question waits for an answer; 0 waits forever (env ORCH_ESCALATION_TIMEOUT)")
+	f.Bool("timeout-default", false, "when a question times out, take its recommended option")
 }
 
 // options resolves a run's options from flags, env and orch.yaml, and validates them before anything starts.
@@ -109,6 +112,9 @@ func (a *app) options(cmd *cobra.Command, planPath string) (jobs.Options, string
 		return o, "", "", usageErr("--sandbox docker is not available in this build yet; use --sandbox local")
 	default:
 		return o, "", "", usageErr("--sandbox %q: want local or docker", o.Sandbox)
+	}
+	if o.Escalation, err = a.escalationPolicy(cmd); err != nil {
+		return o, "", "", err
 	}
 	ws, err := absDir(s.str(cmd, "workspace", "ORCH_WORKSPACE", fc.Workspace, "."), "workspace")
 	if err != nil {

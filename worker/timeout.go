@@ -1,0 +1,101 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+)
+
+// DefaultReminders is how many unanswered timeouts a question records before its fallback applies.
+const DefaultReminders = 2
+
+// scheduleTimeout has the open escalation of run time out after the policy's timeout. A question without a timeout
+// waits forever. Timeouts are scheduled tasks, not goroutines: a parked run holds nothing while it waits.
+func (w *Worker) scheduleTimeout(ctx context.Context, run *jobs.Run) error {
+	e := run.OpenEscalation()
+	d := run.Options.Escalation.Timeout
+	if e == nil || d <= 0 {
+		return nil
+	}
+	n := e.Timeouts + 1
+	return w.cfg.Queue.Timeout(ctx, run.ID, e.ID, n, e.CreatedAt.Add(time.Duration(n)*d))
+}
+
+// handleTimeout runs when a question's time ran out. It takes the question's default choice when the policy says so;
+// otherwise it records TIMEOUT — never a denial — reminds, and after the reminders applies the fallback: keep
+// waiting, or abort.
+func (w *Worker) handleTimeout(ctx context.Context, t *asynq.Task) error {
+	p, err := jobs.DecodePayload(t)
+	if err != nil {
+		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
+	}
+	run, err := w.cfg.Store.Get(ctx, p.RunID)
+	if err != nil {
+		return skipIfMissing(err)
+	}
+	e := run.Escalation(p.EscalationID)
+	if run.Status != jobs.RunParked || e == nil || e.Resolution != nil || e.Timeouts != p.N-1 {
+		return nil // answered in time, or this timeout was handled already
+	}
+	policy := run.Options.Escalation
+	waited := w.cfg.Store.Now().Sub(e.CreatedAt).Round(time.Second)
+	if q := escalation.QuestionFor(e); policy.TimeoutDefault && q.Default != "" {
+		_, _, err := escalation.Resolve(ctx, w.cfg.Store, w.cfg.Queue, escalation.Request{RunID: run.ID,
+			EscalationID: e.ID, Type: jobs.ResolveChoose, Key: q.Default, By: "orch", Via: "timeout"})
+		return ignoreSettled(err)
+	}
+	reminders := policy.Reminders
+	if reminders <= 0 {
+		reminders = DefaultReminders
+	}
+	final := p.N >= reminders
+	run, err = w.cfg.Store.Update(ctx, run.ID, func(r *jobs.Run, c *jobs.Change) error {
+		e := r.Escalation(p.EscalationID)
+		if r.Status != jobs.RunParked || e == nil || e.Resolution != nil || e.Timeouts != p.N-1 {
+			return errStale
+		}
+		e.Timeouts = p.N
+		next := "still waiting"
+		if final && policy.Fallback == "abort" {
+			next = "aborting the run"
+		} else if !final {
+			next = "reminding"
+		}
+		c.Emit(jobs.NewEvent(jobs.EventTimeout, r.ID, e.TaskID, "escalation_id", e.ID, "n", p.N, "of", reminders,
+			"waited_seconds", waited.Seconds(), "question", e.Question, "next", next))
+		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: e.TaskID, EscalationID: e.ID, Action: "timeout",
+			Trigger: e.Trigger, Resolution: "TIMEOUT", Detail: fmt.Sprintf("no answer after %s (timeout %d of %d): %s", waited, p.N, reminders, next),
+			By: "orch", Via: "timeout"})
+		return nil
+	})
+	if errors.Is(err, errStale) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case !final:
+		return w.scheduleTimeout(ctx, run)
+	case policy.Fallback == "abort":
+		_, _, err := escalation.Resolve(ctx, w.cfg.Store, w.cfg.Queue, escalation.Request{RunID: run.ID,
+			EscalationID: p.EscalationID, Type: jobs.ResolveAbort, By: "orch", Via: "timeout",
+			Reason: fmt.Sprintf("no answer after %s and %d reminders", waited, reminders)})
+		return ignoreSettled(err)
+	}
+	return nil // keep waiting, for as long as it takes
+}
+
+// ignoreSettled treats a question answered meanwhile as done.
+func ignoreSettled(err error) error {
+	if errors.Is(err, escalation.ErrAlreadyResolved) || errors.Is(err, escalation.ErrNoOpenEscalation) {
+		return nil
+	}
+	return err
+}
