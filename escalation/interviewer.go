@@ -39,8 +39,9 @@ type Question struct {
 	Default string
 	Timeout time.Duration // 0 = wait forever
 	Stage   string        // the task or node the question is about
-	// Escalation is the escalation the question stands for, when it does.
+	// Escalation is the escalation the question stands for, when it does, and RunID the run it belongs to.
 	Escalation *jobs.Escalation
+	RunID      string
 }
 
 // Answer is a human's reply.
@@ -279,9 +280,14 @@ type Callback func(ctx context.Context, q Question) (Answer, error)
 // Ask implements Interviewer.
 func (f Callback) Ask(ctx context.Context, q Question) (Answer, error) { return f(ctx, q) }
 
-// Recording wraps an interviewer and keeps every question and answer.
+// Recording wraps an interviewer and keeps every question and answer. With Store set, each pair about an escalation
+// is also written to its run's audit trail, unanswered ones included (the answers themselves are audited again when
+// they resolve the escalation).
 type Recording struct {
 	Inner Interviewer
+	Store *jobs.Store
+	By    string // who was asked (the terminal user)
+	Via   string // console, answers-file, auto-approve
 	mu    sync.Mutex
 	pairs []Recorded
 }
@@ -295,12 +301,36 @@ type Recorded struct {
 // Ask implements Interviewer.
 func (r *Recording) Ask(ctx context.Context, q Question) (Answer, error) {
 	a, err := r.Inner.Ask(ctx, q)
-	if err == nil {
-		r.mu.Lock()
-		r.pairs = append(r.pairs, Recorded{q, a})
-		r.mu.Unlock()
+	if err != nil {
+		return a, err
 	}
-	return a, err
+	r.mu.Lock()
+	r.pairs = append(r.pairs, Recorded{q, a})
+	r.mu.Unlock()
+	if r.Store != nil && q.Escalation != nil && q.RunID != "" {
+		entry := jobs.AuditEntry{TaskID: q.Escalation.TaskID, EscalationID: q.Escalation.ID, Action: "asked",
+			Trigger: q.Escalation.Trigger, Detail: Redact(firstLine(q.Text)) + " → " + Redact(answerText(a)), By: r.By, Via: r.Via}
+		_, aerr := r.Store.Update(ctx, q.RunID, func(run *jobs.Run, c *jobs.Change) error {
+			c.Audit = append(c.Audit, entry)
+			return nil
+		})
+		if aerr != nil && ctx.Err() == nil {
+			return a, fmt.Errorf("recording the answer in the audit trail: %w", aerr)
+		}
+	}
+	return a, nil
+}
+
+func answerText(a Answer) string {
+	switch {
+	case a.Selected != nil:
+		return a.Selected.Key + ") " + a.Selected.Label
+	case a.Value == AnswerSkipped:
+		return "SKIPPED (nobody here could answer)"
+	case a.Value != "":
+		return strings.TrimSpace(a.Value + " " + a.Text)
+	}
+	return firstLine(a.Text)
 }
 
 // Recordings returns what was asked and answered so far.

@@ -324,7 +324,8 @@ func (a *app) drive(cmd *cobra.Command, b *jobs.Backend, runID, from string, iv 
 	if _, err := w.Continue(ctx, runID); err != nil {
 		return err
 	}
-	f := &follower{store: b.Store, queue: b.Queue, runID: runID, iv: iv, r: r, autoApprove: h.autoApprove,
+	rec := &escalation.Recording{Inner: iv, Store: b.Store, By: whoami(), Via: via(h)}
+	f := &follower{store: b.Store, queue: b.Queue, runID: runID, iv: rec, r: r, autoApprove: h.autoApprove,
 		by: whoami(), via: via(h)}
 	status, err := f.follow(ctx, from)
 	stop()
@@ -443,6 +444,7 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 		actx, cancel := context.WithCancel(ctx)
 		cancelAsk = cancel
 		q := escalation.QuestionFor(e)
+		q.RunID = f.runID
 		go func() {
 			ans, err := f.iv.Ask(actx, q)
 			if actx.Err() != nil {
