@@ -32,6 +32,8 @@ type Spec struct {
 	Diff           string   // a summary of those changes (git diff --stat)
 	// MaxPerTask stops an escalation loop (0: DefaultMaxPerTask).
 	MaxPerTask int
+	// Held marks a trigger on an attempt that completed: resuming accepts the work.
+	Held bool
 }
 
 // DefaultMaxPerTask is how many times a task may need a human before the run ends as failed.
@@ -190,6 +192,7 @@ func build(r *jobs.Run, t *jobs.Task, s Spec, now time.Time) *jobs.Escalation {
 		Output:         Bound(Redact(s.Output), maxOutput),
 		Suggestions:    s.Suggestions,
 		TaskStatus:     string(t.Status),
+		Held:           s.Held,
 		Diff:           Bound(Redact(s.Diff), maxDiff),
 		CreatedAt:      now.UTC(),
 	}

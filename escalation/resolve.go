@@ -232,3 +232,40 @@ func Decline(ctx context.Context, store *jobs.Store, runID, escID, by, via, reas
 	})
 	return err
 }
+
+// Abort stops a run wherever it is: a run waiting on a question is resolved with an abort (first answer wins, as
+// always); a queued, running or paused run ends as aborted at once — the step in flight, if any, finds the run gone
+// and discards its result.
+func Abort(ctx context.Context, store *jobs.Store, queue Enqueuer, runID, by, via, reason string) (*jobs.Run, error) {
+	if strings.TrimSpace(reason) == "" {
+		reason = "aborted by " + by
+	}
+	run, err := store.Get(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if run.Status == jobs.RunParked && run.OpenEscalation() != nil {
+		run, _, err := Resolve(ctx, store, queue, Request{RunID: runID, Type: jobs.ResolveAbort, Reason: reason, By: by, Via: via})
+		return run, err
+	}
+	return store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		if r.Status.Terminal() {
+			return fmt.Errorf("%w: run %s already ended: %s", ErrNoOpenEscalation, r.ID, r.Status)
+		}
+		if r.Status == jobs.RunParked && r.OpenEscalation() != nil {
+			return fmt.Errorf("%w: run %s has an open question; try again", ErrAlreadyResolved, r.ID)
+		}
+		now := store.Now().UTC()
+		r.Status, r.Reason, r.EndedAt, r.Queued = jobs.RunAborted, Redact(reason), now, nil
+		c.Emit(jobs.NewEvent(jobs.EventRunAborted, r.ID, currentID(r), "reason", r.Reason, "by", by))
+		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: currentID(r), Action: "aborted", Detail: r.Reason, By: by, Via: via})
+		return nil
+	})
+}
+
+func currentID(r *jobs.Run) string {
+	if t := r.Current(); t != nil {
+		return t.ID
+	}
+	return ""
+}

@@ -41,29 +41,32 @@ type Option struct {
 
 // Escalation is a question to a human, open until resolved.
 type Escalation struct {
-	ID             string      `json:"id"`
-	TaskID         string      `json:"task_id"`
-	Trigger        Trigger     `json:"trigger"`
-	Name           string      `json:"name,omitempty"` // a custom trigger\'s name
-	Priority       int         `json:"priority"`
-	Source         string      `json:"source"` // agent, brain or orch
-	Question       string      `json:"question"`
-	Options        []Option    `json:"options,omitempty"`
-	Recommendation string      `json:"recommendation,omitempty"` // an option key when it names one, else text
-	Attempt        int         `json:"attempt"`
-	Failures       int         `json:"failures"`
-	Similarity     float64     `json:"similarity,omitempty"`
-	Error          string      `json:"error,omitempty"`
-	Errors         []string    `json:"errors,omitempty"`
-	Suggestions    []string    `json:"suggestions,omitempty"`
-	Output         string      `json:"output,omitempty"` // what the agent said, redacted and bounded
-	TaskStatus     string      `json:"task_status,omitempty"`
-	Files          []string    `json:"files,omitempty"`    // what the task changed in the workspace (git status)
-	Diff           string      `json:"diff,omitempty"`     // git diff --stat of the workspace
-	Timeouts       int         `json:"timeouts,omitempty"` // how often the question timed out unanswered
-	EventRef       string      `json:"event_ref,omitempty"`
-	CreatedAt      time.Time   `json:"created_at"`
-	Resolution     *Resolution `json:"resolution,omitempty"`
+	ID             string   `json:"id"`
+	TaskID         string   `json:"task_id"`
+	Trigger        Trigger  `json:"trigger"`
+	Name           string   `json:"name,omitempty"` // a custom trigger\'s name
+	Priority       int      `json:"priority"`
+	Source         string   `json:"source"` // agent, brain or orch
+	Question       string   `json:"question"`
+	Options        []Option `json:"options,omitempty"`
+	Recommendation string   `json:"recommendation,omitempty"` // an option key when it names one, else text
+	Attempt        int      `json:"attempt"`
+	Failures       int      `json:"failures"`
+	Similarity     float64  `json:"similarity,omitempty"`
+	Error          string   `json:"error,omitempty"`
+	Errors         []string `json:"errors,omitempty"`
+	Suggestions    []string `json:"suggestions,omitempty"`
+	Output         string   `json:"output,omitempty"` // what the agent said, redacted and bounded
+	TaskStatus     string   `json:"task_status,omitempty"`
+	Files          []string `json:"files,omitempty"`    // what the task changed in the workspace (git status)
+	Diff           string   `json:"diff,omitempty"`     // git diff --stat of the workspace
+	Timeouts       int      `json:"timeouts,omitempty"` // how often the question timed out unanswered
+	// Held is set when the attempt completed and only a trigger holds it: resuming accepts the work instead of
+	// running the task again.
+	Held       bool        `json:"held,omitempty"`
+	EventRef   string      `json:"event_ref,omitempty"`
+	CreatedAt  time.Time   `json:"created_at"`
+	Resolution *Resolution `json:"resolution,omitempty"`
 }
 
 // Resolution is a human's answer to an escalation.

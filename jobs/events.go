@@ -250,3 +250,27 @@ func (s *Store) Audit(ctx context.Context, runID string) ([]AuditEntry, error) {
 	slices.SortStableFunc(out, func(a, b AuditEntry) int { return a.Time.Compare(b.Time) })
 	return out, nil
 }
+
+// keyAudit is the audit trail of what belongs to no run (e.g. a refused request to start one).
+const keyAudit = "orch:audit"
+
+// AuditOutsideRuns records an entry that belongs to no run.
+func (s *Store) AuditOutsideRuns(ctx context.Context, a AuditEntry) error {
+	if a.Time.IsZero() {
+		a.Time = s.now().UTC()
+	}
+	data, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: keyAudit, MaxLen: maxEvents, Approx: true, Values: []any{eventField, data}}).Err()
+}
+
+// AuditRun appends entries to a run's audit trail on their own.
+func (s *Store) AuditRun(ctx context.Context, runID string, entries ...AuditEntry) error {
+	_, err := s.Update(ctx, runID, func(r *Run, c *Change) error {
+		c.Audit = append(c.Audit, entries...)
+		return nil
+	})
+	return err
+}

@@ -411,6 +411,9 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 	switch in.Status {
 	case brain.StatusCompleted:
 		if len(extra) > 0 {
+			for i := range extra {
+				extra[i].Held = true
+			}
 			escalate(extra...)
 			return
 		}
@@ -509,6 +512,16 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 		}
 		// Triggers that fired together are asked one at a time: the next one before the task goes on.
 		if escalation.Next(r, task, c, now) != nil {
+			return nil
+		}
+		if e.Held && e.Resolution.Type != jobs.ResolveRetry {
+			// The attempt had completed; the human let it through.
+			task.Status = jobs.TaskCompleted
+			task.RetryGuidance = ""
+			c.Emit(jobs.NewEvent(jobs.EventTaskCompleted, r.ID, task.ID, "title", task.Title,
+				"summary", "accepted by "+e.Resolution.By+" after the "+string(e.Trigger)+" check"))
+			r.Status = jobs.RunRunning
+			advance(r, c, now)
 			return nil
 		}
 		if problem := validate(r); problem != "" {

@@ -82,12 +82,25 @@ func (a *app) runFlags(cmd *cobra.Command) {
 
 // options resolves a run's options from flags, env and orch.yaml, and validates them before anything starts.
 func (a *app) options(cmd *cobra.Command, planPath string) (jobs.Options, string, string, error) {
+	o, ws, note, err := a.baseOptions(cmd, "local")
+	if err != nil {
+		return o, "", "", err
+	}
+	if err := checkAgent(&o, planPath); err != nil {
+		return o, "", "", err
+	}
+	return o, ws, note, nil
+}
+
+// baseOptions resolves the options every run of this process starts with; sandbox is the default sandbox (local for
+// `orch run`, docker for the long-running commands).
+func (a *app) baseOptions(cmd *cobra.Command, sandbox string) (jobs.Options, string, string, error) {
 	s, fc := a.set, a.set.file
 	var o jobs.Options
 	o.Agent = s.str(cmd, "agent", "ORCH_AGENT", fc.Agent, "claude")
 	o.AgentModel = s.str(cmd, "agent-model", "ORCH_AGENT_MODEL", fc.AgentModel, "")
 	o.SimScenario = s.str(cmd, "sim-scenario", "ORCH_SIM_SCENARIO", "", "")
-	o.Sandbox = s.str(cmd, "sandbox", "ORCH_SANDBOX", fc.Sandbox, "local")
+	o.Sandbox = s.str(cmd, "sandbox", "ORCH_SANDBOX", fc.Sandbox, sandbox)
 	o.Image = s.str(cmd, "image", "ORCH_IMAGE", fc.Image, "")
 	o.LLMOnly, _ = cmd.Flags().GetBool("llm-only")
 	var err error
@@ -118,9 +131,6 @@ func (a *app) options(cmd *cobra.Command, planPath string) (jobs.Options, string
 	}
 	ws, err := absDir(s.str(cmd, "workspace", "ORCH_WORKSPACE", fc.Workspace, "."), "workspace")
 	if err != nil {
-		return o, "", "", err
-	}
-	if err := checkAgent(&o, planPath); err != nil {
 		return o, "", "", err
 	}
 	return o, ws, brainNote, nil
@@ -165,11 +175,7 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 	}
 	defer b.Close()
 
-	run := &jobs.Run{ID: jobs.NewRunID(), PlanPath: planPath, PlanTitle: plan.Title, Workspace: ws, Options: opts,
-		Origin: jobs.Origin{Kind: "cli", User: whoami()}, Status: jobs.RunQueued}
-	for _, t := range tasks {
-		run.Tasks = append(run.Tasks, &jobs.Task{ID: t.ID, Title: t.Title, Description: t.Description, Status: jobs.TaskPending})
-	}
+	run := newRun(planPath, plan.Title, tasks, opts, ws, jobs.Origin{Kind: "cli", User: whoami()})
 	if err := b.Store.Create(cmd.Context(), run); err != nil {
 		return err
 	}
@@ -182,6 +188,18 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 		return err
 	}
 	return a.drive(cmd, b, run.ID, "0", iv, h, r)
+}
+
+// newRun is a queued run of a plan's tasks. Task descriptions are redacted: a plan must not smuggle a secret into
+// orch's state.
+func newRun(planPath, title string, tasks []pipeline.Task, opts jobs.Options, ws string, origin jobs.Origin) *jobs.Run {
+	run := &jobs.Run{ID: jobs.NewRunID(), PlanPath: planPath, PlanTitle: title, Workspace: ws, Options: opts,
+		Origin: origin, Status: jobs.RunQueued}
+	for _, t := range tasks {
+		run.Tasks = append(run.Tasks, &jobs.Task{ID: t.ID, Title: escalation.Redact(t.Title),
+			Description: escalation.Redact(t.Description), Status: jobs.TaskPending})
+	}
+	return run
 }
 
 // planTasks splits a milestone into its tasks. A plan whose headings do not follow the "Task <id>: <title>" form

@@ -1,0 +1,220 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+)
+
+// command is a slash command as the bot uses it (the fields it needs of slack.SlashCommand).
+type command struct {
+	Text, UserID, ChannelID, ResponseURL, TeamID string
+}
+
+func parseCommand(body []byte) (command, error) {
+	v, err := url.ParseQuery(string(body))
+	if err != nil {
+		return command{}, err
+	}
+	return command{Text: v.Get("text"), UserID: v.Get("user_id"), ChannelID: v.Get("channel_id"),
+		ResponseURL: v.Get("response_url"), TeamID: v.Get("team_id")}, nil
+}
+
+const helpText = "*orch* runs a coding agent through a plan and asks here when it needs you.\n" +
+	"• `/orch run PLAN [--agent NAME] [--sim-scenario FILE]` start a run (PLAN is a path inside the workspace)\n" +
+	"• `/orch status [RUN_ID]` how a run is doing (default: the latest)\n" +
+	"• `/orch abort RUN_ID` stop a run\n" +
+	"• `/orch help` this message\n" +
+	"Questions come as a message with a button per option; a reply in the run's thread answers in your own words."
+
+func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request, body []byte) {
+	cmd, err := parseCommand(body)
+	if err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	text, err := s.command(cmd)
+	if err != nil {
+		reply(w, err.Error())
+		return
+	}
+	reply(w, text)
+}
+
+// command acks a slash command with a line for the requester and queues the work; it never waits for Redis,
+// the queue or Slack.
+func (s *Server) command(cmd command) (string, error) {
+	words := strings.Fields(cmd.Text)
+	if len(words) == 0 || words[0] == "help" {
+		return helpText, nil
+	}
+	switch words[0] {
+	case "run":
+		if !s.allowed(cmd.UserID) {
+			s.refused(cmd.UserID, "run", cmd.Text)
+			return "", errors.New("you are not allowed to start runs here (ORCH_ALLOWED_USERS)")
+		}
+		req, err := s.parseRun(words[1:])
+		if err != nil {
+			return "", err
+		}
+		req.Origin = jobs.Origin{Kind: "slack", User: cmd.UserID, Channel: cmd.ChannelID}
+		if err := s.jobs.submit(func(ctx context.Context) { s.startRun(ctx, req, cmd.ResponseURL) }); err != nil {
+			return "", err
+		}
+		rel, _ := filepath.Rel(s.cfg.Workspace, req.Plan)
+		return fmt.Sprintf("Starting a run of `%s`… its thread appears in this channel.", rel), nil
+	case "status":
+		id := ""
+		if len(words) > 1 {
+			id = words[1]
+		}
+		if err := s.jobs.submit(func(ctx context.Context) { s.status(ctx, id, cmd.ResponseURL) }); err != nil {
+			return "", err
+		}
+		return "Looking it up…", nil
+	case "abort":
+		if len(words) < 2 {
+			return "", errors.New("which run? `/orch abort RUN_ID`")
+		}
+		if !s.allowed(cmd.UserID) {
+			s.refused(cmd.UserID, "abort", cmd.Text)
+			return "", errors.New("you are not allowed to abort runs here (ORCH_ALLOWED_USERS)")
+		}
+		id, reason := words[1], strings.TrimSpace(strings.Join(words[2:], " "))
+		if err := s.jobs.submit(func(ctx context.Context) { s.abort(ctx, id, cmd.UserID, reason, cmd.ResponseURL) }); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Aborting `%s`…", id), nil
+	}
+	return "", fmt.Errorf("unknown command `%s`.\n%s", words[0], helpText)
+}
+
+// parseRun reads `run PLAN [--agent NAME] [--sim-scenario FILE]`.
+func (s *Server) parseRun(args []string) (StartRequest, error) {
+	var req StartRequest
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, val, hasVal := strings.Cut(a, "=")
+		switch name {
+		case "--agent", "--sim-scenario":
+			if !hasVal {
+				if i+1 >= len(args) {
+					return req, fmt.Errorf("`%s` needs a value", name)
+				}
+				i++
+				val = args[i]
+			}
+			if name == "--agent" {
+				req.Agent = val
+				continue
+			}
+			p, err := s.resolvePlan(val)
+			if err != nil {
+				return req, err
+			}
+			req.SimScenario = p
+		default:
+			if strings.HasPrefix(a, "-") {
+				return req, fmt.Errorf("unknown option `%s` (use `--agent NAME` or `--sim-scenario FILE`)", a)
+			}
+			if req.Plan != "" {
+				return req, fmt.Errorf("one plan at a time (got `%s` and `%s`)", filepath.Base(req.Plan), a)
+			}
+			p, err := s.resolvePlan(a)
+			if err != nil {
+				return req, err
+			}
+			req.Plan = p
+		}
+	}
+	if req.Plan == "" {
+		return req, errors.New("which plan? `/orch run PLAN`")
+	}
+	return req, nil
+}
+
+func (s *Server) startRun(ctx context.Context, req StartRequest, responseURL string) {
+	run, err := s.cfg.Starter.Start(ctx, req)
+	if err != nil {
+		s.respond(ctx, responseURL, "Could not start the run: "+err.Error())
+		return
+	}
+	if err := s.poster.follow(ctx, run.ID); err != nil {
+		s.log.Error("following a new run", "run_id", run.ID, "err", err)
+	}
+}
+
+func (s *Server) status(ctx context.Context, id, responseURL string) {
+	var run *jobs.Run
+	var err error
+	if id == "" {
+		run, err = s.cfg.Store.Latest(ctx, func(r *jobs.Run) bool { return r.Origin.Kind == "slack" })
+	} else {
+		run, err = s.cfg.Store.Get(ctx, id)
+	}
+	if err != nil {
+		s.respond(ctx, responseURL, "No such run: "+err.Error())
+		return
+	}
+	s.respond(ctx, responseURL, statusText(run))
+}
+
+func statusText(r *jobs.Run) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run `%s` (%s): *%s*", r.ID, r.PlanTitle, r.Status)
+	if r.Reason != "" {
+		fmt.Fprintf(&b, " — %s", r.Reason)
+	}
+	done := 0
+	for _, t := range r.Tasks {
+		if t.Status.Done() {
+			done++
+		}
+	}
+	fmt.Fprintf(&b, "\n%d of %d tasks done", done, len(r.Tasks))
+	if t := r.Current(); t != nil && !r.Status.Terminal() {
+		fmt.Fprintf(&b, "; now: %s %s (%s)", t.ID, t.Title, t.Status)
+	}
+	if e := r.OpenEscalation(); e != nil {
+		fmt.Fprintf(&b, "\nWaiting for an answer (%s): %s", e.Trigger, firstLineOf(e.Question))
+	}
+	return b.String()
+}
+
+func firstLineOf(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	if len(line) > 200 {
+		line = line[:200] + "…"
+	}
+	return line
+}
+
+func (s *Server) abort(ctx context.Context, id, user, reason, responseURL string) {
+	if reason == "" {
+		reason = "aborted from Slack"
+	}
+	run, err := escalation.Abort(ctx, s.cfg.Store, s.cfg.Queue, id, user, "slack", reason)
+	if err != nil {
+		s.respond(ctx, responseURL, "Could not abort: "+err.Error())
+		return
+	}
+	s.respond(ctx, responseURL, fmt.Sprintf("Run `%s` is %s.", run.ID, run.Status))
+}
+
+// refused audits an attempt by someone not in ORCH_ALLOWED_USERS.
+func (s *Server) refused(user, what, detail string) {
+	s.log.Warn("refused a Slack user", "user", user, "action", what)
+	_ = s.jobs.submit(func(ctx context.Context) {
+		if err := s.poster.auditRefusal(ctx, user, what, detail); err != nil {
+			s.log.Warn("auditing a refusal", "err", err)
+		}
+	})
+}

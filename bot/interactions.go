@@ -1,0 +1,88 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/slack-go/slack"
+
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+)
+
+// handleInteraction acks a click at once; the resolution happens after.
+func (s *Server) handleInteraction(w http.ResponseWriter, r *http.Request, body []byte) {
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	var cb slack.InteractionCallback
+	if err := json.Unmarshal([]byte(form.Get("payload")), &cb); err != nil {
+		http.Error(w, "bad payload", http.StatusBadRequest)
+		return
+	}
+	if err := s.interaction(cb); err != nil {
+		reply(w, err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// interaction queues the work of a block_actions callback. Other kinds are acknowledged and ignored.
+func (s *Server) interaction(cb slack.InteractionCallback) error {
+	if cb.Type != slack.InteractionTypeBlockActions {
+		return nil
+	}
+	for _, a := range cb.ActionCallback.BlockActions {
+		act, err := DecodeAction(a.ActionID, a.Value)
+		if err != nil {
+			s.log.Warn("ignoring a click orch did not make", "action_id", a.ActionID, "err", err)
+			continue
+		}
+		user, responseURL := cb.User.ID, cb.ResponseURL
+		if err := s.jobs.submit(func(ctx context.Context) { s.click(ctx, act, user, responseURL) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// click resolves an escalation from a button. The button's value is only a claim: the run and escalation are
+// checked against the store, the option against the stored options, and the same atomic path as the terminal
+// decides which answer wins.
+func (s *Server) click(ctx context.Context, act ActionValue, user, responseURL string) {
+	if !s.allowed(user) {
+		s.refused(user, "answer", fmt.Sprintf("run %s escalation %s", act.RunID, act.EscalationID))
+		s.respond(ctx, responseURL, "You are not allowed to answer here (ORCH_ALLOWED_USERS).")
+		return
+	}
+	req := escalation.Request{RunID: act.RunID, EscalationID: act.EscalationID, By: user, Via: "slack"}
+	switch act.Kind {
+	case "choose":
+		req.Type, req.Key = jobs.ResolveChoose, act.Key
+	case "retry":
+		req.Type = jobs.ResolveRetry
+	case "abort":
+		req.Type, req.Reason = jobs.ResolveAbort, "aborted from Slack"
+	default:
+		return
+	}
+	_, _, err := escalation.Resolve(ctx, s.cfg.Store, s.cfg.Queue, req)
+	switch {
+	case err == nil:
+		// The poster sees the resolution event and updates the message for everyone.
+	case errors.Is(err, escalation.ErrAlreadyResolved), errors.Is(err, escalation.ErrNoOpenEscalation):
+		s.respond(ctx, responseURL, "Already answered: "+err.Error())
+	case errors.Is(err, escalation.ErrInvalid), errors.Is(err, jobs.ErrRunNotFound):
+		s.log.Warn("a click that does not match the stored escalation", "run_id", act.RunID, "escalation", act.EscalationID, "err", err)
+		s.respond(ctx, responseURL, "That button does not match the question on record: "+err.Error())
+	default:
+		s.log.Error("resolving from Slack", "run_id", act.RunID, "err", err)
+		s.respond(ctx, responseURL, "Could not record your answer right now (try again): "+err.Error())
+	}
+}

@@ -1,0 +1,358 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/slack-go/slack"
+
+	"github.com/orchrun/orch/jobs"
+)
+
+// The poster's keys in Redis. Its state lives there, not in memory, so that a restarted bot carries on where the last
+// one stopped: nothing posted twice, nothing lost.
+const (
+	keyActive  = "orch:slack:active" // set: runs whose threads are kept up to date
+	keyThreads = "orch:slack:thread" // hash: "<channel>:<thread ts>" → run id
+	onceTTL    = 24 * time.Hour
+	lockTTL    = 30 * time.Second
+	// recentEvents is how many recent events the progress view shows.
+	recentEvents = 8
+)
+
+func keyRunState(id string) string { return "orch:slack:run:{" + id + "}" }
+func keyLock(id string) string     { return "orch:slack:lock:{" + id + "}" }
+func keyOnce(k string) string      { return "orch:slack:once:" + k }
+
+// poster keeps each Slack run's thread up to date from the run's event log: the root message, a progress message
+// updated in place, a message per question (updated when answered, from wherever), and the final message. It posts
+// an event's messages before it moves past the event, so a Slack outage delays messages but loses none, and a
+// thread's messages stay in order.
+type poster struct {
+	s        *Server
+	rdb      redis.UniversalClient
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+
+	mu       sync.Mutex
+	lastPost map[string]time.Time // per channel: Slack allows about one message a second
+}
+
+func newPoster(s *Server) *poster {
+	return &poster{s: s, rdb: s.cfg.Store.Client(), stop: make(chan struct{}), done: make(chan struct{}),
+		lastPost: map[string]time.Time{}}
+}
+
+func (p *poster) start() {
+	go p.loop()
+}
+
+// shutdown stops the loop after the pass in progress.
+func (p *poster) shutdown() {
+	p.stopOnce.Do(func() { close(p.stop) })
+	<-p.done
+}
+
+func (p *poster) loop() {
+	defer close(p.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-p.stop; cancel() }()
+	p.adopt(ctx)
+	t := time.NewTicker(p.s.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		p.pass(ctx)
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// adopt follows the Slack runs that have not reached their final message: after a restart nothing is forgotten.
+func (p *poster) adopt(ctx context.Context) {
+	runs, err := p.s.cfg.Store.List(ctx, 500)
+	if err != nil {
+		p.s.log.Warn("looking for Slack runs to follow", "err", err)
+		return
+	}
+	for _, r := range runs {
+		if r.Origin.Kind != "slack" {
+			continue
+		}
+		final, _ := p.rdb.HGet(ctx, keyRunState(r.ID), "final").Result()
+		if final == "" {
+			p.rdb.SAdd(ctx, keyActive, r.ID)
+		}
+	}
+}
+
+// follow starts keeping a run's thread up to date.
+func (p *poster) follow(ctx context.Context, runID string) error {
+	return p.rdb.SAdd(ctx, keyActive, runID).Err()
+}
+
+// pass brings every followed run's thread up to date.
+func (p *poster) pass(ctx context.Context) {
+	ids, err := p.rdb.SMembers(ctx, keyActive).Result()
+	if err != nil {
+		if ctx.Err() == nil {
+			p.s.log.Warn("listing followed runs", "err", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := p.sync(ctx, id); err != nil && ctx.Err() == nil {
+			p.s.log.Warn("updating a run's Slack thread; will try again", "run_id", id, "err", err)
+		}
+	}
+}
+
+// runState is what the poster knows of a run's messages.
+type runState struct {
+	Channel, RootTS, ProgressTS, Cursor string
+	Esc                                 map[string]string // escalation id → message ts
+}
+
+func (p *poster) state(ctx context.Context, runID string) (runState, error) {
+	m, err := p.rdb.HGetAll(ctx, keyRunState(runID)).Result()
+	if err != nil {
+		return runState{}, err
+	}
+	st := runState{Channel: m["channel"], RootTS: m["root_ts"], ProgressTS: m["progress_ts"], Cursor: m["cursor"],
+		Esc: map[string]string{}}
+	for k, v := range m {
+		if len(k) > 4 && k[:4] == "esc:" {
+			st.Esc[k[4:]] = v
+		}
+	}
+	return st, nil
+}
+
+func (p *poster) save(ctx context.Context, runID string, kv ...string) error {
+	return p.rdb.HSet(ctx, keyRunState(runID), kv).Err()
+}
+
+// sync posts what a run's thread is missing, event by event.
+func (p *poster) sync(ctx context.Context, runID string) error {
+	// One poster per run at a time, however many bots run.
+	ok, err := p.rdb.SetNX(ctx, keyLock(runID), "1", lockTTL).Result()
+	if err != nil || !ok {
+		return err
+	}
+	defer p.rdb.Del(context.WithoutCancel(ctx), keyLock(runID))
+
+	st, err := p.state(ctx, runID)
+	if err != nil {
+		return err
+	}
+	run, err := p.s.cfg.Store.Get(ctx, runID)
+	if errors.Is(err, jobs.ErrRunNotFound) {
+		return p.rdb.SRem(ctx, keyActive, runID).Err()
+	}
+	if err != nil {
+		return err
+	}
+	if st.Channel == "" {
+		st.Channel = run.Origin.Channel
+	}
+	if st.Channel == "" {
+		return p.rdb.SRem(ctx, keyActive, runID).Err() // nowhere to post
+	}
+	if st.RootTS == "" {
+		ts, err := p.post(ctx, st.Channel, "", RootMessage(run))
+		if err != nil {
+			return fmt.Errorf("posting the root message: %w", err)
+		}
+		st.RootTS = ts
+		if err := p.save(ctx, runID, "channel", st.Channel, "root_ts", ts); err != nil {
+			return err
+		}
+		if err := p.rdb.HSet(ctx, keyThreads, st.Channel+":"+ts, runID).Err(); err != nil {
+			return err
+		}
+	}
+	events, err := p.s.cfg.Store.Events(ctx, runID, st.Cursor, 0)
+	if err != nil || len(events) == 0 {
+		return err
+	}
+	progress := false
+	defer func() {
+		if progress {
+			if err := p.progress(ctx, run, &st); err != nil {
+				p.s.log.Warn("updating the progress message", "run_id", runID, "err", err)
+			}
+		}
+	}()
+	for _, ev := range events {
+		switch ev.Type {
+		case jobs.EventEscalation:
+			id := ev.String("escalation_id")
+			if e := run.Escalation(id); e != nil && st.Esc[id] == "" {
+				ts, err := p.post(ctx, st.Channel, st.RootTS, EscalationMessage(run, e))
+				if err != nil {
+					return fmt.Errorf("posting escalation %s: %w", id, err)
+				}
+				st.Esc[id] = ts
+				if err := p.save(ctx, runID, "esc:"+id, ts); err != nil {
+					return err
+				}
+			}
+			if err := p.update(ctx, st.Channel, st.RootTS, RootMessage(run)); err != nil {
+				return err
+			}
+		case jobs.EventResolution:
+			id := ev.String("escalation_id")
+			if e := run.Escalation(id); e != nil && e.Resolution != nil && st.Esc[id] != "" {
+				if err := p.update(ctx, st.Channel, st.Esc[id], AnsweredMessage(run, e)); err != nil {
+					return fmt.Errorf("marking escalation %s answered: %w", id, err)
+				}
+			}
+		case jobs.EventRunPaused:
+			if _, err := p.post(ctx, st.Channel, st.RootTS, PausedMessage(run)); err != nil {
+				return err
+			}
+		case jobs.EventRunCompleted, jobs.EventRunFailed, jobs.EventRunAborted:
+			if _, err := p.post(ctx, st.Channel, st.RootTS, FinalMessage(run)); err != nil {
+				return fmt.Errorf("posting the final message: %w", err)
+			}
+			if err := p.update(ctx, st.Channel, st.RootTS, RootMessage(run)); err != nil {
+				return err
+			}
+			if err := p.save(ctx, runID, "final", "1"); err != nil {
+				return err
+			}
+			p.rdb.SRem(ctx, keyActive, runID)
+		default:
+			progress = true
+		}
+		st.Cursor = ev.ID
+		if err := p.save(ctx, runID, "cursor", ev.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// progress posts or updates the progress message: one update however many events came, so a busy run does not
+// flood the thread.
+func (p *poster) progress(ctx context.Context, run *jobs.Run, st *runState) error {
+	recent, err := p.s.cfg.Store.Events(ctx, run.ID, "", 0)
+	if err != nil {
+		return err
+	}
+	if len(recent) > recentEvents {
+		recent = recent[len(recent)-recentEvents:]
+	}
+	msg := ProgressMessage(run, recent)
+	if st.ProgressTS == "" {
+		ts, err := p.post(ctx, st.Channel, st.RootTS, msg)
+		if err != nil {
+			return err
+		}
+		st.ProgressTS = ts
+		return p.save(ctx, run.ID, "progress_ts", ts)
+	}
+	return p.update(ctx, st.Channel, st.ProgressTS, msg)
+}
+
+// post sends a message (in a thread when threadTS is set) and returns its ts.
+func (p *poster) post(ctx context.Context, channel, threadTS string, m Message) (string, error) {
+	opts := []slack.MsgOption{slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...)}
+	if threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(threadTS))
+	}
+	var ts string
+	err := p.call(ctx, channel, func(ctx context.Context) error {
+		var err error
+		_, ts, err = p.s.api.PostMessageContext(ctx, channel, opts...)
+		return err
+	})
+	return ts, err
+}
+
+// update replaces a message in place.
+func (p *poster) update(ctx context.Context, channel, ts string, m Message) error {
+	return p.call(ctx, channel, func(ctx context.Context) error {
+		_, _, _, err := p.s.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...))
+		return err
+	})
+}
+
+// call makes one Web API call within Slack's pace for the channel, waiting out a 429's Retry-After.
+func (p *poster) call(ctx context.Context, channel string, fn func(context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		if err := p.pace(ctx, channel); err != nil {
+			return err
+		}
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := fn(cctx)
+		cancel()
+		var rl *slack.RateLimitedError
+		if errors.As(err, &rl) && attempt < 5 {
+			p.s.log.Info("Slack asked to slow down", "channel", channel, "retry_after", rl.RetryAfter)
+			if err := sleep(ctx, rl.RetryAfter); err != nil {
+				return err
+			}
+			continue
+		}
+		return err
+	}
+}
+
+// pace waits until the channel may take another message.
+func (p *poster) pace(ctx context.Context, channel string) error {
+	p.mu.Lock()
+	next := p.lastPost[channel].Add(p.s.cfg.PostInterval)
+	now := time.Now()
+	if next.Before(now) {
+		next = now
+	}
+	p.lastPost[channel] = next
+	p.mu.Unlock()
+	return sleep(ctx, time.Until(next))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// once reports whether key is seen for the first time (within a day).
+func (p *poster) once(ctx context.Context, key string) (bool, error) {
+	return p.rdb.SetNX(ctx, keyOnce(key), "1", onceTTL).Result()
+}
+
+// runOfThread finds the run whose root message is the thread's parent.
+func (p *poster) runOfThread(ctx context.Context, channel, threadTS string) (string, error) {
+	id, err := p.rdb.HGet(ctx, keyThreads, channel+":"+threadTS).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return id, err
+}
+
+// auditRefusal records a request from someone not allowed to make it.
+func (p *poster) auditRefusal(ctx context.Context, user, what, detail string) error {
+	return p.s.cfg.Store.AuditOutsideRuns(ctx, jobs.AuditEntry{Action: "refused", Detail: what + ": " + detail,
+		By: user, Via: "slack"})
+}

@@ -1,0 +1,279 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+)
+
+// Starter creates and queues a run for a Slack request. It is wired in cmd, which knows plans and options.
+type Starter interface {
+	Start(ctx context.Context, req StartRequest) (*jobs.Run, error)
+}
+
+// StartRequest is a `/orch run` as the bot understood it.
+type StartRequest struct {
+	Plan        string // absolute, inside the workspace
+	Agent       string // "" = the server's default
+	SimScenario string // absolute, inside the workspace, or ""
+	Origin      jobs.Origin
+}
+
+// Config wires the bot. SigningSecret (HTTP mode), BotToken, Store, Queue and Starter are required.
+type Config struct {
+	SigningSecret string
+	BotToken      string
+	// AppToken switches to Socket Mode: no public URL, Slack connects over a websocket.
+	AppToken string
+	// APIURL is the base URL of Slack's Web API, ending with "/" (tests and proxies set it).
+	APIURL string
+	// Workspace is the directory plans resolve in; anything outside it is refused.
+	Workspace string
+	// AllowedUsers may start runs and answer; empty means anyone in the channel.
+	AllowedUsers []string
+	Store        *jobs.Store
+	Queue        escalation.Enqueuer
+	Starter      Starter
+	Log          *slog.Logger
+	Now          func() time.Time
+	// Workers is how many background jobs (work done after an ack) run at once. Default 8.
+	Workers int
+	// Backlog bounds the background jobs waiting for a worker; beyond it requests are refused with a "busy"
+	// message rather than piling up. Default 1024.
+	Backlog int
+	// MaxBody bounds a request body: Slack's payloads are small. Default 1 MiB.
+	MaxBody int64
+	// PollInterval is how often the poster looks for new events of the runs it follows. Default 200ms.
+	PollInterval time.Duration
+	// PostInterval is the least time between two posts to one channel (Slack allows about one a second).
+	PostInterval time.Duration
+}
+
+// Server is the Slack front end: HTTP endpoints (or Socket Mode) that ack at once and do the work after, and a
+// poster that keeps each run's thread up to date.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	api    *slack.Client
+	jobs   *pool
+	poster *poster
+	botID  string // the bot's own user id, to ignore its messages
+	mu     sync.Mutex
+}
+
+// New validates the configuration and returns a server. It does not contact Slack.
+func New(cfg Config) (*Server, error) {
+	switch {
+	case cfg.BotToken == "":
+		return nil, errors.New("bot: SLACK_BOT_TOKEN is required")
+	case cfg.SigningSecret == "" && cfg.AppToken == "":
+		return nil, errors.New("bot: SLACK_SIGNING_SECRET is required (without it forged requests would be accepted); or set SLACK_APP_TOKEN for Socket Mode")
+	case cfg.Store == nil || cfg.Queue == nil || cfg.Starter == nil:
+		return nil, errors.New("bot: Store, Queue and Starter are required")
+	case cfg.Workspace == "":
+		return nil, errors.New("bot: ORCH_WORKSPACE is required: plans resolve inside it")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 8
+	}
+	if cfg.Backlog <= 0 {
+		cfg.Backlog = 1024
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 200 * time.Millisecond
+	}
+	if cfg.PostInterval <= 0 {
+		cfg.PostInterval = time.Second
+	}
+	ws, err := filepath.Abs(cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("bot: workspace: %w", err)
+	}
+	cfg.Workspace = ws
+	opts := []slack.Option{}
+	if cfg.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
+	}
+	if cfg.AppToken != "" {
+		opts = append(opts, slack.OptionAppLevelToken(cfg.AppToken))
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, api: slack.New(cfg.BotToken, opts...)}
+	s.jobs = newPool(cfg.Workers, cfg.Backlog, cfg.Log)
+	s.poster = newPoster(s)
+	return s, nil
+}
+
+// Start learns who the bot is and starts the background workers and the poster. Stop with Shutdown.
+func (s *Server) Start(ctx context.Context) error {
+	auth, err := s.api.AuthTestContext(ctx)
+	if err != nil {
+		return fmt.Errorf("slack auth.test: %w", err)
+	}
+	s.botID = auth.UserID
+	s.jobs.start()
+	s.poster.start()
+	return nil
+}
+
+// Shutdown drains: acks already given are honoured (their background work finishes), then the poster stops.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.jobs.shutdown(ctx)
+	s.poster.shutdown()
+	return err
+}
+
+// Handler serves Slack's requests and the health check.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /slack/commands", s.verified(s.handleCommand))
+	mux.HandleFunc("POST /slack/interactions", s.verified(s.handleInteraction))
+	mux.HandleFunc("POST /slack/events", s.verified(s.handleEvent))
+	mux.HandleFunc("GET /healthz", s.handleHealth)
+	return mux
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	defer cancel()
+	if err := s.cfg.Store.Ping(ctx); err != nil {
+		http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+// verified reads the body (bounded) and checks Slack's signature before anything else: a request that fails gets
+// 401 and changes nothing.
+func (s *Server) verified(next func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "reading request", http.StatusBadRequest)
+			return
+		}
+		if err := verify(r.Header, body, s.cfg.SigningSecret, s.cfg.Now()); err != nil {
+			s.log.Warn("rejected a Slack request", "path", r.URL.Path, "err", err)
+			http.Error(w, "invalid signature", http.StatusUnauthorized)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next(w, r, body)
+	}
+}
+
+// Errors of verify.
+var (
+	errNoSignature  = errors.New("missing signature headers")
+	errStale        = errors.New("timestamp more than 5 minutes from now")
+	errBadSignature = errors.New("signature does not match")
+)
+
+// verify checks a request's v0 signature and that its timestamp is within five minutes of now (so a captured request
+// cannot be replayed later).
+func verify(h http.Header, body []byte, secret string, now time.Time) error {
+	sig, ts := h.Get("X-Slack-Signature"), h.Get("X-Slack-Request-Timestamp")
+	if sig == "" || ts == "" || secret == "" {
+		return errNoSignature
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return errNoSignature
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > 5*time.Minute || d < -5*time.Minute {
+		return errStale
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "v0:%s:", ts)
+	mac.Write(body)
+	want := "v0=" + hex.EncodeToString(mac.Sum(nil))
+	if !hmac.Equal([]byte(want), []byte(sig)) {
+		return errBadSignature
+	}
+	return nil
+}
+
+// allowed reports whether a Slack user may start runs and answer.
+func (s *Server) allowed(user string) bool {
+	if len(s.cfg.AllowedUsers) == 0 {
+		return true
+	}
+	for _, u := range s.cfg.AllowedUsers {
+		if u == user {
+			return true
+		}
+	}
+	return false
+}
+
+// reply writes a response Slack shows to the requester only.
+func reply(w http.ResponseWriter, text string) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]string{"response_type": "ephemeral", "text": text})
+}
+
+// respond sends a delayed ephemeral answer through a request's response_url.
+func (s *Server) respond(ctx context.Context, responseURL, text string) {
+	if responseURL == "" {
+		return
+	}
+	err := slack.PostWebhookContext(ctx, responseURL, &slack.WebhookMessage{Text: text, ResponseType: "ephemeral"})
+	if err != nil {
+		s.log.Warn("answering through response_url", "err", err)
+	}
+}
+
+// resolvePlan turns a plan argument into a path inside the workspace, refusing anything that escapes it.
+func (s *Server) resolvePlan(arg string) (string, error) {
+	if arg == "" {
+		return "", errors.New("which plan? `/orch run PLAN`")
+	}
+	p := arg
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(s.cfg.Workspace, p)
+	}
+	p = filepath.Clean(p)
+	rel, err := filepath.Rel(s.cfg.Workspace, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("`%s` is outside the workspace; plans must be inside it", arg)
+	}
+	// A symlink inside the workspace must not lead out of it either.
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		wsReal, _ := filepath.EvalSymlinks(s.cfg.Workspace)
+		if rel, err := filepath.Rel(wsReal, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return "", fmt.Errorf("`%s` leads outside the workspace; plans must be inside it", arg)
+		}
+	}
+	return p, nil
+}

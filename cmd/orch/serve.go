@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orchrun/orch/bot"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/pipeline"
+	"github.com/orchrun/orch/worker"
+)
+
+// The long-running commands: the Slack front end and the worker, together or apart.
+func (a *app) serveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the Slack front end and a worker in one process",
+		Long: "Serve Slack (HTTP endpoints on ORCH_HTTP_ADDR, or Socket Mode when SLACK_APP_TOKEN is set) and run a\n" +
+			"worker. Env: SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_APP_TOKEN, SLACK_API_URL, ORCH_HTTP_ADDR,\n" +
+			"ORCH_WORKSPACE, ORCH_ALLOWED_USERS, ORCH_REDIS_URL, ORCH_AGENT, ORCH_BRAIN, ORCH_SANDBOX.",
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd, true, true) },
+	}
+	a.runFlags(cmd)
+	return cmd
+}
+
+func (a *app) botCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bot",
+		Short: "Run the Slack front end only (workers run elsewhere on the same Redis)",
+		Args:  args(cobra.NoArgs),
+		RunE:  func(cmd *cobra.Command, args []string) error { return a.serve(cmd, true, false) },
+	}
+	a.runFlags(cmd)
+	return cmd
+}
+
+func (a *app) workerCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run a worker: take runs off the queue until stopped",
+		Args:  args(cobra.NoArgs),
+		RunE:  func(cmd *cobra.Command, args []string) error { return a.serve(cmd, false, true) },
+	}
+	a.runFlags(cmd)
+	return cmd
+}
+
+// serve runs the bot and/or a worker until SIGINT/SIGTERM, then drains: acks in flight finish, running steps are
+// requeued.
+func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
+	ctx := cmd.Context()
+	opts, ws, brainNote, err := a.baseOptions(cmd, "docker")
+	if err != nil {
+		return err
+	}
+	var srv *bot.Server
+	var b *jobs.Backend
+	if withBot {
+		// Check everything that can be checked before anything starts.
+		if a.env("SLACK_BOT_TOKEN") == "" {
+			return usageErr("SLACK_BOT_TOKEN is not set")
+		}
+		if a.env("SLACK_SIGNING_SECRET") == "" && a.env("SLACK_APP_TOKEN") == "" {
+			return usageErr("SLACK_SIGNING_SECRET is not set: without it orch would accept forged requests (or set SLACK_APP_TOKEN for Socket Mode)")
+		}
+	}
+	if b, err = a.backend(cmd); err != nil {
+		return err
+	}
+	defer b.Close()
+	var w *worker.Worker
+	if withWorker {
+		if w, err = a.startWorker(cmd, b); err != nil {
+			return err
+		}
+		defer w.Shutdown()
+	}
+	fmt.Fprintf(a.stderr, "orch: %s; agent %s, sandbox %s, workspace %s\n", brainNote, opts.Agent, opts.Sandbox, ws)
+	if !withBot {
+		fmt.Fprintln(a.stderr, "orch: worker running; stop with Ctrl-C")
+		<-ctx.Done()
+		return nil
+	}
+	postEvery := time.Second
+	if v := a.env("ORCH_SLACK_POST_INTERVAL"); v != "" {
+		if postEvery, err = time.ParseDuration(v); err != nil || postEvery < 0 {
+			return usageErr("ORCH_SLACK_POST_INTERVAL: %q is not a duration", v)
+		}
+	}
+	srv, err = bot.New(bot.Config{
+		PostInterval:  postEvery,
+		SigningSecret: a.env("SLACK_SIGNING_SECRET"),
+		BotToken:      a.env("SLACK_BOT_TOKEN"),
+		AppToken:      a.env("SLACK_APP_TOKEN"),
+		APIURL:        a.env("SLACK_API_URL"),
+		Workspace:     ws,
+		AllowedUsers:  splitList(a.env("ORCH_ALLOWED_USERS")),
+		Store:         b.Store,
+		Queue:         b.Queue,
+		Starter:       &slackStarter{a: a, b: b, base: opts, workspace: ws},
+		Log:           a.log,
+	})
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		return withCode(exitUsage, err)
+	}
+	addr := a.env("ORCH_HTTP_ADDR")
+	if addr == "" {
+		addr = ":3000"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		srv.Shutdown(context.Background())
+		return withCode(exitUsage, fmt.Errorf("listening on %s: %w", addr, err))
+	}
+	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go httpSrv.Serve(ln)
+	if a.env("SLACK_APP_TOKEN") != "" {
+		fmt.Fprintf(a.stderr, "orch: Slack over Socket Mode; health on http://%s/healthz\n", ln.Addr())
+		go func() {
+			if err := srv.RunSocketMode(ctx); err != nil {
+				a.log.Error("socket mode stopped", "err", err)
+			}
+		}()
+	} else {
+		fmt.Fprintf(a.stderr, "orch: Slack endpoints on http://%s/slack/{commands,interactions,events}\n", ln.Addr())
+	}
+	<-ctx.Done()
+	dctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = errors.Join(httpSrv.Shutdown(dctx), srv.Shutdown(dctx))
+	if err != nil {
+		a.log.Warn("shutting down", "err", err)
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		out = append(out, f)
+	}
+	return out
+}
+
+// slackStarter creates the runs Slack asks for, with the server's options.
+type slackStarter struct {
+	a         *app
+	b         *jobs.Backend
+	base      jobs.Options
+	workspace string
+}
+
+func (s *slackStarter) Start(ctx context.Context, req bot.StartRequest) (*jobs.Run, error) {
+	plan, err := pipeline.Load(req.Plan)
+	if err != nil {
+		return nil, err
+	}
+	if plan.Kind == pipeline.KindDOT {
+		return nil, fmt.Errorf("DOT pipelines are not supported yet")
+	}
+	opts := s.base
+	if req.Agent != "" {
+		opts.Agent = req.Agent
+	}
+	if req.SimScenario != "" {
+		opts.SimScenario = req.SimScenario
+	}
+	if err := checkAgent(&opts, req.Plan); err != nil {
+		return nil, err
+	}
+	tasks, err := plan.Tasks()
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(s.workspace, req.Plan)
+	if err != nil {
+		rel = req.Plan
+	}
+	run := newRun(rel, plan.Title, tasks, opts, s.workspace, req.Origin)
+	if err := s.b.Store.Create(ctx, run); err != nil {
+		return nil, err
+	}
+	if err := s.b.Queue.Start(ctx, run.ID); err != nil {
+		return nil, err
+	}
+	return run, nil
+}

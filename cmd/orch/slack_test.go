@@ -1,0 +1,239 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orchrun/orch/bot/slackfake"
+)
+
+const testSecret = "8f742231b10e8888abcd99yyyzzz85a5"
+
+// slackServer is `orch serve` running against a fake Slack.
+type slackServer struct {
+	t     *testing.T
+	dir   string
+	url   string
+	slack *slackfake.Slack
+	cmd   *exec.Cmd
+	out   *syncBuffer
+}
+
+func startServe(t *testing.T, env ...string) *slackServer {
+	t.Helper()
+	dir := workdir(t)
+	fake := slackfake.New()
+	t.Cleanup(fake.Close)
+	cmd := exec.Command(orchBin, "serve")
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "ORCH_REDIS_URL=", "ANTHROPIC_API_KEY=",
+		"SLACK_BOT_TOKEN=xoxb-test", "SLACK_SIGNING_SECRET="+testSecret, "SLACK_APP_TOKEN=", "SLACK_API_URL="+fake.APIURL(),
+		"ORCH_HTTP_ADDR=127.0.0.1:0", "ORCH_WORKSPACE="+dir, "ORCH_SANDBOX=local", "ORCH_AGENT=sim", "ORCH_BRAIN=heuristic",
+		"ORCH_SLACK_POST_INTERVAL=20ms", "ORCH_ALLOWED_USERS="), env...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &slackServer{t: t, dir: dir, slack: fake, cmd: cmd, out: out}
+	t.Cleanup(s.stop)
+	addr := regexp.MustCompile(`Slack endpoints on (http://[0-9.:]+)/`)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := addr.FindStringSubmatch(out.String()); m != nil {
+			s.url = m[1]
+			return s
+		}
+		if cmd.ProcessState != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("orch serve did not start:\n%s", out.String())
+	return nil
+}
+
+func (s *slackServer) stop() {
+	if s.cmd.ProcessState == nil {
+		s.cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { s.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			s.cmd.Process.Kill()
+			<-done
+		}
+	}
+}
+
+// post sends a signed request to one of orch's Slack endpoints.
+func (s *slackServer) post(path string, body []byte, contentType string) (int, string) {
+	s.t.Helper()
+	req := slackfake.Request(s.url, path, testSecret, body, contentType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+// waitFor polls the fake Slack until cond holds.
+func (s *slackServer) waitFor(what string, cond func([]slackfake.Message) bool) []slackfake.Message {
+	s.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		msgs := s.slack.Messages()
+		if cond(msgs) {
+			return msgs
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var b strings.Builder
+	for _, m := range s.slack.Messages() {
+		b.WriteString(m.TS + " thread=" + m.ThreadTS + " updates=" + string(rune('0'+m.Updates)) + ": " + m.Text + "\n")
+	}
+	s.t.Fatalf("waiting for %s; messages:\n%s\norch:\n%s", what, b.String(), s.out.String())
+	return nil
+}
+
+func escalationMsg(msgs []slackfake.Message) (slackfake.Message, bool) {
+	for _, m := range msgs {
+		if m.ThreadTS != "" && len(slackfake.Buttons(m)) > 0 {
+			return m, true
+		}
+	}
+	return slackfake.Message{}, false
+}
+
+func finalMsg(msgs []slackfake.Message, word string) bool {
+	for _, m := range msgs {
+		if m.ThreadTS != "" && strings.Contains(m.Text, word) && strings.Contains(m.Text, "r-") {
+			return true
+		}
+	}
+	return false
+}
+
+// The design card's headline, end to end: /orch run → a question with buttons in the thread → one click → the
+// message shows who answered → the run completes and says so in the thread.
+func TestSlackRunClickComplete(t *testing.T) {
+	t.Parallel()
+	s := startServe(t)
+	code, body := s.post("/slack/commands", s.slack.SlashCommand("run examples/plans/ambiguous_task.md", "U123ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
+	if code != 200 || !strings.Contains(body, "Starting a run") {
+		t.Fatalf("slash command: %d %s", code, body)
+	}
+	msgs := s.waitFor("the question", func(m []slackfake.Message) bool { _, ok := escalationMsg(m); return ok })
+	root := msgs[0]
+	if root.ThreadTS != "" || root.Channel != "C0RUNS" || !regexp.MustCompile(`r-[a-z2-7]{10}`).MatchString(root.Text) {
+		t.Fatalf("root message: %+v", root)
+	}
+	q, _ := escalationMsg(msgs)
+	if q.ThreadTS != root.TS {
+		t.Fatalf("the question is not in the run's thread: %+v", q)
+	}
+	buttons := slackfake.Buttons(q)
+	var chooseB, value string
+	for id, v := range buttons {
+		if strings.HasSuffix(id, ":B") {
+			chooseB, value = id, v
+		}
+	}
+	if chooseB == "" || buttons["orch_retry"] == "" || buttons["orch_abort"] == "" {
+		t.Fatalf("buttons: %v", buttons)
+	}
+	if code, _ := s.post("/slack/interactions", s.slack.Click(q, "U123ALICE", chooseB, value), "application/x-www-form-urlencoded"); code != 200 {
+		t.Fatalf("click: %d", code)
+	}
+	s.waitFor("the final message", func(m []slackfake.Message) bool { return finalMsg(m, "completed") })
+	for _, m := range s.slack.Messages() {
+		if m.TS == q.TS {
+			if len(slackfake.Buttons(m)) != 0 || m.Updates == 0 || !strings.Contains(string(m.Blocks), "U123ALICE") {
+				t.Fatalf("the answered question still has buttons or does not say who answered: %s", m.Blocks)
+			}
+		}
+	}
+	// A second click, by anyone, is told it was already answered; nothing changes.
+	before := len(s.slack.Messages())
+	s.post("/slack/interactions", s.slack.Click(q, "U456BOB", chooseB, value), "application/x-www-form-urlencoded")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(strings.Join(s.slack.Ephemerals(), "\n"), "Already answered") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(strings.Join(s.slack.Ephemerals(), "\n"), "Already answered") {
+		t.Fatalf("second click not told: %v", s.slack.Ephemerals())
+	}
+	if len(s.slack.Messages()) != before {
+		t.Fatal("a second click posted something")
+	}
+}
+
+// A reply in the thread answers the question as free-text guidance.
+func TestSlackThreadReplyAnswers(t *testing.T) {
+	t.Parallel()
+	s := startServe(t)
+	s.post("/slack/commands", s.slack.SlashCommand("run examples/plans/ambiguous_task.md", "U123ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
+	msgs := s.waitFor("the question", func(m []slackfake.Message) bool { _, ok := escalationMsg(m); return ok })
+	root := msgs[0]
+	reply := slackfake.ThreadReply("Ev001", "C0RUNS", root.TS, "U123ALICE", "Use the in-memory one, LRU, 1000 items")
+	for range 2 { // a retried delivery of the same event counts once
+		if code, _ := s.post("/slack/events", reply, "application/json"); code != 200 {
+			t.Fatalf("event: %d", code)
+		}
+	}
+	s.waitFor("the final message", func(m []slackfake.Message) bool { return finalMsg(m, "completed") })
+	q, _ := escalationMsg(msgs)
+	for _, m := range s.slack.Messages() {
+		if m.TS == q.TS && !strings.Contains(string(m.Blocks), "LRU, 1000 items") {
+			t.Fatalf("the answered question does not show the guidance: %s", m.Blocks)
+		}
+	}
+}
+
+// Forged, stale and tampered requests get 401 and change nothing.
+func TestSlackRejectsForgedRequests(t *testing.T) {
+	t.Parallel()
+	s := startServe(t)
+	body := s.slack.SlashCommand("run examples/plans/hello.md", "U123ALICE", "C0RUNS")
+	cases := map[string]func(*http.Request){
+		"no signature": func(r *http.Request) { r.Header.Del("X-Slack-Signature") },
+		"wrong secret": func(r *http.Request) {
+			sig, ts := slackfake.Sign("not-the-secret", time.Now(), body)
+			r.Header.Set("X-Slack-Signature", sig)
+			r.Header.Set("X-Slack-Request-Timestamp", ts)
+		},
+		"stale": func(r *http.Request) {
+			sig, ts := slackfake.Sign(testSecret, time.Now().Add(-6*time.Minute), body)
+			r.Header.Set("X-Slack-Signature", sig)
+			r.Header.Set("X-Slack-Request-Timestamp", ts)
+		},
+		"body changed after signing": func(r *http.Request) {
+			r.Body = io.NopCloser(strings.NewReader(strings.Replace(string(body), "hello", "HELLO", 1)))
+		},
+	}
+	for name, tamper := range cases {
+		req := slackfake.Request(s.url, "/slack/commands", testSecret, body, "application/x-www-form-urlencoded")
+		tamper(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: status %d, want 401", name, resp.StatusCode)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(s.slack.Messages()); n != 0 {
+		t.Fatalf("a rejected request started something: %d messages", n)
+	}
+}
