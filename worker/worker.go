@@ -50,7 +50,7 @@ type Config struct {
 	// SimilarityThreshold above which two errors count as the same. Default 0.8.
 	SimilarityThreshold float64
 	// PollInterval is how often an idle worker looks for work: the delay between a click and the resume.
-	// Default 50ms (asynq's own default of 1s is too slow for a click).
+	// Default 20ms (asynq's own default of 1s is too slow for a click).
 	PollInterval time.Duration
 	// ShutdownTimeout is how long shutdown waits for running steps before they are requeued. Default 10s.
 	ShutdownTimeout time.Duration
@@ -84,7 +84,7 @@ func New(cfg Config) (*Worker, error) {
 		cfg.SimilarityThreshold = 0.8
 	}
 	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 50 * time.Millisecond
+		cfg.PollInterval = 20 * time.Millisecond
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second

@@ -66,7 +66,7 @@ func (a *app) root() *cobra.Command {
 		},
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr("%v (see 'orch %s --help')", err, c.Name())
+		return usageErr("%v (see '%s --help')", err, c.CommandPath())
 	})
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)

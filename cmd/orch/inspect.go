@@ -196,7 +196,11 @@ func (a *app) printEscalation(run *jobs.Run, e *jobs.Escalation) {
 			fmt.Fprintf(w, "  - %s\n", strings.ReplaceAll(s, "RUN_ID", run.ID))
 		}
 	}
-	fmt.Fprintf(w, "Resolve:    orch escalation resolve %s (--choose KEY | --answer TEXT | --resume | --retry | --abort --reason R | --force-continue --acknowledge-risk)\n", run.ID)
+	choose := ""
+	if len(e.Options) > 0 {
+		choose = "--choose KEY | "
+	}
+	fmt.Fprintf(w, "Resolve:    orch escalation resolve %s (%s--answer TEXT | --resume | --retry | --abort --reason R | --force-continue --acknowledge-risk)\n", run.ID, choose)
 }
 
 func (a *app) escalationResolveCmd() *cobra.Command {

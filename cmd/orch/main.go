@@ -34,7 +34,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// stdout (orch run | head) must not kill orch between a change and its snapshot: writes just fail.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	signal.Ignore(syscall.SIGPIPE)
+	// Notify, not Ignore: an ignored SIGPIPE would be inherited by the agents orch starts.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	app := newApp(stdin, stdout, stderr)
 	err := app.root().ExecuteContext(ctx)
 	code := exitCode(err, app.started)

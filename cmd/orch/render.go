@@ -213,7 +213,7 @@ func (r *renderer) parked(run *jobs.Run, hint string) {
 		choose = "--choose KEY | "
 	}
 	fmt.Fprintf(&b, "  See it:     orch escalation show %s%s\n", run.ID, hint)
-	fmt.Fprintf(&b, "  Answer it:  orch escalation resolve %s%s %s--answer \"…\" | --retry | --abort --reason \"…\"\n", run.ID, hint, choose)
+	fmt.Fprintf(&b, "  Answer it:  orch escalation resolve %s%s %s--answer \"…\" | --resume | --retry | --abort --reason \"…\" | --force-continue --acknowledge-risk\n", run.ID, hint, choose)
 	fmt.Fprintf(&b, "  Then:       orch resume %s%s   (or just resume and answer at the prompt)\n", run.ID, hint)
 	r.note(strings.TrimRight(b.String(), "\n"))
 }

@@ -454,7 +454,8 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 	var askingID string
 	var cancelAsk context.CancelFunc = func() {}
 	defer func() { cancelAsk() }()
-	ask := func(e *jobs.Escalation) {
+	shown := map[string]bool{} // questions whose block is on the screen already
+	ask := func(e *jobs.Escalation, wait time.Duration) {
 		if askingID == e.ID {
 			return
 		}
@@ -464,6 +465,10 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 		q := escalation.QuestionFor(e)
 		q.RunID = f.runID
 		go func() {
+			// A question whose timeout came due while nobody ran is the timeout's to settle first.
+			if sleepCtx(actx, wait) != nil {
+				return
+			}
 			ans, err := f.iv.Ask(actx, q)
 			if actx.Err() != nil {
 				return // settled elsewhere
@@ -475,6 +480,7 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 	if run, err := f.store.Get(ctx, f.runID); err == nil {
 		if e := run.OpenEscalation(); e != nil && run.Status == jobs.RunParked {
 			f.r.escalation(e, taskTitle(run, e.TaskID), run.ID)
+			shown[e.ID] = true
 			f.present(ctx, run, e, ask)
 		}
 	}
@@ -485,7 +491,9 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 		case err := <-readErr:
 			return "", err
 		case ev := <-events:
-			f.r.event(ev)
+			if ev.Type != jobs.EventEscalation || !shown[ev.String("escalation_id")] {
+				f.r.event(ev)
+			}
 			switch ev.Type {
 			case jobs.EventEscalation:
 				run, err := f.store.Get(ctx, f.runID)
@@ -496,6 +504,7 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 				if e == nil || e.Resolution != nil {
 					continue // answered already (we are replaying the log)
 				}
+				shown[e.ID] = true
 				f.present(ctx, run, e, ask)
 			case jobs.EventResolution:
 				if ev.String("escalation_id") == askingID {
@@ -531,7 +540,7 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 					return "", gerr
 				}
 				if e := run.OpenEscalation(); e != nil {
-					ask(e)
+					ask(e, 0)
 				}
 			case err != nil:
 				return "", err
@@ -542,7 +551,7 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 
 // present asks the human about e, unless this process may not answer it: auto-approval never resolves failures or
 // security escalations, which end the run as failed (the run_failed event then ends the follow).
-func (f *follower) present(ctx context.Context, run *jobs.Run, e *jobs.Escalation, ask func(*jobs.Escalation)) {
+func (f *follower) present(ctx context.Context, run *jobs.Run, e *jobs.Escalation, ask func(*jobs.Escalation, time.Duration)) {
 	if f.autoApprove && e.Trigger != jobs.TriggerNeedsHelp {
 		reason := fmt.Sprintf("%s escalation on task %s cannot be auto-approved", e.Trigger, e.TaskID)
 		if err := escalation.Decline(ctx, f.store, run.ID, e.ID, f.by, f.via, reason); err != nil {
@@ -550,7 +559,31 @@ func (f *follower) present(ctx context.Context, run *jobs.Run, e *jobs.Escalatio
 		}
 		return
 	}
-	ask(e)
+	ask(e, overdueWait(run, e, f.store.Now()))
+}
+
+// overdueWait is how long to hold a question back because its timeout is already due (it came due while no orch
+// process ran): the worker settles it within a moment, and asking first would race it.
+func overdueWait(run *jobs.Run, e *jobs.Escalation, now time.Time) time.Duration {
+	d := run.Options.Escalation.Timeout
+	if d <= 0 || now.Before(e.CreatedAt.Add(time.Duration(e.Timeouts+1)*d)) {
+		return 0
+	}
+	return 5 * time.Second
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func taskTitle(r *jobs.Run, id string) string {

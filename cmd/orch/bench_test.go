@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orchrun/orch/agent"
+	"github.com/orchrun/orch/bot"
+	"github.com/orchrun/orch/bot/slackfake"
+	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/pipeline"
+	"github.com/orchrun/orch/sandbox"
+	"github.com/orchrun/orch/worker"
+)
+
+// BenchmarkClickToResume measures, from a click's POST to the resumed agent attempt starting (its task_started event,
+// stamped just before the agent process is started), p50 and p99: with orch's poll interval and with asynq's default
+// of one second, in the same run.
+func BenchmarkClickToResume(b *testing.B) {
+	for _, poll := range []time.Duration{20 * time.Millisecond, time.Second} {
+		b.Run(fmt.Sprintf("poll=%s", poll), func(b *testing.B) { clickToResume(b, poll) })
+	}
+}
+
+func clickToResume(b *testing.B, poll time.Duration) {
+	var rdb redis.UniversalClient
+	if url := os.Getenv("ORCH_TEST_REDIS_URL"); url != "" {
+		opt, _ := redis.ParseURL(url)
+		rdb = redis.NewClient(opt)
+	} else {
+		rdb = redis.NewClient(&redis.Options{Addr: miniredis.RunT(b).Addr()})
+	}
+	defer rdb.Close()
+	ctx := context.Background()
+	store := jobs.NewStore(rdb, nil)
+	queue := jobs.NewQueue(rdb, jobs.QueueConfig{})
+	ws, _ := filepath.Abs("../../examples/plans")
+	planPath := filepath.Join(ws, "ambiguous_task.md")
+	w, err := worker.New(worker.Config{Store: store, Queue: queue, Sandbox: sandbox.NewLocal(sandbox.LocalConfig{}),
+		Brain: func(jobs.Options) (worker.Brain, error) { return &brain.Fallback{}, nil },
+		Agent: func(o jobs.Options) (agent.Adapter, error) {
+			return agent.NewSim(agent.SimConfig{Binary: orchBin, Scenario: o.SimScenario}), nil
+		},
+		PollInterval: poll})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Start(rdb); err != nil {
+		b.Fatal(err)
+	}
+	defer w.Shutdown()
+	fake := slackfake.New()
+	defer fake.Close()
+	s, err := bot.New(bot.Config{SigningSecret: testSecret, BotToken: "xoxb-bench", APIURL: fake.APIURL(), Workspace: ws,
+		Store: store, Queue: queue, Starter: &slackStarter{}, PostInterval: time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Shutdown(ctx)
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	plan, _ := pipeline.Load(planPath)
+	tasks, _ := plan.Tasks()
+	opts := jobs.Options{Agent: "sim", SimScenario: filepath.Join(ws, "ambiguous_task.sim.yaml"), Brain: "heuristic",
+		Sandbox: "local", MaxAttempts: 3, AgentTimeout: time.Minute}
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		run := newRun("ambiguous_task.md", plan.Title, tasks, opts, b.TempDir(), jobs.Origin{Kind: "slack", Channel: "C1"})
+		if err := store.Create(ctx, run); err != nil {
+			b.Fatal(err)
+		}
+		queue.Start(ctx, run.ID)
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			r, _ := store.Get(ctx, run.ID)
+			if r.OpenEscalation() != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("run did not park: %s", r.Status)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		cursor, _ := store.LastEventID(ctx, run.ID)
+		body := fake.Click(slackfake.Message{Channel: "C1", TS: "1.1", ThreadTS: "1.0"}, "U1", bot.ActionChoose+":B",
+			bot.ActionValue{RunID: run.ID, EscalationID: "e1", Kind: "choose", Key: "B"}.Encode())
+		b.StartTimer()
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(slackfake.Request(srv.URL, "/slack/interactions", testSecret, body, "application/x-www-form-urlencoded"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		var resumed time.Time
+		for deadline := time.Now().Add(30 * time.Second); resumed.IsZero(); {
+			evs, _ := store.Events(ctx, run.ID, cursor, 100*time.Millisecond)
+			for _, e := range evs {
+				cursor = e.ID
+				if e.Type == jobs.EventTaskStarted && e.Int("started") == 2 {
+					resumed = e.Time
+				}
+			}
+			if time.Now().After(deadline) {
+				b.Fatal("the run did not resume")
+			}
+		}
+		b.StopTimer()
+		lat = append(lat, resumed.Sub(start))
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if r, _ := store.Get(ctx, run.ID); r.Status.Terminal() {
+				break
+			}
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
