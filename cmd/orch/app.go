@@ -137,10 +137,17 @@ func (a *app) startWorker(cmd *cobra.Command, b *jobs.Backend) (*worker.Worker, 
 	if conc < 1 {
 		return nil, usageErr("--concurrency must be at least 1, got %d", conc)
 	}
+	var poll time.Duration
+	if v := a.env("ORCH_POLL_INTERVAL"); v != "" {
+		if poll, err = time.ParseDuration(v); err != nil || poll <= 0 {
+			return nil, usageErr("ORCH_POLL_INTERVAL: %q is not a positive duration", v)
+		}
+	}
 	w, err := worker.New(worker.Config{
-		Store:   b.Store,
-		Queue:   b.Queue,
-		Sandbox: sandbox.NewLocal(sandbox.LocalConfig{}),
+		PollInterval: poll,
+		Store:        b.Store,
+		Queue:        b.Queue,
+		Sandbox:      sandbox.NewLocal(sandbox.LocalConfig{}),
 		Brain: func(opts jobs.Options) (worker.Brain, error) {
 			return brains{apiKey: a.env("ANTHROPIC_API_KEY")}.forRun(opts)
 		},
