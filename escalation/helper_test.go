@@ -3,16 +3,13 @@ package escalation_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/jobstest"
 )
 
 // storeCase is one Redis the store tests run against.
@@ -22,36 +19,18 @@ type storeCase struct {
 	clock *clock
 }
 
-// stores returns a store on miniredis and, when ORCH_TEST_REDIS_URL is set, one on that real Redis. CI must set it:
-// there a missing URL fails the test instead of silently testing less.
+// stores returns a store per backend under test (jobstest.Clients), each on its own injected clock.
 func stores(t *testing.T) []storeCase {
 	t.Helper()
-	m := miniredis.RunT(t)
-	mc := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { mc.Close() })
-	mclock := newClock()
-	out := []storeCase{{name: "miniredis", store: jobs.NewStore(mc, mclock.Now), clock: mclock}}
-
-	url := os.Getenv("ORCH_TEST_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but ORCH_TEST_REDIS_URL is not set: the escalation tests must also run against a real Redis")
+	var out []storeCase
+	clients := jobstest.Clients(t)
+	for _, name := range []string{"miniredis", "redis"} {
+		if c, ok := clients[name]; ok {
+			clk := newClock()
+			out = append(out, storeCase{name: name, store: jobs.NewStore(c, clk.Now), clock: clk})
 		}
-		return out
 	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatalf("ORCH_TEST_REDIS_URL: %v", err)
-	}
-	rc := redis.NewClient(opt)
-	t.Cleanup(func() { rc.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if err := rc.Ping(ctx).Err(); err != nil {
-		t.Fatalf("ORCH_TEST_REDIS_URL %s: %v", opt.Addr, err)
-	}
-	rclock := newClock()
-	return append(out, storeCase{name: "redis", store: jobs.NewStore(rc, rclock.Now), clock: rclock})
+	return out
 }
 
 // clock is an injected clock that tests move by hand; safe for concurrent use.

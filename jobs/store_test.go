@@ -10,30 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/orchrun/orch/jobs/jobstest"
 )
 
-// backends returns a Redis client per backend under test: always miniredis, and the real server CI starts.
-func backends(t *testing.T) map[string]redis.UniversalClient {
-	t.Helper()
-	m := miniredis.RunT(t)
-	out := map[string]redis.UniversalClient{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
-	if url := os.Getenv("ORCH_TEST_REDIS_URL"); url != "" {
-		opt, err := redis.ParseURL(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out["redis"] = redis.NewClient(opt)
-	} else if os.Getenv("CI") == "true" {
-		t.Fatal("CI must set ORCH_TEST_REDIS_URL: integration tests run against a real Redis there")
-	}
-	for _, c := range out {
-		t.Cleanup(func() { c.Close() })
-	}
-	return out
-}
+// backends returns a Redis client per backend under test.
+func backends(t *testing.T) map[string]redis.UniversalClient { return jobstest.Clients(t) }
 
 func newRun() *Run {
 	return &Run{ID: NewRunID(), PlanPath: "plan.md", Status: RunQueued, Options: Options{MaxAttempts: 3},

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
@@ -18,27 +17,11 @@ import (
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/jobstest"
 	"github.com/orchrun/orch/sandbox"
 )
 
-func clients(t *testing.T) map[string]redis.UniversalClient {
-	t.Helper()
-	m := miniredis.RunT(t)
-	out := map[string]redis.UniversalClient{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
-	if url := os.Getenv("ORCH_TEST_REDIS_URL"); url != "" {
-		opt, err := redis.ParseURL(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out["redis"] = redis.NewClient(opt)
-	} else if os.Getenv("CI") == "true" {
-		t.Fatal("CI must set ORCH_TEST_REDIS_URL")
-	}
-	for _, c := range out {
-		t.Cleanup(func() { c.Close() })
-	}
-	return out
-}
+func clients(t *testing.T) map[string]redis.UniversalClient { return jobstest.Clients(t) }
 
 // script writes an agent: a shell script whose reply depends on ORCH_ATTEMPT.
 func script(t *testing.T, body string) string {
