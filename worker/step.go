@@ -110,11 +110,11 @@ func (w *Worker) Nudge(ctx context.Context, run *jobs.Run) error {
 		if err := w.scheduleTimeout(ctx, run); err != nil {
 			return err
 		}
-		return w.cfg.Sandbox.Release(ctx, run.ID, false)
+		return w.release(ctx, run, false)
 	case jobs.RunPaused:
 		return nil // waits for `orch resume`
 	default: // terminal
-		return w.cfg.Sandbox.Release(ctx, run.ID, true)
+		return w.release(ctx, run, true)
 	}
 }
 
@@ -270,8 +270,13 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 		out.execErr = fmt.Errorf("building the %s command: %w", ad.Name(), err)
 		return nil
 	}
+	sb, err := w.sandboxFor(r.Options)
+	if err != nil {
+		out.execErr = err
+		return nil
+	}
 	parser := ad.NewParser()
-	res, err := w.cfg.Sandbox.Exec(ctx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env,
+	res, err := sb.Exec(ctx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env,
 		Dir: r.Workspace, Timeout: r.Options.AgentTimeout}, parser.Line)
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -37,9 +37,13 @@ type Brain interface {
 
 // Config wires a worker. Store, Queue, Sandbox, Brain and Agent are required.
 type Config struct {
-	Store   *jobs.Store
-	Queue   *jobs.Queue
+	Store *jobs.Store
+	Queue *jobs.Queue
+	// Sandbox is where runs with Options.Sandbox "local" (or unset) run their agents.
 	Sandbox Sandbox
+	// Sandboxes adds other kinds by name ("docker"); a run asking for a kind this worker lacks is parked with a
+	// configuration escalation.
+	Sandboxes map[string]Sandbox
 	// Brain returns the brain for a run's options.
 	Brain func(opts jobs.Options) (Brain, error)
 	// Agent returns the agent adapter for a run's options.
@@ -71,9 +75,20 @@ type Worker struct {
 
 // New returns a worker.
 func New(cfg Config) (*Worker, error) {
-	if cfg.Store == nil || cfg.Queue == nil || cfg.Sandbox == nil || cfg.Brain == nil || cfg.Agent == nil {
-		return nil, errors.New("worker: Store, Queue, Sandbox, Brain and Agent are required")
+	if cfg.Store == nil || cfg.Queue == nil || cfg.Brain == nil || cfg.Agent == nil {
+		return nil, errors.New("worker: Store, Queue, Brain and Agent are required")
 	}
+	sandboxes := map[string]Sandbox{}
+	for k, v := range cfg.Sandboxes {
+		sandboxes[k] = v
+	}
+	if cfg.Sandbox != nil {
+		sandboxes["local"] = cfg.Sandbox
+	}
+	if len(sandboxes) == 0 {
+		return nil, errors.New("worker: a Sandbox is required")
+	}
+	cfg.Sandboxes = sandboxes
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -92,6 +107,28 @@ func New(cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, log: cfg.Log}
 	w.base, w.cancel = context.WithCancel(context.Background())
 	return w, nil
+}
+
+// sandboxFor is the sandbox a run's agents run in.
+func (w *Worker) sandboxFor(opts jobs.Options) (Sandbox, error) {
+	kind := opts.Sandbox
+	if kind == "" {
+		kind = "local"
+	}
+	sb, ok := w.cfg.Sandboxes[kind]
+	if !ok {
+		return nil, fmt.Errorf("this worker has no %s sandbox (start it with ORCH_SANDBOX=%s, or run with --sandbox local)", kind, kind)
+	}
+	return sb, nil
+}
+
+// release frees what a run holds in its sandbox.
+func (w *Worker) release(ctx context.Context, run *jobs.Run, final bool) error {
+	sb, err := w.sandboxFor(run.Options)
+	if err != nil {
+		return nil // nothing was ever started there
+	}
+	return sb.Release(ctx, run.ID, final)
 }
 
 // Handler routes orch's task types; Start serves it, tests may call it directly.
