@@ -41,9 +41,9 @@ type Config struct {
 	Queue *jobs.Queue
 	// Sandbox is where runs with Options.Sandbox "local" (or unset) run their agents.
 	Sandbox Sandbox
-	// Sandboxes adds other kinds by name ("docker"); a run asking for a kind this worker lacks is parked with a
-	// configuration escalation.
-	Sandboxes map[string]Sandbox
+	// SandboxFor, when set, picks the sandbox of runs with another Options.Sandbox (e.g. "docker", with their
+	// image); an error parks the run with a configuration escalation that says it.
+	SandboxFor func(opts jobs.Options) (Sandbox, error)
 	// Brain returns the brain for a run's options.
 	Brain func(opts jobs.Options) (Brain, error)
 	// Agent returns the agent adapter for a run's options.
@@ -78,17 +78,9 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Store == nil || cfg.Queue == nil || cfg.Brain == nil || cfg.Agent == nil {
 		return nil, errors.New("worker: Store, Queue, Brain and Agent are required")
 	}
-	sandboxes := map[string]Sandbox{}
-	for k, v := range cfg.Sandboxes {
-		sandboxes[k] = v
-	}
-	if cfg.Sandbox != nil {
-		sandboxes["local"] = cfg.Sandbox
-	}
-	if len(sandboxes) == 0 {
+	if cfg.Sandbox == nil && cfg.SandboxFor == nil {
 		return nil, errors.New("worker: a Sandbox is required")
 	}
-	cfg.Sandboxes = sandboxes
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -112,14 +104,13 @@ func New(cfg Config) (*Worker, error) {
 // sandboxFor is the sandbox a run's agents run in.
 func (w *Worker) sandboxFor(opts jobs.Options) (Sandbox, error) {
 	kind := opts.Sandbox
-	if kind == "" {
-		kind = "local"
+	if (kind == "" || kind == "local") && w.cfg.Sandbox != nil {
+		return w.cfg.Sandbox, nil
 	}
-	sb, ok := w.cfg.Sandboxes[kind]
-	if !ok {
+	if w.cfg.SandboxFor == nil {
 		return nil, fmt.Errorf("this worker has no %s sandbox (start it with ORCH_SANDBOX=%s, or run with --sandbox local)", kind, kind)
 	}
-	return sb, nil
+	return w.cfg.SandboxFor(opts)
 }
 
 // release frees what a run holds in its sandbox.
@@ -129,6 +120,13 @@ func (w *Worker) release(ctx context.Context, run *jobs.Run, final bool) error {
 		return nil // nothing was ever started there
 	}
 	return sb.Release(ctx, run.ID, final)
+}
+
+// ReleaseRun frees what a run holds in its sandbox as its state says: everything when it ended, the running
+// container while it waits. Callers that stop a worker right after a run parks or ends call it so that nothing is
+// left behind by a shutdown racing the worker's own release.
+func (w *Worker) ReleaseRun(ctx context.Context, run *jobs.Run) error {
+	return w.release(ctx, run, run.Status.Terminal())
 }
 
 // Handler routes orch's task types; Start serves it, tests may call it directly.

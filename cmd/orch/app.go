@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -124,12 +125,49 @@ func (a *app) stateHint(cmd *cobra.Command) string {
 	return " " + strings.Join(parts, " ")
 }
 
+// engine is a worker running in this process with the sandboxes it opened.
+type engine struct {
+	*worker.Worker
+	dockers *dockers
+	stop    chan struct{}
+	once    sync.Once
+}
+
+// Shutdown stops the worker (running steps are requeued), then closes the sandboxes.
+func (e *engine) Shutdown() {
+	e.once.Do(func() {
+		close(e.stop)
+		e.Worker.Shutdown()
+		e.dockers.close()
+	})
+}
+
+// reapEvery runs the container reaper now and then every d until Shutdown: containers of runs that ended or that
+// nobody knows (a worker killed mid-run) do not outlive their run for long.
+func (e *engine) reapEvery(store *jobs.Store, d time.Duration) {
+	go func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			e.dockers.reap(ctx, store)
+			cancel()
+			select {
+			case <-e.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
 // startWorker runs the worker in-process: `orch run` and `orch resume` are their own worker pool.
-func (a *app) startWorker(cmd *cobra.Command, b *jobs.Backend) (*worker.Worker, error) {
+func (a *app) startWorker(cmd *cobra.Command, b *jobs.Backend) (*engine, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("locating the orch binary for the sim agent: %w", err)
 	}
+	dk := newDockers(a, self)
 	conc, err := a.set.int(cmd, "concurrency", "ORCH_CONCURRENCY", a.set.file.Concurrency, 2)
 	if err != nil {
 		return nil, err
@@ -148,6 +186,7 @@ func (a *app) startWorker(cmd *cobra.Command, b *jobs.Backend) (*worker.Worker, 
 		Store:        b.Store,
 		Queue:        b.Queue,
 		Sandbox:      sandbox.NewLocal(sandbox.LocalConfig{}),
+		SandboxFor:   dk.forRun,
 		Brain: func(opts jobs.Options) (worker.Brain, error) {
 			return brains{apiKey: a.env("ANTHROPIC_API_KEY")}.forRun(opts)
 		},
@@ -161,7 +200,7 @@ func (a *app) startWorker(cmd *cobra.Command, b *jobs.Backend) (*worker.Worker, 
 	if err := w.Start(b.Redis); err != nil {
 		return nil, err
 	}
-	return w, nil
+	return &engine{Worker: w, dockers: dk, stop: make(chan struct{})}, nil
 }
 
 // newAgent returns the adapter a run asked for. self is the orch binary, which plays the sim agent.
@@ -172,6 +211,9 @@ func newAgent(opts jobs.Options, self string) (agent.Adapter, error) {
 	case opts.Agent == "codex":
 		return agent.NewTemplate("codex exec --skip-git-repo-check {prompt}")
 	case opts.Agent == "sim":
+		if opts.Sandbox == "docker" {
+			self = sandbox.OrchPath // the static binary mounted into the container
+		}
 		return agent.NewSim(agent.SimConfig{Binary: self, Scenario: opts.SimScenario}), nil
 	case strings.HasPrefix(opts.Agent, "cmd:"):
 		return agent.NewTemplate(strings.TrimPrefix(opts.Agent, "cmd:"))

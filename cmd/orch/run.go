@@ -89,6 +89,10 @@ func (a *app) options(cmd *cobra.Command, planPath string) (jobs.Options, string
 	if err := checkAgent(&o, planPath); err != nil {
 		return o, "", "", err
 	}
+	self, _ := os.Executable()
+	if err := checkDocker(o, self); err != nil {
+		return o, "", "", err
+	}
 	return o, ws, note, nil
 }
 
@@ -120,9 +124,7 @@ func (a *app) baseOptions(cmd *cobra.Command, sandbox string) (jobs.Options, str
 	o.Brain, o.BrainModel = bc.name, bc.model
 	brainNote := bc.note
 	switch o.Sandbox {
-	case "local":
-	case "docker":
-		return o, "", "", usageErr("--sandbox docker is not available in this build yet; use --sandbox local")
+	case "local", "docker":
 	default:
 		return o, "", "", usageErr("--sandbox %q: want local or docker", o.Sandbox)
 	}
@@ -350,6 +352,11 @@ func (a *app) drive(cmd *cobra.Command, b *jobs.Backend, runID, from string, iv 
 	cctx, cancel := background()
 	defer cancel()
 	run, gerr := b.Store.Get(cctx, runID)
+	if gerr == nil && (run.Status.Terminal() || run.Status == jobs.RunParked) {
+		if rerr := w.ReleaseRun(cctx, run); rerr != nil {
+			a.log.Warn("releasing the run's sandbox", "run_id", runID, "err", rerr)
+		}
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		r.note(fmt.Sprintf("Interrupted. Run %s is saved; continue it with: orch resume %s%s", runID, runID, a.stateHint(cmd)))

@@ -15,7 +15,6 @@ import (
 	"github.com/orchrun/orch/bot"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
-	"github.com/orchrun/orch/worker"
 )
 
 // The long-running commands: the Slack front end and the worker, together or apart.
@@ -78,12 +77,19 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		return err
 	}
 	defer b.Close()
-	var w *worker.Worker
 	if withWorker {
-		if w, err = a.startWorker(cmd, b); err != nil {
+		e, err := a.startWorker(cmd, b)
+		if err != nil {
 			return err
 		}
-		defer w.Shutdown()
+		defer e.Shutdown()
+		if opts.Sandbox == "docker" {
+			// Check the engine and the image before taking any work.
+			if _, err := e.dockers.forRun(opts); err != nil {
+				return withCode(exitUsage, err)
+			}
+		}
+		e.reapEvery(b.Store, 5*time.Minute)
 	}
 	fmt.Fprintf(a.stderr, "orch: %s; agent %s, sandbox %s, workspace %s\n", brainNote, opts.Agent, opts.Sandbox, ws)
 	if !withBot {

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var (
+	dockerOnce  sync.Once
+	dockerImage string
+	staticOrch  string
+	dockerErr   error
+)
+
+// dockerSetup builds a static orch and a tiny sandbox image (busybox from Debian's busybox-static, nothing else).
+// Without an engine the test is skipped on a laptop and fails in CI.
+func dockerSetup(t *testing.T) (image, orchStatic string) {
+	t.Helper()
+	if err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the Docker Engine does not answer: %v", err)
+		}
+		t.Skip("no Docker Engine here")
+	}
+	dockerOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "orch-docker-test")
+		if err != nil {
+			dockerErr = err
+			return
+		}
+		staticOrch = filepath.Join(dir, "orch")
+		build := exec.Command("go", "build", "-o", staticOrch, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			dockerErr = err
+			dockerImage = string(out)
+			return
+		}
+		busybox, err := os.ReadFile("/bin/busybox")
+		if err != nil {
+			dockerErr = err
+			return
+		}
+		ctxDir := filepath.Join(dir, "image")
+		os.MkdirAll(ctxDir, 0o755)
+		os.WriteFile(filepath.Join(ctxDir, "busybox"), busybox, 0o755)
+		os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte("FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\",\"--install\",\"-s\",\"/bin\"]\nLABEL orch.test=cmd\n"), 0o644)
+		dockerImage = "orch-cmd-test-sandbox:latest"
+		if out, err := exec.Command("docker", "build", "-q", "-t", dockerImage, ctxDir).CombinedOutput(); err != nil {
+			dockerErr = err
+			dockerImage = string(out)
+		}
+	})
+	if dockerErr != nil {
+		t.Fatalf("preparing the docker test: %v %s", dockerErr, dockerImage)
+	}
+	return dockerImage, staticOrch
+}
+
+func orchContainers(t *testing.T, runID string) string {
+	t.Helper()
+	out, _ := exec.Command("docker", "ps", "-a", "--filter", "label=orch.run_id="+runID, "--format", "{{.Names}}").Output()
+	return strings.TrimSpace(string(out))
+}
+
+// The acceptance: the ambiguous plan in the Docker sandbox asks, resumes and completes with the files in the
+// workspace, and no orch container is left afterwards — also when the run parks and is resumed by another process.
+func TestDockerSandboxRun(t *testing.T) {
+	t.Parallel()
+	image, bin := dockerSetup(t)
+	dir := workdir(t)
+	os.Chmod(dir, 0o777) // the sandbox user (65532) writes the agent's files here
+	run := func(stdin string, args ...string) result {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		cmd.Stdin = strings.NewReader(stdin)
+		cmd.Env = append(os.Environ(), "ORCH_REDIS_URL=", "ANTHROPIC_API_KEY=", "ORCH_SANDBOX=")
+		out, _ := cmd.CombinedOutput()
+		return result{stdout: string(out), code: cmd.ProcessState.ExitCode()}
+	}
+	r := run("B\n", "run", "--sandbox", "docker", "--image", image, "--agent", "sim", "examples/plans/ambiguous_task.md")
+	must(t, r, 0, "sandbox docker", "NEEDS HUMAN INPUT", "Task 1.1: COMPLETED")
+	if data, err := os.ReadFile(filepath.Join(dir, "orch-demo/cache.py")); err != nil || !strings.Contains(string(data), "lru_cache") {
+		t.Fatalf("the agent's file is not in the workspace: %v", err)
+	}
+	if left := orchContainers(t, runID(t, r)); left != "" {
+		t.Fatalf("containers left after the run: %s", left)
+	}
+
+	parked := run("", "run", "--sandbox", "docker", "--image", image, "--agent", "sim", "examples/plans/ambiguous_task.md")
+	must(t, parked, 3, "is parked")
+	id := runID(t, parked)
+	must(t, run("", "escalation", "resolve", id, "--choose", "B"), 0, "resolved")
+	must(t, run("", "resume", id), 0, "Task 1.1: COMPLETED")
+	if left := orchContainers(t, id); left != "" {
+		t.Fatalf("containers left after the resumed run: %s", left)
+	}
+}
+
+// A dynamically linked orch cannot run in an image without libc: --sandbox docker --agent sim says so up front.
+func TestDockerSimNeedsStaticOrch(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	if isStatic(orchBin) {
+		t.Skip("the test binary is static here")
+	}
+	must(t, orch(t, dir, "", "run", "--sandbox", "docker", "--agent", "sim", "examples/plans/hello.md"), 2, "static")
+}

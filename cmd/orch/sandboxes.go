@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"debug/elf"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/sandbox"
+	"github.com/orchrun/orch/worker"
+)
+
+// dockers opens the Docker sandboxes this process needs, one per image and scenario, and closes them at the end.
+type dockers struct {
+	a    *app
+	self string // the orch binary, mounted into containers for the sim agent when it is static
+	mu   sync.Mutex
+	open map[string]*sandbox.Docker
+}
+
+func newDockers(a *app, self string) *dockers {
+	return &dockers{a: a, self: self, open: map[string]*sandbox.Docker{}}
+}
+
+// forRun returns the sandbox a run's options ask for.
+func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
+	if opts.Sandbox != "docker" {
+		return nil, fmt.Errorf("unknown sandbox %q", opts.Sandbox)
+	}
+	key := opts.Image + "\x00" + opts.SimScenario
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if dk, ok := d.open[key]; ok {
+		return dk, nil
+	}
+	cfg := sandbox.DockerConfig{
+		Host:    d.a.env("DOCKER_HOST"),
+		Image:   opts.Image,
+		Network: d.a.env("ORCH_DOCKER_NETWORK"),
+		Logger:  d.a.log,
+	}
+	if isStatic(d.self) {
+		cfg.OrchBinary = d.self
+	}
+	if opts.SimScenario != "" {
+		// The scenario is read inside the container, at the same path (a file mount: its directory may be the
+		// workspace itself, which is mounted already).
+		cfg.ReadOnly = append(cfg.ReadOnly, opts.SimScenario)
+	}
+	if key := d.a.env("ANTHROPIC_API_KEY"); key != "" && opts.Agent == "claude" {
+		cfg.Env = append(cfg.Env, "ANTHROPIC_API_KEY="+key)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dk, err := sandbox.NewDocker(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.open[key] = dk
+	return dk, nil
+}
+
+// reap removes the containers of runs that ended or are unknown.
+func (d *dockers) reap(ctx context.Context, store *jobs.Store) {
+	d.mu.Lock()
+	var any *sandbox.Docker
+	for _, dk := range d.open {
+		any = dk
+		break
+	}
+	d.mu.Unlock()
+	if any == nil {
+		return
+	}
+	n, err := any.Reap(ctx, func(ctx context.Context, runID string) (bool, error) {
+		r, err := store.Get(ctx, runID)
+		if err != nil {
+			if strings.Contains(err.Error(), jobs.ErrRunNotFound.Error()) {
+				return false, nil
+			}
+			return true, err
+		}
+		return !r.Status.Terminal(), nil
+	})
+	if err != nil {
+		d.a.log.Warn("reaping sandbox containers", "err", err)
+	} else if n > 0 {
+		d.a.log.Info("reaped sandbox containers", "removed", n)
+	}
+}
+
+func (d *dockers) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k, dk := range d.open {
+		dk.Close()
+		delete(d.open, k)
+	}
+}
+
+// isStatic reports whether the binary at path needs no dynamic loader, so that it runs in an image without libc.
+func isStatic(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return true
+}
+
+// checkDocker validates a docker run before it is created: the sim agent runs orch itself inside the container.
+func checkDocker(opts jobs.Options, self string) error {
+	if opts.Sandbox != "docker" || opts.Agent != "sim" {
+		return nil
+	}
+	if !isStatic(self) {
+		return usageErr("--sandbox docker --agent sim runs orch itself in the container, and this orch binary is dynamically linked; build a static one: make build (or CGO_ENABLED=0 go build ./cmd/orch)")
+	}
+	if _, err := os.Stat(opts.SimScenario); err != nil {
+		return usageErr("scenario %s: %v", opts.SimScenario, err)
+	}
+	return nil
+}

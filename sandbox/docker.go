@@ -1,0 +1,550 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+)
+
+// Labels and names that mark orch's containers. Labels cannot change after a container is created, so a pool
+// container that has been claimed by a run still says orch.pool=1 and orch.run_id="": it is recognised as the run's
+// by its name, "orch-<run id>" (see pool for how a claim works).
+const (
+	LabelRunID  = "orch.run_id"
+	LabelTaskID = "orch.task_id"
+	LabelPool   = "orch.pool"
+	// LabelPoolConfig holds a hash of the settings a pool container was created with, so that a worker never claims a
+	// container made for another image, workspace root or set of limits.
+	LabelPoolConfig = "orch.pool_config"
+
+	namePrefix     = "orch-"
+	poolNamePrefix = "orch-pool-"
+	// OrchPath is where DockerConfig.OrchBinary appears inside the container: callers run "/orch/orch sim-agent …".
+	OrchPath = "/orch/orch"
+)
+
+// DefaultImage is the image built from deploy/sandbox/Dockerfile.
+const DefaultImage = "orch-sandbox:latest"
+
+// DockerConfig configures the Docker backend. The zero value works against the local engine with the default image.
+//
+// The defaults are hardened: an unprivileged user, no capabilities, no new privileges, Docker's default seccomp
+// profile (never overridden here), a read-only root filesystem with a private /tmp, no network, and memory, CPU and
+// process limits. Each can be loosened below; each field says when that is a reasonable thing to do.
+type DockerConfig struct {
+	// Host is the engine's address as DOCKER_HOST spells it ("unix:///var/run/docker.sock", "tcp://10.0.0.5:2376").
+	// Empty means the platform's default socket. This package reads no environment: cmd passes DOCKER_HOST here.
+	Host string
+	// Image is what the containers run (`--image`). Default DefaultImage. It needs /bin/sh; the sim agent needs nothing
+	// else because orch mounts its own static binary (OrchBinary).
+	Image string
+
+	// User runs every process in the container, as "uid:gid". Default "65532:65532", a uid that owns nothing on the
+	// host. The workspace must be writable by it. Override it to match the owner of the workspaces when orch creates
+	// them as another user (e.g. "1000:1000"); root ("0:0") is possible but gives the agent root over the workspace
+	// and every mounted path.
+	User string
+	// CapAdd gives back capabilities (all are dropped). Needed only by tools that insist on one, e.g. CHOWN for a
+	// package manager that chowns what it unpacks.
+	CapAdd []string
+	// AllowNewPrivileges lifts no-new-privileges. Needed only when the image relies on setuid programs (sudo, ping)
+	// that the agent must run; every such program is a way up to root inside the container.
+	AllowNewPrivileges bool
+	// WritableRootFS makes the root filesystem writable. Needed only by agents that install system packages at run
+	// time; what they write lives in the container and goes with it, never into the image.
+	WritableRootFS bool
+	// TmpfsSize bounds the /tmp tmpfs in bytes; it counts against Memory. Default 512 MiB.
+	TmpfsSize int64
+	// Network is the network the containers join. Empty means "none": only a loopback interface. Name a network to
+	// let the agent reach what that network reaches: the claude agent must reach the Anthropic API, best through a
+	// network whose only way out is an egress proxy that allows just that.
+	Network string
+	// Memory is the memory limit in bytes, and also the memory+swap limit (no swap). Default 4 GiB: Node, git and a
+	// test run. -1 removes the limit, for hosts that account memory some other way.
+	Memory int64
+	// CPUs is how many CPUs' worth of time the container gets. Default 2. -1 removes the limit.
+	CPUs float64
+	// PIDs bounds the processes and threads in the container: a fork bomb stops there. Default 1024. -1 removes the
+	// limit (only for a build that really runs more threads than that).
+	PIDs int64
+	// NoInit runs the keep-alive process as PID 1 instead of Docker's init. Needed only with an image whose
+	// entrypoint is its own init; without an init nothing reaps the agent's orphaned children.
+	NoInit bool
+
+	// OrchBinary is a host path of a static orch binary, mounted read-only at OrchPath so that the sim agent runs in
+	// any image with a shell. Empty mounts nothing. A dynamically linked binary is refused: the image has no libc to
+	// load it with.
+	OrchBinary string
+	// ReadOnly lists host paths mounted read-only at the same path in the container (a toolchain, a shared cache).
+	ReadOnly []string
+	// Env holds KEY=VALUE pairs given to every process (e.g. ANTHROPIC_API_KEY). They are set per exec, never on the
+	// container (so `docker inspect` of the container does not show them), and never logged. Spec.Env wins over them.
+	Env []string
+	// Labels are put on every container, and Reap and the pool only look at containers that carry them all: they
+	// tell one deployment's containers from another's on a shared engine.
+	Labels map[string]string
+
+	// PerTask gives every Exec a fresh container, removed when it returns, instead of one container per run kept
+	// for all its tasks and attempts. Nothing outside the workspace survives from one attempt to the next (an
+	// agent's session store included), and every task pays for a cold start. The pool is not used.
+	PerTask bool
+	// WarmPool is how many idle containers to keep started (and paused), so that a new run's first task starts with
+	// an exec instead of a create and a start (see BenchmarkDockerStart). Default 0: off. Keep it small (1–4 per
+	// worker): the pool only has to cover the runs that start within the second it takes to replace a claimed
+	// container, while every idle one holds its processes, its page cache and an engine slot. A container cannot get
+	// a mount after it is created, so pool containers mount WorkspaceRoot, and a run claims one only when its
+	// workspace is inside it: the agent can then see the other workspaces under the root (use the pool only when
+	// runs on this engine may see each other's; the other runs get containers of their own).
+	WarmPool int
+	// WorkspaceRoot is the host directory that holds every run's workspace; required by WarmPool.
+	WorkspaceRoot string
+	// PoolCheckEvery is how often the pool is checked and refilled besides after each claim. Default 30s.
+	PoolCheckEvery time.Duration
+
+	// StopGrace is how long the processes of a parked run get between SIGTERM and SIGKILL. Default 5s.
+	StopGrace time.Duration
+	// Logger receives what the backend has to say (never the environment). Default: discarded.
+	Logger *slog.Logger
+}
+
+// Docker runs agents in containers: one per run, created on the run's first Exec and kept (stopped while the run is
+// parked) until the run ends, or one per task with DockerConfig.PerTask.
+type Docker struct {
+	cfg     DockerConfig
+	cli     *client.Client
+	host    string
+	log     *slog.Logger
+	uid     string // numeric uid and gid of cfg.User, "" when not numeric
+	gid     string
+	runs    keyedMutex
+	pool    *pool  // nil when WarmPool is 0
+	hash    string // poolConfigHash
+	wg      sync.WaitGroup
+	closing sync.Once
+	// noOOMCounter makes the OOM check skip the cgroup counter, so that tests reach the events fallback.
+	noOOMCounter bool
+}
+
+var (
+	_ interface {
+		Exec(context.Context, Spec, func([]byte)) (Result, error)
+		Release(context.Context, string, bool) error
+	} = (*Docker)(nil)
+	_ interface {
+		Exec(context.Context, Spec, func([]byte)) (Result, error)
+		Release(context.Context, string, bool) error
+	} = (*Local)(nil)
+)
+
+// reservedLabels are orch's own: DockerConfig.Labels cannot set them.
+var reservedLabels = []string{LabelRunID, LabelTaskID, LabelPool, LabelPoolConfig}
+
+// NewDocker checks cfg, connects to the engine (negotiating the API version down to what the engine speaks, 1.40 at
+// least) and checks that it answers and has the image. With WarmPool set it starts filling the pool; Close stops it.
+func NewDocker(ctx context.Context, cfg DockerConfig) (*Docker, error) {
+	if err := fillDockerDefaults(&cfg); err != nil {
+		return nil, err
+	}
+	host := cfg.Host
+	if host == "" {
+		host = client.DefaultDockerHost
+	}
+	opts := []client.Opt{client.WithAPIVersionNegotiation()}
+	if cfg.Host != "" {
+		opts = append(opts, client.WithHost(cfg.Host))
+	}
+	cli, err := client.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker: connecting to %s: %w", host, err)
+	}
+	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		_ = cli.Close()
+		return nil, fmt.Errorf("docker: the engine at %s does not answer: %w", host, err)
+	}
+	if _, err := cli.ImageInspect(ctx, cfg.Image); err != nil {
+		_ = cli.Close()
+		if cerrdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("docker: the engine at %s has no image %q (build it, e.g. docker build -t %s deploy/sandbox)", host, cfg.Image, DefaultImage)
+		}
+		return nil, fmt.Errorf("docker: inspecting image %q: %w", cfg.Image, err)
+	}
+	d := &Docker{cfg: cfg, cli: cli, host: host, log: cfg.Logger}
+	d.uid, d.gid = numericUser(cfg.User)
+	d.hash = d.poolConfigHash()
+	if cfg.WarmPool > 0 {
+		d.pool = newPool(d, cfg.WarmPool, cfg.PoolCheckEvery)
+		d.pool.start(&d.wg)
+	}
+	return d, nil
+}
+
+func fillDockerDefaults(cfg *DockerConfig) error {
+	if cfg.Image == "" {
+		cfg.Image = DefaultImage
+	}
+	if cfg.User == "" {
+		cfg.User = "65532:65532"
+	}
+	if cfg.TmpfsSize == 0 {
+		cfg.TmpfsSize = 512 << 20
+	}
+	if cfg.Memory == 0 {
+		cfg.Memory = 4 << 30
+	}
+	if cfg.CPUs == 0 {
+		cfg.CPUs = 2
+	}
+	if cfg.PIDs == 0 {
+		cfg.PIDs = 1024
+	}
+	if cfg.PoolCheckEvery <= 0 {
+		cfg.PoolCheckEvery = 30 * time.Second
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case cfg.TmpfsSize < 0:
+		return errors.New("docker: TmpfsSize must not be negative")
+	case cfg.Memory < -1 || cfg.Memory > 0 && cfg.Memory < 6<<20:
+		return fmt.Errorf("docker: Memory %d: want -1 (no limit) or at least 6 MiB", cfg.Memory)
+	case cfg.CPUs < 0 && cfg.CPUs != -1:
+		return fmt.Errorf("docker: CPUs %v: want -1 (no limit) or a positive number", cfg.CPUs)
+	case cfg.PIDs < -1:
+		return fmt.Errorf("docker: PIDs %d: want -1 (no limit) or a positive number", cfg.PIDs)
+	case cfg.WarmPool < 0:
+		return fmt.Errorf("docker: WarmPool %d must not be negative", cfg.WarmPool)
+	case cfg.WarmPool > 0 && cfg.PerTask:
+		return errors.New("docker: WarmPool and PerTask exclude each other: a per-task container is never claimed from the pool")
+	case cfg.WarmPool > 0 && cfg.WorkspaceRoot == "":
+		return errors.New("docker: WarmPool needs WorkspaceRoot: pool containers are created before anyone knows the workspace, so they mount the directory that holds them all")
+	}
+	for k := range cfg.Labels {
+		for _, r := range reservedLabels {
+			if k == r {
+				return fmt.Errorf("docker: label %q is orch's own and cannot be set in Labels", k)
+			}
+		}
+	}
+	if cfg.WorkspaceRoot != "" {
+		if err := checkHostDir("WorkspaceRoot", cfg.WorkspaceRoot); err != nil {
+			return err
+		}
+		cfg.WorkspaceRoot = filepath.Clean(cfg.WorkspaceRoot)
+	}
+	for i, p := range cfg.ReadOnly {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("docker: read-only mount %q is not an absolute path", p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("docker: read-only mount: %w", err)
+		}
+		cfg.ReadOnly[i] = filepath.Clean(p)
+	}
+	if cfg.OrchBinary != "" {
+		if err := checkStaticBinary(cfg.OrchBinary); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkHostDir(what, p string) error {
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("docker: %s %q is not an absolute path", what, p)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("docker: %s: %w", what, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("docker: %s %s is not a directory", what, p)
+	}
+	return nil
+}
+
+// checkStaticBinary refuses a binary that needs a dynamic loader: the container's image may have no libc, and the
+// sim agent must run in any image with a shell.
+func checkStaticBinary(p string) error {
+	if !filepath.IsAbs(p) {
+		return fmt.Errorf("docker: OrchBinary %q is not an absolute path", p)
+	}
+	f, err := elf.Open(p)
+	if err != nil {
+		return fmt.Errorf("docker: OrchBinary %s is not a Linux executable: %w", p, err)
+	}
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return fmt.Errorf("docker: OrchBinary %s is dynamically linked; the sim agent in Docker needs a static orch (build it with CGO_ENABLED=0; `make build` does)", p)
+		}
+	}
+	return nil
+}
+
+// numericUser returns the uid and gid of a "uid:gid" user, "" for parts that are names.
+func numericUser(u string) (uid, gid string) {
+	a, b, _ := strings.Cut(u, ":")
+	if _, err := strconv.ParseUint(a, 10, 32); err == nil {
+		uid = a
+	}
+	if _, err := strconv.ParseUint(b, 10, 32); err == nil {
+		gid = b
+	}
+	return uid, gid
+}
+
+// Close stops the pool and removes the pool containers this backend created that no run has claimed. Containers of
+// runs stay: they belong to their runs (Release) or to Reap.
+func (d *Docker) Close() error {
+	var err error
+	d.closing.Do(func() {
+		if d.pool != nil {
+			d.pool.shutdown()
+			d.wg.Wait() // no pool container is created after this
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err = d.pool.removeOwn(ctx)
+			cancel()
+		}
+		err = errors.Join(err, d.cli.Close())
+	})
+	return err
+}
+
+// runIDPattern is what a container name allows; the run id is part of the name.
+var runIDPattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
+
+func checkRunID(id string) error {
+	if !runIDPattern.MatchString(id) {
+		return fmt.Errorf("sandbox: run id %q cannot name a container (want letters, digits, '_', '.', '-')", id)
+	}
+	if strings.HasPrefix(namePrefix+id, poolNamePrefix) {
+		return fmt.Errorf("sandbox: run id %q is reserved for the warm pool", id)
+	}
+	return nil
+}
+
+func runContainerName(runID string) string { return namePrefix + runID }
+
+// createSpec is one container to create.
+type createSpec struct {
+	name   string
+	labels map[string]string
+	// workspace is bind-mounted read-write at the same path: the agent's work lands on the host, never in the
+	// container layer, and a resumed agent finds its session under the same path.
+	workspace string
+}
+
+// createOptions is the whole hardened container configuration.
+func (d *Docker) createOptions(cs createSpec) client.ContainerCreateOptions {
+	cfg := d.cfg
+	labels := make(map[string]string, len(cfg.Labels)+len(cs.labels))
+	for k, v := range cfg.Labels {
+		labels[k] = v
+	}
+	for k, v := range cs.labels {
+		labels[k] = v
+	}
+	mounts := []mount.Mount{{Type: mount.TypeBind, Source: cs.workspace, Target: cs.workspace}}
+	if cfg.OrchBinary != "" {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: cfg.OrchBinary, Target: OrchPath, ReadOnly: true})
+	}
+	for _, p := range cfg.ReadOnly {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: p, Target: p, ReadOnly: true})
+	}
+	// A tmpfs mounted over a directory of the image would take that directory's owner and mode; the sandbox user
+	// must own /tmp whatever the image says. exec, against the engine's default noexec: `go test` and other build
+	// tools run the binaries they build from the temporary directory.
+	tmpfs := fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", cfg.TmpfsSize)
+	if d.uid != "" {
+		tmpfs += ",uid=" + d.uid
+	}
+	if d.gid != "" {
+		tmpfs += ",gid=" + d.gid
+	}
+	network := container.NetworkMode("none")
+	if cfg.Network != "" {
+		network = container.NetworkMode(cfg.Network)
+	}
+	res := container.Resources{}
+	if cfg.Memory > 0 {
+		res.Memory, res.MemorySwap = cfg.Memory, cfg.Memory
+	}
+	if cfg.CPUs > 0 {
+		res.NanoCPUs = int64(cfg.CPUs * 1e9)
+	}
+	if cfg.PIDs > 0 {
+		pids := cfg.PIDs
+		res.PidsLimit = &pids
+	}
+	var secOpt []string
+	if !cfg.AllowNewPrivileges {
+		secOpt = append(secOpt, "no-new-privileges:true")
+	}
+	useInit := !cfg.NoInit
+	return client.ContainerCreateOptions{
+		Name: cs.name,
+		Config: &container.Config{
+			Image:  cfg.Image,
+			User:   cfg.User,
+			Labels: labels,
+			// PID 1 only keeps the container alive for the execs. An image with nothing but a shell has no sleep: the
+			// fallback blocks on stdin, which OpenStdin keeps open and nobody writes to.
+			Entrypoint: []string{"/bin/sh", "-c", "sleep 2147483647 2>/dev/null || while read -r _; do :; done"},
+			OpenStdin:  true,
+			WorkingDir: cs.workspace,
+		},
+		HostConfig: &container.HostConfig{
+			NetworkMode:    network,
+			CapDrop:        []string{"ALL"},
+			CapAdd:         cfg.CapAdd,
+			SecurityOpt:    secOpt,
+			ReadonlyRootfs: !cfg.WritableRootFS,
+			Tmpfs:          map[string]string{"/tmp": tmpfs},
+			Mounts:         mounts,
+			Resources:      res,
+			Init:           &useInit,
+			RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		},
+	}
+}
+
+// create creates and starts a container. It returns cerrdefs' conflict error when the name is taken.
+func (d *Docker) create(ctx context.Context, cs createSpec) (string, error) {
+	opts := d.createOptions(cs)
+	res, err := d.cli.ContainerCreate(ctx, opts)
+	if err != nil {
+		if cerrdefs.IsConflict(err) {
+			return "", err
+		}
+		return "", fmt.Errorf("creating container %s: %w", cs.name, err)
+	}
+	for _, w := range res.Warnings {
+		d.log.Warn("docker: creating container", "name", cs.name, "warning", w)
+	}
+	if _, err := d.cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		d.remove(context.WithoutCancel(ctx), res.ID)
+		return "", fmt.Errorf("starting container %s: %w", cs.name, err)
+	}
+	return res.ID, nil
+}
+
+// remove removes a container and its anonymous volumes (the image's per-run state, e.g. the agent's config dir),
+// whatever state it is in. A container already gone is not an error.
+func (d *Docker) remove(ctx context.Context, idOrName string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := d.cli.ContainerRemove(ctx, idOrName, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		// A removal already under way (the engine says "is already in progress") ends the same way.
+		if cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "in progress") {
+			return nil
+		}
+		return fmt.Errorf("removing container %s: %w", idOrName, err)
+	}
+	return nil
+}
+
+// poolConfigHash names the settings of a pool container: containers made with other settings are not claimed.
+func (d *Docker) poolConfigHash() string {
+	opts := d.createOptions(createSpec{workspace: d.cfg.WorkspaceRoot})
+	b, err := json.Marshal(struct {
+		C *container.Config
+		H *container.HostConfig
+	}{opts.Config, opts.HostConfig})
+	if err != nil {
+		panic(err) // plain structs always marshal
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:6])
+}
+
+// labelFilters selects orch's containers of this deployment (DockerConfig.Labels) with the given extra labels.
+func (d *Docker) labelFilters(extra ...string) client.Filters {
+	f := client.Filters{}
+	for k, v := range d.cfg.Labels {
+		f.Add("label", k+"="+v)
+	}
+	f.Add("label", extra...)
+	return f
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := io.ReadFull(rand.Reader, b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return hex.EncodeToString(b)
+}
+
+// containerName returns a summary's name without the leading slash the engine gives it.
+func containerName(names []string) string {
+	for _, n := range names {
+		n = strings.TrimPrefix(n, "/")
+		if !strings.Contains(n, "/") { // linked names look like "/other/alias"
+			return n
+		}
+	}
+	return ""
+}
+
+// keyedMutex serialises work per key (a run) and lets waiters give up with their context.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*keyedLock
+}
+
+type keyedLock struct {
+	ch   chan struct{}
+	refs int
+}
+
+func (k *keyedMutex) lock(ctx context.Context, key string) (unlock func(), err error) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = make(map[string]*keyedLock)
+	}
+	l := k.m[key]
+	if l == nil {
+		l = &keyedLock{ch: make(chan struct{}, 1)}
+		k.m[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	release := func() {
+		k.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+	select {
+	case l.ch <- struct{}{}:
+		return func() { <-l.ch; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,433 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+)
+
+const (
+	// killTimeout bounds a kill or an inspect made after the caller's context is gone.
+	killTimeout = 15 * time.Second
+	// streamGrace is how long the output stream may stay open after a timeout killed the container.
+	streamGrace = 5 * time.Second
+	// oomEventWait is how long the events fallback waits for an "oom" event: the engine reports it about half a
+	// second after the kill.
+	oomEventWait = 2 * time.Second
+	// ociExecFailed starts what the engine writes instead of the process's output when it cannot start it.
+	ociExecFailed = "OCI runtime exec failed"
+)
+
+// target is a started container to exec into.
+type target struct {
+	id, name string
+	// fresh means the container was created, claimed or (re)started for this Exec: nothing has run yet in its
+	// memory cgroup, whose OOM-kill counter is therefore 0.
+	fresh bool
+}
+
+// Exec runs spec in the run's container, creating, claiming from the pool or restarting it first when needed, and
+// waits for it. The process works in Spec.Dir, the workspace, bind-mounted at the same path. onLine, if not nil,
+// receives each stdout line as it is printed (the slice is only valid during the call).
+//
+// A process that ran and exited non-zero is not an error; an error means it could not be run at all. A timeout
+// (Spec.Timeout) or a cancelled ctx kills the run's container, and with it whatever else runs in it; the next Exec
+// of the run starts it again. The first is reported as Result.TimedOut, the second as ctx's error.
+func (d *Docker) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Result, error) {
+	if len(spec.Args) == 0 || spec.Args[0] == "" {
+		return Result{}, ErrNoCommand
+	}
+	if err := checkRunID(spec.RunID); err != nil {
+		return Result{}, err
+	}
+	if !filepath.IsAbs(spec.Dir) {
+		return Result{}, fmt.Errorf("sandbox: docker needs the workspace as an absolute path, got %q", spec.Dir)
+	}
+	dir := filepath.Clean(spec.Dir)
+	if d.cfg.PerTask {
+		return d.execPerTask(ctx, spec, dir, onLine)
+	}
+	t, err := d.runContainer(ctx, spec.RunID, spec.TaskID, dir)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		return Result{}, err
+	}
+	return d.execIn(ctx, t, spec, dir, onLine)
+}
+
+// runContainer returns the run's container, started. It looks the container up by name on every call, so a run
+// resumed by another worker finds the container the first one made.
+func (d *Docker) runContainer(ctx context.Context, runID, taskID, dir string) (target, error) {
+	unlock, err := d.runs.lock(ctx, runID)
+	if err != nil {
+		return target{}, err
+	}
+	defer unlock()
+	name := runContainerName(runID)
+	fresh := false
+	for range 4 {
+		info, err := d.cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+		if cerrdefs.IsNotFound(err) {
+			if d.pool != nil && within(d.cfg.WorkspaceRoot, dir) {
+				id, err := d.pool.claim(ctx, name)
+				if err != nil && ctx.Err() == nil {
+					d.log.Warn("docker: claiming a pool container failed; creating one", "run_id", runID, "err", err)
+				}
+				if id != "" || errors.Is(err, errNameTaken) {
+					fresh = id != ""
+					continue
+				}
+			}
+			_, err := d.create(ctx, createSpec{name: name, workspace: dir,
+				labels: map[string]string{LabelRunID: runID, LabelTaskID: taskID}})
+			if err != nil && !cerrdefs.IsConflict(err) { // a conflict: another worker made it meanwhile
+				return target{}, err
+			}
+			fresh = err == nil
+			continue
+		}
+		if err != nil {
+			return target{}, fmt.Errorf("inspecting container %s: %w", name, err)
+		}
+		c := info.Container
+		if !mountsWorkspace(c.Mounts, dir) {
+			return target{}, fmt.Errorf("sandbox: container %s does not mount workspace %s (the run's workspace changed?); release the run to start over", name, dir)
+		}
+		switch {
+		case c.State == nil:
+			return target{}, fmt.Errorf("inspecting container %s: no state", name)
+		case c.State.Paused: // by hand: an exec into a paused container fails
+			if _, err := d.cli.ContainerUnpause(ctx, c.ID, client.ContainerUnpauseOptions{}); err != nil {
+				return target{}, fmt.Errorf("unpausing container %s: %w", name, err)
+			}
+		case c.State.Running:
+			return target{id: c.ID, name: name, fresh: fresh}, nil
+		case c.State.Dead || c.State.Status == "removing":
+			if err := d.remove(ctx, c.ID); err != nil {
+				return target{}, err
+			}
+		default: // created or exited: a parked run, or a timeout killed it
+			if _, err := d.cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+				return target{}, fmt.Errorf("starting container %s: %w", name, err)
+			}
+			fresh = true
+		}
+	}
+	return target{}, fmt.Errorf("sandbox: container %s keeps changing under us (another worker running the same run?)", name)
+}
+
+// within reports whether dir is root or inside it.
+func within(root, dir string) bool {
+	return root != "" && (dir == root || strings.HasPrefix(dir, root+string(filepath.Separator)))
+}
+
+// mountsWorkspace reports whether a read-write bind mount at its own host path covers dir.
+func mountsWorkspace(mounts []container.MountPoint, dir string) bool {
+	for _, m := range mounts {
+		if m.Type == mount.TypeBind && m.RW && filepath.Clean(m.Source) == filepath.Clean(m.Destination) && within(filepath.Clean(m.Destination), dir) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Docker) execPerTask(ctx context.Context, spec Spec, dir string, onLine func([]byte)) (Result, error) {
+	name := fmt.Sprintf("%s%s-t%s-%s", namePrefix, spec.RunID, nameSafe(spec.TaskID), randomHex(3))
+	id, err := d.create(ctx, createSpec{name: name, workspace: dir,
+		labels: map[string]string{LabelRunID: spec.RunID, LabelTaskID: spec.TaskID}})
+	defer func() {
+		// By name: a create cut short by ctx may still have made the container.
+		if err := d.remove(context.WithoutCancel(ctx), name); err != nil {
+			d.log.Warn("docker: removing a task's container", "name", name, "err", err)
+		}
+	}()
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		return Result{}, err
+	}
+	return d.execIn(ctx, target{id: id, name: name, fresh: true}, spec, dir, onLine)
+}
+
+// nameSafe turns a task id into something a container name may hold.
+func nameSafe(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	if s == "" {
+		s = "_"
+	}
+	return s
+}
+
+// execIn runs the process in a started container.
+func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, onLine func([]byte)) (Result, error) {
+	oomBase := int64(0)
+	if !t.fresh {
+		oomBase = d.oomCount(ctx, t.id)
+	}
+	ex, err := d.cli.ExecCreate(ctx, t.id, client.ExecCreateOptions{
+		User:         d.cfg.User,
+		AttachStdout: true,
+		AttachStderr: true,
+		Env:          mergeEnv(d.cfg.Env, spec.Env),
+		WorkingDir:   dir,
+		Cmd:          spec.Args,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		return Result{}, fmt.Errorf("creating exec in %s: %w", t.name, err)
+	}
+	start := time.Now()
+	att, err := d.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		if ctx.Err() != nil {
+			// The engine may have started the process before the handshake was cut short.
+			d.kill(context.WithoutCancel(ctx), t)
+			return Result{}, ctx.Err()
+		}
+		return Result{}, fmt.Errorf("starting exec in %s: %w", t.name, err)
+	}
+	defer att.Close()
+
+	var timedOut, cancelled atomic.Bool
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				d.log.Error("docker: panic watching an exec", "panic", r)
+				att.Close() // the exec can no longer be stopped on time: do not wait for it
+			}
+		}()
+		var timeout <-chan time.Time
+		if spec.Timeout > 0 {
+			tm := time.NewTimer(spec.Timeout)
+			defer tm.Stop()
+			timeout = tm.C
+		}
+		select {
+		case <-done:
+			return
+		case <-timeout:
+			timedOut.Store(true)
+		case <-ctx.Done():
+			cancelled.Store(true)
+		}
+		// The engine cannot signal one exec's process tree, only the container: killing it is the one sure way to
+		// stop everything the agent started. The next Exec of the run starts it again.
+		d.kill(context.WithoutCancel(ctx), t)
+		if cancelled.Load() {
+			att.Close()
+			return
+		}
+		select {
+		case <-done:
+		case <-time.After(streamGrace):
+			att.Close()
+		}
+	}()
+
+	stdout := &lineWriter{fn: onLine}
+	stderr := &tailBuffer{max: stderrTail}
+	_, copyErr := stdcopy.StdCopy(stdout, stderr, att.Reader)
+	close(done)
+	wg.Wait()
+	stdout.flush()
+
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
+	defer cancel()
+	res := Result{
+		Stdout:   stdout.all,
+		Stderr:   stderr.buf,
+		Duration: time.Since(start),
+		ExitCode: d.execExitCode(ictx, ex.ID),
+		TimedOut: timedOut.Load(),
+	}
+	if cancelled.Load() || ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	if res.TimedOut {
+		res.Signal = "killed"
+		return res, nil
+	}
+	if copyErr != nil {
+		return res, fmt.Errorf("reading the output of %s: %w", spec.Args[0], copyErr)
+	}
+	// A program that cannot be started (missing, not executable) is not a process that ran: the engine says so on
+	// the output stream and exits 126 or 127.
+	if (res.ExitCode == 126 || res.ExitCode == 127) && bytes.HasPrefix(res.Stdout, []byte(ociExecFailed)) {
+		return res, fmt.Errorf("starting %s: %s", spec.Args[0], bytes.TrimSpace(res.Stdout))
+	}
+	// 137 is 128+SIGKILL, what the kernel's OOM killer sends; -1 is a process whose end the engine missed.
+	if res.ExitCode == 137 || res.ExitCode == -1 {
+		if d.oomKilled(ictx, t, ex.ID, oomBase, start) {
+			res.OOMKilled = true
+			res.Signal = "killed"
+		}
+	}
+	return res, nil
+}
+
+// mergeEnv returns base with over applied: a key in over replaces the same key in base.
+func mergeEnv(base, over []string) []string {
+	out := make([]string, 0, len(base)+len(over))
+	at := make(map[string]int, len(base)+len(over))
+	for _, kv := range append(append([]string(nil), base...), over...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := at[k]; ok {
+			out[i] = kv
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+// kill kills the container's processes; the container stays, stopped.
+func (d *Docker) kill(ctx context.Context, t target) {
+	ctx, cancel := context.WithTimeout(ctx, killTimeout)
+	defer cancel()
+	if _, err := d.cli.ContainerKill(ctx, t.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil &&
+		!cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) { // conflict: it is not running any more
+		d.log.Warn("docker: killing container", "name", t.name, "err", err)
+	}
+}
+
+// execExitCode waits briefly for the engine to record the exit: it does so just before it closes the streams, but
+// not always for the processes of a container that was killed under them.
+func (d *Docker) execExitCode(ctx context.Context, execID string) int {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		r, err := d.cli.ExecInspect(ctx, execID, client.ExecInspectOptions{})
+		if err != nil {
+			return -1
+		}
+		if !r.Running {
+			return r.ExitCode
+		}
+		if time.Now().After(deadline) {
+			return -1
+		}
+		select {
+		case <-ctx.Done():
+			return -1
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// oomKilled tells whether the memory limit killed the process. The container's State.OOMKilled only covers its
+// PID 1; an exec killed by the OOM killer shows up, as verified on the engines we run on, in the container's memory
+// cgroup counter (oom_kill in memory.events on cgroup v2, memory.oom_control on v1) and as an "oom" event about
+// half a second later. The counter is exact and immediate; the event is the fallback when the cgroup files cannot
+// be read.
+func (d *Docker) oomKilled(ctx context.Context, t target, execID string, base int64, since time.Time) bool {
+	info, err := d.cli.ContainerInspect(ctx, t.id, client.ContainerInspectOptions{})
+	if err == nil && info.Container.State != nil {
+		if info.Container.State.OOMKilled {
+			return true
+		}
+		if info.Container.State.Running && base >= 0 {
+			if n := d.oomCount(ctx, t.id); n >= 0 {
+				return n > base
+			}
+		}
+	}
+	return d.oomEvent(ctx, t.id, execID, since)
+}
+
+// oomScript prints the memory cgroup's OOM-kill count with nothing but sh builtins.
+const oomScript = `for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do
+  [ -r "$f" ] && while read -r k v; do [ "$k" = oom_kill ] && echo "$v" && exit 0; done < "$f"
+done
+exit 1`
+
+// oomCount returns the container's OOM-kill count, or -1 when it cannot be read.
+func (d *Docker) oomCount(ctx context.Context, id string) int64 {
+	if d.noOOMCounter {
+		return -1
+	}
+	ctx, cancel := context.WithTimeout(ctx, killTimeout)
+	defer cancel()
+	ex, err := d.cli.ExecCreate(ctx, id, client.ExecCreateOptions{User: d.cfg.User, AttachStdout: true,
+		AttachStderr: true, Cmd: []string{"/bin/sh", "-c", oomScript}})
+	if err != nil {
+		return -1
+	}
+	att, err := d.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return -1
+	}
+	defer att.Close()
+	stop := context.AfterFunc(ctx, att.Close)
+	defer stop()
+	out := &tailBuffer{max: 64}
+	if _, err := stdcopy.StdCopy(out, &tailBuffer{max: 64}, att.Reader); err != nil {
+		return -1
+	}
+	if r, err := d.cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{}); err != nil || r.Running || r.ExitCode != 0 {
+		return -1
+	}
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(out.buf)), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// oomEvent looks for an "oom" event of the container after the "exec_start" event of the process, waiting up to
+// oomEventWait for it. The engine orders its events, so this holds whatever the clocks of the two hosts say; an OOM
+// kill of an earlier exec in the same container does not count.
+func (d *Docker) oomEvent(ctx context.Context, id, execID string, since time.Time) bool {
+	ctx, cancel := context.WithTimeout(ctx, oomEventWait+5*time.Second)
+	defer cancel() // also ends the client's reading goroutine
+	ev := d.cli.Events(ctx, client.EventsListOptions{
+		Since: since.Add(-time.Minute).UTC().Format(time.RFC3339Nano),
+		Until: time.Now().Add(oomEventWait).UTC().Format(time.RFC3339Nano),
+		Filters: client.Filters{}.Add("type", "container").Add("container", id).
+			Add("event", string(events.ActionOOM), string(events.ActionExecStart)),
+	})
+	started := false
+	for {
+		select {
+		case m := <-ev.Messages:
+			switch {
+			case strings.HasPrefix(string(m.Action), string(events.ActionExecStart)) && m.Actor.Attributes["execID"] == execID:
+				started = true
+			case m.Action == events.ActionOOM && started:
+				return true
+			}
+		case <-ev.Err:
+			return false
+		}
+	}
+}
