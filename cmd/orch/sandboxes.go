@@ -18,6 +18,10 @@ import (
 type dockers struct {
 	a    *app
 	self string // the orch binary, mounted into containers for the sim agent when it is static
+	// pool and root configure the warm pool: idle containers kept started, mounting root (the workspace of a
+	// long-running server), so that a new run's first task starts with an exec.
+	pool int
+	root string
 	mu   sync.Mutex
 	open map[string]*sandbox.Docker
 }
@@ -45,6 +49,9 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 	}
 	if isStatic(d.self) {
 		cfg.OrchBinary = d.self
+	}
+	if d.pool > 0 && d.root != "" {
+		cfg.WarmPool, cfg.WorkspaceRoot = d.pool, d.root
 	}
 	if opts.SimScenario != "" {
 		// The scenario is read inside the container, at the same path (a file mount: its directory may be the

@@ -84,6 +84,10 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		}
 		defer e.Shutdown()
 		if opts.Sandbox == "docker" {
+			e.dockers.root = ws
+			if e.dockers.pool, err = a.set.int(cmd, "", "ORCH_DOCKER_WARM_POOL", 0, 1); err != nil {
+				return err
+			}
 			// Check the engine and the image before taking any work.
 			if _, err := e.dockers.forRun(opts); err != nil {
 				return withCode(exitUsage, err)
