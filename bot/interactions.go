@@ -45,7 +45,14 @@ func (s *Server) interaction(cb slack.InteractionCallback) error {
 			continue
 		}
 		user, responseURL := cb.User.ID, cb.ResponseURL
-		if err := s.jobs.submit(func(ctx context.Context) { s.click(ctx, act, user, responseURL) }); err != nil {
+		channel, thread, ts := cb.Channel.ID, cb.Container.ThreadTs, cb.Container.MessageTs
+		if channel == "" {
+			channel = cb.Container.ChannelID
+		}
+		if thread == "" {
+			thread = cb.Message.ThreadTimestamp
+		}
+		if err := s.jobs.submit(func(ctx context.Context) { s.click(ctx, act, user, channel, thread, ts, responseURL) }); err != nil {
 			return err
 		}
 	}
@@ -55,7 +62,14 @@ func (s *Server) interaction(cb slack.InteractionCallback) error {
 // click resolves an escalation from a button. The button's value is only a claim: the run and escalation are
 // checked against the store, the option against the stored options, and the same atomic path as the terminal
 // decides which answer wins.
-func (s *Server) click(ctx context.Context, act ActionValue, user, responseURL string) {
+func (s *Server) click(ctx context.Context, act ActionValue, user, channel, thread, ts, responseURL string) {
+	// The button must sit on the message orch posted for that very question: a value copied onto another message
+	// (or forged) does not answer anything.
+	if ok, err := s.poster.messageOf(ctx, act.RunID, act.EscalationID, channel, thread, ts); err != nil || !ok {
+		s.log.Warn("a click whose message is not the question's", "run_id", act.RunID, "escalation", act.EscalationID)
+		s.respond(ctx, responseURL, "That button does not match the question on record.")
+		return
+	}
 	if !s.allowed(user) {
 		s.refused(user, "answer", fmt.Sprintf("run %s escalation %s", act.RunID, act.EscalationID))
 		s.respond(ctx, responseURL, "You are not allowed to answer here (ORCH_ALLOWED_USERS).")

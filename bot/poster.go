@@ -156,6 +156,12 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
+	// Events first, then the run: a run and its events are written together, so the run read after the events is at
+	// least as new as every event read (the other order could miss the answer an event speaks of).
+	events, err := p.s.cfg.Store.Events(ctx, runID, st.Cursor, 0)
+	if err != nil {
+		return err
+	}
 	run, err := p.s.cfg.Store.Get(ctx, runID)
 	if errors.Is(err, jobs.ErrRunNotFound) {
 		return p.rdb.SRem(ctx, keyActive, runID).Err()
@@ -182,9 +188,8 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 			return err
 		}
 	}
-	events, err := p.s.cfg.Store.Events(ctx, runID, st.Cursor, 0)
-	if err != nil || len(events) == 0 {
-		return err
+	if len(events) == 0 {
+		return nil
 	}
 	progress := false
 	defer func() {
@@ -223,8 +228,15 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 				return err
 			}
 		case jobs.EventRunCompleted, jobs.EventRunFailed, jobs.EventRunAborted:
-			if _, err := p.post(ctx, st.Channel, st.RootTS, FinalMessage(run)); err != nil {
-				return fmt.Errorf("posting the final message: %w", err)
+			if final, _ := p.rdb.HGet(ctx, keyRunState(runID), "final_ts").Result(); final == "" {
+				ts, err := p.post(ctx, st.Channel, st.RootTS, FinalMessage(run))
+				if err != nil {
+					return fmt.Errorf("posting the final message: %w", err)
+				}
+				// Saved at once: a failure below must not post it again on the next pass.
+				if err := p.save(ctx, runID, "final_ts", ts); err != nil {
+					return err
+				}
 			}
 			if err := p.update(ctx, st.Channel, st.RootTS, RootMessage(run)); err != nil {
 				return err
@@ -340,6 +352,23 @@ func sleep(ctx context.Context, d time.Duration) error {
 // once reports whether key is seen for the first time (within a day).
 func (p *poster) once(ctx context.Context, key string) (bool, error) {
 	return p.rdb.SetNX(ctx, keyOnce(key), "1", onceTTL).Result()
+}
+
+// messageOf reports whether a click on message ts, in thread threadTS of channel, can be about escalation escID of
+// run runID: the message must be in the run's thread, and be the question's own message once that is on record (it
+// is saved a moment after it is posted).
+func (p *poster) messageOf(ctx context.Context, runID, escID, channel, threadTS, ts string) (bool, error) {
+	st, err := p.state(ctx, runID)
+	if err != nil {
+		return false, err
+	}
+	if st.Channel == "" || st.Channel != channel || st.RootTS == "" || st.RootTS != threadTS {
+		return false, nil
+	}
+	if known := st.Esc[escID]; known != "" && known != ts {
+		return false, nil
+	}
+	return true, nil
 }
 
 // runOfThread finds the run whose root message is the thread's parent.

@@ -19,7 +19,6 @@ import (
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/jobs"
-	"github.com/orchrun/orch/pipeline"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/worker"
 )
@@ -46,7 +45,6 @@ func clickToResume(b *testing.B, poll time.Duration) {
 	store := jobs.NewStore(rdb, nil)
 	queue := jobs.NewQueue(rdb, jobs.QueueConfig{})
 	ws, _ := filepath.Abs("../../examples/plans")
-	planPath := filepath.Join(ws, "ambiguous_task.md")
 	w, err := worker.New(worker.Config{Store: store, Queue: queue, Sandbox: sandbox.NewLocal(sandbox.LocalConfig{}),
 		Brain: func(jobs.Options) (worker.Brain, error) { return &brain.Fallback{}, nil },
 		Agent: func(o jobs.Options) (agent.Adapter, error) {
@@ -63,7 +61,9 @@ func clickToResume(b *testing.B, poll time.Duration) {
 	fake := slackfake.New()
 	defer fake.Close()
 	s, err := bot.New(bot.Config{SigningSecret: testSecret, BotToken: "xoxb-bench", APIURL: fake.APIURL(), Workspace: ws,
-		Store: store, Queue: queue, Starter: &slackStarter{}, PostInterval: time.Millisecond})
+		Store: store, Queue: queue, PostInterval: time.Millisecond,
+		Starter: &slackStarter{b: &jobs.Backend{Store: store, Queue: queue, Redis: rdb}, workspace: ws, base: jobs.Options{
+			Agent: "sim", Brain: "heuristic", Sandbox: "local", MaxAttempts: 3, AgentTimeout: time.Minute}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,35 +73,39 @@ func clickToResume(b *testing.B, poll time.Duration) {
 	defer s.Shutdown(ctx)
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
-	plan, _ := pipeline.Load(planPath)
-	tasks, _ := plan.Tasks()
-	opts := jobs.Options{Agent: "sim", SimScenario: filepath.Join(ws, "ambiguous_task.sim.yaml"), Brain: "heuristic",
-		Sandbox: "local", MaxAttempts: 3, AgentTimeout: time.Minute}
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		run := newRun("ambiguous_task.md", plan.Title, tasks, opts, b.TempDir(), jobs.Origin{Kind: "slack", Channel: "C1"})
-		if err := store.Create(ctx, run); err != nil {
+		before := len(fake.Messages())
+		resp, err := http.DefaultClient.Do(slackfake.Request(srv.URL, "/slack/commands", testSecret,
+			fake.SlashCommand("run ambiguous_task.md", "U1", "C1"), "application/x-www-form-urlencoded"))
+		if err != nil {
 			b.Fatal(err)
 		}
-		queue.Start(ctx, run.ID)
-		for deadline := time.Now().Add(30 * time.Second); ; {
-			r, _ := store.Get(ctx, run.ID)
-			if r.OpenEscalation() != nil {
-				break
+		resp.Body.Close()
+		// The question of the new run, as posted in its thread.
+		var question slackfake.Message
+		var act bot.ActionValue
+		for deadline := time.Now().Add(30 * time.Second); question.TS == ""; time.Sleep(5 * time.Millisecond) {
+			msgs := fake.Messages()
+			for _, m := range msgs[before:] {
+				if v, ok := slackfake.Buttons(m)[bot.ActionChoose+":B"]; ok {
+					question = m
+					act, _ = bot.DecodeAction(bot.ActionChoose+":B", v)
+				}
 			}
 			if time.Now().After(deadline) {
-				b.Fatalf("run did not park: %s", r.Status)
+				b.Fatal("the question was not posted")
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
+		time.Sleep(20 * time.Millisecond) // the poster records the message just after posting it
+		run := &jobs.Run{ID: act.RunID}
 		cursor, _ := store.LastEventID(ctx, run.ID)
-		body := fake.Click(slackfake.Message{Channel: "C1", TS: "1.1", ThreadTS: "1.0"}, "U1", bot.ActionChoose+":B",
-			bot.ActionValue{RunID: run.ID, EscalationID: "e1", Kind: "choose", Key: "B"}.Encode())
+		body := fake.Click(question, "U1", bot.ActionChoose+":B", act.Encode())
 		b.StartTimer()
 		start := time.Now()
-		resp, err := http.DefaultClient.Do(slackfake.Request(srv.URL, "/slack/interactions", testSecret, body, "application/x-www-form-urlencoded"))
+		resp, err = http.DefaultClient.Do(slackfake.Request(srv.URL, "/slack/interactions", testSecret, body, "application/x-www-form-urlencoded"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -116,7 +120,8 @@ func clickToResume(b *testing.B, poll time.Duration) {
 				}
 			}
 			if time.Now().After(deadline) {
-				b.Fatal("the run did not resume")
+				r, _ := store.Get(ctx, run.ID)
+				b.Fatalf("the run did not resume: %s, escalations %+v, ephemerals %v", r.Status, r.Escalations[0].Resolution, fake.Ephemerals())
 			}
 		}
 		b.StopTimer()
