@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -85,10 +85,10 @@ func (d *dockers) reap(ctx context.Context, store *jobs.Store) {
 	}
 	n, err := any.Reap(ctx, func(ctx context.Context, runID string) (bool, error) {
 		r, err := store.Get(ctx, runID)
+		if errors.Is(err, jobs.ErrRunNotFound) {
+			return false, nil
+		}
 		if err != nil {
-			if strings.Contains(err.Error(), jobs.ErrRunNotFound.Error()) {
-				return false, nil
-			}
 			return true, err
 		}
 		return !r.Status.Terminal(), nil
