@@ -143,3 +143,12 @@ func (q *Queue) enqueue(ctx context.Context, typ string, p Payload, id string, o
 	}
 	return nil
 }
+
+// Size is how many tasks a queue holds (pending, active, scheduled, retrying, archived); 0 when it is unknown.
+func (q *Queue) Size(queue string) int {
+	info, err := q.inspector.GetQueueInfo(queue)
+	if err != nil {
+		return 0
+	}
+	return info.Size
+}

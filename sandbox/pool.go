@@ -191,6 +191,10 @@ func (p *pool) claim(ctx context.Context, name string) (string, error) {
 			// The run has its container already: give this one back.
 			if _, perr := p.d.cli.ContainerPause(context.WithoutCancel(ctx), c.ID, client.ContainerPauseOptions{}); perr != nil {
 				_ = p.d.remove(context.WithoutCancel(ctx), c.ID)
+			} else {
+				p.mu.Lock()
+				p.own[old] = true // back in the pool: Close must remove it with the others
+				p.mu.Unlock()
 			}
 			return "", errNameTaken
 		}

@@ -77,6 +77,7 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		return err
 	}
 	defer b.Close()
+	m := newMetrics(b)
 	if withWorker {
 		e, err := a.startWorker(cmd, b)
 		if err != nil {
@@ -96,9 +97,32 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		e.reapEvery(b.Store, 5*time.Minute)
 	}
 	fmt.Fprintf(a.stderr, "orch: %s; agent %s, sandbox %s, workspace %s\n", brainNote, opts.Agent, opts.Sandbox, ws)
+	addr := a.env("ORCH_HTTP_ADDR")
+	if addr == "" {
+		addr = ":3000"
+	}
 	if !withBot {
-		fmt.Fprintln(a.stderr, "orch: worker running; stop with Ctrl-C")
+		// A worker serves its metrics and health too.
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.handler())
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+			if err := b.Store.Ping(r.Context()); err != nil {
+				http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, "ok")
+		})
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return withCode(exitUsage, fmt.Errorf("listening on %s: %w", addr, err))
+		}
+		httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go httpSrv.Serve(ln)
+		fmt.Fprintf(a.stderr, "orch: worker running (metrics on http://%s/metrics); stop with Ctrl-C\n", ln.Addr())
 		<-ctx.Done()
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		httpSrv.Shutdown(dctx)
 		return nil
 	}
 	postEvery := time.Second
@@ -126,16 +150,15 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 	if err := srv.Start(ctx); err != nil {
 		return withCode(exitUsage, err)
 	}
-	addr := a.env("ORCH_HTTP_ADDR")
-	if addr == "" {
-		addr = ":3000"
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		srv.Shutdown(context.Background())
 		return withCode(exitUsage, fmt.Errorf("listening on %s: %w", addr, err))
 	}
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.handler())
+	mux.Handle("/", srv.Handler())
+	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go httpSrv.Serve(ln)
 	if a.env("SLACK_APP_TOKEN") != "" {
 		fmt.Fprintf(a.stderr, "orch: Slack over Socket Mode; health on http://%s/healthz\n", ln.Addr())

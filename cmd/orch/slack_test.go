@@ -162,6 +162,20 @@ func TestSlackRunClickComplete(t *testing.T) {
 			}
 		}
 	}
+	// The metrics tell the same story, under the seed's names.
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`orchestrator_escalations_total{trigger="needs_help"} 1`, `orchestrator_resolutions_total{type="choose"} 1`,
+		`orchestrator_runs_total{status="completed"} 1`, `orchestrator_escalation_wait_seconds_count 1`, `orchestrator_parked_runs 0`,
+		`asynq_queue_size{queue="orch-steps"}`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	// A second click, by anyone, is told it was already answered; nothing changes.
 	before := len(s.slack.Messages())
 	s.post("/slack/interactions", s.slack.Click(q, "U456BOB", chooseB, value), "application/x-www-form-urlencoded")
