@@ -277,3 +277,16 @@ func (s *Server) resolvePlan(arg string) (string, error) {
 	}
 	return p, nil
 }
+
+// AuthTest checks a bot token with Slack's auth.test and returns the bot's user and team names.
+func AuthTest(ctx context.Context, token, apiURL string) (user, team string, err error) {
+	var opts []slack.Option
+	if apiURL != "" {
+		opts = append(opts, slack.OptionAPIURL(apiURL))
+	}
+	auth, err := slack.New(token, opts...).AuthTestContext(ctx)
+	if err != nil {
+		return "", "", fmt.Errorf("slack auth.test: %w", err)
+	}
+	return auth.User, auth.Team, nil
+}

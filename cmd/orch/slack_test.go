@@ -251,3 +251,18 @@ func TestSlackRejectsForgedRequests(t *testing.T) {
 		t.Fatalf("a rejected request started something: %d messages", n)
 	}
 }
+
+// orch health names what fails and exits 1; Slack's auth.test is part of it when a token is set.
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	fake := slackfake.New()
+	defer fake.Close()
+	r := orchEnv(t, dir, []string{"SLACK_BOT_TOKEN=xoxb-test", "SLACK_API_URL=" + fake.APIURL()}, nil, "health", "--agent", "sim")
+	must(t, r, 0, "redis", "embedded store", "agent", "sim", "slack", "auth.test: orch")
+	r = orchEnv(t, dir, []string{"PATH=/usr/bin:/bin"}, nil, "health", "--agent", "claude")
+	must(t, r, 1, "claude is not on PATH", "unhealthy: agent")
+	fake.Down()
+	r = orchEnv(t, dir, []string{"SLACK_BOT_TOKEN=xoxb-test", "SLACK_API_URL=" + fake.APIURL()}, nil, "health", "--agent", "sim")
+	must(t, r, 1, "unhealthy: slack")
+}

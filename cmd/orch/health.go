@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orchrun/orch/bot"
+	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/sandbox"
+)
+
+// check is one part of `orch health`.
+type check struct {
+	part   string
+	ok     bool
+	skip   bool
+	detail string
+}
+
+func (a *app) healthCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "health",
+		Short: "Check Redis, Docker, the agent CLI, the brain and Slack; exit 1 naming what fails",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			opts, _, _, err := a.baseOptions(cmd, "local")
+			if err != nil {
+				return err
+			}
+			var checks []check
+			checks = append(checks, a.checkRedis(cmd))
+			checks = append(checks, a.checkDocker(ctx, opts))
+			checks = append(checks, checkAgentCLI(opts.Agent))
+			checks = append(checks, a.checkBrain(opts))
+			checks = append(checks, a.checkSlack(ctx))
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			var failed []string
+			for _, c := range checks {
+				mark := "ok"
+				switch {
+				case c.skip:
+					mark = "-"
+				case !c.ok:
+					mark = "FAIL"
+					failed = append(failed, c.part)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", c.part, mark, c.detail)
+			}
+			tw.Flush()
+			if len(failed) > 0 {
+				return withCode(exitFailed, fmt.Errorf("unhealthy: %s", strings.Join(failed, ", ")))
+			}
+			return nil
+		},
+	}
+	a.runFlags(cmd)
+	return cmd
+}
+
+func (a *app) checkRedis(cmd *cobra.Command) check {
+	url := a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, "")
+	b, err := a.backend(cmd)
+	if err != nil {
+		return check{part: "redis", detail: err.Error()}
+	}
+	defer b.Close()
+	if url == "" {
+		return check{part: "redis", ok: true, detail: "embedded store in " + a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch")}
+	}
+	return check{part: "redis", ok: true, detail: redactURL(url) + " answers"}
+}
+
+func (a *app) checkDocker(ctx context.Context, opts jobs.Options) check {
+	if opts.Sandbox != "docker" && a.env("DOCKER_HOST") == "" {
+		if _, err := exec.LookPath("docker"); err != nil {
+			return check{part: "docker", skip: true, detail: "not used (sandbox local)"}
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	image := opts.Image
+	if image == "" {
+		image = sandbox.DefaultImage
+	}
+	d, err := sandbox.NewDocker(ctx, sandbox.DockerConfig{Host: a.env("DOCKER_HOST"), Image: image, Logger: a.log})
+	if err != nil {
+		if opts.Sandbox != "docker" {
+			return check{part: "docker", skip: true, detail: "not used (sandbox local): " + err.Error()}
+		}
+		return check{part: "docker", detail: err.Error()}
+	}
+	d.Close()
+	return check{part: "docker", ok: true, detail: "engine answers; image " + image + " present"}
+}
+
+func checkAgentCLI(name string) check {
+	switch {
+	case name == "sim":
+		return check{part: "agent", ok: true, detail: "sim (built in)"}
+	case strings.HasPrefix(name, "cmd:"):
+		fields := strings.Fields(strings.TrimPrefix(name, "cmd:"))
+		if len(fields) == 0 {
+			return check{part: "agent", detail: "empty cmd: template"}
+		}
+		name = strings.Trim(fields[0], `"'`)
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return check{part: "agent", detail: name + " is not on PATH"}
+	}
+	return check{part: "agent", ok: true, detail: path}
+}
+
+func (a *app) checkBrain(opts jobs.Options) check {
+	if opts.Brain == "heuristic" || opts.Brain == "" {
+		return check{part: "brain", ok: true, detail: "heuristic (offline)"}
+	}
+	if err := brain.Available(opts.Brain, exec.LookPath, a.env("ANTHROPIC_API_KEY")); err != nil {
+		return check{part: "brain", detail: err.Error()}
+	}
+	return check{part: "brain", ok: true, detail: opts.Brain + " configured (not called)"}
+}
+
+func (a *app) checkSlack(ctx context.Context) check {
+	token := a.env("SLACK_BOT_TOKEN")
+	if token == "" {
+		return check{part: "slack", skip: true, detail: "SLACK_BOT_TOKEN not set"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	user, team, err := bot.AuthTest(ctx, token, a.env("SLACK_API_URL"))
+	if err != nil {
+		return check{part: "slack", detail: err.Error()}
+	}
+	return check{part: "slack", ok: true, detail: fmt.Sprintf("auth.test: %s in %s", user, team)}
+}
