@@ -113,6 +113,13 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 				val = args[i]
 			}
 			if name == "--agent" {
+				// From Slack only the known agents: a cmd: template would let anyone allowed to start a run pick
+				// the program the workers execute.
+				switch val {
+				case "claude", "codex", "sim":
+				default:
+					return req, fmt.Errorf("`--agent %s`: from Slack choose claude, codex or sim (command templates are set by the operator with ORCH_AGENT)", val)
+				}
 				req.Agent = val
 				continue
 			}

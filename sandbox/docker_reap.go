@@ -111,8 +111,15 @@ func (d *Docker) Reap(ctx context.Context, alive func(ctx context.Context, runID
 		if runID != "" && isAlive(runID) {
 			continue
 		}
-		if err := d.remove(ctx, c.ID); err != nil {
-			errs = append(errs, err)
+		target := c.ID
+		if strings.HasPrefix(name, poolNamePrefix) {
+			// By name: an unpaused pool container may be a claim in progress; once renamed to its run it must live.
+			target = name
+		}
+		if err := d.remove(ctx, target); err != nil {
+			if !cerrdefs.IsNotFound(err) {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		removed++

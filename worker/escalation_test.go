@@ -232,3 +232,25 @@ func TestValidationFailureOnResume(t *testing.T) {
 		t.Fatalf("escalation %+v", e)
 	}
 }
+
+// A timeout delivered again after it was recorded (its follow-up failed the first time) still does the follow-up.
+func TestTimeoutRedeliveryStillFallsBack(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	clk := &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	h := newHarnessAt(t, rdb, script(t, `echo "I'm not sure whether to drop the legacy column. Should I?"`), nil, clk.Now)
+	r := h.newRun(t, "1.1")
+	setPolicy(t, h, r.ID, jobs.EscalationPolicy{Timeout: time.Minute, Reminders: 1, Fallback: "abort"})
+	drive(t, h, r.ID)
+	// The first delivery recorded TIMEOUT 1, then failed before aborting.
+	h.store.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
+		r.Escalations[0].Timeouts = 1
+		return nil
+	})
+	clk.Advance(time.Minute)
+	if err := h.process(t, jobs.TypeTimeout, jobs.Payload{RunID: r.ID, EscalationID: "e1", N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.get(t, r.ID); got.Status != jobs.RunAborted {
+		t.Fatalf("after the redelivered timeout: %s", got.Status)
+	}
+}

@@ -40,7 +40,7 @@ func (w *Worker) handleTimeout(ctx context.Context, t *asynq.Task) error {
 		return skipIfMissing(err)
 	}
 	e := run.Escalation(p.EscalationID)
-	if run.Status != jobs.RunParked || e == nil || e.Resolution != nil || e.Timeouts != p.N-1 {
+	if run.Status != jobs.RunParked || e == nil || e.Resolution != nil || e.Timeouts < p.N-1 || e.Timeouts > p.N {
 		return nil // answered in time, or this timeout was handled already
 	}
 	policy := run.Options.Escalation
@@ -55,7 +55,12 @@ func (w *Worker) handleTimeout(ctx context.Context, t *asynq.Task) error {
 		reminders = DefaultReminders
 	}
 	final := p.N >= reminders
+	// A retried delivery finds the timeout recorded already (e.Timeouts == N): it only redoes what follows, which
+	// is safe to repeat (the next timeout's task id, the atomic abort).
 	run, err = w.cfg.Store.Update(ctx, run.ID, func(r *jobs.Run, c *jobs.Change) error {
+		if e := r.Escalation(p.EscalationID); e != nil && e.Resolution == nil && e.Timeouts == p.N {
+			return errRecorded
+		}
 		e := r.Escalation(p.EscalationID)
 		if r.Status != jobs.RunParked || e == nil || e.Resolution != nil || e.Timeouts != p.N-1 {
 			return errStale
@@ -74,10 +79,14 @@ func (w *Worker) handleTimeout(ctx context.Context, t *asynq.Task) error {
 			By: "orch", Via: "timeout"})
 		return nil
 	})
-	if errors.Is(err, errStale) {
+	switch {
+	case errors.Is(err, errRecorded):
+		if run, err = w.cfg.Store.Get(ctx, p.RunID); err != nil {
+			return err
+		}
+	case errors.Is(err, errStale):
 		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return err
 	}
 	switch {
@@ -91,6 +100,9 @@ func (w *Worker) handleTimeout(ctx context.Context, t *asynq.Task) error {
 	}
 	return nil // keep waiting, for as long as it takes
 }
+
+// errRecorded marks a timeout whose TIMEOUT entry a previous delivery wrote already.
+var errRecorded = errors.New("timeout recorded already")
 
 // ignoreSettled treats a question answered meanwhile as done.
 func ignoreSettled(err error) error {

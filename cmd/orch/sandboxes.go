@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +37,14 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 	if opts.Sandbox != "docker" {
 		return nil, fmt.Errorf("unknown sandbox %q", opts.Sandbox)
 	}
-	key := opts.Image + "\x00" + opts.SimScenario
+	// A scenario inside the workspace root is mounted with it already; one elsewhere needs its own mount, so its own
+	// sandbox. The API key goes only to claude runs, so they have their own sandbox too.
+	scenario := opts.SimScenario
+	if d.root != "" && within(d.root, scenario) {
+		scenario = ""
+	}
+	claude := opts.Agent == "claude"
+	key := fmt.Sprintf("%s\x00%s\x00%t", opts.Image, scenario, claude)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if dk, ok := d.open[key]; ok {
@@ -50,15 +59,15 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 	if isStatic(d.self) {
 		cfg.OrchBinary = d.self
 	}
-	if d.pool > 0 && d.root != "" {
+	if d.pool > 0 && d.root != "" && scenario == "" {
 		cfg.WarmPool, cfg.WorkspaceRoot = d.pool, d.root
 	}
-	if opts.SimScenario != "" {
+	if scenario != "" {
 		// The scenario is read inside the container, at the same path (a file mount: its directory may be the
 		// workspace itself, which is mounted already).
-		cfg.ReadOnly = append(cfg.ReadOnly, opts.SimScenario)
+		cfg.ReadOnly = append(cfg.ReadOnly, scenario)
 	}
-	if key := d.a.env("ANTHROPIC_API_KEY"); key != "" && opts.Agent == "claude" {
+	if key := d.a.env("ANTHROPIC_API_KEY"); key != "" && claude {
 		cfg.Env = append(cfg.Env, "ANTHROPIC_API_KEY="+key)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -136,4 +145,10 @@ func checkDocker(opts jobs.Options, self string) error {
 		return usageErr("scenario %s: %v", opts.SimScenario, err)
 	}
 	return nil
+}
+
+// within reports whether path is inside dir.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
