@@ -2,6 +2,8 @@ package bot
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -19,7 +21,7 @@ const (
 	keyActive  = "orch:slack:active" // set: runs whose threads are kept up to date
 	keyThreads = "orch:slack:thread" // hash: "<channel>:<thread ts>" → run id
 	onceTTL    = 24 * time.Hour
-	lockTTL    = 30 * time.Second
+	lockTTL    = 2 * time.Minute
 	// recentEvents is how many recent events the progress view shows.
 	recentEvents = 8
 )
@@ -145,12 +147,16 @@ func (p *poster) save(ctx context.Context, runID string, kv ...string) error {
 
 // sync posts what a run's thread is missing, event by event.
 func (p *poster) sync(ctx context.Context, runID string) error {
-	// One poster per run at a time, however many bots run.
-	ok, err := p.rdb.SetNX(ctx, keyLock(runID), "1", lockTTL).Result()
+	// One poster per run at a time, however many bots run. The lock holds a token of this sync, is released only by
+	// it, and outlives the sync: the sync gives up before the lock could expire under it.
+	token := randomToken()
+	ok, err := p.rdb.SetNX(ctx, keyLock(runID), token, lockTTL).Result()
 	if err != nil || !ok {
 		return err
 	}
-	defer p.rdb.Del(context.WithoutCancel(ctx), keyLock(runID))
+	defer unlockScript.Run(context.WithoutCancel(ctx), p.rdb, []string{keyLock(runID)}, token)
+	ctx, cancel := context.WithTimeout(ctx, lockTTL-10*time.Second)
+	defer cancel()
 
 	st, err := p.state(ctx, runID)
 	if err != nil {
@@ -347,6 +353,15 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// unlockScript deletes a lock only if it still holds the caller's token.
+var unlockScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+
+func randomToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // once reports whether key is seen for the first time (within a day).
