@@ -171,10 +171,14 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		fmt.Fprintf(a.stderr, "orch: Slack endpoints on http://%s/slack/{commands,interactions,events}\n", ln.Addr())
 	}
 	<-ctx.Done()
-	dctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	err = errors.Join(httpSrv.Shutdown(dctx), srv.Shutdown(dctx))
-	if err != nil {
+	// First the HTTP server (requests in flight get their ack), then the bot's background work, each with its own
+	// time: an ack given is work promised.
+	hctx, hcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer hcancel()
+	herr := httpSrv.Shutdown(hctx)
+	bctx, bcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer bcancel()
+	if err := errors.Join(herr, srv.Shutdown(bctx)); err != nil {
 		a.log.Warn("shutting down", "err", err)
 	}
 	return nil
