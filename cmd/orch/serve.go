@@ -218,6 +218,15 @@ func (s *slackStarter) Start(ctx context.Context, req bot.StartRequest) (*jobs.R
 	if err := checkAgent(&opts, req.Plan); err != nil {
 		return nil, err
 	}
+	if opts.SimScenario != "" {
+		// The scenario beside the plan is chosen by orch, not checked by the bot: it must not lead out either.
+		real, err := filepath.EvalSymlinks(opts.SimScenario)
+		ws, werr := filepath.EvalSymlinks(s.workspace)
+		if err != nil || werr != nil || !within(ws, real) {
+			return nil, fmt.Errorf("scenario %s is outside the workspace", filepath.Base(opts.SimScenario))
+		}
+		opts.SimScenario = real
+	}
 	tasks, err := plan.Tasks()
 	if err != nil {
 		return nil, err
