@@ -379,6 +379,7 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "notasks.md"), []byte("# Just a title\n\nNo tasks here.\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "binary.md"), []byte("\x00\x01\x02ELF"), 0o644)
 	os.WriteFile(filepath.Join(dir, "broken.sim.yaml"), []byte("tasks:\n  \"1.1\":\n    - output: ok\n      exit: lots\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "undirected.dot"), []byte("graph g { start -- exit }\n"), 0o644)
 	parked := orch(t, dir, "", "run", "--agent", "sim", "examples/plans/ambiguous_task.md")
 	id := runID(t, parked)
 	done := orch(t, dir, "", "run", "--agent", "sim", "examples/plans/hello.md")
@@ -398,6 +399,7 @@ func TestBadInput(t *testing.T) {
 		{"directory plan", []string{"run", "--agent", "sim", "examples"}, "examples"},
 		{"broken scenario", []string{"run", "--agent", "sim", "--sim-scenario", "broken.sim.yaml", "examples/plans/hello.md"}, "broken.sim.yaml:4"},
 		{"missing scenario", []string{"run", "--agent", "sim", "--sim-scenario", "nope.sim.yaml", "examples/plans/hello.md"}, "nope.sim.yaml"},
+		{"undirected pipeline", []string{"run", "--agent", "sim", "undirected.dot"}, "undirected.dot:1"},
 		{"negative cap", []string{"run", "--agent", "sim", "--max-attempts", "-1", "examples/plans/hello.md"}, "--max-attempts"},
 		{"unknown agent", []string{"run", "--agent", "gpt", "examples/plans/hello.md"}, "--agent"},
 		{"unknown brain", []string{"run", "--agent", "sim", "--brain", "oracle", "examples/plans/hello.md"}, "--brain"},

@@ -145,7 +145,15 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 		return err
 	}
 	if plan.Kind == pipeline.KindDOT {
-		return usageErr("plan %s: DOT pipelines are not supported yet; use a markdown milestone", planPath)
+		// The pipeline is checked now, so a broken one says what is wrong where; running graphs comes with the engine.
+		g, err := pipeline.ParseDOT(planPath, plan.Content)
+		if err == nil {
+			err = g.Validate()
+		}
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		return usageErr("plan %s: a valid pipeline (%d nodes, %d edges), but this orch runs markdown milestones only; DOT pipelines are not runnable yet", planPath, len(g.Nodes), len(g.Edges))
 	}
 	opts, ws, brainNote, err := a.options(cmd, planPath)
 	if err != nil {
