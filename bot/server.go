@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -76,7 +75,6 @@ type Server struct {
 	jobs   *pool
 	poster *poster
 	botID  string // the bot's own user id, to ignore its messages
-	mu     sync.Mutex
 }
 
 // New validates the configuration and returns a server. It does not contact Slack.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +17,9 @@ import (
 // buildFakeClaude compiles testdata/fakeclaude into dir as "claude".
 func buildFakeClaude(t *testing.T, dir string) string {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			t.Skip("no go toolchain to build the fake claude")
-		}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go toolchain to build the fake claude: %v", err)
 	}
 	bin := filepath.Join(dir, "claude")
 	out, err := exec.Command(goBin, "build", "-o", bin, "./testdata/fakeclaude").CombinedOutput()

@@ -168,7 +168,8 @@ func NewDocker(ctx context.Context, cfg DockerConfig) (*Docker, error) {
 	if host == "" {
 		host = client.DefaultDockerHost
 	}
-	opts := []client.Opt{client.WithAPIVersionNegotiation()}
+	// The client negotiates the API version with the engine by default (older engines, from API 1.40, included).
+	var opts []client.Opt
 	if cfg.Host != "" {
 		opts = append(opts, client.WithHost(cfg.Host))
 	}

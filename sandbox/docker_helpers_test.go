@@ -45,7 +45,8 @@ func TestMain(m *testing.M) {
 
 // testEngineOpts honours DOCKER_HOST as cmd would; tests may read the environment, the package may not.
 func testEngineOpts() []client.Opt {
-	opts := []client.Opt{client.WithAPIVersionNegotiation()}
+	// The client negotiates the API version with the engine by default (older engines, from API 1.40, included).
+	var opts []client.Opt
 	if h := os.Getenv("DOCKER_HOST"); h != "" {
 		opts = append(opts, client.WithHost(h))
 	}

@@ -185,11 +185,7 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 }
 
 func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
-		out = append(out, f)
-	}
-	return out
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
 // slackStarter creates the runs Slack asks for, with the server's options.
