@@ -235,9 +235,13 @@ func (s *Store) appendAudit(ctx context.Context, p redis.Pipeliner, runID string
 
 // Audit returns a run's audit trail, oldest first.
 func (s *Store) Audit(ctx context.Context, runID string) ([]AuditEntry, error) {
-	msgs, err := s.rdb.XRange(ctx, auditKey(runID), "-", "+").Result()
+	return s.readAudit(ctx, auditKey(runID))
+}
+
+func (s *Store) readAudit(ctx context.Context, key string) ([]AuditEntry, error) {
+	msgs, err := s.rdb.XRange(ctx, key, "-", "+").Result()
 	if err != nil {
-		return nil, fmt.Errorf("reading audit of run %s: %w", runID, err)
+		return nil, fmt.Errorf("reading the audit trail %s: %w", key, err)
 	}
 	out := make([]AuditEntry, 0, len(msgs))
 	for _, m := range msgs {
@@ -264,6 +268,11 @@ func (s *Store) AuditOutsideRuns(ctx context.Context, a AuditEntry) error {
 		return err
 	}
 	return s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: keyAudit, MaxLen: maxEvents, Approx: true, Values: []any{eventField, data}}).Err()
+}
+
+// AuditOutside returns the audit entries that belong to no run, oldest first.
+func (s *Store) AuditOutside(ctx context.Context) ([]AuditEntry, error) {
+	return s.readAudit(ctx, keyAudit)
 }
 
 // AuditRun appends entries to a run's audit trail on their own.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -315,6 +316,14 @@ func (a *app) escalationLogCmd() *cobra.Command {
 				}
 			}
 			var all []jobs.AuditEntry
+			if len(args) == 0 {
+				// What belongs to no run: requests refused to people not in ORCH_ALLOWED_USERS.
+				outside, err := b.Store.AuditOutside(cmd.Context())
+				if err != nil {
+					return err
+				}
+				all = append(all, outside...)
+			}
 			for _, id := range ids {
 				entries, err := b.Store.Audit(cmd.Context(), id)
 				if err != nil {
@@ -322,6 +331,7 @@ func (a *app) escalationLogCmd() *cobra.Command {
 				}
 				all = append(all, entries...)
 			}
+			sort.SliceStable(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) })
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
 				for _, e := range all {

@@ -266,3 +266,27 @@ func TestHealth(t *testing.T) {
 	r = orchEnv(t, dir, []string{"SLACK_BOT_TOKEN=xoxb-test", "SLACK_API_URL=" + fake.APIURL()}, nil, "health", "--agent", "sim")
 	must(t, r, 1, "unhealthy: slack")
 }
+
+// Someone outside ORCH_ALLOWED_USERS is refused, and the attempt is in the audit trail.
+func TestSlackRefusalIsAudited(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, "ORCH_ALLOWED_USERS=U123ALICE")
+	code, body := s.post("/slack/commands", s.slack.SlashCommand("run examples/plans/hello.md", "U999MALLORY", "C0RUNS"), "application/x-www-form-urlencoded")
+	if code != 200 || !strings.Contains(body, "not allowed") {
+		t.Fatalf("slash command by a stranger: %d %s", code, body)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := orch(t, s.dir, "", "escalation", "log")
+		if r.code == 0 && strings.Contains(r.stdout, "refused") && strings.Contains(r.stdout, "U999MALLORY") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the refusal is not in the audit trail:\n%s", r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := len(s.slack.Messages()); n != 0 {
+		t.Fatalf("a refused request posted %d messages", n)
+	}
+}
