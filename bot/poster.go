@@ -265,12 +265,9 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 // progress posts or updates the progress message: one update however many events came, so a busy run does not
 // flood the thread.
 func (p *poster) progress(ctx context.Context, run *jobs.Run, st *runState) error {
-	recent, err := p.s.cfg.Store.Events(ctx, run.ID, "", 0)
+	recent, err := p.s.cfg.Store.Recent(ctx, run.ID, recentEvents)
 	if err != nil {
 		return err
-	}
-	if len(recent) > recentEvents {
-		recent = recent[len(recent)-recentEvents:]
 	}
 	msg := ProgressMessage(run, recent)
 	if st.ProgressTS == "" {

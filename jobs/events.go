@@ -171,6 +171,10 @@ func (s *Store) Events(ctx context.Context, runID, after string, block time.Dura
 			return nil, fmt.Errorf("reading events of run %s: %w", runID, err)
 		}
 	}
+	return decodeEvents(msgs), nil
+}
+
+func decodeEvents(msgs []redis.XMessage) []Event {
 	out := make([]Event, 0, len(msgs))
 	for _, m := range msgs {
 		raw, _ := m.Values[eventField].(string)
@@ -181,7 +185,17 @@ func (s *Store) Events(ctx context.Context, runID, after string, block time.Dura
 		e.ID = m.ID
 		out = append(out, e)
 	}
-	return out, nil
+	return out
+}
+
+// Recent returns a run's last n events, oldest first: what a progress view shows, without reading the whole log.
+func (s *Store) Recent(ctx context.Context, runID string, n int) ([]Event, error) {
+	msgs, err := s.rdb.XRevRangeN(ctx, eventsKey(runID), "+", "-", int64(n)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("reading events of run %s: %w", runID, err)
+	}
+	slices.Reverse(msgs)
+	return decodeEvents(msgs), nil
 }
 
 // LastEventID is the id of a run's newest event, "0" when it has none: where a follower starts to see only what

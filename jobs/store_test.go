@@ -343,3 +343,25 @@ func TestArchivedStepIsEnqueuedAgain(t *testing.T) {
 		})
 	}
 }
+
+func TestRecentEvents(t *testing.T) {
+	for name, rdb := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := NewStore(rdb, nil)
+			r := newRun()
+			if err := s.Create(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 5 {
+				if err := s.Append(ctx, r.ID, NewEvent(EventTaskStarted, r.ID, "1.1", "started", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := s.Recent(ctx, r.ID, 3)
+			if err != nil || len(got) != 3 || got[0].Int("started") != 2 || got[2].Int("started") != 4 {
+				t.Fatalf("recent = %+v, %v", got, err)
+			}
+		})
+	}
+}
