@@ -24,6 +24,10 @@ const guidanceHeader = "\n\n## Guidance for this attempt\n\n" +
 // item quoted line by line with "> " and items separated by a blank line, so that GuidanceFromPrompt can read
 // it back exactly, whatever it contains.
 func BuildPrompt(t PromptTask, guidance []string) string {
+	return buildPrompt(t, promptFooter, nil, guidance)
+}
+
+func buildPrompt(t PromptTask, footer string, turns []Turn, guidance []string) string {
 	var b strings.Builder
 	b.WriteString("You are working on one task of a larger plan, in the current directory.\n\n")
 	b.WriteString("Task")
@@ -37,26 +41,58 @@ func BuildPrompt(t PromptTask, guidance []string) string {
 	if d := strings.TrimSpace(t.Description); d != "" {
 		b.WriteString(d + "\n\n")
 	}
-	b.WriteString(promptFooter)
+	b.WriteString(footer)
+	if len(turns) > 0 {
+		b.WriteString(chatHeader)
+		items := make([]string, len(turns))
+		for i, turn := range turns {
+			role := "Agent:"
+			if turn.Human {
+				role = "Human:"
+			}
+			items[i] = role + "\n" + quote(turn.Text)
+		}
+		b.WriteString(strings.Join(items, "\n\n"))
+		b.WriteByte('\n')
+	}
 	if len(guidance) > 0 {
 		b.WriteString(guidanceHeader)
+		items := make([]string, len(guidance))
 		for i, g := range guidance {
-			if i > 0 {
-				b.WriteString("\n\n")
-			}
-			for j, line := range strings.Split(g, "\n") {
-				if j > 0 {
-					b.WriteByte('\n')
-				}
-				b.WriteByte('>')
-				if line != "" {
-					b.WriteString(" " + line)
-				}
-			}
+			items[i] = quote(g)
 		}
+		b.WriteString(strings.Join(items, "\n\n"))
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// quote writes s line by line with "> " (a bare ">" for an empty line).
+func quote(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, line := range lines {
+		if line == "" {
+			lines[i] = ">"
+		} else {
+			lines[i] = "> " + line
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// unquote reverses quote; ok is false when a line is not quoted.
+func unquote(lines []string) (string, bool) {
+	out := make([]string, len(lines))
+	for j, line := range lines {
+		switch {
+		case line == ">":
+		case strings.HasPrefix(line, "> "):
+			out[j] = line[2:]
+		default:
+			return "", false
+		}
+	}
+	return strings.Join(out, "\n"), true
 }
 
 // GuidanceFromPrompt returns the guidance BuildPrompt put into prompt, or nil when it has none.
@@ -71,18 +107,11 @@ func GuidanceFromPrompt(prompt string) []string {
 	}
 	var guidance []string
 	for _, item := range strings.Split(rest, "\n\n") {
-		lines := strings.Split(item, "\n")
-		for j, line := range lines {
-			switch {
-			case line == ">":
-				lines[j] = ""
-			case strings.HasPrefix(line, "> "):
-				lines[j] = line[2:]
-			default:
-				return nil // not BuildPrompt's section: the header is quoted from somewhere else
-			}
+		g, ok := unquote(strings.Split(item, "\n"))
+		if !ok {
+			return nil // not BuildPrompt's section: the header is quoted from somewhere else
 		}
-		guidance = append(guidance, strings.Join(lines, "\n"))
+		guidance = append(guidance, g)
 	}
 	return guidance
 }

@@ -61,7 +61,8 @@ const shWaitDelay = 2 * time.Second
 
 // PlaySim runs one sim invocation: it picks the reply for (taskID, attempt), writes its files into dir, runs
 // its sh with /bin/sh -c in dir (the combined output is appended to the output text), appends a
-// "GUIDANCE: <text>" line per guidance item found in prompt (line breaks inside an item become spaces), and
+// "GUIDANCE: <text>" line per human message of a conversation and per guidance item found in prompt (line
+// breaks inside an item become spaces), and
 // writes Claude-Code-compatible stream-json to w: system/init, one assistant message, and a result that
 // reports success exactly when the reply's exit is 0. It returns the exit code the process must exit with.
 // An error means nothing usable was written: no reply for the task, a file that cannot be written, sh that
@@ -86,7 +87,14 @@ func PlaySim(ctx context.Context, s *Scenario, taskID string, attempt int, promp
 		}
 		parts = append(parts, out)
 	}
-	for _, g := range GuidanceFromPrompt(prompt) {
+	// What a human said reaches the agent as guidance: given after an escalation, or as a message in a chat.
+	var said []string
+	for _, t := range ChatFromPrompt(prompt) {
+		if t.Human {
+			said = append(said, t.Text)
+		}
+	}
+	for _, g := range append(said, GuidanceFromPrompt(prompt)...) {
 		lines := strings.FieldsFunc(g, func(r rune) bool { return r == '\n' || r == '\r' })
 		parts = append(parts, "GUIDANCE: "+strings.Join(lines, " "))
 	}

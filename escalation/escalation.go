@@ -34,6 +34,11 @@ type Spec struct {
 	MaxPerTask int
 	// Held marks a trigger on an attempt that completed: resuming accepts the work.
 	Held bool
+	// Keyed are options whose keys are fixed already (a human gate's choices): used as they are, instead of Options.
+	Keyed []jobs.Option
+	// Default is the option key a timeout takes (a gate's human.default_choice); Timeout the question's own limit.
+	Default string
+	Timeout time.Duration
 }
 
 // DefaultMaxPerTask is how many times a task may need a human before the run ends as failed.
@@ -154,11 +159,11 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 	}
 	n := 0
 	for _, e := range r.Escalations {
-		if e.TaskID == t.ID {
+		if e.TaskID == t.ID && !e.Trigger.Conversational() {
 			n++
 		}
 	}
-	if n >= limit {
+	if n >= limit && !s.Trigger.Conversational() {
 		r.Status = jobs.RunFailed
 		r.EndedAt = now.UTC()
 		r.Reason = fmt.Sprintf("escalation loop: task %s needed a human %d times (limit %d); the last trigger was %s",
@@ -176,6 +181,12 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 // build makes the escalation record of a spec: redacted, bounded, with its context.
 func build(r *jobs.Run, t *jobs.Task, s Spec, now time.Time) *jobs.Escalation {
 	opts := Options(s.Options)
+	if len(s.Keyed) > 0 {
+		opts = make([]jobs.Option, len(s.Keyed))
+		for i, o := range s.Keyed {
+			opts[i] = jobs.Option{Key: o.Key, Label: Bound(Redact(o.Label), maxLabel)}
+		}
+	}
 	e := &jobs.Escalation{
 		TaskID:         t.ID,
 		Trigger:        s.Trigger,
@@ -194,6 +205,8 @@ func build(r *jobs.Run, t *jobs.Task, s Spec, now time.Time) *jobs.Escalation {
 		TaskStatus:     string(t.Status),
 		Held:           s.Held,
 		Diff:           Bound(Redact(s.Diff), maxDiff),
+		Default:        s.Default,
+		Timeout:        s.Timeout,
 		CreatedAt:      now.UTC(),
 	}
 	for i, f := range s.Files {
@@ -399,6 +412,13 @@ func suggestions(e *jobs.Escalation, id string) []string {
 			"or give the agent a different approach with --answer \"…\"")
 	case jobs.TriggerSecurity:
 		s = append(s, "rotate the exposed credential before anything else", "then --abort, or --force-continue --acknowledge-risk")
+	case jobs.TriggerGate:
+		s = append(s, fmt.Sprintf("choose the way on: orch escalation resolve %s --choose KEY", id))
+	case jobs.TriggerChat:
+		s = append(s, fmt.Sprintf("reply to the agent: orch escalation resolve %s --answer \"…\"", id),
+			fmt.Sprintf("end the conversation: orch escalation resolve %s --answer /done (or /approve, /reject)", id))
+	case jobs.TriggerLoop:
+		s = append(s, "look at why the pipeline keeps coming back here; --resume lets it go on, --answer \"…\" gives the stage guidance")
 	default:
 		s = append(s, "fix the cause and --resume, or --abort --reason \"…\"")
 	}

@@ -42,6 +42,8 @@ type Question struct {
 	// Escalation is the escalation the question stands for, when it does, and RunID the run it belongs to.
 	Escalation *jobs.Escalation
 	RunID      string
+	// Prompt is what a console prints before reading the answer ("" for the default Prompt).
+	Prompt string
 }
 
 // Answer is a human's reply.
@@ -66,6 +68,14 @@ func QuestionFor(e *jobs.Escalation) Question {
 		if _, ok := e.OptionByKey(e.Recommendation); ok {
 			q.Default = e.Recommendation
 		}
+	}
+	switch e.Trigger {
+	case jobs.TriggerGate:
+		// Auto-approval takes a gate's first choice (attractor spec §6.4); its default choice is for timeouts.
+		q.Prompt, q.Default = GatePrompt, ""
+	case jobs.TriggerChat:
+		// Auto-approval ends a conversation at once (/done, the first option) rather than talk to the agent.
+		q.Prompt = ChatPrompt
 	}
 	return q
 }
@@ -172,8 +182,12 @@ func NewConsole(in io.Reader, out io.Writer) *Console {
 // maxAnswer bounds one typed or scripted answer.
 const maxAnswer = 4 << 20
 
-// Prompt is what the console prints before reading an answer.
-const Prompt = "Your response (or 'skip' for recommendation): "
+// Prompts the console prints before reading an answer: for an escalation, a human gate, a chat turn.
+const (
+	Prompt     = "Your response (or 'skip' for recommendation): "
+	GatePrompt = "Select: "
+	ChatPrompt = "> "
+)
 
 // Ask implements Interviewer.
 func (c *Console) Ask(ctx context.Context, q Question) (Answer, error) {
@@ -185,8 +199,12 @@ func (c *Console) Ask(ctx context.Context, q Question) (Answer, error) {
 		defer t.Stop()
 		timeout = t.C
 	}
+	prompt := Prompt
+	if q.Prompt != "" {
+		prompt = q.Prompt
+	}
 	for {
-		fmt.Fprint(c.out, Prompt)
+		fmt.Fprint(c.out, prompt)
 		select {
 		case <-ctx.Done():
 			fmt.Fprintln(c.out)
@@ -248,7 +266,11 @@ func (q *Queue) Ask(ctx context.Context, qu Question) (Answer, error) {
 	line := q.answers[0]
 	q.answers = q.answers[1:]
 	if q.out != nil {
-		fmt.Fprintf(q.out, "%s%s (from the answers file)\n", Prompt, line)
+		prompt := Prompt
+		if qu.Prompt != "" {
+			prompt = qu.Prompt
+		}
+		fmt.Fprintf(q.out, "%s%s (from the answers file)\n", prompt, line)
 	}
 	return ParseAnswer(qu, line), nil
 }

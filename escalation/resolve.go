@@ -116,6 +116,9 @@ func Resolve(ctx context.Context, store *jobs.Store, queue Enqueuer, q Request) 
 				res.Reason = "risk acknowledged"
 			}
 		}
+		if err := conversational(e, res); err != nil {
+			return fmt.Errorf("%w: run %s: %v", ErrInvalid, r.ID, err)
+		}
 		res.Text = Redact(res.Text)
 		res.Reason = Redact(res.Reason)
 		e.Resolution = res
@@ -149,8 +152,83 @@ func Resolve(ctx context.Context, store *jobs.Store, queue Enqueuer, q Request) 
 	return run, esc, nil
 }
 
+// Commands that end an interactive conversation; they are also the chat question's options (buttons in Slack).
+const (
+	ChatDone    = "/done"
+	ChatApprove = "/approve"
+	ChatReject  = "/reject"
+)
+
+// ChatOptions are the options of an interactive node's question: the commands that end the conversation.
+func ChatOptions() []jobs.Option {
+	return []jobs.Option{{Key: ChatDone, Label: "Done"}, {Key: ChatApprove, Label: "Approve"}, {Key: ChatReject, Label: "Reject"}}
+}
+
+// ChatCommand is the command a chat answer is ("/done", "/approve", "/reject"), or "" for a message to the agent.
+func ChatCommand(res *jobs.Resolution) string {
+	s := strings.ToLower(strings.TrimSpace(res.Text))
+	if res.Type == jobs.ResolveChoose {
+		s = strings.ToLower(res.Key)
+	}
+	switch s {
+	case ChatDone, ChatApprove, ChatReject:
+		return s
+	}
+	return ""
+}
+
+// conversational checks (and normalises) a resolution of a gate or a chat turn: a gate takes one of its choices —
+// an answer that names one by key or label is that choice — and a chat takes a reply, an ending command, one more
+// try, or an abort. Resuming or forcing either means nothing.
+func conversational(e *jobs.Escalation, res *jobs.Resolution) error {
+	switch e.Trigger {
+	case jobs.TriggerGate:
+		switch res.Type {
+		case jobs.ResolveChoose, jobs.ResolveAbort:
+			return nil
+		case jobs.ResolveAnswer:
+			if o, ok := namedOption(e, res.Text); ok {
+				res.Type, res.Key, res.Text = jobs.ResolveChoose, o.Key, ""
+				return nil
+			}
+			return fmt.Errorf("%q is not a choice of the gate at %s (choices: %s)", firstLine(res.Text), e.TaskID, keys(e))
+		case jobs.ResolveRetry:
+			if res.Via == "timeout" {
+				return nil // the gate timed out with no default: it is asked again, as its retry policy allows
+			}
+		}
+		return fmt.Errorf("the gate at %s needs one of its choices (%s), or an abort", e.TaskID, keys(e))
+	case jobs.TriggerChat:
+		switch res.Type {
+		case jobs.ResolveChoose, jobs.ResolveAnswer, jobs.ResolveRetry, jobs.ResolveAbort:
+			return nil
+		}
+		return fmt.Errorf("the conversation at %s needs a reply to the agent, or %s, %s or %s to end it", e.TaskID, ChatDone, ChatApprove, ChatReject)
+	}
+	return nil
+}
+
+// namedOption is the option an answer names: by key, by label, or as "K) Label" / "[K] Label", ignoring case.
+func namedOption(e *jobs.Escalation, text string) (jobs.Option, bool) {
+	a := strings.TrimSpace(text)
+	if o, ok := e.OptionByKey(strings.Trim(a, "[]().: ")); ok {
+		return o, true
+	}
+	for _, o := range e.Options {
+		for _, form := range []string{o.Label, o.Key + ") " + o.Label, "[" + o.Key + "] " + o.Label} {
+			if strings.EqualFold(strings.Join(strings.Fields(form), " "), strings.Join(strings.Fields(a), " ")) {
+				return o, true
+			}
+		}
+	}
+	return jobs.Option{}, false
+}
+
 // apply puts a resolution's effect on the task.
 func apply(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, res *jobs.Resolution) {
+	if e.Trigger.Conversational() && res.Type != jobs.ResolveAbort {
+		return // the answer routes the pipeline or continues the conversation: the resume applies it
+	}
 	switch res.Type {
 	case jobs.ResolveChoose, jobs.ResolveAnswer, jobs.ResolveResume:
 		if g := GuidanceFor(e, res); g != "" {
@@ -171,10 +249,22 @@ func describe(e *jobs.Escalation, res *jobs.Resolution) string {
 	switch res.Type {
 	case jobs.ResolveChoose:
 		if o, ok := e.OptionByKey(res.Key); ok {
+			if e.Trigger == jobs.TriggerChat {
+				return "ended the conversation: " + o.Key
+			}
+			if e.Trigger == jobs.TriggerGate {
+				return fmt.Sprintf("chose [%s] %s", o.Key, o.Label)
+			}
 			return fmt.Sprintf("chose %s) %s", o.Key, o.Label)
 		}
 		return "chose " + res.Key
 	case jobs.ResolveAnswer:
+		if e.Trigger == jobs.TriggerChat {
+			if c := ChatCommand(res); c != "" {
+				return "ended the conversation: " + c
+			}
+			return "replied: " + firstLine(res.Text)
+		}
 		return "answered: " + firstLine(res.Text)
 	case jobs.ResolveResume:
 		return "resumed"

@@ -17,7 +17,14 @@ const (
 	TriggerConfig     Trigger = "config"      // orch or the agent is misconfigured
 	TriggerValidation Trigger = "validation"  // saved state failed validation on resume
 	TriggerCustom     Trigger = "custom"      // a trigger from configuration
+	TriggerGate       Trigger = "gate"        // a pipeline's human gate (wait.human): choose the way on
+	TriggerChat       Trigger = "chat"        // an interactive node: the agent replied, the human answers
+	TriggerLoop       Trigger = "loop"        // a pipeline entered the same node too often on its own
 )
+
+// Conversational reports whether the escalation is part of the pipeline's design (a gate, a chat turn) rather than a
+// sign of trouble: such questions do not count against a task's escalation cap.
+func (t Trigger) Conversational() bool { return t == TriggerGate || t == TriggerChat }
 
 // ResolutionType is what a human decided.
 type ResolutionType string
@@ -61,6 +68,11 @@ type Escalation struct {
 	Files          []string `json:"files,omitempty"`    // what the task changed in the workspace (git status)
 	Diff           string   `json:"diff,omitempty"`     // git diff --stat of the workspace
 	Timeouts       int      `json:"timeouts,omitempty"` // how often the question timed out unanswered
+	// Timeout, when set, is this question's own time limit (a gate's timeout attribute): it replaces the run's
+	// escalation timeout, and running out takes Default or else retries the gate (attractor spec §4.6).
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// Default is the option taken when the question times out (a gate's human.default_choice).
+	Default string `json:"default,omitempty"`
 	// Held is set when the attempt completed and only a trigger holds it: resuming accepts the work instead of
 	// running the task again.
 	Held       bool        `json:"held,omitempty"`

@@ -31,6 +31,19 @@ const (
 	EventRunAborted    = "run_aborted"
 	EventRunPaused     = "run_paused"
 	EventTimeout       = "escalation_timeout"
+
+	// Pipeline events (attractor spec §9.6), for every run: a milestone is a linear pipeline.
+	EventPipelineStarted   = "pipeline_started"
+	EventPipelineCompleted = "pipeline_completed"
+	EventPipelineFailed    = "pipeline_failed"
+	EventStageStarted      = "stage_started"
+	EventStageCompleted    = "stage_completed"
+	EventStageFailed       = "stage_failed"
+	EventStageRetrying     = "stage_retrying"
+	EventInterviewStarted  = "interview_started"
+	EventInterviewDone     = "interview_completed"
+	EventInterviewTimeout  = "interview_timeout"
+	EventCheckpointSaved   = "checkpoint_saved"
 )
 
 // Event is one entry of a run's append-only event log.

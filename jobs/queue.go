@@ -92,12 +92,20 @@ func (q *Queue) Start(ctx context.Context, runID string) error {
 
 // Step enqueues step seq of a run whose agent may run for agentTimeout (0: the configured step timeout applies).
 func (q *Queue) Step(ctx context.Context, runID string, seq int64, agentTimeout time.Duration) error {
+	return q.StepAt(ctx, runID, seq, agentTimeout, time.Time{})
+}
+
+// StepAt is Step, not before at (a retry's backoff); a zero or past at is at once.
+func (q *Queue) StepAt(ctx context.Context, runID string, seq int64, agentTimeout time.Duration, at time.Time) error {
 	timeout := q.cfg.StepTimeout
 	if agentTimeout > 0 {
 		timeout = agentTimeout + q.cfg.StepMargin
 	}
-	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, fmt.Sprintf("step:%s:%d", runID, seq),
-		asynq.Queue(QueueSteps), asynq.MaxRetry(q.cfg.StepMaxRetry), asynq.Timeout(timeout))
+	opts := []asynq.Option{asynq.Queue(QueueSteps), asynq.MaxRetry(q.cfg.StepMaxRetry), asynq.Timeout(timeout)}
+	if time.Until(at) > 0 {
+		opts = append(opts, asynq.ProcessAt(at))
+	}
+	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, fmt.Sprintf("step:%s:%d", runID, seq), opts...)
 }
 
 // Resume enqueues the continuation of a run after escalation escID was resolved. The completed task is kept for a day

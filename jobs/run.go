@@ -100,8 +100,15 @@ type Run struct {
 	Origin    Origin    `json:"origin"`
 	Status    RunStatus `json:"status"`
 	Tasks     []*Task   `json:"tasks"`
-	// Cursor is the index of the task being worked on; len(Tasks) once all are done.
+	// Graph is the DOT source of a pipeline run; "" for a markdown milestone, whose graph is its tasks in order.
+	Graph string `json:"graph,omitempty"`
+	// Pipeline is where the run is in its graph, saved with every transition: a crash or a park resumes exactly there.
+	Pipeline *Checkpoint `json:"pipeline,omitempty"`
+	// Cursor is the index of the task being worked on: the task of the pipeline's current node; len(Tasks) once the
+	// run has ended.
 	Cursor int `json:"cursor"`
+	// RetryAt is when the current task's next attempt may start (a retry's backoff); zero for at once.
+	RetryAt time.Time `json:"retry_at,omitzero"`
 	// Seq numbers the steps of the run: a step task carries the Seq it was enqueued for, so a redelivered or stale step
 	// is recognised and does nothing.
 	Seq int64 `json:"seq"`
@@ -119,12 +126,32 @@ type Run struct {
 	Version   int64         `json:"version"`
 }
 
-// Task is one task of a run with its attempt history.
+// Task kinds: what a task's pipeline node does.
+const (
+	KindAgent = ""     // the agent works on it (a milestone task, a box node)
+	KindGate  = "gate" // a human chooses the way on (a hexagon node)
+	KindChat  = "chat" // the agent and a human converse until the human ends it (agent.mode="interactive")
+)
+
+// Task is one task of a run with its attempt history. In a pipeline run each node that does work (an agent task, a
+// human gate, an interactive chat) is a task whose id is the node's id.
 type Task struct {
 	ID          string     `json:"id"`
 	Title       string     `json:"title"`
 	Description string     `json:"description"`
+	Kind        string     `json:"kind,omitempty"`
 	Status      TaskStatus `json:"status"`
+	// Timeout bounds one agent invocation of this task (a node's timeout attribute); 0: the run's agent timeout.
+	// For a gate it is the question's time limit.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// MaxAttempts is the task's own attempt cap (a node's max_retries + 1); 0: the run's.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Backoff names the delay policy between retries (a node's backoff_policy); "": standard.
+	Backoff string `json:"backoff,omitempty"`
+	// Visits counts how often the pipeline entered the task's node.
+	Visits int `json:"visits,omitempty"`
+	// Chat is the conversation of an interactive task's current visit, oldest turn first.
+	Chat []Turn `json:"chat,omitempty"`
 	// Started counts every start of the task in this run (retries and resumes included): ORCH_ATTEMPT.
 	Started int `json:"started"`
 	// Failures counts failed attempts since the attempt counter was last reset by a human; the attempt cap applies to it.
@@ -142,6 +169,35 @@ type Task struct {
 	// step judges it instead of running the agent again.
 	Pending *Pending `json:"pending,omitempty"`
 }
+
+// Turn is one message of an interactive conversation.
+type Turn struct {
+	Role string    `json:"role"` // "agent" or "human"
+	Text string    `json:"text"`
+	By   string    `json:"by,omitempty"` // who wrote a human turn
+	At   time.Time `json:"at"`
+}
+
+// Checkpoint is a pipeline run's position (attractor spec §5.3): the node being run, the nodes completed, their last
+// outcomes and retry counters, and the context the nodes share.
+type Checkpoint struct {
+	// Current is the node being run, or the node the run stopped at.
+	Current string `json:"current"`
+	// Last is the node completed last.
+	Last string `json:"last,omitempty"`
+	// Completed lists the nodes completed so far, in order (the most recent MaxCompleted).
+	Completed []string          `json:"completed,omitempty"`
+	Outcomes  map[string]string `json:"outcomes,omitempty"` // node id → its last outcome status
+	Retries   map[string]int    `json:"retries,omitempty"`  // node id → retries of its current visit
+	// Visits counts the entries of each node since a human last had a say: what stops a pipeline that loops on
+	// its own.
+	Visits  map[string]int    `json:"visits,omitempty"`
+	Context map[string]string `json:"context,omitempty"`
+	SavedAt time.Time         `json:"saved_at,omitzero"`
+}
+
+// MaxCompleted bounds Checkpoint.Completed: a pipeline that loops for a day keeps its recent history only.
+const MaxCompleted = 1000
 
 // Pending is what the agent said on an attempt the brain has not judged yet.
 type Pending struct {
@@ -195,6 +251,22 @@ func (u BrainUsage) Add(v BrainUsage) BrainUsage {
 		u.Model = v.Model
 	}
 	return u
+}
+
+// MaxAttempts is task t's attempt cap: its own, else the run's.
+func (r *Run) MaxAttempts(t *Task) int {
+	if t != nil && t.MaxAttempts > 0 {
+		return t.MaxAttempts
+	}
+	return r.Options.MaxAttempts
+}
+
+// AgentTimeout bounds one agent invocation of task t.
+func (r *Run) AgentTimeout(t *Task) time.Duration {
+	if t != nil && t.Timeout > 0 {
+		return t.Timeout
+	}
+	return r.Options.AgentTimeout
 }
 
 // Current is the task under the cursor, or nil once all tasks are done.

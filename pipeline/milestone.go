@@ -5,14 +5,21 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
-// Task is one task of a milestone.
+// Task is one task of a milestone, or one node of a pipeline that does work.
 type Task struct {
-	ID          string // "4.1"
-	Title       string // "Create Escalation Handler"
-	Description string // the task's body, trimmed (markdown as written; fenced blocks kept)
-	Line        int    // 1-based line of the heading
+	ID          string // "4.1"; a pipeline node's id
+	Title       string // "Create Escalation Handler"; a node's label
+	Description string // the task's body, trimmed (markdown as written; fenced blocks kept); a node's prompt
+	Line        int    // 1-based line of the heading or the node
+
+	// What a pipeline node sets (zero for a milestone task).
+	Kind        string        // jobs.KindAgent, KindGate or KindChat
+	Timeout     time.Duration // the node's timeout: of one agent invocation, or of a gate's question
+	MaxAttempts int           // max_retries + 1 when the node or graph sets it; 0: the run's attempt cap
+	Backoff     string        // the node's backoff_policy
 }
 
 // ErrNoTasks says a markdown plan has no task headings: usually the wrong file,

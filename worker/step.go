@@ -14,6 +14,7 @@ import (
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/pipeline"
 	"github.com/orchrun/orch/sandbox"
 )
 
@@ -40,6 +41,7 @@ func (w *Worker) handleStart(ctx context.Context, t *asynq.Task) error {
 		r.Seq = 1
 		c.Emit(jobs.NewEvent(jobs.EventRunStarted, r.ID, "", "plan", r.PlanPath, "title", r.PlanTitle,
 			"tasks", len(r.Tasks), "agent", r.Options.Agent, "brain", r.Options.Brain, "sandbox", r.Options.Sandbox))
+		w.begin(r, c, w.cfg.Store.Now())
 		return nil
 	})
 	return w.after(ctx, p.RunID, run, err)
@@ -102,7 +104,7 @@ func (w *Worker) Nudge(ctx context.Context, run *jobs.Run) error {
 	case jobs.RunQueued:
 		return w.cfg.Queue.Start(ctx, run.ID)
 	case jobs.RunRunning:
-		return w.cfg.Queue.Step(ctx, run.ID, run.Seq, run.Options.AgentTimeout)
+		return w.cfg.Queue.StepAt(ctx, run.ID, run.Seq, run.AgentTimeout(run.Current()), run.RetryAt)
 	case jobs.RunParked:
 		if last := lastEscalation(run); last != nil && last.Resolution != nil && run.OpenEscalation() == nil {
 			return w.cfg.Queue.Resume(ctx, run.ID, last.ID)
@@ -158,15 +160,27 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 			at = attempt{run: r, task: *task, n: task.Started, started: now, rejudge: true}
 			return nil
 		}
+		if task.Kind == jobs.KindGate {
+			// A gate asks a human and has no step; a run found running at one (a crash between transitions) asks now.
+			if g, err := w.graphOf(r); err == nil && g.Nodes[task.ID] != nil && r.OpenEscalation() == nil {
+				w.run(r, task, c, g, g.Nodes[task.ID], now)
+				return nil
+			}
+			return errStale
+		}
 		task.Started++
 		task.Status = jobs.TaskRunning
 		task.Attempts = append(task.Attempts, &jobs.Attempt{N: task.Started, StartedAt: now.UTC()})
-		c.Emit(jobs.NewEvent(jobs.EventTaskStarted, r.ID, task.ID, "title", task.Title, "attempt", task.Failures+1,
-			"max_attempts", r.Options.MaxAttempts, "started", task.Started, "agent", r.Options.Agent))
+		ev := jobs.NewEvent(jobs.EventTaskStarted, r.ID, task.ID, "title", task.Title, "attempt", task.Failures+1,
+			"max_attempts", r.MaxAttempts(task), "started", task.Started, "agent", r.Options.Agent)
+		if task.Kind == jobs.KindChat {
+			ev.Fields["turn"] = agentTurns(task) + 1
+		}
+		c.Emit(ev)
 		at = attempt{run: r, task: *task, n: task.Started, started: now}
 		return nil
 	})
-	if err != nil {
+	if err != nil || at.run == nil {
 		return w.after(ctx, p.RunID, run, err)
 	}
 	out, err := w.execute(ctx, &at)
@@ -180,7 +194,11 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 			if r.Status != jobs.RunRunning || r.Seq != p.Seq || task == nil || task.ID != at.task.ID {
 				return errStale // someone aborted the run while the agent worked
 			}
-			w.settle(r, task, c, out)
+			if task.Kind == jobs.KindChat {
+				w.settleChat(r, task, c, out)
+			} else {
+				w.settle(r, task, c, out)
+			}
 			return nil
 		})
 		if err == nil || errors.Is(err, errStale) || errors.Is(err, jobs.ErrRunNotFound) || try == settleTries-1 || ctx.Err() != nil {
@@ -230,6 +248,9 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 			return out, nil
 		}
 	}
+	if task.Kind == jobs.KindChat {
+		return out, nil // the human reads the reply and judges it: no brain
+	}
 	out.secrets = escalation.Secrets(out.said.Text)
 	out.custom = customTriggers(r.Options.Escalation.Triggers, out.said.Text)
 	bn, err := w.cfg.Brain(r.Options)
@@ -263,8 +284,15 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	if task.RetryGuidance != "" {
 		guidance = append(guidance, task.RetryGuidance)
 	}
+	pt := agent.PromptTask{ID: task.ID, Title: task.Title, Description: task.Description}
 	req := agent.Request{RunID: r.ID, TaskID: task.ID, Attempt: at.n, SessionID: task.SessionID, Workspace: r.Workspace,
-		Prompt: agent.BuildPrompt(agent.PromptTask{ID: task.ID, Title: task.Title, Description: task.Description}, guidance)}
+		Prompt: agent.BuildPrompt(pt, guidance)}
+	if task.Kind == jobs.KindChat {
+		req.Prompt = chatPrompt(ad, pt, guidance, &task)
+		if len(task.Chat) == 0 {
+			req.SessionID = "" // a new conversation
+		}
+	}
 	cmd, err := ad.Command(req)
 	if err != nil {
 		out.execErr = fmt.Errorf("building the %s command: %w", ad.Name(), err)
@@ -277,7 +305,7 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	}
 	parser := ad.NewParser()
 	res, err := sb.Exec(ctx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env,
-		Dir: r.Workspace, Timeout: r.Options.AgentTimeout}, parser.Line)
+		Dir: r.Workspace, Timeout: r.AgentTimeout(&task)}, parser.Line)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -302,7 +330,7 @@ func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Ta
 	switch {
 	case said.TimedOut:
 		out.interp = brain.Interpretation{Status: brain.StatusFailed, Summary: "timed out",
-			Error: fmt.Sprintf("the agent timed out after %s", r.Options.AgentTimeout)}
+			Error: fmt.Sprintf("the agent timed out after %s", r.AgentTimeout(task))}
 	case said.OOMKilled:
 		out.interp = brain.Interpretation{Status: brain.StatusFailed, Summary: "out of memory",
 			Error: "the agent was killed for running out of memory"}
@@ -334,7 +362,7 @@ func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Ta
 		return nil
 	}
 	errs := append(append([]string(nil), task.Errors...), bound(out.interp.Error))
-	out.similarity = brain.MeanSimilarity(lastN(errs, max(r.Options.MaxAttempts, 2)))
+	out.similarity = brain.MeanSimilarity(lastN(errs, max(r.MaxAttempts(task), 2)))
 	// The brain is asked at the cap too: the cap stops the task whatever the brain says, and the person then sees
 	// the brain's reason beside the similarity.
 	d, err := bn.Decide(ctx, brain.DecideInput{TaskID: task.ID, TaskTitle: task.Title, AttemptHistory: history(errs)})
@@ -427,19 +455,27 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		t.RetryGuidance = ""
 		c.Emit(jobs.NewEvent(jobs.EventTaskCompleted, r.ID, t.ID, "title", t.Title, "summary", a.Summary,
 			"cost_usd", a.CostUSD, "duration_ms", a.Duration.Milliseconds()))
-		advance(r, c, now)
+		w.finish(r, t, c, agentOutcome(t, out.said.Text), now)
 	case brain.StatusNeedsHelp:
 		escalate(append(extra, escalation.Spec{Trigger: jobs.TriggerNeedsHelp, Source: "agent", Question: in.Question,
 			Options: in.Options, Recommendation: in.Recommendation, Output: out.said.Text})...)
 	default:
 		t.Failures++
 		t.Errors = append(t.Errors, bound(a.Error))
+		maxAttempts := r.MaxAttempts(t)
 		c.Emit(jobs.NewEvent(jobs.EventTaskFailed, r.ID, t.ID, "title", t.Title, "attempt", t.Failures,
-			"max_attempts", r.Options.MaxAttempts, "error", firstLines(a.Error, 3)))
+			"max_attempts", maxAttempts, "error", firstLines(a.Error, 3)))
 		similar := out.similarity >= w.cfg.SimilarityThreshold
 		brainLoop := out.decision != nil && out.decision.Decision == brain.Escalate && !out.decision.Permanent && similar
+		stop := t.Failures >= maxAttempts || out.decision != nil && out.decision.Decision == brain.Escalate
+		if stop && len(extra) == 0 && w.failureRoute(r, t, a.Error) {
+			// The pipeline says where a failure of this stage goes: no human is needed.
+			t.Status = jobs.TaskFailed
+			w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: a.Error}, now)
+			return
+		}
 		switch {
-		case t.Failures >= r.Options.MaxAttempts || brainLoop:
+		case t.Failures >= maxAttempts || brainLoop:
 			c.Emit(jobs.NewEvent(jobs.EventLoopDetected, r.ID, t.ID, "failures", t.Failures,
 				"similarity", out.similarity, "similar", similar))
 			q := fmt.Sprintf("Task %s failed %d times", t.ID, t.Failures)
@@ -451,7 +487,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 				q += "\nBrain: " + out.decision.Reason
 			}
 			trig, src := jobs.TriggerAttemptCap, "orch"
-			if t.Failures < r.Options.MaxAttempts {
+			if t.Failures < maxAttempts {
 				trig, src = jobs.TriggerBrain, "brain" // the brain saw the loop before the cap did
 			}
 			escalate(append(extra, escalation.Spec{Trigger: trig, Source: src, Question: q,
@@ -474,23 +510,13 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 			t.RetryGuidance = escalation.Redact(guidance)
 			t.Status = jobs.TaskPending
 			r.Seq++
-			c.Emit(jobs.NewEvent(jobs.EventRetrying, r.ID, t.ID, "title", t.Title, "reason", reason, "guidance", t.RetryGuidance))
+			delay := pipeline.RetryDelay(t.Backoff, t.Failures)
+			r.RetryAt = now.Add(delay).UTC()
+			c.Emit(jobs.NewEvent(jobs.EventRetrying, r.ID, t.ID, "title", t.Title, "reason", reason, "guidance", t.RetryGuidance,
+				"delay_ms", delay.Milliseconds()))
+			c.Emit(jobs.NewEvent(jobs.EventStageRetrying, r.ID, t.ID, "attempt", t.Failures+1, "delay_ms", delay.Milliseconds()))
 		}
 	}
-}
-
-// advance moves the cursor past the current task and ends the run after the last one.
-func advance(r *jobs.Run, c *jobs.Change, now time.Time) {
-	r.Cursor++
-	r.Seq++
-	if r.Cursor < len(r.Tasks) {
-		return
-	}
-	r.Status = jobs.RunCompleted
-	r.EndedAt = now.UTC()
-	usd, in, outTok := r.Cost()
-	c.Emit(jobs.NewEvent(jobs.EventRunCompleted, r.ID, "", "tasks", len(r.Tasks), "duration_ms",
-		r.EndedAt.Sub(r.CreatedAt).Milliseconds(), "cost_usd", usd, "input_tokens", in, "output_tokens", outTok))
 }
 
 func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
@@ -508,11 +534,23 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 		if task == nil || r.Current() != task {
 			return errStale
 		}
+		if e.Resolution.Type != jobs.ResolveAbort {
+			// A human had a say: what the pipeline does next is no runaway loop.
+			pipeline.ResetVisits(r.Pipeline)
+		}
+		switch e.Trigger {
+		case jobs.TriggerGate:
+			w.resumeGate(r, task, e, c, now)
+			return nil
+		case jobs.TriggerChat:
+			w.resumeChat(r, task, e, c, now)
+			return nil
+		}
 		if e.Resolution.Type == jobs.ResolveForce {
 			escalation.DropQueued(r, task.ID)
 			c.Emit(jobs.NewEvent(jobs.EventTaskForced, r.ID, task.ID, "title", task.Title, "by", e.Resolution.By))
 			r.Status = jobs.RunRunning
-			advance(r, c, now)
+			w.finish(r, task, c, pipeline.Outcome{Status: pipeline.StatusSuccess, Notes: "forced by " + e.Resolution.By}, now)
 			return nil
 		}
 		// Triggers that fired together are asked one at a time: the next one before the task goes on.
@@ -526,7 +564,11 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 			c.Emit(jobs.NewEvent(jobs.EventTaskCompleted, r.ID, task.ID, "title", task.Title,
 				"summary", "accepted by "+e.Resolution.By+" after the "+string(e.Trigger)+" check"))
 			r.Status = jobs.RunRunning
-			advance(r, c, now)
+			var said string
+			if n := len(task.Attempts); n > 0 {
+				said = task.Attempts[n-1].Summary
+			}
+			w.finish(r, task, c, agentOutcome(task, said), now)
 			return nil
 		}
 		if problem := validate(r); problem != "" {
@@ -537,9 +579,16 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 		}
 		r.Status = jobs.RunRunning
 		r.Seq++
+		r.RetryAt = time.Time{}
 		guidance := escalation.GuidanceFor(e, e.Resolution)
 		c.Emit(jobs.NewEvent(jobs.EventResumed, r.ID, task.ID, "title", task.Title, "guidance", guidance,
 			"resolution", string(e.Resolution.Type)))
+		if task.Kind == jobs.KindGate {
+			// Let through after a loop stop: the gate asks its question now.
+			if g, err := w.graphOf(r); err == nil && g.Nodes[task.ID] != nil {
+				w.run(r, task, c, g, g.Nodes[task.ID], now)
+			}
+		}
 		return nil
 	})
 	return w.after(ctx, p.RunID, run, err)

@@ -19,8 +19,14 @@ const DefaultReminders = 2
 // waits forever. Timeouts are scheduled tasks, not goroutines: a parked run holds nothing while it waits.
 func (w *Worker) scheduleTimeout(ctx context.Context, run *jobs.Run) error {
 	e := run.OpenEscalation()
+	if e == nil {
+		return nil
+	}
 	d := run.Options.Escalation.Timeout
-	if e == nil || d <= 0 {
+	if e.Timeout > 0 {
+		d = e.Timeout
+	}
+	if d <= 0 {
 		return nil
 	}
 	n := e.Timeouts + 1
@@ -45,6 +51,21 @@ func (w *Worker) handleTimeout(ctx context.Context, t *asynq.Task) error {
 	}
 	policy := run.Options.Escalation
 	waited := w.cfg.Store.Now().Sub(e.CreatedAt).Round(time.Second)
+	if e.Timeout > 0 {
+		// A question with its own time limit (a gate's timeout) follows the pipeline's rule: its default choice, or
+		// TIMEOUT, which asks the gate again as far as its retry policy allows (attractor spec §4.6, §6.5).
+		if err := w.cfg.Store.Append(ctx, run.ID, jobs.NewEvent(jobs.EventInterviewTimeout, run.ID, e.TaskID,
+			"escalation_id", e.ID, "question", e.Question, "stage", e.TaskID, "waited_seconds", waited.Seconds(),
+			"default", e.Default)); err != nil {
+			return err
+		}
+		req := escalation.Request{RunID: run.ID, EscalationID: e.ID, Type: jobs.ResolveRetry, By: "orch", Via: "timeout"}
+		if e.Default != "" {
+			req.Type, req.Key = jobs.ResolveChoose, e.Default
+		}
+		_, _, err := escalation.Resolve(ctx, w.cfg.Store, w.cfg.Queue, req)
+		return ignoreSettled(err)
+	}
 	if q := escalation.QuestionFor(e); policy.TimeoutDefault && q.Default != "" {
 		_, _, err := escalation.Resolve(ctx, w.cfg.Store, w.cfg.Queue, escalation.Request{RunID: run.ID,
 			EscalationID: e.ID, Type: jobs.ResolveChoose, Key: q.Default, By: "orch", Via: "timeout"})

@@ -71,6 +71,7 @@ type Worker struct {
 	base   context.Context
 	cancel context.CancelFunc
 	once   sync.Once
+	graphs graphs
 }
 
 // New returns a worker.

@@ -57,8 +57,23 @@ func (r *renderer) event(e jobs.Event) {
 	case jobs.EventRunStarted:
 		fmt.Fprintf(w, "%sRun %s started: %s (%s)\n", ts, e.RunID, e.String("title"), plural(e.Int("tasks"), "task"))
 	case jobs.EventTaskStarted:
+		if turn := e.Int("turn"); turn > 0 {
+			fmt.Fprintf(w, "%sTask %s: %s\n%sInvoking %s (conversation, reply %d)...\n", ts, e.TaskID, e.String("title"), indent,
+				agentName(e.String("agent")), turn)
+			break
+		}
 		fmt.Fprintf(w, "%sTask %s: %s\n%sInvoking %s (attempt %d/%d)...\n", ts, e.TaskID, e.String("title"), indent,
 			agentName(e.String("agent")), e.Int("attempt"), e.Int("max_attempts"))
+	case jobs.EventPipelineStarted:
+		if e.String("kind") == "dot" {
+			fmt.Fprintf(w, "%sPipeline %s: %s (%s, %s)\n", ts, e.String("name"), oneLine(e.String("goal"), 160),
+				plural(e.Int("nodes"), "node"), plural(e.Int("edges"), "edge"))
+		}
+	case jobs.EventStageCompleted, jobs.EventStageFailed:
+		writeHop(w, ts, e)
+	case jobs.EventStageStarted, jobs.EventStageRetrying, jobs.EventCheckpointSaved, jobs.EventInterviewStarted,
+		jobs.EventInterviewDone, jobs.EventInterviewTimeout, jobs.EventPipelineCompleted, jobs.EventPipelineFailed:
+		// In --json for tools; on a terminal the task, question and run lines say the same.
 	case jobs.EventTaskCompleted:
 		fmt.Fprintf(w, "%sTask %s: COMPLETED\n", ts, e.TaskID)
 		if s := e.String("summary"); s != "" {
@@ -68,11 +83,6 @@ func (r *renderer) event(e jobs.Event) {
 		fmt.Fprintf(w, "%sTask %s: FAILED (attempt %d/%d)\n", ts, e.TaskID, e.Int("attempt"), e.Int("max_attempts"))
 		if s := e.String("error"); s != "" {
 			fmt.Fprintf(w, "%s%s\n", indent, oneLine(s, 200))
-		}
-	case jobs.EventRetrying:
-		fmt.Fprintf(w, "%sRetrying Task %s...\n", ts, e.TaskID)
-		if g := e.String("guidance"); g != "" {
-			fmt.Fprintf(w, "%sGuidance: %s\n", indent, oneLine(g, 200))
 		}
 	case jobs.EventLoopDetected:
 		if e.Fields["similar"] == true {
@@ -84,6 +94,11 @@ func (r *renderer) event(e jobs.Event) {
 			ts, 100*e.Float("similarity"))
 	case jobs.EventEscalation:
 		writeQuestion(w, questionOf(e))
+	case jobs.EventRetrying:
+		fmt.Fprintf(w, "%sRetrying Task %s...\n", ts, e.TaskID)
+		if g := e.String("guidance"); g != "" {
+			fmt.Fprintf(w, "%sGuidance: %s\n", indent, oneLine(g, 200))
+		}
 	case jobs.EventResolution:
 		fmt.Fprintf(w, "%sAnswered by %s (%s) after %s: %s\n", ts, e.String("by"), e.String("via"),
 			(time.Duration(e.Float("wait_seconds") * float64(time.Second))).Round(time.Second), e.String("summary"))
@@ -153,7 +168,35 @@ func questionOf(e jobs.Event) question {
 	return q
 }
 
+// writeHop prints how the pipeline moved on from a stage, where that is worth a line: a conditional's route, a gate's
+// choice, a failure's route, a goal gate sending the run back.
+func writeHop(w io.Writer, ts string, e jobs.Event) {
+	next := e.String("next")
+	to := " → " + next
+	if next == "" {
+		to = ""
+	}
+	switch handler, status := e.String("handler"), e.String("status"); {
+	case handler == "exit" && e.String("route") == "goal_gate":
+		fmt.Fprintf(w, "%sGoal gate unsatisfied (%s)%s\n", ts, e.String("note"), to)
+	case handler == "conditional":
+		fmt.Fprintf(w, "%sCondition %s: %s%s\n", ts, e.TaskID, status, to)
+	case handler == "wait.human" && status == "success":
+		fmt.Fprintf(w, "%sGate %s: %s%s\n", ts, e.TaskID, e.String("note"), to)
+	case status == "fail" && next != "":
+		fmt.Fprintf(w, "%sStage %s failed%s (%s)\n", ts, e.TaskID, to, strings.ReplaceAll(e.String("route"), "_", " "))
+	}
+}
+
 func writeQuestion(w io.Writer, q question) {
+	switch jobs.Trigger(q.trigger) {
+	case jobs.TriggerGate:
+		writeGate(w, q)
+		return
+	case jobs.TriggerChat:
+		writeChat(w, q)
+		return
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%sNEEDS HUMAN INPUT — Task %s: %s (%s)\n\n", stamp(q.at), q.taskID, q.title, triggerText(q.trigger))
 	who := "Agent's question"
@@ -178,6 +221,28 @@ func writeQuestion(w io.Writer, q question) {
 		fmt.Fprintf(&b, "\nRecommendation: %s\n", rec)
 	}
 	b.WriteString("\n")
+	fmt.Fprint(w, b.String())
+}
+
+// writeGate prints a human gate as the attractor spec's console does: "[?] label", then "  [K] Label" lines; the
+// console then asks "Select: ".
+func writeGate(w io.Writer, q question) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%sHuman gate %s\n[?] %s\n", stamp(q.at), q.taskID, strings.TrimSpace(q.text))
+	for _, o := range q.options {
+		fmt.Fprintf(&b, "  [%s] %s\n", o.Key, o.Label)
+	}
+	fmt.Fprint(w, b.String())
+}
+
+// writeChat prints the agent's reply in an interactive conversation; the console then asks "> ".
+func writeChat(w io.Writer, q question) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%sAgent — Task %s: %s\n", stamp(q.at), q.taskID, q.title)
+	for _, line := range strings.Split(strings.TrimSpace(q.text), "\n") {
+		fmt.Fprintf(&b, "  %s\n", line)
+	}
+	b.WriteString("(Reply to the agent; /done or /approve ends the conversation, /reject fails the task.)\n")
 	fmt.Fprint(w, b.String())
 }
 

@@ -33,7 +33,7 @@ func (a *app) runCmd() *cobra.Command {
 	var h humanFlags
 	cmd := &cobra.Command{
 		Use:   "run PLAN",
-		Short: "Run a plan headless (.md milestone)",
+		Short: "Run a plan headless (.md milestone or .dot pipeline)",
 		Long: "Run a plan: split it into tasks, run the agent on each in a sandbox, and ask on this terminal when a\n" +
 			"human is needed (or use --answers / --auto-approve). With no --redis, state lives in --state-dir.",
 		Args: args(cobra.ExactArgs(1)),
@@ -144,25 +144,21 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 	if err != nil {
 		return err
 	}
-	if plan.Kind == pipeline.KindDOT {
-		// The pipeline is checked now, so a broken one says what is wrong where; running graphs comes with the engine.
-		g, err := pipeline.ParseDOT(planPath, plan.Content)
-		if err == nil {
-			err = g.Validate()
-		}
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		return usageErr("plan %s: a valid pipeline (%d nodes, %d edges), but this orch runs markdown milestones only; DOT pipelines are not runnable yet", planPath, len(g.Nodes), len(g.Edges))
+	graph, err := loadGraph(plan)
+	if err != nil {
+		return err
 	}
 	opts, ws, brainNote, err := a.options(cmd, planPath)
 	if err != nil {
 		return err
 	}
-	tasks, err := a.planTasks(cmd, plan, opts)
-	if err != nil {
+	var tasks []pipeline.Task
+	if graph != nil {
+		tasks = graph.Tasks()
+	} else if tasks, err = a.planTasks(cmd, plan, opts); err != nil {
 		return err
 	}
+	source := plan.Content
 	if onlyTask != "" {
 		var keep []pipeline.Task
 		for _, t := range tasks {
@@ -173,7 +169,11 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 		if len(keep) == 0 {
 			return usageErr("plan %s has no task %q (tasks: %s)", planPath, onlyTask, taskIDs(tasks))
 		}
-		tasks = keep
+		if keep[0].Kind != jobs.KindAgent {
+			return usageErr("plan %s: %s is a %s node; orch task runs one agent task", planPath, onlyTask, kindName(keep[0].Kind))
+		}
+		// One node alone is a pipeline of one task.
+		tasks, source = keep, ""
 	}
 	iv, err := a.interviewer(h)
 	if err != nil {
@@ -186,12 +186,19 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 	defer b.Close()
 
 	run := newRun(planPath, plan.Title, tasks, opts, ws, jobs.Origin{Kind: "cli", User: whoami()})
+	if graph != nil {
+		run.Graph = source
+	}
 	if err := b.Store.Create(cmd.Context(), run); err != nil {
 		return err
 	}
 	r := newRenderer(a.stdout, h.json)
 	r.runID = run.ID
-	r.note(fmt.Sprintf("Run %s: %s (%s) — agent %s, %s, sandbox %s, %s", run.ID, plan.Title, plural(len(tasks), "task"),
+	size := plural(len(tasks), "task")
+	if run.Graph != "" {
+		size = fmt.Sprintf("pipeline of %s, %s", plural(len(graph.Nodes), "node"), plural(len(tasks), "stage"))
+	}
+	r.note(fmt.Sprintf("Run %s: %s (%s) — agent %s, %s, sandbox %s, %s", run.ID, plan.Title, size,
 		opts.Agent, brainNote, opts.Sandbox, describeRedis(a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, ""),
 			a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch"))))
 	if err := b.Queue.Start(cmd.Context(), run.ID); err != nil {
@@ -207,9 +214,41 @@ func newRun(planPath, title string, tasks []pipeline.Task, opts jobs.Options, ws
 		Origin: origin, Status: jobs.RunQueued}
 	for _, t := range tasks {
 		run.Tasks = append(run.Tasks, &jobs.Task{ID: t.ID, Title: escalation.Redact(t.Title),
-			Description: escalation.Redact(t.Description), Status: jobs.TaskPending})
+			Description: escalation.Redact(t.Description), Status: jobs.TaskPending, Kind: t.Kind, Timeout: t.Timeout,
+			MaxAttempts: t.MaxAttempts, Backoff: t.Backoff})
 	}
 	return run
+}
+
+// loadGraph parses and checks a DOT plan; it returns nil for a markdown plan. A pipeline orch cannot run is a usage
+// error that says where and why.
+func loadGraph(plan *pipeline.Plan) (*pipeline.Graph, error) {
+	if plan.Kind != pipeline.KindDOT {
+		return nil, nil
+	}
+	g, err := pipeline.ParseDOT(plan.Path, plan.Content)
+	if err == nil {
+		err = pipeline.Runnable(g)
+	}
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	if label := strings.TrimSpace(g.Attrs["label"]); label != "" {
+		plan.Title = label
+	} else if g.Name != "" {
+		plan.Title = g.Name
+	}
+	return g, nil
+}
+
+func kindName(kind string) string {
+	switch kind {
+	case jobs.KindGate:
+		return "human gate"
+	case jobs.KindChat:
+		return "interactive"
+	}
+	return "agent"
 }
 
 // planTasks splits a milestone into its tasks. A plan whose headings do not follow the "Task <id>: <title>" form
@@ -567,7 +606,7 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 // present asks the human about e, unless this process may not answer it: auto-approval never resolves failures or
 // security escalations, which end the run as failed (the run_failed event then ends the follow).
 func (f *follower) present(ctx context.Context, run *jobs.Run, e *jobs.Escalation, ask func(*jobs.Escalation, time.Duration)) {
-	if f.autoApprove && e.Trigger != jobs.TriggerNeedsHelp {
+	if f.autoApprove && e.Trigger != jobs.TriggerNeedsHelp && !e.Trigger.Conversational() {
 		reason := fmt.Sprintf("%s escalation on task %s cannot be auto-approved", e.Trigger, e.TaskID)
 		if err := escalation.Decline(ctx, f.store, run.ID, e.ID, f.by, f.via, reason); err != nil {
 			f.r.note("could not end the run: " + err.Error())
@@ -581,6 +620,9 @@ func (f *follower) present(ctx context.Context, run *jobs.Run, e *jobs.Escalatio
 // process ran): the worker settles it within a moment, and asking first would race it.
 func overdueWait(run *jobs.Run, e *jobs.Escalation, now time.Time) time.Duration {
 	d := run.Options.Escalation.Timeout
+	if e.Timeout > 0 {
+		d = e.Timeout
+	}
 	if d <= 0 || now.Before(e.CreatedAt.Add(time.Duration(e.Timeouts+1)*d)) {
 		return 0
 	}

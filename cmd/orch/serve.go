@@ -201,8 +201,9 @@ func (s *slackStarter) Start(ctx context.Context, req bot.StartRequest) (*jobs.R
 	if err != nil {
 		return nil, err
 	}
-	if plan.Kind == pipeline.KindDOT {
-		return nil, fmt.Errorf("DOT pipelines are not supported yet")
+	graph, err := loadGraph(plan)
+	if err != nil {
+		return nil, err
 	}
 	opts := s.base
 	if req.Agent != "" {
@@ -223,8 +224,10 @@ func (s *slackStarter) Start(ctx context.Context, req bot.StartRequest) (*jobs.R
 		}
 		opts.SimScenario = real
 	}
-	tasks, err := plan.Tasks()
-	if err != nil {
+	var tasks []pipeline.Task
+	if graph != nil {
+		tasks = graph.Tasks()
+	} else if tasks, err = plan.Tasks(); err != nil {
 		return nil, err
 	}
 	rel, err := filepath.Rel(s.workspace, req.Plan)
@@ -232,6 +235,9 @@ func (s *slackStarter) Start(ctx context.Context, req bot.StartRequest) (*jobs.R
 		rel = req.Plan
 	}
 	run := newRun(rel, plan.Title, tasks, opts, s.workspace, req.Origin)
+	if graph != nil {
+		run.Graph = plan.Content
+	}
 	if err := s.b.Store.Create(ctx, run); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,177 @@
+package worker
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/orchrun/orch/agent"
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/pipeline"
+)
+
+// An interactive node (agent.mode="interactive") is a conversation: the agent replies, the run parks on the reply
+// as a question (TriggerChat), the human's answer is the next turn — or /done, /approve, /reject ends the node. Each
+// turn is saved with the run, so a stopped conversation resumes at the turn it stopped at, history and all.
+
+// maxChatTurn bounds one message kept in a conversation.
+const maxChatTurn = 16 << 10
+
+// agentTurns counts the agent's replies in the task's conversation.
+func agentTurns(t *jobs.Task) int {
+	n := 0
+	for _, turn := range t.Chat {
+		if turn.Role == "agent" {
+			n++
+		}
+	}
+	return n
+}
+
+// chatPrompt is the prompt of the next turn: the whole conversation, or only the human's last message for an agent
+// that resumes its own session.
+func chatPrompt(ad agent.Adapter, pt agent.PromptTask, guidance []string, t *jobs.Task) string {
+	turns := make([]agent.Turn, len(t.Chat))
+	for i, turn := range t.Chat {
+		turns[i] = agent.Turn{Human: turn.Role == "human", Text: turn.Text}
+	}
+	if sr, ok := ad.(agent.SessionResumer); ok && sr.ResumesSessions() && t.SessionID != "" {
+		if m := agent.ChatMessage(turns); m != "" {
+			return m
+		}
+	}
+	return agent.BuildChatPrompt(pt, guidance, turns)
+}
+
+// settleChat records the agent's turn and parks the run on it for the human's answer.
+func (w *Worker) settleChat(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) {
+	if out.execErr != nil || out.unavailable != nil {
+		w.settle(r, t, c, out) // orch could not run the agent: the same configuration escalation as any task
+		return
+	}
+	now := w.cfg.Store.Now()
+	a := t.Attempts[len(t.Attempts)-1]
+	if out.ran {
+		a.Duration, a.ExitCode = out.duration, out.said.ExitCode
+		a.InputTokens, a.OutputTokens = out.usage.InputTokens, out.usage.OutputTokens
+		a.CostUSD, a.Model = out.usage.CostUSD, out.usage.Model
+		if out.usage.SessionID != "" {
+			t.SessionID = out.usage.SessionID
+		}
+	}
+	t.Pending = nil
+	text := strings.TrimSpace(out.said.Text)
+	if !out.said.Success {
+		text = strings.TrimSpace(text + "\n\n(the agent did not finish cleanly: " + strings.Join(failureParts(&out.said), "; ") + ")")
+	}
+	if text == "" {
+		text = "(the agent said nothing)"
+	}
+	text = escalation.Bound(escalation.Redact(text), maxChatTurn)
+	a.Status, a.Summary = "replied", firstLines(text, 1)
+	t.Chat = append(t.Chat, jobs.Turn{Role: "agent", Text: text, At: now.UTC()})
+	e := escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerChat, Source: "agent", Question: text,
+		Keyed: escalation.ChatOptions(), Output: text}, now)
+	if e != nil {
+		c.Emit(jobs.NewEvent(jobs.EventInterviewStarted, r.ID, t.ID, "question", e.Question, "type", "FREEFORM",
+			"stage", t.ID, "escalation_id", e.ID, "turn", agentTurns(t)))
+	}
+}
+
+// resumeChat applies the human's turn: a message runs the agent again; /done and /approve end the node as a
+// success, /reject as a failure; retry asks the agent again without a new message.
+func (w *Worker) resumeChat(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.Change, now time.Time) {
+	res := e.Resolution
+	r.Status = jobs.RunRunning
+	r.RetryAt = time.Time{}
+	cmd := escalation.ChatCommand(res)
+	answer := cmd
+	if answer == "" {
+		answer = res.Text
+	}
+	c.Emit(jobs.NewEvent(jobs.EventInterviewDone, r.ID, t.ID, "escalation_id", e.ID, "answer", answer,
+		"by", res.By, "via", res.Via, "wait_seconds", res.At.Sub(e.CreatedAt).Seconds()))
+	turns := agentTurns(t)
+	lastReply := ""
+	for i := len(t.Chat) - 1; i >= 0; i-- {
+		if t.Chat[i].Role == "agent" {
+			lastReply = t.Chat[i].Text
+			break
+		}
+	}
+	switch {
+	case cmd == escalation.ChatDone || cmd == escalation.ChatApprove:
+		t.Status = jobs.TaskCompleted
+		t.Summary = fmt.Sprintf("conversation ended by %s with %s after %d %s", res.By, cmd, turns, plural(turns, "reply", "replies"))
+		c.Emit(jobs.NewEvent(jobs.EventTaskCompleted, r.ID, t.ID, "title", t.Title, "summary", t.Summary))
+		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusSuccess, Notes: t.Summary, ContextUpdates: map[string]string{
+			"last_stage": t.ID, "last_response": truncate(lastReply, 200), "interactive.turns": fmt.Sprint(turns)}}, now)
+	case cmd == escalation.ChatReject:
+		t.Status = jobs.TaskFailed
+		reason := fmt.Sprintf("rejected by %s in the conversation", res.By)
+		c.Emit(jobs.NewEvent(jobs.EventTaskFailed, r.ID, t.ID, "title", t.Title, "attempt", t.Failures+1,
+			"max_attempts", r.MaxAttempts(t), "error", reason))
+		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: reason,
+			ContextUpdates: map[string]string{"last_stage": t.ID, "last_response": truncate(lastReply, 200)}}, now)
+	case res.Type == jobs.ResolveRetry:
+		t.Status = jobs.TaskPending
+		r.Seq++
+		c.Emit(jobs.NewEvent(jobs.EventResumed, r.ID, t.ID, "title", t.Title, "resolution", string(res.Type)))
+	default:
+		t.Chat = append(t.Chat, jobs.Turn{Role: "human", Text: escalation.Bound(res.Text, maxChatTurn), By: res.By, At: res.At})
+		t.Status = jobs.TaskPending
+		r.Seq++
+		// Every human turn is a checkpoint: the conversation continues from here after any stop.
+		c.Emit(checkpointEvent(r, checkpoint(r)))
+	}
+}
+
+// resumeGate routes the pipeline along the choice a human made at a gate, or asks again after a timeout with no
+// default choice, as far as the gate's retry policy allows.
+func (w *Worker) resumeGate(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.Change, now time.Time) {
+	res := e.Resolution
+	g, err := w.graphOf(r)
+	if err != nil || g.Nodes[t.ID] == nil {
+		endFailed(r, c, t.ID, fmt.Sprintf("the run's pipeline has no gate %s", t.ID), now)
+		return
+	}
+	n := g.Nodes[t.ID]
+	r.Status = jobs.RunRunning
+	r.RetryAt = time.Time{}
+	if res.Type == jobs.ResolveRetry {
+		cp := checkpoint(r)
+		allowed := max(g.NodeAttempts(n), 1)
+		if cp.Retries == nil {
+			cp.Retries = map[string]int{}
+		}
+		if cp.Retries[t.ID]+1 < allowed {
+			cp.Retries[t.ID]++
+			c.Emit(jobs.NewEvent(jobs.EventStageRetrying, r.ID, t.ID, "attempt", cp.Retries[t.ID]+1, "delay_ms", 0,
+				"reason", "the gate timed out with no default choice"))
+			w.run(r, t, c, g, n, now)
+			return
+		}
+		t.Status = jobs.TaskFailed
+		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: "human gate timeout, no default"}, now)
+		return
+	}
+	o := pipeline.GateOutcome(g, t.ID, res.Key)
+	c.Emit(jobs.NewEvent(jobs.EventInterviewDone, r.ID, t.ID, "escalation_id", e.ID, "answer", res.Key,
+		"label", o.ContextUpdates["human.gate.label"], "by", res.By, "via", res.Via,
+		"wait_seconds", res.At.Sub(e.CreatedAt).Seconds()))
+	if o.Status == pipeline.StatusSuccess {
+		t.Status = jobs.TaskCompleted
+		t.Summary = fmt.Sprintf("%s chose %s", res.By, o.Notes)
+	} else {
+		t.Status = jobs.TaskFailed
+	}
+	w.finish(r, t, c, o, now)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
