@@ -38,7 +38,7 @@ func (w *Worker) handleStart(ctx context.Context, t *asynq.Task) error {
 			return errStale
 		}
 		r.Status = jobs.RunRunning
-		r.Seq = 1
+		r.Seq = 0 // entering the first node makes it 1
 		c.Emit(jobs.NewEvent(jobs.EventRunStarted, r.ID, "", "plan", r.PlanPath, "title", r.PlanTitle,
 			"tasks", len(r.Tasks), "agent", r.Options.Agent, "brain", r.Options.Brain, "sandbox", r.Options.Sandbox))
 		w.begin(r, c, w.cfg.Store.Now())

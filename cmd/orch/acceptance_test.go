@@ -437,7 +437,11 @@ func accState(t *testing.T) {
 		must(t, r, 3)
 		var types []string
 		for _, e := range accEvents(t, r) {
-			types = append(types, e["type"].(string))
+			typ := e["type"].(string)
+			if strings.HasPrefix(typ, "pipeline_") || strings.HasPrefix(typ, "stage_") || typ == "checkpoint_saved" {
+				continue // the engine's bookkeeping, not a step of the run
+			}
+			types = append(types, typ)
 		}
 		if got := strings.Join(types, " "); got != "run_started task_started escalation" {
 			t.Fatalf("events %s: the escalation must follow the attempt that caused it", got)
