@@ -89,12 +89,14 @@ func ProgressMessage(r *jobs.Run, recent []jobs.Event) Message {
 		now = runStatusLine(r)
 	}
 	blocks := []slack.Block{sectionBlock(now)}
-	if skipped := len(recent) - maxProgressEvents; skipped > 0 {
-		recent = recent[skipped:]
-	}
 	lines := make([]string, 0, len(recent))
 	for _, e := range recent {
-		lines = append(lines, eventTime(e.Time)+" "+eventLine(e))
+		if l := eventLine(e); l != "" {
+			lines = append(lines, eventTime(e.Time)+" "+l)
+		}
+	}
+	if skipped := len(lines) - maxProgressEvents; skipped > 0 {
+		lines = lines[skipped:]
 	}
 	if len(lines) == 0 {
 		lines = append(lines, "_No events yet._")
@@ -109,21 +111,37 @@ func ProgressMessage(r *jobs.Run, recent []jobs.Event) Message {
 // A security escalation offers no options: only Retry and Abort, and a hint to rotate the leaked credential.
 func EscalationMessage(r *jobs.Run, e *jobs.Escalation) Message {
 	label := taskLabel(r, e.TaskID)
-	blocks := escalationHead(r, e, label, " needs you")
+	suffix := " needs you"
+	switch e.Trigger {
+	case jobs.TriggerGate:
+		suffix = " — your call"
+	case jobs.TriggerChat:
+		suffix = " — the agent replied"
+	}
+	blocks := escalationHead(r, e, label, suffix)
 	var tail []slack.Block // after the option buttons
 
 	retry := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: kindRetry}
 	abort := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: kindAbort}
 	clickable := checkActionValue(retry) == nil
 	if clickable {
-		tail = append(tail, slack.NewActionBlock("orch_controls",
-			button(retry, "Retry", ""),
-			button(abort, "Abort", slack.StyleDanger).WithConfirm(abortConfirm(r))))
+		controls := []slack.BlockElement{button(retry, "Retry", "")}
+		if e.Trigger == jobs.TriggerGate {
+			controls = nil // a gate is answered with a choice; there is nothing to retry
+		}
+		controls = append(controls, button(abort, "Abort", slack.StyleDanger).WithConfirm(abortConfirm(r)))
+		tail = append(tail, slack.NewActionBlock("orch_controls", controls...))
 	}
 	hint := "Or reply in this thread to give free-text guidance instead."
-	if e.Trigger == jobs.TriggerSecurity {
+	switch e.Trigger {
+	case jobs.TriggerSecurity:
 		hint = ":rotating_light: A secret may have leaked: *rotate the credential* before you retry. " +
 			"A reply in this thread gives free-text guidance."
+	case jobs.TriggerGate:
+		hint = "Or reply in this thread with a choice's key or label."
+	case jobs.TriggerChat:
+		hint = "Reply in this thread to answer the agent: each reply is one turn. *Done* or *Approve* ends the " +
+			"conversation, *Reject* fails the task."
 	}
 	tail = append(tail, contextBlock(hint))
 
@@ -138,7 +156,7 @@ func EscalationMessage(r *jobs.Run, e *jobs.Escalation) Message {
 	}
 	blocks = append(blocks, options...)
 	blocks = append(blocks, tail...)
-	text := fmt.Sprintf("%s needs you: %s", label, headLine(e.Question))
+	text := fmt.Sprintf("%s%s: %s", label, suffix, headLine(e.Question))
 	return newMessage(escapeCut(text, maxFallbackText, false), blocks)
 }
 
@@ -284,6 +302,12 @@ func triggerText(t jobs.Trigger, name string) string {
 			return "custom trigger " + name
 		}
 		return "custom trigger"
+	case jobs.TriggerGate:
+		return "human gate"
+	case jobs.TriggerChat:
+		return "conversation"
+	case jobs.TriggerLoop:
+		return "loop detected"
 	}
 	return string(t)
 }
@@ -326,7 +350,7 @@ func optionBlocks(r *jobs.Run, e *jobs.Escalation, room int, clickable bool) (bl
 			left = append(left, o.Key)
 			continue
 		}
-		text, wasCut := optionText(o, o.Key == rec)
+		text, wasCut := optionText(e.Trigger, o, o.Key == rec)
 		cut = cut || wasCut
 		style := slack.StyleDefault
 		if o.Key == rec {
@@ -395,8 +419,14 @@ func recommendedKey(e *jobs.Escalation) string {
 }
 
 // optionText is a button's text: "A) Redis", the label cut to fit, "(recommended)" kept whole.
-func optionText(o jobs.Option, recommended bool) (text string, cut bool) {
+func optionText(trigger jobs.Trigger, o jobs.Option, recommended bool) (text string, cut bool) {
 	prefix, suffix := o.Key+")", ""
+	switch trigger {
+	case jobs.TriggerGate:
+		prefix = "[" + o.Key + "]" // as the pipeline's edge labels write it
+	case jobs.TriggerChat:
+		return o.Label, false // Done, Approve, Reject
+	}
 	if recommended {
 		suffix = " (recommended)"
 	}
@@ -431,11 +461,22 @@ func answerLine(e *jobs.Escalation, res *jobs.Resolution, who, after string) (li
 	case jobs.ResolveChoose:
 		choice := res.Key
 		if o, ok := e.OptionByKey(res.Key); ok {
-			choice = o.Key + ") " + o.Label
+			switch e.Trigger {
+			case jobs.TriggerGate:
+				choice = "[" + o.Key + "] " + o.Label
+			case jobs.TriggerChat:
+				choice = o.Label
+			default:
+				choice = o.Key + ") " + o.Label
+			}
 		}
 		return fmt.Sprintf(":white_check_mark: %s chose *%s* %s", who, escapeCut(singleLine(choice), 600, false), after),
 			"chose " + choice
 	case jobs.ResolveAnswer:
+		if e.Trigger == jobs.TriggerChat {
+			return fmt.Sprintf(":speech_balloon: %s replied %s:\n%s", who, after, escapeCut(res.Text, room, true)),
+				"replied: " + headLine(res.Text)
+		}
 		return fmt.Sprintf(":speech_balloon: %s answered %s:\n%s", who, after, escapeCut(res.Text, room, true)),
 			"answered: " + headLine(res.Text)
 	case jobs.ResolveResume:
@@ -691,6 +732,27 @@ func eventLine(e jobs.Event) string {
 		return withText(":pause_button: Run paused", "reason")
 	case jobs.EventTimeout:
 		return fmt.Sprintf(":alarm_clock: No answer to escalation %s (timeout %d of %d)", s("escalation_id", 40), e.Int("n"), e.Int("of"))
+	case jobs.EventPipelineStarted:
+		if e.String("kind") != "dot" {
+			return ""
+		}
+		return withText("Pipeline "+s("name", 80), "goal")
+	case jobs.EventStageCompleted, jobs.EventStageFailed:
+		next := s("next", 40)
+		switch handler, status := e.String("handler"), e.String("status"); {
+		case handler == "conditional":
+			return fmt.Sprintf(":twisted_rightwards_arrows: Condition %s: %s → %s", escapeCut(e.TaskID, 40, false), s("status", 20), next)
+		case handler == "wait.human" && status == "success":
+			return fmt.Sprintf(":twisted_rightwards_arrows: Gate %s: %s → %s", escapeCut(e.TaskID, 40, false), s("note", 80), next)
+		case handler == "exit" && e.String("route") == "goal_gate":
+			return ":leftwards_arrow_with_hook: Goal gate unsatisfied (" + s("note", 100) + ") → " + next
+		case status == "fail" && next != "":
+			return ":leftwards_arrow_with_hook: Failure of " + task + " routed to " + next
+		}
+		return ""
+	case jobs.EventStageStarted, jobs.EventStageRetrying, jobs.EventCheckpointSaved, jobs.EventInterviewStarted,
+		jobs.EventInterviewDone, jobs.EventInterviewTimeout, jobs.EventPipelineCompleted, jobs.EventPipelineFailed:
+		return "" // the engine's bookkeeping: the lines above say the same for people
 	}
 	return escapeCut(e.Type, 60, false) + " " + task
 }

@@ -111,10 +111,17 @@ func (s *Server) reply(ctx context.Context, eventID string, m message) {
 	}
 	e := run.OpenEscalation()
 	if e == nil {
+		if t := run.Current(); t != nil && t.Kind == jobs.KindChat && run.Status == jobs.RunRunning {
+			s.ephemeral(ctx, m.Channel, m.User, "The agent is still working on its reply; answer it once it has replied.")
+		}
 		return // conversation in the thread, not an answer
 	}
 	_, _, err = escalation.Resolve(ctx, s.cfg.Store, s.cfg.Queue, escalation.Request{RunID: runID, EscalationID: e.ID,
 		Type: jobs.ResolveAnswer, Text: text, By: m.User, Via: "slack"})
+	if errors.Is(err, escalation.ErrInvalid) {
+		s.ephemeral(ctx, m.Channel, m.User, err.Error())
+		return
+	}
 	if err != nil && !errors.Is(err, escalation.ErrAlreadyResolved) && !errors.Is(err, escalation.ErrNoOpenEscalation) {
 		s.log.Error("answering from a thread reply", "run_id", runID, "err", err)
 		s.ephemeral(ctx, m.Channel, m.User, "Could not record your answer right now (try again): "+err.Error())

@@ -22,8 +22,8 @@ const (
 	keyThreads = "orch:slack:thread" // hash: "<channel>:<thread ts>" → run id
 	onceTTL    = 24 * time.Hour
 	lockTTL    = 2 * time.Minute
-	// recentEvents is how many recent events the progress view shows.
-	recentEvents = 8
+	// recentEvents is how many recent events the progress view reads; it shows the last of those people care about.
+	recentEvents = 40
 )
 
 func keyRunState(id string) string { return "orch:slack:run:{" + id + "}" }

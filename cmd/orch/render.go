@@ -278,7 +278,18 @@ func (r *renderer) parked(run *jobs.Run, hint string) {
 		choose = "--choose KEY | "
 	}
 	fmt.Fprintf(&b, "  See it:     orch escalation show %s%s\n", run.ID, hint)
-	fmt.Fprintf(&b, "  Answer it:  orch escalation resolve %s%s %s--answer \"…\" | --resume | --retry | --abort --reason \"…\" | --force-continue --acknowledge-risk\n", run.ID, hint, choose)
+	switch {
+	case e != nil && e.Trigger == jobs.TriggerGate:
+		keys := make([]string, len(e.Options))
+		for i, o := range e.Options {
+			keys[i] = o.Key
+		}
+		fmt.Fprintf(&b, "  Answer it:  orch escalation resolve %s%s --choose KEY (%s) | --abort --reason \"…\"\n", run.ID, hint, strings.Join(keys, ", "))
+	case e != nil && e.Trigger == jobs.TriggerChat:
+		fmt.Fprintf(&b, "  Answer it:  orch escalation resolve %s%s --answer \"…\" | --answer /done | --answer /reject | --abort --reason \"…\"\n", run.ID, hint)
+	default:
+		fmt.Fprintf(&b, "  Answer it:  orch escalation resolve %s%s %s--answer \"…\" | --resume | --retry | --abort --reason \"…\" | --force-continue --acknowledge-risk\n", run.ID, hint, choose)
+	}
 	fmt.Fprintf(&b, "  Then:       orch resume %s%s   (or just resume and answer at the prompt)\n", run.ID, hint)
 	r.note(strings.TrimRight(b.String(), "\n"))
 }
