@@ -70,14 +70,33 @@ func (a *app) printStatus(run *jobs.Run) {
 	fmt.Fprintf(w, "  agent:     %s   brain: %s   sandbox: %s   max attempts: %d\n", run.Options.Agent, run.Options.Brain, run.Options.Sandbox, run.Options.MaxAttempts)
 	fmt.Fprintf(w, "  started:   %s   duration: %s   cost: $%.4f (%d in / %d out tokens)\n",
 		run.CreatedAt.Local().Format(time.DateTime), run.Duration(time.Now()).Round(time.Second), usd, in, out)
+	if cp := run.Pipeline; run.Graph != "" && cp != nil {
+		fmt.Fprintf(w, "  pipeline:  at %s, %s completed", cp.Current, plural(len(cp.Completed), "stage"))
+		if cp.Last != "" {
+			fmt.Fprintf(w, " (last %s: %s)", cp.Last, cp.Outcomes[cp.Last])
+		}
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\n  TASK\tSTATUS\tSTARTED\tFAILURES\tTITLE")
+	fmt.Fprintln(tw, "\n  TASK\tKIND\tSTATUS\tSTARTED\tFAILURES\tTITLE")
 	for i, t := range run.Tasks {
 		mark := " "
 		if i == run.Cursor && !run.Status.Terminal() {
 			mark = ">"
 		}
-		fmt.Fprintf(tw, "%s %s\t%s\t%d\t%d/%d\t%s\n", mark, t.ID, t.Status, t.Started, t.Failures, run.Options.MaxAttempts, t.Title)
+		failures := fmt.Sprintf("%d/%d", t.Failures, run.MaxAttempts(t))
+		started := fmt.Sprint(t.Started)
+		switch t.Kind {
+		case jobs.KindGate:
+			failures, started = "-", "-"
+		case jobs.KindChat:
+			failures = "-"
+		}
+		status := string(t.Status)
+		if run.Status.Terminal() && t.Status == jobs.TaskPending && t.Visits == 0 && run.Graph != "" {
+			status = "not reached"
+		}
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", mark, t.ID, kindName(t.Kind), status, started, failures, t.Title)
 	}
 	tw.Flush()
 	if e := run.OpenEscalation(); e != nil {
@@ -201,7 +220,14 @@ func (a *app) printEscalation(run *jobs.Run, e *jobs.Escalation) {
 	if len(e.Options) > 0 {
 		choose = "--choose KEY | "
 	}
-	fmt.Fprintf(w, "Resolve:    orch escalation resolve %s (%s--answer TEXT | --resume | --retry | --abort --reason R | --force-continue --acknowledge-risk)\n", run.ID, choose)
+	switch e.Trigger {
+	case jobs.TriggerGate:
+		fmt.Fprintf(w, "Resolve:    orch escalation resolve %s (--choose KEY | --abort --reason R)\n", run.ID)
+	case jobs.TriggerChat:
+		fmt.Fprintf(w, "Resolve:    orch escalation resolve %s (--answer TEXT | --answer /done | --answer /approve | --answer /reject | --retry | --abort --reason R)\n", run.ID)
+	default:
+		fmt.Fprintf(w, "Resolve:    orch escalation resolve %s (%s--answer TEXT | --resume | --retry | --abort --reason R | --force-continue --acknowledge-risk)\n", run.ID, choose)
+	}
 }
 
 func (a *app) escalationResolveCmd() *cobra.Command {

@@ -260,6 +260,8 @@ func triggerText(t string) string {
 		return "security"
 	case jobs.TriggerConfig:
 		return "configuration error"
+	case jobs.TriggerLoop:
+		return "loop detected"
 	}
 	return t
 }
