@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -29,7 +30,7 @@ func (h *harness) newPipelineRun(t *testing.T, src string) *jobs.Run {
 		Options: jobs.Options{Agent: "cmd", Brain: "heuristic", MaxAttempts: 3}}
 	for _, task := range g.Tasks() {
 		r.Tasks = append(r.Tasks, &jobs.Task{ID: task.ID, Title: task.Title, Description: task.Description, Kind: task.Kind,
-			Status: jobs.TaskPending, MaxAttempts: task.MaxAttempts, Backoff: "none"})
+			Status: jobs.TaskPending, MaxAttempts: task.MaxAttempts, Timeout: task.Timeout, Backoff: "none"})
 	}
 	if err := h.store.Create(context.Background(), r); err != nil {
 		t.Fatal(err)
@@ -292,5 +293,65 @@ func TestMilestoneIsALinearPipeline(t *testing.T) {
 	got := h.drive(t, r.ID, escalation.NewQueue(nil, nil))
 	if got.Status != jobs.RunCompleted || path(got) != "start 1.1 1.2 exit" || got.Cursor != 2 {
 		t.Fatalf("%s via %s, cursor %d", got.Status, path(got), got.Cursor)
+	}
+}
+
+// A gate's own timeout takes human.default_choice; without one it asks again while its retries last, then fails
+// (attractor spec §4.6, §6.5).
+func TestPipelineGateTimeout(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, rdb, script(t, `echo "Done. All tests pass."`), nil)
+			timeout := func(r *jobs.Run) {
+				t.Helper()
+				e := r.OpenEscalation()
+				if e == nil || e.Timeout != 30*time.Second {
+					t.Fatalf("open gate: %+v", e)
+				}
+				if err := h.process(t, jobs.TypeTimeout, jobs.Payload{RunID: r.ID, EscalationID: e.ID, N: 1}); err != nil {
+					t.Fatal(err)
+				}
+				if err := h.process(t, jobs.TypeResume, jobs.Payload{RunID: r.ID, EscalationID: e.ID}); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			withDefault := h.newPipelineRun(t, `digraph g {
+  start [shape=Mdiamond]; exit [shape=Msquare]
+  gate [shape=hexagon, label="Deploy?", timeout="30s", "human.default_choice"="skip_it"]
+  deploy [shape=box, prompt="deploy"]; skip_it [shape=box, prompt="write a note instead"]
+  start -> gate
+  gate -> deploy [label="[D] Deploy"]
+  gate -> skip_it [label="[S] Skip"]
+  deploy -> exit; skip_it -> exit
+}`)
+			got := h.drive(t, withDefault.ID, escalation.NewQueue(nil, nil))
+			timeout(got)
+			got = h.drive(t, withDefault.ID, escalation.NewQueue(nil, nil))
+			if got.Status != jobs.RunCompleted || path(got) != "start gate skip_it exit" || got.Escalations[0].Resolution.Via != "timeout" {
+				t.Fatalf("%s via %s", got.Status, path(got))
+			}
+			if countEvents(t, h, got.ID, jobs.EventInterviewTimeout) != 1 {
+				t.Fatal("no interview_timeout event")
+			}
+
+			noDefault := h.newPipelineRun(t, `digraph g {
+  start [shape=Mdiamond]; exit [shape=Msquare]
+  gate [shape=hexagon, label="Deploy?", timeout="30s", max_retries=1]
+  start -> gate
+  gate -> exit [label="[D] Deploy"]
+}`)
+			got = h.drive(t, noDefault.ID, escalation.NewQueue(nil, nil))
+			timeout(got) // asked again: one retry
+			got = h.get(t, noDefault.ID)
+			if got.Status != jobs.RunParked || len(got.Escalations) != 2 {
+				t.Fatalf("after the first timeout: %s, %d questions", got.Status, len(got.Escalations))
+			}
+			timeout(got) // retries used up: the gate fails, and nothing routes the failure
+			got = h.get(t, noDefault.ID)
+			if got.Status != jobs.RunFailed || !strings.Contains(got.Reason, "human gate timeout, no default") {
+				t.Fatalf("after the second timeout: %s: %s", got.Status, got.Reason)
+			}
+		})
 	}
 }
