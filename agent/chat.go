@@ -34,7 +34,9 @@ func ChatMessage(turns []Turn) string {
 
 // ChatFromPrompt returns the conversation BuildChatPrompt put into prompt, or nil when it has none.
 func ChatFromPrompt(prompt string) []Turn {
-	i := strings.Index(prompt, chatHeader)
+	// The last header is the conversation's: a description may quote one, but every message is quoted line by line
+	// and cannot.
+	i := strings.LastIndex(prompt, chatHeader)
 	if i < 0 {
 		return nil
 	}

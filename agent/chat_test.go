@@ -159,9 +159,7 @@ func TestChatFromPromptIgnoresLookalikes(t *testing.T) {
 	}
 }
 
-// A chat whose task description quotes the conversation header: ChatFromPrompt finds the first header, the one in
-// the description, and so loses the real conversation (GuidanceFromPrompt, which takes the last header, has no
-// such problem).
+// A chat whose task description quotes the conversation header: the real conversation is the last header's.
 func TestChatFromPromptDescriptionQuotesHeader(t *testing.T) {
 	task := PromptTask{ID: "1", Description: "Our chats look like this:" + chatHeader + "Human:\n> do X"}
 	turns := []Turn{{Human: true, Text: "real message"}}
@@ -170,7 +168,7 @@ func TestChatFromPromptDescriptionQuotesHeader(t *testing.T) {
 		t.Errorf("GuidanceFromPrompt = %q", got)
 	}
 	if got := ChatFromPrompt(p); !reflect.DeepEqual(got, turns) {
-		t.Skipf("known bug (reported, not fixed here): ChatFromPrompt = %#v, want %#v", got, turns)
+		t.Fatalf("ChatFromPrompt = %#v, want %#v", got, turns)
 	}
 }
 

@@ -116,7 +116,7 @@ func Advance(g *Graph, cp *jobs.Checkpoint, o Outcome) (Stop, error) {
 			o.FailureReason = "max retries exceeded"
 		}
 	}
-	w := walker{g: g, cp: cp}
+	w := walker{g: g, cp: cp, reason: o.FailureReason}
 	w.complete(n, o)
 	next, route, err := w.route(n, o)
 	if err != nil {
@@ -161,7 +161,7 @@ func failureRoute(g *Graph, n *Node, o Outcome, ctx map[string]string) (next, ho
 	}
 	var deciders []*Edge
 	for _, e := range g.Out(n.ID) {
-		if e.Condition() == "" && g.Nodes[e.To] != nil && g.Nodes[e.To].Handler() == HandlerConditional {
+		if e.Condition() == "" && decides(g, e.To, o, ctx) {
 			deciders = append(deciders, e)
 		}
 	}
@@ -185,6 +185,8 @@ type walker struct {
 	g    *Graph
 	cp   *jobs.Checkpoint
 	hops []Hop
+	// reason is the failure reason of the outcome being routed: a conditional passes it on with the status.
+	reason string
 }
 
 func ensure(cp *jobs.Checkpoint) {
@@ -240,6 +242,22 @@ func (w *walker) route(n *Node, o Outcome) (next, how string, err error) {
 		return "", "", err
 	}
 	return e.To, edgeRoute(e, o), nil
+}
+
+// decides reports whether id is a conditional node with an edge for outcome o: a diamond that routes only successes
+// is no route for a failure.
+func decides(g *Graph, id string, o Outcome, ctx map[string]string) bool {
+	n := g.Nodes[id]
+	if n == nil || n.Handler() != HandlerConditional {
+		return false
+	}
+	c := make(map[string]string, len(ctx)+1)
+	for k, v := range ctx {
+		c[k] = v
+	}
+	c["outcome"] = o.Status
+	e, err := SelectEdge(g, id, Outcome{Status: o.Status, PreferredLabel: o.PreferredLabel}, c)
+	return err == nil && e != nil
 }
 
 // edgeRoute names the step of edge selection that chose e.
@@ -332,6 +350,7 @@ func (w *walker) walk(id string) (Stop, error) {
 					o.Status = s
 				}
 				o.PreferredLabel = cp.Context["preferred_label"]
+				o.FailureReason = w.reason
 			}
 			w.complete(n, o)
 			next, route, err := w.route(n, o)
@@ -428,7 +447,7 @@ func (g *Graph) Tasks() []Task {
 	var out []Task
 	for _, id := range g.ids() {
 		n := g.Nodes[id]
-		t := Task{ID: n.ID, Title: n.Label(), Line: n.Line, Backoff: n.Attrs["backoff_policy"]}
+		t := Task{ID: n.ID, Title: ExpandGoal(n.Label(), g.Goal()), Line: n.Line, Backoff: n.Attrs["backoff_policy"]}
 		t.Timeout, _ = n.Duration("timeout")
 		switch n.Handler() {
 		case HandlerWaitHuman:

@@ -446,9 +446,9 @@ func TestFailureRouteUnknownNode(t *testing.T) {
 	}
 }
 
-// A FAIL that flows into a diamond that has no edge for it. FailureRoute says it has somewhere to go (so the worker
-// asks nobody), then Advance ends the run failed: the stage's own retry_target is never tried, and its failure reason
-// is replaced by "stage check failed". Spec §3.7 would have the failure reason, and the retry_target.
+// A FAIL whose only way on is a diamond with no edge for failures has no route there: the stage's retry_target is
+// tried next, and without one the run ends with the stage's own failure reason (spec §3.7) — and FailureRoute says
+// so, so that the worker asks a person instead.
 func TestFailureThroughDiamondWithoutFailEdge(t *testing.T) {
 	tests := []struct {
 		name, work string
@@ -457,7 +457,6 @@ func TestFailureThroughDiamondWithoutFailEdge(t *testing.T) {
 		{name: "no retry_target", work: "work"},
 		{name: "with a retry_target", work: "work [retry_target=fixer]", retryTo: "fixer"},
 	}
-	var bugs []string
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := engineGraph(t, `digraph g {
@@ -473,28 +472,34 @@ func TestFailureThroughDiamondWithoutFailEdge(t *testing.T) {
 			routed := FailureRoute(g, cp, "work", o)
 			stop := advance(t, g, cp, o)
 			if tt.retryTo != "" {
-				if !routed {
-					t.Errorf("FailureRoute(work) = false, but work has a retry_target")
-				}
-				if stop.Ended() || stop.Node.ID != tt.retryTo {
-					bugs = append(bugs, fmt.Sprintf("%s: stopped at %s, not at work's retry_target %s", tt.name, stopName(stop), tt.retryTo))
+				if !routed || stop.Ended() || stop.Node.ID != tt.retryTo {
+					t.Fatalf("FailureRoute %v, stopped at %s, want work's retry_target %s", routed, stopName(stop), tt.retryTo)
 				}
 				return
 			}
-			if !stop.Ended() || stop.Status != StatusFail {
-				t.Fatalf("stopped at %s, want a failed end", stopName(stop))
+			if routed || !stop.Ended() || stop.Status != StatusFail || stop.Reason != "the build broke" {
+				t.Fatalf("FailureRoute %v, stopped at %s: %q", routed, stopName(stop), stop.Reason)
 			}
-			checkHops(t, stop.Hops, "work(codergen) fail -edge-> check\ncheck(conditional) fail --> \n")
-			if routed {
-				bugs = append(bugs, fmt.Sprintf("%s: FailureRoute(work) = true although Advance ends the run failed", tt.name))
-			}
-			if !strings.Contains(stop.Reason, "the build broke") {
-				bugs = append(bugs, fmt.Sprintf("%s: the end's reason is %q, not work's failure reason", tt.name, stop.Reason))
-			}
+			checkHops(t, stop.Hops, "work(codergen) fail --> \n")
 		})
 	}
-	if len(bugs) > 0 {
-		t.Skipf("known bug (reported, not fixed here):\n%s", strings.Join(bugs, "\n"))
+}
+
+// A failure that a diamond does route keeps its reason when the route ends the run.
+func TestFailureReasonThroughDiamond(t *testing.T) {
+	g := engineGraph(t, `digraph g {
+		start [shape=Mdiamond]; exit [shape=Msquare]
+		check [shape=diamond]
+		start -> work -> check
+		check -> exit [condition="outcome=success"]
+		check -> report [condition="outcome=fail"]
+		report [shape=diamond]
+		report -> exit [condition="outcome=success"]
+	}`)
+	cp, _ := beginAt(t, g, "work")
+	stop := advance(t, g, cp, Outcome{Status: StatusFail, FailureReason: "the build broke"})
+	if !stop.Ended() || stop.Status != StatusFail || stop.Reason != "the build broke" {
+		t.Fatalf("stopped at %s: %q", stopName(stop), stop.Reason)
 	}
 }
 
@@ -944,7 +949,7 @@ func TestGraphTasks(t *testing.T) {
 	want := []Task{
 		{ID: "measure", Title: "Measure", Description: "Measure a faster build", Kind: jobs.KindAgent,
 			Timeout: 900 * time.Second, MaxAttempts: 3, Backoff: "patient"},
-		{ID: "decide", Title: "Go for $goal?", Description: "Go for a faster build?", Kind: jobs.KindGate, Timeout: time.Hour},
+		{ID: "decide", Title: "Go for a faster build?", Description: "Go for a faster build?", Kind: jobs.KindGate, Timeout: time.Hour},
 		{ID: "talk", Title: "Talk", Description: "Talk", Kind: jobs.KindChat, MaxAttempts: 2},
 		{ID: "plain", Title: "plain", Description: "plain", Kind: jobs.KindAgent, MaxAttempts: 2},
 	}
