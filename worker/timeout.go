@@ -66,9 +66,13 @@ func (w *Worker) handleTimeout(ctx context.Context, t *asynq.Task) error {
 		_, _, err := escalation.Resolve(ctx, w.cfg.Store, w.cfg.Queue, req)
 		return ignoreSettled(err)
 	}
-	if q := escalation.QuestionFor(e); policy.TimeoutDefault && q.Default != "" {
+	def := escalation.QuestionFor(e).Default
+	if e.Trigger == jobs.TriggerGate {
+		def = e.Default // a gate's default is its human.default_choice, not a recommendation
+	}
+	if policy.TimeoutDefault && def != "" {
 		_, _, err := escalation.Resolve(ctx, w.cfg.Store, w.cfg.Queue, escalation.Request{RunID: run.ID,
-			EscalationID: e.ID, Type: jobs.ResolveChoose, Key: q.Default, By: "orch", Via: "timeout"})
+			EscalationID: e.ID, Type: jobs.ResolveChoose, Key: def, By: "orch", Via: "timeout"})
 		return ignoreSettled(err)
 	}
 	reminders := policy.Reminders
