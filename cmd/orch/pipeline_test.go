@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -278,4 +279,40 @@ func openQuestion(msgs []slackfake.Message, answered map[string]bool) (slackfake
 		}
 	}
 	return slackfake.Message{}, false
+}
+
+// An interactive node with claude continues the agent's own session: the next turn is `--resume SESSION` with only
+// the human's message as the prompt.
+func TestClaudeInteractiveResumesSession(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "claude"), "../../agent/testdata/fakeclaude")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building fake claude: %v\n%s", err, out)
+	}
+	transcript, _ := filepath.Abs("../../agent/testdata/claude/02_stream_claude-2.1.63.jsonl")
+	argsFile := filepath.Join(t.TempDir(), "args.json")
+	dot := filepath.Join(dir, "talk.dot")
+	os.WriteFile(dot, []byte(`digraph talk {
+  start [shape=Mdiamond]; exit [shape=Msquare]
+  talk [shape=box, prompt="Help me name the package", "agent.mode"="interactive"]
+  start -> talk -> exit
+}`), 0o644)
+	r := orchEnv(t, dir, []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"FAKE_CLAUDE_ARGS=" + argsFile, "FAKE_CLAUDE_TRANSCRIPT=" + transcript}, strings.NewReader("Call it retry.\n/done\n"),
+		"run", "--agent", "claude", "--brain", "heuristic", dot)
+	must(t, r, 0, "ended the conversation: /done", "completed")
+	var inv struct {
+		Args []string `json:"args"`
+	}
+	data, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal(data, &inv)
+	session := taskOf(t, pipelineRun(t, dir, runID(t, r)), "talk").SessionID
+	if session == "" || !strings.Contains(strings.Join(inv.Args, " "), "--resume "+session) || inv.Args[len(inv.Args)-1] != "Call it retry." {
+		t.Fatalf("the second turn was not the same session with the human's message: %q", inv.Args)
+	}
 }
