@@ -1130,3 +1130,37 @@ func TestEngineConformanceWalk(t *testing.T) {
 		t.Errorf("only %d fixtures are runnable", runnable)
 	}
 }
+
+// The engine on any graph the parser accepts and Runnable lets through: whatever the outcomes, every walk ends,
+// stops at a node that does work, or returns an error — never a panic, never a walk without bound.
+func FuzzWalk(f *testing.F) {
+	dotSeeds(f)
+	f.Fuzz(func(t *testing.T, src string) {
+		g, err := ParseDOT("fuzz.dot", src)
+		if err != nil || Runnable(g) != nil {
+			return
+		}
+		statuses := []string{StatusSuccess, StatusFail, StatusPartialSuccess, StatusRetry, StatusSkipped}
+		cp := &jobs.Checkpoint{}
+		stop, err := Begin(g, cp)
+		for i := 0; err == nil && !stop.Ended() && i < 50; i++ {
+			if stop.Loop {
+				ResetVisits(cp)
+			}
+			o := Outcome{Status: statuses[(i+len(src))%len(statuses)], FailureReason: "fuzz"}
+			if stop.Node.Handler() == HandlerWaitHuman {
+				if choices := Choices(g, stop.Node.ID); len(choices) > 0 {
+					o = GateOutcome(g, stop.Node.ID, choices[i%len(choices)].Key)
+				}
+			}
+			FailureRoute(g, cp, stop.Node.ID, o)
+			stop, err = Advance(g, cp, o)
+		}
+		if err != nil {
+			var de *DOTError
+			if !errors.As(err, &de) {
+				t.Fatalf("engine error %v is not a *DOTError", err)
+			}
+		}
+	})
+}
