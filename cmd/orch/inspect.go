@@ -78,7 +78,12 @@ func (a *app) printStatus(run *jobs.Run) {
 		fmt.Fprintln(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\n  TASK\tKIND\tSTATUS\tSTARTED\tFAILURES\tTITLE")
+	pipelineRun := run.Graph != ""
+	if pipelineRun {
+		fmt.Fprintln(tw, "\n  TASK\tKIND\tSTATUS\tSTARTED\tFAILURES\tTITLE")
+	} else {
+		fmt.Fprintln(tw, "\n  TASK\tSTATUS\tSTARTED\tFAILURES\tTITLE")
+	}
 	for i, t := range run.Tasks {
 		mark := " "
 		if i == run.Cursor && !run.Status.Terminal() {
@@ -92,8 +97,12 @@ func (a *app) printStatus(run *jobs.Run) {
 		case jobs.KindChat:
 			failures = "-"
 		}
+		if !pipelineRun {
+			fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\n", mark, t.ID, t.Status, started, failures, t.Title)
+			continue
+		}
 		status := string(t.Status)
-		if run.Status.Terminal() && t.Status == jobs.TaskPending && t.Visits == 0 && run.Graph != "" {
+		if run.Status.Terminal() && t.Status == jobs.TaskPending && t.Visits == 0 {
 			status = "not reached"
 		}
 		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", mark, t.ID, kindName(t.Kind), status, started, failures, t.Title)
