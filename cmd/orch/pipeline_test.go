@@ -217,7 +217,7 @@ func TestPipelineBadInput(t *testing.T) {
 		r := orch(t, dir, "", "run", "--agent", "sim", write(c.name, c.src))
 		must(t, r, 2, c.want)
 	}
-	must(t, orch(t, dir, "", "task", "--agent", "sim", "examples/pipelines/human_gate.dot", "review_gate"), 2, "human gate node")
+	must(t, orch(t, dir, "", "task", "--agent", "sim", "examples/pipelines/human_gate.dot", "review_gate"), 2, "not an agent task but a human gate")
 	r := orch(t, dir, "", "task", "--agent", "sim", "examples/pipelines/human_gate.dot", "apply")
 	must(t, r, 0, "Task apply: COMPLETED")
 }

@@ -170,7 +170,8 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 			return usageErr("plan %s has no task %q (tasks: %s)", planPath, onlyTask, taskIDs(tasks))
 		}
 		if keep[0].Kind != jobs.KindAgent {
-			return usageErr("plan %s: %s is a %s node; orch task runs one agent task", planPath, onlyTask, kindName(keep[0].Kind))
+			return usageErr("plan %s: %s is not an agent task but a %s; orch task runs one agent task", planPath, onlyTask,
+				map[string]string{jobs.KindGate: "human gate", jobs.KindChat: "conversation"}[keep[0].Kind])
 		}
 		// One node alone is a pipeline of one task.
 		tasks, source = keep, ""
