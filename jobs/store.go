@@ -30,14 +30,14 @@ func auditKey(id string) string  { return "orch:run:{" + id + "}:audit" }
 
 // Store keeps runs, their event logs and audit trails in Redis.
 type Store struct {
-	rdb     redis.UniversalClient
-	now     func() time.Time
-	observe func([]Event)
+	rdb       redis.UniversalClient
+	now       func() time.Time
+	observers []func([]Event)
 }
 
-// Observe has fn called with the events of every change once it is committed (metrics derive from them: a change
-// retried under contention is counted once).
-func (s *Store) Observe(fn func([]Event)) { s.observe = fn }
+// Observe has fn called with the events of every change once it is committed (metrics and logs derive from them: a
+// change retried under contention is seen once). Observers are added before the store is used.
+func (s *Store) Observe(fn func([]Event)) { s.observers = append(s.observers, fn) }
 
 // NewStore returns a store on rdb. now may be nil (time.Now).
 func NewStore(rdb redis.UniversalClient, now func() time.Time) *Store {
@@ -152,8 +152,10 @@ func (s *Store) Update(ctx context.Context, id string, fn func(r *Run, c *Change
 		})
 		if err == nil {
 			out = &r
-			if s.observe != nil && len(c.Events) > 0 {
-				s.observe(c.Events)
+			if len(c.Events) > 0 {
+				for _, fn := range s.observers {
+					fn(c.Events)
+				}
 			}
 		}
 		return err

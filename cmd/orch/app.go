@@ -54,13 +54,9 @@ func (a *app) root() *cobra.Command {
 				return err
 			}
 			a.set = set
-			level := slog.LevelWarn
-			if v := a.env("ORCH_LOG_LEVEL"); v != "" {
-				if err := level.UnmarshalText([]byte(v)); err != nil {
-					return usageErr("ORCH_LOG_LEVEL: %v", err)
-				}
+			if a.log, err = newLogger(a.stderr, cmd.Name(), a.env("ORCH_LOG_LEVEL"), a.env("ORCH_LOG_FORMAT"), isTerminal(a.stderr)); err != nil {
+				return err
 			}
-			a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 			// go-redis logs dial failures on its own; orch reports them once, as an error a person can act on.
 			redis.SetLogger(redisLogger{a.log})
 			return nil

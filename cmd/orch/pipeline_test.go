@@ -245,6 +245,23 @@ func TestSlackPipelineGate(t *testing.T) {
 	click("R")
 	click("A")
 	s.waitFor("the final message", func(m []slackfake.Message) bool { return finalMsg(m, "completed") })
+	// The service logs JSON (its stderr is no terminal), with the run and task on every line about a run.
+	var escalations, resolutions int
+	for _, line := range strings.Split(s.out.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		switch {
+		case m["msg"] == "escalation" && m["task_id"] == "review_gate" && m["trigger"] == "gate" && m["level"] == "INFO":
+			escalations++
+		case m["msg"] == "resolution" && m["task_id"] == "review_gate" && m["by"] == "U123ALICE":
+			resolutions++
+		}
+	}
+	if escalations != 2 || resolutions != 2 {
+		t.Fatalf("logged %d escalations and %d resolutions of the gate, want 2 and 2:\n%s", escalations, resolutions, s.out.String())
+	}
 }
 
 // An interactive node from Slack: thread replies are the turns, the Done button ends the conversation.

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/orchrun/orch/jobs"
+)
+
+func TestNewLogger(t *testing.T) {
+	cases := []struct {
+		command, level, format string
+		terminal               bool
+		wantJSON               bool
+		wantInfo               bool // does an info line get through
+	}{
+		{"serve", "", "", false, true, true},
+		{"worker", "", "", false, true, true},
+		{"bot", "", "", true, false, true},   // a person watches: text
+		{"run", "", "", false, false, false}, // one-shot: warnings only, as text
+		{"run", "info", "json", false, true, true},
+		{"worker", "warn", "text", false, false, false},
+	}
+	for _, c := range cases {
+		var buf bytes.Buffer
+		log, err := newLogger(&buf, c.command, c.level, c.format, c.terminal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info("hello", "run_id", "r-1")
+		out := buf.String()
+		if got := out != ""; got != c.wantInfo {
+			t.Errorf("%+v: info logged = %v (%q)", c, got, out)
+			continue
+		}
+		if out != "" && json.Valid([]byte(strings.TrimSpace(out))) != c.wantJSON {
+			t.Errorf("%+v: JSON = %v: %q", c, !c.wantJSON, out)
+		}
+	}
+	for _, bad := range [][2]string{{"loud", ""}, {"", "xml"}} {
+		if _, err := newLogger(&bytes.Buffer{}, "serve", bad[0], bad[1], false); err == nil || exitCode(err, true) != exitUsage {
+			t.Errorf("level %q format %q: err = %v, want a usage error", bad[0], bad[1], err)
+		}
+	}
+}
+
+// Every event becomes a log line with run_id (and task_id when it has one) at the level an operator expects.
+func TestLogEvents(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logEvents(log)([]jobs.Event{
+		jobs.NewEvent(jobs.EventEscalation, "r-1", "1.1", "escalation_id", "e1", "trigger", "needs_help",
+			"question", "Which cache?\nA) Redis", "similarity", 0.5),
+		jobs.NewEvent(jobs.EventResolution, "r-1", "1.1", "escalation_id", "e1", "resolution", "choose", "by", "U1", "via", "slack"),
+		jobs.NewEvent(jobs.EventRunAborted, "r-1", "1.1", "by", "U1", "reason", "wrong plan"),
+		jobs.NewEvent(jobs.EventStageStarted, "r-1", "1.2", "handler", "codergen"),
+		jobs.NewEvent(jobs.EventRunCompleted, "r-2", ""),
+	})
+	var got []string
+	for _, raw := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			t.Fatalf("not JSON: %q", raw)
+		}
+		if m["run_id"] == nil || (m["run_id"] == "r-1" && m["task_id"] == nil) {
+			t.Errorf("line without run_id/task_id: %s", raw)
+		}
+		if m["msg"] == "escalation" && m["question"] != "Which cache?" {
+			t.Errorf("escalation question: %v", m["question"])
+		}
+		got = append(got, m["level"].(string)+" "+m["msg"].(string))
+	}
+	want := "DEBUG escalation context|INFO escalation|INFO resolution|WARN run_aborted|DEBUG stage_started|INFO run_completed"
+	if strings.Join(got, "|") != want {
+		t.Fatalf("levels:\n%s\nwant\n%s", strings.Join(got, "|"), want)
+	}
+}
