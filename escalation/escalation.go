@@ -170,7 +170,7 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 			t.ID, n, limit, s.Trigger)
 		t.Status = jobs.TaskFailed
 		DropQueued(r, t.ID)
-		c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, t.ID, "reason", r.Reason))
+		c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, t.ID, "reason", r.Reason, "duration_ms", r.ElapsedMS()))
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, Action: "stopped", Trigger: s.Trigger,
 			Detail: r.Reason, By: "orch", Via: "escalation cap"})
 		return nil

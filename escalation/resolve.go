@@ -125,7 +125,8 @@ func Resolve(ctx context.Context, store *jobs.Store, queue Enqueuer, q Request) 
 		apply(r, t, e, res)
 		c.Emit(jobs.NewEvent(jobs.EventResolution, r.ID, t.ID, "escalation_id", e.ID, "resolution", string(res.Type),
 			"key", res.Key, "text", res.Text, "reason", res.Reason, "by", res.By, "via", res.Via,
-			"wait_seconds", res.At.Sub(e.CreatedAt).Seconds(), "summary", describe(e, res)))
+			"wait_seconds", res.At.Sub(e.CreatedAt).Seconds(), "summary", describe(e, res),
+			"trigger", string(e.Trigger), "question", Bound(e.Question, 1000), "visit", t.Visits))
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "resolved",
 			Trigger: e.Trigger, Resolution: string(res.Type), Detail: describe(e, res), By: res.By, Via: res.Via})
 		if res.Type == jobs.ResolveAbort {
@@ -133,7 +134,7 @@ func Resolve(ctx context.Context, store *jobs.Store, queue Enqueuer, q Request) 
 			r.Status = jobs.RunAborted
 			r.Reason = res.Reason
 			r.EndedAt = res.At
-			c.Emit(jobs.NewEvent(jobs.EventRunAborted, r.ID, t.ID, "reason", res.Reason, "by", res.By))
+			c.Emit(jobs.NewEvent(jobs.EventRunAborted, r.ID, t.ID, "reason", res.Reason, "by", res.By, "duration_ms", r.ElapsedMS()))
 		}
 		if res.Type == jobs.ResolveForce {
 			c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "warning",
@@ -317,7 +318,7 @@ func Decline(ctx context.Context, store *jobs.Store, runID, escID, by, via, reas
 		r.Status, r.Reason, r.EndedAt = jobs.RunFailed, reason, now
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: e.TaskID, EscalationID: e.ID, Action: "declined",
 			Trigger: e.Trigger, Resolution: string(jobs.ResolveDecline), Detail: reason, By: by, Via: via})
-		c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, e.TaskID, "reason", reason))
+		c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, e.TaskID, "reason", reason, "duration_ms", r.ElapsedMS()))
 		return nil
 	})
 	return err
@@ -347,7 +348,7 @@ func Abort(ctx context.Context, store *jobs.Store, queue Enqueuer, runID, by, vi
 		}
 		now := store.Now().UTC()
 		r.Status, r.Reason, r.EndedAt, r.Queued = jobs.RunAborted, Redact(reason), now, nil
-		c.Emit(jobs.NewEvent(jobs.EventRunAborted, r.ID, currentID(r), "reason", r.Reason, "by", by))
+		c.Emit(jobs.NewEvent(jobs.EventRunAborted, r.ID, currentID(r), "reason", r.Reason, "by", by, "duration_ms", r.ElapsedMS()))
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: currentID(r), Action: "aborted", Detail: r.Reason, By: by, Via: via})
 		return nil
 	})

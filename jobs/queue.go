@@ -9,6 +9,8 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Task types on the queue.
@@ -32,6 +34,18 @@ type Payload struct {
 	Seq          int64  `json:"seq,omitempty"`
 	EscalationID string `json:"escalation_id,omitempty"`
 	N            int    `json:"n,omitempty"` // which timeout of the escalation (1, 2, …)
+	// Trace is the W3C traceparent of the span that enqueued the task, when there was one: the handler's span links
+	// to it, so a trace follows the run across the queue.
+	Trace string `json:"trace,omitempty"`
+}
+
+// SpanContext is the span that enqueued the task (invalid when none).
+func SpanContext(p Payload) trace.SpanContext {
+	if p.Trace == "" {
+		return trace.SpanContext{}
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": p.Trace})
+	return trace.SpanContextFromContext(ctx)
 }
 
 // DecodePayload reads a task's payload.
@@ -123,6 +137,11 @@ func (q *Queue) Timeout(ctx context.Context, runID, escID string, n int, at time
 }
 
 func (q *Queue) enqueue(ctx context.Context, typ string, p Payload, id string, opts ...asynq.Option) error {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		carrier := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(ctx, carrier)
+		p.Trace = carrier["traceparent"]
+	}
 	data, err := json.Marshal(p)
 	if err != nil {
 		return err

@@ -148,8 +148,9 @@ type Task struct {
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// Backoff names the delay policy between retries (a node's backoff_policy); "": standard.
 	Backoff string `json:"backoff,omitempty"`
-	// Visits counts how often the pipeline entered the task's node.
-	Visits int `json:"visits,omitempty"`
+	// Visits counts how often the pipeline entered the task's node; EnteredAt is when it last did.
+	Visits    int       `json:"visits,omitempty"`
+	EnteredAt time.Time `json:"entered_at,omitzero"`
 	// Chat is the conversation of an interactive task's current visit, oldest turn first.
 	Chat []Turn `json:"chat,omitempty"`
 	// Started counts every start of the task in this run (retries and resumes included): ORCH_ATTEMPT.
@@ -251,6 +252,15 @@ func (u BrainUsage) Add(v BrainUsage) BrainUsage {
 		u.Model = v.Model
 	}
 	return u
+}
+
+// ElapsedMS is how long the run lasted (to EndedAt, or to its last update), in milliseconds.
+func (r *Run) ElapsedMS() int64 {
+	end := r.EndedAt
+	if end.IsZero() {
+		end = r.UpdatedAt
+	}
+	return end.Sub(r.CreatedAt).Milliseconds()
 }
 
 // MaxAttempts is task t's attempt cap: its own, else the run's.

@@ -104,8 +104,13 @@ func (w *Worker) enter(r *jobs.Run, c *jobs.Change, g *pipeline.Graph, stop pipe
 		if h.Status == pipeline.StatusFail {
 			typ = jobs.EventStageFailed
 		}
-		c.Emit(jobs.NewEvent(typ, r.ID, h.Node, "handler", h.Handler, "status", h.Status, "next", h.Next,
-			"route", h.Route, "note", h.Note))
+		ev := jobs.NewEvent(typ, r.ID, h.Node, "handler", h.Handler, "status", h.Status, "next", h.Next,
+			"route", h.Route, "note", h.Note)
+		if t := r.Task(h.Node); t != nil && t.Visits > 0 {
+			// A stage that did work: its span runs from when the pipeline entered it.
+			ev.Fields["visit"], ev.Fields["entered_ms"] = t.Visits, t.EnteredAt.UnixMilli()
+		}
+		c.Emit(ev)
 	}
 	cp.SavedAt = now.UTC()
 	r.RetryAt = time.Time{}
@@ -139,6 +144,7 @@ func (w *Worker) enter(r *jobs.Run, c *jobs.Change, g *pipeline.Graph, stop pipe
 		t.Failures, t.Errors, t.RetryGuidance, t.Summary, t.Pending, t.Chat = 0, nil, "", "", nil, nil
 	}
 	t.Visits++
+	t.EnteredAt = now.UTC()
 	t.Status = jobs.TaskPending
 	r.Status = jobs.RunRunning
 	c.Emit(jobs.NewEvent(jobs.EventStageStarted, r.ID, t.ID, "title", t.Title, "handler", n.Handler(), "kind", t.Kind,
@@ -216,7 +222,7 @@ func endFailed(r *jobs.Run, c *jobs.Change, taskID, reason string, now time.Time
 	r.Queued = nil
 	c.Emit(jobs.NewEvent(jobs.EventPipelineFailed, r.ID, taskID, "error", reason,
 		"duration_ms", r.EndedAt.Sub(r.CreatedAt).Milliseconds()))
-	c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, taskID, "reason", reason))
+	c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, taskID, "reason", reason, "duration_ms", r.ElapsedMS()))
 }
 
 // failureRoute reports whether the pipeline routes a failure of t somewhere (a fail edge, a retry target): then a

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/brain"
@@ -16,6 +18,7 @@ import (
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
 	"github.com/orchrun/orch/sandbox"
+	"github.com/orchrun/orch/telemetry"
 )
 
 // errStale marks a task that arrived for a state the run has left: a redelivery, a double enqueue, a resume of a run
@@ -183,10 +186,13 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 	if err != nil || at.run == nil {
 		return w.after(ctx, p.RunID, run, err)
 	}
-	out, err := w.execute(ctx, &at)
+	actx, span := startAttempt(ctx, t, &at)
+	out, err := w.execute(actx, &at)
+	endAttempt(span, out, err)
 	if err != nil {
 		return err // interrupted: asynq runs the step again
 	}
+	ctx = actx // what follows (the next step's enqueue) carries the attempt's trace
 	// The agent's work is done and cannot be taken back: a passing Redis hiccup must not make asynq run it again.
 	for try := 0; ; try++ {
 		run, err = w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
@@ -304,8 +310,11 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 		return nil
 	}
 	parser := ad.NewParser()
-	res, err := sb.Exec(ctx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env,
+	ectx, span := telemetry.Tracer().Start(ctx, "orch.sandbox.exec", trace.WithAttributes(
+		attribute.String("sandbox.kind", sandboxKind(r.Options)), attribute.String("agent", ad.Name())))
+	res, err := sb.Exec(ectx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env,
 		Dir: r.Workspace, Timeout: r.AgentTimeout(&task)}, parser.Line)
+	endExec(span, res, err)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -335,7 +344,9 @@ func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Ta
 		out.interp = brain.Interpretation{Status: brain.StatusFailed, Summary: "out of memory",
 			Error: "the agent was killed for running out of memory"}
 	default:
-		in, err := bn.Interpret(ctx, said.Text)
+		bctx, span := telemetry.Tracer().Start(ctx, "orch.brain.interpret")
+		in, err := bn.Interpret(bctx, said.Text)
+		endBrain(span, in.Usage, string(in.Status), in.Fallback, err)
 		out.brainUsage = out.brainUsage.Add(brainUsage(in.Usage))
 		if err != nil {
 			return fmt.Errorf("interpreting the agent's output: %w", err)
@@ -365,7 +376,9 @@ func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Ta
 	out.similarity = brain.MeanSimilarity(lastN(errs, max(r.MaxAttempts(task), 2)))
 	// The brain is asked at the cap too: the cap stops the task whatever the brain says, and the person then sees
 	// the brain's reason beside the similarity.
-	d, err := bn.Decide(ctx, brain.DecideInput{TaskID: task.ID, TaskTitle: task.Title, AttemptHistory: history(errs)})
+	bctx, span := telemetry.Tracer().Start(ctx, "orch.brain.decide")
+	d, err := bn.Decide(bctx, brain.DecideInput{TaskID: task.ID, TaskTitle: task.Title, AttemptHistory: history(errs)})
+	endBrain(span, d.Usage, string(d.Decision), d.Fallback, err)
 	out.brainUsage = out.brainUsage.Add(brainUsage(d.Usage))
 	if err != nil {
 		return fmt.Errorf("deciding whether to retry: %w", err)

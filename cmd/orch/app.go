@@ -18,6 +18,7 @@ import (
 
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/telemetry"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/worker"
 )
@@ -31,6 +32,8 @@ type app struct {
 	started bool // a command's RunE was reached: errors after this are not command-line errors
 	set     *settings
 	log     *slog.Logger
+	// stopTracing flushes and stops tracing, when OTEL_EXPORTER_OTLP_ENDPOINT turned it on.
+	stopTracing func(context.Context) error
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -102,6 +105,19 @@ func (a *app) backend(cmd *cobra.Command) (*jobs.Backend, error) {
 			return nil, withCode(exitUsage, fmt.Errorf("%w (is Redis running? check --redis / ORCH_REDIS_URL)", err))
 		}
 		return nil, withCode(exitUsage, err)
+	}
+	if telemetry.Enabled(a.env) {
+		if a.stopTracing == nil {
+			stop, err := telemetry.Setup(cmd.Context(), "orch")
+			if err != nil {
+				a.log.Warn("tracing is off", "err", err)
+			} else {
+				a.stopTracing = stop
+			}
+		}
+		if a.stopTracing != nil {
+			b.Store.Observe(telemetry.Observe)
+		}
 	}
 	return b, nil
 }
@@ -244,6 +260,19 @@ func checkAgent(opts *jobs.Options, planPath string) error {
 		return usageErr("--agent %q: want claude, codex, sim or cmd:TEMPLATE", opts.Agent)
 	}
 	return nil
+}
+
+// flushTracing sends the spans not sent yet: a command that ends right after a change (a resolution from the
+// terminal) must not lose its span.
+func (a *app) flushTracing() {
+	if a.stopTracing == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.stopTracing(ctx); err != nil && a.log != nil {
+		a.log.Warn("sending traces", "err", err)
+	}
 }
 
 // background is a context for cleanup that must run even when the command's context was cancelled.
