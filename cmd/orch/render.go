@@ -17,6 +17,8 @@ type renderer struct {
 	out   io.Writer
 	json  bool
 	runID string // the run orch's own notes are about, once known
+	// progress is the spinner line of a terminal; nil elsewhere.
+	progress *progress
 }
 
 func newRenderer(out io.Writer, asJSON bool) *renderer { return &renderer{out: out, json: asJSON} }
@@ -29,6 +31,9 @@ func stamp(t time.Time) string { return "[" + t.Local().Format("15:04:05") + "] 
 func (r *renderer) note(msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.progress != nil {
+		r.progress.clear()
+	}
 	if r.json {
 		note := map[string]any{"type": "note", "time": time.Now().UTC().Format(time.RFC3339Nano), "message": msg}
 		if r.runID != "" {
@@ -44,6 +49,11 @@ func (r *renderer) note(msg string) {
 func (r *renderer) event(e jobs.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.progress != nil {
+		r.progress.clear()
+		r.progress.track(e)
+		defer r.progress.draw()
+	}
 	if r.json {
 		data, err := json.Marshal(e)
 		if err == nil {
@@ -143,6 +153,10 @@ type question struct {
 func (r *renderer) escalation(e *jobs.Escalation, title, runID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.progress != nil {
+		r.progress.clear()
+		r.progress.activity = ""
+	}
 	if r.json {
 		ev := jobs.NewEvent(jobs.EventEscalation, runID, e.TaskID, "escalation_id", e.ID, "trigger", string(e.Trigger),
 			"question", e.Question, "options", e.Options, "recommendation", e.Recommendation, "title", title,

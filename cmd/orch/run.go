@@ -395,7 +395,11 @@ func (a *app) drive(cmd *cobra.Command, b *jobs.Backend, runID, from string, iv 
 	rec := &escalation.Recording{Inner: iv, Store: b.Store, By: whoami(), Via: via(h)}
 	f := &follower{store: b.Store, queue: b.Queue, runID: runID, iv: rec, r: r, autoApprove: h.autoApprove,
 		by: whoami(), via: via(h)}
+	if !h.json && isTerminal(a.stdout) {
+		r.spin(a.stdout) // a person watches: show what runs between the event lines
+	}
 	status, err := f.follow(ctx, from)
+	r.stopSpinning()
 	stop()
 	cctx, cancel := background()
 	defer cancel()
