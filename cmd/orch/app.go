@@ -18,8 +18,8 @@ import (
 
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/jobs"
-	"github.com/orchrun/orch/telemetry"
 	"github.com/orchrun/orch/sandbox"
+	"github.com/orchrun/orch/telemetry"
 	"github.com/orchrun/orch/worker"
 )
 
