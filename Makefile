@@ -38,3 +38,8 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# Validate deploy/ offline (compose, Kubernetes manifests, Prometheus config): a Go module of its own, deploy/check.
+.PHONY: deploy-check
+deploy-check:
+	cd deploy/check && $(GO) test -count=1 ./...
