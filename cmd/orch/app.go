@@ -249,6 +249,9 @@ func checkAgent(opts *jobs.Options, planPath string) error {
 		}
 		opts.SimScenario = abs
 	case opts.Agent == "claude" || opts.Agent == "codex":
+		if opts.Sandbox == "docker" {
+			break // it runs in the sandbox image, not here
+		}
 		if _, err := exec.LookPath(opts.Agent); err != nil {
 			return usageErr("--agent %s: %s is not on PATH (install it, or use --agent sim or --agent cmd:TEMPLATE)", opts.Agent, opts.Agent)
 		}

@@ -130,7 +130,7 @@ func (s *settings) str(cmd *cobra.Command, flag, envKey, fileVal, def string) st
 	if fileVal != "" {
 		return fileVal
 	}
-	if f := cmd.Flags().Lookup(flag); f != nil {
+	if f := cmd.Flags().Lookup(flag); f != nil && f.Value.String() != "" {
 		return f.Value.String()
 	}
 	return def

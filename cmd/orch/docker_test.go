@@ -110,3 +110,13 @@ func TestDockerSimNeedsStaticOrch(t *testing.T) {
 	}
 	must(t, orch(t, dir, "", "run", "--sandbox", "docker", "--agent", "sim", "examples/plans/hello.md"), 2, "static")
 }
+
+// The services default to the Docker sandbox (DESIGN §3): a worker started with no ORCH_SANDBOX checks the engine
+// before it takes any work, and says so when it does not answer.
+func TestWorkerDefaultsToDocker(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	r := orchEnv(t, dir, []string{"DOCKER_HOST=unix:///nonexistent/docker.sock", "ORCH_HTTP_ADDR=127.0.0.1:0"}, nil,
+		"worker", "--agent", "sim")
+	must(t, r, 2, "docker", "does not answer")
+}

@@ -38,7 +38,12 @@ func (a *app) healthCmd() *cobra.Command {
 			var checks []check
 			checks = append(checks, a.checkRedis(cmd))
 			checks = append(checks, a.checkDocker(ctx, opts))
-			checks = append(checks, checkAgentCLI(opts.Agent))
+			if opts.Sandbox == "docker" && (opts.Agent == "claude" || opts.Agent == "codex") {
+				// The agent runs in the sandbox image; the Docker check above covers the image.
+				checks = append(checks, check{part: "agent", ok: true, detail: opts.Agent + " (in the sandbox image)"})
+			} else {
+				checks = append(checks, checkAgentCLI(opts.Agent))
+			}
 			checks = append(checks, a.checkBrain(opts))
 			checks = append(checks, a.checkSlack(ctx))
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)

@@ -67,7 +67,8 @@ func (a *app) runFlags(cmd *cobra.Command) {
 	f.String("agent-model", "", "model for the agent (claude --model)")
 	f.String("brain", "auto", "brain: auto, heuristic, claude or anthropic (env ORCH_BRAIN)")
 	f.String("brain-model", "", "model of an LLM brain (default claude-haiku-4-5-20251001; env ORCH_BRAIN_MODEL)")
-	f.String("sandbox", "local", "sandbox: local or docker (env ORCH_SANDBOX)")
+	// No flag default: orch run defaults to local, the services to docker (baseOptions).
+	f.String("sandbox", "", "sandbox: local or docker (env ORCH_SANDBOX; default local for run, docker for serve and worker)")
 	f.String("image", "", "sandbox image (docker)")
 	f.String("workspace", ".", "the directory the agent works in (env ORCH_WORKSPACE)")
 	f.Int("max-attempts", 3, "failed attempts of a task before orch stops and asks (env ORCH_MAX_ATTEMPTS)")

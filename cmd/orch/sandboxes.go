@@ -38,13 +38,14 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 		return nil, fmt.Errorf("unknown sandbox %q", opts.Sandbox)
 	}
 	// A scenario inside the workspace root is mounted with it already; one elsewhere needs its own mount, so its own
-	// sandbox. The API key goes only to claude runs, so they have their own sandbox too.
+	// sandbox. The API key goes only to claude runs, and orch's own binary only into sim runs' containers, so they
+	// have their own sandboxes too.
 	scenario := opts.SimScenario
 	if d.root != "" && within(d.root, scenario) {
 		scenario = ""
 	}
-	claude := opts.Agent == "claude"
-	key := fmt.Sprintf("%s\x00%s\x00%t", opts.Image, scenario, claude)
+	claude, sim := opts.Agent == "claude", opts.Agent == "sim"
+	key := fmt.Sprintf("%s\x00%s\x00%t\x00%t", opts.Image, scenario, claude, sim)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if dk, ok := d.open[key]; ok {
@@ -56,7 +57,8 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 		Network: d.a.env("ORCH_DOCKER_NETWORK"),
 		Logger:  d.a.log,
 	}
-	if isStatic(d.self) {
+	if sim && isStatic(d.self) {
+		// Only the sim agent runs orch inside the container; other agents' containers do not see it.
 		cfg.OrchBinary = d.self
 	}
 	if d.pool > 0 && d.root != "" && scenario == "" {
