@@ -191,13 +191,15 @@ func (w *Worker) Shutdown() {
 	})
 }
 
-// isFailure tells asynq which handler errors count against a task's retries: an interrupted step was not its fault.
+// isFailure tells asynq which handler errors count against a task's retries: an interrupted step, or one whose worker
+// died (its lease expired), was not the task's fault.
 func isFailure(err error) bool {
-	return !errors.Is(err, context.Canceled)
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, asynq.ErrLeaseExpired)
 }
 
+// retryDelay runs an interrupted or orphaned step again at once: it has waited for its lease to expire already.
 func retryDelay(n int, err error, t *asynq.Task) time.Duration {
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, asynq.ErrLeaseExpired) {
 		return 0
 	}
 	return asynq.DefaultRetryDelayFunc(n, err, t)

@@ -369,3 +369,15 @@ func TestServesTheQueue(t *testing.T) {
 		})
 	}
 }
+
+// A step whose worker died (asynq finds its lease expired) is run again at once and does not count as a failure of
+// the task: the agent did nothing wrong.
+func TestOrphanedStepIsRetriedAtOnce(t *testing.T) {
+	if isFailure(asynq.ErrLeaseExpired) || isFailure(context.Canceled) || !isFailure(errors.New("redis down")) {
+		t.Fatal("isFailure: a lost lease or an interruption counted against the task, or a real error did not")
+	}
+	task := asynq.NewTask(jobs.TypeStep, nil)
+	if retryDelay(3, asynq.ErrLeaseExpired, task) != 0 || retryDelay(3, errors.New("x"), task) == 0 {
+		t.Fatal("retryDelay: an orphaned step must run again at once, other errors back off")
+	}
+}
