@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/orch
 PKGS    ?= ./...
 
-.PHONY: build test lint demo bench fuzz clean
+.PHONY: build test lint demo bench bench-quick bench-go fuzz clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/orch
@@ -19,7 +19,19 @@ lint:
 demo:
 	$(GO) run ./cmd/orch run --agent sim examples/plans/ambiguous_task.md
 
+# The benchmark suite (bench/): real Redis on loopback; writes bench/results.json and the README's bench table.
 bench:
+	$(GO) run ./bench
+
+# The same with small counts, in under a minute, into a scratch directory: the committed results and README stay as
+# they are. CI runs it to check that every measurement works; it never judges the times.
+bench-quick:
+	@tmp=$$(mktemp -d) && cp README.md "$$tmp/README.md" && \
+	  $(GO) run ./bench -quick -out "$$tmp/results.json" -readme "$$tmp/README.md"; \
+	  status=$$?; rm -rf "$$tmp"; exit $$status
+
+# The Go micro-benchmarks of the packages.
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 $(PKGS)
 
 # Score a brain backend on the labelled corpora: accuracy, per-class recall/precision, confusion matrices.

@@ -1,0 +1,200 @@
+// Command bench measures orch end to end on loopback with a real Redis, using orch's own packages: how fast the Slack
+// handlers ack, how long a click takes to resume an agent, what a parked run costs, how many task steps one worker
+// moves and what orch adds to each, and how fast a Docker sandbox starts. It writes bench/results.json and the table
+// between the bench markers in README.md.
+//
+//	go run ./bench [-quick] [-out bench/results.json] [-readme README.md]
+//
+// It starts its own redis-server unless ORCH_BENCH_REDIS_URL names one (with an empty database: it is flushed
+// between measurements). It never judges a time against a target: it fails only when a measurement could not be
+// made or produced a number no correct run can.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// counts are how much each measurement does.
+type counts struct {
+	ackRounds     int // rounds of 200 concurrent requests, per endpoint
+	resumes       int // clicks with orch's poll interval
+	resumesSlow   int // clicks with asynq's default poll interval
+	parked        int // runs parked, then all answered
+	stepRuns      int // runs of the step measurement…
+	stepTasks     int // …of this many tasks each
+	dockerSamples int // cold and warm starts, each
+}
+
+var (
+	fullCounts  = counts{ackRounds: 25, resumes: 100, resumesSlow: 20, parked: 10000, stepRuns: 100, stepTasks: 20, dockerSamples: 20}
+	quickCounts = counts{ackRounds: 2, resumes: 5, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20, dockerSamples: 3}
+)
+
+func main() {
+	quick := flag.Bool("quick", false, "small counts: every measurement in under a minute, for a correctness check")
+	out := flag.String("out", "bench/results.json", "where the results are written")
+	readme := flag.String("readme", "README.md", `README whose bench table is rewritten ("" for none)`)
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, mode := fullCounts, "full"
+	if *quick {
+		c, mode = quickCounts, "quick"
+	}
+	res, err := run(ctx, c, mode)
+	if err == nil {
+		err = res.write(*out)
+	}
+	if err == nil && *readme != "" {
+		err = updateReadme(*readme, res, *quick)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "bench: wrote %s", *out)
+	if *readme != "" {
+		fmt.Fprintf(os.Stderr, " and the table in %s", *readme)
+	}
+	fmt.Fprintln(os.Stderr)
+}
+
+// run makes every measurement, each from an empty database.
+func run(ctx context.Context, c counts, mode string) (*Results, error) {
+	tmp, err := os.MkdirTemp("", "orch-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	srv, redisNote, err := openRedis(ctx, tmp)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	step("building orch for the sim agent")
+	bin, err := buildOrch(ctx, tmp)
+	if err != nil {
+		return nil, err
+	}
+	// Errors the worker and the bot log are worth seeing; their routine warnings are not.
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	r := &rig{redis: srv, orchBin: bin, tmp: tmp, log: log}
+	res := &Results{Notes: Notes{Mode: mode, Redis: redisNote}}
+
+	fresh := func(name string) error {
+		step(name)
+		return srv.Flush(ctx)
+	}
+	if err := fresh("ack: 200 concurrent signed requests to the Slack handlers"); err != nil {
+		return nil, err
+	}
+	ack, err := measureAck(ctx, r, c.ackRounds)
+	if err != nil {
+		return nil, fmt.Errorf("ack: %w", err)
+	}
+	res.AckP50Ms, res.AckP99Ms, res.Notes.Ack = roundTo(ack.p50, 3), roundTo(ack.p99, 3), ack.note
+
+	if err := fresh("resume: click to resumed agent start, orch's poll interval"); err != nil {
+		return nil, err
+	}
+	fast, err := clickToResume(ctx, r, 20*time.Millisecond, c.resumes)
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	if err := fresh("resume: the same with asynq's default poll interval"); err != nil {
+		return nil, err
+	}
+	slow, err := clickToResume(ctx, r, asynqDefaultPoll, c.resumesSlow)
+	if err != nil {
+		return nil, fmt.Errorf("resume with asynq's default poll: %w", err)
+	}
+	res.ResumeP50Ms, res.ResumeP99Ms = roundTo(percentileMs(fast, 0.5), 2), roundTo(percentileMs(fast, 0.99), 2)
+	res.ResumeAsynqDefaultP50Ms = roundTo(percentileMs(slow, 0.5), 1)
+	res.Notes.Resume = resumeNote(fast, slow)
+
+	if err := fresh("steps: task steps through one worker"); err != nil {
+		return nil, err
+	}
+	steps, err := measureSteps(ctx, r, c.stepRuns, c.stepTasks)
+	if err != nil {
+		return nil, fmt.Errorf("steps: %w", err)
+	}
+	res.StepsPerSecond, res.OverheadMsPerStep = roundTo(steps.perSecond, 1), roundTo(steps.overheadMs, 2)
+	res.Notes.Steps, res.Notes.Overhead = steps.note, steps.overheadNote
+
+	if err := fresh(fmt.Sprintf("parked: %d runs waiting for a human, then all answered", c.parked)); err != nil {
+		return nil, err
+	}
+	parked, err := measureParked(ctx, r, c.parked)
+	if err != nil {
+		return nil, fmt.Errorf("parked: %w", err)
+	}
+	res.ParkedRuns, res.ParkedWorkerSlotsBusy = parked.runs, parked.busy
+	res.ParkedRedisBytesPerRun = math.Round(parked.bytesPerRun)
+	res.ResumeAllSeconds = roundTo(parked.resumeAll.Seconds(), 2)
+	res.Notes.Parked, res.Notes.ResumeAll = parked.note, parked.resumeNote
+	if err := srv.Flush(ctx); err != nil {
+		return nil, err
+	}
+
+	step("docker: cold and warm sandbox starts")
+	docker, err := measureDocker(ctx, r, c.dockerSamples)
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	res.DockerColdStartP50Ms, res.DockerWarmStartP50Ms = roundPtr(docker.cold, 1), roundPtr(docker.warm, 1)
+	res.Notes.Docker = docker.note
+
+	res.Machine = machine(srv.Version(ctx))
+	if err := res.check(c.parked); err != nil {
+		return nil, fmt.Errorf("the results are not sane: %w", err)
+	}
+	return res, nil
+}
+
+// openRedis starts the benchmark's own Redis, or connects to ORCH_BENCH_REDIS_URL.
+func openRedis(ctx context.Context, tmp string) (*redisServer, string, error) {
+	if url := os.Getenv("ORCH_BENCH_REDIS_URL"); url != "" {
+		srv, err := connectRedis(ctx, url)
+		return srv, "ORCH_BENCH_REDIS_URL (a server this program did not start; its settings are its own).", err
+	}
+	srv, err := startRedis(ctx, tmp)
+	return srv, "redis-server started by the benchmark on a free loopback port: appendonly yes, appendfsync " +
+		"everysec, no RDB snapshots, maxmemory-policy noeviction; flushed before each measurement.", err
+}
+
+func resumeNote(fast, slow []time.Duration) string {
+	return fmt.Sprintf("%d clicks with orch's poll interval (20 ms) and %d with asynq's default (1 s), same run, each on "+
+		"its own run of examples/plans/ambiguous_task.md started with /orch run and parked on its question: from the "+
+		"signed POST of a click on the question's button B to the commit of the resumed attempt's task_started (just "+
+		"before the sim agent process starts). Path: bot handler, background pool, escalation.Resolve, resume task on "+
+		"the control queue, resume handler, step task on the step queue, step handler. Each click comes at a random "+
+		"moment within one poll interval after the previous run ended, so it meets the idle workers' poll loops at a "+
+		"random phase. Nearest-rank percentiles. With 20 ms: p50 %.1f, p90 %.1f, max %.1f ms. With 1 s: p50 %.0f, max "+
+		"%.0f ms.", len(fast), len(slow), percentileMs(fast, 0.5), percentileMs(fast, 0.9), percentileMs(fast, 1),
+		percentileMs(slow, 0.5), percentileMs(slow, 1))
+}
+
+func step(what string) { fmt.Fprintf(os.Stderr, "bench: %s\n", what) }
+
+// roundTo keeps n decimals: more would be noise on this machine.
+func roundTo(v float64, n int) float64 {
+	p := math.Pow(10, float64(n))
+	return math.Round(v*p) / p
+}
+
+func roundPtr(v *float64, n int) *float64 {
+	if v == nil {
+		return nil
+	}
+	r := roundTo(*v, n)
+	return &r
+}

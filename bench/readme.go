@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// The README's bench section lies between these markers; each run rewrites only what is between them.
+const (
+	markerStart = "<!-- bench:start -->"
+	markerEnd   = "<!-- bench:end -->"
+)
+
+// sectionIntro opens the README section when a run creates it; it stays as edited afterwards.
+const sectionIntro = "## Performance\n\n" +
+	"`make bench` runs `go run ./bench`: orch's own packages on loopback with a real Redis (started by the program,\n" +
+	"`appendonly yes`, `appendfsync everysec`), measured end to end. It writes `bench/results.json` — the numbers, the\n" +
+	"machine, and how each number was obtained (`notes`) — and the table below. `make bench-quick` does the same with\n" +
+	"small counts, in under a minute, into a scratch directory, leaving both files alone; CI runs it to check that every\n" +
+	"measurement works, never its times. The Go micro-benchmarks are `make bench-go`.\n\n"
+
+// updateReadme rewrites the bench table of the README at path.
+func updateReadme(path string, r *Results, quick bool) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := spliceBench(string(data), benchTable(r, quick))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, []byte(out), 0o644)
+}
+
+// spliceBench puts table between the markers, or adds the section with them before "## Layout" (at the end when
+// there is no such heading).
+func spliceBench(readme, table string) (string, error) {
+	i, j := strings.Index(readme, markerStart), strings.Index(readme, markerEnd)
+	switch {
+	case i >= 0 && j > i:
+		return readme[:i+len(markerStart)] + "\n" + table + readme[j:], nil
+	case i >= 0 || j >= 0:
+		return "", errors.New("the bench markers are out of order or one is missing")
+	}
+	section := sectionIntro + markerStart + "\n" + table + markerEnd + "\n\n"
+	if k := strings.Index(readme, "\n## Layout\n"); k >= 0 {
+		return readme[:k+1] + section + readme[k+1:], nil
+	}
+	if !strings.HasSuffix(readme, "\n") {
+		readme += "\n"
+	}
+	return readme + "\n" + strings.TrimSuffix(section, "\n"), nil
+}
+
+// benchTable is the markdown between the markers: the machine line and a row per field.
+func benchTable(r *Results, quick bool) string {
+	var b strings.Builder
+	m := r.Machine
+	how := "`make bench`, one run"
+	if quick {
+		how = "`make bench-quick` (small counts)"
+	}
+	cpu := fmt.Sprintf("%d CPUs", m.CPUs)
+	if m.CPUModel != "" {
+		cpu += " (" + m.CPUModel + ")"
+	}
+	fmt.Fprintf(&b, "Measured with %s on %s, %s/%s, %s, kernel %s, Redis %s, %s; a shared, noisy machine.\n\n",
+		how, cpu, m.GOOS, m.GOARCH, m.GoVersion, m.Kernel, m.RedisVersion, m.Date)
+	b.WriteString("| field | value | target | met |\n|---|---|---|---|\n")
+	for _, row := range rows(r) {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", row.field, row.value, row.target, row.met)
+	}
+	b.WriteString("\n`ack_*` is the handler's time for a request, both endpoints together; the round trip of the 200\n" +
+		"clients, which share the two cores with the server, is in `notes.ack`. `overhead_ms_per_step` is a worker slot's\n" +
+		"wall time per step minus the agent process's own time; `notes.overhead` splits it.\n")
+	return b.String()
+}
+
+type row struct{ field, value, target, met string }
+
+// rows pairs each field with its target on this machine.
+func rows(r *Results) []row {
+	le := func(v, limit float64) string { return yesNo(v <= limit) }
+	ratio := r.ResumeAsynqDefaultP50Ms / r.ResumeP50Ms
+	return []row{
+		{"ack_p50_ms", num(r.AckP50Ms), "—", "—"},
+		{"ack_p99_ms", num(r.AckP99Ms), "≤ 20", le(r.AckP99Ms, 20)},
+		{"resume_p50_ms", num(r.ResumeP50Ms), "≤ 30", le(r.ResumeP50Ms, 30)},
+		{"resume_p99_ms", num(r.ResumeP99Ms), "≤ 100", le(r.ResumeP99Ms, 100)},
+		{"resume_asynq_default_p50_ms", fmt.Sprintf("%s (%.1f× `resume_p50_ms`)", num(r.ResumeAsynqDefaultP50Ms), ratio),
+			"≥ 10× `resume_p50_ms`", yesNo(ratio >= 10)},
+		{"parked_runs", fmt.Sprint(r.ParkedRuns), "10,000", yesNo(r.ParkedRuns == 10000)},
+		{"parked_worker_slots_busy", fmt.Sprint(r.ParkedWorkerSlotsBusy), "0", yesNo(r.ParkedWorkerSlotsBusy == 0)},
+		{"parked_redis_bytes_per_run", num(r.ParkedRedisBytesPerRun), "≤ 4096 (4 KiB)", le(r.ParkedRedisBytesPerRun, 4096)},
+		{"resume_all_seconds", num(r.ResumeAllSeconds), "—", "—"},
+		{"steps_per_second", num(r.StepsPerSecond), "≥ 200", yesNo(r.StepsPerSecond >= 200)},
+		{"overhead_ms_per_step", num(r.OverheadMsPerStep), "≤ 5", le(r.OverheadMsPerStep, 5)},
+		{"docker_cold_start_p50_ms", optional(r.DockerColdStartP50Ms), "—", "—"},
+		{"docker_warm_start_p50_ms", optional(r.DockerWarmStartP50Ms), "—", "—"},
+	}
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// num prints a measured value with the digits that mean something here.
+func num(v float64) string {
+	switch a := abs(v); {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+func optional(v *float64) string {
+	if v == nil {
+		return "null (no Docker engine)"
+	}
+	return num(*v)
+}
+
+func abs(v float64) float64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Results is bench/results.json. Times are in milliseconds unless the name says otherwise; the Docker times are null
+// when no engine answered.
+type Results struct {
+	AckP50Ms                float64  `json:"ack_p50_ms"`
+	AckP99Ms                float64  `json:"ack_p99_ms"`
+	ResumeP50Ms             float64  `json:"resume_p50_ms"`
+	ResumeP99Ms             float64  `json:"resume_p99_ms"`
+	ResumeAsynqDefaultP50Ms float64  `json:"resume_asynq_default_p50_ms"`
+	ParkedRuns              int      `json:"parked_runs"`
+	ParkedWorkerSlotsBusy   int      `json:"parked_worker_slots_busy"`
+	ParkedRedisBytesPerRun  float64  `json:"parked_redis_bytes_per_run"`
+	ResumeAllSeconds        float64  `json:"resume_all_seconds"`
+	StepsPerSecond          float64  `json:"steps_per_second"`
+	OverheadMsPerStep       float64  `json:"overhead_ms_per_step"`
+	DockerColdStartP50Ms    *float64 `json:"docker_cold_start_p50_ms"`
+	DockerWarmStartP50Ms    *float64 `json:"docker_warm_start_p50_ms"`
+	Machine                 Machine  `json:"machine"`
+	Notes                   Notes    `json:"notes"`
+}
+
+// Machine is where the numbers were measured.
+type Machine struct {
+	CPUs         int    `json:"cpus"`
+	CPUModel     string `json:"cpu_model,omitempty"`
+	GOOS         string `json:"goos"`
+	GOARCH       string `json:"goarch"`
+	GoVersion    string `json:"go_version"`
+	Kernel       string `json:"kernel"`
+	RedisVersion string `json:"redis_version"`
+	Date         string `json:"date"`
+}
+
+// Notes say how each number was obtained.
+type Notes struct {
+	Mode      string `json:"mode"`
+	Redis     string `json:"redis"`
+	Ack       string `json:"ack"`
+	Resume    string `json:"resume"`
+	Parked    string `json:"parked"`
+	ResumeAll string `json:"resume_all"`
+	Steps     string `json:"steps"`
+	Overhead  string `json:"overhead"`
+	Docker    string `json:"docker"`
+}
+
+func machine(redisVersion string) Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, GoVersion: runtime.Version(),
+		RedisVersion: redisVersion, Date: time.Now().UTC().Format(time.RFC3339)}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	m.CPUModel = cpuModel()
+	return m
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// check says what is wrong with results that a correct run cannot produce. It judges no time against a target:
+// that is the README table's job, and a shared CI machine's times say little.
+func (r *Results) check(wantParked int) error {
+	var errs []error
+	positive := map[string]float64{
+		"ack_p50_ms": r.AckP50Ms, "ack_p99_ms": r.AckP99Ms, "resume_p50_ms": r.ResumeP50Ms,
+		"resume_p99_ms": r.ResumeP99Ms, "resume_asynq_default_p50_ms": r.ResumeAsynqDefaultP50Ms,
+		"parked_redis_bytes_per_run": r.ParkedRedisBytesPerRun, "resume_all_seconds": r.ResumeAllSeconds,
+		"steps_per_second": r.StepsPerSecond,
+	}
+	for name, v := range positive {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+			errs = append(errs, fmt.Errorf("%s = %v: want a positive number", name, v))
+		}
+	}
+	if math.IsNaN(r.OverheadMsPerStep) || math.IsInf(r.OverheadMsPerStep, 0) {
+		errs = append(errs, fmt.Errorf("overhead_ms_per_step = %v", r.OverheadMsPerStep))
+	}
+	if r.AckP50Ms > r.AckP99Ms || r.ResumeP50Ms > r.ResumeP99Ms {
+		errs = append(errs, errors.New("a p50 above its p99"))
+	}
+	if r.ParkedRuns != wantParked {
+		errs = append(errs, fmt.Errorf("parked_runs = %d, want %d", r.ParkedRuns, wantParked))
+	}
+	if r.ParkedWorkerSlotsBusy < 0 {
+		errs = append(errs, fmt.Errorf("parked_worker_slots_busy = %d", r.ParkedWorkerSlotsBusy))
+	}
+	if (r.DockerColdStartP50Ms == nil) != (r.DockerWarmStartP50Ms == nil) {
+		errs = append(errs, errors.New("one Docker time without the other"))
+	}
+	for _, v := range []*float64{r.DockerColdStartP50Ms, r.DockerWarmStartP50Ms} {
+		if v != nil && !(*v > 0) {
+			errs = append(errs, fmt.Errorf("a Docker time of %v ms", *v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// write saves the results as indented JSON.
+func (r *Results) write(path string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
