@@ -84,7 +84,7 @@ func measureParked(ctx context.Context, r *rig, n int) (parkedResult, error) {
 		"task, the sim agent as a process, the heuristic brain, the escalation opening) by one worker (concurrency %d, "+
 		"poll 20 ms) in %.1f s (%.0f runs/s). Busy slots: asynq's active tasks in both of orch's queues, the most of 5 "+
 		"samples over 1 s once the queues were empty. Bytes per run: MEMORY USAGE (SAMPLES 0) of the run's keys, "+
-		"on average: its JSON document %.0f, its event stream %.0f, its audit list %.0f, its share of the run index "+
+		"on average: its JSON document %.0f, its event stream %.0f, its audit stream %.0f, its share of the run index "+
 		"%.0f; INFO used_memory grew by %.0f bytes per run (allocator and Redis overhead included).",
 		len(ids), workerConcurrency, parkTime.Seconds(), float64(len(ids))/parkTime.Seconds(), bytes.doc, bytes.events,
 		bytes.audit, bytes.index, float64(memAfter-memBefore)/float64(len(ids)))

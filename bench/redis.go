@@ -24,8 +24,8 @@ type redisServer struct {
 	dir    string
 }
 
-// startRedis starts redis-server on a free loopback port with production's durability settings (an append-only
-// file written every second), in a directory of its own under tmp.
+// startRedis starts redis-server on a free loopback port with production's settings (deploy/redis.conf: an
+// append-only file written every second, no eviction, small stream nodes), in a directory of its own under tmp.
 func startRedis(ctx context.Context, tmp string) (*redisServer, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -39,9 +39,15 @@ func startRedis(ctx context.Context, tmp string) (*redisServer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
-		"--maxmemory-policy", "noeviction", "--logfile", filepath.Join(dir, "redis.log"))
+	conf, err := filepath.Abs(filepath.Join("deploy", "redis.conf"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(conf); err != nil {
+		return nil, fmt.Errorf("the production Redis settings: %w (run the bench from the repository root)", err)
+	}
+	cmd := exec.Command(bin, conf, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
+		"--logfile", filepath.Join(dir, "redis.log"))
 	stopWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting redis-server: %w", err)
