@@ -122,6 +122,17 @@ func (q *Queue) StepAt(ctx context.Context, runID string, seq int64, agentTimeou
 	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, fmt.Sprintf("step:%s:%d", runID, seq), opts...)
 }
 
+// Rescue enqueues step seq of a run again, under an id of its own, after the worker that had it died: the original
+// stays with asynq until its lease is recovered, and then finds the step done.
+func (q *Queue) Rescue(ctx context.Context, runID string, seq int64, agentTimeout time.Duration) error {
+	timeout := q.cfg.StepTimeout
+	if agentTimeout > 0 {
+		timeout = agentTimeout + q.cfg.StepMargin
+	}
+	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, fmt.Sprintf("step:%s:%d:rescue", runID, seq),
+		asynq.Queue(QueueSteps), asynq.MaxRetry(q.cfg.StepMaxRetry), asynq.Timeout(timeout))
+}
+
 // Resume enqueues the continuation of a run after escalation escID was resolved. The completed task is kept for a day
 // so that its id keeps a second resume of the same escalation out.
 func (q *Queue) Resume(ctx context.Context, runID, escID string) error {

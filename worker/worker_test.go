@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -379,5 +380,63 @@ func TestOrphanedStepIsRetriedAtOnce(t *testing.T) {
 	task := asynq.NewTask(jobs.TypeStep, nil)
 	if retryDelay(3, asynq.ErrLeaseExpired, task) != 0 || retryDelay(3, errors.New("x"), task) == 0 {
 		t.Fatal("retryDelay: an orphaned step must run again at once, other errors back off")
+	}
+}
+
+// A step whose lease expired (its worker died) is enqueued again under a rescue id; steps of runs that moved on, and
+// rescues themselves, are left to asynq.
+func TestRescueOrphans(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			h := newHarness(t, rdb, script(t, `echo "Done."`), nil)
+			orphan, moved := h.newRun(t, "1.1"), h.newRun(t, "1.1")
+			for _, r := range []*jobs.Run{orphan, moved} {
+				if err := h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			past := float64(time.Now().Add(-time.Second).Unix())
+			future := float64(time.Now().Add(time.Minute).Unix())
+			leases := []redis.Z{
+				{Score: past, Member: fmt.Sprintf("step:%s:1", orphan.ID)},
+				{Score: past, Member: fmt.Sprintf("step:%s:7", moved.ID)},        // the run is at seq 1
+				{Score: past, Member: fmt.Sprintf("step:%s:1:rescue", moved.ID)}, // never rescued twice
+				{Score: future, Member: fmt.Sprintf("step:%s:1", moved.ID)},      // alive: its lease runs
+			}
+			rdb.ZAdd(ctx, leaseKey(jobs.QueueSteps), leases...)
+			t.Cleanup(func() {
+				for _, z := range leases {
+					rdb.ZRem(ctx, leaseKey(jobs.QueueSteps), z.Member)
+				}
+			})
+			n, err := h.w.RescueOrphans(ctx, rdb)
+			if err != nil || n != 1 {
+				t.Fatalf("rescued %d, %v; want 1", n, err)
+			}
+			info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(jobs.QueueSteps, fmt.Sprintf("step:%s:1:rescue", orphan.ID))
+			if err != nil || info.Type != jobs.TypeStep {
+				t.Fatalf("rescue task: %+v, %v", info, err)
+			}
+			// The rescue runs the step; the original, when asynq gets round to it, finds it done.
+			if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: orphan.ID, Seq: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: orphan.ID, Seq: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.get(t, orphan.ID); got.Status != jobs.RunCompleted || got.Tasks[0].Started != 1 {
+				t.Fatalf("%s, started %d", got.Status, got.Tasks[0].Started)
+			}
+		})
+	}
+}
+
+func TestParseStepID(t *testing.T) {
+	for id, want := range map[string]bool{"step:r-abc:12": true, "step:r-abc:12:rescue": false, "resume:r-abc:e1": false,
+		"step:r-abc:x": false, "step:r-abc": false} {
+		if _, _, ok := parseStepID(id); ok != want {
+			t.Errorf("parseStepID(%q) ok = %v", id, ok)
+		}
 	}
 }

@@ -1,0 +1,85 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orchrun/orch/jobs"
+)
+
+// A worker that dies mid-step (SIGKILL, OOM, a lost machine) leaves its step active in asynq under a lease nobody
+// extends. asynq's recoverer takes the step back only when the lease has been expired for 30 s and its own
+// once-a-minute pass comes round: one to two minutes after the crash. Every orch worker looks for expired leases of
+// steps every few seconds instead and enqueues the step again under a rescue id, so the run goes on about 30 s after
+// its worker died (the lease's own length). The step handler's sequence check makes the rescue and asynq's later
+// retry of the original harmless to each other: whichever runs second finds the step done.
+
+// rescueEvery is how often a worker looks for orphaned steps.
+const rescueEvery = 5 * time.Second
+
+// leaseKey is asynq's sorted set of the active tasks of a queue, scored by lease expiry (asynq v0.26's layout; the
+// rescue test breaks if an upgrade moves it).
+func leaseKey(queue string) string { return "asynq:{" + queue + "}:lease" }
+
+func (w *Worker) rescueLoop(rdb redis.UniversalClient) {
+	t := time.NewTicker(rescueEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.base.Done():
+			return
+		case <-t.C:
+			if n, err := w.RescueOrphans(w.base, rdb); err != nil && w.base.Err() == nil {
+				w.log.Warn("looking for steps of dead workers", "err", err)
+			} else if n > 0 {
+				w.log.Info("rescued steps of dead workers", "steps", n)
+			}
+		}
+	}
+}
+
+// RescueOrphans enqueues again the steps whose worker stopped extending their lease, and returns how many it
+// enqueued.
+func (w *Worker) RescueOrphans(ctx context.Context, rdb redis.UniversalClient) (int, error) {
+	// Leases are in asynq's time: the wall clock's, whatever clock the store keeps.
+	ids, err := rdb.ZRangeByScore(ctx, leaseKey(jobs.QueueSteps), &redis.ZRangeBy{Min: "-inf",
+		Max: strconv.FormatInt(time.Now().Unix(), 10)}).Result()
+	if err != nil {
+		return 0, fmt.Errorf("reading the step leases: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		runID, seq, ok := parseStepID(id)
+		if !ok {
+			continue
+		}
+		run, err := w.cfg.Store.Get(ctx, runID)
+		if err != nil || run.Status != jobs.RunRunning || run.Seq != seq {
+			continue // the run moved on, or ended: asynq's recoverer will find the step stale
+		}
+		if err := w.cfg.Queue.Rescue(ctx, runID, seq, run.AgentTimeout(run.Current())); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// parseStepID reads orch's step task id, "step:RUN:SEQ" (a rescue's id has a suffix and is not rescued again).
+func parseStepID(id string) (runID string, seq int64, ok bool) {
+	rest, found := strings.CutPrefix(id, "step:")
+	if !found {
+		return "", 0, false
+	}
+	runID, s, found := strings.Cut(rest, ":")
+	if !found || strings.Contains(s, ":") {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseInt(s, 10, 64)
+	return runID, seq, err == nil
+}
