@@ -61,6 +61,13 @@ func (d *Docker) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resu
 	if d.cfg.PerTask {
 		return d.execPerTask(ctx, spec, dir, onLine)
 	}
+	if spec.Recovered {
+		// The dead worker's exec may still run in the run's container: start from a new one (the workspace is
+		// mounted, nothing of the run's work is in the container).
+		if err := d.Release(ctx, spec.RunID, true); err != nil {
+			return Result{}, fmt.Errorf("removing the container a dead worker left: %w", err)
+		}
+	}
 	t, err := d.runContainer(ctx, spec.RunID, spec.TaskID, dir)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os/exec"
 	"syscall"
 	"time"
@@ -15,6 +16,8 @@ type LocalConfig struct {
 	Env []string
 	// KillGrace is how long a process group gets between SIGTERM and SIGKILL. Default 3s.
 	KillGrace time.Duration
+	// Log, when set, hears about leftovers killed.
+	Log *slog.Logger
 }
 
 // Local runs the agent as a child process in the workspace, in its own process group so that a timeout kills
@@ -45,6 +48,11 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 	}
 	defer cancel()
 
+	if spec.Recovered {
+		if n := killRunProcesses(spec.RunID); n > 0 && l.cfg.Log != nil {
+			l.cfg.Log.Warn("killed what a dead worker's agent left running", "run_id", spec.RunID, "processes", n)
+		}
+	}
 	cmd := exec.CommandContext(runCtx, spec.Args[0], spec.Args[1:]...)
 	cmd.Dir = spec.Dir
 	if l.cfg.Env != nil || len(spec.Env) > 0 {
@@ -104,4 +112,9 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 }
 
 // Release frees what the sandbox holds for a run. A local process holds nothing once it has exited.
-func (l *Local) Release(ctx context.Context, runID string, final bool) error { return nil }
+func (l *Local) Release(ctx context.Context, runID string, final bool) error {
+	if final {
+		killRunProcesses(runID) // anything of the run's agents that outlived them (a crash, a daemon they forked)
+	}
+	return nil
+}

@@ -20,6 +20,9 @@ type Spec struct {
 	Dir string
 	// Timeout bounds the process's wall-clock time; zero means no bound other than the context.
 	Timeout time.Duration
+	// Recovered says the run's previous attempt ended with its worker (a crash): whatever that attempt left running
+	// (its processes, its container) is killed first, so that two agents never work in one workspace.
+	Recovered bool
 }
 
 // Result is how the process ended.

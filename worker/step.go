@@ -145,6 +145,8 @@ type attempt struct {
 	started time.Time
 	// rejudge is set when the agent already ran and only the brain's judgement is missing.
 	rejudge bool
+	// recovered is set when the task's previous attempt never finished: its worker died with the agent running.
+	recovered bool
 }
 
 func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
@@ -171,6 +173,7 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 			}
 			return errStale
 		}
+		recovered := task.Status == jobs.TaskRunning
 		task.Started++
 		task.Status = jobs.TaskRunning
 		task.Attempts = append(task.Attempts, &jobs.Attempt{N: task.Started, StartedAt: now.UTC()})
@@ -180,7 +183,7 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 			ev.Fields["turn"] = agentTurns(task) + 1
 		}
 		c.Emit(ev)
-		at = attempt{run: r, task: *task, n: task.Started, started: now}
+		at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered}
 		return nil
 	})
 	if err != nil || at.run == nil {
@@ -313,7 +316,7 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	ectx, span := telemetry.Tracer().Start(ctx, "orch.sandbox.exec", trace.WithAttributes(
 		attribute.String("sandbox.kind", sandboxKind(r.Options)), attribute.String("agent", ad.Name())))
 	res, err := sb.Exec(ectx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env,
-		Dir: r.Workspace, Timeout: r.AgentTimeout(&task)}, parser.Line)
+		Dir: r.Workspace, Timeout: r.AgentTimeout(&task), Recovered: at.recovered}, parser.Line)
 	endExec(span, res, err)
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orchrun/orch/jobs"
+)
+
+// reliabilityRedis is a database of the real Redis of its own for the tests that run orch processes against it: the
+// other packages' workers use databases 0 and 1 of the same server at the same time and must not take these runs.
+func reliabilityRedis(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("ORCH_TEST_REDIS_URL")
+	if u == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI must set ORCH_TEST_REDIS_URL")
+		}
+		t.Skip("needs a real Redis: set ORCH_TEST_REDIS_URL")
+	}
+	opt, err := redis.ParseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.DB = (opt.DB + 2) % 16
+	return fmt.Sprintf("redis://%s/%d", opt.Addr, opt.DB)
+}
+
+// startOrch starts orch in dir and returns the process and its combined output.
+func startOrch(t *testing.T, dir string, env []string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(orchBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "ANTHROPIC_API_KEY=", "ORCH_AGENT=", "ORCH_BRAIN=heuristic"), env...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, out
+}
+
+// A worker killed with SIGKILL in the middle of a task: another worker takes the step over once its lease runs out,
+// the run completes, the task is completed once, and nothing the dead worker started is left running.
+func TestWorkerKilledMidTask(t *testing.T) {
+	t.Parallel()
+	url := reliabilityRedis(t)
+	dir := workdir(t)
+	os.WriteFile(filepath.Join(dir, "slow.md"), []byte("# Slow\n\n## Task 1.1: Take a while\n\nDo it slowly.\n"), 0o644)
+	// The first attempt works for a long time (a marker makes its process findable); the rescued one is quick.
+	os.WriteFile(filepath.Join(dir, "slow.sim.yaml"), []byte(`tasks:
+  "1.1":
+    - output: "Done after a long time."
+      sh: "sleep 97.25"
+    - output: "Done. All tests pass."
+`), 0o644)
+	env := []string{"ORCH_REDIS_URL=" + url, "ORCH_SANDBOX=local"}
+	first, firstOut := startOrch(t, dir, env, "run", "--agent", "sim", "slow.md")
+	// Wait for the first attempt to be under way.
+	var id string
+	deadline := time.Now().Add(60 * time.Second)
+	for id == "" || !strings.Contains(firstOut.String(), "Invoking") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first attempt did not start:\n%s", firstOut.String())
+		}
+		if m := runIDPattern.FindStringSubmatch(firstOut.String()); m != nil {
+			id = m[1]
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // the agent's sh is running
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+	killed := time.Now()
+	_, workerOut := startOrch(t, dir, append(env, "ORCH_HTTP_ADDR=127.0.0.1:0"), "worker", "--agent", "sim")
+
+	var took time.Duration
+	var run jobs.Run
+	for {
+		r := orch(t, dir, "", "status", id, "--redis", url, "--json")
+		if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
+			t.Fatalf("status: %v\n%s", err, r)
+		}
+		if run.Status == jobs.RunCompleted {
+			took = time.Since(killed)
+			break
+		}
+		if time.Since(killed) > 3*time.Minute {
+			t.Fatalf("the run did not complete after its worker was killed: %s\nworker:\n%s", run.Status, workerOut.String())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("worker SIGKILL: the run completed %s after the kill", took.Round(time.Second))
+	if n := run.Tasks[0].Started; n != 2 {
+		t.Fatalf("task 1.1 started %d times, want 2: the killed attempt and the rescued one", n)
+	}
+	opt, _ := redis.ParseURL(url)
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	msgs, err := rdb.XRange(context.Background(), "orch:run:{"+id+"}:events", "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	completions := 0
+	for _, m := range msgs {
+		if strings.Contains(fmt.Sprint(m.Values), `"type":"task_completed"`) {
+			completions++
+		}
+	}
+	if completions != 1 {
+		t.Fatalf("task 1.1 completed %d times in the log, want once", completions)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "sleep 97.25").Output(); len(out) > 0 {
+		t.Fatalf("the dead worker's agent is still running: pids %s", out)
+	}
+}
+
+var runIDPattern = regexp.MustCompile(`Run (r-[a-z2-7]{10})`)
