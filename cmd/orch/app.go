@@ -106,6 +106,11 @@ func (a *app) backend(cmd *cobra.Command) (*jobs.Backend, error) {
 		}
 		return nil, withCode(exitUsage, err)
 	}
+	// What this process commits is logged by the services, and by the one-shot commands when asked to
+	// (ORCH_LOG_LEVEL=info or debug): at their default level their terminal output says it already.
+	if a.log.Enabled(cmd.Context(), slog.LevelInfo) {
+		b.Store.Observe(logEvents(a.log))
+	}
 	if telemetry.Enabled(a.env) {
 		if a.stopTracing == nil {
 			stop, err := telemetry.Setup(cmd.Context(), "orch")

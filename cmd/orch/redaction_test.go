@@ -2,10 +2,13 @@ package main
 
 import (
 	"io/fs"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/prototext"
 )
 
 // secretCorpus is real-looking credentials of the kinds agents leak. They are built at run time so that this file
@@ -57,11 +60,19 @@ func TestSecretsAppearNowhere(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "leak.sim.yaml"), []byte(scenario), 0o644)
 	os.WriteFile(filepath.Join(dir, "leak.md"), []byte("# Leak\n\n## Task 1.1: Deploy\n\nDeploy it.\n"), 0o644)
 
-	r := orch(t, dir, "", "run", "--json", "--agent", "sim", "leak.md")
+	// Every event logged (debug) and every span exported: neither may carry a secret either.
+	sink := &otlpSink{}
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+	env := []string{"ORCH_LOG_LEVEL=debug", "ORCH_LOG_FORMAT=json", "OTEL_EXPORTER_OTLP_ENDPOINT=" + srv.URL}
+	r := orchEnv(t, dir, env, nil, "run", "--json", "--agent", "sim", "leak.md")
 	must(t, r, 3, `"trigger":"security"`)
+	if !strings.Contains(r.stderr, `"msg":"escalation"`) {
+		t.Fatalf("the events were not logged:\n%s", r.stderr)
+	}
 	id := runID(t, orch(t, dir, "", "status"))
 	pasted := corpus["github"]
-	ans := orch(t, dir, "", "escalation", "resolve", id, "--answer", "rotated "+pasted+", go on")
+	ans := orchEnv(t, dir, env, nil, "escalation", "resolve", id, "--answer", "rotated "+pasted+", go on")
 	must(t, ans, 0)
 	outputs := []result{r, ans,
 		orch(t, dir, "", "status", id, "--json"),
@@ -79,6 +90,14 @@ func TestSecretsAppearNowhere(t *testing.T) {
 	for i, o := range outputs {
 		check("command output "+string(rune('0'+i)), o.stdout+o.stderr)
 	}
+	sink.mu.Lock()
+	if len(sink.spans) == 0 {
+		t.Fatal("no spans were exported")
+	}
+	for _, s := range sink.spans {
+		check("span "+s.Name, prototext.Format(s))
+	}
+	sink.mu.Unlock()
 	filepath.WalkDir(filepath.Join(dir, ".orch"), func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			data, _ := os.ReadFile(path)

@@ -77,7 +77,6 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		return err
 	}
 	defer b.Close()
-	b.Store.Observe(logEvents(a.log))
 	m := newMetrics(b)
 	if withWorker {
 		e, err := a.startWorker(cmd, b)
