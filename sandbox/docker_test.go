@@ -695,3 +695,22 @@ func TestNewDockerErrors(t *testing.T) {
 		}
 	})
 }
+
+// Sandbox escape basics: from inside a run's container there is no Docker socket, no network but loopback (none is
+// named), and no other run's workspace.
+func TestDockerEscapeBasics(t *testing.T) {
+	d := newTestDocker(t, DockerConfig{})
+	run, other := newRunID(t, d), newRunID(t, d)
+	ws, otherWS := workspace(t, ""), workspace(t, "")
+	execOK(t, d, Spec{RunID: other, Dir: otherWS}, "echo secret > notes")
+	res := execOK(t, d, Spec{RunID: run, Dir: ws}, `
+for s in /var/run/docker.sock /run/docker.sock; do [ -e "$s" ] && echo "socket $s"; done
+grep -v -e '^Inter' -e '^ face' -e '^ *lo:' /proc/net/dev | sed 's/^/iface /'
+[ -e "`+otherWS+`/notes" ] && echo "other workspace visible"
+echo checked`)
+	out := string(res.Stdout)
+	if !strings.HasSuffix(out, "checked\n") || strings.Contains(out, "socket ") || strings.Contains(out, "iface ") ||
+		strings.Contains(out, "other workspace") {
+		t.Fatalf("the sandbox sees more than it should:\n%s", out)
+	}
+}
