@@ -19,6 +19,11 @@ func TestKillRunProcesses(t *testing.T) {
 		return cmd
 	}
 	mine, other, prefix := start("r-orphanstest"), start("r-otherrun00"), start("r-orphanstest2")
+	for deadline := time.Now().Add(5 * time.Second); len(runProcesses("r-orphanstest")) < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("sh did not start its sleep")
+		}
+	}
 	if n := killRunProcesses("r-orphanstest"); n < 2 { // sh and its sleep
 		t.Fatalf("killed %d processes, want the agent's sh and its sleep", n)
 	}
@@ -31,7 +36,7 @@ func TestKillRunProcesses(t *testing.T) {
 	}
 	// The other runs' processes are alive still (a killed one would be a zombie with no environment left to match).
 	for _, run := range []string{"r-otherrun00", "r-orphanstest2"} {
-		if n := killRunProcesses(run); n < 1 {
+		if len(runProcesses(run)) < 1 {
 			t.Fatalf("run %s's process was killed too", run)
 		}
 	}
