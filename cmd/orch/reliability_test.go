@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,3 +136,105 @@ func TestWorkerKilledMidTask(t *testing.T) {
 }
 
 var runIDPattern = regexp.MustCompile(`Run (r-[a-z2-7]{10})`)
+
+// ownRedis is a redis-server of the test's own, with production's AOF settings, that the test can kill and start
+// again on the same port and directory.
+type ownRedis struct {
+	t    *testing.T
+	dir  string
+	port int
+	cmd  *exec.Cmd
+}
+
+func startOwnRedis(t *testing.T) *ownRedis {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is not installed")
+		}
+		t.Skip("needs redis-server")
+	}
+	r := &ownRedis{t: t, dir: t.TempDir(), port: freePort(t)}
+	r.start()
+	t.Cleanup(func() { r.kill() })
+	return r
+}
+
+func (r *ownRedis) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", r.port) }
+
+func (r *ownRedis) start() {
+	r.t.Helper()
+	conf, _ := filepath.Abs("../../deploy/redis.conf")
+	r.cmd = exec.Command("redis-server", conf, "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1", "--dir", r.dir, "--save", "")
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.port)})
+	defer rdb.Close()
+	for deadline := time.Now().Add(10 * time.Second); rdb.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			r.t.Fatal("redis-server did not start")
+		}
+	}
+}
+
+// kill stops Redis the hard way (SIGKILL): what the append-only file holds is what survives.
+func (r *ownRedis) kill() {
+	if r.cmd != nil && r.cmd.ProcessState == nil {
+		r.cmd.Process.Kill()
+		r.cmd.Wait()
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Redis killed and started again (AOF) while a run waits for its human: the question survives, the terminal waits
+// for Redis instead of giving up, and the answer given after the restart completes the run.
+func TestRedisRestartKeepsParkedRun(t *testing.T) {
+	t.Parallel()
+	rs := startOwnRedis(t)
+	dir := workdir(t)
+	cmd := exec.Command(orchBin, "run", "--agent", "sim", "--redis", rs.url(), "examples/plans/ambiguous_task.md")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=", "ORCH_AGENT=", "ORCH_BRAIN=heuristic", "ORCH_SANDBOX=")
+	stdin, _ := cmd.StdinPipe()
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), what); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q:\n%s", what, out.String())
+			}
+		}
+	}
+	waitFor("Your response")
+	time.Sleep(1500 * time.Millisecond) // appendfsync everysec: the question is on disk
+	rs.kill()
+	waitFor("Redis does not answer")
+	rs.start()
+	waitFor("Redis is back")
+	fmt.Fprintln(stdin, "B")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "Task 1.1: COMPLETED") {
+			t.Fatalf("the run did not complete after the restart (%v):\n%s", err, out.String())
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the run did not end:\n%s", out.String())
+	}
+}

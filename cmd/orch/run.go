@@ -483,6 +483,9 @@ type asked struct {
 	err error
 }
 
+// redisPatience is how long a follower waits for Redis to come back before it gives up (the run stays saved).
+const redisPatience = 2 * time.Minute
+
 // follow returns when the run ends (its terminal status) or parks with nobody to answer (RunParked).
 func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, error) {
 	events := make(chan jobs.Event, 64)
@@ -491,13 +494,31 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 	defer stopReading()
 	go func() {
 		after := from
+		var downSince time.Time // when Redis stopped answering; zero while it answers
 		for rctx.Err() == nil {
 			evs, err := f.store.Events(rctx, f.runID, after, 500*time.Millisecond)
 			if err != nil {
-				if rctx.Err() == nil {
-					readErr <- err
+				if rctx.Err() != nil {
+					return
 				}
-				return
+				// Redis restarting (a deploy, a failover) is no reason to give up the run: the state is in Redis and
+				// comes back with it. Keep trying for a while, saying so once.
+				if downSince.IsZero() {
+					downSince = time.Now()
+					f.r.note(fmt.Sprintf("Redis does not answer (%v); waiting for it to come back…", err))
+				}
+				if time.Since(downSince) > redisPatience {
+					readErr <- fmt.Errorf("redis did not come back in %s: %w", redisPatience, err)
+					return
+				}
+				if sleepCtx(rctx, time.Second) != nil {
+					return
+				}
+				continue
+			}
+			if !downSince.IsZero() {
+				f.r.note(fmt.Sprintf("Redis is back after %s.", time.Since(downSince).Round(time.Second)))
+				downSince = time.Time{}
 			}
 			for _, e := range evs {
 				after = e.ID
