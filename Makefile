@@ -2,6 +2,8 @@
 GO      ?= go
 BIN     ?= bin/orch
 PKGS    ?= ./...
+# staticcheck, pinned: its checks are configured in staticcheck.conf.
+STATICCHECK ?= v0.8.2
 
 .PHONY: build test lint demo bench bench-quick bench-go fuzz clean
 
@@ -15,6 +17,7 @@ test:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) $(PKGS)
 
 demo:
 	$(GO) run ./cmd/orch run --agent sim examples/plans/ambiguous_task.md

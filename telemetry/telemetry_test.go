@@ -56,7 +56,8 @@ func TestDerivedSpansFormOneTree(t *testing.T) {
 }
 
 func TestRunTraceIDsDiffer(t *testing.T) {
-	if RunTraceID("r-1") != RunTraceID("r-1") || RunTraceID("r-1") == RunTraceID("r-2") || !RunTraceID("r-1").IsValid() {
+	first, again, other := RunTraceID("r-1"), RunTraceID("r-1"), RunTraceID("r-2")
+	if first != again || first == other || !first.IsValid() {
 		t.Fatal("a run's trace id must be stable, its own, and valid")
 	}
 }
