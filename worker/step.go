@@ -196,7 +196,10 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 		return err // interrupted: asynq runs the step again
 	}
 	ctx = actx // what follows (the next step's enqueue) carries the attempt's trace
-	// The agent's work is done and cannot be taken back: a passing Redis hiccup must not make asynq run it again.
+	// The agent's work is done and cannot be taken back: Redis restarting (a deploy, a failover) must not make asynq run
+	// it again. Keep trying to save it for a while; the step's sequence check keeps a late save from doing harm.
+	giveUp := time.Now().Add(settlePatience)
+	wait := 200 * time.Millisecond
 	for try := 0; ; try++ {
 		run, err = w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
 			task := r.Current()
@@ -210,17 +213,33 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 			}
 			return nil
 		})
-		if err == nil || errors.Is(err, errStale) || errors.Is(err, jobs.ErrRunNotFound) || try == settleTries-1 || ctx.Err() != nil {
+		if err == nil || errors.Is(err, errStale) || errors.Is(err, jobs.ErrRunNotFound) || time.Now().After(giveUp) {
 			break
 		}
-		w.log.Warn("saving the outcome of a step; trying again", "run_id", p.RunID, "err", err)
-		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
+		if try == 0 {
+			w.log.Warn("saving the outcome of a step; trying again until Redis answers", "run_id", p.RunID, "err", err)
+		}
+		if sleepCtx(ctx, wait) != nil {
+			break
+		}
+		wait = min(2*wait, 5*time.Second)
 	}
 	return w.after(ctx, p.RunID, run, err)
 }
 
-// settleTries is how often a step tries to save an outcome before it gives the step back to the queue.
-const settleTries = 5
+// settlePatience is how long a step keeps trying to save its outcome before it gives the step back to the queue.
+const settlePatience = 2 * time.Minute
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // outcome is what one attempt produced and what orch decided about it.
 type outcome struct {

@@ -238,3 +238,40 @@ func TestRedisRestartKeepsParkedRun(t *testing.T) {
 		t.Fatalf("the run did not end:\n%s", out.String())
 	}
 }
+
+// Redis killed and started again while an agent works: the agent's outcome waits for Redis and is saved once it is
+// back; the task is not run a second time.
+func TestRedisRestartWhileRunning(t *testing.T) {
+	t.Parallel()
+	rs := startOwnRedis(t)
+	dir := workdir(t)
+	os.WriteFile(filepath.Join(dir, "slow.md"), []byte("# Slow\n\n## Task 1.1: Take a while\n\nDo it slowly.\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "slow.sim.yaml"), []byte(`tasks:
+  "1.1":
+    - output: "Done. All tests pass."
+      sh: "sleep 4"
+`), 0o644)
+	cmd, out := startOrch(t, dir, []string{"ORCH_SANDBOX=local"}, "run", "--agent", "sim", "--redis", rs.url(), "slow.md")
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "Invoking"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the task did not start:\n%s", out.String())
+		}
+	}
+	time.Sleep(1200 * time.Millisecond) // the run's state is on disk (appendfsync everysec)
+	rs.kill()
+	time.Sleep(8 * time.Second) // the agent finishes while Redis is away
+	rs.start()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "Task 1.1: COMPLETED") {
+			t.Fatalf("the run did not complete across the restart (%v):\n%s", err, out.String())
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the run did not end:\n%s", out.String())
+	}
+	if strings.Count(out.String(), "Invoking the simulated agent") != 1 {
+		t.Fatalf("the agent ran again after the restart:\n%s", out.String())
+	}
+}
