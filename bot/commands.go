@@ -148,9 +148,18 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 	return req, nil
 }
 
+// unavailableText is what a person hears when orch cannot reach its store: nothing changed, and trying again later
+// is the thing to do.
+const unavailableText = "orch cannot reach its store (Redis) right now, so nothing was changed: try again in a moment."
+
 func (s *Server) startRun(ctx context.Context, req StartRequest, responseURL string) {
 	run, err := s.cfg.Starter.Start(ctx, req)
 	if err != nil {
+		if s.cfg.Store.Ping(ctx) != nil {
+			s.log.Warn("starting a run", "err", err)
+			s.respond(ctx, responseURL, unavailableText)
+			return
+		}
 		s.respond(ctx, responseURL, "Could not start the run: "+err.Error())
 		return
 	}
@@ -167,8 +176,13 @@ func (s *Server) status(ctx context.Context, id, responseURL string) {
 	} else {
 		run, err = s.cfg.Store.Get(ctx, id)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, jobs.ErrRunNotFound):
 		s.respond(ctx, responseURL, "No such run: "+err.Error())
+		return
+	case err != nil:
+		s.log.Warn("looking up a run's status", "run_id", id, "err", err)
+		s.respond(ctx, responseURL, unavailableText)
 		return
 	}
 	s.respond(ctx, responseURL, statusText(run))
@@ -209,8 +223,14 @@ func (s *Server) abort(ctx context.Context, id, user, reason, responseURL string
 		reason = "aborted from Slack"
 	}
 	run, err := escalation.Abort(ctx, s.cfg.Store, s.cfg.Queue, id, user, "slack", reason)
-	if err != nil {
+	switch {
+	case errors.Is(err, jobs.ErrRunNotFound), errors.Is(err, escalation.ErrNoOpenEscalation),
+		errors.Is(err, escalation.ErrAlreadyResolved), errors.Is(err, escalation.ErrInvalid):
 		s.respond(ctx, responseURL, "Could not abort: "+err.Error())
+		return
+	case err != nil:
+		s.log.Warn("aborting a run", "run_id", id, "err", err)
+		s.respond(ctx, responseURL, unavailableText)
 		return
 	}
 	s.respond(ctx, responseURL, fmt.Sprintf("Run `%s` is %s.", run.ID, run.Status))

@@ -124,7 +124,7 @@ func (s *Server) reply(ctx context.Context, eventID string, m message) {
 	}
 	if err != nil && !errors.Is(err, escalation.ErrAlreadyResolved) && !errors.Is(err, escalation.ErrNoOpenEscalation) {
 		s.log.Error("answering from a thread reply", "run_id", runID, "err", err)
-		s.ephemeral(ctx, m.Channel, m.User, "Could not record your answer right now (try again): "+err.Error())
+		s.ephemeral(ctx, m.Channel, m.User, unavailableText)
 	}
 }
 

@@ -65,7 +65,13 @@ func (s *Server) interaction(cb slack.InteractionCallback) error {
 func (s *Server) click(ctx context.Context, act ActionValue, user, channel, thread, ts, responseURL string) {
 	// The button must sit on the message orch posted for that very question: a value copied onto another message
 	// (or forged) does not answer anything.
-	if ok, err := s.poster.messageOf(ctx, act.RunID, act.EscalationID, channel, thread, ts); err != nil || !ok {
+	ok, err := s.poster.messageOf(ctx, act.RunID, act.EscalationID, channel, thread, ts)
+	if err != nil {
+		s.log.Warn("checking a click", "run_id", act.RunID, "err", err)
+		s.respond(ctx, responseURL, unavailableText)
+		return
+	}
+	if !ok {
 		s.log.Warn("a click whose message is not the question's", "run_id", act.RunID, "escalation", act.EscalationID)
 		s.respond(ctx, responseURL, "That button does not match the question on record.")
 		return
@@ -86,7 +92,7 @@ func (s *Server) click(ctx context.Context, act ActionValue, user, channel, thre
 	default:
 		return
 	}
-	_, _, err := escalation.Resolve(ctx, s.cfg.Store, s.cfg.Queue, req)
+	_, _, err = escalation.Resolve(ctx, s.cfg.Store, s.cfg.Queue, req)
 	switch {
 	case err == nil:
 		// The poster sees the resolution event and updates the message for everyone.
@@ -97,6 +103,6 @@ func (s *Server) click(ctx context.Context, act ActionValue, user, channel, thre
 		s.respond(ctx, responseURL, "That button does not match the question on record: "+err.Error())
 	default:
 		s.log.Error("resolving from Slack", "run_id", act.RunID, "err", err)
-		s.respond(ctx, responseURL, "Could not record your answer right now (try again): "+err.Error())
+		s.respond(ctx, responseURL, unavailableText)
 	}
 }

@@ -1601,3 +1601,30 @@ func TestShutdownTimeoutCancelsWork(t *testing.T) {
 		t.Fatalf("%d runs created", n)
 	}
 }
+
+// While Redis is away the bot still acks at once, and tells people plainly that nothing changed and to try again.
+func TestRedisAwayTellsPeopleToTryAgain(t *testing.T) {
+	m := miniredis.RunT(t)
+	h := newHarness(t, redis.NewClient(&redis.Options{Addr: m.Addr()}))
+	alice := h.user("ALICE")
+	m.Close()
+	start := time.Now()
+	h.command("status r-aaaaaaaaaa", alice)
+	h.command("abort r-aaaaaaaaaa wrong plan", alice)
+	v := ActionValue{RunID: "r-aaaaaaaaaa", EscalationID: "e1", Kind: kindChoose, Key: "A"}
+	click := h.fake.Click(slackfake.Message{Channel: h.channel, TS: "1700000000.000002", ThreadTS: "1700000000.000001"},
+		alice, v.actionID(), v.Encode())
+	if code, _ := h.post("/slack/interactions", click, formType); code != http.StatusOK {
+		t.Fatalf("click: %d", code)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("three acks took %v with Redis away", took)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Count(strings.Join(h.fake.Ephemerals(), "\n"), unavailableText) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("want three try-again answers, got %q", h.fake.Ephemerals())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
