@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -274,4 +276,71 @@ func TestRedisRestartWhileRunning(t *testing.T) {
 	if strings.Count(out.String(), "Invoking the simulated agent") != 1 {
 		t.Fatalf("the agent ran again after the restart:\n%s", out.String())
 	}
+}
+
+// `orch serve` stopped with SIGTERM while it acks and while an agent works: the acks in flight are answered, the
+// process exits cleanly, the interrupted step is requeued (not failed), and a restarted serve finishes the run.
+func TestServeSIGTERMDrains(t *testing.T) {
+	t.Parallel()
+	fake := slackfake.New()
+	t.Cleanup(fake.Close)
+	dir := workdir(t)
+	os.WriteFile(filepath.Join(dir, "slow.md"), []byte("# Slow\n\n## Task 1.1: Take a while\n\nDo it slowly.\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "slow.sim.yaml"), []byte(`tasks:
+  "1.1":
+    - output: "Done after a while."
+      sh: "sleep 30"
+    - output: "Done. All tests pass."
+`), 0o644)
+	s := startServeIn(t, dir, fake)
+	s.post("/slack/commands", fake.SlashCommand("run slow.md", "U123ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
+	var run jobs.Run
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		json.Unmarshal([]byte(orch(t, dir, "", "status", "--json").stdout), &run)
+		if run.Status == jobs.RunRunning && len(run.Tasks) == 1 && run.Tasks[0].Status == jobs.TaskRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task did not start:\n%s", s.out.String())
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the agent is under way
+	// A burst of acks, then SIGTERM while they are in flight.
+	codes := make(chan int, 20)
+	for range 20 {
+		go func() {
+			req := slackfake.Request(s.url, "/slack/commands", testSecret, fake.SlashCommand("status", "U123ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				codes <- 0 // refused: the listener had closed before it was sent
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	time.Sleep(5 * time.Millisecond)
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- s.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("serve did not exit cleanly on SIGTERM: %v\n%s", err, s.out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop within 30 s of SIGTERM:\n%s", s.out.String())
+	}
+	for range 20 {
+		if c := <-codes; c != 0 && c != http.StatusOK {
+			t.Fatalf("an ack in flight got %d", c)
+		}
+	}
+	json.Unmarshal([]byte(orch(t, dir, "", "status", run.ID, "--json").stdout), &run)
+	if run.Status != jobs.RunRunning || run.Tasks[0].Failures != 0 {
+		t.Fatalf("after SIGTERM the run is %s with %d failures; want running, its step requeued", run.Status, run.Tasks[0].Failures)
+	}
+	// A new serve in the same place picks the step up and finishes the run.
+	s2 := startServeIn(t, dir, fake)
+	s2.waitFor("the final message", func(m []slackfake.Message) bool { return finalMsg(m, "completed") })
 }

@@ -27,9 +27,14 @@ type slackServer struct {
 
 func startServe(t *testing.T, env ...string) *slackServer {
 	t.Helper()
-	dir := workdir(t)
 	fake := slackfake.New()
 	t.Cleanup(fake.Close)
+	return startServeIn(t, workdir(t), fake, env...)
+}
+
+// startServeIn starts `orch serve` in dir against fake: a second one in the same directory is a restart.
+func startServeIn(t *testing.T, dir string, fake *slackfake.Slack, env ...string) *slackServer {
+	t.Helper()
 	cmd := exec.Command(orchBin, "serve")
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "ORCH_REDIS_URL=", "ANTHROPIC_API_KEY=",
