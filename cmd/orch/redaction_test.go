@@ -109,6 +109,41 @@ func TestSecretsAppearNowhere(t *testing.T) {
 	must(t, outputs[2], 0, "aws-access-key", "github-token", "private-key")
 }
 
+// A secret written into a plan — a milestone's task or a pipeline's prompt — is redacted before the run keeps it.
+func TestSecretsInPlansAreRedacted(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	corpus := secretCorpus()
+	os.WriteFile(filepath.Join(dir, "p.md"), []byte("# P\n\n## Task 1.1: Deploy\n\nUse the token "+corpus["slack"]+" to post.\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "p.dot"), []byte(`digraph p {
+  start [shape=Mdiamond]; exit [shape=Msquare]
+  deploy [shape=box, prompt="Use the key `+corpus["anthropic"]+` to call the API"]
+  start -> deploy -> exit
+}`), 0o644)
+	for _, plan := range []string{"p.md", "p.dot"} {
+		os.WriteFile(filepath.Join(dir, strings.TrimSuffix(plan, filepath.Ext(plan))+".sim.yaml"), []byte("default:\n  - output: \"Done.\"\n"), 0o644)
+		r := orch(t, dir, "", "run", "--agent", "sim", plan)
+		must(t, r, 0)
+		st := orch(t, dir, "", "status", runID(t, r), "--json")
+		for _, kind := range []string{"slack", "anthropic"} {
+			if strings.Contains(st.stdout, corpus[kind]) {
+				t.Errorf("%s: the %s secret is in the run's state", plan, kind)
+			}
+		}
+	}
+	filepath.WalkDir(filepath.Join(dir, ".orch"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			data, _ := os.ReadFile(path)
+			for _, kind := range []string{"slack", "anthropic"} {
+				if strings.Contains(string(data), corpus[kind]) {
+					t.Errorf("the %s secret is in %s", kind, path)
+				}
+			}
+		}
+		return nil
+	})
+}
+
 // A question nobody could answer is in the audit trail too.
 func TestUnansweredQuestionIsAudited(t *testing.T) {
 	t.Parallel()

@@ -223,7 +223,8 @@ func newRun(planPath, title string, tasks []pipeline.Task, opts jobs.Options, ws
 }
 
 // loadGraph parses and checks a DOT plan; it returns nil for a markdown plan. A pipeline orch cannot run is a usage
-// error that says where and why.
+// error that says where and why. A secret in the pipeline is redacted, as in a milestone's tasks, before the run
+// keeps its source: plan.Content becomes the redacted source, which is what is parsed.
 func loadGraph(plan *pipeline.Plan) (*pipeline.Graph, error) {
 	if plan.Kind != pipeline.KindDOT {
 		return nil, nil
@@ -234,6 +235,12 @@ func loadGraph(plan *pipeline.Plan) (*pipeline.Graph, error) {
 	}
 	if err != nil {
 		return nil, usageErr("%v", err)
+	}
+	if redacted := escalation.Redact(plan.Content); redacted != plan.Content {
+		if g, err = pipeline.ParseDOT(plan.Path, redacted); err != nil {
+			return nil, usageErr("plan %s holds a secret, and the pipeline does not parse with it redacted: %v", plan.Path, err)
+		}
+		plan.Content = redacted
 	}
 	if label := strings.TrimSpace(g.Attrs["label"]); label != "" {
 		plan.Title = label
