@@ -308,6 +308,10 @@ func triggerText(t jobs.Trigger, name string) string {
 		return "conversation"
 	case jobs.TriggerLoop:
 		return "loop detected"
+	case jobs.TriggerOscillate:
+		return "end-to-end fixes oscillate"
+	case jobs.TriggerE2E:
+		return "end-to-end fix attempts ran out"
 	}
 	return string(t)
 }

@@ -20,6 +20,8 @@ const (
 	TriggerGate       Trigger = "gate"        // a pipeline's human gate (wait.human): choose the way on
 	TriggerChat       Trigger = "chat"        // an interactive node: the agent replied, the human answers
 	TriggerLoop       Trigger = "loop"        // a pipeline entered the same node too often on its own
+	TriggerE2E        Trigger = "e2e"         // the end-to-end verification kept failing through its fix attempts
+	TriggerOscillate  Trigger = "oscillation" // end-to-end fixes alternate between failures (fix A breaks B, fix B breaks A)
 )
 
 // Conversational reports whether the escalation is part of the pipeline's design (a gate, a chat turn) rather than a

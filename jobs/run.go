@@ -56,6 +56,19 @@ type Options struct {
 	AgentTimeout time.Duration `json:"agent_timeout"`
 	// Escalation is how questions to humans behave.
 	Escalation EscalationPolicy `json:"escalation,omitzero"`
+	// MaxE2EFixAttempts bounds the end-to-end phase's fix attempts (0: DefaultMaxE2EFixAttempts).
+	MaxE2EFixAttempts int `json:"max_e2e_fix_attempts,omitempty"`
+}
+
+// DefaultMaxE2EFixAttempts is how many fix attempts the end-to-end phase makes before it asks a human.
+const DefaultMaxE2EFixAttempts = 5
+
+// E2EFixAttempts is the run's bound on fix attempts.
+func (o Options) E2EFixAttempts() int {
+	if o.MaxE2EFixAttempts > 0 {
+		return o.MaxE2EFixAttempts
+	}
+	return DefaultMaxE2EFixAttempts
 }
 
 // EscalationPolicy is how a run's questions to humans behave. The zero value waits forever, five escalations a task.
@@ -109,6 +122,8 @@ type Run struct {
 	Cursor int `json:"cursor"`
 	// RetryAt is when the current task's next attempt may start (a retry's backoff); zero for at once.
 	RetryAt time.Time `json:"retry_at,omitzero"`
+	// E2E counts the end-to-end phase's failures (a milestone with a verification section).
+	E2E E2E `json:"e2e,omitzero"`
 	// Seq numbers the steps of the run: a step task carries the Seq it was enqueued for, so a redelivered or stale step
 	// is recognised and does nothing.
 	Seq int64 `json:"seq"`
@@ -131,7 +146,23 @@ const (
 	KindAgent = ""     // the agent works on it (a milestone task, a box node)
 	KindGate  = "gate" // a human chooses the way on (a hexagon node)
 	KindChat  = "chat" // the agent and a human converse until the human ends it (agent.mode="interactive")
+	// A milestone's end-to-end phase: the agent runs the plan's verification; a failure goes to the fix task, which
+	// goes back to the verification.
+	KindVerify = "verify"
+	KindFix    = "fix"
 )
+
+// IDs of a milestone's end-to-end tasks.
+const (
+	VerifyTaskID = "e2e"
+	FixTaskID    = "e2e-fix"
+)
+
+// E2E is the state of a milestone's end-to-end phase: its failures since a human last looked.
+type E2E struct {
+	Failures int      `json:"failures,omitempty"`
+	Errors   []string `json:"errors,omitempty"`
+}
 
 // Task is one task of a run with its attempt history. In a pipeline run each node that does work (an agent task, a
 // human gate, an interactive chat) is a task whose id is the node's id.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orchrun/orch/jobs"
 )
 
 // Graph is a pipeline: a DOT digraph, or a markdown milestone made linear, so
@@ -360,22 +362,40 @@ func Linear(title string, tasks []Task) *Graph {
 		taken[id] = true
 		return id
 	}
+	prev := ""
 	add := func(n *Node) {
 		g.Nodes[n.ID] = n
 		g.Order = append(g.Order, n.ID)
-		if len(g.Order) > 1 {
-			g.Edges = append(g.Edges, &Edge{From: g.Order[len(g.Order)-2], To: n.ID, Attrs: map[string]string{}})
+		if prev != "" {
+			g.Edges = append(g.Edges, &Edge{From: prev, To: n.ID, Attrs: map[string]string{}})
 		}
+		prev = n.ID
 	}
 	add(&Node{ID: free("start"), Attrs: map[string]string{"shape": "Mdiamond", "label": "Start"}})
+	var verify, fix *Node
 	for _, t := range tasks {
 		n := &Node{ID: t.ID, Line: t.Line, Attrs: map[string]string{"shape": "box", "label": t.Title, "prompt": t.Description}}
 		if n.Handler() != HandlerCodergen {
 			n.Attrs["type"] = HandlerCodergen // a task called "end" is still a task
 		}
+		switch t.Kind {
+		case jobs.KindFix:
+			fix = n // wired below: it is no step of the line
+			g.Nodes[n.ID] = n
+			g.Order = append(g.Order, n.ID)
+			continue
+		case jobs.KindVerify:
+			verify = n
+		}
 		add(n)
 	}
 	add(&Node{ID: free("exit"), Attrs: map[string]string{"shape": "Msquare", "label": "Exit"}})
+	if verify != nil && fix != nil {
+		// The end-to-end phase: a failed verification goes to the fix, the fix back to the verification.
+		g.Edges = append(g.Edges,
+			&Edge{From: verify.ID, To: fix.ID, Attrs: map[string]string{"condition": "outcome=fail"}},
+			&Edge{From: fix.ID, To: verify.ID, Attrs: map[string]string{}})
+	}
 	return g
 }
 

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,9 +28,14 @@ func (w *Worker) graphOf(r *jobs.Run) (*pipeline.Graph, error) {
 	if r.Graph == "" {
 		tasks := make([]pipeline.Task, len(r.Tasks))
 		for i, t := range r.Tasks {
-			tasks[i] = pipeline.Task{ID: t.ID, Title: t.Title}
+			tasks[i] = pipeline.Task{ID: t.ID, Title: t.Title, Kind: t.Kind}
 		}
-		return pipeline.Linear(r.PlanTitle, tasks), nil
+		g := pipeline.Linear(r.PlanTitle, tasks)
+		if r.Task(jobs.VerifyTaskID) != nil {
+			// The end-to-end phase loops through its fixes on purpose; its own limit (e2eStops) stops it first.
+			g.Attrs["max_node_visits"] = strconv.Itoa(max(pipeline.DefaultMaxNodeVisits, r.Options.E2EFixAttempts()+2))
+		}
+		return g, nil
 	}
 	w.graphs.mu.Lock()
 	defer w.graphs.mu.Unlock()
@@ -228,8 +234,8 @@ func endFailed(r *jobs.Run, c *jobs.Change, taskID, reason string, now time.Time
 // failureRoute reports whether the pipeline routes a failure of t somewhere (a fail edge, a retry target): then a
 // failed task follows it instead of asking a human.
 func (w *Worker) failureRoute(r *jobs.Run, t *jobs.Task, reason string) bool {
-	if r.Graph == "" {
-		return false // a milestone has no failure routes: a person decides
+	if r.Graph == "" && t.Kind != jobs.KindVerify {
+		return false // a milestone has no failure routes but its end-to-end phase's: a person decides
 	}
 	g, err := w.graphOf(r)
 	if err != nil {

@@ -504,9 +504,16 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		brainLoop := out.decision != nil && out.decision.Decision == brain.Escalate && !out.decision.Permanent && similar
 		stop := t.Failures >= maxAttempts || out.decision != nil && out.decision.Decision == brain.Escalate
 		if stop && len(extra) == 0 && w.failureRoute(r, t, a.Error) {
+			note := ""
+			if t.Kind == jobs.KindVerify {
+				if w.e2eStops(r, t, c, a.Error, now) {
+					return // the fixes are not converging: a person looks
+				}
+				note = fmt.Sprintf("fix attempt %d of %d", r.E2E.Failures, r.Options.E2EFixAttempts())
+			}
 			// The pipeline says where a failure of this stage goes: no human is needed.
 			t.Status = jobs.TaskFailed
-			w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: a.Error}, now)
+			w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: a.Error, Notes: note}, now)
 			return
 		}
 		switch {
@@ -580,6 +587,9 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 		case jobs.TriggerChat:
 			w.resumeChat(r, task, e, c, now)
 			return nil
+		}
+		if task.Kind == jobs.KindVerify && e.Resolution.Type != jobs.ResolveRetry {
+			r.E2E = jobs.E2E{} // a person looked: the end-to-end phase counts afresh
 		}
 		if e.Resolution.Type == jobs.ResolveForce {
 			escalation.DropQueued(r, task.ID)

@@ -95,6 +95,16 @@ func (r *renderer) event(e jobs.Event) {
 			fmt.Fprintf(w, "%s%s\n", indent, oneLine(s, 200))
 		}
 	case jobs.EventLoopDetected:
+		switch e.String("kind") {
+		case string(jobs.TriggerOscillate):
+			fmt.Fprintf(w, "%sLOOP DETECTED: the end-to-end fixes do not converge after %d verifications (failure %d is like failure %d)\n",
+				ts, e.Int("failures"), e.Int("failures"), e.Int("failures")-2)
+			fmt.Fprintf(w, "%sStopping to prevent resource waste.\n\nError similarity: %.0f%%\n", ts, 100*e.Float("similarity"))
+			return
+		case string(jobs.TriggerE2E):
+			fmt.Fprintf(w, "%sLOOP DETECTED: the end-to-end verification failed %d times; the fix attempts ran out\n", ts, e.Int("failures"))
+			return
+		}
 		if e.Fields["similar"] == true {
 			fmt.Fprintf(w, "%sLOOP DETECTED: Task %s failed %d times with similar errors\n", ts, e.TaskID, e.Int("failures"))
 		} else {
@@ -198,7 +208,11 @@ func writeHop(w io.Writer, ts string, e jobs.Event) {
 	case handler == "wait.human" && status == "success":
 		fmt.Fprintf(w, "%sGate %s: %s%s\n", ts, e.TaskID, e.String("note"), to)
 	case status == "fail" && next != "":
-		fmt.Fprintf(w, "%sStage %s failed%s (%s)\n", ts, e.TaskID, to, strings.ReplaceAll(e.String("route"), "_", " "))
+		how := strings.ReplaceAll(e.String("route"), "_", " ")
+		if note := e.String("note"); note != "" {
+			how = note
+		}
+		fmt.Fprintf(w, "%sStage %s failed%s (%s)\n", ts, e.TaskID, to, how)
 	}
 }
 
@@ -276,6 +290,10 @@ func triggerText(t string) string {
 		return "configuration error"
 	case jobs.TriggerLoop:
 		return "loop detected"
+	case jobs.TriggerOscillate:
+		return "end-to-end fixes oscillate"
+	case jobs.TriggerE2E:
+		return "end-to-end fix attempts ran out"
 	}
 	return t
 }

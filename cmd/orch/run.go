@@ -79,6 +79,7 @@ func (a *app) runFlags(cmd *cobra.Command) {
 	f.Int("max-escalations", 5, "times one task may need a human before the run fails (env ORCH_MAX_ESCALATIONS)")
 	f.String("escalation-timeout", "0", "how long a question waits for an answer; 0 waits forever (env ORCH_ESCALATION_TIMEOUT)")
 	f.Bool("timeout-default", false, "when a question times out, take its recommended option")
+	f.Int("max-e2e-fix-attempts", jobs.DefaultMaxE2EFixAttempts, "fix attempts of a milestone's end-to-end phase before orch asks (env ORCH_MAX_E2E_FIX_ATTEMPTS)")
 }
 
 // options resolves a run's options from flags, env and orch.yaml, and validates them before anything starts.
@@ -114,6 +115,12 @@ func (a *app) baseOptions(cmd *cobra.Command, sandbox string) (jobs.Options, str
 	}
 	if o.MaxAttempts < 1 {
 		return o, "", "", usageErr("--max-attempts must be at least 1, got %d", o.MaxAttempts)
+	}
+	if o.MaxE2EFixAttempts, err = s.int(cmd, "max-e2e-fix-attempts", "ORCH_MAX_E2E_FIX_ATTEMPTS", 0, jobs.DefaultMaxE2EFixAttempts); err != nil {
+		return o, "", "", err
+	}
+	if o.MaxE2EFixAttempts < 1 {
+		return o, "", "", usageErr("--max-e2e-fix-attempts must be at least 1, got %d", o.MaxE2EFixAttempts)
 	}
 	if o.AgentTimeout, err = s.duration(cmd, "agent-timeout", "ORCH_AGENT_TIMEOUT", fc.AgentTimeout, 0); err != nil {
 		return o, "", "", err
@@ -177,6 +184,10 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 		// One node alone is a pipeline of one task.
 		tasks, source = keep, ""
 	}
+	e2eNote := ""
+	if graph == nil && onlyTask == "" {
+		tasks, e2eNote = withVerification(plan, tasks, opts.E2EFixAttempts())
+	}
 	iv, err := a.interviewer(h)
 	if err != nil {
 		return err
@@ -203,6 +214,9 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 	r.note(fmt.Sprintf("Run %s: %s (%s) — agent %s, %s, sandbox %s, %s", run.ID, plan.Title, size,
 		opts.Agent, brainNote, opts.Sandbox, describeRedis(a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, ""),
 			a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch"))))
+	if e2eNote != "" {
+		r.note(e2eNote)
+	}
 	if err := b.Queue.Start(cmd.Context(), run.ID); err != nil {
 		return err
 	}
@@ -220,6 +234,31 @@ func newRun(planPath, title string, tasks []pipeline.Task, opts jobs.Options, ws
 			MaxAttempts: t.MaxAttempts, Backoff: t.Backoff})
 	}
 	return run
+}
+
+// withVerification adds a milestone's end-to-end phase to its tasks when the plan has a verification section: a
+// verification task (no retries: a failure goes to the fix) and a fix task. It says what it did, or that the plan has
+// no verification.
+func withVerification(plan *pipeline.Plan, tasks []pipeline.Task, fixes int) ([]pipeline.Task, string) {
+	v, ok := pipeline.ExtractVerification(plan.Content)
+	if !ok {
+		return tasks, "No verification section in the plan (E2E Test Scenario, Milestone Verification, …): no end-to-end phase."
+	}
+	for _, t := range tasks {
+		if t.ID == jobs.VerifyTaskID || t.ID == jobs.FixTaskID {
+			return tasks, fmt.Sprintf("The plan has a task %q, the id of the end-to-end phase: no end-to-end phase.", t.ID)
+		}
+	}
+	tasks = append(tasks,
+		pipeline.Task{ID: jobs.VerifyTaskID, Title: "End-to-end verification", Kind: jobs.KindVerify, MaxAttempts: 1, Line: v.Line,
+			Description: "All the milestone's tasks are done. Verify the milestone end to end: run the checks below in the " +
+				"workspace and report whether each one passes. Change no code in this step; if a check fails, say which and " +
+				"show its output.\n\n" + v.Text},
+		pipeline.Task{ID: jobs.FixTaskID, Title: "Fix the end-to-end failures", Kind: jobs.KindFix, Line: v.Line,
+			Description: "The milestone's end-to-end verification failed: the failures are in the guidance below. Fix the " +
+				"code so that the verification passes, keeping every task's work intact. The verification:\n\n" + v.Text})
+	return tasks, fmt.Sprintf("End-to-end phase: the verification on line %d (%s); up to %d fix attempts.", v.Line,
+		plural(len(v.Commands), "command block"), fixes)
 }
 
 // loadGraph parses and checks a DOT plan; it returns nil for a markdown plan. A pipeline orch cannot run is a usage

@@ -229,6 +229,8 @@ func (s *slackStarter) Start(ctx context.Context, req bot.StartRequest) (*jobs.R
 		tasks = graph.Tasks()
 	} else if tasks, err = plan.Tasks(); err != nil {
 		return nil, err
+	} else {
+		tasks, _ = withVerification(plan, tasks, opts.E2EFixAttempts())
 	}
 	rel, err := filepath.Rel(s.workspace, req.Plan)
 	if err != nil {
