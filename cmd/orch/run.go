@@ -21,12 +21,14 @@ type humanFlags struct {
 	autoApprove bool
 	answers     string
 	json        bool
+	noNotify    bool
 }
 
 func (h *humanFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&h.autoApprove, "auto-approve", false, "answer questions and gates automatically (failures still stop the run)")
 	cmd.Flags().StringVar(&h.answers, "answers", "", "read answers from FILE, one per line; when they run out the run parks")
 	cmd.Flags().BoolVar(&h.json, "json", false, "print one JSON object per event")
+	cmd.Flags().BoolVar(&h.noNotify, "no-notify", false, "no desktop notification or ORCH_NOTIFY_WEBHOOK message when the run needs you or ends")
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -440,8 +442,12 @@ func (a *app) drive(cmd *cobra.Command, b *jobs.Backend, runID, from string, iv 
 		return err
 	}
 	rec := &escalation.Recording{Inner: iv, Store: b.Store, By: whoami(), Via: via(h)}
+	n := a.notifier(h)
 	f := &follower{store: b.Store, queue: b.Queue, runID: runID, iv: rec, r: r, autoApprove: h.autoApprove,
 		by: whoami(), via: via(h)}
+	if via(h) == "console" {
+		f.notify = n // a question waiting long at the prompt taps the person on the shoulder
+	}
 	if !h.json && isTerminal(a.stdout) {
 		r.spin(a.stdout) // a person watches: show what runs between the event lines
 	}
@@ -465,6 +471,7 @@ func (a *app) drive(cmd *cobra.Command, b *jobs.Backend, runID, from string, iv 
 	case gerr != nil:
 		return gerr
 	}
+	n.ended(cctx, run)
 	switch status {
 	case jobs.RunParked:
 		r.parked(run, a.stateHint(cmd))
@@ -521,6 +528,8 @@ type follower struct {
 	r           *renderer
 	autoApprove bool
 	by, via     string
+	// notify, when set, is told of a question nobody answered at the prompt for notifyAfter.
+	notify *notifier
 }
 
 type asked struct {
@@ -595,6 +604,12 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 			// A question whose timeout came due while nobody ran is the timeout's to settle first.
 			if sleepCtx(actx, wait) != nil {
 				return
+			}
+			if f.notify != nil {
+				tap := time.AfterFunc(notifyAfter, func() {
+					f.notify.notify(context.Background(), "orch: run "+f.runID+" asks you", firstLine(q.Text))
+				})
+				defer tap.Stop()
 			}
 			ans, err := f.iv.Ask(actx, q)
 			if actx.Err() != nil {
