@@ -43,23 +43,14 @@ func SelectEdge(g *Graph, nodeID string, o Outcome, ctx map[string]string) (*Edg
 	if g.Nodes[nodeID] == nil {
 		return nil, &DOTError{File: g.File, Rule: "edge_target_exists", Msg: fmt.Sprintf("no node %q", nodeID)}
 	}
-	var matched, unconditional []*Edge
-	for _, e := range g.Out(nodeID) {
-		c := e.Condition()
-		if c == "" {
-			unconditional = append(unconditional, e)
-			continue
-		}
-		ok, err := EvalCondition(c, o, ctx)
-		if err != nil {
-			return nil, &DOTError{File: g.File, Line: e.Line, Rule: "condition_syntax", Msg: fmt.Sprintf("edge %s -> %s: %v", e.From, e.To, err)}
-		}
-		if ok {
-			matched = append(matched, e)
-		}
+	if e, err := conditionEdge(g, nodeID, o, ctx); e != nil || err != nil {
+		return e, err
 	}
-	if len(matched) > 0 {
-		return heaviest(matched), nil
+	var unconditional []*Edge
+	for _, e := range g.Out(nodeID) {
+		if e.Condition() == "" {
+			unconditional = append(unconditional, e)
+		}
 	}
 	if want := normalizeLabel(o.PreferredLabel); want != "" {
 		for _, e := range unconditional {
