@@ -111,26 +111,28 @@ func (q *Queue) Step(ctx context.Context, runID string, seq int64, agentTimeout 
 
 // StepAt is Step, not before at (a retry's backoff); a zero or past at is at once.
 func (q *Queue) StepAt(ctx context.Context, runID string, seq int64, agentTimeout time.Duration, at time.Time) error {
-	timeout := q.cfg.StepTimeout
-	if agentTimeout > 0 {
-		timeout = agentTimeout + q.cfg.StepMargin
-	}
-	opts := []asynq.Option{asynq.Queue(QueueSteps), asynq.MaxRetry(q.cfg.StepMaxRetry), asynq.Timeout(timeout)}
+	opts := q.stepOptions(agentTimeout)
 	if time.Until(at) > 0 {
 		opts = append(opts, asynq.ProcessAt(at))
 	}
 	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, fmt.Sprintf("step:%s:%d", runID, seq), opts...)
 }
 
-// Rescue enqueues step seq of a run again, under an id of its own, after the worker that had it died: the original
-// stays with asynq until its lease is recovered, and then finds the step done.
-func (q *Queue) Rescue(ctx context.Context, runID string, seq int64, agentTimeout time.Duration) error {
+// stepOptions are a step's queue, retries and time limit: the agent's timeout plus orch's margin, or the configured
+// step timeout.
+func (q *Queue) stepOptions(agentTimeout time.Duration) []asynq.Option {
 	timeout := q.cfg.StepTimeout
 	if agentTimeout > 0 {
 		timeout = agentTimeout + q.cfg.StepMargin
 	}
+	return []asynq.Option{asynq.Queue(QueueSteps), asynq.MaxRetry(q.cfg.StepMaxRetry), asynq.Timeout(timeout)}
+}
+
+// Rescue enqueues step seq of a run again, under an id of its own, after the worker that had it died: the original
+// stays with asynq until its lease is recovered, and then finds the step done.
+func (q *Queue) Rescue(ctx context.Context, runID string, seq int64, agentTimeout time.Duration) error {
 	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, fmt.Sprintf("step:%s:%d:rescue", runID, seq),
-		asynq.Queue(QueueSteps), asynq.MaxRetry(q.cfg.StepMaxRetry), asynq.Timeout(timeout))
+		q.stepOptions(agentTimeout)...)
 }
 
 // Resume enqueues the continuation of a run after escalation escID was resolved. The completed task is kept for a day

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -428,15 +427,8 @@ func KnownBackoff(policy string) bool {
 // NodeAttempts is how many attempts a node's retry policy allows (max_retries + 1, spec §3.5), or 0 when neither
 // the node nor the graph sets one and the run's own attempt cap applies.
 func (g *Graph) NodeAttempts(n *Node) int {
-	for _, v := range []struct {
-		attrs map[string]string
-		key   string
-	}{{n.Attrs, "max_retries"}, {g.Attrs, "default_max_retries"}, {g.Attrs, "default_max_retry"}} {
-		if s, ok := v.attrs[v.key]; ok {
-			if r, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && r >= 0 {
-				return r + 1
-			}
-		}
+	if r, set := g.retries(n); set {
+		return r + 1
 	}
 	return 0
 }

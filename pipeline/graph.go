@@ -267,15 +267,21 @@ func (g *Graph) Prompt(n *Node) string {
 // (spec §3.5): its max_retries, else the graph's default_max_retries (or its
 // legacy alias default_max_retry), else 0.
 func (g *Graph) MaxRetries(n *Node) int {
+	r, _ := g.retries(n)
+	return r
+}
+
+// retries is the node's retry count and whether the node or the graph sets one.
+func (g *Graph) retries(n *Node) (int, bool) {
 	for _, v := range []struct {
 		attrs map[string]string
 		key   string
 	}{{n.Attrs, "max_retries"}, {g.Attrs, "default_max_retries"}, {g.Attrs, "default_max_retry"}} {
 		if r := attrInt(v.attrs, v.key, -1); r >= 0 {
-			return r
+			return r, true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // FailureTarget is where a failed node goes when no edge takes its failure

@@ -189,7 +189,7 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 	if err != nil || at.run == nil {
 		return w.after(ctx, p.RunID, run, err)
 	}
-	actx, span := startAttempt(ctx, t, &at)
+	actx, span := startAttempt(ctx, p, &at)
 	out, err := w.execute(actx, &at)
 	endAttempt(span, out, err)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/hibiken/asynq"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -17,14 +16,12 @@ import (
 
 // startAttempt starts the span of one attempt, under the span of its stage (emitted when the stage is over), linked
 // to the span that enqueued the step: the trace follows the run across the queue, processes and restarts.
-func startAttempt(ctx context.Context, t *asynq.Task, at *attempt) (context.Context, trace.Span) {
+func startAttempt(ctx context.Context, p jobs.Payload, at *attempt) (context.Context, trace.Span) {
 	opts := []trace.SpanStartOption{trace.WithAttributes(attribute.String("run.id", at.run.ID),
 		attribute.String("task.id", at.task.ID), attribute.Int("attempt", at.n), attribute.Bool("rejudge", at.rejudge),
 		attribute.String("agent", at.run.Options.Agent))}
-	if p, err := jobs.DecodePayload(t); err == nil {
-		if sc := jobs.SpanContext(p); sc.IsValid() {
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
-		}
+	if sc := jobs.SpanContext(p); sc.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
 	ctx = telemetry.StageContext(ctx, at.run.ID, at.task.ID, at.task.Visits)
 	return telemetry.Tracer().Start(ctx, "orch.attempt", opts...)

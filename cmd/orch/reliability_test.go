@@ -60,20 +60,36 @@ func startOrch(t *testing.T, dir string, env []string, args ...string) (*exec.Cm
 	return cmd, out
 }
 
+// waitOutput waits for a process's output to say what.
+func waitOutput(t *testing.T, out *syncBuffer, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), what); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q:\n%s", what, out.String())
+		}
+	}
+}
+
+// writeSlowPlan writes slow.md, one task, and its scenario beside it.
+func writeSlowPlan(t *testing.T, dir, scenario string) {
+	t.Helper()
+	os.WriteFile(filepath.Join(dir, "slow.md"), []byte("# Slow\n\n## Task 1.1: Take a while\n\nDo it slowly.\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "slow.sim.yaml"), []byte(scenario), 0o644)
+}
+
 // A worker killed with SIGKILL in the middle of a task: another worker takes the step over once its lease runs out,
 // the run completes, the task is completed once, and nothing the dead worker started is left running.
 func TestWorkerKilledMidTask(t *testing.T) {
 	t.Parallel()
 	url := reliabilityRedis(t)
 	dir := workdir(t)
-	os.WriteFile(filepath.Join(dir, "slow.md"), []byte("# Slow\n\n## Task 1.1: Take a while\n\nDo it slowly.\n"), 0o644)
 	// The first attempt works for a long time (a marker makes its process findable); the rescued one is quick.
-	os.WriteFile(filepath.Join(dir, "slow.sim.yaml"), []byte(`tasks:
+	writeSlowPlan(t, dir, `tasks:
   "1.1":
     - output: "Done after a long time."
       sh: "sleep 97.25"
     - output: "Done. All tests pass."
-`), 0o644)
+`)
 	env := []string{"ORCH_REDIS_URL=" + url, "ORCH_SANDBOX=local"}
 	first, firstOut := startOrch(t, dir, env, "run", "--agent", "sim", "slow.md")
 	// Wait for the first attempt to be under way.
@@ -214,20 +230,12 @@ func TestRedisRestartKeepsParkedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	waitFor := func(what string) {
-		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), what); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q:\n%s", what, out.String())
-			}
-		}
-	}
-	waitFor("Your response")
+	waitOutput(t, out, "Your response")
 	time.Sleep(1500 * time.Millisecond) // appendfsync everysec: the question is on disk
 	rs.kill()
-	waitFor("Redis does not answer")
+	waitOutput(t, out, "Redis does not answer")
 	rs.start()
-	waitFor("Redis is back")
+	waitOutput(t, out, "Redis is back")
 	fmt.Fprintln(stdin, "B")
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -247,18 +255,13 @@ func TestRedisRestartWhileRunning(t *testing.T) {
 	t.Parallel()
 	rs := startOwnRedis(t)
 	dir := workdir(t)
-	os.WriteFile(filepath.Join(dir, "slow.md"), []byte("# Slow\n\n## Task 1.1: Take a while\n\nDo it slowly.\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "slow.sim.yaml"), []byte(`tasks:
+	writeSlowPlan(t, dir, `tasks:
   "1.1":
     - output: "Done. All tests pass."
       sh: "sleep 4"
-`), 0o644)
+`)
 	cmd, out := startOrch(t, dir, []string{"ORCH_SANDBOX=local"}, "run", "--agent", "sim", "--redis", rs.url(), "slow.md")
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "Invoking"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the task did not start:\n%s", out.String())
-		}
-	}
+	waitOutput(t, out, "Invoking")
 	time.Sleep(1200 * time.Millisecond) // the run's state is on disk (appendfsync everysec)
 	rs.kill()
 	time.Sleep(8 * time.Second) // the agent finishes while Redis is away
@@ -285,13 +288,12 @@ func TestServeSIGTERMDrains(t *testing.T) {
 	fake := slackfake.New()
 	t.Cleanup(fake.Close)
 	dir := workdir(t)
-	os.WriteFile(filepath.Join(dir, "slow.md"), []byte("# Slow\n\n## Task 1.1: Take a while\n\nDo it slowly.\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, "slow.sim.yaml"), []byte(`tasks:
+	writeSlowPlan(t, dir, `tasks:
   "1.1":
     - output: "Done after a while."
       sh: "sleep 30"
     - output: "Done. All tests pass."
-`), 0o644)
+`)
 	s := startServeIn(t, dir, fake)
 	s.post("/slack/commands", fake.SlashCommand("run slow.md", "U123ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
 	var run jobs.Run
