@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,9 +26,10 @@ func TestEndToEndPhase(t *testing.T) {
 		{"fixed_once", 0, []string{"Stage e2e failed → e2e-fix (fix attempt 1 of 5)", "Task e2e-fix: COMPLETED", "Task e2e: COMPLETED"}, 2, 1, "", true},
 		{"oscillates", 3, []string{"LOOP DETECTED: the end-to-end fixes do not converge", "failure 2 of the last 3", "TestLogout"}, 3, 2, jobs.TriggerOscillate, false},
 		{"never_passes", 3, []string{"the fix attempts ran out", "after 5 fix attempts"}, 6, 5, jobs.TriggerE2E, false},
+		{"../../testdata/e2e_same", 3, []string{"failed 3 times with the same failure"}, 3, 2, jobs.TriggerOscillate, false},
 	}
 	for _, c := range cases {
-		t.Run(c.scenario, func(t *testing.T) {
+		t.Run(filepath.Base(c.scenario), func(t *testing.T) {
 			t.Parallel()
 			dir := workdir(t)
 			r := orch(t, dir, "", "run", "--agent", "sim", "--redis", url, "--sim-scenario", "examples/e2e/"+c.scenario+".sim.yaml",
