@@ -13,6 +13,8 @@ import (
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 type parkedResult struct {
@@ -126,7 +128,7 @@ func busyWhileParked(ctx context.Context, inspector *asynq.Inspector) (int, erro
 }
 
 // checkParked checks that every run waits on the agent's question, and returns the id of each one's escalation.
-func checkParked(ctx context.Context, store *jobs.Store, ids []string) ([]string, error) {
+func checkParked(ctx context.Context, store *store.Store, ids []string) ([]string, error) {
 	escIDs := make([]string, len(ids))
 	err := parallel(ctx, len(ids), 8, func(i int) error {
 		run, err := store.Get(ctx, ids[i])
@@ -195,7 +197,7 @@ func redisBytesPerRun(ctx context.Context, rdb *redis.Client, ids []string) (run
 }
 
 // resumeAll answers every parked run and returns the time until the last one was resumed by the worker.
-func resumeAll(ctx context.Context, store *jobs.Store, queue *jobs.Queue, events *tally, ids, escIDs []string) (time.Duration, error) {
+func resumeAll(ctx context.Context, store *store.Store, queue *queue.Queue, events *tally, ids, escIDs []string) (time.Duration, error) {
 	start := time.Now()
 	err := parallel(ctx, len(ids), 8, func(i int) error {
 		_, _, err := escalation.Resolve(ctx, store, queue, escalation.Request{RunID: ids[i], EscalationID: escIDs[i],

@@ -12,6 +12,8 @@ import (
 	"github.com/orchrun/orch/bot"
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 // asynqDefaultPoll is asynq's own TaskCheckInterval, which orch overrides (worker.Config.PollInterval).
@@ -30,12 +32,12 @@ func clickToResume(ctx context.Context, r *rig, poll time.Duration, clicks int) 
 	store, queue, events := r.backend()
 	resumed, ended := newSignals(), newSignals()
 	events.hook(func(e jobs.Event, at time.Time) {
-		switch e.Type {
-		case jobs.EventTaskStarted:
-			if e.Int("started") == 2 { // the attempt after the human's answer
+		switch b := e.Body.(type) {
+		case jobs.TaskStartedEvent:
+			if b.Started == 2 { // the attempt after the human's answer
 				resumed.fire(e.RunID, at)
 			}
-		case jobs.EventRunCompleted, jobs.EventRunFailed, jobs.EventRunAborted:
+		case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
 			ended.fire(e.RunID, at)
 		}
 	})
@@ -145,8 +147,8 @@ func waitQuestions(ctx context.Context, fake *slackfake.Slack, n int, timeout ti
 
 // planStarter creates the runs `/orch run` asks for, as the server's starter does, with the sim agent.
 type planStarter struct {
-	store *jobs.Store
-	queue *jobs.Queue
+	store *store.Store
+	queue *queue.Queue
 	ws    string
 	opts  jobs.Options
 }

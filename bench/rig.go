@@ -18,6 +18,8 @@ import (
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/pipeline"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/worker"
@@ -43,11 +45,11 @@ func buildOrch(ctx context.Context, dir string) (string, error) {
 }
 
 // backend is a store and a queue on the rig's Redis, with a tally of the events this process commits.
-func (r *rig) backend() (*jobs.Store, *jobs.Queue, *tally) {
-	store := jobs.NewStore(r.redis.Client, nil)
+func (r *rig) backend() (*store.Store, *queue.Queue, *tally) {
+	store := store.New(r.redis.Client, nil)
 	t := newTally()
 	store.Observe(t.observe)
-	return store, jobs.NewQueue(r.redis.Client, jobs.QueueConfig{}), t
+	return store, queue.New(r.redis.Client, queue.Config{}), t
 }
 
 // workerConcurrency is how many steps (agent processes) the worker runs at once: orch's default (--concurrency).
@@ -55,7 +57,7 @@ const workerConcurrency = 2
 
 // startWorker starts one worker, wired as `orch worker` wires it for local runs: the local sandbox, the heuristic
 // brain (its production wrapper, without an LLM), the sim agent or a command template.
-func (r *rig) startWorker(store *jobs.Store, queue *jobs.Queue, poll time.Duration) (*worker.Worker, error) {
+func (r *rig) startWorker(store *store.Store, queue *queue.Queue, poll time.Duration) (*worker.Worker, error) {
 	w, err := worker.New(worker.Config{
 		Store:        store,
 		Queue:        queue,
@@ -146,7 +148,7 @@ func planRun(planPath, ws string, opts jobs.Options, origin jobs.Origin) (*jobs.
 }
 
 // startRun saves a run and queues its start: what a starter does.
-func startRun(ctx context.Context, store *jobs.Store, queue *jobs.Queue, run *jobs.Run) error {
+func startRun(ctx context.Context, store *store.Store, queue *queue.Queue, run *jobs.Run) error {
 	if err := store.Create(ctx, run); err != nil {
 		return err
 	}
@@ -154,7 +156,7 @@ func startRun(ctx context.Context, store *jobs.Store, queue *jobs.Queue, run *jo
 }
 
 // startRuns starts n runs of a plan, a few at a time, and returns their ids.
-func startRuns(ctx context.Context, store *jobs.Store, queue *jobs.Queue, n int, planPath, ws string,
+func startRuns(ctx context.Context, store *store.Store, queue *queue.Queue, n int, planPath, ws string,
 	opts jobs.Options) ([]string, error) {
 	ids := make([]string, n)
 	err := parallel(ctx, n, 4, func(i int) error {
@@ -206,7 +208,7 @@ func parallel(ctx context.Context, n, workers int, fn func(i int) error) error {
 // busySlots is how many tasks asynq holds as active in orch's two queues: a worker slot each.
 func busySlots(inspector *asynq.Inspector) (int, error) {
 	busy := 0
-	for _, q := range []string{jobs.QueueSteps, jobs.QueueControl} {
+	for _, q := range []string{queue.Steps, queue.Control} {
 		info, err := inspector.GetQueueInfo(q)
 		if errors.Is(err, asynq.ErrQueueNotFound) {
 			continue
@@ -222,7 +224,7 @@ func busySlots(inspector *asynq.Inspector) (int, error) {
 // queued is how many tasks wait in orch's two queues (pending, scheduled or retrying).
 func queued(inspector *asynq.Inspector) (int, error) {
 	n := 0
-	for _, q := range []string{jobs.QueueSteps, jobs.QueueControl} {
+	for _, q := range []string{queue.Steps, queue.Control} {
 		info, err := inspector.GetQueueInfo(q)
 		if errors.Is(err, asynq.ErrQueueNotFound) {
 			continue

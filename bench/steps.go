@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 // noopAgent is an agent that does nothing and says so: a shell that prints "Done." (the heuristic brain reads a
@@ -100,7 +101,7 @@ func stepPlan(n int) string {
 
 // agentTimes is the agent process time of every step, keyed by run and task, read back from the runs; each task must
 // have completed at its first attempt.
-func agentTimes(ctx context.Context, store *jobs.Store, ids []string, tasks int) (map[string]time.Duration, error) {
+func agentTimes(ctx context.Context, store *store.Store, ids []string, tasks int) (map[string]time.Duration, error) {
 	out := map[string]time.Duration{}
 	for _, id := range ids {
 		run, err := store.Get(ctx, id)
@@ -144,10 +145,10 @@ func (c *stepClock) observe(e jobs.Event, at time.Time) {
 	key := e.RunID + "/" + e.TaskID
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch e.Type {
-	case jobs.EventTaskStarted:
+	switch e.Body.(type) {
+	case jobs.TaskStartedEvent:
 		c.started[key] = at
-	case jobs.EventTaskCompleted:
+	case jobs.TaskCompletedEvent:
 		c.done[key] = at
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // tally counts the events of the changes this process commits (the worker's and the bot's, through
-// jobs.Store.Observe): how a measurement knows, without polling Redis, that runs parked, resumed or ended. It also
+// store.Store.Observe): how a measurement knows, without polling Redis, that runs parked, resumed or ended. It also
 // hands the moment an event was committed to whoever waits for it.
 type tally struct {
 	mu     sync.Mutex
@@ -29,8 +29,8 @@ func (t *tally) observe(events []jobs.Event) {
 	at := time.Now()
 	t.mu.Lock()
 	for _, e := range events {
-		t.counts[e.Type]++
-		t.last[e.Type] = at
+		t.counts[e.Type()]++
+		t.last[e.Type()] = at
 	}
 	hooks := t.hooks
 	t.mu.Unlock()

@@ -16,6 +16,8 @@ import (
 
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 const benchSecret = "bench-signing-secret"
@@ -43,9 +45,9 @@ func benchServer(b *testing.B) (*httptest.Server, *slackfake.Slack, *timings) {
 	b.Cleanup(func() { rdb.Close() })
 	fake := slackfake.New()
 	b.Cleanup(fake.Close)
-	store := jobs.NewStore(rdb, nil)
+	store := store.New(rdb, nil)
 	s, err := New(Config{SigningSecret: benchSecret, BotToken: "xoxb-bench", APIURL: fake.APIURL(), Workspace: b.TempDir(),
-		Store: store, Queue: jobs.NewQueue(rdb, jobs.QueueConfig{}), Starter: nopStarter{}, Backlog: 1 << 20})
+		Store: store, Queue: queue.New(rdb, queue.Config{}), Starter: nopStarter{}, Backlog: 1 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}

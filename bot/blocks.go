@@ -270,7 +270,7 @@ func hasOption(e *jobs.Escalation, key string) bool {
 
 // triggerLine says why the run needs a human: the trigger, the attempt, and the error similarity when known.
 func triggerLine(r *jobs.Run, e *jobs.Escalation) string {
-	parts := []string{"Trigger: *" + escapeCut(triggerText(e.Trigger, e.Name), maxLine, false) + "*"}
+	parts := []string{"Trigger: *" + escapeCut(e.Trigger.Describe(e.Name), maxLine, false) + "*"}
 	if a := attemptText(e.Attempt, r.Options.MaxAttempts); a != "" {
 		parts = append(parts, a)
 	}
@@ -279,41 +279,6 @@ func triggerLine(r *jobs.Run, e *jobs.Escalation) string {
 	}
 	parts = append(parts, "run "+inlineCode(r.ID, maxActionField))
 	return strings.Join(parts, " · ")
-}
-
-func triggerText(t jobs.Trigger, name string) string {
-	switch t {
-	case jobs.TriggerNeedsHelp:
-		return "the agent asked"
-	case jobs.TriggerBrain:
-		return "the brain escalated"
-	case jobs.TriggerAttemptCap:
-		return "attempt cap reached"
-	case jobs.TriggerPermanent:
-		return "an error no retry can fix"
-	case jobs.TriggerSecurity:
-		return "security"
-	case jobs.TriggerConfig:
-		return "configuration error"
-	case jobs.TriggerValidation:
-		return "saved state failed validation"
-	case jobs.TriggerCustom:
-		if name != "" {
-			return "custom trigger " + name
-		}
-		return "custom trigger"
-	case jobs.TriggerGate:
-		return "human gate"
-	case jobs.TriggerChat:
-		return "conversation"
-	case jobs.TriggerLoop:
-		return "loop detected"
-	case jobs.TriggerOscillate:
-		return "end-to-end fixes oscillate"
-	case jobs.TriggerE2E:
-		return "end-to-end fix attempts ran out"
-	}
-	return string(t)
 }
 
 // attemptText is "attempt N of M", or "attempt N" when the cap does not bound N (a human reset the counter, or
@@ -676,89 +641,97 @@ func tokensText(r *jobs.Run) string {
 	return fmt.Sprintf("%s tokens in, %s out", groupDigits(in), groupDigits(out))
 }
 
-// eventLine is one event as a short mrkdwn line.
+// eventLine is one event as a short mrkdwn line; "" for the engine's bookkeeping (stages entered, checkpoints,
+// interview events), which the other lines say for people already.
 func eventLine(e jobs.Event) string {
 	task := "task " + escapeCut(e.TaskID, 40, false)
-	s := func(k string, n int) string { return escapeCut(singleLine(e.String(k)), n, false) }
-	withText := func(line, k string) string {
-		if e.String(k) != "" {
-			return line + ": " + s(k, 150)
+	s := func(v string, n int) string { return escapeCut(singleLine(v), n, false) }
+	withText := func(line, text string) string {
+		if text != "" {
+			return line + ": " + s(text, 150)
 		}
 		return line
 	}
-	switch e.Type {
-	case jobs.EventRunStarted:
-		return "Run started: " + countNoun(e.Int("tasks"), "task")
-	case jobs.EventTaskStarted:
-		l := "Started " + task
-		if a := attemptText(e.Int("attempt"), e.Int("max_attempts")); a != "" {
-			l += " (" + a + ")"
+	attempt := func(line string, n, of int) string {
+		if a := attemptText(n, of); a != "" {
+			return line + " (" + a + ")"
 		}
-		return l
-	case jobs.EventTaskCompleted:
-		return ":white_check_mark: " + withText("Completed "+task, "summary")
-	case jobs.EventTaskFailed:
-		l := ":x: Failed " + task
-		if a := attemptText(e.Int("attempt"), e.Int("max_attempts")); a != "" {
-			l += " (" + a + ")"
-		}
-		return withText(l, "error")
-	case jobs.EventTaskForced:
-		return ":heavy_check_mark: Forced " + task + " (by " + userRef(e.String("by"), "slack") + ")"
-	case jobs.EventRetrying:
-		if e.String("guidance") != "" {
+		return line
+	}
+	switch b := e.Body.(type) {
+	case jobs.RunStartedEvent:
+		return "Run started: " + countNoun(b.Tasks, "task")
+	case jobs.TaskStartedEvent:
+		return attempt("Started "+task, b.Attempt, b.MaxAttempts)
+	case jobs.TaskCompletedEvent:
+		return ":white_check_mark: " + withText("Completed "+task, b.Summary)
+	case jobs.TaskFailedEvent:
+		return withText(attempt(":x: Failed "+task, b.Attempt, b.MaxAttempts), b.Error)
+	case jobs.TaskForcedEvent:
+		return ":heavy_check_mark: Forced " + task + " (by " + userRef(b.By, "slack") + ")"
+	case jobs.RetryingEvent:
+		if b.Guidance != "" {
 			return ":repeat: Retrying " + task + " with guidance"
 		}
 		return ":repeat: Retrying " + task
-	case jobs.EventLoopDetected:
+	case jobs.LoopDetectedEvent:
 		return fmt.Sprintf(":warning: Loop detected on %s: %s, error similarity %.0f%%", task,
-			countNoun(e.Int("failures"), "failure"), 100*e.Float("similarity"))
-	case jobs.EventEscalation:
-		return ":raising_hand: T" + task[1:] + " needs a human: " + escapeCut(triggerText(jobs.Trigger(e.String("trigger")), e.String("name")), 100, false)
-	case jobs.EventResolution:
-		return "Answered by " + userRef(e.String("by"), e.String("via")) + ": " + s("summary", 150)
-	case jobs.EventResumed:
-		if e.String("guidance") != "" {
+			countNoun(b.Failures, "failure"), 100*b.Similarity)
+	case jobs.EscalationEvent:
+		return ":raising_hand: T" + task[1:] + " needs a human: " + escapeCut(b.Trigger.Describe(b.Name), 100, false)
+	case jobs.ResolutionEvent:
+		return "Answered by " + userRef(b.By, b.Via) + ": " + s(b.Summary, 150)
+	case jobs.ResumedEvent:
+		if b.Guidance != "" {
 			return ":arrow_forward: Resuming " + task + " with guidance"
 		}
 		return ":arrow_forward: Resuming " + task
-	case jobs.EventBrainFallback:
-		return withText("The brain fell back to the heuristic", "reason")
-	case jobs.EventSandboxError:
-		return withText(":boom: Sandbox error on "+task, "error")
-	case jobs.EventRunCompleted:
+	case jobs.BrainFallbackEvent:
+		return withText("The brain fell back to the heuristic", b.Reason)
+	case jobs.SandboxErrorEvent:
+		return withText(":boom: Sandbox error on "+task, b.Error)
+	case jobs.RunCompletedEvent:
 		return ":white_check_mark: Run completed"
-	case jobs.EventRunFailed:
-		return withText(":x: Run failed", "reason")
-	case jobs.EventRunAborted:
-		return withText(":octagonal_sign: Run aborted by "+userRef(e.String("by"), "slack"), "reason")
-	case jobs.EventRunPaused:
-		return withText(":pause_button: Run paused", "reason")
-	case jobs.EventTimeout:
-		return fmt.Sprintf(":alarm_clock: No answer to escalation %s (timeout %d of %d)", s("escalation_id", 40), e.Int("n"), e.Int("of"))
-	case jobs.EventPipelineStarted:
-		if e.String("kind") != "dot" {
+	case jobs.RunFailedEvent:
+		return withText(":x: Run failed", b.Reason)
+	case jobs.RunAbortedEvent:
+		return withText(":octagonal_sign: Run aborted by "+userRef(b.By, "slack"), b.Reason)
+	case jobs.RunPausedEvent:
+		return withText(":pause_button: Run paused", b.Reason)
+	case jobs.EscalationTimeoutEvent:
+		return fmt.Sprintf(":alarm_clock: No answer to escalation %s (timeout %d of %d)", s(b.EscalationID, 40), b.N, b.Of)
+	case jobs.PipelineStartedEvent:
+		if b.PlanKind != "dot" {
 			return ""
 		}
-		return withText("Pipeline "+s("name", 80), "goal")
-	case jobs.EventStageCompleted, jobs.EventStageFailed:
-		next := s("next", 40)
-		switch handler, status := e.String("handler"), e.String("status"); {
-		case handler == "conditional":
-			return fmt.Sprintf(":twisted_rightwards_arrows: Condition %s: %s → %s", escapeCut(e.TaskID, 40, false), s("status", 20), next)
-		case handler == "wait.human" && status == "success":
-			return fmt.Sprintf(":twisted_rightwards_arrows: Gate %s: %s → %s", escapeCut(e.TaskID, 40, false), s("note", 80), next)
-		case handler == "exit" && e.String("route") == "goal_gate":
-			return ":leftwards_arrow_with_hook: Goal gate unsatisfied (" + s("note", 100) + ") → " + next
-		case status == "fail" && next != "":
-			return ":leftwards_arrow_with_hook: Failure of " + task + " routed to " + next
-		}
+		return withText("Pipeline "+s(b.Name, 80), b.Goal)
+	case jobs.StageCompletedEvent:
+		return hopLine(e.TaskID, b.StageHop)
+	case jobs.StageFailedEvent:
+		return hopLine(e.TaskID, b.StageHop)
+	case jobs.StageStartedEvent, jobs.StageRetryingEvent, jobs.CheckpointSavedEvent, jobs.InterviewStartedEvent,
+		jobs.InterviewCompletedEvent, jobs.InterviewTimeoutEvent, jobs.PipelineCompletedEvent, jobs.PipelineFailedEvent:
 		return ""
-	case jobs.EventStageStarted, jobs.EventStageRetrying, jobs.EventCheckpointSaved, jobs.EventInterviewStarted,
-		jobs.EventInterviewDone, jobs.EventInterviewTimeout, jobs.EventPipelineCompleted, jobs.EventPipelineFailed:
-		return "" // the engine's bookkeeping: the lines above say the same for people
 	}
-	return escapeCut(e.Type, 60, false) + " " + task
+	return escapeCut(e.Type(), 60, false) + " " + task
+}
+
+// hopLine says how the pipeline moved on from a node, where that is worth a line: a conditional's route, a gate's
+// choice, a goal gate sending the run back, a failure's route.
+func hopLine(node string, h jobs.StageHop) string {
+	s := func(v string, n int) string { return escapeCut(singleLine(v), n, false) }
+	next := s(h.Next, 40)
+	switch {
+	case h.Handler == "conditional":
+		return fmt.Sprintf(":twisted_rightwards_arrows: Condition %s: %s → %s", escapeCut(node, 40, false), s(h.Status, 20), next)
+	case h.Handler == "wait.human" && h.Status == "success":
+		return fmt.Sprintf(":twisted_rightwards_arrows: Gate %s: %s → %s", escapeCut(node, 40, false), s(h.Note, 80), next)
+	case h.Handler == "exit" && h.Route == "goal_gate":
+		return ":leftwards_arrow_with_hook: Goal gate unsatisfied (" + s(h.Note, 100) + ") → " + next
+	case h.Status == "fail" && h.Next != "":
+		return ":leftwards_arrow_with_hook: Failure of task " + escapeCut(node, 40, false) + " routed to " + next
+	}
+	return ""
 }
 
 // eventTime renders in each reader's own time zone; the text after "|" is what clients that cannot show it print.

@@ -151,24 +151,24 @@ func answered(e *jobs.Escalation, res jobs.Resolution) *jobs.Escalation {
 }
 
 func testEvents() []jobs.Event {
-	ev := func(i int, typ, task string, kv ...any) jobs.Event {
-		e := jobs.NewEvent(typ, runID, task, kv...)
+	ev := func(i int, task string, b jobs.Body) jobs.Event {
+		e := jobs.NewEvent(runID, task, b)
 		e.Time = t0.Add(time.Duration(i) * 10 * time.Second)
 		return e
 	}
 	return []jobs.Event{
-		ev(0, jobs.EventRunStarted, "", "tasks", 3, "plan", "plans/feature.md"),
-		ev(1, jobs.EventTaskStarted, "1.1", "attempt", 1, "max_attempts", 3),
-		ev(2, jobs.EventTaskCompleted, "1.1", "summary", "Implemented an in-memory LRU cache. All tests pass."),
-		ev(3, jobs.EventTaskStarted, "1.2", "attempt", 1, "max_attempts", 3),
-		ev(4, jobs.EventTaskFailed, "1.2", "attempt", 1, "max_attempts", 3, "error", "cache_test.go:42: got <nil>, want &Item{}"),
-		ev(5, jobs.EventRetrying, "1.2", "guidance", "check the eviction order"),
-		ev(6, jobs.EventTaskStarted, "1.2", "attempt", 2, "max_attempts", 3),
-		ev(7, jobs.EventBrainFallback, "1.2", "reason", "anthropic: 529 overloaded"),
-		ev(8, jobs.EventEscalation, "1.2", "trigger", "needs_help", "escalation_id", "e1"),
-		ev(9, jobs.EventResolution, "1.2", "by", "U0123ABCD", "via", "slack", "summary", "chose B) In-memory LRU"),
-		ev(10, jobs.EventResumed, "1.2", "guidance", "use B", "resolution", "choose"),
-		ev(11, jobs.EventLoopDetected, "1.2", "failures", 3, "similarity", 0.87, "similar", true),
+		ev(0, "", jobs.RunStartedEvent{Tasks: 3, Plan: "plans/feature.md"}),
+		ev(1, "1.1", jobs.TaskStartedEvent{Attempt: 1, MaxAttempts: 3}),
+		ev(2, "1.1", jobs.TaskCompletedEvent{Summary: "Implemented an in-memory LRU cache. All tests pass."}),
+		ev(3, "1.2", jobs.TaskStartedEvent{Attempt: 1, MaxAttempts: 3}),
+		ev(4, "1.2", jobs.TaskFailedEvent{Attempt: 1, MaxAttempts: 3, Error: "cache_test.go:42: got <nil>, want &Item{}"}),
+		ev(5, "1.2", jobs.RetryingEvent{Guidance: "check the eviction order"}),
+		ev(6, "1.2", jobs.TaskStartedEvent{Attempt: 2, MaxAttempts: 3}),
+		ev(7, "1.2", jobs.BrainFallbackEvent{Reason: "anthropic: 529 overloaded"}),
+		ev(8, "1.2", jobs.EscalationEvent{Trigger: jobs.TriggerNeedsHelp, EscalationID: "e1"}),
+		ev(9, "1.2", jobs.ResolutionEvent{By: "U0123ABCD", Via: "slack", Summary: "chose B) In-memory LRU"}),
+		ev(10, "1.2", jobs.ResumedEvent{Guidance: "use B", Resolution: "choose"}),
+		ev(11, "1.2", jobs.LoopDetectedEvent{Failures: 3, Similarity: 0.87, Similar: true}),
 	}
 }
 
@@ -684,10 +684,10 @@ func TestEscaping(t *testing.T) {
 	r.Tasks[0].Title = evil
 	r.Origin = jobs.Origin{Kind: "cli", User: evil}
 	events := []jobs.Event{
-		jobs.NewEvent(jobs.EventTaskFailed, runID, "1.1", "error", evil),
-		jobs.NewEvent(jobs.EventResolution, runID, "1.1", "by", evil, "via", "slack", "summary", evil),
-		jobs.NewEvent(jobs.EventRunAborted, runID, "1.1", "by", evil, "reason", evil),
-		jobs.NewEvent(evil, runID, evil),
+		jobs.NewEvent(runID, "1.1", jobs.TaskFailedEvent{Error: evil}),
+		jobs.NewEvent(runID, "1.1", jobs.ResolutionEvent{By: evil, Via: "slack", Summary: evil}),
+		jobs.NewEvent(runID, "1.1", jobs.RunAbortedEvent{By: evil, Reason: evil}),
+		jobs.NewEvent(runID, evil, jobs.UnknownEvent{Type: evil}),
 	}
 	ended := endedRun(jobs.RunFailed, evil)
 	ended.PlanTitle = evil
@@ -833,8 +833,8 @@ func TestPausedMessage(t *testing.T) {
 func TestProgressIsBounded(t *testing.T) {
 	var events []jobs.Event
 	for i := range 60 {
-		e := jobs.NewEvent(jobs.EventTaskFailed, runID, "1.2", "attempt", 1, "max_attempts", 3,
-			"error", fmt.Sprintf("error %d: %s", i, strings.Repeat("x", 5000)))
+		e := jobs.NewEvent(runID, "1.2", jobs.TaskFailedEvent{Attempt: 1, MaxAttempts: 3,
+			Error: fmt.Sprintf("error %d: %s", i, strings.Repeat("x", 5000))})
 		e.Time = t0.Add(time.Duration(i) * time.Second)
 		events = append(events, e)
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orchrun/orch/bot/slackfake"
-	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 // Every Slack endpoint, given any body — correctly signed, so that the parsers behind the signature check see it —
@@ -34,9 +35,9 @@ func FuzzSlackEndpoints(f *testing.F) {
 	f.Cleanup(func() { rdb.Close() })
 	fake := slackfake.New()
 	f.Cleanup(fake.Close)
-	store := jobs.NewStore(rdb, nil)
+	store := store.New(rdb, nil)
 	srv, err := New(Config{SigningSecret: testSecret, BotToken: "xoxb-test", APIURL: fake.APIURL(), Workspace: f.TempDir(),
-		Store: store, Queue: jobs.NewQueue(rdb, jobs.QueueConfig{}), Starter: nopStarter{}, MaxBody: 64 << 10,
+		Store: store, Queue: queue.New(rdb, queue.Config{}), Starter: nopStarter{}, MaxBody: 64 << 10,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		f.Fatal(err)

@@ -206,9 +206,9 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 		}
 	}()
 	for _, ev := range events {
-		switch ev.Type {
-		case jobs.EventEscalation:
-			id := ev.String("escalation_id")
+		switch b := ev.Body.(type) {
+		case jobs.EscalationEvent:
+			id := b.EscalationID
 			if e := run.Escalation(id); e != nil && st.Esc[id] == "" {
 				ts, err := p.post(ctx, st.Channel, st.RootTS, EscalationMessage(run, e))
 				if err != nil {
@@ -222,18 +222,18 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 			if err := p.update(ctx, st.Channel, st.RootTS, RootMessage(run)); err != nil {
 				return err
 			}
-		case jobs.EventResolution:
-			id := ev.String("escalation_id")
+		case jobs.ResolutionEvent:
+			id := b.EscalationID
 			if e := run.Escalation(id); e != nil && e.Resolution != nil && st.Esc[id] != "" {
 				if err := p.update(ctx, st.Channel, st.Esc[id], AnsweredMessage(run, e)); err != nil {
 					return fmt.Errorf("marking escalation %s answered: %w", id, err)
 				}
 			}
-		case jobs.EventRunPaused:
+		case jobs.RunPausedEvent:
 			if _, err := p.post(ctx, st.Channel, st.RootTS, PausedMessage(run)); err != nil {
 				return err
 			}
-		case jobs.EventRunCompleted, jobs.EventRunFailed, jobs.EventRunAborted:
+		case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
 			if final, _ := p.rdb.HGet(ctx, keyRunState(runID), "final_ts").Result(); final == "" {
 				ts, err := p.post(ctx, st.Channel, st.RootTS, FinalMessage(run))
 				if err != nil {

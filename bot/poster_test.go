@@ -17,6 +17,7 @@ import (
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 // change applies fn to a run as a worker would, in one atomic update.
@@ -54,21 +55,21 @@ func (h *harness) answerFromTerminal(runID, escID, key string) {
 func (h *harness) startTask(runID string, attempt int) {
 	h.change(runID, func(r *jobs.Run, c *jobs.Change) {
 		r.Status, r.Tasks[0].Status, r.Tasks[0].Started = jobs.RunRunning, jobs.TaskRunning, attempt
-		c.Emit(jobs.NewEvent(jobs.EventTaskStarted, r.ID, "1.1", "attempt", attempt, "max_attempts", 3))
+		c.Emit(jobs.NewEvent(r.ID, "1.1", jobs.TaskStartedEvent{Attempt: attempt, MaxAttempts: 3}))
 	})
 }
 
 func (h *harness) complete(runID string) {
 	h.change(runID, func(r *jobs.Run, c *jobs.Change) {
 		r.Status, r.Tasks[0].Status, r.Cursor, r.EndedAt = jobs.RunCompleted, jobs.TaskCompleted, 1, h.store.Now()
-		c.Emit(jobs.NewEvent(jobs.EventRunCompleted, r.ID, ""))
+		c.Emit(jobs.NewEvent(r.ID, "", jobs.RunCompletedEvent{}))
 	})
 }
 
 func (h *harness) fail(runID, reason string) {
 	h.change(runID, func(r *jobs.Run, c *jobs.Change) {
 		r.Status, r.Tasks[0].Status, r.Reason, r.EndedAt = jobs.RunFailed, jobs.TaskFailed, reason, h.store.Now()
-		c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, "1.1", "reason", reason))
+		c.Emit(jobs.NewEvent(r.ID, "1.1", jobs.RunFailedEvent{Reason: reason}))
 	})
 }
 
@@ -189,8 +190,8 @@ func TestPosterThread(t *testing.T) {
 		})
 		h.change(run.ID, func(r *jobs.Run, c *jobs.Change) {
 			r.Tasks[0].Failures = 1
-			c.Emit(jobs.NewEvent(jobs.EventTaskFailed, r.ID, "1.1", "attempt", 1, "max_attempts", 3, "error", "tests fail"))
-			c.Emit(jobs.NewEvent(jobs.EventRetrying, r.ID, "1.1"))
+			c.Emit(jobs.NewEvent(r.ID, "1.1", jobs.TaskFailedEvent{Attempt: 1, MaxAttempts: 3, Error: "tests fail"}))
+			c.Emit(jobs.NewEvent(r.ID, "1.1", jobs.RetryingEvent{}))
 		})
 		h.waitFor("the progress message to show the retry", func() bool {
 			return strings.Contains(blocksText(h.message(progress.TS)), "Retrying task 1.1")
@@ -552,7 +553,7 @@ func TestPosterReadsEventsWithTheirRun(t *testing.T) {
 		inject := &injectBeforeEvents{armed: map[string]func(){}}
 		h := newHarness(t, rdb, withoutSerializing, func(h *harness, c *Config) { h.rdb.AddHook(inject) })
 		// The changes go through a client without the hook.
-		worker := jobs.NewStore(rdb, nil)
+		worker := store.New(rdb, nil)
 		update := func(runID string, fn func(r *jobs.Run, c *jobs.Change)) func() {
 			return func() {
 				worker.Update(context.Background(), runID, func(r *jobs.Run, c *jobs.Change) error { fn(r, c); return nil })
@@ -567,7 +568,7 @@ func TestPosterReadsEventsWithTheirRun(t *testing.T) {
 			run, root := h.startRun(h.user("ALICE"))
 			h.change(run.ID, func(r *jobs.Run, c *jobs.Change) {
 				r.Status, r.Tasks[0].Status, r.Tasks[0].Started = jobs.RunRunning, jobs.TaskRunning, 1
-				c.Emit(jobs.NewEvent(jobs.EventTaskStarted, r.ID, "1.1", "attempt", 1))
+				c.Emit(jobs.NewEvent(r.ID, "1.1", jobs.TaskStartedEvent{Attempt: 1}))
 			})
 			h.waitFor("the poster to settle", func() bool { return h.idle(run.ID) })
 			return run, root
@@ -604,7 +605,7 @@ func TestPosterReadsEventsWithTheirRun(t *testing.T) {
 			run, root := newRun()
 			inject.arm(run.ID, update(run.ID, func(r *jobs.Run, c *jobs.Change) {
 				r.Status, r.Tasks[0].Status, r.Cursor, r.EndedAt = jobs.RunCompleted, jobs.TaskCompleted, 1, worker.Now()
-				c.Emit(jobs.NewEvent(jobs.EventRunCompleted, r.ID, ""))
+				c.Emit(jobs.NewEvent(r.ID, "", jobs.RunCompletedEvent{}))
 			}))
 			h.done(run.ID)
 			final := h.finals(run.ID, root.TS)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 // Starter creates and queues a run for a Slack request. It is wired in cmd, which knows plans and options.
@@ -48,7 +49,7 @@ type Config struct {
 	Workspace string
 	// AllowedUsers may start runs and answer; empty means anyone in the channel.
 	AllowedUsers []string
-	Store        *jobs.Store
+	Store        *store.Store
 	Queue        escalation.Enqueuer
 	Starter      Starter
 	Log          *slog.Logger

@@ -29,6 +29,8 @@ import (
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 const (
@@ -78,7 +80,7 @@ func eachBackend(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient))
 type harness struct {
 	t       *testing.T
 	rdb     redis.UniversalClient
-	store   *jobs.Store
+	store   *store.Store
 	queue   *hookQueue
 	fake    *slackfake.Slack
 	starter *testStarter
@@ -154,8 +156,8 @@ func newHarness(t *testing.T, rdb redis.UniversalClient, opts ...harnessOption) 
 	o := rdb.(*redis.Client).Options()
 	h.rdb = redis.NewClient(&redis.Options{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: o.TLSConfig})
 	t.Cleanup(func() { h.rdb.Close() })
-	h.store = jobs.NewStore(h.rdb, nil)
-	h.queue = &hookQueue{q: jobs.NewQueue(h.rdb, jobs.QueueConfig{})}
+	h.store = store.New(h.rdb, nil)
+	h.queue = &hookQueue{q: queue.New(h.rdb, queue.Config{})}
 	h.starter = newTestStarter(h)
 	// Runs followed by a bot test that crashed; on a shared Redis their threads would go to this test's fake.
 	rdb.Del(context.Background(), keyActive)
@@ -240,10 +242,10 @@ func (h *harness) cleanup() {
 	for _, id := range ids {
 		if r, err := h.store.Get(ctx, id); err == nil {
 			for _, e := range r.Escalations {
-				insp.DeleteTask(jobs.QueueControl, "resume:"+id+":"+e.ID)
+				insp.DeleteTask(queue.Control, "resume:"+id+":"+e.ID)
 			}
 		}
-		insp.DeleteTask(jobs.QueueControl, "start:"+id)
+		insp.DeleteTask(queue.Control, "start:"+id)
 		// The store's keys (jobs/store.go) and the poster's.
 		h.rdb.Del(ctx, "orch:run:{"+id+"}", "orch:run:{"+id+"}:events", "orch:run:{"+id+"}:audit", keyRunState(id), keyLock(id))
 		h.rdb.ZRem(ctx, "orch:runs", id)
@@ -611,7 +613,7 @@ func (h *harness) idle(runID string) bool {
 
 // hookQueue is the real queue with a record of the resumes enqueued and a hook a test can use to play the worker.
 type hookQueue struct {
-	q        *jobs.Queue
+	q        *queue.Queue
 	mu       sync.Mutex
 	resumes  []string
 	onResume func(ctx context.Context, runID, escID string)
@@ -1303,7 +1305,7 @@ func TestCommandAbort(t *testing.T) {
 			run, root := h.startRun(alice)
 			h.store.Update(context.Background(), run.ID, func(r *jobs.Run, c *jobs.Change) error {
 				r.Status, r.Tasks[0].Status, r.Tasks[0].Started = jobs.RunRunning, jobs.TaskRunning, 1
-				c.Emit(jobs.NewEvent(jobs.EventTaskStarted, r.ID, "1.1", "attempt", 1, "max_attempts", 3))
+				c.Emit(jobs.NewEvent(r.ID, "1.1", jobs.TaskStartedEvent{Attempt: 1, MaxAttempts: 3}))
 				return nil
 			})
 			h.command("abort "+run.ID, alice)

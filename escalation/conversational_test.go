@@ -367,7 +367,7 @@ func checkConversationalResolved(t *testing.T, sc storeCase, spec func() escalat
 		t.Errorf("Describe = %q, want %q", got, tt.describe)
 	}
 	evs := events(t, sc.store, run.ID, jobs.EventResolution)
-	if len(evs) != 1 || evs[0].String("summary") != tt.describe || evs[0].String("resolution") != string(tt.typ) {
+	if len(evs) != 1 || evs[0].Body.(jobs.ResolutionEvent).Summary != tt.describe || evs[0].Body.(jobs.ResolutionEvent).Resolution != tt.typ {
 		t.Errorf("resolution events = %+v; want one with summary %q", evs, tt.describe)
 	}
 	var resolved []jobs.AuditEntry

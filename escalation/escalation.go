@@ -19,7 +19,7 @@ import (
 type Spec struct {
 	Trigger        jobs.Trigger
 	Name           string // a custom trigger's name
-	Priority       int    // 0: the trigger's default (DefaultPriority)
+	Priority       int    // 0: the trigger's own (jobs.Trigger.Priority)
 	Source         string // agent, brain or orch
 	Question       string
 	Options        []string // as the agent wrote them; keys are parsed or assigned A, B, C…
@@ -58,27 +58,6 @@ const (
 	MaxStored = 64 << 10
 )
 
-// DefaultPriority orders triggers that fire together: what must not wait (a leaked secret) comes first.
-func DefaultPriority(t jobs.Trigger) int {
-	switch t {
-	case jobs.TriggerSecurity:
-		return 100
-	case jobs.TriggerConfig:
-		return 90
-	case jobs.TriggerValidation:
-		return 80
-	case jobs.TriggerPermanent:
-		return 70
-	case jobs.TriggerAttemptCap:
-		return 60
-	case jobs.TriggerBrain:
-		return 50
-	case jobs.TriggerNeedsHelp:
-		return 40
-	}
-	return 30
-}
-
 // Escalate parks r on the most urgent of the triggers that fired together about task t and queues the others, to be
 // asked one at a time, highest priority first. It returns the escalation that is open, or nil when the task hit the
 // escalation cap and the run ended as failed instead.
@@ -88,7 +67,7 @@ func Escalate(r *jobs.Run, t *jobs.Task, c *jobs.Change, specs []Spec, now time.
 	}
 	for i := range specs {
 		if specs[i].Priority == 0 {
-			specs[i].Priority = DefaultPriority(specs[i].Trigger)
+			specs[i].Priority = specs[i].Trigger.Priority()
 		}
 	}
 	sort.SliceStable(specs, func(i, j int) bool { return specs[i].Priority > specs[j].Priority })
@@ -151,7 +130,7 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 		return e
 	}
 	if s.Priority == 0 {
-		s.Priority = DefaultPriority(s.Trigger)
+		s.Priority = s.Trigger.Priority()
 	}
 	limit := s.MaxPerTask
 	if limit <= 0 {
@@ -170,7 +149,7 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 			t.ID, n, limit, s.Trigger)
 		t.Status = jobs.TaskFailed
 		DropQueued(r, t.ID)
-		c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, t.ID, "reason", r.Reason, "duration_ms", r.ElapsedMS()))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunFailedEvent{Reason: r.Reason, DurationMS: r.ElapsedMS()}))
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, Action: "stopped", Trigger: s.Trigger,
 			Detail: r.Reason, By: "orch", Via: "escalation cap"})
 		return nil
@@ -217,7 +196,7 @@ func build(r *jobs.Run, t *jobs.Task, s Spec, now time.Time) *jobs.Escalation {
 		e.Files = append(e.Files, Bound(Redact(f), maxLabel))
 	}
 	if s.Priority == 0 {
-		e.Priority = DefaultPriority(s.Trigger)
+		e.Priority = s.Trigger.Priority()
 	}
 	for _, err := range lastN(t.Errors, maxErrors) {
 		e.Errors = append(e.Errors, Bound(Redact(err), maxError))
@@ -259,11 +238,7 @@ func park(r *jobs.Run, t *jobs.Task, c *jobs.Change, e *jobs.Escalation) *jobs.E
 	r.Escalations = append(r.Escalations, e)
 	r.Status = jobs.RunParked
 	t.Status = jobs.TaskWaiting
-	ev := jobs.NewEvent(jobs.EventEscalation, r.ID, t.ID,
-		"escalation_id", e.ID, "trigger", string(e.Trigger), "name", e.Name, "priority", e.Priority, "source", e.Source,
-		"question", e.Question, "options", e.Options, "recommendation", e.Recommendation, "attempt", e.Attempt,
-		"failures", e.Failures, "similarity", e.Similarity, "title", t.Title)
-	e.EventRef = c.Emit(ev)
+	e.EventRef = c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.NewEscalationEvent(e, t.Title)))
 	c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "escalated",
 		Trigger: e.Trigger, Detail: firstLine(e.Question), By: "orch", Via: e.Source})
 	return e

@@ -10,12 +10,13 @@ import (
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/jobstest"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 // storeCase is one Redis the store tests run against.
 type storeCase struct {
 	name  string
-	store *jobs.Store
+	store *store.Store
 	clock *clock
 }
 
@@ -27,7 +28,7 @@ func stores(t *testing.T) []storeCase {
 	for _, name := range []string{"miniredis", "redis"} {
 		if c, ok := clients[name]; ok {
 			clk := newClock()
-			out = append(out, storeCase{name: name, store: jobs.NewStore(c, clk.Now), clock: clk})
+			out = append(out, storeCase{name: name, store: store.New(c, clk.Now), clock: clk})
 		}
 	}
 	return out
@@ -79,7 +80,7 @@ func (q *fakeQueue) Calls() []resumeCall {
 
 // newRun saves a running run whose first task has failed three times, and removes its keys when the test ends so
 // that a shared Redis stays clean.
-func newRun(t *testing.T, s *jobs.Store) *jobs.Run {
+func newRun(t *testing.T, s *store.Store) *jobs.Run {
 	t.Helper()
 	ctx := context.Background()
 	r := &jobs.Run{
@@ -109,7 +110,7 @@ func newRun(t *testing.T, s *jobs.Store) *jobs.Run {
 }
 
 // open opens an escalation about the run's current task, as a worker does at the end of a step.
-func open(t *testing.T, s *jobs.Store, runID string, spec escalation.Spec) *jobs.Escalation {
+func open(t *testing.T, s *store.Store, runID string, spec escalation.Spec) *jobs.Escalation {
 	t.Helper()
 	var e *jobs.Escalation
 	_, err := s.Update(context.Background(), runID, func(r *jobs.Run, c *jobs.Change) error {
@@ -133,7 +134,7 @@ func choiceSpec() escalation.Spec {
 	}
 }
 
-func mustGet(t *testing.T, s *jobs.Store, id string) *jobs.Run {
+func mustGet(t *testing.T, s *store.Store, id string) *jobs.Run {
 	t.Helper()
 	r, err := s.Get(context.Background(), id)
 	if err != nil {
@@ -149,7 +150,7 @@ type snapshot struct {
 	audit  int
 }
 
-func snap(t *testing.T, s *jobs.Store, id string) snapshot {
+func snap(t *testing.T, s *store.Store, id string) snapshot {
 	t.Helper()
 	ctx := context.Background()
 	data, err := json.Marshal(mustGet(t, s, id))
@@ -167,7 +168,7 @@ func snap(t *testing.T, s *jobs.Store, id string) snapshot {
 	return snapshot{run: string(data), events: len(evs), audit: len(au)}
 }
 
-func events(t *testing.T, s *jobs.Store, id string, typ string) []jobs.Event {
+func events(t *testing.T, s *store.Store, id string, typ string) []jobs.Event {
 	t.Helper()
 	evs, err := s.Events(context.Background(), id, "", 0)
 	if err != nil {
@@ -175,14 +176,14 @@ func events(t *testing.T, s *jobs.Store, id string, typ string) []jobs.Event {
 	}
 	var out []jobs.Event
 	for _, e := range evs {
-		if e.Type == typ {
+		if e.Type() == typ {
 			out = append(out, e)
 		}
 	}
 	return out
 }
 
-func audit(t *testing.T, s *jobs.Store, id string) []jobs.AuditEntry {
+func audit(t *testing.T, s *store.Store, id string) []jobs.AuditEntry {
 	t.Helper()
 	a, err := s.Audit(context.Background(), id)
 	if err != nil {

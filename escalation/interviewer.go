@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 // QuestionType is the kind of answer a question wants.
@@ -307,7 +308,7 @@ func (f Callback) Ask(ctx context.Context, q Question) (Answer, error) { return 
 // they resolve the escalation).
 type Recording struct {
 	Inner Interviewer
-	Store *jobs.Store
+	Store *store.Store
 	By    string // who was asked (the terminal user)
 	Via   string // console, answers-file, auto-approve
 	mu    sync.Mutex

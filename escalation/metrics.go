@@ -8,7 +8,7 @@ import (
 	"github.com/orchrun/orch/jobs"
 )
 
-// Metrics counts what the escalation machinery does, from the events of committed changes (jobs.Store.Observe), so
+// Metrics counts what the escalation machinery does, from the events of committed changes (store.Store.Observe), so
 // that a change retried under contention is counted once and every process that commits a change counts it: the
 // worker its escalations and loops, the terminal or the bot its resolutions.
 type Metrics struct {
@@ -29,13 +29,13 @@ func (m *Metrics) Observe(events []jobs.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, e := range events {
-		switch e.Type {
-		case jobs.EventEscalation:
-			m.escalations[e.String("trigger")]++
-		case jobs.EventResolution:
-			m.resolutions[e.String("resolution")]++
-			m.waits = append(m.waits, time.Duration(e.Float("wait_seconds")*float64(time.Second)))
-		case jobs.EventLoopDetected:
+		switch b := e.Body.(type) {
+		case jobs.EscalationEvent:
+			m.escalations[b.Trigger.String()]++
+		case jobs.ResolutionEvent:
+			m.resolutions[string(b.Resolution)]++
+			m.waits = append(m.waits, time.Duration(b.WaitSeconds*float64(time.Second)))
+		case jobs.LoopDetectedEvent:
 			m.loops["task"]++
 		}
 	}

@@ -18,11 +18,11 @@ func TestMetricsCountCommittedChangesOnce(t *testing.T) {
 			run := newRun(t, sc.store)
 			// A change that is rejected counts nothing.
 			sc.store.Update(ctx, run.ID, func(r *jobs.Run, c *jobs.Change) error {
-				c.Emit(jobs.NewEvent(jobs.EventLoopDetected, r.ID, "T1"))
+				c.Emit(jobs.NewEvent(r.ID, "T1", jobs.LoopDetectedEvent{}))
 				return context.Canceled
 			})
 			if _, err := sc.store.Update(ctx, run.ID, func(r *jobs.Run, c *jobs.Change) error {
-				c.Emit(jobs.NewEvent(jobs.EventLoopDetected, r.ID, "T1"))
+				c.Emit(jobs.NewEvent(r.ID, "T1", jobs.LoopDetectedEvent{}))
 				escalation.Open(r, r.Task("T1"), c, escalation.Spec{Trigger: jobs.TriggerAttemptCap, Source: "orch"}, sc.clock.Now())
 				return nil
 			}); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 var now = time.Date(2025, 3, 14, 9, 26, 53, 0, time.FixedZone("CET", 3600))
@@ -58,7 +59,7 @@ func TestOpenParksTheRun(t *testing.T) {
 				Recommendation: "B", Attempt: 3, Failures: 3, Errors: []string{"boom 1", "boom 2", "boom 3"},
 				Output:    "I looked at the code. Which cache backend should I use?",
 				CreatedAt: sc.clock.Now().UTC(),
-				Priority:  escalation.DefaultPriority(jobs.TriggerNeedsHelp), TaskStatus: string(jobs.TaskRunning),
+				Priority:  jobs.TriggerNeedsHelp.Priority(), TaskStatus: string(jobs.TaskRunning),
 				EventRef: evs0(t, sc.store, run.ID),
 			}
 			stored.Suggestions = nil // checked in TestOpenSuggestions
@@ -71,13 +72,12 @@ func TestOpenParksTheRun(t *testing.T) {
 				t.Fatalf("escalation events = %d, want 1", len(evs))
 			}
 			ev := evs[0]
-			for k, v := range map[string]string{"escalation_id": "e1", "trigger": "needs_help", "source": "agent",
-				"question": "Which cache backend should I use?", "recommendation": "B", "title": "Add a cache"} {
-				if got := ev.String(k); got != v {
-					t.Errorf("event field %s = %q, want %q", k, got, v)
-				}
+			b := ev.Body.(jobs.EscalationEvent)
+			if b.EscalationID != "e1" || b.Trigger != jobs.TriggerNeedsHelp || b.Source != "agent" ||
+				b.Question != "Which cache backend should I use?" || b.Recommendation != "B" || b.Title != "Add a cache" {
+				t.Errorf("escalation event = %+v", b)
 			}
-			if ev.TaskID != "T1" || ev.RunID != run.ID || ev.Int("attempt") != 3 || ev.Int("failures") != 3 {
+			if ev.TaskID != "T1" || ev.RunID != run.ID || b.Attempt != 3 || b.Failures != 3 {
 				t.Errorf("event = %+v", ev)
 			}
 
@@ -438,7 +438,7 @@ func TestOpenRedactsAndBoundsOptions(t *testing.T) {
 }
 
 // evs0 is the stream id of a run's first escalation event.
-func evs0(t *testing.T, store *jobs.Store, runID string) string {
+func evs0(t *testing.T, store *store.Store, runID string) string {
 	t.Helper()
 	evs := events(t, store, runID, jobs.EventEscalation)
 	if len(evs) == 0 {

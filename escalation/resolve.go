@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 // Errors of Resolve. Each leaves the run as it was.
@@ -66,7 +67,7 @@ func (q Request) Validate() error {
 // Slack click, thread reply, timeout) exactly one wins; the others get ErrAlreadyResolved or ErrNoOpenEscalation and
 // change nothing. The winner's effect on the task (guidance, counter reset) is saved with it, and a resume is
 // enqueued so that a worker continues the run.
-func Resolve(ctx context.Context, store *jobs.Store, queue Enqueuer, q Request) (*jobs.Run, *jobs.Escalation, error) {
+func Resolve(ctx context.Context, store *store.Store, queue Enqueuer, q Request) (*jobs.Run, *jobs.Escalation, error) {
 	if err := q.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -123,10 +124,9 @@ func Resolve(ctx context.Context, store *jobs.Store, queue Enqueuer, q Request) 
 		res.Reason = Redact(res.Reason)
 		e.Resolution = res
 		apply(r, t, e, res)
-		c.Emit(jobs.NewEvent(jobs.EventResolution, r.ID, t.ID, "escalation_id", e.ID, "resolution", string(res.Type),
-			"key", res.Key, "text", res.Text, "reason", res.Reason, "by", res.By, "via", res.Via,
-			"wait_seconds", res.At.Sub(e.CreatedAt).Seconds(), "summary", describe(e, res),
-			"trigger", string(e.Trigger), "question", Bound(e.Question, 1000), "visit", t.Visits))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.ResolutionEvent{EscalationID: e.ID, Resolution: res.Type, Key: res.Key,
+			Text: res.Text, Reason: res.Reason, By: res.By, Via: res.Via, WaitSeconds: res.At.Sub(e.CreatedAt).Seconds(),
+			Summary: describe(e, res), Trigger: e.Trigger, Question: Bound(e.Question, 1000), Visit: t.Visits}))
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "resolved",
 			Trigger: e.Trigger, Resolution: string(res.Type), Detail: describe(e, res), By: res.By, Via: res.Via})
 		if res.Type == jobs.ResolveAbort {
@@ -134,7 +134,7 @@ func Resolve(ctx context.Context, store *jobs.Store, queue Enqueuer, q Request) 
 			r.Status = jobs.RunAborted
 			r.Reason = res.Reason
 			r.EndedAt = res.At
-			c.Emit(jobs.NewEvent(jobs.EventRunAborted, r.ID, t.ID, "reason", res.Reason, "by", res.By, "duration_ms", r.ElapsedMS()))
+			c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunAbortedEvent{Reason: res.Reason, By: res.By, DurationMS: r.ElapsedMS()}))
 		}
 		if res.Type == jobs.ResolveForce {
 			c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "warning",
@@ -304,7 +304,7 @@ func keys(e *jobs.Escalation) string {
 
 // Decline closes a run's open escalation without a human: the run ends as failed. It is what automation does with a
 // question it must not answer (auto-approval never resolves a failure or a security escalation).
-func Decline(ctx context.Context, store *jobs.Store, runID, escID, by, via, reason string) error {
+func Decline(ctx context.Context, store *store.Store, runID, escID, by, via, reason string) error {
 	_, err := store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
 		e := r.Escalation(escID)
 		if r.Status != jobs.RunParked || e == nil || e.Resolution != nil {
@@ -318,7 +318,7 @@ func Decline(ctx context.Context, store *jobs.Store, runID, escID, by, via, reas
 		r.Status, r.Reason, r.EndedAt = jobs.RunFailed, reason, now
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: e.TaskID, EscalationID: e.ID, Action: "declined",
 			Trigger: e.Trigger, Resolution: string(jobs.ResolveDecline), Detail: reason, By: by, Via: via})
-		c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, e.TaskID, "reason", reason, "duration_ms", r.ElapsedMS()))
+		c.Emit(jobs.NewEvent(r.ID, e.TaskID, jobs.RunFailedEvent{Reason: reason, DurationMS: r.ElapsedMS()}))
 		return nil
 	})
 	return err
@@ -327,7 +327,7 @@ func Decline(ctx context.Context, store *jobs.Store, runID, escID, by, via, reas
 // Abort stops a run wherever it is: a run waiting on a question is resolved with an abort (first answer wins, as
 // always); a queued, running or paused run ends as aborted at once — the step in flight, if any, finds the run gone
 // and discards its result.
-func Abort(ctx context.Context, store *jobs.Store, queue Enqueuer, runID, by, via, reason string) (*jobs.Run, error) {
+func Abort(ctx context.Context, store *store.Store, queue Enqueuer, runID, by, via, reason string) (*jobs.Run, error) {
 	if strings.TrimSpace(reason) == "" {
 		reason = "aborted by " + by
 	}
@@ -348,7 +348,7 @@ func Abort(ctx context.Context, store *jobs.Store, queue Enqueuer, runID, by, vi
 		}
 		now := store.Now().UTC()
 		r.Status, r.Reason, r.EndedAt, r.Queued = jobs.RunAborted, Redact(reason), now, nil
-		c.Emit(jobs.NewEvent(jobs.EventRunAborted, r.ID, currentID(r), "reason", r.Reason, "by", by, "duration_ms", r.ElapsedMS()))
+		c.Emit(jobs.NewEvent(r.ID, currentID(r), jobs.RunAbortedEvent{Reason: r.Reason, By: by, DurationMS: r.ElapsedMS()}))
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: currentID(r), Action: "aborted", Detail: r.Reason, By: by, Via: via})
 		return nil
 	})

@@ -133,7 +133,7 @@ func TestResolve(t *testing.T) {
 								"wrong plan", sc.clock.Now())
 						}
 						ab := events(t, sc.store, run.ID, jobs.EventRunAborted)
-						if len(ab) != 1 || ab[0].String("reason") != "wrong plan" || ab[0].String("by") != "alice" {
+						if len(ab) != 1 || ab[0].Body != (jobs.RunAbortedEvent{Reason: "wrong plan", By: "alice", DurationMS: ab[0].Body.(jobs.RunAbortedEvent).DurationMS}) {
 							t.Errorf("run_aborted events = %+v", ab)
 						}
 					} else {
@@ -149,11 +149,10 @@ func TestResolve(t *testing.T) {
 					if len(evs) != 1 {
 						t.Fatalf("resolution events = %d, want 1", len(evs))
 					}
-					ev := evs[0]
-					if ev.String("escalation_id") != "e1" || ev.String("resolution") != string(tt.req.Type) ||
-						ev.String("by") != "alice" || ev.String("via") != "slack" || ev.Float("wait_seconds") != 90 ||
-						ev.String("summary") != escalation.Describe(stored.Escalations[0], res) {
-						t.Errorf("resolution event = %+v", ev.Fields)
+					ev := evs[0].Body.(jobs.ResolutionEvent)
+					if ev.EscalationID != "e1" || ev.Resolution != tt.req.Type || ev.By != "alice" || ev.Via != "slack" ||
+						ev.WaitSeconds != 90 || ev.Summary != escalation.Describe(stored.Escalations[0], res) {
+						t.Errorf("resolution event = %+v", ev)
 					}
 
 					au := audit(t, sc.store, run.ID)

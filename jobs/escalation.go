@@ -28,6 +28,56 @@ const (
 // sign of trouble: such questions do not count against a task's escalation cap.
 func (t Trigger) Conversational() bool { return t == TriggerGate || t == TriggerChat }
 
+// String is the trigger's name, as stored, logged and labelled in metrics.
+func (t Trigger) String() string { return string(t) }
+
+// Text says in a few words, for people, why the run needs a human. Every surface (terminal, Slack, logs) uses it.
+func (t Trigger) Text() string {
+	if d, ok := triggers[t]; ok {
+		return d.text
+	}
+	return string(t)
+}
+
+// Describe is Text naming a custom trigger by its name.
+func (t Trigger) Describe(name string) string {
+	if t == TriggerCustom && name != "" {
+		return "custom trigger " + name
+	}
+	return t.Text()
+}
+
+// Priority orders triggers that fire together: what must not wait (a leaked secret) comes first. A custom trigger
+// brings its own; the others have these.
+func (t Trigger) Priority() int {
+	if d, ok := triggers[t]; ok {
+		return d.priority
+	}
+	return DefaultCustomPriority
+}
+
+// DefaultCustomPriority is the priority of a custom trigger that sets none.
+const DefaultCustomPriority = 30
+
+var triggers = map[Trigger]struct {
+	text     string
+	priority int
+}{
+	TriggerSecurity:   {"security", 100},
+	TriggerConfig:     {"configuration error", 90},
+	TriggerValidation: {"saved state failed validation", 80},
+	TriggerPermanent:  {"an error no retry can fix", 70},
+	TriggerAttemptCap: {"attempt cap reached", 60},
+	TriggerBrain:      {"the brain escalated", 50},
+	TriggerNeedsHelp:  {"the agent asked", 40},
+	TriggerCustom:     {"custom trigger", DefaultCustomPriority},
+	TriggerGate:       {"human gate", DefaultCustomPriority},
+	TriggerChat:       {"conversation", DefaultCustomPriority},
+	TriggerLoop:       {"loop detected", DefaultCustomPriority},
+	TriggerE2E:        {"end-to-end fix attempts ran out", DefaultCustomPriority},
+	TriggerOscillate:  {"end-to-end fixes oscillate", DefaultCustomPriority},
+}
+
 // ResolutionType is what a human decided.
 type ResolutionType string
 

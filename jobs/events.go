@@ -1,18 +1,13 @@
 package jobs
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-// Event types in a run's event log. Front ends (the terminal, Slack) render them.
+// The names of the events in a run's log: the "type" of each JSON object in `orch run --json` and in the Redis
+// stream. They are the contract; the Go types below are how orch's own code writes and reads them.
 const (
 	EventRunStarted    = "run_started"
 	EventTaskStarted   = "task_started"
@@ -46,189 +41,435 @@ const (
 	EventCheckpointSaved   = "checkpoint_saved"
 )
 
-// Event is one entry of a run's append-only event log.
+// Event is one entry of a run's append-only event log: where and when it happened, and what (Body, one of the
+// *Event types of this file). Consumers switch on the body's type, so a field renamed here fails to compile
+// everywhere it is read.
 type Event struct {
-	ID     string         // stream id, set when read back
-	Type   string         // one of the Event* constants
-	RunID  string         //
-	TaskID string         //
-	Time   time.Time      //
-	Fields map[string]any // the event's own fields
+	ID     string // stream id: set when read back, or by Change.Emit
+	RunID  string
+	TaskID string
+	Time   time.Time
+	Body   Body
 }
 
-// NewEvent builds an event; kv are key/value pairs.
-func NewEvent(typ, runID, taskID string, kv ...any) Event {
-	e := Event{Type: typ, RunID: runID, TaskID: taskID, Fields: map[string]any{}}
-	for i := 0; i+1 < len(kv); i += 2 {
-		k, _ := kv[i].(string)
-		e.Fields[k] = kv[i+1]
-	}
-	return e
+// Body is what an event says. Its fields are the event's JSON fields, beside type, run_id, task_id and time.
+type Body interface {
+	// Kind is the event's name: one of the Event* constants.
+	Kind() string
 }
 
-// String returns the named field as a string ("" when absent).
-func (e Event) String(k string) string {
-	switch v := e.Fields[k].(type) {
-	case string:
-		return v
-	case nil:
+// NewEvent is an event of run runID about task taskID ("" for the run as a whole).
+func NewEvent(runID, taskID string, b Body) Event {
+	return Event{RunID: runID, TaskID: taskID, Body: b}
+}
+
+// Type is the event's name, one of the Event* constants.
+func (e Event) Type() string {
+	if e.Body == nil {
 		return ""
-	default:
-		return fmt.Sprint(v)
 	}
+	return e.Body.Kind()
 }
 
-// Float returns the named numeric field.
-func (e Event) Float(k string) float64 {
-	switch v := e.Fields[k].(type) {
-	case float64:
-		return v
-	case int:
-		return float64(v)
-	case int64:
-		return float64(v)
-	}
-	return 0
+// The run as a whole.
+
+// RunStartedEvent: a worker took the run off the queue.
+type RunStartedEvent struct {
+	Plan    string `json:"plan"`
+	Title   string `json:"title"`
+	Tasks   int    `json:"tasks"`
+	Agent   string `json:"agent"`
+	Brain   string `json:"brain"`
+	Sandbox string `json:"sandbox"`
 }
 
-// Int returns the named numeric field.
-func (e Event) Int(k string) int { return int(e.Float(k)) }
+// RunCompletedEvent: every task is done.
+type RunCompletedEvent struct {
+	Tasks        int     `json:"tasks"`
+	DurationMS   int64   `json:"duration_ms"`
+	CostUSD      float64 `json:"cost_usd"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+}
 
-// MarshalJSON flattens the event: type, run_id, task_id, time, then the fields.
+// RunFailedEvent: the run ended without completing.
+type RunFailedEvent struct {
+	Reason     string `json:"reason"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// RunAbortedEvent: a person (or a timeout's fallback) stopped the run.
+type RunAbortedEvent struct {
+	Reason     string `json:"reason"`
+	By         string `json:"by"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// RunPausedEvent: orch stopped the run (the brain was unavailable); `orch resume` continues it.
+type RunPausedEvent struct {
+	Reason string `json:"reason"`
+}
+
+// Tasks.
+
+// TaskStartedEvent: an attempt of a task (or a conversation's next reply) began.
+type TaskStartedEvent struct {
+	Title       string `json:"title"`
+	Attempt     int    `json:"attempt"` // failures since the last reset, plus one
+	MaxAttempts int    `json:"max_attempts"`
+	Started     int    `json:"started"` // every start in this run: ORCH_ATTEMPT
+	Agent       string `json:"agent"`
+	Turn        int    `json:"turn,omitempty"` // the agent's reply number, in a conversation
+}
+
+// TaskCompletedEvent: a task is done.
+type TaskCompletedEvent struct {
+	Title      string  `json:"title"`
+	Summary    string  `json:"summary"`
+	CostUSD    float64 `json:"cost_usd"`
+	DurationMS int64   `json:"duration_ms"`
+}
+
+// TaskFailedEvent: an attempt failed.
+type TaskFailedEvent struct {
+	Title       string `json:"title"`
+	Attempt     int    `json:"attempt"`
+	MaxAttempts int    `json:"max_attempts"`
+	Error       string `json:"error"`
+}
+
+// TaskForcedEvent: a person marked a task done despite its error.
+type TaskForcedEvent struct {
+	Title string `json:"title"`
+	By    string `json:"by"`
+}
+
+// RetryingEvent: a failed task runs again, after DelayMS, with the brain's guidance.
+type RetryingEvent struct {
+	Title    string `json:"title"`
+	Reason   string `json:"reason"`
+	Guidance string `json:"guidance"`
+	DelayMS  int64  `json:"delay_ms"`
+}
+
+// LoopDetectedEvent: retries stopped because they were not getting anywhere.
+type LoopDetectedEvent struct {
+	Failures   int     `json:"failures"`
+	Similarity float64 `json:"similarity"`
+	Similar    bool    `json:"similar"`
+	// LoopKind is set for the end-to-end phase's loops: TriggerOscillate or TriggerE2E.
+	LoopKind Trigger `json:"kind,omitempty"`
+}
+
+// ResumedEvent: a task goes on after a person's answer (Resolution is the answer's type), or after a pause
+// (Resolution "continue").
+type ResumedEvent struct {
+	Title      string `json:"title"`
+	Guidance   string `json:"guidance,omitempty"`
+	Resolution string `json:"resolution"`
+}
+
+// ResumeContinue is ResumedEvent.Resolution of a run continued after a pause.
+const ResumeContinue = "continue"
+
+// BrainFallbackEvent: an LLM brain could not answer and the heuristic one did.
+type BrainFallbackEvent struct {
+	Reason string `json:"reason"`
+}
+
+// SandboxErrorEvent: orch could not run the agent at all.
+type SandboxErrorEvent struct {
+	Error string `json:"error"`
+}
+
+// Questions to people.
+
+// EscalationEvent: the run parked on a question.
+type EscalationEvent struct {
+	EscalationID   string   `json:"escalation_id"`
+	Trigger        Trigger  `json:"trigger"`
+	Name           string   `json:"name"`
+	Priority       int      `json:"priority"`
+	Source         string   `json:"source"`
+	Question       string   `json:"question"`
+	Options        []Option `json:"options"`
+	Recommendation string   `json:"recommendation"`
+	Attempt        int      `json:"attempt"`
+	Failures       int      `json:"failures"`
+	Similarity     float64  `json:"similarity"`
+	Title          string   `json:"title"` // the task's
+}
+
+// NewEscalationEvent is the event of escalation e about a task titled title.
+func NewEscalationEvent(e *Escalation, title string) EscalationEvent {
+	return EscalationEvent{EscalationID: e.ID, Trigger: e.Trigger, Name: e.Name, Priority: e.Priority, Source: e.Source,
+		Question: e.Question, Options: e.Options, Recommendation: e.Recommendation, Attempt: e.Attempt,
+		Failures: e.Failures, Similarity: e.Similarity, Title: title}
+}
+
+// ResolutionEvent: a question was answered.
+type ResolutionEvent struct {
+	EscalationID string         `json:"escalation_id"`
+	Resolution   ResolutionType `json:"resolution"`
+	Key          string         `json:"key"`
+	Text         string         `json:"text"`
+	Reason       string         `json:"reason"`
+	By           string         `json:"by"`
+	Via          string         `json:"via"`
+	WaitSeconds  float64        `json:"wait_seconds"`
+	Summary      string         `json:"summary"` // what the answer did, in a few words
+	Trigger      Trigger        `json:"trigger"`
+	Question     string         `json:"question"`
+	Visit        int            `json:"visit"` // of the task's node: which stage span the question belongs to
+}
+
+// EscalationTimeoutEvent: a question's time ran out unanswered (TIMEOUT, never a denial).
+type EscalationTimeoutEvent struct {
+	EscalationID  string  `json:"escalation_id"`
+	N             int     `json:"n"`
+	Of            int     `json:"of"`
+	WaitedSeconds float64 `json:"waited_seconds"`
+	Question      string  `json:"question"`
+	Next          string  `json:"next"` // what happens now: "reminding", "still waiting", "aborting the run"
+}
+
+// The pipeline (attractor spec §9.6).
+
+// PipelineStartedEvent: the run entered its graph.
+type PipelineStartedEvent struct {
+	Name     string `json:"name"`
+	Goal     string `json:"goal"`
+	PlanKind string `json:"kind"` // "milestone" or "dot"
+	Nodes    int    `json:"nodes"`
+	Edges    int    `json:"edges"`
+}
+
+// PipelineCompletedEvent: the run reached its exit with its goal gates satisfied.
+type PipelineCompletedEvent struct {
+	DurationMS int64 `json:"duration_ms"`
+	Completed  int   `json:"completed"`
+}
+
+// PipelineFailedEvent: the walk ended in failure.
+type PipelineFailedEvent struct {
+	Error      string `json:"error"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// StageStartedEvent: the run entered a node that does work.
+type StageStartedEvent struct {
+	Title    string `json:"title"`
+	Handler  string `json:"handler"`
+	TaskKind string `json:"kind"`
+	Visit    int    `json:"visit"`
+	Index    int    `json:"index"`
+}
+
+// StageHop is how the walk left a node: its handler, its outcome, the next node and why.
+type StageHop struct {
+	Handler string `json:"handler"`
+	Status  string `json:"status"`
+	Next    string `json:"next"`
+	Route   string `json:"route"`
+	Note    string `json:"note"`
+	// Visit and EnteredMS are set for a stage that did work: its span runs from when the pipeline entered it.
+	Visit     int   `json:"visit,omitempty"`
+	EnteredMS int64 `json:"entered_ms,omitempty"`
+}
+
+// StageCompletedEvent: a node succeeded and the walk moved on.
+type StageCompletedEvent struct{ StageHop }
+
+// StageFailedEvent: a node failed and the walk moved on (or ended).
+type StageFailedEvent struct{ StageHop }
+
+// StageRetryingEvent: a node runs again.
+type StageRetryingEvent struct {
+	Attempt int    `json:"attempt"`
+	DelayMS int64  `json:"delay_ms"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// InterviewStartedEvent: a gate or a conversation asks a person.
+type InterviewStartedEvent struct {
+	Question     string   `json:"question"`
+	QuestionType string   `json:"question_type"` // MULTIPLE_CHOICE (a gate) or FREEFORM (a conversation)
+	Stage        string   `json:"stage"`
+	EscalationID string   `json:"escalation_id"`
+	Options      []Option `json:"options,omitempty"`
+	Turn         int      `json:"turn,omitempty"`
+}
+
+// InterviewCompletedEvent: a gate or a conversation turn was answered.
+type InterviewCompletedEvent struct {
+	EscalationID string  `json:"escalation_id"`
+	Answer       string  `json:"answer"`
+	Label        string  `json:"label,omitempty"` // a gate's chosen label
+	By           string  `json:"by"`
+	Via          string  `json:"via"`
+	WaitSeconds  float64 `json:"wait_seconds"`
+}
+
+// InterviewTimeoutEvent: a gate's own time limit ran out.
+type InterviewTimeoutEvent struct {
+	EscalationID  string  `json:"escalation_id"`
+	Question      string  `json:"question"`
+	Stage         string  `json:"stage"`
+	WaitedSeconds float64 `json:"waited_seconds"`
+	Default       string  `json:"default"`
+}
+
+// CheckpointSavedEvent: the run's position in its graph was saved.
+type CheckpointSavedEvent struct {
+	NodeID    string `json:"node_id"`
+	Last      string `json:"last"`
+	Completed int    `json:"completed"`
+}
+
+// UnknownEvent is an event of a kind this orch does not know (written by another version): kept as it was, so the
+// log stays readable and a copy of it loses nothing.
+type UnknownEvent struct {
+	Type   string
+	Fields map[string]any
+}
+
+func (b RunStartedEvent) Kind() string         { return EventRunStarted }
+func (b RunCompletedEvent) Kind() string       { return EventRunCompleted }
+func (b RunFailedEvent) Kind() string          { return EventRunFailed }
+func (b RunAbortedEvent) Kind() string         { return EventRunAborted }
+func (b RunPausedEvent) Kind() string          { return EventRunPaused }
+func (b TaskStartedEvent) Kind() string        { return EventTaskStarted }
+func (b TaskCompletedEvent) Kind() string      { return EventTaskCompleted }
+func (b TaskFailedEvent) Kind() string         { return EventTaskFailed }
+func (b TaskForcedEvent) Kind() string         { return EventTaskForced }
+func (b RetryingEvent) Kind() string           { return EventRetrying }
+func (b LoopDetectedEvent) Kind() string       { return EventLoopDetected }
+func (b ResumedEvent) Kind() string            { return EventResumed }
+func (b BrainFallbackEvent) Kind() string      { return EventBrainFallback }
+func (b SandboxErrorEvent) Kind() string       { return EventSandboxError }
+func (b EscalationEvent) Kind() string         { return EventEscalation }
+func (b ResolutionEvent) Kind() string         { return EventResolution }
+func (b EscalationTimeoutEvent) Kind() string  { return EventTimeout }
+func (b PipelineStartedEvent) Kind() string    { return EventPipelineStarted }
+func (b PipelineCompletedEvent) Kind() string  { return EventPipelineCompleted }
+func (b PipelineFailedEvent) Kind() string     { return EventPipelineFailed }
+func (b StageStartedEvent) Kind() string       { return EventStageStarted }
+func (b StageCompletedEvent) Kind() string     { return EventStageCompleted }
+func (b StageFailedEvent) Kind() string        { return EventStageFailed }
+func (b StageRetryingEvent) Kind() string      { return EventStageRetrying }
+func (b InterviewStartedEvent) Kind() string   { return EventInterviewStarted }
+func (b InterviewCompletedEvent) Kind() string { return EventInterviewDone }
+func (b InterviewTimeoutEvent) Kind() string   { return EventInterviewTimeout }
+func (b CheckpointSavedEvent) Kind() string    { return EventCheckpointSaved }
+func (b UnknownEvent) Kind() string            { return b.Type }
+
+// decoders reads each kind's body from an event's JSON object.
+var decoders = map[string]func([]byte) (Body, error){
+	EventRunStarted:        decodeAs[RunStartedEvent],
+	EventRunCompleted:      decodeAs[RunCompletedEvent],
+	EventRunFailed:         decodeAs[RunFailedEvent],
+	EventRunAborted:        decodeAs[RunAbortedEvent],
+	EventRunPaused:         decodeAs[RunPausedEvent],
+	EventTaskStarted:       decodeAs[TaskStartedEvent],
+	EventTaskCompleted:     decodeAs[TaskCompletedEvent],
+	EventTaskFailed:        decodeAs[TaskFailedEvent],
+	EventTaskForced:        decodeAs[TaskForcedEvent],
+	EventRetrying:          decodeAs[RetryingEvent],
+	EventLoopDetected:      decodeAs[LoopDetectedEvent],
+	EventResumed:           decodeAs[ResumedEvent],
+	EventBrainFallback:     decodeAs[BrainFallbackEvent],
+	EventSandboxError:      decodeAs[SandboxErrorEvent],
+	EventEscalation:        decodeAs[EscalationEvent],
+	EventResolution:        decodeAs[ResolutionEvent],
+	EventTimeout:           decodeAs[EscalationTimeoutEvent],
+	EventPipelineStarted:   decodeAs[PipelineStartedEvent],
+	EventPipelineCompleted: decodeAs[PipelineCompletedEvent],
+	EventPipelineFailed:    decodeAs[PipelineFailedEvent],
+	EventStageStarted:      decodeAs[StageStartedEvent],
+	EventStageCompleted:    decodeAs[StageCompletedEvent],
+	EventStageFailed:       decodeAs[StageFailedEvent],
+	EventStageRetrying:     decodeAs[StageRetryingEvent],
+	EventInterviewStarted:  decodeAs[InterviewStartedEvent],
+	EventInterviewDone:     decodeAs[InterviewCompletedEvent],
+	EventInterviewTimeout:  decodeAs[InterviewTimeoutEvent],
+	EventCheckpointSaved:   decodeAs[CheckpointSavedEvent],
+}
+
+func decodeAs[T Body](data []byte) (Body, error) {
+	var b T
+	err := json.Unmarshal(data, &b)
+	return b, err
+}
+
+// envelope holds the keys every event has; the body's fields sit beside them.
+var envelope = []string{"type", "run_id", "task_id", "time"}
+
+// MarshalJSON flattens the event into one object: type, run_id, task_id (when set), time, and the body's fields,
+// keys sorted as they always were.
 func (e Event) MarshalJSON() ([]byte, error) {
-	m := make(map[string]any, len(e.Fields)+4)
-	maps.Copy(m, e.Fields)
-	m["type"] = e.Type
-	m["run_id"] = e.RunID
-	if e.TaskID != "" {
-		m["task_id"] = e.TaskID
+	var fields map[string]json.RawMessage
+	if u, ok := e.Body.(UnknownEvent); ok {
+		data, err := json.Marshal(u.Fields)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, &fields); err != nil {
+			return nil, err
+		}
+	} else if e.Body != nil {
+		data, err := json.Marshal(e.Body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding event %s: %w", e.Type(), err)
+		}
+		if err := json.Unmarshal(data, &fields); err != nil {
+			return nil, fmt.Errorf("encoding event %s: %w", e.Type(), err)
+		}
 	}
-	m["time"] = e.Time.UTC().Format(time.RFC3339Nano)
-	return json.Marshal(m)
+	if fields == nil {
+		fields = make(map[string]json.RawMessage, len(envelope))
+	}
+	put := func(k, v string) { fields[k], _ = json.Marshal(v) }
+	put("type", e.Type())
+	put("run_id", e.RunID)
+	if e.TaskID != "" {
+		put("task_id", e.TaskID)
+	}
+	put("time", e.Time.UTC().Format(time.RFC3339Nano))
+	return json.Marshal(fields)
 }
 
-// UnmarshalJSON is the inverse of MarshalJSON.
+// UnmarshalJSON is the inverse of MarshalJSON. A kind this orch does not know becomes an UnknownEvent.
 func (e *Event) UnmarshalJSON(data []byte) error {
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
+	var head struct {
+		Type   string `json:"type"`
+		RunID  string `json:"run_id"`
+		TaskID string `json:"task_id"`
+		Time   string `json:"time"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
 		return err
 	}
-	e.Type, _ = m["type"].(string)
-	e.RunID, _ = m["run_id"].(string)
-	e.TaskID, _ = m["task_id"].(string)
-	if t, ok := m["time"].(string); ok {
-		e.Time, _ = time.Parse(time.RFC3339Nano, t)
+	*e = Event{RunID: head.RunID, TaskID: head.TaskID}
+	if head.Time != "" {
+		e.Time, _ = time.Parse(time.RFC3339Nano, head.Time)
 	}
-	for _, k := range []string{"type", "run_id", "task_id", "time"} {
-		delete(m, k)
-	}
-	e.Fields = m
-	return nil
-}
-
-func (s *Store) appendEvents(ctx context.Context, p redis.Pipeliner, runID string, events []Event) error {
-	for _, e := range events {
-		if e.Time.IsZero() {
-			e.Time = s.now().UTC()
-		}
-		e.RunID = runID
-		data, err := json.Marshal(e)
+	if decode, ok := decoders[head.Type]; ok {
+		b, err := decode(data)
 		if err != nil {
-			return fmt.Errorf("encoding event %s: %w", e.Type, err)
+			return fmt.Errorf("decoding event %s: %w", head.Type, err)
 		}
-		id := e.ID
-		if id == "" {
-			id = "*"
-		}
-		p.XAdd(ctx, &redis.XAddArgs{Stream: eventsKey(runID), ID: id, MaxLen: maxEvents, Approx: true, Values: []any{eventField, data}})
-	}
-	return nil
-}
-
-// Append writes events to a run's log outside of any other change.
-func (s *Store) Append(ctx context.Context, runID string, events ...Event) error {
-	_, err := s.Update(ctx, runID, func(r *Run, c *Change) error {
-		for _, e := range events {
-			c.Emit(e)
-		}
+		e.Body = b
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("appending events to run %s: %w", runID, err)
 	}
+	var fields map[string]any
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return err
+	}
+	for _, k := range envelope {
+		delete(fields, k)
+	}
+	e.Body = UnknownEvent{Type: head.Type, Fields: fields}
 	return nil
-}
-
-// Events reads a run's events after the stream id after ("" or "0" = from the start). With block > 0 it waits up to
-// block for new events when there are none.
-func (s *Store) Events(ctx context.Context, runID, after string, block time.Duration) ([]Event, error) {
-	if after == "" {
-		after = "0"
-	}
-	var msgs []redis.XMessage
-	if block > 0 {
-		res, err := s.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{eventsKey(runID), after}, Block: block, Count: 500}).Result()
-		if errors.Is(err, redis.Nil) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading events of run %s: %w", runID, err)
-		}
-		for _, st := range res {
-			msgs = append(msgs, st.Messages...)
-		}
-	} else {
-		var err error
-		msgs, err = s.rdb.XRangeN(ctx, eventsKey(runID), exclusive(after), "+", 1000).Result()
-		if err != nil {
-			return nil, fmt.Errorf("reading events of run %s: %w", runID, err)
-		}
-	}
-	return decodeEvents(msgs), nil
-}
-
-func decodeEvents(msgs []redis.XMessage) []Event {
-	out := make([]Event, 0, len(msgs))
-	for _, m := range msgs {
-		raw, _ := m.Values[eventField].(string)
-		var e Event
-		if err := json.Unmarshal([]byte(raw), &e); err != nil {
-			continue // an entry orch did not write; the log stays readable
-		}
-		e.ID = m.ID
-		out = append(out, e)
-	}
-	return out
-}
-
-// Recent returns a run's last n events, oldest first: what a progress view shows, without reading the whole log.
-func (s *Store) Recent(ctx context.Context, runID string, n int) ([]Event, error) {
-	msgs, err := s.rdb.XRevRangeN(ctx, eventsKey(runID), "+", "-", int64(n)).Result()
-	if err != nil {
-		return nil, fmt.Errorf("reading events of run %s: %w", runID, err)
-	}
-	slices.Reverse(msgs)
-	return decodeEvents(msgs), nil
-}
-
-// LastEventID is the id of a run's newest event, "0" when it has none: where a follower starts to see only what
-// happens next.
-func (s *Store) LastEventID(ctx context.Context, runID string) (string, error) {
-	msgs, err := s.rdb.XRevRangeN(ctx, eventsKey(runID), "+", "-", 1).Result()
-	if err != nil {
-		return "", fmt.Errorf("reading events of run %s: %w", runID, err)
-	}
-	if len(msgs) == 0 {
-		return "0", nil
-	}
-	return msgs[0].ID, nil
-}
-
-func exclusive(id string) string {
-	if id == "0" || id == "-" {
-		return "-"
-	}
-	return "(" + id
 }
 
 // AuditEntry records an escalation or a resolution: who, when, what.
@@ -243,70 +484,4 @@ type AuditEntry struct {
 	Detail       string    `json:"detail,omitempty"`
 	By           string    `json:"by"`
 	Via          string    `json:"via,omitempty"`
-}
-
-func (s *Store) appendAudit(ctx context.Context, p redis.Pipeliner, runID string, entries []AuditEntry) error {
-	for _, a := range entries {
-		if a.Time.IsZero() {
-			a.Time = s.now().UTC()
-		}
-		a.RunID = runID
-		data, err := json.Marshal(a)
-		if err != nil {
-			return fmt.Errorf("encoding audit entry: %w", err)
-		}
-		p.XAdd(ctx, &redis.XAddArgs{Stream: auditKey(runID), Values: []any{eventField, data}})
-	}
-	return nil
-}
-
-// Audit returns a run's audit trail, oldest first.
-func (s *Store) Audit(ctx context.Context, runID string) ([]AuditEntry, error) {
-	return s.readAudit(ctx, auditKey(runID))
-}
-
-func (s *Store) readAudit(ctx context.Context, key string) ([]AuditEntry, error) {
-	msgs, err := s.rdb.XRange(ctx, key, "-", "+").Result()
-	if err != nil {
-		return nil, fmt.Errorf("reading the audit trail %s: %w", key, err)
-	}
-	out := make([]AuditEntry, 0, len(msgs))
-	for _, m := range msgs {
-		raw, _ := m.Values[eventField].(string)
-		var a AuditEntry
-		if err := json.Unmarshal([]byte(raw), &a); err == nil {
-			out = append(out, a)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b AuditEntry) int { return a.Time.Compare(b.Time) })
-	return out, nil
-}
-
-// keyAudit is the audit trail of what belongs to no run (e.g. a refused request to start one).
-const keyAudit = "orch:audit"
-
-// AuditOutsideRuns records an entry that belongs to no run.
-func (s *Store) AuditOutsideRuns(ctx context.Context, a AuditEntry) error {
-	if a.Time.IsZero() {
-		a.Time = s.now().UTC()
-	}
-	data, err := json.Marshal(a)
-	if err != nil {
-		return err
-	}
-	return s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: keyAudit, MaxLen: maxEvents, Approx: true, Values: []any{eventField, data}}).Err()
-}
-
-// AuditOutside returns the audit entries that belong to no run, oldest first.
-func (s *Store) AuditOutside(ctx context.Context) ([]AuditEntry, error) {
-	return s.readAudit(ctx, keyAudit)
-}
-
-// AuditRun appends entries to a run's audit trail on their own.
-func (s *Store) AuditRun(ctx context.Context, runID string, entries ...AuditEntry) error {
-	_, err := s.Update(ctx, runID, func(r *Run, c *Change) error {
-		c.Audit = append(c.Audit, entries...)
-		return nil
-	})
-	return err
 }

@@ -1,12 +1,17 @@
-// Package jobs holds runs, their tasks and escalations, the Redis store that keeps them, and the queue that moves them.
+// Package jobs is what a run is: runs, tasks, escalations and their states, the typed events of a run's log and
+// the vocabulary of triggers, with no I/O; jobs/store keeps them, jobs/queue moves them.
 package jobs
 
 import (
 	"crypto/rand"
 	"encoding/base32"
+	"errors"
 	"strings"
 	"time"
 )
+
+// ErrRunNotFound is returned for a run id nobody knows.
+var ErrRunNotFound = errors.New("run not found")
 
 // RunStatus is where a run is in its life.
 type RunStatus string

@@ -25,13 +25,13 @@ func TestDerivedSpansFormOneTree(t *testing.T) {
 	_, attempt := Tracer().Start(StageContext(context.Background(), "r-1", "1.1", 1), "orch.attempt")
 	attempt.End()
 	Observe([]jobs.Event{
-		{Type: jobs.EventResolution, RunID: "r-1", TaskID: "1.1", Time: start.Add(40 * time.Second),
-			Fields: map[string]any{"wait_seconds": 30.0, "visit": 1, "question": "Which cache?", "summary": "chose B"}},
-		{Type: jobs.EventStageCompleted, RunID: "r-1", TaskID: "1.1", Time: start.Add(50 * time.Second),
-			Fields: map[string]any{"visit": 1, "entered_ms": float64(start.UnixMilli()), "handler": "codergen", "status": "success"}},
-		{Type: jobs.EventStageCompleted, RunID: "r-1", TaskID: "start", Time: start, Fields: map[string]any{"handler": "start"}},
-		{Type: jobs.EventRunCompleted, RunID: "r-1", Time: start.Add(time.Minute), Fields: map[string]any{"duration_ms": 60000.0}},
-		{Type: jobs.EventRunCompleted, RunID: "r-2", Time: start.Add(time.Minute), Fields: map[string]any{"duration_ms": 1.0}},
+		{RunID: "r-1", TaskID: "1.1", Time: start.Add(40 * time.Second),
+			Body: jobs.ResolutionEvent{WaitSeconds: 30, Visit: 1, Question: "Which cache?", Summary: "chose B"}},
+		{RunID: "r-1", TaskID: "1.1", Time: start.Add(50 * time.Second),
+			Body: jobs.StageCompletedEvent{StageHop: jobs.StageHop{Visit: 1, EnteredMS: start.UnixMilli(), Handler: "codergen", Status: "success"}}},
+		{RunID: "r-1", TaskID: "start", Time: start, Body: jobs.StageCompletedEvent{StageHop: jobs.StageHop{Handler: "start"}}},
+		{RunID: "r-1", Time: start.Add(time.Minute), Body: jobs.RunCompletedEvent{DurationMS: 60000}},
+		{RunID: "r-2", Time: start.Add(time.Minute), Body: jobs.RunCompletedEvent{DurationMS: 1}},
 	})
 	byName := map[string]sdktrace.ReadOnlySpan{}
 	for _, s := range rec.Ended() {

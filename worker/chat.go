@@ -74,8 +74,8 @@ func (w *Worker) settleChat(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outc
 	e := escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerChat, Source: "agent", Question: text,
 		Keyed: escalation.ChatOptions(), Output: text}, now)
 	if e != nil {
-		c.Emit(jobs.NewEvent(jobs.EventInterviewStarted, r.ID, t.ID, "question", e.Question, "type", "FREEFORM",
-			"stage", t.ID, "escalation_id", e.ID, "turn", agentTurns(t)))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.InterviewStartedEvent{Question: e.Question, QuestionType: "FREEFORM",
+			Stage: t.ID, EscalationID: e.ID, Turn: agentTurns(t)}))
 	}
 }
 
@@ -90,8 +90,8 @@ func (w *Worker) resumeChat(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 	if answer == "" {
 		answer = res.Text
 	}
-	c.Emit(jobs.NewEvent(jobs.EventInterviewDone, r.ID, t.ID, "escalation_id", e.ID, "answer", answer,
-		"by", res.By, "via", res.Via, "wait_seconds", res.At.Sub(e.CreatedAt).Seconds()))
+	c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.InterviewCompletedEvent{EscalationID: e.ID, Answer: answer,
+		By: res.By, Via: res.Via, WaitSeconds: res.At.Sub(e.CreatedAt).Seconds()}))
 	turns := agentTurns(t)
 	lastReply := ""
 	for i := len(t.Chat) - 1; i >= 0; i-- {
@@ -104,20 +104,20 @@ func (w *Worker) resumeChat(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 	case cmd == escalation.ChatDone || cmd == escalation.ChatApprove:
 		t.Status = jobs.TaskCompleted
 		t.Summary = fmt.Sprintf("conversation ended by %s with %s after %d %s", res.By, cmd, turns, plural(turns, "reply", "replies"))
-		c.Emit(jobs.NewEvent(jobs.EventTaskCompleted, r.ID, t.ID, "title", t.Title, "summary", t.Summary))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title, Summary: t.Summary}))
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusSuccess, Notes: t.Summary, ContextUpdates: map[string]string{
 			"last_stage": t.ID, "last_response": truncate(lastReply, 200), "interactive.turns": fmt.Sprint(turns)}}, now)
 	case cmd == escalation.ChatReject:
 		t.Status = jobs.TaskFailed
 		reason := fmt.Sprintf("rejected by %s in the conversation", res.By)
-		c.Emit(jobs.NewEvent(jobs.EventTaskFailed, r.ID, t.ID, "title", t.Title, "attempt", t.Failures+1,
-			"max_attempts", r.MaxAttempts(t), "error", reason))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskFailedEvent{Title: t.Title, Attempt: t.Failures + 1,
+			MaxAttempts: r.MaxAttempts(t), Error: reason}))
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: reason,
 			ContextUpdates: map[string]string{"last_stage": t.ID, "last_response": truncate(lastReply, 200)}}, now)
 	case res.Type == jobs.ResolveRetry:
 		t.Status = jobs.TaskPending
 		r.Seq++
-		c.Emit(jobs.NewEvent(jobs.EventResumed, r.ID, t.ID, "title", t.Title, "resolution", string(res.Type)))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.ResumedEvent{Title: t.Title, Resolution: string(res.Type)}))
 	default:
 		t.Chat = append(t.Chat, jobs.Turn{Role: "human", Text: escalation.Bound(res.Text, maxChatTurn), By: res.By, At: res.At})
 		t.Status = jobs.TaskPending
@@ -147,8 +147,8 @@ func (w *Worker) resumeGate(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 		}
 		if cp.Retries[t.ID]+1 < allowed {
 			cp.Retries[t.ID]++
-			c.Emit(jobs.NewEvent(jobs.EventStageRetrying, r.ID, t.ID, "attempt", cp.Retries[t.ID]+1, "delay_ms", 0,
-				"reason", "the gate timed out with no default choice"))
+			c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.StageRetryingEvent{Attempt: cp.Retries[t.ID] + 1,
+				Reason: "the gate timed out with no default choice"}))
 			w.run(r, t, c, g, n, now)
 			return
 		}
@@ -157,9 +157,9 @@ func (w *Worker) resumeGate(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 		return
 	}
 	o := pipeline.GateOutcome(g, t.ID, res.Key)
-	c.Emit(jobs.NewEvent(jobs.EventInterviewDone, r.ID, t.ID, "escalation_id", e.ID, "answer", res.Key,
-		"label", o.ContextUpdates["human.gate.label"], "by", res.By, "via", res.Via,
-		"wait_seconds", res.At.Sub(e.CreatedAt).Seconds()))
+	c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.InterviewCompletedEvent{EscalationID: e.ID, Answer: res.Key,
+		Label: o.ContextUpdates["human.gate.label"], By: res.By, Via: res.Via,
+		WaitSeconds: res.At.Sub(e.CreatedAt).Seconds()}))
 	if o.Status == pipeline.StatusSuccess {
 		t.Status = jobs.TaskCompleted
 		t.Summary = fmt.Sprintf("%s chose %s", res.By, o.Notes)

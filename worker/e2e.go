@@ -47,8 +47,8 @@ func (w *Worker) e2eStops(r *jobs.Run, t *jobs.Task, c *jobs.Change, failure str
 		}
 		return false
 	}
-	c.Emit(jobs.NewEvent(jobs.EventLoopDetected, r.ID, t.ID, "failures", n, "similarity", spec.Similarity,
-		"similar", spec.Trigger == jobs.TriggerOscillate, "kind", string(spec.Trigger)))
+	c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.LoopDetectedEvent{Failures: n, Similarity: spec.Similarity,
+		Similar: spec.Trigger == jobs.TriggerOscillate, LoopKind: spec.Trigger}))
 	escalation.Escalate(r, t, c, []escalation.Spec{spec}, now)
 	return true
 }

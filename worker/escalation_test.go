@@ -12,6 +12,7 @@ import (
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
 )
 
 // clock is the scenario's time: "an hour later" takes no time at all.
@@ -49,9 +50,9 @@ func drive(t *testing.T, h *harness, id string) *jobs.Run {
 		r := h.get(t, id)
 		switch r.Status {
 		case jobs.RunQueued:
-			h.process(t, jobs.TypeStart, jobs.Payload{RunID: id})
+			h.process(t, queue.TypeStart, queue.Payload{RunID: id})
 		case jobs.RunRunning:
-			if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: id, Seq: r.Seq}); err != nil {
+			if err := h.process(t, queue.TypeStep, queue.Payload{RunID: id, Seq: r.Seq}); err != nil {
 				t.Fatal(err)
 			}
 		case jobs.RunParked:
@@ -59,7 +60,7 @@ func drive(t *testing.T, h *harness, id string) *jobs.Run {
 			if r.OpenEscalation() != nil || last.Resolution == nil {
 				return r
 			}
-			if err := h.process(t, jobs.TypeResume, jobs.Payload{RunID: id, EscalationID: last.ID}); err != nil {
+			if err := h.process(t, queue.TypeResume, queue.Payload{RunID: id, EscalationID: last.ID}); err != nil {
 				t.Fatal(err)
 			}
 		default:
@@ -85,12 +86,12 @@ func TestTimeoutTakesTheDefault(t *testing.T) {
 				t.Fatalf("run did not ask: %s", got.Status)
 			}
 			// The timeout is a scheduled task for an hour after the question, not a sleeping goroutine.
-			info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(jobs.QueueControl, "timeout:"+r.ID+":e1:1")
+			info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(queue.Control, "timeout:"+r.ID+":e1:1")
 			if err != nil || info.State != asynq.TaskStateScheduled || info.NextProcessAt.Unix() != e.CreatedAt.Add(time.Hour).Unix() {
 				t.Fatalf("timeout task: %+v, %v", info, err)
 			}
 			clk.Advance(time.Hour)
-			if err := h.process(t, jobs.TypeTimeout, jobs.Payload{RunID: r.ID, EscalationID: "e1", N: 1}); err != nil {
+			if err := h.process(t, queue.TypeTimeout, queue.Payload{RunID: r.ID, EscalationID: "e1", N: 1}); err != nil {
 				t.Fatal(err)
 			}
 			got = drive(t, h, r.ID)
@@ -102,10 +103,10 @@ func TestTimeoutTakesTheDefault(t *testing.T) {
 				t.Fatalf("recorded wait %v, want 1h", wait)
 			}
 			// A late second delivery of the same timeout does nothing.
-			if err := h.process(t, jobs.TypeTimeout, jobs.Payload{RunID: r.ID, EscalationID: "e1", N: 1}); err != nil {
+			if err := h.process(t, queue.TypeTimeout, queue.Payload{RunID: r.ID, EscalationID: "e1", N: 1}); err != nil {
 				t.Fatal(err)
 			}
-			asynq.NewInspectorFromRedisClient(rdb).DeleteTask(jobs.QueueControl, "timeout:"+r.ID+":e1:1")
+			asynq.NewInspectorFromRedisClient(rdb).DeleteTask(queue.Control, "timeout:"+r.ID+":e1:1")
 		})
 	}
 }
@@ -122,7 +123,7 @@ func TestTimeoutRemindsThenFallsBack(t *testing.T) {
 			drive(t, h, r.ID)
 			for n := 1; n <= 2; n++ {
 				clk.Advance(30 * time.Minute)
-				if err := h.process(t, jobs.TypeTimeout, jobs.Payload{RunID: r.ID, EscalationID: "e1", N: n}); err != nil {
+				if err := h.process(t, queue.TypeTimeout, queue.Payload{RunID: r.ID, EscalationID: "e1", N: n}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -247,7 +248,7 @@ func TestTimeoutRedeliveryStillFallsBack(t *testing.T) {
 		return nil
 	})
 	clk.Advance(time.Minute)
-	if err := h.process(t, jobs.TypeTimeout, jobs.Payload{RunID: r.ID, EscalationID: "e1", N: 1}); err != nil {
+	if err := h.process(t, queue.TypeTimeout, queue.Payload{RunID: r.ID, EscalationID: "e1", N: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.get(t, r.ID); got.Status != jobs.RunAborted {

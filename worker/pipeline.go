@@ -74,8 +74,8 @@ func (w *Worker) begin(r *jobs.Run, c *jobs.Change, now time.Time) {
 	if r.Graph != "" {
 		kind = "dot"
 	}
-	c.Emit(jobs.NewEvent(jobs.EventPipelineStarted, r.ID, "", "name", g.Name, "goal", escalation.Redact(g.Goal()),
-		"kind", kind, "nodes", len(g.Nodes), "edges", len(g.Edges)))
+	c.Emit(jobs.NewEvent(r.ID, "", jobs.PipelineStartedEvent{Name: g.Name, Goal: escalation.Redact(g.Goal()),
+		PlanKind: kind, Nodes: len(g.Nodes), Edges: len(g.Edges)}))
 	if err != nil {
 		endFailed(r, c, "", err.Error(), now)
 		return
@@ -106,17 +106,16 @@ func (w *Worker) finish(r *jobs.Run, t *jobs.Task, c *jobs.Change, o pipeline.Ou
 func (w *Worker) enter(r *jobs.Run, c *jobs.Change, g *pipeline.Graph, stop pipeline.Stop, now time.Time) {
 	cp := checkpoint(r)
 	for _, h := range stop.Hops {
-		typ := jobs.EventStageCompleted
-		if h.Status == pipeline.StatusFail {
-			typ = jobs.EventStageFailed
-		}
-		ev := jobs.NewEvent(typ, r.ID, h.Node, "handler", h.Handler, "status", h.Status, "next", h.Next,
-			"route", h.Route, "note", h.Note)
+		hop := jobs.StageHop{Handler: h.Handler, Status: string(h.Status), Next: h.Next, Route: h.Route, Note: h.Note}
 		if t := r.Task(h.Node); t != nil && t.Visits > 0 {
 			// A stage that did work: its span runs from when the pipeline entered it.
-			ev.Fields["visit"], ev.Fields["entered_ms"] = t.Visits, t.EnteredAt.UnixMilli()
+			hop.Visit, hop.EnteredMS = t.Visits, t.EnteredAt.UnixMilli()
 		}
-		c.Emit(ev)
+		var body jobs.Body = jobs.StageCompletedEvent{StageHop: hop}
+		if h.Status == pipeline.StatusFail {
+			body = jobs.StageFailedEvent{StageHop: hop}
+		}
+		c.Emit(jobs.NewEvent(r.ID, h.Node, body))
 	}
 	cp.SavedAt = now.UTC()
 	r.RetryAt = time.Time{}
@@ -153,8 +152,8 @@ func (w *Worker) enter(r *jobs.Run, c *jobs.Change, g *pipeline.Graph, stop pipe
 	t.EnteredAt = now.UTC()
 	t.Status = jobs.TaskPending
 	r.Status = jobs.RunRunning
-	c.Emit(jobs.NewEvent(jobs.EventStageStarted, r.ID, t.ID, "title", t.Title, "handler", n.Handler(), "kind", t.Kind,
-		"visit", t.Visits, "index", idx))
+	c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.StageStartedEvent{Title: t.Title, Handler: n.Handler(), TaskKind: t.Kind,
+		Visit: t.Visits, Index: idx}))
 	c.Emit(checkpointEvent(r, cp))
 	if stop.Loop {
 		escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerLoop, Source: "orch",
@@ -190,14 +189,14 @@ func (w *Worker) run(r *jobs.Run, t *jobs.Task, c *jobs.Change, g *pipeline.Grap
 	e := escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerGate, Source: "pipeline", Question: t.Description,
 		Keyed: opts, Default: def, Timeout: t.Timeout}, now)
 	if e != nil {
-		c.Emit(jobs.NewEvent(jobs.EventInterviewStarted, r.ID, t.ID, "question", e.Question, "type", "MULTIPLE_CHOICE",
-			"stage", t.ID, "escalation_id", e.ID, "options", e.Options))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.InterviewStartedEvent{Question: e.Question, QuestionType: "MULTIPLE_CHOICE",
+			Stage: t.ID, EscalationID: e.ID, Options: e.Options}))
 	}
 }
 
 func checkpointEvent(r *jobs.Run, cp *jobs.Checkpoint) jobs.Event {
-	return jobs.NewEvent(jobs.EventCheckpointSaved, r.ID, cp.Current, "node_id", cp.Current, "last", cp.Last,
-		"completed", len(cp.Completed))
+	return jobs.NewEvent(r.ID, cp.Current, jobs.CheckpointSavedEvent{NodeID: cp.Current, Last: cp.Last,
+		Completed: len(cp.Completed)})
 }
 
 // endCompleted ends a run whose pipeline completed.
@@ -213,9 +212,9 @@ func endCompleted(r *jobs.Run, c *jobs.Change, now time.Time) {
 			done++
 		}
 	}
-	c.Emit(jobs.NewEvent(jobs.EventPipelineCompleted, r.ID, "", "duration_ms", d, "completed", done))
-	c.Emit(jobs.NewEvent(jobs.EventRunCompleted, r.ID, "", "tasks", done, "duration_ms", d, "cost_usd", usd,
-		"input_tokens", in, "output_tokens", out))
+	c.Emit(jobs.NewEvent(r.ID, "", jobs.PipelineCompletedEvent{DurationMS: d, Completed: done}))
+	c.Emit(jobs.NewEvent(r.ID, "", jobs.RunCompletedEvent{Tasks: done, DurationMS: d, CostUSD: usd,
+		InputTokens: in, OutputTokens: out}))
 }
 
 // endFailed ends a run whose pipeline failed: a stage failed with nowhere to go, or the graph itself is broken.
@@ -226,9 +225,9 @@ func endFailed(r *jobs.Run, c *jobs.Change, taskID, reason string, now time.Time
 	r.Cursor = len(r.Tasks)
 	r.EndedAt = now.UTC()
 	r.Queued = nil
-	c.Emit(jobs.NewEvent(jobs.EventPipelineFailed, r.ID, taskID, "error", reason,
-		"duration_ms", r.EndedAt.Sub(r.CreatedAt).Milliseconds()))
-	c.Emit(jobs.NewEvent(jobs.EventRunFailed, r.ID, taskID, "reason", reason, "duration_ms", r.ElapsedMS()))
+	c.Emit(jobs.NewEvent(r.ID, taskID, jobs.PipelineFailedEvent{Error: reason,
+		DurationMS: r.EndedAt.Sub(r.CreatedAt).Milliseconds()}))
+	c.Emit(jobs.NewEvent(r.ID, taskID, jobs.RunFailedEvent{Reason: reason, DurationMS: r.ElapsedMS()}))
 }
 
 // failureRoute reports whether the pipeline routes a failure of t somewhere (a fail edge, a retry target): then a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/pipeline"
 )
 
@@ -43,14 +44,14 @@ func (h *harness) newPipelineRun(t *testing.T, src string) *jobs.Run {
 func (h *harness) drive(t *testing.T, id string, iv escalation.Interviewer) *jobs.Run {
 	t.Helper()
 	ctx := context.Background()
-	if err := h.process(t, jobs.TypeStart, jobs.Payload{RunID: id}); err != nil {
+	if err := h.process(t, queue.TypeStart, queue.Payload{RunID: id}); err != nil {
 		t.Fatal(err)
 	}
 	for range 100 {
 		r := h.get(t, id)
 		switch r.Status {
 		case jobs.RunRunning:
-			if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: id, Seq: r.Seq}); err != nil {
+			if err := h.process(t, queue.TypeStep, queue.Payload{RunID: id, Seq: r.Seq}); err != nil {
 				t.Fatal(err)
 			}
 		case jobs.RunParked:
@@ -67,7 +68,7 @@ func (h *harness) drive(t *testing.T, id string, iv escalation.Interviewer) *job
 			if _, _, err := escalation.Resolve(ctx, h.store, h.queue, req); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.process(t, jobs.TypeResume, jobs.Payload{RunID: id, EscalationID: e.ID}); err != nil {
+			if err := h.process(t, queue.TypeResume, queue.Payload{RunID: id, EscalationID: e.ID}); err != nil {
 				t.Fatal(err)
 			}
 		default:
@@ -232,7 +233,7 @@ func TestPipelineInteractiveResumesMidConversation(t *testing.T) {
 					break
 				}
 				if got.Status == jobs.RunRunning {
-					if err := h2.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: got.Seq}); err != nil {
+					if err := h2.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: got.Seq}); err != nil {
 						t.Fatal(err)
 					}
 					continue
@@ -243,7 +244,7 @@ func TestPipelineInteractiveResumesMidConversation(t *testing.T) {
 				if _, _, err := escalation.Resolve(context.Background(), h2.store, h2.queue, req); err != nil {
 					t.Fatal(err)
 				}
-				if err := h2.process(t, jobs.TypeResume, jobs.Payload{RunID: r.ID, EscalationID: e.ID}); err != nil {
+				if err := h2.process(t, queue.TypeResume, queue.Payload{RunID: r.ID, EscalationID: e.ID}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -308,10 +309,10 @@ func TestPipelineGateTimeout(t *testing.T) {
 				if e == nil || e.Timeout != 30*time.Second {
 					t.Fatalf("open gate: %+v", e)
 				}
-				if err := h.process(t, jobs.TypeTimeout, jobs.Payload{RunID: r.ID, EscalationID: e.ID, N: 1}); err != nil {
+				if err := h.process(t, queue.TypeTimeout, queue.Payload{RunID: r.ID, EscalationID: e.ID, N: 1}); err != nil {
 					t.Fatal(err)
 				}
-				if err := h.process(t, jobs.TypeResume, jobs.Payload{RunID: r.ID, EscalationID: e.ID}); err != nil {
+				if err := h.process(t, queue.TypeResume, queue.Payload{RunID: r.ID, EscalationID: e.ID}); err != nil {
 					t.Fatal(err)
 				}
 			}

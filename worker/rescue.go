@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
 )
 
 // A worker that dies mid-step (SIGKILL, OOM, a lost machine) leaves its step active in asynq under a lease nobody
@@ -47,7 +48,7 @@ func (w *Worker) rescueLoop(rdb redis.UniversalClient) {
 // enqueued.
 func (w *Worker) RescueOrphans(ctx context.Context, rdb redis.UniversalClient) (int, error) {
 	// Leases are in asynq's time: the wall clock's, whatever clock the store keeps.
-	ids, err := rdb.ZRangeByScore(ctx, leaseKey(jobs.QueueSteps), &redis.ZRangeBy{Min: "-inf",
+	ids, err := rdb.ZRangeByScore(ctx, leaseKey(queue.Steps), &redis.ZRangeBy{Min: "-inf",
 		Max: strconv.FormatInt(time.Now().Unix(), 10)}).Result()
 	if err != nil {
 		return 0, fmt.Errorf("reading the step leases: %w", err)

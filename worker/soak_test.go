@@ -13,6 +13,8 @@ import (
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/sandbox"
 )
 
@@ -46,8 +48,8 @@ func TestSoak(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			const runs = 200
 			ctx := context.Background()
-			store := jobs.NewStore(rdb, nil)
-			queue := jobs.NewQueue(rdb, jobs.QueueConfig{})
+			store := store.New(rdb, nil)
+			queue := queue.New(rdb, queue.Config{})
 			metrics := escalation.NewMetrics()
 			store.Observe(metrics.Observe)
 			sh := script(t, soakAgent)
@@ -141,10 +143,10 @@ func TestSoak(t *testing.T) {
 				}
 				ends, completions := 0, map[string]int{}
 				for _, e := range evs {
-					switch e.Type {
-					case jobs.EventRunCompleted, jobs.EventRunFailed, jobs.EventRunAborted:
+					switch e.Body.(type) {
+					case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
 						ends++
-					case jobs.EventTaskCompleted:
+					case jobs.TaskCompletedEvent:
 						completions[e.TaskID]++
 					}
 				}

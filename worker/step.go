@@ -16,6 +16,7 @@ import (
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/pipeline"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/telemetry"
@@ -32,7 +33,7 @@ const maxPending = 1 << 20
 const maxErrorLen = 4 << 10
 
 func (w *Worker) handleStart(ctx context.Context, t *asynq.Task) error {
-	p, err := jobs.DecodePayload(t)
+	p, err := queue.DecodePayload(t)
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
@@ -42,8 +43,8 @@ func (w *Worker) handleStart(ctx context.Context, t *asynq.Task) error {
 		}
 		r.Status = jobs.RunRunning
 		r.Seq = 0 // entering the first node makes it 1
-		c.Emit(jobs.NewEvent(jobs.EventRunStarted, r.ID, "", "plan", r.PlanPath, "title", r.PlanTitle,
-			"tasks", len(r.Tasks), "agent", r.Options.Agent, "brain", r.Options.Brain, "sandbox", r.Options.Sandbox))
+		c.Emit(jobs.NewEvent(r.ID, "", jobs.RunStartedEvent{Plan: r.PlanPath, Title: r.PlanTitle,
+			Tasks: len(r.Tasks), Agent: r.Options.Agent, Brain: r.Options.Brain, Sandbox: r.Options.Sandbox}))
 		w.begin(r, c, w.cfg.Store.Now())
 		return nil
 	})
@@ -74,7 +75,7 @@ func (w *Worker) Continue(ctx context.Context, runID string) (*jobs.Run, error) 
 			return errStale
 		}
 		r.Status, r.Reason = jobs.RunRunning, ""
-		c.Emit(jobs.NewEvent(jobs.EventResumed, r.ID, currentTaskID(r), "title", currentTitle(r), "resolution", "continue"))
+		c.Emit(jobs.NewEvent(r.ID, currentTaskID(r), jobs.ResumedEvent{Title: currentTitle(r), Resolution: jobs.ResumeContinue}))
 		return nil
 	})
 	if errors.Is(err, errStale) {
@@ -150,7 +151,7 @@ type attempt struct {
 }
 
 func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
-	p, err := jobs.DecodePayload(t)
+	p, err := queue.DecodePayload(t)
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
@@ -177,12 +178,12 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 		task.Started++
 		task.Status = jobs.TaskRunning
 		task.Attempts = append(task.Attempts, &jobs.Attempt{N: task.Started, StartedAt: now.UTC()})
-		ev := jobs.NewEvent(jobs.EventTaskStarted, r.ID, task.ID, "title", task.Title, "attempt", task.Failures+1,
-			"max_attempts", r.MaxAttempts(task), "started", task.Started, "agent", r.Options.Agent)
+		started := jobs.TaskStartedEvent{Title: task.Title, Attempt: task.Failures + 1,
+			MaxAttempts: r.MaxAttempts(task), Started: task.Started, Agent: r.Options.Agent}
 		if task.Kind == jobs.KindChat {
-			ev.Fields["turn"] = agentTurns(task) + 1
+			started.Turn = agentTurns(task) + 1
 		}
-		c.Emit(ev)
+		c.Emit(jobs.NewEvent(r.ID, task.ID, started))
 		at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered}
 		return nil
 	})
@@ -432,7 +433,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 	}
 	a.Brain = a.Brain.Add(out.brainUsage)
 	if out.brainNote != "" {
-		c.Emit(jobs.NewEvent(jobs.EventBrainFallback, r.ID, t.ID, "reason", escalation.Redact(out.brainNote)))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.BrainFallbackEvent{Reason: escalation.Redact(out.brainNote)}))
 	}
 	if out.unavailable != nil {
 		// Nothing is decided without the brain, and nothing is lost: the output waits in the run for the resume.
@@ -442,7 +443,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		t.Pending = &said
 		r.Status = jobs.RunPaused
 		r.Reason = "Brain unavailable: " + escalation.Redact(out.unavailable.Error())
-		c.Emit(jobs.NewEvent(jobs.EventRunPaused, r.ID, t.ID, "reason", r.Reason))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunPausedEvent{Reason: r.Reason}))
 		return
 	}
 	t.Pending = nil
@@ -456,7 +457,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 	}
 	if out.execErr != nil {
 		a.Status, a.Error = "error", escalation.Redact(out.execErr.Error())
-		c.Emit(jobs.NewEvent(jobs.EventSandboxError, r.ID, t.ID, "error", a.Error))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.SandboxErrorEvent{Error: a.Error}))
 		escalate(escalation.Spec{Trigger: jobs.TriggerConfig, Source: "orch",
 			Question: fmt.Sprintf("Task %s could not run: %s. Fix the configuration, then resume.", t.ID, a.Error),
 			Error:    a.Error})
@@ -488,8 +489,8 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		t.Status = jobs.TaskCompleted
 		t.Summary = a.Summary
 		t.RetryGuidance = ""
-		c.Emit(jobs.NewEvent(jobs.EventTaskCompleted, r.ID, t.ID, "title", t.Title, "summary", a.Summary,
-			"cost_usd", a.CostUSD, "duration_ms", a.Duration.Milliseconds()))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title, Summary: a.Summary,
+			CostUSD: a.CostUSD, DurationMS: a.Duration.Milliseconds()}))
 		w.finish(r, t, c, agentOutcome(t, out.said.Text), now)
 	case brain.StatusNeedsHelp:
 		escalate(append(extra, escalation.Spec{Trigger: jobs.TriggerNeedsHelp, Source: "agent", Question: in.Question,
@@ -498,8 +499,8 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		t.Failures++
 		t.Errors = append(t.Errors, bound(a.Error))
 		maxAttempts := r.MaxAttempts(t)
-		c.Emit(jobs.NewEvent(jobs.EventTaskFailed, r.ID, t.ID, "title", t.Title, "attempt", t.Failures,
-			"max_attempts", maxAttempts, "error", firstLines(a.Error, 3)))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskFailedEvent{Title: t.Title, Attempt: t.Failures,
+			MaxAttempts: maxAttempts, Error: firstLines(a.Error, 3)}))
 		similar := out.similarity >= w.cfg.SimilarityThreshold
 		brainLoop := out.decision != nil && out.decision.Decision == brain.Escalate && !out.decision.Permanent && similar
 		stop := t.Failures >= maxAttempts || out.decision != nil && out.decision.Decision == brain.Escalate
@@ -518,8 +519,8 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		}
 		switch {
 		case t.Failures >= maxAttempts || brainLoop:
-			c.Emit(jobs.NewEvent(jobs.EventLoopDetected, r.ID, t.ID, "failures", t.Failures,
-				"similarity", out.similarity, "similar", similar))
+			c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.LoopDetectedEvent{Failures: t.Failures,
+				Similarity: out.similarity, Similar: similar}))
 			q := fmt.Sprintf("Task %s failed %d times", t.ID, t.Failures)
 			if similar {
 				q += " with similar errors"
@@ -554,15 +555,15 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 			r.Seq++
 			delay := pipeline.RetryDelay(t.Backoff, t.Failures)
 			r.RetryAt = now.Add(delay).UTC()
-			c.Emit(jobs.NewEvent(jobs.EventRetrying, r.ID, t.ID, "title", t.Title, "reason", reason, "guidance", t.RetryGuidance,
-				"delay_ms", delay.Milliseconds()))
-			c.Emit(jobs.NewEvent(jobs.EventStageRetrying, r.ID, t.ID, "attempt", t.Failures+1, "delay_ms", delay.Milliseconds()))
+			c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RetryingEvent{Title: t.Title, Reason: reason, Guidance: t.RetryGuidance,
+				DelayMS: delay.Milliseconds()}))
+			c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.StageRetryingEvent{Attempt: t.Failures + 1, DelayMS: delay.Milliseconds()}))
 		}
 	}
 }
 
 func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
-	p, err := jobs.DecodePayload(t)
+	p, err := queue.DecodePayload(t)
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
@@ -593,7 +594,7 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 		}
 		if e.Resolution.Type == jobs.ResolveForce {
 			escalation.DropQueued(r, task.ID)
-			c.Emit(jobs.NewEvent(jobs.EventTaskForced, r.ID, task.ID, "title", task.Title, "by", e.Resolution.By))
+			c.Emit(jobs.NewEvent(r.ID, task.ID, jobs.TaskForcedEvent{Title: task.Title, By: e.Resolution.By}))
 			r.Status = jobs.RunRunning
 			w.finish(r, task, c, pipeline.Outcome{Status: pipeline.StatusSuccess, Notes: "forced by " + e.Resolution.By}, now)
 			return nil
@@ -606,8 +607,8 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 			// The attempt had completed; the human let it through.
 			task.Status = jobs.TaskCompleted
 			task.RetryGuidance = ""
-			c.Emit(jobs.NewEvent(jobs.EventTaskCompleted, r.ID, task.ID, "title", task.Title,
-				"summary", "accepted by "+e.Resolution.By+" after the "+string(e.Trigger)+" check"))
+			c.Emit(jobs.NewEvent(r.ID, task.ID, jobs.TaskCompletedEvent{Title: task.Title,
+				Summary: "accepted by " + e.Resolution.By + " after the " + string(e.Trigger) + " check"}))
 			r.Status = jobs.RunRunning
 			var said string
 			if n := len(task.Attempts); n > 0 {
@@ -626,8 +627,8 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 		r.Seq++
 		r.RetryAt = time.Time{}
 		guidance := escalation.GuidanceFor(e, e.Resolution)
-		c.Emit(jobs.NewEvent(jobs.EventResumed, r.ID, task.ID, "title", task.Title, "guidance", guidance,
-			"resolution", string(e.Resolution.Type)))
+		c.Emit(jobs.NewEvent(r.ID, task.ID, jobs.ResumedEvent{Title: task.Title, Guidance: guidance,
+			Resolution: string(e.Resolution.Type)}))
 		if task.Kind == jobs.KindGate {
 			// Let through after a loop stop: the gate asks its question now.
 			if g, err := w.graphOf(r); err == nil && g.Nodes[task.ID] != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
 )
 
 // DefaultReminders is how many unanswered timeouts a question records before its fallback applies.
@@ -37,7 +38,7 @@ func (w *Worker) scheduleTimeout(ctx context.Context, run *jobs.Run) error {
 // otherwise it records TIMEOUT — never a denial — reminds, and after the reminders applies the fallback: keep
 // waiting, or abort.
 func (w *Worker) handleTimeout(ctx context.Context, t *asynq.Task) error {
-	p, err := jobs.DecodePayload(t)
+	p, err := queue.DecodePayload(t)
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
@@ -54,9 +55,9 @@ func (w *Worker) handleTimeout(ctx context.Context, t *asynq.Task) error {
 	if e.Timeout > 0 {
 		// A question with its own time limit (a gate's timeout) follows the pipeline's rule: its default choice, or
 		// TIMEOUT, which asks the gate again as far as its retry policy allows (attractor spec §4.6, §6.5).
-		if err := w.cfg.Store.Append(ctx, run.ID, jobs.NewEvent(jobs.EventInterviewTimeout, run.ID, e.TaskID,
-			"escalation_id", e.ID, "question", e.Question, "stage", e.TaskID, "waited_seconds", waited.Seconds(),
-			"default", e.Default)); err != nil {
+		if err := w.cfg.Store.Append(ctx, run.ID, jobs.NewEvent(run.ID, e.TaskID,
+			jobs.InterviewTimeoutEvent{EscalationID: e.ID, Question: e.Question, Stage: e.TaskID,
+				WaitedSeconds: waited.Seconds(), Default: e.Default})); err != nil {
 			return err
 		}
 		req := escalation.Request{RunID: run.ID, EscalationID: e.ID, Type: jobs.ResolveRetry, By: "orch", Via: "timeout"}
@@ -97,8 +98,8 @@ func (w *Worker) handleTimeout(ctx context.Context, t *asynq.Task) error {
 		} else if !final {
 			next = "reminding"
 		}
-		c.Emit(jobs.NewEvent(jobs.EventTimeout, r.ID, e.TaskID, "escalation_id", e.ID, "n", p.N, "of", reminders,
-			"waited_seconds", waited.Seconds(), "question", e.Question, "next", next))
+		c.Emit(jobs.NewEvent(r.ID, e.TaskID, jobs.EscalationTimeoutEvent{EscalationID: e.ID, N: p.N, Of: reminders,
+			WaitedSeconds: waited.Seconds(), Question: e.Question, Next: next}))
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: e.TaskID, EscalationID: e.ID, Action: "timeout",
 			Trigger: e.Trigger, Resolution: "TIMEOUT", Detail: fmt.Sprintf("no answer after %s (timeout %d of %d): %s", waited, p.N, reminders, next),
 			By: "orch", Via: "timeout"})

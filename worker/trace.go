@@ -10,17 +10,18 @@ import (
 
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/telemetry"
 )
 
 // startAttempt starts the span of one attempt, under the span of its stage (emitted when the stage is over), linked
 // to the span that enqueued the step: the trace follows the run across the queue, processes and restarts.
-func startAttempt(ctx context.Context, p jobs.Payload, at *attempt) (context.Context, trace.Span) {
+func startAttempt(ctx context.Context, p queue.Payload, at *attempt) (context.Context, trace.Span) {
 	opts := []trace.SpanStartOption{trace.WithAttributes(attribute.String("run.id", at.run.ID),
 		attribute.String("task.id", at.task.ID), attribute.Int("attempt", at.n), attribute.Bool("rejudge", at.rejudge),
 		attribute.String("agent", at.run.Options.Agent))}
-	if sc := jobs.SpanContext(p); sc.IsValid() {
+	if sc := queue.SpanContext(p); sc.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
 	ctx = telemetry.StageContext(ctx, at.run.ID, at.task.ID, at.task.Visits)

@@ -18,6 +18,8 @@ import (
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/sandbox"
 )
 
@@ -37,8 +39,8 @@ type Brain interface {
 
 // Config wires a worker. Store, Queue, Sandbox, Brain and Agent are required.
 type Config struct {
-	Store *jobs.Store
-	Queue *jobs.Queue
+	Store *store.Store
+	Queue *queue.Queue
 	// Sandbox is where runs with Options.Sandbox "local" (or unset) run their agents.
 	Sandbox Sandbox
 	// SandboxFor, when set, picks the sandbox of runs with another Options.Sandbox (e.g. "docker", with their
@@ -134,10 +136,10 @@ func (w *Worker) ReleaseRun(ctx context.Context, run *jobs.Run) error {
 func (w *Worker) Handler() asynq.Handler {
 	mux := asynq.NewServeMux()
 	mux.Use(w.guard)
-	mux.HandleFunc(jobs.TypeStart, w.handleStart)
-	mux.HandleFunc(jobs.TypeStep, w.handleStep)
-	mux.HandleFunc(jobs.TypeResume, w.handleResume)
-	mux.HandleFunc(jobs.TypeTimeout, w.handleTimeout)
+	mux.HandleFunc(queue.TypeStart, w.handleStart)
+	mux.HandleFunc(queue.TypeStep, w.handleStep)
+	mux.HandleFunc(queue.TypeResume, w.handleResume)
+	mux.HandleFunc(queue.TypeTimeout, w.handleTimeout)
 	return mux
 }
 
@@ -156,10 +158,10 @@ func (w *Worker) Start(rdb redis.UniversalClient) error {
 	}
 	steps := common
 	steps.Concurrency = w.cfg.Concurrency
-	steps.Queues = map[string]int{jobs.QueueSteps: 1}
+	steps.Queues = map[string]int{queue.Steps: 1}
 	control := common
 	control.Concurrency = 4
-	control.Queues = map[string]int{jobs.QueueControl: 1}
+	control.Queues = map[string]int{queue.Control: 1}
 	w.steps = asynq.NewServerFromRedisClient(rdb, steps)
 	w.control = asynq.NewServerFromRedisClient(rdb, control)
 	h := w.Handler()
@@ -238,7 +240,7 @@ func finalTry(ctx context.Context, err error) bool {
 
 // giveUp parks the run a task failed for: orch itself could not move it on, and a person must look.
 func (w *Worker) giveUp(t *asynq.Task, cause error) {
-	p, err := jobs.DecodePayload(t)
+	p, err := queue.DecodePayload(t)
 	if err != nil {
 		return
 	}
@@ -250,7 +252,7 @@ func (w *Worker) giveUp(t *asynq.Task, cause error) {
 			return errStale
 		}
 		msg := escalation.Redact(cause.Error())
-		c.Emit(jobs.NewEvent(jobs.EventSandboxError, r.ID, task.ID, "error", msg))
+		c.Emit(jobs.NewEvent(r.ID, task.ID, jobs.SandboxErrorEvent{Error: msg}))
 		escalation.Open(r, task, c, escalation.Spec{Trigger: jobs.TriggerConfig, Source: "orch", Error: msg,
 			Question: fmt.Sprintf("orch could not run task %s: %s. Fix the cause, then resume.", task.ID, msg)}, w.cfg.Store.Now())
 		return nil

@@ -19,6 +19,8 @@ import (
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/jobstest"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/sandbox"
 )
 
@@ -36,8 +38,8 @@ func script(t *testing.T, body string) string {
 
 type harness struct {
 	w     *Worker
-	store *jobs.Store
-	queue *jobs.Queue
+	store *store.Store
+	queue *queue.Queue
 	rdb   redis.UniversalClient
 }
 
@@ -48,8 +50,8 @@ func newHarness(t *testing.T, rdb redis.UniversalClient, agentCmd string, adapte
 
 func newHarnessAt(t *testing.T, rdb redis.UniversalClient, agentCmd string, adapter func(jobs.Options) (agent.Adapter, error), now func() time.Time) *harness {
 	t.Helper()
-	store := jobs.NewStore(rdb, now)
-	queue := jobs.NewQueue(rdb, jobs.QueueConfig{})
+	store := store.New(rdb, now)
+	queue := queue.New(rdb, queue.Config{})
 	if adapter == nil {
 		adapter = func(jobs.Options) (agent.Adapter, error) { return agent.NewTemplate(agentCmd) }
 	}
@@ -75,7 +77,7 @@ func (h *harness) newRun(t *testing.T, tasks ...string) *jobs.Run {
 }
 
 // process runs one task through the handler, as asynq would deliver it.
-func (h *harness) process(t *testing.T, typ string, p jobs.Payload) error {
+func (h *harness) process(t *testing.T, typ string, p queue.Payload) error {
 	t.Helper()
 	data, _ := json.Marshal(p)
 	return h.w.Handler().ProcessTask(context.Background(), asynq.NewTask(typ, data))
@@ -98,7 +100,7 @@ func countEvents(t *testing.T, h *harness, id, typ string) int {
 	}
 	n := 0
 	for _, e := range evs {
-		if e.Type == typ {
+		if e.Type() == typ {
 			n++
 		}
 	}
@@ -117,7 +119,7 @@ esac`)
 			r := h.newRun(t, "1.1")
 
 			for range 2 {
-				if err := h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID}); err != nil {
+				if err := h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -126,7 +128,7 @@ esac`)
 			}
 
 			for range 2 {
-				if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 1}); err != nil {
+				if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -145,7 +147,7 @@ esac`)
 				t.Fatal(err)
 			}
 			for range 2 {
-				if err := h.process(t, jobs.TypeResume, jobs.Payload{RunID: r.ID, EscalationID: e.ID}); err != nil {
+				if err := h.process(t, queue.TypeResume, queue.Payload{RunID: r.ID, EscalationID: e.ID}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -158,12 +160,12 @@ esac`)
 			}
 
 			for range 2 {
-				if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 2}); err != nil {
+				if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 2}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			// A stale step of an old seq is harmless too.
-			if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 1}); err != nil {
+			if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
 				t.Fatal(err)
 			}
 			got = h.get(t, r.ID)
@@ -180,11 +182,11 @@ func TestRetryThenCap(t *testing.T) {
 			sh := script(t, `echo "ERROR: build failed: undefined: NewServer (attempt $ORCH_ATTEMPT)"; exit 1`)
 			h := newHarness(t, rdb, sh, nil)
 			r := h.newRun(t, "1.1", "1.2")
-			if err := h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID}); err != nil {
+			if err := h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID}); err != nil {
 				t.Fatal(err)
 			}
 			for seq := int64(1); seq <= 3; seq++ {
-				if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: seq}); err != nil {
+				if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: seq}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -209,11 +211,11 @@ func TestRetryThenCap(t *testing.T) {
 			if _, _, err := escalation.Resolve(context.Background(), h.store, h.queue, escalation.Request{RunID: r.ID, Type: jobs.ResolveRetry, By: "t"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.process(t, jobs.TypeResume, jobs.Payload{RunID: r.ID, EscalationID: e.ID}); err != nil {
+			if err := h.process(t, queue.TypeResume, queue.Payload{RunID: r.ID, EscalationID: e.ID}); err != nil {
 				t.Fatal(err)
 			}
 			seq := h.get(t, r.ID).Seq
-			if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: seq}); err != nil {
+			if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: seq}); err != nil {
 				t.Fatal(err)
 			}
 			got = h.get(t, r.ID)
@@ -229,8 +231,8 @@ func TestPermanentErrorEscalatesAtOnce(t *testing.T) {
 	sh := script(t, `echo "Error: permission denied: cannot push to registry.internal (401 Unauthorized)"; exit 1`)
 	h := newHarness(t, rdb, sh, nil)
 	r := h.newRun(t, "2.3")
-	h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID})
-	if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 1}); err != nil {
+	h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID})
+	if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
 	got := h.get(t, r.ID)
@@ -245,8 +247,8 @@ func TestSecretInOutputEscalatesAndIsRedacted(t *testing.T) {
 	sh := script(t, `echo "Done. I used the key `+secret+` to deploy. All tests pass."`)
 	h := newHarness(t, rdb, sh, nil)
 	r := h.newRun(t, "1.1")
-	h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID})
-	if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 1}); err != nil {
+	h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID})
+	if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
 	got := h.get(t, r.ID)
@@ -266,7 +268,7 @@ func TestSecretInOutputEscalatesAndIsRedacted(t *testing.T) {
 	for _, e := range evs {
 		data, _ := json.Marshal(e)
 		if strings.Contains(string(data), secret) {
-			t.Fatalf("the secret is in event %s", e.Type)
+			t.Fatalf("the secret is in event %s", e.Type())
 		}
 	}
 }
@@ -282,8 +284,8 @@ func TestPanicBecomesAnError(t *testing.T) {
 		return panicky{tmpl}, nil
 	})
 	r := h.newRun(t, "1.1")
-	h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID})
-	err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 1})
+	h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID})
+	err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1})
 	if err == nil || !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("err = %v", err)
 	}
@@ -305,9 +307,9 @@ func TestBrainSeesTheLoopBeforeTheCap(t *testing.T) {
 		r.Options.MaxAttempts = 10
 		return nil
 	})
-	h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID})
+	h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID})
 	for seq := int64(1); h.get(t, r.ID).Status == jobs.RunRunning && seq < 10; seq++ {
-		if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: seq}); err != nil {
+		if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: seq}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -322,8 +324,8 @@ func TestMissingAgentIsAConfigEscalation(t *testing.T) {
 	rdb := clients(t)["miniredis"]
 	h := newHarness(t, rdb, "/no/such/agent-binary {prompt}", nil)
 	r := h.newRun(t, "1.1")
-	h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID})
-	if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: r.ID, Seq: 1}); err != nil {
+	h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID})
+	if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if e := h.get(t, r.ID).OpenEscalation(); e == nil || e.Trigger != jobs.TriggerConfig {
@@ -334,13 +336,13 @@ func TestMissingAgentIsAConfigEscalation(t *testing.T) {
 func TestUnknownRunIsNotRetried(t *testing.T) {
 	rdb := clients(t)["miniredis"]
 	h := newHarness(t, rdb, "true", nil)
-	for _, typ := range []string{jobs.TypeStart, jobs.TypeStep, jobs.TypeResume} {
-		err := h.process(t, typ, jobs.Payload{RunID: "r-nosuchrun1", Seq: 1, EscalationID: "e1"})
+	for _, typ := range []string{queue.TypeStart, queue.TypeStep, queue.TypeResume} {
+		err := h.process(t, typ, queue.Payload{RunID: "r-nosuchrun1", Seq: 1, EscalationID: "e1"})
 		if !errors.Is(err, asynq.SkipRetry) {
 			t.Fatalf("%s: err = %v", typ, err)
 		}
 	}
-	if err := h.w.Handler().ProcessTask(context.Background(), asynq.NewTask(jobs.TypeStep, []byte("{"))); !errors.Is(err, asynq.SkipRetry) {
+	if err := h.w.Handler().ProcessTask(context.Background(), asynq.NewTask(queue.TypeStep, []byte("{"))); !errors.Is(err, asynq.SkipRetry) {
 		t.Fatalf("bad payload: %v", err)
 	}
 }
@@ -377,7 +379,7 @@ func TestOrphanedStepIsRetriedAtOnce(t *testing.T) {
 	if isFailure(asynq.ErrLeaseExpired) || isFailure(context.Canceled) || !isFailure(errors.New("redis down")) {
 		t.Fatal("isFailure: a lost lease or an interruption counted against the task, or a real error did not")
 	}
-	task := asynq.NewTask(jobs.TypeStep, nil)
+	task := asynq.NewTask(queue.TypeStep, nil)
 	if retryDelay(3, asynq.ErrLeaseExpired, task) != 0 || retryDelay(3, errors.New("x"), task) == 0 {
 		t.Fatal("retryDelay: an orphaned step must run again at once, other errors back off")
 	}
@@ -392,7 +394,7 @@ func TestRescueOrphans(t *testing.T) {
 			h := newHarness(t, rdb, script(t, `echo "Done."`), nil)
 			orphan, moved := h.newRun(t, "1.1"), h.newRun(t, "1.1")
 			for _, r := range []*jobs.Run{orphan, moved} {
-				if err := h.process(t, jobs.TypeStart, jobs.Payload{RunID: r.ID}); err != nil {
+				if err := h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -404,25 +406,25 @@ func TestRescueOrphans(t *testing.T) {
 				{Score: past, Member: fmt.Sprintf("step:%s:1:rescue", moved.ID)}, // never rescued twice
 				{Score: future, Member: fmt.Sprintf("step:%s:1", moved.ID)},      // alive: its lease runs
 			}
-			rdb.ZAdd(ctx, leaseKey(jobs.QueueSteps), leases...)
+			rdb.ZAdd(ctx, leaseKey(queue.Steps), leases...)
 			t.Cleanup(func() {
 				for _, z := range leases {
-					rdb.ZRem(ctx, leaseKey(jobs.QueueSteps), z.Member)
+					rdb.ZRem(ctx, leaseKey(queue.Steps), z.Member)
 				}
 			})
 			n, err := h.w.RescueOrphans(ctx, rdb)
 			if err != nil || n != 1 {
 				t.Fatalf("rescued %d, %v; want 1", n, err)
 			}
-			info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(jobs.QueueSteps, fmt.Sprintf("step:%s:1:rescue", orphan.ID))
-			if err != nil || info.Type != jobs.TypeStep {
+			info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(queue.Steps, fmt.Sprintf("step:%s:1:rescue", orphan.ID))
+			if err != nil || info.Type != queue.TypeStep {
 				t.Fatalf("rescue task: %+v, %v", info, err)
 			}
 			// The rescue runs the step; the original, when asynq gets round to it, finds it done.
-			if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: orphan.ID, Seq: 1}); err != nil {
+			if err := h.process(t, queue.TypeStep, queue.Payload{RunID: orphan.ID, Seq: 1}); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.process(t, jobs.TypeStep, jobs.Payload{RunID: orphan.ID, Seq: 1}); err != nil {
+			if err := h.process(t, queue.TypeStep, queue.Payload{RunID: orphan.ID, Seq: 1}); err != nil {
 				t.Fatal(err)
 			}
 			if got := h.get(t, orphan.ID); got.Status != jobs.RunCompleted || got.Tasks[0].Started != 1 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/telemetry"
 	"github.com/orchrun/orch/worker"
@@ -96,12 +97,12 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 }
 
 // backend opens the store and queue the command's flags name.
-func (a *app) backend(cmd *cobra.Command) (*jobs.Backend, error) {
+func (a *app) backend(cmd *cobra.Command) (*store.Backend, error) {
 	url := a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, "")
 	dir := a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch")
-	b, err := jobs.Connect(cmd.Context(), jobs.ConnectConfig{URL: url, StateDir: dir, Log: a.log})
+	b, err := store.Connect(cmd.Context(), store.ConnectConfig{URL: url, StateDir: dir, Log: a.log})
 	if err != nil {
-		if errors.Is(err, jobs.ErrRedisUnavailable) {
+		if errors.Is(err, store.ErrRedisUnavailable) {
 			return nil, withCode(exitUsage, fmt.Errorf("%w (is Redis running? check --redis / ORCH_REDIS_URL)", err))
 		}
 		return nil, withCode(exitUsage, err)
@@ -161,7 +162,7 @@ func (e *engine) Shutdown() {
 
 // reapEvery runs the container reaper now and then every d until Shutdown: containers of runs that ended or that
 // nobody knows (a worker killed mid-run) do not outlive their run for long.
-func (e *engine) reapEvery(store *jobs.Store, d time.Duration) {
+func (e *engine) reapEvery(store *store.Store, d time.Duration) {
 	go func() {
 		t := time.NewTicker(d)
 		defer t.Stop()
@@ -179,7 +180,7 @@ func (e *engine) reapEvery(store *jobs.Store, d time.Duration) {
 }
 
 // startWorker runs the worker in-process: `orch run` and `orch resume` are their own worker pool.
-func (a *app) startWorker(cmd *cobra.Command, b *jobs.Backend) (*engine, error) {
+func (a *app) startWorker(cmd *cobra.Command, b *store.Backend) (*engine, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("locating the orch binary for the sim agent: %w", err)

@@ -19,6 +19,8 @@ import (
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/worker"
 )
@@ -42,10 +44,10 @@ func clickToResume(b *testing.B, poll time.Duration) {
 	}
 	defer rdb.Close()
 	ctx := context.Background()
-	store := jobs.NewStore(rdb, nil)
-	queue := jobs.NewQueue(rdb, jobs.QueueConfig{})
+	st := store.New(rdb, nil)
+	queue := queue.New(rdb, queue.Config{})
 	ws, _ := filepath.Abs("../../examples/plans")
-	w, err := worker.New(worker.Config{Store: store, Queue: queue, Sandbox: sandbox.NewLocal(sandbox.LocalConfig{}),
+	w, err := worker.New(worker.Config{Store: st, Queue: queue, Sandbox: sandbox.NewLocal(sandbox.LocalConfig{}),
 		Brain: func(jobs.Options) (worker.Brain, error) { return &brain.Fallback{}, nil },
 		Agent: func(o jobs.Options) (agent.Adapter, error) {
 			return agent.NewSim(agent.SimConfig{Binary: orchBin, Scenario: o.SimScenario}), nil
@@ -61,8 +63,8 @@ func clickToResume(b *testing.B, poll time.Duration) {
 	fake := slackfake.New()
 	defer fake.Close()
 	s, err := bot.New(bot.Config{SigningSecret: testSecret, BotToken: "xoxb-bench", APIURL: fake.APIURL(), Workspace: ws,
-		Store: store, Queue: queue, PostInterval: time.Millisecond,
-		Starter: &slackStarter{b: &jobs.Backend{Store: store, Queue: queue, Redis: rdb}, workspace: ws, base: jobs.Options{
+		Store: st, Queue: queue, PostInterval: time.Millisecond,
+		Starter: &slackStarter{b: &store.Backend{Store: st, Queue: queue, Redis: rdb}, workspace: ws, base: jobs.Options{
 			Agent: "sim", Brain: "heuristic", Sandbox: "local", MaxAttempts: 3, AgentTimeout: time.Minute}}})
 	if err != nil {
 		b.Fatal(err)
@@ -101,7 +103,7 @@ func clickToResume(b *testing.B, poll time.Duration) {
 		}
 		time.Sleep(20 * time.Millisecond) // the poster records the message just after posting it
 		run := &jobs.Run{ID: act.RunID}
-		cursor, _ := store.LastEventID(ctx, run.ID)
+		cursor, _ := st.LastEventID(ctx, run.ID)
 		body := fake.Click(question, "U1", bot.ActionChoose+":B", act.Encode())
 		b.StartTimer()
 		start := time.Now()
@@ -112,22 +114,22 @@ func clickToResume(b *testing.B, poll time.Duration) {
 		resp.Body.Close()
 		var resumed time.Time
 		for deadline := time.Now().Add(30 * time.Second); resumed.IsZero(); {
-			evs, _ := store.Events(ctx, run.ID, cursor, 100*time.Millisecond)
+			evs, _ := st.Events(ctx, run.ID, cursor, 100*time.Millisecond)
 			for _, e := range evs {
 				cursor = e.ID
-				if e.Type == jobs.EventTaskStarted && e.Int("started") == 2 {
+				if b, ok := e.Body.(jobs.TaskStartedEvent); ok && b.Started == 2 {
 					resumed = e.Time
 				}
 			}
 			if time.Now().After(deadline) {
-				r, _ := store.Get(ctx, run.ID)
+				r, _ := st.Get(ctx, run.ID)
 				b.Fatalf("the run did not resume: %s, escalations %+v, ephemerals %v", r.Status, r.Escalations[0].Resolution, fake.Ephemerals())
 			}
 		}
 		b.StopTimer()
 		lat = append(lat, resumed.Sub(start))
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if r, _ := store.Get(ctx, run.ID); r.Status.Terminal() {
+			if r, _ := st.Get(ctx, run.ID); r.Status.Terminal() {
 				break
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 func printJSON(w io.Writer, v any) error {
@@ -50,7 +51,7 @@ func (a *app) statusCmd() *cobra.Command {
 }
 
 // pickRun returns the run named in args, or the latest run that keep accepts.
-func (a *app) pickRun(cmd *cobra.Command, b *jobs.Backend, args []string, keep func(*jobs.Run) bool) (*jobs.Run, error) {
+func (a *app) pickRun(cmd *cobra.Command, b *store.Backend, args []string, keep func(*jobs.Run) bool) (*jobs.Run, error) {
 	if len(args) == 1 {
 		return b.Store.Get(cmd.Context(), args[0])
 	}

@@ -52,49 +52,80 @@ func logEvents(log *slog.Logger) func([]jobs.Event) {
 			if e.TaskID != "" {
 				ids = append(ids, "task_id", e.TaskID)
 			}
-			attrs := append([]any{}, ids...)
-			level, msg := slog.LevelDebug, e.Type
-			switch e.Type {
-			case jobs.EventRunStarted, jobs.EventRunCompleted, jobs.EventTaskStarted, jobs.EventTaskCompleted,
-				jobs.EventTaskForced, jobs.EventResumed, jobs.EventPipelineStarted:
-				level = slog.LevelInfo
-				attrs = append(attrs, pick(e, "title", "attempt", "summary", "duration_ms", "cost_usd", "resolution")...)
-			case jobs.EventEscalation:
-				level = slog.LevelInfo
-				attrs = append(attrs, pick(e, "escalation_id", "trigger", "source")...)
-				attrs = append(attrs, "question", firstLine(e.String("question")))
-				log.Debug("escalation context", append(ids, pick(e, "escalation_id", "attempt", "failures", "similarity",
-					"recommendation", "options")...)...)
-			case jobs.EventResolution:
-				level = slog.LevelInfo
-				attrs = append(attrs, pick(e, "escalation_id", "resolution", "by", "via", "wait_seconds", "summary")...)
-			case jobs.EventRunAborted:
-				level = slog.LevelWarn
-				attrs = append(attrs, pick(e, "by", "reason")...)
-			case jobs.EventRunFailed, jobs.EventRunPaused, jobs.EventSandboxError, jobs.EventLoopDetected:
-				level = slog.LevelWarn
-				attrs = append(attrs, pick(e, "reason", "error", "failures", "similarity")...)
-			case jobs.EventTaskFailed, jobs.EventBrainFallback, jobs.EventTimeout:
-				level = slog.LevelInfo
-				attrs = append(attrs, pick(e, "attempt", "error", "reason", "escalation_id", "next")...)
-			default:
-				attrs = append(attrs, pick(e, "handler", "status", "next", "node_id")...)
+			level, attrs := eventLog(e)
+			if b, ok := e.Body.(jobs.EscalationEvent); ok {
+				log.Debug("escalation context", append(ids, kv("escalation_id", b.EscalationID, "attempt", b.Attempt,
+					"failures", b.Failures, "similarity", b.Similarity, "recommendation", b.Recommendation,
+					"options", b.Options)...)...)
 			}
-			log.Log(context.Background(), level, msg, attrs...)
+			log.Log(context.Background(), level, e.Type(), append(ids, attrs...)...)
 		}
 	}
 }
 
-// pick returns the event's fields that are set, as key/value pairs.
-func pick(e jobs.Event, keys ...string) []any {
-	var out []any
-	for _, k := range keys {
-		if v, ok := e.Fields[k]; ok && v != nil && v != "" {
-			if s, isString := v.(string); isString {
-				v = oneLine(s, 300)
+// eventLog is the level of an event's log line and its attributes beside the ids.
+func eventLog(e jobs.Event) (slog.Level, []any) {
+	switch b := e.Body.(type) {
+	case jobs.RunStartedEvent:
+		return slog.LevelInfo, kv("title", b.Title)
+	case jobs.RunCompletedEvent:
+		return slog.LevelInfo, kv("duration_ms", b.DurationMS, "cost_usd", b.CostUSD)
+	case jobs.TaskStartedEvent:
+		return slog.LevelInfo, kv("title", b.Title, "attempt", b.Attempt)
+	case jobs.TaskCompletedEvent:
+		return slog.LevelInfo, kv("title", b.Title, "summary", b.Summary, "duration_ms", b.DurationMS, "cost_usd", b.CostUSD)
+	case jobs.TaskForcedEvent:
+		return slog.LevelInfo, kv("title", b.Title)
+	case jobs.ResumedEvent:
+		return slog.LevelInfo, kv("title", b.Title, "resolution", b.Resolution)
+	case jobs.PipelineStartedEvent:
+		return slog.LevelInfo, nil
+	case jobs.EscalationEvent:
+		return slog.LevelInfo, kv("escalation_id", b.EscalationID, "trigger", b.Trigger.String(), "source", b.Source,
+			"question", firstLine(b.Question))
+	case jobs.ResolutionEvent:
+		return slog.LevelInfo, kv("escalation_id", b.EscalationID, "resolution", string(b.Resolution), "by", b.By,
+			"via", b.Via, "wait_seconds", b.WaitSeconds, "summary", b.Summary)
+	case jobs.RunAbortedEvent:
+		return slog.LevelWarn, kv("by", b.By, "reason", b.Reason)
+	case jobs.RunFailedEvent:
+		return slog.LevelWarn, kv("reason", b.Reason)
+	case jobs.RunPausedEvent:
+		return slog.LevelWarn, kv("reason", b.Reason)
+	case jobs.SandboxErrorEvent:
+		return slog.LevelWarn, kv("error", b.Error)
+	case jobs.LoopDetectedEvent:
+		return slog.LevelWarn, kv("failures", b.Failures, "similarity", b.Similarity)
+	case jobs.TaskFailedEvent:
+		return slog.LevelInfo, kv("attempt", b.Attempt, "error", b.Error)
+	case jobs.BrainFallbackEvent:
+		return slog.LevelInfo, kv("reason", b.Reason)
+	case jobs.EscalationTimeoutEvent:
+		return slog.LevelInfo, kv("escalation_id", b.EscalationID, "next", b.Next)
+	case jobs.StageCompletedEvent:
+		return slog.LevelDebug, kv("handler", b.Handler, "status", b.Status, "next", b.Next)
+	case jobs.StageFailedEvent:
+		return slog.LevelDebug, kv("handler", b.Handler, "status", b.Status, "next", b.Next)
+	case jobs.StageStartedEvent:
+		return slog.LevelDebug, kv("handler", b.Handler)
+	case jobs.CheckpointSavedEvent:
+		return slog.LevelDebug, kv("node_id", b.NodeID)
+	}
+	return slog.LevelDebug, nil
+}
+
+// kv returns the key/value pairs whose value says something (an empty string says nothing), strings on one line.
+func kv(pairs ...any) []any {
+	out := make([]any, 0, len(pairs))
+	for i := 0; i+1 < len(pairs); i += 2 {
+		v := pairs[i+1]
+		if s, ok := v.(string); ok {
+			if s == "" {
+				continue
 			}
-			out = append(out, k, v)
+			v = oneLine(s, 300)
 		}
+		out = append(out, pairs[i], v)
 	}
 	return out
 }

@@ -52,12 +52,12 @@ func TestLogEvents(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	logEvents(log)([]jobs.Event{
-		jobs.NewEvent(jobs.EventEscalation, "r-1", "1.1", "escalation_id", "e1", "trigger", "needs_help",
-			"question", "Which cache?\nA) Redis", "similarity", 0.5),
-		jobs.NewEvent(jobs.EventResolution, "r-1", "1.1", "escalation_id", "e1", "resolution", "choose", "by", "U1", "via", "slack"),
-		jobs.NewEvent(jobs.EventRunAborted, "r-1", "1.1", "by", "U1", "reason", "wrong plan"),
-		jobs.NewEvent(jobs.EventStageStarted, "r-1", "1.2", "handler", "codergen"),
-		jobs.NewEvent(jobs.EventRunCompleted, "r-2", ""),
+		jobs.NewEvent("r-1", "1.1", jobs.EscalationEvent{EscalationID: "e1", Trigger: jobs.TriggerNeedsHelp,
+			Question: "Which cache?\nA) Redis", Similarity: 0.5}),
+		jobs.NewEvent("r-1", "1.1", jobs.ResolutionEvent{EscalationID: "e1", Resolution: jobs.ResolveChoose, By: "U1", Via: "slack"}),
+		jobs.NewEvent("r-1", "1.1", jobs.RunAbortedEvent{By: "U1", Reason: "wrong plan"}),
+		jobs.NewEvent("r-1", "1.2", jobs.StageStartedEvent{Handler: "codergen"}),
+		jobs.NewEvent("r-2", "", jobs.RunCompletedEvent{}),
 	})
 	var got []string
 	for _, raw := range strings.Split(strings.TrimSpace(buf.String()), "\n") {

@@ -11,10 +11,12 @@ import (
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 // metrics is what `GET /metrics` shows, under the names the seed's PromQL uses. Counters come from the events of
-// the changes this process commits (jobs.Store.Observe), so each process counts its own part — the worker its runs
+// the changes this process commits (store.Store.Observe), so each process counts its own part — the worker its runs
 // and escalations, the bot the answers given through it — and Prometheus adds them up.
 type metrics struct {
 	reg         *prometheus.Registry
@@ -28,7 +30,7 @@ type metrics struct {
 // waitBuckets are for how long humans take: seconds to a day.
 var waitBuckets = []float64{5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600}
 
-func newMetrics(b *jobs.Backend) *metrics {
+func newMetrics(b *store.Backend) *metrics {
 	m := &metrics{
 		reg:         prometheus.NewRegistry(),
 		escalations: escalation.NewMetrics(),
@@ -45,7 +47,7 @@ func newMetrics(b *jobs.Backend) *metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "orchestrator_parked_runs",
 			Help: "Runs waiting for a human (holding no worker)."}, func() float64 { return parkedRuns(b.Store) }))
-	for _, q := range []string{jobs.QueueSteps, jobs.QueueControl} {
+	for _, q := range []string{queue.Steps, queue.Control} {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asynq_queue_size",
 			Help: "Tasks in an asynq queue (pending, scheduled, retrying, active).", ConstLabels: prometheus.Labels{"queue": q}},
 			func() float64 { return float64(b.Queue.Size(q)) }))
@@ -59,18 +61,18 @@ func newMetrics(b *jobs.Backend) *metrics {
 
 func (m *metrics) observe(events []jobs.Event) {
 	for _, e := range events {
-		switch e.Type {
-		case jobs.EventRunCompleted:
+		switch b := e.Body.(type) {
+		case jobs.RunCompletedEvent:
 			m.runs.WithLabelValues("completed").Inc()
-		case jobs.EventRunFailed:
+		case jobs.RunFailedEvent:
 			m.runs.WithLabelValues("failed").Inc()
-		case jobs.EventRunAborted:
+		case jobs.RunAbortedEvent:
 			m.runs.WithLabelValues("aborted").Inc()
-		case jobs.EventTaskCompleted:
+		case jobs.TaskCompletedEvent:
 			m.tasks.WithLabelValues("completed").Inc()
-			m.taskSeconds.Observe(e.Float("duration_ms") / 1000)
-			m.agentCost.Add(e.Float("cost_usd"))
-		case jobs.EventTaskFailed:
+			m.taskSeconds.Observe(float64(b.DurationMS) / 1000)
+			m.agentCost.Add(b.CostUSD)
+		case jobs.TaskFailedEvent:
 			m.tasks.WithLabelValues("failed").Inc()
 		}
 	}
@@ -82,7 +84,7 @@ func (m *metrics) handler() http.Handler {
 }
 
 // parkedRuns counts the runs waiting for a human among the most recent ones.
-func parkedRuns(s *jobs.Store) float64 {
+func parkedRuns(s *store.Store) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	runs, err := s.List(ctx, 1000)

@@ -59,12 +59,12 @@ func (r *renderer) stopSpinning() {
 
 // track sets what is running from an event: an attempt starts it; anything that ends it or asks a human stops it.
 func (p *progress) track(e jobs.Event) {
-	switch e.Type {
-	case jobs.EventTaskStarted:
-		p.activity = fmt.Sprintf("Task %s: %s", e.TaskID, oneLine(e.String("title"), 60))
+	switch b := e.Body.(type) {
+	case jobs.TaskStartedEvent:
+		p.activity = fmt.Sprintf("Task %s: %s", e.TaskID, oneLine(b.Title, 60))
 		p.since = time.Now()
-	case jobs.EventTaskCompleted, jobs.EventTaskFailed, jobs.EventEscalation, jobs.EventRunCompleted,
-		jobs.EventRunFailed, jobs.EventRunAborted, jobs.EventRunPaused, jobs.EventSandboxError:
+	case jobs.TaskCompletedEvent, jobs.TaskFailedEvent, jobs.EscalationEvent, jobs.RunCompletedEvent,
+		jobs.RunFailedEvent, jobs.RunAbortedEvent, jobs.RunPausedEvent, jobs.SandboxErrorEvent:
 		p.activity = ""
 	}
 }

@@ -14,13 +14,13 @@ func TestProgressLine(t *testing.T) {
 	var out bytes.Buffer
 	r := newRenderer(&out, false)
 	r.progress = &progress{out: &out, stop: make(chan struct{})} // driven by hand instead of the ticker
-	r.event(jobs.NewEvent(jobs.EventTaskStarted, "r-1", "1.1", "title", "Build the cache", "attempt", 1, "max_attempts", 3))
+	r.event(jobs.NewEvent("r-1", "1.1", jobs.TaskStartedEvent{Title: "Build the cache", Attempt: 1, MaxAttempts: 3}))
 	if !strings.Contains(out.String(), "Task 1.1: Build the cache — 0s") {
 		t.Fatalf("no progress line after the task started: %q", out.String())
 	}
 	r.progress.draw()
 	out.Reset()
-	r.event(jobs.NewEvent(jobs.EventEscalation, "r-1", "1.1", "question", "Which cache?", "trigger", "needs_help"))
+	r.event(jobs.NewEvent("r-1", "1.1", jobs.EscalationEvent{Question: "Which cache?", Trigger: jobs.TriggerNeedsHelp}))
 	s := out.String()
 	if !strings.HasPrefix(s, "\r\033[K[") || !strings.Contains(s, "NEEDS HUMAN INPUT") {
 		t.Fatalf("the line was not wiped before the question: %q", s)
@@ -34,7 +34,7 @@ func TestProgressLine(t *testing.T) {
 
 	var pipe bytes.Buffer
 	plain := newRenderer(&pipe, false)
-	plain.event(jobs.NewEvent(jobs.EventTaskStarted, "r-1", "1.1", "title", "Build", "attempt", 1, "max_attempts", 3))
+	plain.event(jobs.NewEvent("r-1", "1.1", jobs.TaskStartedEvent{Title: "Build", Attempt: 1, MaxAttempts: 3}))
 	if strings.Contains(pipe.String(), "\033") {
 		t.Fatalf("escape codes in plain output: %q", pipe.String())
 	}

@@ -61,102 +61,117 @@ func (r *renderer) event(e jobs.Event) {
 		}
 		return
 	}
+	writeEvent(r.out, e)
+}
+
+// writeEvent prints an event as lines for people. The engine's bookkeeping (stages entered, checkpoints, the
+// interview events) is in --json for tools; on a terminal the task, question and run lines say the same.
+func writeEvent(w io.Writer, e jobs.Event) {
 	ts := stamp(e.Time)
-	w := r.out
-	switch e.Type {
-	case jobs.EventRunStarted:
-		fmt.Fprintf(w, "%sRun %s started: %s (%s)\n", ts, e.RunID, e.String("title"), plural(e.Int("tasks"), "task"))
-	case jobs.EventTaskStarted:
-		if turn := e.Int("turn"); turn > 0 {
-			fmt.Fprintf(w, "%sTask %s: %s\n%sInvoking %s (conversation, reply %d)...\n", ts, e.TaskID, e.String("title"), indent,
-				agentName(e.String("agent")), turn)
-			break
+	switch b := e.Body.(type) {
+	case jobs.RunStartedEvent:
+		fmt.Fprintf(w, "%sRun %s started: %s (%s)\n", ts, e.RunID, b.Title, plural(b.Tasks, "task"))
+	case jobs.TaskStartedEvent:
+		fmt.Fprintf(w, "%sTask %s: %s\n", ts, e.TaskID, b.Title)
+		if b.Turn > 0 {
+			fmt.Fprintf(w, "%sInvoking %s (conversation, reply %d)...\n", indent, agentName(b.Agent), b.Turn)
+		} else {
+			fmt.Fprintf(w, "%sInvoking %s (attempt %d/%d)...\n", indent, agentName(b.Agent), b.Attempt, b.MaxAttempts)
 		}
-		fmt.Fprintf(w, "%sTask %s: %s\n%sInvoking %s (attempt %d/%d)...\n", ts, e.TaskID, e.String("title"), indent,
-			agentName(e.String("agent")), e.Int("attempt"), e.Int("max_attempts"))
-	case jobs.EventPipelineStarted:
-		if e.String("kind") == "dot" {
-			fmt.Fprintf(w, "%sPipeline %s: %s (%s, %s)\n", ts, e.String("name"), oneLine(e.String("goal"), 160),
-				plural(e.Int("nodes"), "node"), plural(e.Int("edges"), "edge"))
+	case jobs.PipelineStartedEvent:
+		if b.PlanKind == "dot" {
+			fmt.Fprintf(w, "%sPipeline %s: %s (%s, %s)\n", ts, b.Name, oneLine(b.Goal, 160),
+				plural(b.Nodes, "node"), plural(b.Edges, "edge"))
 		}
-	case jobs.EventStageCompleted, jobs.EventStageFailed:
-		writeHop(w, ts, e)
-	case jobs.EventStageStarted, jobs.EventStageRetrying, jobs.EventCheckpointSaved, jobs.EventInterviewStarted,
-		jobs.EventInterviewDone, jobs.EventInterviewTimeout, jobs.EventPipelineCompleted, jobs.EventPipelineFailed:
-		// In --json for tools; on a terminal the task, question and run lines say the same.
-	case jobs.EventTaskCompleted:
+	case jobs.StageCompletedEvent:
+		writeHop(w, ts, e.TaskID, b.StageHop)
+	case jobs.StageFailedEvent:
+		writeHop(w, ts, e.TaskID, b.StageHop)
+	case jobs.TaskCompletedEvent:
 		fmt.Fprintf(w, "%sTask %s: COMPLETED\n", ts, e.TaskID)
-		if s := e.String("summary"); s != "" {
-			fmt.Fprintf(w, "%s%s\n", indent, oneLine(s, 160))
+		if b.Summary != "" {
+			fmt.Fprintf(w, "%s%s\n", indent, oneLine(b.Summary, 160))
 		}
-	case jobs.EventTaskFailed:
-		fmt.Fprintf(w, "%sTask %s: FAILED (attempt %d/%d)\n", ts, e.TaskID, e.Int("attempt"), e.Int("max_attempts"))
-		if s := e.String("error"); s != "" {
-			fmt.Fprintf(w, "%s%s\n", indent, oneLine(s, 200))
+	case jobs.TaskFailedEvent:
+		fmt.Fprintf(w, "%sTask %s: FAILED (attempt %d/%d)\n", ts, e.TaskID, b.Attempt, b.MaxAttempts)
+		if b.Error != "" {
+			fmt.Fprintf(w, "%s%s\n", indent, oneLine(b.Error, 200))
 		}
-	case jobs.EventLoopDetected:
-		switch e.String("kind") {
-		case string(jobs.TriggerOscillate):
-			fmt.Fprintf(w, "%sLOOP DETECTED: the end-to-end fixes do not converge after %d verifications (failure %d is like failure %d)\n",
-				ts, e.Int("failures"), e.Int("failures"), e.Int("failures")-2)
-			fmt.Fprintf(w, "%sStopping to prevent resource waste.\n\nError similarity: %.0f%%\n", ts, 100*e.Float("similarity"))
-			return
-		case string(jobs.TriggerE2E):
-			fmt.Fprintf(w, "%sLOOP DETECTED: the end-to-end verification failed %d times; the fix attempts ran out\n", ts, e.Int("failures"))
-			return
-		}
-		if e.Fields["similar"] == true {
-			fmt.Fprintf(w, "%sLOOP DETECTED: Task %s failed %d times with similar errors\n", ts, e.TaskID, e.Int("failures"))
-		} else {
-			fmt.Fprintf(w, "%sLOOP DETECTED: Task %s failed %d times (attempt cap reached)\n", ts, e.TaskID, e.Int("failures"))
-		}
-		fmt.Fprintf(w, "%sStopping to prevent resource waste.\n\nError similarity: %.0f%%\nPlease investigate and provide guidance.\n",
-			ts, 100*e.Float("similarity"))
-	case jobs.EventEscalation:
-		writeQuestion(w, questionOf(e))
-	case jobs.EventRetrying:
+	case jobs.LoopDetectedEvent:
+		writeLoop(w, ts, e.TaskID, b)
+	case jobs.EscalationEvent:
+		writeQuestion(w, question{at: e.Time, taskID: e.TaskID, title: b.Title, trigger: b.Trigger, name: b.Name,
+			source: b.Source, text: b.Question, recommends: b.Recommendation, options: b.Options})
+	case jobs.RetryingEvent:
 		fmt.Fprintf(w, "%sRetrying Task %s...\n", ts, e.TaskID)
-		if g := e.String("guidance"); g != "" {
-			fmt.Fprintf(w, "%sGuidance: %s\n", indent, oneLine(g, 200))
+		if b.Guidance != "" {
+			fmt.Fprintf(w, "%sGuidance: %s\n", indent, oneLine(b.Guidance, 200))
 		}
-	case jobs.EventResolution:
-		fmt.Fprintf(w, "%sAnswered by %s (%s) after %s: %s\n", ts, e.String("by"), e.String("via"),
-			(time.Duration(e.Float("wait_seconds") * float64(time.Second))).Round(time.Second), e.String("summary"))
-	case jobs.EventResumed:
-		if e.String("resolution") == "continue" {
+	case jobs.ResolutionEvent:
+		fmt.Fprintf(w, "%sAnswered by %s (%s) after %s: %s\n", ts, b.By, b.Via,
+			seconds(b.WaitSeconds).Round(time.Second), b.Summary)
+	case jobs.ResumedEvent:
+		switch {
+		case b.Resolution == jobs.ResumeContinue:
 			fmt.Fprintf(w, "%sContinuing Task %s...\n", ts, e.TaskID)
-		} else if e.String("guidance") != "" {
+		case b.Guidance != "":
 			fmt.Fprintf(w, "%sResuming Task %s with guidance...\n", ts, e.TaskID)
-		} else {
+		default:
 			fmt.Fprintf(w, "%sResuming Task %s...\n", ts, e.TaskID)
 		}
-	case jobs.EventTaskForced:
-		fmt.Fprintf(w, "%sTask %s: FORCED (marked done by %s despite its error)\n", ts, e.TaskID, e.String("by"))
-	case jobs.EventBrainFallback:
-		fmt.Fprintf(w, "%sBrain fell back to the heuristic: %s\n", ts, e.String("reason"))
-	case jobs.EventSandboxError:
-		fmt.Fprintf(w, "%sSandbox error on Task %s: %s\n", ts, e.TaskID, e.String("error"))
-	case jobs.EventRunCompleted:
-		fmt.Fprintf(w, "%sRun %s completed in %s (%s%s)\n", ts, e.RunID, ms(e.Float("duration_ms")), plural(e.Int("tasks"), "task"), costSuffix(e.Float("cost_usd")))
-	case jobs.EventRunFailed:
-		fmt.Fprintf(w, "%sRun %s failed: %s\n", ts, e.RunID, e.String("reason"))
-	case jobs.EventTimeout:
-		fmt.Fprintf(w, "%sNo answer to escalation %s after %s (TIMEOUT %d of %d): %s\n", ts, e.String("escalation_id"),
-			(time.Duration(e.Float("waited_seconds") * float64(time.Second))).Round(time.Second), e.Int("n"), e.Int("of"), e.String("next"))
-	case jobs.EventRunPaused:
-		fmt.Fprintf(w, "%sRun %s paused: %s\n", ts, e.RunID, e.String("reason"))
-	case jobs.EventRunAborted:
-		fmt.Fprintf(w, "%sRun %s aborted by %s: %s\n", ts, e.RunID, e.String("by"), e.String("reason"))
+	case jobs.TaskForcedEvent:
+		fmt.Fprintf(w, "%sTask %s: FORCED (marked done by %s despite its error)\n", ts, e.TaskID, b.By)
+	case jobs.BrainFallbackEvent:
+		fmt.Fprintf(w, "%sBrain fell back to the heuristic: %s\n", ts, b.Reason)
+	case jobs.SandboxErrorEvent:
+		fmt.Fprintf(w, "%sSandbox error on Task %s: %s\n", ts, e.TaskID, b.Error)
+	case jobs.RunCompletedEvent:
+		fmt.Fprintf(w, "%sRun %s completed in %s (%s%s)\n", ts, e.RunID, ms(b.DurationMS), plural(b.Tasks, "task"), costSuffix(b.CostUSD))
+	case jobs.RunFailedEvent:
+		fmt.Fprintf(w, "%sRun %s failed: %s\n", ts, e.RunID, b.Reason)
+	case jobs.EscalationTimeoutEvent:
+		fmt.Fprintf(w, "%sNo answer to escalation %s after %s (TIMEOUT %d of %d): %s\n", ts, b.EscalationID,
+			seconds(b.WaitedSeconds).Round(time.Second), b.N, b.Of, b.Next)
+	case jobs.RunPausedEvent:
+		fmt.Fprintf(w, "%sRun %s paused: %s\n", ts, e.RunID, b.Reason)
+	case jobs.RunAbortedEvent:
+		fmt.Fprintf(w, "%sRun %s aborted by %s: %s\n", ts, e.RunID, b.By, b.Reason)
+	case jobs.StageStartedEvent, jobs.StageRetryingEvent, jobs.CheckpointSavedEvent, jobs.InterviewStartedEvent,
+		jobs.InterviewCompletedEvent, jobs.InterviewTimeoutEvent, jobs.PipelineCompletedEvent, jobs.PipelineFailedEvent:
 	default:
-		fmt.Fprintf(w, "%s%s %s\n", ts, e.Type, e.TaskID)
+		fmt.Fprintf(w, "%s%s %s\n", ts, e.Type(), e.TaskID)
 	}
 }
 
+// writeLoop prints why retries stopped: the contract's "LOOP DETECTED" lines with the error similarity.
+func writeLoop(w io.Writer, ts, taskID string, b jobs.LoopDetectedEvent) {
+	switch b.LoopKind {
+	case jobs.TriggerOscillate:
+		fmt.Fprintf(w, "%sLOOP DETECTED: the end-to-end fixes do not converge after %d verifications (failure %d is like failure %d)\n",
+			ts, b.Failures, b.Failures, b.Failures-2)
+		fmt.Fprintf(w, "%sStopping to prevent resource waste.\n\nError similarity: %.0f%%\n", ts, 100*b.Similarity)
+		return
+	case jobs.TriggerE2E:
+		fmt.Fprintf(w, "%sLOOP DETECTED: the end-to-end verification failed %d times; the fix attempts ran out\n", ts, b.Failures)
+		return
+	}
+	if b.Similar {
+		fmt.Fprintf(w, "%sLOOP DETECTED: Task %s failed %d times with similar errors\n", ts, taskID, b.Failures)
+	} else {
+		fmt.Fprintf(w, "%sLOOP DETECTED: Task %s failed %d times (attempt cap reached)\n", ts, taskID, b.Failures)
+	}
+	fmt.Fprintf(w, "%sStopping to prevent resource waste.\n\nError similarity: %.0f%%\nPlease investigate and provide guidance.\n",
+		ts, 100*b.Similarity)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
 // question is what the NEEDS HUMAN INPUT block shows.
 type question struct {
-	at                                               time.Time
-	taskID, title, trigger, source, text, recommends string
-	options                                          []jobs.Option
+	at                                            time.Time
+	taskID, title, name, source, text, recommends string
+	trigger                                       jobs.Trigger
+	options                                       []jobs.Option
 }
 
 // escalation prints the question block of an open escalation (for a resumed run, which has no event to replay).
@@ -168,56 +183,42 @@ func (r *renderer) escalation(e *jobs.Escalation, title, runID string) {
 		r.progress.activity = ""
 	}
 	if r.json {
-		ev := jobs.NewEvent(jobs.EventEscalation, runID, e.TaskID, "escalation_id", e.ID, "trigger", string(e.Trigger),
-			"question", e.Question, "options", e.Options, "recommendation", e.Recommendation, "title", title,
-			"attempt", e.Attempt, "failures", e.Failures, "similarity", e.Similarity, "source", e.Source)
+		ev := jobs.NewEvent(runID, e.TaskID, jobs.NewEscalationEvent(e, title))
 		ev.Time = e.CreatedAt
 		if data, err := json.Marshal(ev); err == nil {
 			fmt.Fprintln(r.out, string(data))
 		}
 		return
 	}
-	writeQuestion(r.out, question{at: e.CreatedAt, taskID: e.TaskID, title: title, trigger: string(e.Trigger),
+	writeQuestion(r.out, question{at: e.CreatedAt, taskID: e.TaskID, title: title, trigger: e.Trigger, name: e.Name,
 		source: e.Source, text: e.Question, recommends: e.Recommendation, options: e.Options})
-}
-
-func questionOf(e jobs.Event) question {
-	q := question{at: e.Time, taskID: e.TaskID, title: e.String("title"), trigger: e.String("trigger"),
-		source: e.String("source"), text: e.String("question"), recommends: e.String("recommendation")}
-	opts, _ := e.Fields["options"].([]any)
-	for _, o := range opts {
-		m, _ := o.(map[string]any)
-		q.options = append(q.options, jobs.Option{Key: fmt.Sprint(m["key"]), Label: fmt.Sprint(m["label"])})
-	}
-	return q
 }
 
 // writeHop prints how the pipeline moved on from a stage, where that is worth a line: a conditional's route, a gate's
 // choice, a failure's route, a goal gate sending the run back.
-func writeHop(w io.Writer, ts string, e jobs.Event) {
-	next := e.String("next")
-	to := " → " + next
-	if next == "" {
+func writeHop(w io.Writer, ts, node string, h jobs.StageHop) {
+	to := " → " + h.Next
+	if h.Next == "" {
 		to = ""
 	}
-	switch handler, status := e.String("handler"), e.String("status"); {
-	case handler == "exit" && e.String("route") == "goal_gate":
-		fmt.Fprintf(w, "%sGoal gate unsatisfied (%s)%s\n", ts, e.String("note"), to)
-	case handler == "conditional":
-		fmt.Fprintf(w, "%sCondition %s: %s%s\n", ts, e.TaskID, status, to)
-	case handler == "wait.human" && status == "success":
-		fmt.Fprintf(w, "%sGate %s: %s%s\n", ts, e.TaskID, e.String("note"), to)
-	case status == "fail" && next != "":
-		how := strings.ReplaceAll(e.String("route"), "_", " ")
-		if note := e.String("note"); note != "" {
-			how = note
+	switch {
+	case h.Handler == "exit" && h.Route == "goal_gate":
+		fmt.Fprintf(w, "%sGoal gate unsatisfied (%s)%s\n", ts, h.Note, to)
+	case h.Handler == "conditional":
+		fmt.Fprintf(w, "%sCondition %s: %s%s\n", ts, node, h.Status, to)
+	case h.Handler == "wait.human" && h.Status == "success":
+		fmt.Fprintf(w, "%sGate %s: %s%s\n", ts, node, h.Note, to)
+	case h.Status == "fail" && h.Next != "":
+		how := strings.ReplaceAll(h.Route, "_", " ")
+		if h.Note != "" {
+			how = h.Note
 		}
-		fmt.Fprintf(w, "%sStage %s failed%s (%s)\n", ts, e.TaskID, to, how)
+		fmt.Fprintf(w, "%sStage %s failed%s (%s)\n", ts, node, to, how)
 	}
 }
 
 func writeQuestion(w io.Writer, q question) {
-	switch jobs.Trigger(q.trigger) {
+	switch q.trigger {
 	case jobs.TriggerGate:
 		writeGate(w, q)
 		return
@@ -226,7 +227,7 @@ func writeQuestion(w io.Writer, q question) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%sNEEDS HUMAN INPUT — Task %s: %s (%s)\n\n", stamp(q.at), q.taskID, q.title, triggerText(q.trigger))
+	fmt.Fprintf(&b, "%sNEEDS HUMAN INPUT — Task %s: %s (%s)\n\n", stamp(q.at), q.taskID, q.title, q.trigger.Describe(q.name))
 	who := "Agent's question"
 	if q.source != "agent" {
 		who = "Question"
@@ -272,30 +273,6 @@ func writeChat(w io.Writer, q question) {
 	}
 	b.WriteString("(Reply to the agent; /done or /approve ends the conversation, /reject fails the task.)\n")
 	fmt.Fprint(w, b.String())
-}
-
-func triggerText(t string) string {
-	switch jobs.Trigger(t) {
-	case jobs.TriggerNeedsHelp:
-		return "the agent asked"
-	case jobs.TriggerBrain:
-		return "the brain escalated"
-	case jobs.TriggerAttemptCap:
-		return "attempt cap"
-	case jobs.TriggerPermanent:
-		return "an error no retry can fix"
-	case jobs.TriggerSecurity:
-		return "security"
-	case jobs.TriggerConfig:
-		return "configuration error"
-	case jobs.TriggerLoop:
-		return "loop detected"
-	case jobs.TriggerOscillate:
-		return "end-to-end fixes oscillate"
-	case jobs.TriggerE2E:
-		return "end-to-end fix attempts ran out"
-	}
-	return t
 }
 
 // parked tells the person how to go on with a run that waits for a human.
@@ -357,7 +334,7 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-func ms(v float64) string {
+func ms(v int64) string {
 	return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond).String()
 }
 

@@ -13,6 +13,8 @@ import (
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/pipeline"
 )
 
@@ -422,7 +424,7 @@ func (a *app) interviewer(h *humanFlags) (escalation.Interviewer, error) {
 }
 
 // drive runs the worker in this process and follows the run's events until it ends or parks.
-func (a *app) drive(cmd *cobra.Command, b *jobs.Backend, runID, from string, iv escalation.Interviewer, h *humanFlags, r *renderer) error {
+func (a *app) drive(cmd *cobra.Command, b *store.Backend, runID, from string, iv escalation.Interviewer, h *humanFlags, r *renderer) error {
 	ctx := cmd.Context()
 	w, err := a.startWorker(cmd, b)
 	if err != nil {
@@ -521,8 +523,8 @@ func whoami() string {
 
 // follower follows one run's events, prints them, and puts questions to the interviewer.
 type follower struct {
-	store       *jobs.Store
-	queue       *jobs.Queue
+	store       *store.Store
+	queue       *queue.Queue
 	runID       string
 	iv          escalation.Interviewer
 	r           *renderer
@@ -633,33 +635,33 @@ func (f *follower) follow(ctx context.Context, from string) (jobs.RunStatus, err
 		case err := <-readErr:
 			return "", err
 		case ev := <-events:
-			if ev.Type != jobs.EventEscalation || !shown[ev.String("escalation_id")] {
+			if b, ok := ev.Body.(jobs.EscalationEvent); !ok || !shown[b.EscalationID] {
 				f.r.event(ev)
 			}
-			switch ev.Type {
-			case jobs.EventEscalation:
+			switch b := ev.Body.(type) {
+			case jobs.EscalationEvent:
 				run, err := f.store.Get(ctx, f.runID)
 				if err != nil {
 					return "", err
 				}
-				e := run.Escalation(ev.String("escalation_id"))
+				e := run.Escalation(b.EscalationID)
 				if e == nil || e.Resolution != nil {
 					continue // answered already (we are replaying the log)
 				}
 				shown[e.ID] = true
 				f.present(ctx, run, e, ask)
-			case jobs.EventResolution:
-				if ev.String("escalation_id") == askingID {
+			case jobs.ResolutionEvent:
+				if b.EscalationID == askingID {
 					cancelAsk()
 					askingID = ""
 				}
-			case jobs.EventRunCompleted:
+			case jobs.RunCompletedEvent:
 				return jobs.RunCompleted, nil
-			case jobs.EventRunFailed:
+			case jobs.RunFailedEvent:
 				return jobs.RunFailed, nil
-			case jobs.EventRunAborted:
+			case jobs.RunAbortedEvent:
 				return jobs.RunAborted, nil
-			case jobs.EventRunPaused:
+			case jobs.RunPausedEvent:
 				return jobs.RunPaused, nil
 			}
 		case a := <-answers:

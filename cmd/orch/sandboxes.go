@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/worker"
 )
@@ -83,7 +84,7 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 }
 
 // reap removes the containers of runs that ended or are unknown.
-func (d *dockers) reap(ctx context.Context, store *jobs.Store) {
+func (d *dockers) reap(ctx context.Context, store *store.Store) {
 	d.mu.Lock()
 	var any *sandbox.Docker
 	for _, dk := range d.open {

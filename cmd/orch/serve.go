@@ -14,6 +14,7 @@ import (
 
 	"github.com/orchrun/orch/bot"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/pipeline"
 )
 
@@ -63,7 +64,7 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		return err
 	}
 	var srv *bot.Server
-	var b *jobs.Backend
+	var b *store.Backend
 	if withBot {
 		// Check everything that can be checked before anything starts.
 		if a.env("SLACK_BOT_TOKEN") == "" {
@@ -191,7 +192,7 @@ func splitList(s string) []string {
 // slackStarter creates the runs Slack asks for, with the server's options.
 type slackStarter struct {
 	a         *app
-	b         *jobs.Backend
+	b         *store.Backend
 	base      jobs.Options
 	workspace string
 }

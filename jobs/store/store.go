@@ -1,4 +1,6 @@
-package jobs
+// Package store keeps runs in Redis: each run one document changed only by atomic updates, with its append-only
+// event log and audit trail, and the connection (a Redis URL or the embedded store) that orch opens to reach them.
+package store
 
 import (
 	"context"
@@ -7,11 +9,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/orchrun/orch/jobs"
 	"github.com/redis/go-redis/v9"
 )
-
-// ErrRunNotFound is returned for a run id the store does not know.
-var ErrRunNotFound = errors.New("run not found")
 
 // ErrConflict is returned when a run kept changing under an update; the caller may try again.
 var ErrConflict = errors.New("run changed concurrently; try again")
@@ -32,15 +32,15 @@ func auditKey(id string) string  { return "orch:run:{" + id + "}:audit" }
 type Store struct {
 	rdb       redis.UniversalClient
 	now       func() time.Time
-	observers []func([]Event)
+	observers []func([]jobs.Event)
 }
 
 // Observe has fn called with the events of every change once it is committed (metrics and logs derive from them: a
 // change retried under contention is seen once). Observers are added before the store is used.
-func (s *Store) Observe(fn func([]Event)) { s.observers = append(s.observers, fn) }
+func (s *Store) Observe(fn func([]jobs.Event)) { s.observers = append(s.observers, fn) }
 
-// NewStore returns a store on rdb. now may be nil (time.Now).
-func NewStore(rdb redis.UniversalClient, now func() time.Time) *Store {
+// New returns a store on rdb. now may be nil (time.Now).
+func New(rdb redis.UniversalClient, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
@@ -54,10 +54,10 @@ func (s *Store) Now() time.Time { return s.now() }
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
 // Create saves a new run. It fails if a run with the same id exists.
-func (s *Store) Create(ctx context.Context, r *Run, events ...Event) error {
+func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) error {
 	now := s.now().UTC()
 	r.CreatedAt, r.UpdatedAt, r.Version = now, now, 1
-	c := Change{run: r}
+	c := jobs.NewChange(r)
 	for _, e := range events {
 		c.Emit(e)
 	}
@@ -83,58 +83,41 @@ func (s *Store) Create(ctx context.Context, r *Run, events ...Event) error {
 }
 
 // Get loads a run.
-func (s *Store) Get(ctx context.Context, id string) (*Run, error) {
+func (s *Store) Get(ctx context.Context, id string) (*jobs.Run, error) {
 	data, err := s.rdb.Get(ctx, runKey(id)).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("%w: %s", ErrRunNotFound, id)
+		return nil, fmt.Errorf("%w: %s", jobs.ErrRunNotFound, id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loading run %s: %w", id, err)
 	}
-	var r Run
+	var r jobs.Run
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("decoding run %s: %w", id, err)
 	}
 	return &r, nil
 }
 
-// Change is what an update writes beside the run itself, in the same transaction.
-type Change struct {
-	Events []Event
-	Audit  []AuditEntry
-	run    *Run
-}
-
-// Emit adds an event to the change and returns the id it will have in the run's log.
-func (c *Change) Emit(e Event) string {
-	if c.run != nil {
-		c.run.EventSeq++
-		e.ID = fmt.Sprintf("%d-%d", c.run.CreatedAt.UnixMilli(), c.run.EventSeq)
-	}
-	c.Events = append(c.Events, e)
-	return e.ID
-}
-
 // Update applies fn to the run atomically: fn sees the latest saved run, and its changes, events and audit entries are
 // written together only if nobody changed the run meanwhile (otherwise fn runs again on the newer run). An error from
 // fn aborts the update and is returned as is.
-func (s *Store) Update(ctx context.Context, id string, fn func(r *Run, c *Change) error) (*Run, error) {
+func (s *Store) Update(ctx context.Context, id string, fn func(r *jobs.Run, c *jobs.Change) error) (*jobs.Run, error) {
 	key := runKey(id)
-	var out *Run
+	var out *jobs.Run
 	txf := func(tx *redis.Tx) error {
 		data, err := tx.Get(ctx, key).Bytes()
 		if errors.Is(err, redis.Nil) {
-			return fmt.Errorf("%w: %s", ErrRunNotFound, id)
+			return fmt.Errorf("%w: %s", jobs.ErrRunNotFound, id)
 		}
 		if err != nil {
 			return err
 		}
-		var r Run
+		var r jobs.Run
 		if err := json.Unmarshal(data, &r); err != nil {
 			return fmt.Errorf("decoding run %s: %w", id, err)
 		}
-		c := Change{run: &r}
-		if err := fn(&r, &c); err != nil {
+		c := jobs.NewChange(&r)
+		if err := fn(&r, c); err != nil {
 			return err
 		}
 		r.Version++
@@ -171,7 +154,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(r *Run, c *Change
 }
 
 // List returns up to limit runs, newest first.
-func (s *Store) List(ctx context.Context, limit int) ([]*Run, error) {
+func (s *Store) List(ctx context.Context, limit int) ([]*jobs.Run, error) {
 	if limit <= 0 {
 		limit = 20
 	}
@@ -179,10 +162,10 @@ func (s *Store) List(ctx context.Context, limit int) ([]*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing runs: %w", err)
 	}
-	runs := make([]*Run, 0, len(ids))
+	runs := make([]*jobs.Run, 0, len(ids))
 	for _, id := range ids {
 		r, err := s.Get(ctx, id)
-		if errors.Is(err, ErrRunNotFound) {
+		if errors.Is(err, jobs.ErrRunNotFound) {
 			continue
 		}
 		if err != nil {
@@ -194,7 +177,7 @@ func (s *Store) List(ctx context.Context, limit int) ([]*Run, error) {
 }
 
 // Latest is the newest run matching keep, or ErrRunNotFound.
-func (s *Store) Latest(ctx context.Context, keep func(*Run) bool) (*Run, error) {
+func (s *Store) Latest(ctx context.Context, keep func(*jobs.Run) bool) (*jobs.Run, error) {
 	runs, err := s.List(ctx, 200)
 	if err != nil {
 		return nil, err
@@ -204,7 +187,7 @@ func (s *Store) Latest(ctx context.Context, keep func(*Run) bool) (*Run, error) 
 			return r, nil
 		}
 	}
-	return nil, ErrRunNotFound
+	return nil, jobs.ErrRunNotFound
 }
 
 // Ping checks that Redis answers.

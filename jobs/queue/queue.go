@@ -1,4 +1,6 @@
-package jobs
+// Package queue is orch's use of asynq: its task types and payloads, the enqueuer that gives every task a
+// deterministic id, and the adapter that reads asynq's leases to find steps whose worker died.
+package queue
 
 import (
 	"context"
@@ -24,8 +26,8 @@ const (
 // Queues. Control work (starts, resumes) has its own queue and its own workers, so a click is never stuck behind
 // agents that run for half an hour.
 const (
-	QueueSteps   = "orch-steps"
-	QueueControl = "orch-control"
+	Steps   = "orch-steps"
+	Control = "orch-control"
 )
 
 // Payload is the body of every orch task.
@@ -60,8 +62,8 @@ func DecodePayload(t *asynq.Task) (Payload, error) {
 	return p, nil
 }
 
-// QueueConfig sets how orch's tasks are enqueued. The zero value works.
-type QueueConfig struct {
+// Config sets how orch's tasks are enqueued. The zero value works.
+type Config struct {
 	// StepTimeout bounds one step when the run sets no agent timeout. A step's bound is the agent's timeout plus
 	// StepMargin. Default 35 minutes.
 	StepTimeout time.Duration
@@ -72,7 +74,7 @@ type QueueConfig struct {
 	StepMaxRetry int
 }
 
-func (c QueueConfig) withDefaults() QueueConfig {
+func (c Config) withDefaults() Config {
 	if c.StepTimeout <= 0 {
 		c.StepTimeout = 35 * time.Minute
 	}
@@ -89,11 +91,11 @@ func (c QueueConfig) withDefaults() QueueConfig {
 type Queue struct {
 	client    *asynq.Client
 	inspector *asynq.Inspector
-	cfg       QueueConfig
+	cfg       Config
 }
 
-// NewQueue returns a queue on rdb.
-func NewQueue(rdb redis.UniversalClient, cfg QueueConfig) *Queue {
+// New returns a queue on rdb.
+func New(rdb redis.UniversalClient, cfg Config) *Queue {
 	return &Queue{client: asynq.NewClientFromRedisClient(rdb), inspector: asynq.NewInspectorFromRedisClient(rdb),
 		cfg: cfg.withDefaults()}
 }
@@ -101,7 +103,7 @@ func NewQueue(rdb redis.UniversalClient, cfg QueueConfig) *Queue {
 // Start enqueues a run's start.
 func (q *Queue) Start(ctx context.Context, runID string) error {
 	return q.enqueue(ctx, TypeStart, Payload{RunID: runID}, "start:"+runID,
-		asynq.Queue(QueueControl), asynq.MaxRetry(10), asynq.Timeout(time.Minute))
+		asynq.Queue(Control), asynq.MaxRetry(10), asynq.Timeout(time.Minute))
 }
 
 // Step enqueues step seq of a run whose agent may run for agentTimeout (0: the configured step timeout applies).
@@ -125,7 +127,7 @@ func (q *Queue) stepOptions(agentTimeout time.Duration) []asynq.Option {
 	if agentTimeout > 0 {
 		timeout = agentTimeout + q.cfg.StepMargin
 	}
-	return []asynq.Option{asynq.Queue(QueueSteps), asynq.MaxRetry(q.cfg.StepMaxRetry), asynq.Timeout(timeout)}
+	return []asynq.Option{asynq.Queue(Steps), asynq.MaxRetry(q.cfg.StepMaxRetry), asynq.Timeout(timeout)}
 }
 
 // Rescue enqueues step seq of a run again, under an id of its own, after the worker that had it died: the original
@@ -139,13 +141,13 @@ func (q *Queue) Rescue(ctx context.Context, runID string, seq int64, agentTimeou
 // so that its id keeps a second resume of the same escalation out.
 func (q *Queue) Resume(ctx context.Context, runID, escID string) error {
 	return q.enqueue(ctx, TypeResume, Payload{RunID: runID, EscalationID: escID}, "resume:"+runID+":"+escID,
-		asynq.Queue(QueueControl), asynq.MaxRetry(10), asynq.Timeout(time.Minute), asynq.Retention(24*time.Hour))
+		asynq.Queue(Control), asynq.MaxRetry(10), asynq.Timeout(time.Minute), asynq.Retention(24*time.Hour))
 }
 
 // Timeout schedules the n-th timeout of an escalation at the given time. Scheduling it again is harmless.
 func (q *Queue) Timeout(ctx context.Context, runID, escID string, n int, at time.Time) error {
 	return q.enqueue(ctx, TypeTimeout, Payload{RunID: runID, EscalationID: escID, N: n},
-		fmt.Sprintf("timeout:%s:%s:%d", runID, escID, n), asynq.Queue(QueueControl), asynq.ProcessAt(at),
+		fmt.Sprintf("timeout:%s:%s:%d", runID, escID, n), asynq.Queue(Control), asynq.ProcessAt(at),
 		asynq.MaxRetry(10), asynq.Timeout(time.Minute), asynq.Retention(24*time.Hour))
 }
 
@@ -165,15 +167,15 @@ func (q *Queue) enqueue(ctx context.Context, typ string, p Payload, id string, o
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		// Already pending, scheduled, retrying or running: at most once is what we want. But an archived task (its
 		// retries ran out) would hold the id forever and leave the run stuck: whoever enqueues it again means it.
-		queue := QueueControl
+		name := Control
 		if typ == TypeStep {
-			queue = QueueSteps
+			name = Steps
 		}
-		info, ierr := q.inspector.GetTaskInfo(queue, id)
+		info, ierr := q.inspector.GetTaskInfo(name, id)
 		if ierr != nil || info.State != asynq.TaskStateArchived {
 			return nil
 		}
-		if derr := q.inspector.DeleteTask(queue, id); derr != nil {
+		if derr := q.inspector.DeleteTask(name, id); derr != nil {
 			return fmt.Errorf("re-enqueueing %s for run %s: %w", typ, p.RunID, derr)
 		}
 		_, err = q.client.EnqueueContext(ctx, task, opts...)

@@ -1,4 +1,4 @@
-package jobs
+package store
 
 import (
 	"context"
@@ -7,15 +7,17 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/orchrun/orch/jobs/embedded"
+	"github.com/orchrun/orch/jobs/queue"
 	"github.com/redis/go-redis/v9"
 )
 
 // Backend is an open connection to orch's state: the store, the queue, and the Redis under both.
 type Backend struct {
 	Store    *Store
-	Queue    *Queue
+	Queue    *queue.Queue
 	Redis    redis.UniversalClient
-	Embedded *Embedded // nil with an external Redis
+	Embedded *embedded.Embedded // nil with an external Redis
 }
 
 // ConnectConfig says which Redis to use.
@@ -23,7 +25,7 @@ type ConnectConfig struct {
 	// URL of a Redis server (redis://…, rediss://…). Empty means the embedded store in StateDir.
 	URL      string
 	StateDir string
-	Queue    QueueConfig
+	Queue    queue.Config
 	Log      *slog.Logger
 	Now      func() time.Time
 }
@@ -45,7 +47,7 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 		if cfg.StateDir == "" {
 			cfg.StateDir = ".orch"
 		}
-		e, err := OpenEmbedded(cfg.StateDir, cfg.Log)
+		e, err := embedded.Open(cfg.StateDir, cfg.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -63,8 +65,8 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 		b.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrRedisUnavailable, opt.Addr, err)
 	}
-	b.Store = NewStore(b.Redis, cfg.Now)
-	b.Queue = NewQueue(b.Redis, cfg.Queue)
+	b.Store = New(b.Redis, cfg.Now)
+	b.Queue = queue.New(b.Redis, cfg.Queue)
 	return b, nil
 }
 

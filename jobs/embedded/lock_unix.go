@@ -1,6 +1,6 @@
 //go:build unix
 
-package jobs
+package embedded
 
 import (
 	"errors"

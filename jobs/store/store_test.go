@@ -1,11 +1,9 @@
-package jobs
+package store
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -13,26 +11,28 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/jobstest"
+	"github.com/orchrun/orch/jobs/queue"
 )
 
 // backends returns a Redis client per backend under test.
 func backends(t *testing.T) map[string]redis.UniversalClient { return jobstest.Clients(t) }
 
-func newRun() *Run {
-	return &Run{ID: NewRunID(), PlanPath: "plan.md", Status: RunQueued, Options: Options{MaxAttempts: 3},
-		Tasks: []*Task{{ID: "1.1", Title: "one", Status: TaskPending}, {ID: "1.2", Title: "two", Status: TaskPending}}}
+func newRun() *jobs.Run {
+	return &jobs.Run{ID: jobs.NewRunID(), PlanPath: "plan.md", Status: jobs.RunQueued, Options: jobs.Options{MaxAttempts: 3},
+		Tasks: []*jobs.Task{{ID: "1.1", Title: "one", Status: jobs.TaskPending}, {ID: "1.2", Title: "two", Status: jobs.TaskPending}}}
 }
 
 func TestStore(t *testing.T) {
 	for name, rdb := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			s := NewStore(rdb, nil)
+			s := New(rdb, nil)
 
 			t.Run("create get list", func(t *testing.T) {
 				r := newRun()
-				if err := s.Create(ctx, r, NewEvent(EventRunStarted, r.ID, "")); err != nil {
+				if err := s.Create(ctx, r, jobs.NewEvent(r.ID, "", jobs.RunStartedEvent{})); err != nil {
 					t.Fatal(err)
 				}
 				if err := s.Create(ctx, r); err == nil {
@@ -53,7 +53,7 @@ func TestStore(t *testing.T) {
 				if !found {
 					t.Fatal("list lacks the run")
 				}
-				if _, err := s.Get(ctx, "r-missing000"); !errors.Is(err, ErrRunNotFound) {
+				if _, err := s.Get(ctx, "r-missing000"); !errors.Is(err, jobs.ErrRunNotFound) {
 					t.Fatalf("missing run: %v", err)
 				}
 			})
@@ -63,17 +63,17 @@ func TestStore(t *testing.T) {
 				if err := s.Create(ctx, r); err != nil {
 					t.Fatal(err)
 				}
-				got, err := s.Update(ctx, r.ID, func(r *Run, c *Change) error {
-					r.Status = RunRunning
-					c.Emit(NewEvent(EventTaskStarted, r.ID, "1.1", "attempt", 1))
-					c.Audit = append(c.Audit, AuditEntry{EscalationID: "e1", Action: "escalated", By: "orch"})
+				got, err := s.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
+					r.Status = jobs.RunRunning
+					c.Emit(jobs.NewEvent(r.ID, "1.1", jobs.TaskStartedEvent{Attempt: 1}))
+					c.Audit = append(c.Audit, jobs.AuditEntry{EscalationID: "e1", Action: "escalated", By: "orch"})
 					return nil
 				})
-				if err != nil || got.Status != RunRunning || got.Version != 2 {
+				if err != nil || got.Status != jobs.RunRunning || got.Version != 2 {
 					t.Fatalf("update = %+v, %v", got, err)
 				}
 				evs, err := s.Events(ctx, r.ID, "", 0)
-				if err != nil || len(evs) != 1 || evs[0].Type != EventTaskStarted || evs[0].Int("attempt") != 1 || evs[0].RunID != r.ID {
+				if err != nil || len(evs) != 1 || evs[0].Body != (jobs.TaskStartedEvent{Attempt: 1}) || evs[0].RunID != r.ID {
 					t.Fatalf("events = %+v, %v", evs, err)
 				}
 				more, err := s.Events(ctx, r.ID, evs[0].ID, 0)
@@ -92,9 +92,9 @@ func TestStore(t *testing.T) {
 					t.Fatal(err)
 				}
 				boom := errors.New("boom")
-				_, err := s.Update(ctx, r.ID, func(r *Run, c *Change) error {
-					r.Status = RunFailed
-					c.Emit(NewEvent(EventRunFailed, r.ID, ""))
+				_, err := s.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
+					r.Status = jobs.RunFailed
+					c.Emit(jobs.NewEvent(r.ID, "", jobs.RunFailedEvent{}))
 					return boom
 				})
 				if !errors.Is(err, boom) {
@@ -102,7 +102,7 @@ func TestStore(t *testing.T) {
 				}
 				got, _ := s.Get(ctx, r.ID)
 				evs, _ := s.Events(ctx, r.ID, "", 0)
-				if got.Status != RunQueued || got.Version != 1 || len(evs) != 0 {
+				if got.Status != jobs.RunQueued || got.Version != 1 || len(evs) != 0 {
 					t.Fatalf("state changed: %s v%d, %d events", got.Status, got.Version, len(evs))
 				}
 			})
@@ -119,9 +119,9 @@ func TestStore(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						_, err := s.Update(ctx, r.ID, func(r *Run, c *Change) error {
+						_, err := s.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
 							r.Tasks[0].Started++
-							c.Emit(NewEvent(EventTaskStarted, r.ID, "1.1"))
+							c.Emit(jobs.NewEvent(r.ID, "1.1", jobs.TaskStartedEvent{}))
 							return nil
 						})
 						errs <- err
@@ -146,18 +146,18 @@ func TestStore(t *testing.T) {
 				if err := s.Create(ctx, r); err != nil {
 					t.Fatal(err)
 				}
-				got := make(chan []Event, 1)
+				got := make(chan []jobs.Event, 1)
 				go func() {
 					evs, _ := s.Events(ctx, r.ID, "$", 5*time.Second)
 					got <- evs
 				}()
 				time.Sleep(100 * time.Millisecond)
-				if err := s.Append(ctx, r.ID, NewEvent(EventRetrying, r.ID, "1.1")); err != nil {
+				if err := s.Append(ctx, r.ID, jobs.NewEvent(r.ID, "1.1", jobs.RetryingEvent{})); err != nil {
 					t.Fatal(err)
 				}
 				select {
 				case evs := <-got:
-					if len(evs) != 1 || evs[0].Type != EventRetrying {
+					if len(evs) != 1 || evs[0].Type() != jobs.EventRetrying {
 						t.Fatalf("got %+v", evs)
 					}
 				case <-time.After(6 * time.Second):
@@ -165,26 +165,6 @@ func TestStore(t *testing.T) {
 				}
 			})
 		})
-	}
-}
-
-func TestEventJSONRoundTrip(t *testing.T) {
-	e := NewEvent(EventTaskFailed, "r-1", "1.1", "attempt", 2, "error", "boom")
-	e.Time = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	data, err := e.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"attempt":2,"error":"boom","run_id":"r-1","task_id":"1.1","time":"2026-01-02T03:04:05Z","type":"task_failed"}`
-	if string(data) != want {
-		t.Fatalf("json = %s", data)
-	}
-	var back Event
-	if err := back.UnmarshalJSON(data); err != nil {
-		t.Fatal(err)
-	}
-	if back.Type != e.Type || back.RunID != "r-1" || back.TaskID != "1.1" || back.Int("attempt") != 2 || back.String("error") != "boom" || !back.Time.Equal(e.Time) {
-		t.Fatalf("round trip = %+v", back)
 	}
 }
 
@@ -198,7 +178,7 @@ func TestEmbeddedPersistsAcrossOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRun()
-	if err := b.Store.Create(ctx, r, NewEvent(EventRunStarted, r.ID, "")); err != nil {
+	if err := b.Store.Create(ctx, r, jobs.NewEvent(r.ID, "", jobs.RunStartedEvent{})); err != nil {
 		t.Fatal(err)
 	}
 	b.Redis.HSet(ctx, "h", "f", "v")
@@ -268,7 +248,7 @@ func TestEmbeddedPersistsAcrossOpens(t *testing.T) {
 		t.Fatalf("queued step not persisted exactly once: %v", keys)
 	}
 	// asynq stores tasks as protobuf: the bytes must survive exactly, or the queue cannot decode them.
-	pending, err := asynq.NewInspectorFromRedisClient(b2.Redis).ListPendingTasks(QueueSteps)
+	pending, err := asynq.NewInspectorFromRedisClient(b2.Redis).ListPendingTasks(queue.Steps)
 	if err != nil || len(pending) != 1 || pending[0].ID != fmt.Sprintf("step:%s:1", r.ID) {
 		t.Fatalf("pending steps after reopen: %v, %v", pending, err)
 	}
@@ -277,89 +257,22 @@ func TestEmbeddedPersistsAcrossOpens(t *testing.T) {
 	}
 }
 
-func TestEmbeddedDamagedSnapshot(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, snapshotFile), []byte("{not json"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err := OpenEmbedded(dir, nil)
-	if err == nil {
-		t.Fatal("a damaged snapshot was accepted")
-	}
-	if data, _ := os.ReadFile(filepath.Join(dir, snapshotFile)); string(data) != "{not json" {
-		t.Fatal("the damaged snapshot was overwritten")
-	}
-	// The lock was released: the directory can be opened once the file is moved away.
-	os.Remove(filepath.Join(dir, snapshotFile))
-	e, err := OpenEmbedded(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Close()
-}
-
-func TestNewRunIDUnique(t *testing.T) {
-	seen := map[string]bool{}
-	for range 1000 {
-		id := NewRunID()
-		if len(id) != 12 || seen[id] {
-			t.Fatalf("bad or duplicate id %q", id)
-		}
-		seen[id] = true
-	}
-}
-
-// A step whose retries ran out is archived and keeps its id; enqueueing it again must bring it back, or the run
-// could never move again.
-func TestArchivedStepIsEnqueuedAgain(t *testing.T) {
-	for name, rdb := range backends(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			q := NewQueue(rdb, QueueConfig{})
-			runID := NewRunID()
-			if err := q.Step(ctx, runID, 1, time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			id := fmt.Sprintf("step:%s:1", runID)
-			insp := asynq.NewInspectorFromRedisClient(rdb)
-			if err := insp.ArchiveTask(QueueSteps, id); err != nil {
-				t.Fatal(err)
-			}
-			if err := q.Step(ctx, runID, 1, time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			info, err := insp.GetTaskInfo(QueueSteps, id)
-			if err != nil || info.State != asynq.TaskStatePending {
-				t.Fatalf("after re-enqueue: %+v, %v", info, err)
-			}
-			if info.Timeout != time.Minute+5*time.Minute {
-				t.Fatalf("step timeout %v, want the agent's timeout plus the margin", info.Timeout)
-			}
-			// A pending one is left alone.
-			if err := q.Step(ctx, runID, 1, time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			insp.DeleteTask(QueueSteps, id)
-		})
-	}
-}
-
 func TestRecentEvents(t *testing.T) {
 	for name, rdb := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			s := NewStore(rdb, nil)
+			s := New(rdb, nil)
 			r := newRun()
 			if err := s.Create(ctx, r); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 5 {
-				if err := s.Append(ctx, r.ID, NewEvent(EventTaskStarted, r.ID, "1.1", "started", i)); err != nil {
+				if err := s.Append(ctx, r.ID, jobs.NewEvent(r.ID, "1.1", jobs.TaskStartedEvent{Started: i})); err != nil {
 					t.Fatal(err)
 				}
 			}
 			got, err := s.Recent(ctx, r.ID, 3)
-			if err != nil || len(got) != 3 || got[0].Int("started") != 2 || got[2].Int("started") != 4 {
+			if err != nil || len(got) != 3 || got[0].Body.(jobs.TaskStartedEvent).Started != 2 || got[2].Body.(jobs.TaskStartedEvent).Started != 4 {
 				t.Fatalf("recent = %+v, %v", got, err)
 			}
 		})

@@ -1,4 +1,6 @@
-package jobs
+// Package embedded is the in-process Redis (miniredis) that orch runs when no Redis server is configured,
+// persisted to a snapshot in the state directory and shared with other orch processes while one holds it.
+package embedded
 
 import (
 	"encoding/base64"
@@ -44,8 +46,8 @@ const (
 	snapshotVer   = 2
 )
 
-// OpenEmbedded opens the embedded store in dir, creating it if needed.
-func OpenEmbedded(dir string, log *slog.Logger) (*Embedded, error) {
+// Open opens the embedded store in dir, creating it if needed.
+func Open(dir string, log *slog.Logger) (*Embedded, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -1,0 +1,186 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/orchrun/orch/jobs"
+	"github.com/redis/go-redis/v9"
+)
+
+func (s *Store) appendEvents(ctx context.Context, p redis.Pipeliner, runID string, events []jobs.Event) error {
+	// Stamped in place: what observers see of a committed change is what the log holds.
+	for i := range events {
+		e := &events[i]
+		if e.Time.IsZero() {
+			e.Time = s.now().UTC()
+		}
+		e.RunID = runID
+		data, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("encoding event %s: %w", e.Type(), err)
+		}
+		id := e.ID
+		if id == "" {
+			id = "*"
+		}
+		p.XAdd(ctx, &redis.XAddArgs{Stream: eventsKey(runID), ID: id, MaxLen: maxEvents, Approx: true, Values: []any{eventField, data}})
+	}
+	return nil
+}
+
+// Append writes events to a run's log outside of any other change.
+func (s *Store) Append(ctx context.Context, runID string, events ...jobs.Event) error {
+	_, err := s.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		for _, e := range events {
+			c.Emit(e)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("appending events to run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// Events reads a run's events after the stream id after ("" or "0" = from the start). With block > 0 it waits up to
+// block for new events when there are none.
+func (s *Store) Events(ctx context.Context, runID, after string, block time.Duration) ([]jobs.Event, error) {
+	if after == "" {
+		after = "0"
+	}
+	var msgs []redis.XMessage
+	if block > 0 {
+		res, err := s.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{eventsKey(runID), after}, Block: block, Count: 500}).Result()
+		if errors.Is(err, redis.Nil) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading events of run %s: %w", runID, err)
+		}
+		for _, st := range res {
+			msgs = append(msgs, st.Messages...)
+		}
+	} else {
+		var err error
+		msgs, err = s.rdb.XRangeN(ctx, eventsKey(runID), exclusive(after), "+", 1000).Result()
+		if err != nil {
+			return nil, fmt.Errorf("reading events of run %s: %w", runID, err)
+		}
+	}
+	return decodeEvents(msgs), nil
+}
+
+func decodeEvents(msgs []redis.XMessage) []jobs.Event {
+	out := make([]jobs.Event, 0, len(msgs))
+	for _, m := range msgs {
+		raw, _ := m.Values[eventField].(string)
+		var e jobs.Event
+		if err := json.Unmarshal([]byte(raw), &e); err != nil {
+			continue // an entry orch did not write; the log stays readable
+		}
+		e.ID = m.ID
+		out = append(out, e)
+	}
+	return out
+}
+
+// Recent returns a run's last n events, oldest first: what a progress view shows, without reading the whole log.
+func (s *Store) Recent(ctx context.Context, runID string, n int) ([]jobs.Event, error) {
+	msgs, err := s.rdb.XRevRangeN(ctx, eventsKey(runID), "+", "-", int64(n)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("reading events of run %s: %w", runID, err)
+	}
+	slices.Reverse(msgs)
+	return decodeEvents(msgs), nil
+}
+
+// LastEventID is the id of a run's newest event, "0" when it has none: where a follower starts to see only what
+// happens next.
+func (s *Store) LastEventID(ctx context.Context, runID string) (string, error) {
+	msgs, err := s.rdb.XRevRangeN(ctx, eventsKey(runID), "+", "-", 1).Result()
+	if err != nil {
+		return "", fmt.Errorf("reading events of run %s: %w", runID, err)
+	}
+	if len(msgs) == 0 {
+		return "0", nil
+	}
+	return msgs[0].ID, nil
+}
+
+func exclusive(id string) string {
+	if id == "0" || id == "-" {
+		return "-"
+	}
+	return "(" + id
+}
+
+func (s *Store) appendAudit(ctx context.Context, p redis.Pipeliner, runID string, entries []jobs.AuditEntry) error {
+	for _, a := range entries {
+		if a.Time.IsZero() {
+			a.Time = s.now().UTC()
+		}
+		a.RunID = runID
+		data, err := json.Marshal(a)
+		if err != nil {
+			return fmt.Errorf("encoding audit entry: %w", err)
+		}
+		p.XAdd(ctx, &redis.XAddArgs{Stream: auditKey(runID), Values: []any{eventField, data}})
+	}
+	return nil
+}
+
+// Audit returns a run's audit trail, oldest first.
+func (s *Store) Audit(ctx context.Context, runID string) ([]jobs.AuditEntry, error) {
+	return s.readAudit(ctx, auditKey(runID))
+}
+
+func (s *Store) readAudit(ctx context.Context, key string) ([]jobs.AuditEntry, error) {
+	msgs, err := s.rdb.XRange(ctx, key, "-", "+").Result()
+	if err != nil {
+		return nil, fmt.Errorf("reading the audit trail %s: %w", key, err)
+	}
+	out := make([]jobs.AuditEntry, 0, len(msgs))
+	for _, m := range msgs {
+		raw, _ := m.Values[eventField].(string)
+		var a jobs.AuditEntry
+		if err := json.Unmarshal([]byte(raw), &a); err == nil {
+			out = append(out, a)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b jobs.AuditEntry) int { return a.Time.Compare(b.Time) })
+	return out, nil
+}
+
+// keyAudit is the audit trail of what belongs to no run (e.g. a refused request to start one).
+const keyAudit = "orch:audit"
+
+// AuditOutsideRuns records an entry that belongs to no run.
+func (s *Store) AuditOutsideRuns(ctx context.Context, a jobs.AuditEntry) error {
+	if a.Time.IsZero() {
+		a.Time = s.now().UTC()
+	}
+	data, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return s.rdb.XAdd(ctx, &redis.XAddArgs{Stream: keyAudit, MaxLen: maxEvents, Approx: true, Values: []any{eventField, data}}).Err()
+}
+
+// AuditOutside returns the audit entries that belong to no run, oldest first.
+func (s *Store) AuditOutside(ctx context.Context) ([]jobs.AuditEntry, error) {
+	return s.readAudit(ctx, keyAudit)
+}
+
+// AuditRun appends entries to a run's audit trail on their own.
+func (s *Store) AuditRun(ctx context.Context, runID string, entries ...jobs.AuditEntry) error {
+	_, err := s.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		c.Audit = append(c.Audit, entries...)
+		return nil
+	})
+	return err
+}
