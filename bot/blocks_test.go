@@ -498,7 +498,7 @@ func TestEscalationButtons(t *testing.T) {
 func TestEscalationAttemptCap(t *testing.T) {
 	e := attemptCap()
 	all := allText(EscalationMessage(parkedRun(e), e))
-	for _, s := range []string{"attempt cap reached", "attempt 3 of 3", "error similarity 87%", "TestCacheEviction",
+	for _, s := range []string{"attempt cap", "attempt 3 of 3", "error similarity 87%", "TestCacheEviction",
 		"got &lt;nil&gt;, want &amp;Item"} {
 		if !strings.Contains(all, s) {
 			t.Errorf("message does not say %q:\n%s", s, all)

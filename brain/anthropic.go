@@ -12,6 +12,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/orchrun/orch/internal/backoff"
 )
 
 // AnthropicConfig configures the Messages API brain. Only APIKey is required.
@@ -52,7 +53,7 @@ func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
 		cfg.MaxTokens = 4096
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepCtx
+		cfg.Sleep = backoff.Sleep
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/orchrun/orch/internal/backoff"
 )
 
 // ClaudeCLIConfig configures the brain that asks the Claude Code CLI. The zero value works when `claude` is
@@ -55,7 +57,7 @@ func NewClaudeCLI(cfg ClaudeCLIConfig) *ClaudeCLI {
 		cfg.Dir = os.TempDir()
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepCtx
+		cfg.Sleep = backoff.Sleep
 	}
 	c := &ClaudeCLI{cfg: cfg}
 	c.j = judge{via: viaClaude, maxOutput: cfg.MaxOutputBytes, send: c.send}

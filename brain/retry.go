@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
+
+	"github.com/orchrun/orch/internal/backoff"
 )
 
 // retry.go is how both LLM backends ride out a busy or flaky service: a few tries with exponential backoff
@@ -63,21 +64,6 @@ func isPromptTooLong(err error) bool {
 	return errors.As(err, &t) && t.tooLong
 }
 
-// sleepCtx waits d or until ctx is done, whichever comes first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // withRetry calls try up to maxTries times; name ("anthropic messages") heads the errors it makes itself. A try that fails with a retryable *tryError is repeated after a
 // backoff; any other failure ends at once. Cancellation of ctx ends it promptly, with ctx's error (not
 // ErrUnavailable: nobody is to blame). When every try failed the error wraps ErrUnavailable and says why.
@@ -87,7 +73,7 @@ func withRetry[T any](ctx context.Context, name string, sleep func(context.Conte
 	var last *tryError
 	for n := 1; n <= maxTries; n++ {
 		if n > 1 {
-			if err := sleep(ctx, backoff(n-1, last.after)); err != nil {
+			if err := sleep(ctx, retryWait(n-1, last.after)); err != nil {
 				return zero, fmt.Errorf("%s; then waiting to try again: %w", last.msg, err)
 			}
 		}
@@ -117,13 +103,12 @@ func withRetry[T any](ctx context.Context, name string, sleep func(context.Conte
 	return zero, unavailable(fmt.Sprintf("%s; gave up after %d tries", last.msg, maxTries), last)
 }
 
-// backoff is the wait before retry n (1-based): the server's retry-after when it sent one (capped), else
+// retryWait is the wait before retry n (1-based): the server's retry-after when it sent one (capped), else
 // full jitter over an exponentially growing window, so that many workers hit by the same overload do not
 // come back in step.
-func backoff(n int, after time.Duration) time.Duration {
+func retryWait(n int, after time.Duration) time.Duration {
 	if after > 0 {
 		return min(after, retryAfterCap)
 	}
-	window := min(backoffBase<<(n-1), backoffCap)
-	return rand.N(window)
+	return backoff.Policy{Initial: backoffBase, Factor: 2, Max: backoffCap, Jitter: backoff.Full}.Delay(n)
 }

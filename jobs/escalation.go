@@ -67,7 +67,7 @@ var triggers = map[Trigger]struct {
 	TriggerConfig:     {"configuration error", 90},
 	TriggerValidation: {"saved state failed validation", 80},
 	TriggerPermanent:  {"an error no retry can fix", 70},
-	TriggerAttemptCap: {"attempt cap reached", 60},
+	TriggerAttemptCap: {"attempt cap", 60},
 	TriggerBrain:      {"the brain escalated", 50},
 	TriggerNeedsHelp:  {"the agent asked", 40},
 	TriggerCustom:     {"custom trigger", DefaultCustomPriority},

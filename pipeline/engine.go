@@ -2,11 +2,11 @@ package pipeline
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/orchrun/orch/internal/backoff"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -386,15 +386,12 @@ func GateOutcome(g *Graph, id, answer string) Outcome {
 }
 
 // Backoff presets (spec §3.6): first delay, factor, attempts of the preset.
-var backoffs = map[string]struct {
-	initial time.Duration
-	factor  float64
-}{
-	"none":       {0, 0},
-	"standard":   {200 * time.Millisecond, 2},
-	"aggressive": {500 * time.Millisecond, 2},
-	"linear":     {500 * time.Millisecond, 1},
-	"patient":    {2 * time.Second, 3},
+var backoffs = map[string]backoff.Policy{
+	"none":       {},
+	"standard":   {Initial: 200 * time.Millisecond, Factor: 2, Max: MaxBackoff, Jitter: backoff.Spread},
+	"aggressive": {Initial: 500 * time.Millisecond, Factor: 2, Max: MaxBackoff, Jitter: backoff.Spread},
+	"linear":     {Initial: 500 * time.Millisecond, Factor: 1, Max: MaxBackoff, Jitter: backoff.Spread},
+	"patient":    {Initial: 2 * time.Second, Factor: 3, Max: MaxBackoff, Jitter: backoff.Spread},
 }
 
 // MaxBackoff caps one retry delay.
@@ -407,15 +404,7 @@ func RetryDelay(policy string, n int) time.Duration {
 	if !ok {
 		b = backoffs["standard"]
 	}
-	if b.initial == 0 || n < 1 {
-		return 0
-	}
-	d := float64(b.initial)
-	for i := 1; i < n && d < float64(MaxBackoff); i++ {
-		d *= b.factor
-	}
-	d = min(d, float64(MaxBackoff))
-	return time.Duration(d * (0.5 + rand.Float64()))
+	return b.Delay(n)
 }
 
 // KnownBackoff reports whether policy names a backoff preset.

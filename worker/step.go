@@ -15,6 +15,7 @@ import (
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/backoff"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/pipeline"
@@ -199,9 +200,13 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 	ctx = actx // what follows (the next step's enqueue) carries the attempt's trace
 	// The agent's work is done and cannot be taken back: Redis restarting (a deploy, a failover) must not make asynq run
 	// it again. Keep trying to save it for a while; the step's sequence check keeps a late save from doing harm.
-	giveUp := time.Now().Add(settlePatience)
-	wait := 200 * time.Millisecond
-	for try := 0; ; try++ {
+	save := settleRetry
+	save.OnRetry = func(n int, err error, _ time.Duration) {
+		if n == 1 {
+			w.log.Warn("saving the outcome of a step; trying again until Redis answers", "run_id", p.RunID, "err", err)
+		}
+	}
+	err = save.Do(ctx, func(ctx context.Context) error {
 		run, err = w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
 			task := r.Current()
 			if r.Status != jobs.RunRunning || r.Seq != p.Seq || task == nil || task.ID != at.task.ID {
@@ -214,33 +219,18 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 			}
 			return nil
 		})
-		if err == nil || errors.Is(err, errStale) || errors.Is(err, jobs.ErrRunNotFound) || time.Now().After(giveUp) {
-			break
+		if errors.Is(err, errStale) || errors.Is(err, jobs.ErrRunNotFound) {
+			return backoff.Permanent(err)
 		}
-		if try == 0 {
-			w.log.Warn("saving the outcome of a step; trying again until Redis answers", "run_id", p.RunID, "err", err)
-		}
-		if sleepCtx(ctx, wait) != nil {
-			break
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
+		return err
+	})
 	return w.after(ctx, p.RunID, run, err)
 }
 
-// settlePatience is how long a step keeps trying to save its outcome before it gives the step back to the queue.
-const settlePatience = 2 * time.Minute
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// settleRetry is how a step keeps trying to save its outcome while Redis is away, before it gives the step back to
+// the queue.
+var settleRetry = backoff.Retry{Policy: backoff.Policy{Initial: 200 * time.Millisecond, Factor: 2, Max: 5 * time.Second},
+	Patience: 2 * time.Minute}
 
 // outcome is what one attempt produced and what orch decided about it.
 type outcome struct {

@@ -256,7 +256,7 @@ func accTriggers(t *testing.T) {
 		must(t, orch(t, dir, "", "escalation", "resolve", id, "--choose", "B"), 0, "resolved")
 		os.RemoveAll(ws) // the saved state no longer holds
 		r := orch(t, dir, "", "resume", id)
-		must(t, r, 3, "NEEDS HUMAN INPUT", "(validation)", "did not pass validation on resume", "is not there")
+		must(t, r, 3, "NEEDS HUMAN INPUT", "(saved state failed validation)", "did not pass validation on resume", "is not there")
 		accLacks(t, r, "Invoking")
 		e := accOpen(t, dir, id)
 		if e.Trigger != "validation" || e.ID != "e2" {
@@ -291,7 +291,7 @@ func accTriggers(t *testing.T) {
 		// Without the policy the same output completes: the trigger comes from configuration.
 		must(t, orch(t, dir, "", "run", "--agent", "sim", accCustom), 0, "Task 1.1: COMPLETED")
 		id, r := accStart(t, dir, accCustom, "--config", accConfig)
-		must(t, r, 3, "(custom)", "The agent's change drops a table or column.")
+		must(t, r, 3, "(custom trigger schema-change)", "The agent's change drops a table or column.")
 		e := accOpen(t, dir, id)
 		if e.Trigger != "custom" || e.Name != "schema-change" || e.Priority != 45 {
 			t.Fatalf("escalation %s %q priority %d", e.Trigger, e.Name, e.Priority)
@@ -550,7 +550,7 @@ func accContext(t *testing.T) {
 			{accCap, "attempt_cap", "(attempt cap)", nil},
 			{accPermanent, "permanent", "(an error no retry can fix)", nil},
 			{accSecret, "security", "(security)", nil},
-			{accCustom, "custom", "(custom)", []string{"--config", accConfig}},
+			{accCustom, "custom", "(custom trigger schema-change)", []string{"--config", accConfig}},
 		}
 		for _, c := range cases {
 			t.Run(c.trigger, func(t *testing.T) {
@@ -978,7 +978,7 @@ func TestQuestionPrintedOnceOnResume(t *testing.T) {
 	must(t, orch(t, dir, "", "escalation", "resolve", id, "--choose", "B"), 0)
 	os.RemoveAll(ws)
 	r := orch(t, dir, "", "resume", id)
-	must(t, r, 3, "(validation)")
+	must(t, r, 3, "(saved state failed validation)")
 	if n := strings.Count(r.stdout, "NEEDS HUMAN INPUT"); n != 1 {
 		t.Fatalf("the question was printed %d times:\n%s", n, r)
 	}
