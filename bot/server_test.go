@@ -29,6 +29,7 @@ import (
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/jobstest"
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -44,22 +45,18 @@ func clients(t *testing.T) map[string]redis.UniversalClient {
 	t.Helper()
 	m := miniredis.RunT(t)
 	out := map[string]redis.UniversalClient{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
-	if u := os.Getenv("ORCH_TEST_REDIS_URL"); u != "" {
+	// The process's own database (jobstest.URL): the worker's tests, run at the same time, start asynq servers that
+	// would otherwise take the start and resume tasks these tests enqueue.
+	if u := jobstest.URL(t); u != "" {
 		opt, err := redis.ParseURL(u)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// `go test ./...` runs the worker's tests at the same time, with asynq servers on this Redis: in their database
-		// they would take the start and resume tasks these tests enqueue and run them. The bot's tests keep to the next
-		// database of the same server.
-		opt.DB = (opt.DB + 1) % 16
 		rdb := redis.NewClient(opt)
 		if err := rdb.Ping(context.Background()).Err(); err != nil {
 			t.Fatalf("ORCH_TEST_REDIS_URL (database %d): %v", opt.DB, err)
 		}
 		out["redis"] = rdb
-	} else if os.Getenv("CI") == "true" {
-		t.Fatal("CI must set ORCH_TEST_REDIS_URL: integration tests run against a real Redis there")
 	}
 	for _, c := range out {
 		t.Cleanup(func() { c.Close() })

@@ -29,6 +29,8 @@ const (
 	AnswerNo      = "NO"
 	AnswerSkipped = "SKIPPED" // nobody answered (a script ran out, stdin closed)
 	AnswerTimeout = "TIMEOUT" // the question's time ran out; never a denial
+	// AnswerDeclined is automation refusing to answer a question it must not (Text says why): the run ends as failed.
+	AnswerDeclined = "DECLINED"
 )
 
 // Question is what an interviewer asks a human.
@@ -130,7 +132,7 @@ func optionByKey(opts []jobs.Option, key string) (jobs.Option, bool) {
 func RequestFor(e *jobs.Escalation, runID string, a Answer, by, via string) (Request, bool) {
 	req := Request{RunID: runID, EscalationID: e.ID, By: by, Via: via}
 	switch {
-	case a.Value == AnswerSkipped || a.Value == AnswerTimeout:
+	case a.Value == AnswerSkipped || a.Value == AnswerTimeout || a.Value == AnswerDeclined:
 		return req, false
 	case a.Selected != nil:
 		req.Type, req.Key = jobs.ResolveChoose, a.Selected.Key
@@ -276,12 +278,19 @@ func (q *Queue) Ask(ctx context.Context, qu Question) (Answer, error) {
 	return ParseAnswer(qu, line), nil
 }
 
-// AutoApprove answers every question without a human: YES, the default option or else the first, or
-// "auto-approved". It is for automation; callers must not let it resolve failures or security escalations.
+// AutoApprove answers questions without a human: YES, the default option or else the first, or "auto-approved". It
+// is for automation, so it declines (AnswerDeclined) what only a person may settle: a failure, a security or
+// configuration problem — anything but the agent's own question, a gate or a conversation.
 type AutoApprove struct{}
+
+// AutoApprovable reports whether auto-approval may answer a question of trigger t.
+func AutoApprovable(t jobs.Trigger) bool { return t == jobs.TriggerNeedsHelp || t.Conversational() }
 
 // Ask implements Interviewer.
 func (AutoApprove) Ask(ctx context.Context, q Question) (Answer, error) {
+	if e := q.Escalation; e != nil && !AutoApprovable(e.Trigger) {
+		return Answer{Value: AnswerDeclined, Text: fmt.Sprintf("%s escalation on task %s cannot be auto-approved", e.Trigger, e.TaskID)}, nil
+	}
 	switch q.Type {
 	case YesNo, Confirmation:
 		return Answer{Value: AnswerYes}, nil
@@ -324,8 +333,8 @@ type Recorded struct {
 // Ask implements Interviewer.
 func (r *Recording) Ask(ctx context.Context, q Question) (Answer, error) {
 	a, err := r.Inner.Ask(ctx, q)
-	if err != nil {
-		return a, err
+	if err != nil || a.Value == AnswerDeclined {
+		return a, err // a decline is audited as such when it ends the run
 	}
 	r.mu.Lock()
 	r.pairs = append(r.pairs, Recorded{q, a})

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/jobstest"
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/sandbox"
@@ -35,13 +35,12 @@ func TestSoak(t *testing.T) {
 	}
 	for name, rdb := range clients(t) {
 		if name == "redis" {
-			// A database of its own: the other packages' tests enqueue work on database 0 of the same server at the
-			// same time, and this test's workers would take it.
-			opt, err := redis.ParseURL(os.Getenv("ORCH_TEST_REDIS_URL"))
+			// A database of its own: the worker's other tests enqueue work on this process's database at the same
+			// time, and this test's workers would take it.
+			opt, err := redis.ParseURL(jobstest.NewDatabase(t))
 			if err != nil {
 				t.Fatal(err)
 			}
-			opt.DB = (opt.DB + 3) % 16
 			rdb = redis.NewClient(opt)
 			t.Cleanup(func() { rdb.Close() })
 		}

@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -76,7 +74,7 @@ func (a *app) root() *cobra.Command {
 	pf.String("redis", "", "Redis URL (env ORCH_REDIS_URL; default: the embedded store in --state-dir)")
 	pf.String("state-dir", ".orch", "where the embedded store keeps its state (env ORCH_STATE_DIR)")
 	root.AddCommand(a.runCmd(), a.resumeCmd(), a.taskCmd(), a.statusCmd(), a.historyCmd(),
-		a.costsCmd(), a.escalationCmd(), a.brainCmd(), a.simAgentCmd(), a.serveCmd(), a.botCmd(), a.workerCmd(), a.healthCmd())
+		a.costsCmd(), a.logsCmd(), a.escalationCmd(), a.brainCmd(), a.simAgentCmd(), a.serveCmd(), a.botCmd(), a.workerCmd(), a.healthCmd())
 	return root
 }
 
@@ -237,38 +235,6 @@ func newAgent(opts jobs.Options, self string) (agent.Adapter, error) {
 		return agent.NewTemplate(strings.TrimPrefix(opts.Agent, "cmd:"))
 	}
 	return nil, fmt.Errorf("unknown agent %q (want claude, codex, sim or cmd:TEMPLATE)", opts.Agent)
-}
-
-// checkAgent validates --agent before a run is created, so a typo is a usage error and not a parked run.
-func checkAgent(opts *jobs.Options, planPath string) error {
-	switch {
-	case opts.Agent == "sim":
-		if opts.SimScenario == "" {
-			opts.SimScenario = strings.TrimSuffix(planPath, filepath.Ext(planPath)) + ".sim.yaml"
-		}
-		abs, err := filepath.Abs(opts.SimScenario)
-		if err != nil {
-			return usageErr("scenario %s: %v", opts.SimScenario, err)
-		}
-		if _, err := agent.LoadScenario(abs); err != nil {
-			return usageErr("%v", err)
-		}
-		opts.SimScenario = abs
-	case opts.Agent == "claude" || opts.Agent == "codex":
-		if opts.Sandbox == "docker" {
-			break // it runs in the sandbox image, not here
-		}
-		if _, err := exec.LookPath(opts.Agent); err != nil {
-			return usageErr("--agent %s: %s is not on PATH (install it, or use --agent sim or --agent cmd:TEMPLATE)", opts.Agent, opts.Agent)
-		}
-	case strings.HasPrefix(opts.Agent, "cmd:"):
-		if _, err := agent.NewTemplate(strings.TrimPrefix(opts.Agent, "cmd:")); err != nil {
-			return usageErr("--agent %s: %v", opts.Agent, err)
-		}
-	default:
-		return usageErr("--agent %q: want claude, codex, sim or cmd:TEMPLATE", opts.Agent)
-	}
-	return nil
 }
 
 // flushTracing sends the spans not sent yet: a command that ends right after a change (a resolution from the

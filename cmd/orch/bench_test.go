@@ -21,6 +21,7 @@ import (
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/jobs/store"
+	"github.com/orchrun/orch/runs"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/worker"
 )
@@ -64,7 +65,7 @@ func clickToResume(b *testing.B, poll time.Duration) {
 	defer fake.Close()
 	s, err := bot.New(bot.Config{SigningSecret: testSecret, BotToken: "xoxb-bench", APIURL: fake.APIURL(), Workspace: ws,
 		Store: st, Queue: queue, PostInterval: time.Millisecond,
-		Starter: &slackStarter{b: &store.Backend{Store: st, Queue: queue, Redis: rdb}, workspace: ws, base: jobs.Options{
+		Starter: &slackStarter{runs: &runs.Starter{Store: st, Queue: queue}, workspace: ws, base: jobs.Options{
 			Agent: "sim", Brain: "heuristic", Sandbox: "local", MaxAttempts: 3, AgentTimeout: time.Minute}}})
 	if err != nil {
 		b.Fatal(err)

@@ -115,6 +115,23 @@ func (a *app) printStatus(run *jobs.Run) {
 	}
 }
 
+func kindName(kind string) string {
+	switch kind {
+	case jobs.KindGate:
+		return "human gate"
+	case jobs.KindChat:
+		return "interactive"
+	}
+	return "agent"
+}
+
+func taskTitle(r *jobs.Run, id string) string {
+	if t := r.Task(id); t != nil {
+		return t.Title
+	}
+	return ""
+}
+
 func (a *app) historyCmd() *cobra.Command {
 	var asJSON bool
 	var limit int

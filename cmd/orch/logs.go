@@ -2,138 +2,111 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"strings"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
 
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
+	"github.com/orchrun/orch/runs"
 )
 
-// longRunning names the commands that run as services: their logs are the operator's record.
-var longRunning = map[string]bool{"serve": true, "bot": true, "worker": true}
-
-// newLogger is the process's logger. Services log at info, as JSON unless stderr is a terminal (where people read
-// text); the one-shot commands log warnings and errors as text, since their output is for the person at the
-// terminal. ORCH_LOG_LEVEL and ORCH_LOG_FORMAT (json or text) override.
-func newLogger(w io.Writer, command, level, format string, terminal bool) (*slog.Logger, error) {
-	lvl := slog.LevelWarn
-	asJSON := false
-	if longRunning[command] {
-		lvl, asJSON = slog.LevelInfo, !terminal
+// detached ends `orch run --detach`: the run is queued, its id is the output, and the workers sharing the store run
+// it. An embedded store that this process served has no worker to run it until one starts: the person is told.
+func (a *app) detached(cmd *cobra.Command, b *store.Backend, run *jobs.Run) error {
+	fmt.Fprintln(a.stdout, run.ID)
+	if b.Embedded != nil && b.Embedded.Owner() {
+		fmt.Fprintf(a.stderr, "orch: run %s is queued in the embedded store, which no other orch process serves: it runs when "+
+			"one does (orch worker, with ORCH_SANDBOX=local for local agents), or here with: orch resume %s%s\n",
+			run.ID, run.ID, a.stateHint(cmd))
 	}
-	if level != "" {
-		if err := lvl.UnmarshalText([]byte(level)); err != nil {
-			return nil, usageErr("ORCH_LOG_LEVEL: %v", err)
+	return nil
+}
+
+func (a *app) logsCmd() *cobra.Command {
+	var follow, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "logs [-f] RUN_ID",
+		Short: "Print a run's events as the terminal shows them; -f follows them until the run ends",
+		Long: "Print a run's events as 'orch run' shows them. With -f, keep following until the run ends\n" +
+			"(exit 0 when it completed, 1 when it failed or was aborted): a run queued with 'orch run --detach'\n" +
+			"and run by workers elsewhere can be watched from here. Questions are shown; answer them with\n" +
+			"'orch escalation resolve' or in Slack.",
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := a.backend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			run, err := b.Store.Get(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			r := newRenderer(a.stdout, asJSON)
+			r.runID = run.ID
+			if !follow {
+				return a.printLog(cmd.Context(), b.Store, run.ID, r)
+			}
+			return a.followLog(cmd, b, run, r)
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing events until the run ends")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per event")
+	return cmd
+}
+
+// printLog prints a run's whole log as it is now.
+func (a *app) printLog(ctx context.Context, st *store.Store, runID string, r *renderer) error {
+	after := "0"
+	for {
+		evs, err := st.Events(ctx, runID, after, 0)
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+		for _, e := range evs {
+			r.event(e)
+			after = e.ID
 		}
 	}
-	switch strings.ToLower(format) {
-	case "":
-	case "json":
-		asJSON = true
-	case "text":
-		asJSON = false
-	default:
-		return nil, usageErr("ORCH_LOG_FORMAT %q: want json or text", format)
-	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	if asJSON {
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return slog.New(slog.NewTextHandler(w, opts)), nil
 }
 
-// logEvents logs what happens to runs as it is committed, with run_id and task_id on every line: runs, tasks,
-// escalations and resolutions at info, aborts and failures at warn, the pipeline's bookkeeping and an escalation's
-// context at debug. Events are redacted when they are made, so no secret reaches the log.
-func logEvents(log *slog.Logger) func([]jobs.Event) {
-	return func(events []jobs.Event) {
-		for _, e := range events {
-			ids := []any{"run_id", e.RunID}
-			if e.TaskID != "" {
-				ids = append(ids, "task_id", e.TaskID)
-			}
-			level, attrs := eventLog(e)
-			if b, ok := e.Body.(jobs.EscalationEvent); ok {
-				log.Debug("escalation context", append(ids, kv("escalation_id", b.EscalationID, "attempt", b.Attempt,
-					"failures", b.Failures, "similarity", b.Similarity, "recommendation", b.Recommendation,
-					"options", b.Options)...)...)
-			}
-			log.Log(context.Background(), level, e.Type(), append(ids, attrs...)...)
+// followLog prints a run's log and what it does next until it ends; its exit code is the run's.
+func (a *app) followLog(cmd *cobra.Command, b *store.Backend, run *jobs.Run, r *renderer) error {
+	ctx := cmd.Context()
+	if b.Embedded != nil && b.Embedded.Owner() && !run.Status.Terminal() {
+		fmt.Fprintf(a.stderr, "orch: no other orch process serves this state directory: run %s moves when one does "+
+			"(orch resume %s%s, or orch worker)\n", run.ID, run.ID, a.stateHint(cmd))
+	}
+	if !r.json && isTerminal(a.stdout) {
+		r.spin(a.stdout)
+		defer r.stopSpinning()
+	}
+	for u := range runs.Follow(ctx, b.Store, run.ID, runs.FollowOptions{}) {
+		r.update(u)
+		switch {
+		case u.Err != nil:
+			return u.Err
+		case u.Question != nil:
+			r.note(fmt.Sprintf("Run %s waits for an answer: orch escalation show %s%s (or answer in Slack)", run.ID,
+				run.ID, a.stateHint(cmd)))
 		}
 	}
-}
-
-// eventLog is the level of an event's log line and its attributes beside the ids.
-func eventLog(e jobs.Event) (slog.Level, []any) {
-	switch b := e.Body.(type) {
-	case jobs.RunStartedEvent:
-		return slog.LevelInfo, kv("title", b.Title)
-	case jobs.RunCompletedEvent:
-		return slog.LevelInfo, kv("duration_ms", b.DurationMS, "cost_usd", b.CostUSD)
-	case jobs.TaskStartedEvent:
-		return slog.LevelInfo, kv("title", b.Title, "attempt", b.Attempt)
-	case jobs.TaskCompletedEvent:
-		return slog.LevelInfo, kv("title", b.Title, "summary", b.Summary, "duration_ms", b.DurationMS, "cost_usd", b.CostUSD)
-	case jobs.TaskForcedEvent:
-		return slog.LevelInfo, kv("title", b.Title)
-	case jobs.ResumedEvent:
-		return slog.LevelInfo, kv("title", b.Title, "resolution", b.Resolution)
-	case jobs.PipelineStartedEvent:
-		return slog.LevelInfo, nil
-	case jobs.EscalationEvent:
-		return slog.LevelInfo, kv("escalation_id", b.EscalationID, "trigger", b.Trigger.String(), "source", b.Source,
-			"question", firstLine(b.Question))
-	case jobs.ResolutionEvent:
-		return slog.LevelInfo, kv("escalation_id", b.EscalationID, "resolution", string(b.Resolution), "by", b.By,
-			"via", b.Via, "wait_seconds", b.WaitSeconds, "summary", b.Summary)
-	case jobs.RunAbortedEvent:
-		return slog.LevelWarn, kv("by", b.By, "reason", b.Reason)
-	case jobs.RunFailedEvent:
-		return slog.LevelWarn, kv("reason", b.Reason)
-	case jobs.RunPausedEvent:
-		return slog.LevelWarn, kv("reason", b.Reason)
-	case jobs.SandboxErrorEvent:
-		return slog.LevelWarn, kv("error", b.Error)
-	case jobs.LoopDetectedEvent:
-		return slog.LevelWarn, kv("failures", b.Failures, "similarity", b.Similarity)
-	case jobs.TaskFailedEvent:
-		return slog.LevelInfo, kv("attempt", b.Attempt, "error", b.Error)
-	case jobs.BrainFallbackEvent:
-		return slog.LevelInfo, kv("reason", b.Reason)
-	case jobs.EscalationTimeoutEvent:
-		return slog.LevelInfo, kv("escalation_id", b.EscalationID, "next", b.Next)
-	case jobs.StageCompletedEvent:
-		return slog.LevelDebug, kv("handler", b.Handler, "status", b.Status, "next", b.Next)
-	case jobs.StageFailedEvent:
-		return slog.LevelDebug, kv("handler", b.Handler, "status", b.Status, "next", b.Next)
-	case jobs.StageStartedEvent:
-		return slog.LevelDebug, kv("handler", b.Handler)
-	case jobs.CheckpointSavedEvent:
-		return slog.LevelDebug, kv("node_id", b.NodeID)
+	if err := ctx.Err(); err != nil {
+		return withCode(exitSignal, errSilent)
 	}
-	return slog.LevelDebug, nil
-}
-
-// kv returns the key/value pairs whose value says something (an empty string says nothing), strings on one line.
-func kv(pairs ...any) []any {
-	out := make([]any, 0, len(pairs))
-	for i := 0; i+1 < len(pairs); i += 2 {
-		v := pairs[i+1]
-		if s, ok := v.(string); ok {
-			if s == "" {
-				continue
-			}
-			v = oneLine(s, 300)
-		}
-		out = append(out, pairs[i], v)
+	cctx, cancel := background()
+	defer cancel()
+	ended, err := b.Store.Get(cctx, run.ID)
+	if err != nil {
+		return err
 	}
-	return out
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
+	if !ended.Status.Terminal() {
+		return errors.New("the run's log ended before the run did")
 	}
-	return oneLine(s, 300)
+	return terminalErr(ended)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
+	"github.com/orchrun/orch/runs"
 )
 
 // Exit codes (DESIGN §3).
@@ -75,7 +76,7 @@ func exitCode(err error, started bool) int {
 		return ee.code
 	case errors.As(err, &pe):
 		return exitUsage
-	case errors.Is(err, jobs.ErrRunNotFound), errors.Is(err, escalation.ErrInvalid),
+	case errors.Is(err, jobs.ErrRunNotFound), errors.Is(err, escalation.ErrInvalid), errors.Is(err, runs.ErrInvalid),
 		errors.Is(err, escalation.ErrNoOpenEscalation), errors.Is(err, escalation.ErrAlreadyResolved):
 		return exitUsage
 	case errors.Is(err, context.Canceled):

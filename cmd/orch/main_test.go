@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/orchrun/orch/jobs/jobstest"
 )
 
 // These tests drive the real orch binary the way a user does: commands, stdin, exit codes, files on disk.
@@ -432,11 +434,8 @@ func TestBadInput(t *testing.T) {
 
 // With a Redis server, the same flows work, and a second process sees the run.
 func TestWithRealRedis(t *testing.T) {
-	url := os.Getenv("ORCH_TEST_REDIS_URL")
+	url := jobstest.URL(t)
 	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI must set ORCH_TEST_REDIS_URL")
-		}
 		t.Skip("ORCH_TEST_REDIS_URL not set")
 	}
 	t.Parallel()

@@ -19,25 +19,18 @@ import (
 
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/jobstest"
 )
 
 // reliabilityRedis is a database of the real Redis of its own for the tests that run orch processes against it: the
 // other packages' workers use databases 0 and 1 of the same server at the same time and must not take these runs.
 func reliabilityRedis(t *testing.T) string {
 	t.Helper()
-	u := os.Getenv("ORCH_TEST_REDIS_URL")
+	u := jobstest.URL(t)
 	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI must set ORCH_TEST_REDIS_URL")
-		}
 		t.Skip("needs a real Redis: set ORCH_TEST_REDIS_URL")
 	}
-	opt, err := redis.ParseURL(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt.DB = (opt.DB + 2) % 16
-	return fmt.Sprintf("redis://%s/%d", opt.Addr, opt.DB)
+	return u
 }
 
 // startOrch starts orch in dir and returns the process and its combined output.

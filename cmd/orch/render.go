@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/runs"
 )
 
 // renderer prints a run's events for people (a line per event, a block per question) or as JSON lines.
@@ -62,6 +63,19 @@ func (r *renderer) event(e jobs.Event) {
 		return
 	}
 	writeEvent(r.out, e)
+}
+
+// update prints what a follower learned: an event, or that Redis went away and came back. Questions are printed
+// by their events.
+func (r *renderer) update(u runs.Update) {
+	switch {
+	case u.Event != nil:
+		r.event(*u.Event)
+	case u.Outage != nil:
+		r.note(fmt.Sprintf("Redis does not answer (%v); waiting for it to come back…", u.Outage))
+	case u.Back > 0:
+		r.note(fmt.Sprintf("Redis is back after %s.", u.Back.Round(time.Second)))
+	}
 }
 
 // writeEvent prints an event as lines for people. The engine's bookkeeping (stages entered, checkpoints, the

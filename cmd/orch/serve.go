@@ -15,7 +15,7 @@ import (
 	"github.com/orchrun/orch/bot"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
-	"github.com/orchrun/orch/pipeline"
+	"github.com/orchrun/orch/runs"
 )
 
 // The long-running commands: the Slack front end and the worker, together or apart.
@@ -142,8 +142,9 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		AllowedUsers:  splitList(a.env("ORCH_ALLOWED_USERS")),
 		Store:         b.Store,
 		Queue:         b.Queue,
-		Starter:       &slackStarter{a: a, b: b, base: opts, workspace: ws},
-		Log:           a.log,
+		Starter: &slackStarter{runs: &runs.Starter{Store: b.Store, Queue: b.Queue, FindTasks: a.findTasks},
+			base: opts, workspace: ws},
+		Log: a.log,
 	})
 	if err != nil {
 		return withCode(exitUsage, err)
@@ -189,23 +190,15 @@ func splitList(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
-// slackStarter creates the runs Slack asks for, with the server's options.
+// slackStarter starts the runs Slack asks for, with the server's options, through the same runs.Prepare as the
+// terminal: the plan, its tasks (the LLM's help included) and the agent are checked the same way.
 type slackStarter struct {
-	a         *app
-	b         *store.Backend
+	runs      *runs.Starter
 	base      jobs.Options
 	workspace string
 }
 
 func (s *slackStarter) Start(ctx context.Context, req bot.StartRequest) (*jobs.Run, error) {
-	plan, err := pipeline.Load(req.Plan)
-	if err != nil {
-		return nil, err
-	}
-	graph, err := loadGraph(plan)
-	if err != nil {
-		return nil, err
-	}
 	opts := s.base
 	if req.Agent != "" {
 		opts.Agent = req.Agent
@@ -213,39 +206,10 @@ func (s *slackStarter) Start(ctx context.Context, req bot.StartRequest) (*jobs.R
 	if req.SimScenario != "" {
 		opts.SimScenario = req.SimScenario
 	}
-	if err := checkAgent(&opts, req.Plan); err != nil {
-		return nil, err
-	}
-	if opts.SimScenario != "" {
-		// The scenario beside the plan is chosen by orch, not checked by the bot: it must not lead out either.
-		real, err := filepath.EvalSymlinks(opts.SimScenario)
-		ws, werr := filepath.EvalSymlinks(s.workspace)
-		if err != nil || werr != nil || !within(ws, real) {
-			return nil, fmt.Errorf("scenario %s is outside the workspace", filepath.Base(opts.SimScenario))
-		}
-		opts.SimScenario = real
-	}
-	var tasks []pipeline.Task
-	if graph != nil {
-		tasks = graph.Tasks()
-	} else if tasks, err = plan.Tasks(); err != nil {
-		return nil, err
-	} else {
-		tasks, _ = withVerification(plan, tasks, opts.E2EFixAttempts())
-	}
-	rel, err := filepath.Rel(s.workspace, req.Plan)
+	name, err := filepath.Rel(s.workspace, req.Plan)
 	if err != nil {
-		rel = req.Plan
+		name = req.Plan
 	}
-	run := newRun(rel, plan.Title, tasks, opts, s.workspace, req.Origin)
-	if graph != nil {
-		run.Graph = plan.Content
-	}
-	if err := s.b.Store.Create(ctx, run); err != nil {
-		return nil, err
-	}
-	if err := s.b.Queue.Start(ctx, run.ID); err != nil {
-		return nil, err
-	}
-	return run, nil
+	return s.runs.Start(ctx, runs.Request{Plan: req.Plan, PlanName: name, Options: opts, Workspace: s.workspace,
+		Origin: req.Origin, Confined: true})
 }

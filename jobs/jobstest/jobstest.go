@@ -3,7 +3,11 @@
 package jobstest
 
 import (
+	"context"
+	"fmt"
+	neturl "net/url"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -11,22 +15,87 @@ import (
 )
 
 // Clients returns a client per backend under test, closed when the test ends: "miniredis", and "redis" when
-// ORCH_TEST_REDIS_URL is set.
+// ORCH_TEST_REDIS_URL is set (on this test process's own database: see URL).
 func Clients(t testing.TB) map[string]redis.UniversalClient {
 	t.Helper()
 	m := miniredis.RunT(t)
 	out := map[string]redis.UniversalClient{"miniredis": redis.NewClient(&redis.Options{Addr: m.Addr()})}
-	if url := os.Getenv("ORCH_TEST_REDIS_URL"); url != "" {
+	if url := URL(t); url != "" {
 		opt, err := redis.ParseURL(url)
 		if err != nil {
 			t.Fatalf("ORCH_TEST_REDIS_URL: %v", err)
 		}
 		out["redis"] = redis.NewClient(opt)
-	} else if os.Getenv("CI") == "true" {
-		t.Fatal("CI must set ORCH_TEST_REDIS_URL: integration tests run against a real Redis there")
 	}
 	for _, c := range out {
 		t.Cleanup(func() { c.Close() })
 	}
 	return out
+}
+
+var (
+	once    sync.Once
+	url     string
+	urlErr  error
+	counter = "orch:test:databases"
+)
+
+// URL is the real Redis of the integration tests, on a database of this test process's own ("" when
+// ORCH_TEST_REDIS_URL is not set; outside CI the tests that need it skip). `go test ./...` runs the packages' tests
+// at the same time, and several of them start asynq servers: on a shared database one package's workers would take
+// the tasks another's tests enqueue. So each process takes the next of databases 1 to 15 from a counter in
+// database 0.
+func URL(t testing.TB) string {
+	t.Helper()
+	if base(t) == "" {
+		return ""
+	}
+	once.Do(func() { url, urlErr = next() })
+	if urlErr != nil {
+		t.Fatalf("ORCH_TEST_REDIS_URL: %v", urlErr)
+	}
+	return url
+}
+
+// NewDatabase is a database of the real Redis for one test alone ("" when there is none): for a test whose workers
+// must not take the tasks of the other tests of its process.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	if base(t) == "" {
+		return ""
+	}
+	u, err := next()
+	if err != nil {
+		t.Fatalf("ORCH_TEST_REDIS_URL: %v", err)
+	}
+	return u
+}
+
+func base(t testing.TB) string {
+	u := os.Getenv("ORCH_TEST_REDIS_URL")
+	if u == "" && os.Getenv("CI") == "true" {
+		t.Fatal("CI must set ORCH_TEST_REDIS_URL: integration tests run against a real Redis there")
+	}
+	return u
+}
+
+// next takes the next database from the counter.
+func next() (string, error) {
+	opt, err := redis.ParseURL(os.Getenv("ORCH_TEST_REDIS_URL"))
+	if err != nil {
+		return "", err
+	}
+	opt.DB = 0
+	c := redis.NewClient(opt)
+	defer c.Close()
+	n, err := c.Incr(context.Background(), counter).Result()
+	if err != nil {
+		return "", err
+	}
+	opt.DB = 1 + int((n-1)%15)
+	u := &neturl.URL{Scheme: "redis", Host: opt.Addr, Path: fmt.Sprintf("/%d", opt.DB)}
+	if opt.Password != "" {
+		u.User = neturl.UserPassword(opt.Username, opt.Password)
+	}
+	return u.String(), nil
 }
