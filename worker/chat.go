@@ -51,15 +51,7 @@ func (w *Worker) settleChat(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outc
 		return
 	}
 	now := w.cfg.Store.Now()
-	a := t.Attempts[len(t.Attempts)-1]
-	if out.ran {
-		a.Duration, a.ExitCode = out.duration, out.said.ExitCode
-		a.InputTokens, a.OutputTokens = out.usage.InputTokens, out.usage.OutputTokens
-		a.CostUSD, a.Model = out.usage.CostUSD, out.usage.Model
-		if out.usage.SessionID != "" {
-			t.SessionID = out.usage.SessionID
-		}
-	}
+	a := recordAttempt(r, t, c, out)
 	t.Pending = nil
 	text := strings.TrimSpace(out.said.Text)
 	if !out.said.Success {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/orchrun/orch/internal/backoff"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/queue"
-	"github.com/orchrun/orch/pipeline"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/telemetry"
 )
@@ -33,112 +31,6 @@ const maxPending = 1 << 20
 // maxErrorLen bounds each error kept in a task's history: enough for similarity, not a log file per attempt.
 const maxErrorLen = 4 << 10
 
-func (w *Worker) handleStart(ctx context.Context, t *asynq.Task) error {
-	p, err := queue.DecodePayload(t)
-	if err != nil {
-		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
-	}
-	run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
-		if r.Status != jobs.RunQueued {
-			return errStale
-		}
-		r.Status = jobs.RunRunning
-		r.Seq = 0 // entering the first node makes it 1
-		c.Emit(jobs.NewEvent(r.ID, "", jobs.RunStartedEvent{Plan: r.PlanPath, Title: r.PlanTitle,
-			Tasks: len(r.Tasks), Agent: r.Options.Agent, Brain: r.Options.Brain, Sandbox: r.Options.Sandbox}))
-		w.begin(r, c, w.cfg.Store.Now())
-		return nil
-	})
-	return w.after(ctx, p.RunID, run, err)
-}
-
-// after finishes a handler: on success it enqueues what the run needs next; on a stale task it makes sure the run is
-// not left without its next task (the enqueue after an earlier transition may have been lost in a crash).
-func (w *Worker) after(ctx context.Context, runID string, run *jobs.Run, err error) error {
-	switch {
-	case errors.Is(err, errStale):
-		run, err = w.cfg.Store.Get(ctx, runID)
-		if err != nil {
-			return skipIfMissing(err)
-		}
-		return w.Nudge(ctx, run)
-	case err != nil:
-		return skipIfMissing(err)
-	}
-	return w.Nudge(ctx, run)
-}
-
-// Continue moves a run on from wherever it stopped: a paused run (the brain was unavailable) runs again and its saved
-// output is judged; any other run is nudged.
-func (w *Worker) Continue(ctx context.Context, runID string) (*jobs.Run, error) {
-	run, err := w.cfg.Store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
-		if r.Status != jobs.RunPaused {
-			return errStale
-		}
-		r.Status, r.Reason = jobs.RunRunning, ""
-		c.Emit(jobs.NewEvent(r.ID, currentTaskID(r), jobs.ResumedEvent{Title: currentTitle(r), Resolution: jobs.ResumeContinue}))
-		return nil
-	})
-	if errors.Is(err, errStale) {
-		run, err = w.cfg.Store.Get(ctx, runID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return run, w.Nudge(ctx, run)
-}
-
-func currentTaskID(r *jobs.Run) string {
-	if t := r.Current(); t != nil {
-		return t.ID
-	}
-	return ""
-}
-
-func currentTitle(r *jobs.Run) string {
-	if t := r.Current(); t != nil {
-		return t.Title
-	}
-	return ""
-}
-
-// Nudge enqueues the task that moves run on from its saved state: after a crash, an interrupted step, a resolution
-// made while no worker ran. Enqueues are idempotent by task id, so nudging a run that is moving does nothing.
-func (w *Worker) Nudge(ctx context.Context, run *jobs.Run) error {
-	switch run.Status {
-	case jobs.RunQueued:
-		return w.cfg.Queue.Start(ctx, run.ID)
-	case jobs.RunRunning:
-		return w.cfg.Queue.StepAt(ctx, run.ID, run.Seq, run.AgentTimeout(run.Current()), run.RetryAt)
-	case jobs.RunParked:
-		if last := lastEscalation(run); last != nil && last.Resolution != nil && run.OpenEscalation() == nil {
-			return w.cfg.Queue.Resume(ctx, run.ID, last.ID)
-		}
-		if err := w.scheduleTimeout(ctx, run); err != nil {
-			return err
-		}
-		return w.release(ctx, run, false)
-	case jobs.RunPaused:
-		return nil // waits for `orch resume`
-	default: // terminal
-		return w.release(ctx, run, true)
-	}
-}
-
-func lastEscalation(r *jobs.Run) *jobs.Escalation {
-	if len(r.Escalations) == 0 {
-		return nil
-	}
-	return r.Escalations[len(r.Escalations)-1]
-}
-
-func skipIfMissing(err error) error {
-	if errors.Is(err, jobs.ErrRunNotFound) {
-		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
-	}
-	return err
-}
-
 // attempt is what a step knows while the agent runs.
 type attempt struct {
 	run     *jobs.Run
@@ -151,42 +43,16 @@ type attempt struct {
 	recovered bool
 }
 
+// handleStep runs one attempt of the run's current task: it marks the attempt started, runs the agent and judges
+// its output outside any transaction, then saves the outcome.
 func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 	p, err := queue.DecodePayload(t)
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	now := w.cfg.Store.Now()
 	var at attempt
 	run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
-		task := r.Current()
-		if r.Status != jobs.RunRunning || r.Seq != p.Seq || task == nil {
-			return errStale
-		}
-		if task.Pending != nil && len(task.Attempts) > 0 {
-			at = attempt{run: r, task: *task, n: task.Started, started: now, rejudge: true}
-			return nil
-		}
-		if task.Kind == jobs.KindGate {
-			// A gate asks a human and has no step; a run found running at one (a crash between transitions) asks now.
-			if g, err := w.graphOf(r); err == nil && g.Nodes[task.ID] != nil && r.OpenEscalation() == nil {
-				w.run(r, task, c, g, g.Nodes[task.ID], now)
-				return nil
-			}
-			return errStale
-		}
-		recovered := task.Status == jobs.TaskRunning
-		task.Started++
-		task.Status = jobs.TaskRunning
-		task.Attempts = append(task.Attempts, &jobs.Attempt{N: task.Started, StartedAt: now.UTC()})
-		started := jobs.TaskStartedEvent{Title: task.Title, Attempt: task.Failures + 1,
-			MaxAttempts: r.MaxAttempts(task), Started: task.Started, Agent: r.Options.Agent}
-		if task.Kind == jobs.KindChat {
-			started.Turn = agentTurns(task) + 1
-		}
-		c.Emit(jobs.NewEvent(r.ID, task.ID, started))
-		at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered}
-		return nil
+		return w.beginAttempt(r, c, p.Seq, &at)
 	})
 	if err != nil || at.run == nil {
 		return w.after(ctx, p.RunID, run, err)
@@ -197,16 +63,58 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err // interrupted: asynq runs the step again
 	}
-	ctx = actx // what follows (the next step's enqueue) carries the attempt's trace
-	// The agent's work is done and cannot be taken back: Redis restarting (a deploy, a failover) must not make asynq run
-	// it again. Keep trying to save it for a while; the step's sequence check keeps a late save from doing harm.
+	// What follows (the next step's enqueue) carries the attempt's trace.
+	run, err = w.saveOutcome(actx, p, &at, out)
+	return w.after(actx, p.RunID, run, err)
+}
+
+// beginAttempt starts an attempt of step seq's task in the step's first transaction, and fills at with what the
+// agent needs; at stays empty when the step has no agent to run (a gate found running asks its question instead).
+func (w *Worker) beginAttempt(r *jobs.Run, c *jobs.Change, seq int64, at *attempt) error {
+	now := w.cfg.Store.Now()
+	task := r.Current()
+	if r.Status != jobs.RunRunning || r.Seq != seq || task == nil {
+		return errStale
+	}
+	if task.Pending != nil && len(task.Attempts) > 0 {
+		*at = attempt{run: r, task: *task, n: task.Started, started: now, rejudge: true}
+		return nil
+	}
+	if task.Kind == jobs.KindGate {
+		// A gate asks a human and has no step; a run found running at one (a crash between transitions) asks now.
+		if g, err := w.graphOf(r); err == nil && g.Nodes[task.ID] != nil && r.OpenEscalation() == nil {
+			w.run(r, task, c, g, g.Nodes[task.ID], now)
+			return nil
+		}
+		return errStale
+	}
+	recovered := task.Status == jobs.TaskRunning
+	task.Started++
+	task.Status = jobs.TaskRunning
+	task.Attempts = append(task.Attempts, &jobs.Attempt{N: task.Started, StartedAt: now.UTC()})
+	started := jobs.TaskStartedEvent{Title: task.Title, Attempt: task.Failures + 1,
+		MaxAttempts: r.MaxAttempts(task), Started: task.Started, Agent: r.Options.Agent}
+	if task.Kind == jobs.KindChat {
+		started.Turn = agentTurns(task) + 1
+	}
+	c.Emit(jobs.NewEvent(r.ID, task.ID, started))
+	*at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered}
+	return nil
+}
+
+// saveOutcome settles the attempt's outcome on the run. The agent's work is done and cannot be taken back: Redis
+// restarting (a deploy, a failover) must not make asynq run it again. So it keeps trying for a while; the step's
+// sequence check keeps a late save from doing harm.
+func (w *Worker) saveOutcome(ctx context.Context, p queue.Payload, at *attempt, out *outcome) (*jobs.Run, error) {
 	save := settleRetry
 	save.OnRetry = func(n int, err error, _ time.Duration) {
 		if n == 1 {
 			w.log.Warn("saving the outcome of a step; trying again until Redis answers", "run_id", p.RunID, "err", err)
 		}
 	}
-	err = save.Do(ctx, func(ctx context.Context) error {
+	var run *jobs.Run
+	err := save.Do(ctx, func(ctx context.Context) error {
+		var err error
 		run, err = w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
 			task := r.Current()
 			if r.Status != jobs.RunRunning || r.Seq != p.Seq || task == nil || task.ID != at.task.ID {
@@ -224,7 +132,7 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 		}
 		return err
 	})
-	return w.after(ctx, p.RunID, run, err)
+	return run, err
 }
 
 // settleRetry is how a step keeps trying to save its outcome while Redis is away, before it gives the step back to
@@ -406,247 +314,6 @@ func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Ta
 func brainUsage(u brain.Usage) jobs.BrainUsage {
 	return jobs.BrainUsage{Backend: u.Backend, Model: u.Model, Calls: u.Calls, InputTokens: u.InputTokens,
 		OutputTokens: u.OutputTokens, CostUSD: u.CostUSD}
-}
-
-// settle records an attempt's outcome on the run and moves it on: next task, retry, park or end.
-func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) {
-	now := w.cfg.Store.Now()
-	a := t.Attempts[len(t.Attempts)-1]
-	if out.ran {
-		a.Duration = out.duration
-		a.ExitCode = out.said.ExitCode
-		a.InputTokens, a.OutputTokens = out.usage.InputTokens, out.usage.OutputTokens
-		a.CostUSD, a.Model = out.usage.CostUSD, out.usage.Model
-		if out.usage.SessionID != "" {
-			t.SessionID = out.usage.SessionID
-		}
-	}
-	a.Brain = a.Brain.Add(out.brainUsage)
-	if out.brainNote != "" {
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.BrainFallbackEvent{Reason: escalation.Redact(out.brainNote)}))
-	}
-	if out.unavailable != nil {
-		// Nothing is decided without the brain, and nothing is lost: the output waits in the run for the resume.
-		said := out.said
-		said.Text = escalation.Bound(escalation.Redact(said.Text), maxPending)
-		said.Stderr = escalation.Redact(said.Stderr)
-		t.Pending = &said
-		r.Status = jobs.RunPaused
-		r.Reason = "Brain unavailable: " + escalation.Redact(out.unavailable.Error())
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunPausedEvent{Reason: r.Reason}))
-		return
-	}
-	t.Pending = nil
-	policy := r.Options.Escalation
-	escalate := func(specs ...escalation.Spec) {
-		for i := range specs {
-			specs[i].MaxPerTask = policy.MaxPerTask
-			specs[i].Files, specs[i].Diff = out.files, out.diff
-		}
-		escalation.Escalate(r, t, c, specs, now)
-	}
-	if out.execErr != nil {
-		a.Status, a.Error = "error", escalation.Redact(out.execErr.Error())
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.SandboxErrorEvent{Error: a.Error}))
-		escalate(escalation.Spec{Trigger: jobs.TriggerConfig, Source: "orch",
-			Question: fmt.Sprintf("Task %s could not run: %s. Fix the configuration, then resume.", t.ID, a.Error),
-			Error:    a.Error})
-		return
-	}
-	// Triggers that stand beside the brain's judgement: they are asked first, by priority.
-	var extra []escalation.Spec
-	if len(out.secrets) > 0 {
-		extra = append(extra, escalation.Spec{Trigger: jobs.TriggerSecurity, Source: "orch",
-			Question: fmt.Sprintf("The agent's output on task %s contains what looks like a secret (%s). It was redacted "+
-				"everywhere orch keeps or shows it. Rotate the credential, then decide whether to continue.", t.ID, strings.Join(out.secrets, ", ")),
-			Output: out.said.Text})
-	}
-	extra = append(extra, out.custom...)
-	in := out.interp
-	a.Status, a.Summary, a.Error = string(in.Status), escalation.Redact(in.Summary), escalation.Redact(in.Error)
-	if len(extra) > 0 && a.Status == string(brain.StatusCompleted) {
-		a.Status = "held" // completed, but a trigger holds it for a human
-	}
-	switch in.Status {
-	case brain.StatusCompleted:
-		if len(extra) > 0 {
-			for i := range extra {
-				extra[i].Held = true
-			}
-			escalate(extra...)
-			return
-		}
-		t.Status = jobs.TaskCompleted
-		t.Summary = a.Summary
-		t.RetryGuidance = ""
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title, Summary: a.Summary,
-			CostUSD: a.CostUSD, DurationMS: a.Duration.Milliseconds()}))
-		w.finish(r, t, c, agentOutcome(t, out.said.Text), now)
-	case brain.StatusNeedsHelp:
-		escalate(append(extra, escalation.Spec{Trigger: jobs.TriggerNeedsHelp, Source: "agent", Question: in.Question,
-			Options: in.Options, Recommendation: in.Recommendation, Output: out.said.Text})...)
-	default:
-		t.Failures++
-		t.Errors = append(t.Errors, bound(a.Error))
-		maxAttempts := r.MaxAttempts(t)
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskFailedEvent{Title: t.Title, Attempt: t.Failures,
-			MaxAttempts: maxAttempts, Error: firstLines(a.Error, 3)}))
-		similar := out.similarity >= w.cfg.SimilarityThreshold
-		brainLoop := out.decision != nil && out.decision.Decision == brain.Escalate && !out.decision.Permanent && similar
-		stop := t.Failures >= maxAttempts || out.decision != nil && out.decision.Decision == brain.Escalate
-		if stop && len(extra) == 0 && w.failureRoute(r, t, a.Error) {
-			note := ""
-			if t.Kind == jobs.KindVerify {
-				if w.e2eStops(r, t, c, a.Error, now) {
-					return // the fixes are not converging: a person looks
-				}
-				note = fmt.Sprintf("fix attempt %d of %d", r.E2E.Failures, r.Options.E2EFixAttempts())
-			}
-			// The pipeline says where a failure of this stage goes: no human is needed.
-			t.Status = jobs.TaskFailed
-			w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: a.Error, Notes: note}, now)
-			return
-		}
-		switch {
-		case t.Failures >= maxAttempts || brainLoop:
-			c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.LoopDetectedEvent{Failures: t.Failures,
-				Similarity: out.similarity, Similar: similar}))
-			q := fmt.Sprintf("Task %s failed %d times", t.ID, t.Failures)
-			if similar {
-				q += " with similar errors"
-			}
-			q += fmt.Sprintf(" (error similarity %.0f%%). Please investigate and provide guidance.", 100*out.similarity)
-			if out.decision != nil && out.decision.Reason != "" {
-				q += "\nBrain: " + out.decision.Reason
-			}
-			trig, src := jobs.TriggerAttemptCap, "orch"
-			if t.Failures < maxAttempts {
-				trig, src = jobs.TriggerBrain, "brain" // the brain saw the loop before the cap did
-			}
-			escalate(append(extra, escalation.Spec{Trigger: trig, Source: src, Question: q,
-				Error: a.Error, Similarity: out.similarity, Output: out.said.Text})...)
-		case out.decision != nil && out.decision.Decision == brain.Escalate:
-			trig := jobs.TriggerBrain
-			if out.decision.Permanent {
-				trig = jobs.TriggerPermanent
-			}
-			escalate(append(extra, escalation.Spec{Trigger: trig, Source: "brain",
-				Question: fmt.Sprintf("Task %s failed and should not be retried as is: %s", t.ID, out.decision.Reason),
-				Error:    a.Error, Similarity: out.similarity, Output: out.said.Text})...)
-		case len(extra) > 0:
-			escalate(extra...)
-		default:
-			reason, guidance := "", ""
-			if out.decision != nil {
-				reason, guidance = out.decision.Reason, out.decision.GuidanceForRetry
-			}
-			t.RetryGuidance = escalation.Redact(guidance)
-			t.Status = jobs.TaskPending
-			r.Seq++
-			delay := pipeline.RetryDelay(t.Backoff, t.Failures)
-			r.RetryAt = now.Add(delay).UTC()
-			c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RetryingEvent{Title: t.Title, Reason: reason, Guidance: t.RetryGuidance,
-				DelayMS: delay.Milliseconds()}))
-			c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.StageRetryingEvent{Attempt: t.Failures + 1, DelayMS: delay.Milliseconds()}))
-		}
-	}
-}
-
-func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
-	p, err := queue.DecodePayload(t)
-	if err != nil {
-		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
-	}
-	now := w.cfg.Store.Now()
-	run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
-		e := r.Escalation(p.EscalationID)
-		if r.Status != jobs.RunParked || e == nil || e.Resolution == nil || r.OpenEscalation() != nil {
-			return errStale
-		}
-		task := r.Task(e.TaskID)
-		if task == nil || r.Current() != task {
-			return errStale
-		}
-		if e.Resolution.Type != jobs.ResolveAbort {
-			// A human had a say: what the pipeline does next is no runaway loop.
-			pipeline.ResetVisits(r.Pipeline)
-		}
-		switch e.Trigger {
-		case jobs.TriggerGate:
-			w.resumeGate(r, task, e, c, now)
-			return nil
-		case jobs.TriggerChat:
-			w.resumeChat(r, task, e, c, now)
-			return nil
-		}
-		if task.Kind == jobs.KindVerify && e.Resolution.Type != jobs.ResolveRetry {
-			r.E2E = jobs.E2E{} // a person looked: the end-to-end phase counts afresh
-		}
-		if e.Resolution.Type == jobs.ResolveForce {
-			escalation.DropQueued(r, task.ID)
-			c.Emit(jobs.NewEvent(r.ID, task.ID, jobs.TaskForcedEvent{Title: task.Title, By: e.Resolution.By}))
-			r.Status = jobs.RunRunning
-			w.finish(r, task, c, pipeline.Outcome{Status: pipeline.StatusSuccess, Notes: "forced by " + e.Resolution.By}, now)
-			return nil
-		}
-		// Triggers that fired together are asked one at a time: the next one before the task goes on.
-		if escalation.Next(r, task, c, now) != nil {
-			return nil
-		}
-		if e.Held && e.Resolution.Type != jobs.ResolveRetry {
-			// The attempt had completed; the human let it through.
-			task.Status = jobs.TaskCompleted
-			task.RetryGuidance = ""
-			c.Emit(jobs.NewEvent(r.ID, task.ID, jobs.TaskCompletedEvent{Title: task.Title,
-				Summary: "accepted by " + e.Resolution.By + " after the " + string(e.Trigger) + " check"}))
-			r.Status = jobs.RunRunning
-			var said string
-			if n := len(task.Attempts); n > 0 {
-				said = task.Attempts[n-1].Summary
-			}
-			w.finish(r, task, c, agentOutcome(task, said), now)
-			return nil
-		}
-		if problem := validate(r); problem != "" {
-			escalation.Escalate(r, task, c, []escalation.Spec{{Trigger: jobs.TriggerValidation, Source: "orch",
-				MaxPerTask: r.Options.Escalation.MaxPerTask,
-				Question:   "The run's saved state did not pass validation on resume: " + problem + ". Fix it, then resume."}}, now)
-			return nil
-		}
-		r.Status = jobs.RunRunning
-		r.Seq++
-		r.RetryAt = time.Time{}
-		guidance := escalation.GuidanceFor(e, e.Resolution)
-		c.Emit(jobs.NewEvent(r.ID, task.ID, jobs.ResumedEvent{Title: task.Title, Guidance: guidance,
-			Resolution: string(e.Resolution.Type)}))
-		if task.Kind == jobs.KindGate {
-			// Let through after a loop stop: the gate asks its question now.
-			if g, err := w.graphOf(r); err == nil && g.Nodes[task.ID] != nil {
-				w.run(r, task, c, g, g.Nodes[task.ID], now)
-			}
-		}
-		return nil
-	})
-	return w.after(ctx, p.RunID, run, err)
-}
-
-// validate checks that a run's saved state can be resumed: the cursor on a real task, the workspace still there.
-// It returns what is wrong, or "".
-func validate(r *jobs.Run) string {
-	if r.Cursor < 0 || r.Cursor >= len(r.Tasks) {
-		return fmt.Sprintf("the task cursor %d is outside the plan's %d tasks", r.Cursor, len(r.Tasks))
-	}
-	if r.Workspace == "" {
-		return "the run has no workspace"
-	}
-	st, err := os.Stat(r.Workspace)
-	if err != nil {
-		return fmt.Sprintf("the workspace %s is not there (%v)", r.Workspace, err)
-	}
-	if !st.IsDir() {
-		return fmt.Sprintf("the workspace %s is not a directory", r.Workspace)
-	}
-	return ""
 }
 
 // failureParts says why an agent process did not succeed, from what it and the sandbox reported.

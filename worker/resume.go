@@ -1,0 +1,124 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/pipeline"
+)
+
+// handleResume applies a person's answer to the run's task and moves the run on: a gate routes, a conversation takes
+// its next turn, anything else goes on as the answer says.
+func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
+	p, err := queue.DecodePayload(t)
+	if err != nil {
+		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
+	}
+	run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
+		e := r.Escalation(p.EscalationID)
+		if r.Status != jobs.RunParked || e == nil || e.Resolution == nil || r.OpenEscalation() != nil {
+			return errStale
+		}
+		task := r.Task(e.TaskID)
+		if task == nil || r.Current() != task {
+			return errStale
+		}
+		w.resume(r, task, e, c, w.cfg.Store.Now())
+		return nil
+	})
+	return w.after(ctx, p.RunID, run, err)
+}
+
+// resume applies the answer to escalation e about task t.
+func (w *Worker) resume(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.Change, now time.Time) {
+	res := e.Resolution
+	if res.Type != jobs.ResolveAbort {
+		// A human had a say: what the pipeline does next is no runaway loop.
+		pipeline.ResetVisits(r.Pipeline)
+	}
+	switch e.Trigger {
+	case jobs.TriggerGate:
+		w.resumeGate(r, t, e, c, now)
+		return
+	case jobs.TriggerChat:
+		w.resumeChat(r, t, e, c, now)
+		return
+	}
+	if t.Kind == jobs.KindVerify && res.Type != jobs.ResolveRetry {
+		r.E2E = jobs.E2E{} // a person looked: the end-to-end phase counts afresh
+	}
+	switch {
+	case res.Type == jobs.ResolveForce:
+		escalation.DropQueued(r, t.ID)
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskForcedEvent{Title: t.Title, By: res.By}))
+		r.Status = jobs.RunRunning
+		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusSuccess, Notes: "forced by " + res.By}, now)
+	case escalation.Next(r, t, c, now) != nil:
+		// Triggers that fired together are asked one at a time: the next one before the task goes on.
+	case e.Held && res.Type != jobs.ResolveRetry:
+		w.accept(r, t, e, c, now)
+	default:
+		if problem := validate(r); problem != "" {
+			escalation.Escalate(r, t, c, []escalation.Spec{{Trigger: jobs.TriggerValidation, Source: "orch",
+				MaxPerTask: r.Options.Escalation.MaxPerTask,
+				Question:   "The run's saved state did not pass validation on resume: " + problem + ". Fix it, then resume."}}, now)
+			return
+		}
+		w.goOn(r, t, e, c, now)
+	}
+}
+
+// accept lets through an attempt that had completed and that only a trigger held for a person.
+func (w *Worker) accept(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.Change, now time.Time) {
+	t.Status = jobs.TaskCompleted
+	t.RetryGuidance = ""
+	c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title,
+		Summary: "accepted by " + e.Resolution.By + " after the " + string(e.Trigger) + " check"}))
+	r.Status = jobs.RunRunning
+	var said string
+	if n := len(t.Attempts); n > 0 {
+		said = t.Attempts[n-1].Summary
+	}
+	w.finish(r, t, c, agentOutcome(t, said), now)
+}
+
+// goOn runs the task again with what the answer said: the next step starts its next attempt.
+func (w *Worker) goOn(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.Change, now time.Time) {
+	r.Status = jobs.RunRunning
+	r.Seq++
+	r.RetryAt = time.Time{}
+	c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.ResumedEvent{Title: t.Title, Guidance: escalation.GuidanceFor(e, e.Resolution),
+		Resolution: string(e.Resolution.Type)}))
+	if t.Kind == jobs.KindGate {
+		// Let through after a loop stop: the gate asks its question now.
+		if g, err := w.graphOf(r); err == nil && g.Nodes[t.ID] != nil {
+			w.run(r, t, c, g, g.Nodes[t.ID], now)
+		}
+	}
+}
+
+// validate checks that a run's saved state can be resumed: the cursor on a real task, the workspace still there.
+// It returns what is wrong, or "".
+func validate(r *jobs.Run) string {
+	if r.Cursor < 0 || r.Cursor >= len(r.Tasks) {
+		return fmt.Sprintf("the task cursor %d is outside the plan's %d tasks", r.Cursor, len(r.Tasks))
+	}
+	if r.Workspace == "" {
+		return "the run has no workspace"
+	}
+	st, err := os.Stat(r.Workspace)
+	if err != nil {
+		return fmt.Sprintf("the workspace %s is not there (%v)", r.Workspace, err)
+	}
+	if !st.IsDir() {
+		return fmt.Sprintf("the workspace %s is not a directory", r.Workspace)
+	}
+	return ""
+}

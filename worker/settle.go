@@ -1,0 +1,118 @@
+package worker
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/pipeline"
+)
+
+// settle records an attempt's outcome on the run and applies the verdict on it: the next task, a retry, a person's
+// decision, or the end of the run. It runs inside the transaction that saves the run.
+func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) {
+	now := w.cfg.Store.Now()
+	a := recordAttempt(r, t, c, out)
+	v := judgeAttempt(w.facts(r, t, out))
+	if v.kind == vPause {
+		// Nothing is decided without the brain, and nothing is lost: the output waits in the run for the resume.
+		said := out.said
+		said.Text = escalation.Bound(escalation.Redact(said.Text), maxPending)
+		said.Stderr = escalation.Redact(said.Stderr)
+		t.Pending = &said
+		r.Status = jobs.RunPaused
+		r.Reason = "Brain unavailable: " + escalation.Redact(out.unavailable.Error())
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunPausedEvent{Reason: r.Reason}))
+		return
+	}
+	t.Pending = nil
+	a.Status = v.status
+	if v.kind == vSandboxError {
+		a.Error = escalation.Redact(out.execErr.Error())
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.SandboxErrorEvent{Error: a.Error}))
+		w.escalate(r, t, c, out, v.specs, now)
+		return
+	}
+	a.Summary, a.Error = escalation.Redact(out.interp.Summary), escalation.Redact(out.interp.Error)
+	if v.failed {
+		t.Failures++
+		t.Errors = append(t.Errors, bound(a.Error))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskFailedEvent{Title: t.Title, Attempt: t.Failures,
+			MaxAttempts: r.MaxAttempts(t), Error: firstLines(a.Error, 3)}))
+	}
+	switch v.kind {
+	case vComplete:
+		t.Status = jobs.TaskCompleted
+		t.Summary = a.Summary
+		t.RetryGuidance = ""
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title, Summary: a.Summary,
+			CostUSD: a.CostUSD, DurationMS: a.Duration.Milliseconds()}))
+		w.finish(r, t, c, agentOutcome(t, out.said.Text), now)
+	case vHold, vEscalate:
+		if v.loop != nil {
+			c.Emit(jobs.NewEvent(r.ID, t.ID, *v.loop))
+		}
+		w.escalate(r, t, c, out, v.specs, now)
+	case vRoute:
+		note := ""
+		if t.Kind == jobs.KindVerify {
+			if w.e2eStops(r, t, c, a.Error, now) {
+				return // the fixes are not converging: a person looks
+			}
+			note = fmt.Sprintf("fix attempt %d of %d", r.E2E.Failures, r.Options.E2EFixAttempts())
+		}
+		// The pipeline says where a failure of this stage goes: no human is needed.
+		t.Status = jobs.TaskFailed
+		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: a.Error, Notes: note}, now)
+	case vRetry:
+		t.RetryGuidance = escalation.Redact(v.guidance)
+		t.Status = jobs.TaskPending
+		r.Seq++
+		delay := pipeline.RetryDelay(t.Backoff, t.Failures)
+		r.RetryAt = now.Add(delay).UTC()
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RetryingEvent{Title: t.Title, Reason: v.reason, Guidance: t.RetryGuidance,
+			DelayMS: delay.Milliseconds()}))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.StageRetryingEvent{Attempt: t.Failures + 1, DelayMS: delay.Milliseconds()}))
+	}
+}
+
+// facts gathers what the verdict on an attempt is made from.
+func (w *Worker) facts(r *jobs.Run, t *jobs.Task, out *outcome) facts {
+	f := facts{taskID: t.ID, failures: t.Failures, maxAttempts: r.MaxAttempts(t), threshold: w.cfg.SimilarityThreshold,
+		interp: out.interp, decision: out.decision, similarity: out.similarity, secrets: out.secrets, custom: out.custom,
+		output: out.said.Text, unavailable: out.unavailable != nil}
+	if out.execErr != nil {
+		f.sandboxErr = escalation.Redact(out.execErr.Error())
+	}
+	f.routed = func() bool { return w.failureRoute(r, t, escalation.Redact(out.interp.Error)) }
+	return f
+}
+
+// escalate parks the run on the specs, with the run's escalation cap and what the task changed in the workspace.
+func (w *Worker) escalate(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome, specs []escalation.Spec, now time.Time) {
+	for i := range specs {
+		specs[i].MaxPerTask = r.Options.Escalation.MaxPerTask
+		specs[i].Files, specs[i].Diff = out.files, out.diff
+	}
+	escalation.Escalate(r, t, c, specs, now)
+}
+
+// recordAttempt writes what the attempt cost and said onto its record, and notes a brain that fell back.
+func recordAttempt(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) *jobs.Attempt {
+	a := t.Attempts[len(t.Attempts)-1]
+	if out.ran {
+		a.Duration = out.duration
+		a.ExitCode = out.said.ExitCode
+		a.InputTokens, a.OutputTokens = out.usage.InputTokens, out.usage.OutputTokens
+		a.CostUSD, a.Model = out.usage.CostUSD, out.usage.Model
+		if out.usage.SessionID != "" {
+			t.SessionID = out.usage.SessionID
+		}
+	}
+	a.Brain = a.Brain.Add(out.brainUsage)
+	if out.brainNote != "" {
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.BrainFallbackEvent{Reason: escalation.Redact(out.brainNote)}))
+	}
+	return a
+}
