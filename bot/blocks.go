@@ -642,7 +642,8 @@ func tokensText(r *jobs.Run) string {
 }
 
 // eventLine is one event as a short mrkdwn line; "" for the engine's bookkeeping (stages entered, checkpoints,
-// interview events), which the other lines say for people already.
+// interview events), which the other lines say for people already. Its complexity is one case per event kind: the
+// thread's vocabulary in one table, kept flat on purpose.
 func eventLine(e jobs.Event) string {
 	task := "task " + escapeCut(e.TaskID, 40, false)
 	s := func(v string, n int) string { return escapeCut(singleLine(v), n, false) }

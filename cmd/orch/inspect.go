@@ -260,42 +260,17 @@ func (a *app) printEscalation(run *jobs.Run, e *jobs.Escalation) {
 func (a *app) escalationResolveCmd() *cobra.Command {
 	var req escalation.Request
 	var choose, answer, reason, by string
-	var resume, retry, abort, force, asJSON bool
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "resolve RUN_ID (--choose KEY | --answer TEXT | --resume | --retry | --abort --reason R | --force-continue --acknowledge-risk)",
 		Short: "Resolve a run's open escalation",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var kinds []jobs.ResolutionType
-			f := cmd.Flags()
-			if f.Changed("choose") {
-				kinds = append(kinds, jobs.ResolveChoose)
+			kind, err := resolutionKind(cmd)
+			if err != nil {
+				return err
 			}
-			if f.Changed("answer") {
-				kinds = append(kinds, jobs.ResolveAnswer)
-			}
-			if resume {
-				kinds = append(kinds, jobs.ResolveResume)
-			}
-			if retry {
-				kinds = append(kinds, jobs.ResolveRetry)
-			}
-			if abort {
-				kinds = append(kinds, jobs.ResolveAbort)
-			}
-			if force {
-				kinds = append(kinds, jobs.ResolveForce)
-			}
-			if len(kinds) != 1 {
-				return usageErr("give exactly one of --choose, --answer, --resume, --retry, --abort, --force-continue")
-			}
-			if f.Changed("reason") && !abort && !force {
-				return usageErr("--reason goes with --abort or --force-continue")
-			}
-			if f.Changed("acknowledge-risk") && !force {
-				return usageErr("--acknowledge-risk goes with --force-continue")
-			}
-			req.RunID, req.Type, req.Key, req.Text, req.Reason = args[0], kinds[0], choose, answer, reason
+			req.RunID, req.Type, req.Key, req.Text, req.Reason = args[0], kind, choose, answer, reason
 			req.By, req.Via = by, "cli"
 			if req.By == "" {
 				req.By = whoami()
@@ -330,15 +305,40 @@ func (a *app) escalationResolveCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&choose, "choose", "", "pick the option with this key")
 	f.StringVar(&answer, "answer", "", "answer in your own words; the agent gets it as guidance")
-	f.BoolVar(&resume, "resume", false, "continue as is (resets the attempt counter)")
-	f.BoolVar(&retry, "retry", false, "one more attempt (keeps the attempt counter)")
-	f.BoolVar(&abort, "abort", false, "stop the run (needs --reason)")
+	f.Bool("resume", false, "continue as is (resets the attempt counter)")
+	f.Bool("retry", false, "one more attempt (keeps the attempt counter)")
+	f.Bool("abort", false, "stop the run (needs --reason)")
 	f.StringVar(&reason, "reason", "", "why (with --abort or --force-continue)")
-	f.BoolVar(&force, "force-continue", false, "mark the task done despite its error (needs --acknowledge-risk)")
+	f.Bool("force-continue", false, "mark the task done despite its error (needs --acknowledge-risk)")
 	f.BoolVar(&req.AcknowledgeRisk, "acknowledge-risk", false, "confirm --force-continue")
 	f.StringVar(&by, "by", "", "who is answering (default: your user name)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
+}
+
+// resolutionKind is the one resolution the flags of `orch escalation resolve` ask for.
+func resolutionKind(cmd *cobra.Command) (jobs.ResolutionType, error) {
+	f := cmd.Flags()
+	var kinds []jobs.ResolutionType
+	for _, k := range []struct {
+		flag string
+		kind jobs.ResolutionType
+	}{{"choose", jobs.ResolveChoose}, {"answer", jobs.ResolveAnswer}, {"resume", jobs.ResolveResume},
+		{"retry", jobs.ResolveRetry}, {"abort", jobs.ResolveAbort}, {"force-continue", jobs.ResolveForce}} {
+		if on, err := f.GetBool(k.flag); f.Changed(k.flag) && (err != nil || on) { // --resume=false is no resume
+			kinds = append(kinds, k.kind)
+		}
+	}
+	if len(kinds) != 1 {
+		return "", usageErr("give exactly one of --choose, --answer, --resume, --retry, --abort, --force-continue")
+	}
+	if f.Changed("reason") && kinds[0] != jobs.ResolveAbort && kinds[0] != jobs.ResolveForce {
+		return "", usageErr("--reason goes with --abort or --force-continue")
+	}
+	if f.Changed("acknowledge-risk") && kinds[0] != jobs.ResolveForce {
+		return "", usageErr("--acknowledge-risk goes with --force-continue")
+	}
+	return kinds[0], nil
 }
 
 func (a *app) escalationLogCmd() *cobra.Command {

@@ -63,7 +63,8 @@ func logEvents(log *slog.Logger) func([]jobs.Event) {
 	}
 }
 
-// eventLog is the level of an event's log line and its attributes beside the ids.
+// eventLog is the level of an event's log line and its attributes beside the ids. Its complexity is one case per
+// event kind, a table kept flat on purpose.
 func eventLog(e jobs.Event) (slog.Level, []any) {
 	switch b := e.Body.(type) {
 	case jobs.RunStartedEvent:

@@ -80,6 +80,7 @@ func (r *renderer) update(u runs.Update) {
 
 // writeEvent prints an event as lines for people. The engine's bookkeeping (stages entered, checkpoints, the
 // interview events) is in --json for tools; on a terminal the task, question and run lines say the same.
+// Its complexity is one case per event kind: the terminal's whole vocabulary in one table, kept flat on purpose.
 func writeEvent(w io.Writer, e jobs.Event) {
 	ts := stamp(e.Time)
 	switch b := e.Body.(type) {

@@ -63,39 +63,25 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 	if err != nil {
 		return err
 	}
-	var srv *bot.Server
-	var b *store.Backend
+	// Check everything that can be checked before anything starts.
+	var slack bot.Config
 	if withBot {
-		// Check everything that can be checked before anything starts.
-		if a.env("SLACK_BOT_TOKEN") == "" {
-			return usageErr("SLACK_BOT_TOKEN is not set")
-		}
-		if a.env("SLACK_SIGNING_SECRET") == "" && a.env("SLACK_APP_TOKEN") == "" {
-			return usageErr("SLACK_SIGNING_SECRET is not set: without it orch would accept forged requests (or set SLACK_APP_TOKEN for Socket Mode)")
+		if slack, err = a.slackConfig(ws); err != nil {
+			return err
 		}
 	}
-	if b, err = a.backend(cmd); err != nil {
+	b, err := a.backend(cmd)
+	if err != nil {
 		return err
 	}
 	defer b.Close()
 	m := newMetrics(b)
 	if withWorker {
-		e, err := a.startWorker(cmd, b)
+		e, err := a.startServiceWorker(cmd, b, opts, ws)
 		if err != nil {
 			return err
 		}
 		defer e.Shutdown()
-		if opts.Sandbox == "docker" {
-			e.dockers.root = ws
-			if e.dockers.pool, err = a.set.int(cmd, "", "ORCH_DOCKER_WARM_POOL", 0, 1); err != nil {
-				return err
-			}
-			// Check the engine and the image before taking any work.
-			if _, err := e.dockers.forRun(opts); err != nil {
-				return withCode(exitUsage, err)
-			}
-		}
-		e.reapEvery(b.Store, 5*time.Minute)
 	}
 	fmt.Fprintf(a.stderr, "orch: %s; agent %s, sandbox %s, workspace %s\n", brainNote, opts.Agent, opts.Sandbox, ws)
 	addr := a.env("ORCH_HTTP_ADDR")
@@ -103,49 +89,85 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		addr = ":3000"
 	}
 	if !withBot {
-		// A worker serves its metrics and health too.
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", m.handler())
-		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-			if err := b.Store.Ping(r.Context()); err != nil {
-				http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
-				return
-			}
-			fmt.Fprintln(w, "ok")
-		})
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return withCode(exitUsage, fmt.Errorf("listening on %s: %w", addr, err))
-		}
-		httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go httpSrv.Serve(ln)
-		fmt.Fprintf(a.stderr, "orch: worker running (metrics on http://%s/metrics); stop with Ctrl-C\n", ln.Addr())
-		<-ctx.Done()
-		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		httpSrv.Shutdown(dctx)
-		return nil
+		return a.serveWorker(ctx, addr, b, m)
 	}
-	postEvery := time.Second
+	slack.Store, slack.Queue, slack.Log = b.Store, b.Queue, a.log
+	slack.Starter = &slackStarter{runs: &runs.Starter{Store: b.Store, Queue: b.Queue, FindTasks: a.findTasks},
+		base: opts, workspace: ws}
+	return a.serveBot(ctx, addr, slack, m)
+}
+
+// slackConfig reads the bot's settings from the environment.
+func (a *app) slackConfig(ws string) (bot.Config, error) {
+	c := bot.Config{SigningSecret: a.env("SLACK_SIGNING_SECRET"), BotToken: a.env("SLACK_BOT_TOKEN"),
+		AppToken: a.env("SLACK_APP_TOKEN"), APIURL: a.env("SLACK_API_URL"), Workspace: ws,
+		AllowedUsers: splitList(a.env("ORCH_ALLOWED_USERS")), PostInterval: time.Second}
+	if c.BotToken == "" {
+		return c, usageErr("SLACK_BOT_TOKEN is not set")
+	}
+	if c.SigningSecret == "" && c.AppToken == "" {
+		return c, usageErr("SLACK_SIGNING_SECRET is not set: without it orch would accept forged requests (or set SLACK_APP_TOKEN for Socket Mode)")
+	}
 	if v := a.env("ORCH_SLACK_POST_INTERVAL"); v != "" {
-		if postEvery, err = time.ParseDuration(v); err != nil || postEvery < 0 {
-			return usageErr("ORCH_SLACK_POST_INTERVAL: %q is not a duration", v)
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return c, usageErr("ORCH_SLACK_POST_INTERVAL: %q is not a duration", v)
+		}
+		c.PostInterval = d
+	}
+	return c, nil
+}
+
+// startServiceWorker starts the worker of `orch serve` and `orch worker`: with the Docker sandbox its engine and
+// image are checked before it takes any work, a warm pool is kept, and stray containers are reaped.
+func (a *app) startServiceWorker(cmd *cobra.Command, b *store.Backend, opts jobs.Options, ws string) (*engine, error) {
+	e, err := a.startWorker(cmd, b)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Sandbox == "docker" {
+		e.dockers.root = ws
+		if e.dockers.pool, err = a.set.int(cmd, "", "ORCH_DOCKER_WARM_POOL", 0, 1); err != nil {
+			e.Shutdown()
+			return nil, err
+		}
+		if _, err := e.dockers.forRun(opts); err != nil {
+			e.Shutdown()
+			return nil, withCode(exitUsage, err)
 		}
 	}
-	srv, err = bot.New(bot.Config{
-		PostInterval:  postEvery,
-		SigningSecret: a.env("SLACK_SIGNING_SECRET"),
-		BotToken:      a.env("SLACK_BOT_TOKEN"),
-		AppToken:      a.env("SLACK_APP_TOKEN"),
-		APIURL:        a.env("SLACK_API_URL"),
-		Workspace:     ws,
-		AllowedUsers:  splitList(a.env("ORCH_ALLOWED_USERS")),
-		Store:         b.Store,
-		Queue:         b.Queue,
-		Starter: &slackStarter{runs: &runs.Starter{Store: b.Store, Queue: b.Queue, FindTasks: a.findTasks},
-			base: opts, workspace: ws},
-		Log: a.log,
+	e.reapEvery(b.Store, 5*time.Minute)
+	return e, nil
+}
+
+// serveWorker serves a worker's metrics and health until ctx is done.
+func (a *app) serveWorker(ctx context.Context, addr string, b *store.Backend, m *metrics) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := b.Store.Ping(r.Context()); err != nil {
+			http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
 	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("listening on %s: %w", addr, err))
+	}
+	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go httpSrv.Serve(ln)
+	fmt.Fprintf(a.stderr, "orch: worker running (metrics on http://%s/metrics); stop with Ctrl-C\n", ln.Addr())
+	<-ctx.Done()
+	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	httpSrv.Shutdown(dctx)
+	return nil
+}
+
+// serveBot serves Slack (HTTP endpoints, or Socket Mode) and the metrics until ctx is done, then drains.
+func (a *app) serveBot(ctx context.Context, addr string, cfg bot.Config, m *metrics) error {
+	srv, err := bot.New(cfg)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
@@ -162,7 +184,7 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 	mux.Handle("/", srv.Handler())
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go httpSrv.Serve(ln)
-	if a.env("SLACK_APP_TOKEN") != "" {
+	if cfg.AppToken != "" {
 		fmt.Fprintf(a.stderr, "orch: Slack over Socket Mode; health on http://%s/healthz\n", ln.Addr())
 		go func() {
 			if err := srv.RunSocketMode(ctx); err != nil {
