@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,16 +110,16 @@ func (h *harness) roots(runID string) []slackfake.Message {
 }
 
 func (h *harness) following(runID string) bool {
-	ok, err := h.rdb.SIsMember(context.Background(), keyActive, runID).Result()
-	return err == nil && ok
+	ids, err := h.mirror.Followed(context.Background())
+	return err == nil && slices.Contains(ids, runID)
 }
 
 // done waits until the poster has posted a run's final message and stopped following it: nothing more comes.
 func (h *harness) done(runID string) {
 	h.t.Helper()
 	h.waitFor("the poster to finish "+runID, func() bool {
-		final, _ := h.rdb.HGet(context.Background(), keyRunState(runID), "final").Result()
-		return final == "1" && !h.following(runID) && h.idle(runID)
+		st, _ := h.mirror.State(context.Background(), runID)
+		return st["final"] == "1" && !h.following(runID) && h.idle(runID)
 	})
 }
 
@@ -126,11 +127,13 @@ func (h *harness) done(runID string) {
 func (h *harness) locked(runID string, fn func()) {
 	h.t.Helper()
 	ctx := context.Background()
+	var release func()
 	h.waitFor("the poster's lock", func() bool {
-		ok, err := h.rdb.SetNX(ctx, keyLock(runID), "test", lockTTL).Result()
+		r, ok, err := h.mirror.TryLock(ctx, runID, lockTTL)
+		release = r
 		return err == nil && ok
 	})
-	defer h.rdb.Del(ctx, keyLock(runID))
+	defer release()
 	fn()
 }
 
