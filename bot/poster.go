@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+	"golang.org/x/time/rate"
 
+	"github.com/orchrun/orch/internal/backoff"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -51,12 +53,12 @@ type poster struct {
 	stopOnce sync.Once
 
 	mu       sync.Mutex
-	lastPost map[string]time.Time // per channel: Slack allows about one message a second
+	limiters map[string]*rate.Limiter // per channel: Slack allows about one message a second
 }
 
 func newPoster(s *Server) *poster {
 	return &poster{s: s, mirror: s.cfg.Store.Mirror(mirrorName), stop: make(chan struct{}), done: make(chan struct{}),
-		lastPost: map[string]time.Time{}}
+		limiters: map[string]*rate.Limiter{}}
 }
 
 func (p *poster) start() {
@@ -319,52 +321,41 @@ func (p *poster) update(ctx context.Context, channel, ts string, m Message) erro
 	})
 }
 
-// call makes one Web API call within Slack's pace for the channel, waiting out a 429's Retry-After.
+// slackTries bounds the calls of one Web API method that Slack keeps answering with 429: the first and five more.
+const slackTries = 6
+
+// call makes one Web API call within Slack's pace for the channel, waiting out a 429's Retry-After. Other errors are
+// returned at once: the next pass tries again.
 func (p *poster) call(ctx context.Context, channel string, fn func(context.Context) error) error {
-	for attempt := 0; ; attempt++ {
-		if err := p.pace(ctx, channel); err != nil {
-			return err
+	pace := p.limiter(channel)
+	retry := backoff.Retry{Tries: slackTries, OnRetry: func(_ int, _ error, wait time.Duration) {
+		p.s.log.Info("Slack asked to slow down", "channel", channel, "retry_after", wait)
+	}}
+	return retry.Do(ctx, func(ctx context.Context) error {
+		if err := pace.Wait(ctx); err != nil {
+			return backoff.Permanent(err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
 		err := fn(cctx)
-		cancel()
 		var rl *slack.RateLimitedError
-		if errors.As(err, &rl) && attempt < 5 {
-			p.s.log.Info("Slack asked to slow down", "channel", channel, "retry_after", rl.RetryAfter)
-			if err := sleep(ctx, rl.RetryAfter); err != nil {
-				return err
-			}
-			continue
+		if errors.As(err, &rl) {
+			return backoff.After(err, rl.RetryAfter)
 		}
-		return err
-	}
+		return backoff.Permanent(err)
+	})
 }
 
-// pace waits until the channel may take another message.
-func (p *poster) pace(ctx context.Context, channel string) error {
+// limiter is the channel's pace: one call per PostInterval, none saved up.
+func (p *poster) limiter(channel string) *rate.Limiter {
 	p.mu.Lock()
-	next := p.lastPost[channel].Add(p.s.cfg.PostInterval)
-	now := time.Now()
-	if next.Before(now) {
-		next = now
+	defer p.mu.Unlock()
+	l := p.limiters[channel]
+	if l == nil {
+		l = rate.NewLimiter(rate.Every(p.s.cfg.PostInterval), 1)
+		p.limiters[channel] = l
 	}
-	p.lastPost[channel] = next
-	p.mu.Unlock()
-	return sleep(ctx, time.Until(next))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return l
 }
 
 // once reports whether key is seen for the first time (within a day).
