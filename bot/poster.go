@@ -2,33 +2,44 @@ package bot
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
+	"golang.org/x/time/rate"
 
+	"github.com/orchrun/orch/internal/backoff"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 )
 
-// The poster's keys in Redis. Its state lives there, not in memory, so that a restarted bot carries on where the last
-// one stopped: nothing posted twice, nothing lost.
+// The poster's state lives in the store (store.Mirror), not in memory, so that a restarted bot carries on where the
+// last one stopped: nothing posted twice, nothing lost.
 const (
-	keyActive  = "orch:slack:active" // set: runs whose threads are kept up to date
-	keyThreads = "orch:slack:thread" // hash: "<channel>:<thread ts>" → run id
+	mirrorName = "slack"
 	onceTTL    = 24 * time.Hour
 	lockTTL    = 2 * time.Minute
 	// recentEvents is how many recent events the progress view reads; it shows the last of those people care about.
 	recentEvents = 40
 )
 
-func keyRunState(id string) string { return "orch:slack:run:{" + id + "}" }
-func keyLock(id string) string     { return "orch:slack:lock:{" + id + "}" }
-func keyOnce(k string) string      { return "orch:slack:once:" + k }
+// The fields of a run's state (store.Mirror.State): the channel, the ts of the root, progress and final messages, the
+// id of the last event handled, "1" once the thread is finished, and "esc:<id>" the ts of escalation id's message.
+const (
+	fieldChannel    = "channel"
+	fieldRootTS     = "root_ts"
+	fieldProgressTS = "progress_ts"
+	fieldCursor     = "cursor"
+	fieldFinal      = "final"
+	fieldFinalTS    = "final_ts"
+	fieldEscPrefix  = "esc:"
+)
+
+// threadKey is a thread's name in the store's thread index.
+func threadKey(channel, threadTS string) string { return channel + ":" + threadTS }
 
 // poster keeps each Slack run's thread up to date from the run's event log: the root message, a progress message
 // updated in place, a message per question (updated when answered, from wherever), and the final message. It posts
@@ -36,18 +47,18 @@ func keyOnce(k string) string      { return "orch:slack:once:" + k }
 // thread's messages stay in order.
 type poster struct {
 	s        *Server
-	rdb      redis.UniversalClient
+	mirror   *store.Mirror
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
 
 	mu       sync.Mutex
-	lastPost map[string]time.Time // per channel: Slack allows about one message a second
+	limiters map[string]*rate.Limiter // per channel: Slack allows about one message a second
 }
 
 func newPoster(s *Server) *poster {
-	return &poster{s: s, rdb: s.cfg.Store.Client(), stop: make(chan struct{}), done: make(chan struct{}),
-		lastPost: map[string]time.Time{}}
+	return &poster{s: s, mirror: s.cfg.Store.Mirror(mirrorName), stop: make(chan struct{}), done: make(chan struct{}),
+		limiters: map[string]*rate.Limiter{}}
 }
 
 func (p *poster) start() {
@@ -89,21 +100,25 @@ func (p *poster) adopt(ctx context.Context) {
 		if r.Origin.Kind != "slack" {
 			continue
 		}
-		final, _ := p.rdb.HGet(ctx, keyRunState(r.ID), "final").Result()
-		if final == "" {
-			p.rdb.SAdd(ctx, keyActive, r.ID)
+		st, err := p.mirror.State(ctx, r.ID)
+		if err == nil && st[fieldFinal] == "" {
+			err = p.mirror.Follow(ctx, r.ID)
+		}
+		if err != nil {
+			p.s.log.Warn("looking for Slack runs to follow", "err", err)
+			return
 		}
 	}
 }
 
 // follow starts keeping a run's thread up to date.
 func (p *poster) follow(ctx context.Context, runID string) error {
-	return p.rdb.SAdd(ctx, keyActive, runID).Err()
+	return p.mirror.Follow(ctx, runID)
 }
 
 // pass brings every followed run's thread up to date.
 func (p *poster) pass(ctx context.Context) {
-	ids, err := p.rdb.SMembers(ctx, keyActive).Result()
+	ids, err := p.mirror.Followed(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.s.log.Warn("listing followed runs", "err", err)
@@ -122,39 +137,38 @@ func (p *poster) pass(ctx context.Context) {
 
 // runState is what the poster knows of a run's messages.
 type runState struct {
-	Channel, RootTS, ProgressTS, Cursor string
-	Esc                                 map[string]string // escalation id → message ts
+	Channel, RootTS, ProgressTS, FinalTS, Cursor string
+	Esc                                          map[string]string // escalation id → message ts
 }
 
 func (p *poster) state(ctx context.Context, runID string) (runState, error) {
-	m, err := p.rdb.HGetAll(ctx, keyRunState(runID)).Result()
+	m, err := p.mirror.State(ctx, runID)
 	if err != nil {
 		return runState{}, err
 	}
-	st := runState{Channel: m["channel"], RootTS: m["root_ts"], ProgressTS: m["progress_ts"], Cursor: m["cursor"],
-		Esc: map[string]string{}}
+	st := runState{Channel: m[fieldChannel], RootTS: m[fieldRootTS], ProgressTS: m[fieldProgressTS],
+		FinalTS: m[fieldFinalTS], Cursor: m[fieldCursor], Esc: map[string]string{}}
 	for k, v := range m {
-		if len(k) > 4 && k[:4] == "esc:" {
-			st.Esc[k[4:]] = v
+		if id, ok := strings.CutPrefix(k, fieldEscPrefix); ok && id != "" {
+			st.Esc[id] = v
 		}
 	}
 	return st, nil
 }
 
-func (p *poster) save(ctx context.Context, runID string, kv ...string) error {
-	return p.rdb.HSet(ctx, keyRunState(runID), kv).Err()
+func (p *poster) save(ctx context.Context, runID string, fieldValues ...string) error {
+	return p.mirror.Save(ctx, runID, fieldValues...)
 }
 
 // sync posts what a run's thread is missing, event by event.
 func (p *poster) sync(ctx context.Context, runID string) error {
 	// One poster per run at a time, however many bots run. The lock holds a token of this sync, is released only by
 	// it, and outlives the sync: the sync gives up before the lock could expire under it.
-	token := randomToken()
-	ok, err := p.rdb.SetNX(ctx, keyLock(runID), token, lockTTL).Result()
+	release, ok, err := p.mirror.TryLock(ctx, runID, lockTTL)
 	if err != nil || !ok {
 		return err
 	}
-	defer unlockScript.Run(context.WithoutCancel(ctx), p.rdb, []string{keyLock(runID)}, token)
+	defer release()
 	ctx, cancel := context.WithTimeout(ctx, lockTTL-10*time.Second)
 	defer cancel()
 
@@ -170,7 +184,7 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 	}
 	run, err := p.s.cfg.Store.Get(ctx, runID)
 	if errors.Is(err, jobs.ErrRunNotFound) {
-		return p.rdb.SRem(ctx, keyActive, runID).Err()
+		return p.mirror.Unfollow(ctx, runID)
 	}
 	if err != nil {
 		return err
@@ -179,7 +193,7 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 		st.Channel = run.Origin.Channel
 	}
 	if st.Channel == "" {
-		return p.rdb.SRem(ctx, keyActive, runID).Err() // nowhere to post
+		return p.mirror.Unfollow(ctx, runID) // nowhere to post
 	}
 	if st.RootTS == "" {
 		ts, err := p.post(ctx, st.Channel, "", RootMessage(run))
@@ -187,10 +201,10 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 			return fmt.Errorf("posting the root message: %w", err)
 		}
 		st.RootTS = ts
-		if err := p.save(ctx, runID, "channel", st.Channel, "root_ts", ts); err != nil {
+		if err := p.save(ctx, runID, fieldChannel, st.Channel, fieldRootTS, ts); err != nil {
 			return err
 		}
-		if err := p.rdb.HSet(ctx, keyThreads, st.Channel+":"+ts, runID).Err(); err != nil {
+		if err := p.mirror.SetThread(ctx, threadKey(st.Channel, ts), runID); err != nil {
 			return err
 		}
 	}
@@ -215,7 +229,7 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 					return fmt.Errorf("posting escalation %s: %w", id, err)
 				}
 				st.Esc[id] = ts
-				if err := p.save(ctx, runID, "esc:"+id, ts); err != nil {
+				if err := p.save(ctx, runID, fieldEscPrefix+id, ts); err != nil {
 					return err
 				}
 			}
@@ -234,28 +248,31 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 				return err
 			}
 		case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
-			if final, _ := p.rdb.HGet(ctx, keyRunState(runID), "final_ts").Result(); final == "" {
+			if st.FinalTS == "" {
 				ts, err := p.post(ctx, st.Channel, st.RootTS, FinalMessage(run))
 				if err != nil {
 					return fmt.Errorf("posting the final message: %w", err)
 				}
 				// Saved at once: a failure below must not post it again on the next pass.
-				if err := p.save(ctx, runID, "final_ts", ts); err != nil {
+				if err := p.save(ctx, runID, fieldFinalTS, ts); err != nil {
 					return err
 				}
+				st.FinalTS = ts
 			}
 			if err := p.update(ctx, st.Channel, st.RootTS, RootMessage(run)); err != nil {
 				return err
 			}
-			if err := p.save(ctx, runID, "final", "1"); err != nil {
+			if err := p.save(ctx, runID, fieldFinal, "1"); err != nil {
 				return err
 			}
-			p.rdb.SRem(ctx, keyActive, runID)
+			if err := p.mirror.Unfollow(ctx, runID); err != nil {
+				return err
+			}
 		default:
 			progress = true
 		}
 		st.Cursor = ev.ID
-		if err := p.save(ctx, runID, "cursor", ev.ID); err != nil {
+		if err := p.save(ctx, runID, fieldCursor, ev.ID); err != nil {
 			return err
 		}
 	}
@@ -276,7 +293,7 @@ func (p *poster) progress(ctx context.Context, run *jobs.Run, st *runState) erro
 			return err
 		}
 		st.ProgressTS = ts
-		return p.save(ctx, run.ID, "progress_ts", ts)
+		return p.save(ctx, run.ID, fieldProgressTS, ts)
 	}
 	return p.update(ctx, st.Channel, st.ProgressTS, msg)
 }
@@ -304,66 +321,46 @@ func (p *poster) update(ctx context.Context, channel, ts string, m Message) erro
 	})
 }
 
-// call makes one Web API call within Slack's pace for the channel, waiting out a 429's Retry-After.
+// slackTries bounds the calls of one Web API method that Slack keeps answering with 429: the first and five more.
+const slackTries = 6
+
+// call makes one Web API call within Slack's pace for the channel, waiting out a 429's Retry-After. Other errors are
+// returned at once: the next pass tries again.
 func (p *poster) call(ctx context.Context, channel string, fn func(context.Context) error) error {
-	for attempt := 0; ; attempt++ {
-		if err := p.pace(ctx, channel); err != nil {
-			return err
+	pace := p.limiter(channel)
+	retry := backoff.Retry{Tries: slackTries, OnRetry: func(_ int, _ error, wait time.Duration) {
+		p.s.log.Info("Slack asked to slow down", "channel", channel, "retry_after", wait)
+	}}
+	return retry.Do(ctx, func(ctx context.Context) error {
+		if err := pace.Wait(ctx); err != nil {
+			return backoff.Permanent(err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
 		err := fn(cctx)
-		cancel()
 		var rl *slack.RateLimitedError
-		if errors.As(err, &rl) && attempt < 5 {
-			p.s.log.Info("Slack asked to slow down", "channel", channel, "retry_after", rl.RetryAfter)
-			if err := sleep(ctx, rl.RetryAfter); err != nil {
-				return err
-			}
-			continue
+		if errors.As(err, &rl) {
+			return backoff.After(err, rl.RetryAfter)
 		}
-		return err
-	}
+		return backoff.Permanent(err)
+	})
 }
 
-// pace waits until the channel may take another message.
-func (p *poster) pace(ctx context.Context, channel string) error {
+// limiter is the channel's pace: one call per PostInterval, none saved up.
+func (p *poster) limiter(channel string) *rate.Limiter {
 	p.mu.Lock()
-	next := p.lastPost[channel].Add(p.s.cfg.PostInterval)
-	now := time.Now()
-	if next.Before(now) {
-		next = now
+	defer p.mu.Unlock()
+	l := p.limiters[channel]
+	if l == nil {
+		l = rate.NewLimiter(rate.Every(p.s.cfg.PostInterval), 1)
+		p.limiters[channel] = l
 	}
-	p.lastPost[channel] = next
-	p.mu.Unlock()
-	return sleep(ctx, time.Until(next))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// unlockScript deletes a lock only if it still holds the caller's token.
-var unlockScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
-
-func randomToken() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return l
 }
 
 // once reports whether key is seen for the first time (within a day).
 func (p *poster) once(ctx context.Context, key string) (bool, error) {
-	return p.rdb.SetNX(ctx, keyOnce(key), "1", onceTTL).Result()
+	return p.mirror.Once(ctx, key, onceTTL)
 }
 
 // messageOf reports whether a click on message ts, in thread threadTS of channel, can be about escalation escID of
@@ -385,11 +382,7 @@ func (p *poster) messageOf(ctx context.Context, runID, escID, channel, threadTS,
 
 // runOfThread finds the run whose root message is the thread's parent.
 func (p *poster) runOfThread(ctx context.Context, channel, threadTS string) (string, error) {
-	id, err := p.rdb.HGet(ctx, keyThreads, channel+":"+threadTS).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil
-	}
-	return id, err
+	return p.mirror.RunOfThread(ctx, threadKey(channel, threadTS))
 }
 
 // auditRefusal records a request from someone not allowed to make it.

@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/slack-go/slack"
 
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/escalation"
@@ -109,16 +113,16 @@ func (h *harness) roots(runID string) []slackfake.Message {
 }
 
 func (h *harness) following(runID string) bool {
-	ok, err := h.rdb.SIsMember(context.Background(), keyActive, runID).Result()
-	return err == nil && ok
+	ids, err := h.mirror.Followed(context.Background())
+	return err == nil && slices.Contains(ids, runID)
 }
 
 // done waits until the poster has posted a run's final message and stopped following it: nothing more comes.
 func (h *harness) done(runID string) {
 	h.t.Helper()
 	h.waitFor("the poster to finish "+runID, func() bool {
-		final, _ := h.rdb.HGet(context.Background(), keyRunState(runID), "final").Result()
-		return final == "1" && !h.following(runID) && h.idle(runID)
+		st, _ := h.mirror.State(context.Background(), runID)
+		return st["final"] == "1" && !h.following(runID) && h.idle(runID)
 	})
 }
 
@@ -126,11 +130,13 @@ func (h *harness) done(runID string) {
 func (h *harness) locked(runID string, fn func()) {
 	h.t.Helper()
 	ctx := context.Background()
+	var release func()
 	h.waitFor("the poster's lock", func() bool {
-		ok, err := h.rdb.SetNX(ctx, keyLock(runID), "test", lockTTL).Result()
+		r, ok, err := h.mirror.TryLock(ctx, runID, lockTTL)
+		release = r
 		return err == nil && ok
 	})
-	defer h.rdb.Del(ctx, keyLock(runID))
+	defer release()
 	fn()
 }
 
@@ -620,5 +626,78 @@ func TestPosterReadsEventsWithTheirRun(t *testing.T) {
 				t.Errorf("root = %q after the run completed", r.Text)
 			}
 		})
+	})
+}
+
+// A Web API call waits out Slack's 429s (the first call and five more at most), is not retried on other errors, and
+// returns promptly when its context is done, whether it is waiting for Slack's Retry-After or for the channel's pace.
+func TestPosterCall(t *testing.T) {
+	// A poster of its own: call uses neither Redis nor Slack's API but through fn.
+	newPosterEvery := func(every time.Duration) *poster {
+		return newPoster(&Server{cfg: Config{Store: store.New(nil, nil), PostInterval: every},
+			log: slog.New(slog.DiscardHandler)})
+	}
+	limited := func(after time.Duration) error { return &slack.RateLimitedError{RetryAfter: after} }
+
+	t.Run("gives up after six 429s", func(t *testing.T) {
+		p, calls := newPosterEvery(time.Millisecond), 0
+		err := p.call(context.Background(), "C1", func(context.Context) error { calls++; return limited(time.Millisecond) })
+		var rl *slack.RateLimitedError
+		if calls != 6 || !errors.As(err, &rl) {
+			t.Fatalf("%d calls, %v; want 6 and the 429", calls, err)
+		}
+	})
+
+	t.Run("waits out Retry-After", func(t *testing.T) {
+		p, calls := newPosterEvery(time.Millisecond), 0
+		start := time.Now()
+		err := p.call(context.Background(), "C1", func(context.Context) error {
+			if calls++; calls == 1 {
+				return limited(200 * time.Millisecond)
+			}
+			return nil
+		})
+		if err != nil || calls != 2 {
+			t.Fatalf("%d calls, %v; want 2 and success", calls, err)
+		}
+		if waited := time.Since(start); waited < 200*time.Millisecond {
+			t.Errorf("the second call came %v after the first, before the 200ms Slack asked for", waited)
+		}
+	})
+
+	t.Run("other errors are not retried", func(t *testing.T) {
+		p, calls := newPosterEvery(time.Millisecond), 0
+		boom := errors.New("channel_not_found")
+		if err := p.call(context.Background(), "C1", func(context.Context) error { calls++; return boom }); calls != 1 || !errors.Is(err, boom) {
+			t.Fatalf("%d calls, %v; want 1 and the error", calls, err)
+		}
+	})
+
+	returnsPromptly := func(t *testing.T, p *poster, fn func(context.Context) error) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(50*time.Millisecond, cancel)
+		start := time.Now()
+		err := p.call(ctx, "C1", fn)
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("call = %v, want the context's error", err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("call returned %v after its context was done", took)
+		}
+	}
+	t.Run("cancelled during Retry-After", func(t *testing.T) {
+		returnsPromptly(t, newPosterEvery(time.Millisecond), func(context.Context) error { return limited(time.Hour) })
+	})
+	t.Run("cancelled while paced", func(t *testing.T) {
+		p := newPosterEvery(time.Hour)
+		if err := p.call(context.Background(), "C1", func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		// Another channel has a pace of its own.
+		if err := p.call(context.Background(), "C2", func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		returnsPromptly(t, p, func(context.Context) error { return nil })
 	})
 }

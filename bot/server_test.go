@@ -78,6 +78,7 @@ type harness struct {
 	t       *testing.T
 	rdb     redis.UniversalClient
 	store   *store.Store
+	mirror  *store.Mirror // the poster's state in the store
 	queue   *hookQueue
 	fake    *slackfake.Slack
 	starter *testStarter
@@ -106,7 +107,7 @@ func withoutSerializing(h *harness, _ *Config) { h.serialize = false }
 // the poster's lock of that run, so that no change lands between the poster's read of the run and its read of the
 // run's events. The poster does not stand that (TestPosterReadsEventsWithTheirRun shows it losing messages); this
 // keeps that one race out of the tests of everything else.
-type commitUnderPosterLock struct{ locks redis.UniversalClient }
+type commitUnderPosterLock struct{ locks *store.Mirror }
 
 func (commitUnderPosterLock) DialHook(next redis.DialHook) redis.DialHook          { return next }
 func (commitUnderPosterLock) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
@@ -125,16 +126,16 @@ func (c commitUnderPosterLock) ProcessPipelineHook(next redis.ProcessPipelineHoo
 			return next(ctx, cmds)
 		}
 		for {
-			ok, err := c.locks.SetNX(ctx, keyLock(id), "test", lockTTL).Result()
+			release, ok, err := c.locks.TryLock(ctx, id, lockTTL)
 			if err != nil {
 				return err
 			}
 			if ok {
+				defer release()
 				break
 			}
 			time.Sleep(time.Millisecond)
 		}
-		defer c.locks.Del(context.WithoutCancel(ctx), keyLock(id))
 		return next(ctx, cmds)
 	}
 }
@@ -154,10 +155,16 @@ func newHarness(t *testing.T, rdb redis.UniversalClient, opts ...harnessOption) 
 	h.rdb = redis.NewClient(&redis.Options{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: o.TLSConfig})
 	t.Cleanup(func() { h.rdb.Close() })
 	h.store = store.New(h.rdb, nil)
+	h.mirror = h.store.Mirror(mirrorName)
 	h.queue = &hookQueue{q: queue.New(h.rdb, queue.Config{})}
 	h.starter = newTestStarter(h)
 	// Runs followed by a bot test that crashed; on a shared Redis their threads would go to this test's fake.
-	rdb.Del(context.Background(), keyActive)
+	unhooked := store.New(rdb, nil).Mirror(mirrorName)
+	if ids, err := unhooked.Followed(context.Background()); err == nil {
+		for _, id := range ids {
+			unhooked.Unfollow(context.Background(), id)
+		}
+	}
 	t.Cleanup(h.cleanup)
 	h.fake = slackfake.New()
 	t.Cleanup(h.fake.Close)
@@ -169,7 +176,7 @@ func newHarness(t *testing.T, rdb redis.UniversalClient, opts ...harnessOption) 
 		o(h, &h.cfg)
 	}
 	if h.serialize {
-		h.rdb.AddHook(commitUnderPosterLock{locks: rdb})
+		h.rdb.AddHook(commitUnderPosterLock{locks: unhooked})
 	}
 	h.start()
 	t.Cleanup(func() {
@@ -243,15 +250,16 @@ func (h *harness) cleanup() {
 			}
 		}
 		insp.DeleteTask(queue.Control, "start:"+id)
-		// The store's keys (jobs/store.go) and the poster's.
-		h.rdb.Del(ctx, "orch:run:{"+id+"}", "orch:run:{"+id+"}:events", "orch:run:{"+id+"}:audit", keyRunState(id), keyLock(id))
+		// The store's keys (jobs/store/store.go) and the poster's (jobs/store/mirror.go): the store deletes nothing.
+		h.rdb.Del(ctx, "orch:run:{"+id+"}", "orch:run:{"+id+"}:events", "orch:run:{"+id+"}:audit",
+			"orch:slack:run:{"+id+"}", "orch:slack:lock:{"+id+"}")
 		h.rdb.ZRem(ctx, "orch:runs", id)
-		h.rdb.SRem(ctx, keyActive, id)
+		h.mirror.Unfollow(ctx, id)
 	}
-	if keys, err := h.rdb.HKeys(ctx, keyThreads).Result(); err == nil {
+	if keys, err := h.rdb.HKeys(ctx, "orch:slack:thread").Result(); err == nil {
 		for _, k := range keys {
 			if strings.HasPrefix(k, h.channel+":") {
-				h.rdb.HDel(ctx, keyThreads, k)
+				h.rdb.HDel(ctx, "orch:slack:thread", k)
 			}
 		}
 	}
@@ -575,18 +583,16 @@ func (h *harness) audit(runID, action string) []jobs.AuditEntry {
 	return out
 }
 
-// refusals are the audit entries outside runs (the store's "orch:audit" stream) about user.
+// refusals are the audit entries outside runs about user.
 func (h *harness) refusals(user string) []jobs.AuditEntry {
 	h.t.Helper()
-	msgs, err := h.rdb.XRange(context.Background(), "orch:audit", "-", "+").Result()
+	all, err := h.store.AuditOutside(context.Background())
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	var out []jobs.AuditEntry
-	for _, m := range msgs {
-		raw, _ := m.Values["e"].(string)
-		var a jobs.AuditEntry
-		if json.Unmarshal([]byte(raw), &a) == nil && a.By == user {
+	for _, a := range all {
+		if a.By == user {
 			out = append(out, a)
 		}
 	}
@@ -596,7 +602,7 @@ func (h *harness) refusals(user string) []jobs.AuditEntry {
 // idle reports whether the poster has caught up with a run: every event handled and no pass in progress.
 func (h *harness) idle(runID string) bool {
 	ctx := context.Background()
-	st, err := h.rdb.HGetAll(ctx, keyRunState(runID)).Result()
+	st, err := h.mirror.State(ctx, runID)
 	if err != nil || st["root_ts"] == "" {
 		return false
 	}
@@ -604,8 +610,13 @@ func (h *harness) idle(runID string) bool {
 	if err != nil || cmp.Or(st["cursor"], "0") != last {
 		return false
 	}
-	n, err := h.rdb.Exists(ctx, keyLock(runID)).Result()
-	return err == nil && n == 0
+	// The poster's lock is free: taken and given back at once.
+	release, free, err := h.mirror.TryLock(ctx, runID, lockTTL)
+	if err != nil || !free {
+		return false
+	}
+	release()
+	return true
 }
 
 // hookQueue is the real queue with a record of the resumes enqueued and a hook a test can use to play the worker.
@@ -1572,7 +1583,7 @@ func TestShutdownDrains(t *testing.T) {
 		}
 		for i := range 2 {
 			id := h.starter.run(i).ID
-			if ok, _ := h.rdb.SIsMember(context.Background(), keyActive, id).Result(); !ok {
+			if !h.following(id) {
 				t.Errorf("run %s was created but the bot never followed it", id)
 			}
 		}

@@ -137,7 +137,7 @@ func TestOpenStoresDefaultAndTimeout(t *testing.T) {
 	})
 	for _, sc := range stores(t) {
 		t.Run(sc.name, func(t *testing.T) {
-			run := newRun(t, sc.store)
+			run := newRun(t, sc)
 			open(t, sc.store, run.ID, gateSpec())
 			e := mustGet(t, sc.store, run.ID).OpenEscalation()
 			if e == nil {
@@ -294,7 +294,7 @@ func TestGateResolvedManyTimesStillOpens(t *testing.T) {
 	for _, sc := range stores(t) {
 		t.Run(sc.name, func(t *testing.T) {
 			ctx := context.Background()
-			run := newRun(t, sc.store)
+			run := newRun(t, sc)
 			q := &fakeQueue{}
 			for i := 1; i <= 8; i++ {
 				s := gateSpec()
@@ -339,7 +339,7 @@ type resolvedCase struct {
 func checkConversationalResolved(t *testing.T, sc storeCase, spec func() escalation.Spec, tt resolvedCase) {
 	t.Helper()
 	ctx := context.Background()
-	run := newRun(t, sc.store)
+	run := newRun(t, sc)
 	opened := open(t, sc.store, run.ID, spec())
 	sc.clock.Advance(time.Minute)
 	q := &fakeQueue{}
@@ -413,7 +413,7 @@ func checkConversationalResolved(t *testing.T, sc storeCase, spec func() escalat
 // checkConversationalRejected checks that a resolution is ErrInvalid, says so usefully and changes nothing.
 func checkConversationalRejected(t *testing.T, sc storeCase, spec func() escalation.Spec, req escalation.Request, msgs []string) {
 	t.Helper()
-	run := newRun(t, sc.store)
+	run := newRun(t, sc)
 	open(t, sc.store, run.ID, spec())
 	before := snap(t, sc.store, run.ID)
 	sc.clock.Advance(time.Minute)
@@ -544,7 +544,7 @@ func TestResolveChat(t *testing.T) {
 func TestResolveOrdinaryAnswerIsNotAChoice(t *testing.T) {
 	for _, sc := range stores(t) {
 		t.Run(sc.name, func(t *testing.T) {
-			run := newRun(t, sc.store)
+			run := newRun(t, sc)
 			open(t, sc.store, run.ID, choiceSpec())
 			if _, _, err := escalation.Resolve(context.Background(), sc.store, &fakeQueue{}, escalation.Request{
 				RunID: run.ID, Type: jobs.ResolveAnswer, Text: "B", By: "alice", Via: "cli"}); err != nil {
@@ -704,7 +704,7 @@ func TestAutoApproveConversational(t *testing.T) {
 				{"chat", chatSpec, "ended the conversation: /done"},
 			} {
 				t.Run(tt.name, func(t *testing.T) {
-					run := newRun(t, sc.store)
+					run := newRun(t, sc)
 					e := open(t, sc.store, run.ID, tt.spec())
 					a, err := escalation.AutoApprove{}.Ask(ctx, escalation.QuestionFor(e))
 					if err != nil {
@@ -817,7 +817,7 @@ func TestTypedAnswerResolvesConversational(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
-					run := newRun(t, sc.store)
+					run := newRun(t, sc)
 					e := open(t, sc.store, run.ID, tt.spec())
 					a := escalation.ParseAnswer(escalation.QuestionFor(e), tt.line)
 					req, ok := escalation.RequestFor(e, run.ID, a, "alice", "console")

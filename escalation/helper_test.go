@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/jobstest"
@@ -17,6 +19,7 @@ import (
 type storeCase struct {
 	name  string
 	store *store.Store
+	rdb   redis.UniversalClient // the client under store, to remove what a test leaves behind
 	clock *clock
 }
 
@@ -28,7 +31,7 @@ func stores(t *testing.T) []storeCase {
 	for _, name := range []string{"miniredis", "redis"} {
 		if c, ok := clients[name]; ok {
 			clk := newClock()
-			out = append(out, storeCase{name: name, store: store.New(c, clk.Now), clock: clk})
+			out = append(out, storeCase{name: name, store: store.New(c, clk.Now), rdb: c, clock: clk})
 		}
 	}
 	return out
@@ -80,8 +83,9 @@ func (q *fakeQueue) Calls() []resumeCall {
 
 // newRun saves a running run whose first task has failed three times, and removes its keys when the test ends so
 // that a shared Redis stays clean.
-func newRun(t *testing.T, s *store.Store) *jobs.Run {
+func newRun(t *testing.T, sc storeCase) *jobs.Run {
 	t.Helper()
+	s := sc.store
 	ctx := context.Background()
 	r := &jobs.Run{
 		ID:       jobs.NewRunID(),
@@ -102,7 +106,7 @@ func newRun(t *testing.T, s *store.Store) *jobs.Run {
 	t.Cleanup(func() {
 		// The key names of jobs/store.go; should they change, this only leaves garbage behind.
 		id := r.ID
-		rdb := s.Client()
+		rdb := sc.rdb
 		rdb.Del(context.Background(), "orch:run:{"+id+"}", "orch:run:{"+id+"}:events", "orch:run:{"+id+"}:audit")
 		rdb.ZRem(context.Background(), "orch:runs", id)
 	})

@@ -171,7 +171,7 @@ func TestTypedAnswerResolves(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.line, func(t *testing.T) {
-					run := newRun(t, sc.store)
+					run := newRun(t, sc)
 					e := open(t, sc.store, run.ID, choiceSpec())
 					a := escalation.ParseAnswer(escalation.QuestionFor(e), tt.line)
 					req, ok := escalation.RequestFor(e, run.ID, a, "alice", "console")

@@ -15,7 +15,7 @@ func TestMetricsCountCommittedChangesOnce(t *testing.T) {
 			ctx := context.Background()
 			m := escalation.NewMetrics()
 			sc.store.Observe(m.Observe)
-			run := newRun(t, sc.store)
+			run := newRun(t, sc)
 			// A change that is rejected counts nothing.
 			sc.store.Update(ctx, run.ID, func(r *jobs.Run, c *jobs.Change) error {
 				c.Emit(jobs.NewEvent(r.ID, "T1", jobs.LoopDetectedEvent{}))

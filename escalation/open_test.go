@@ -28,7 +28,7 @@ func TestOpenParksTheRun(t *testing.T) {
 	for _, sc := range stores(t) {
 		t.Run(sc.name, func(t *testing.T) {
 			ctx := context.Background()
-			run := newRun(t, sc.store)
+			run := newRun(t, sc)
 			e := open(t, sc.store, run.ID, choiceSpec())
 
 			got := mustGet(t, sc.store, run.ID)
@@ -102,7 +102,7 @@ func TestOpenNumbersEscalations(t *testing.T) {
 	for _, sc := range stores(t) {
 		t.Run(sc.name, func(t *testing.T) {
 			ctx := context.Background()
-			run := newRun(t, sc.store)
+			run := newRun(t, sc)
 			q := &fakeQueue{}
 			for i, trig := range []jobs.Trigger{jobs.TriggerNeedsHelp, jobs.TriggerAttemptCap, jobs.TriggerSecurity} {
 				e := open(t, sc.store, run.ID, escalation.Spec{Trigger: trig, Source: "orch", Question: "q"})
@@ -129,7 +129,7 @@ func TestOpenNumbersEscalations(t *testing.T) {
 func TestOpenCollapsesDuplicateTriggers(t *testing.T) {
 	for _, sc := range stores(t) {
 		t.Run(sc.name, func(t *testing.T) {
-			run := newRun(t, sc.store)
+			run := newRun(t, sc)
 			first := open(t, sc.store, run.ID, choiceSpec())
 			sc.clock.Advance(time.Second)
 			// The same task trips again (a redelivered step, the brain and the cap at once): no second question.

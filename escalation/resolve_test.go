@@ -71,7 +71,7 @@ func TestResolve(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					ctx := context.Background()
-					run := newRun(t, sc.store)
+					run := newRun(t, sc)
 					opened := open(t, sc.store, run.ID, choiceSpec())
 					sc.clock.Advance(90 * time.Second)
 					q := &fakeQueue{}
@@ -217,7 +217,7 @@ func TestResolveRejectsInvalid(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
-					run := newRun(t, sc.store)
+					run := newRun(t, sc)
 					open(t, sc.store, run.ID, tt.spec())
 					before := snap(t, sc.store, run.ID)
 					sc.clock.Advance(time.Minute)
@@ -256,7 +256,7 @@ func TestResolveWithoutOpenEscalation(t *testing.T) {
 			q := &fakeQueue{}
 
 			t.Run("never escalated", func(t *testing.T) {
-				run := newRun(t, sc.store)
+				run := newRun(t, sc)
 				before := snap(t, sc.store, run.ID)
 				_, _, err := escalation.Resolve(ctx, sc.store, q, escalation.Request{RunID: run.ID, Type: jobs.ResolveResume})
 				if !errors.Is(err, escalation.ErrNoOpenEscalation) || !strings.Contains(err.Error(), "running") {
@@ -273,7 +273,7 @@ func TestResolveWithoutOpenEscalation(t *testing.T) {
 				}
 			})
 			t.Run("already resolved", func(t *testing.T) {
-				run := newRun(t, sc.store)
+				run := newRun(t, sc)
 				open(t, sc.store, run.ID, choiceSpec())
 				if _, _, err := escalation.Resolve(ctx, sc.store, q, escalation.Request{RunID: run.ID, EscalationID: "e1",
 					Type: jobs.ResolveChoose, Key: "A", By: "alice", Via: "console"}); err != nil {
@@ -307,7 +307,7 @@ func TestResolveWithoutOpenEscalation(t *testing.T) {
 				}
 			})
 			t.Run("a late answer does not answer the next question", func(t *testing.T) {
-				run := newRun(t, sc.store)
+				run := newRun(t, sc)
 				open(t, sc.store, run.ID, choiceSpec())
 				if _, _, err := escalation.Resolve(ctx, sc.store, q, escalation.Request{RunID: run.ID, EscalationID: "e1",
 					Type: jobs.ResolveRetry, By: "alice"}); err != nil {
@@ -332,7 +332,7 @@ func TestResolveAuditTrail(t *testing.T) {
 	for _, sc := range stores(t) {
 		t.Run(sc.name, func(t *testing.T) {
 			ctx := context.Background()
-			run := newRun(t, sc.store)
+			run := newRun(t, sc)
 			open(t, sc.store, run.ID, choiceSpec())
 			sc.clock.Advance(time.Minute)
 			if _, _, err := escalation.Resolve(ctx, sc.store, &fakeQueue{}, escalation.Request{RunID: run.ID,
@@ -391,7 +391,7 @@ func TestResolveRedactsSecrets(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					ctx := context.Background()
-					run := newRun(t, sc.store)
+					run := newRun(t, sc)
 					open(t, sc.store, run.ID, choiceSpec())
 					req := tt.req
 					req.RunID, req.By = run.ID, "alice"
@@ -422,7 +422,7 @@ func TestResolveRedactsSecrets(t *testing.T) {
 func TestResolveEnqueueFailure(t *testing.T) {
 	for _, sc := range stores(t) {
 		t.Run(sc.name, func(t *testing.T) {
-			run := newRun(t, sc.store)
+			run := newRun(t, sc)
 			open(t, sc.store, run.ID, choiceSpec())
 			queueDown := errors.New("redis: connection refused")
 			q := &fakeQueue{err: queueDown}
@@ -458,7 +458,7 @@ func TestResolveConcurrently(t *testing.T) {
 	for _, sc := range stores(t) {
 		t.Run(sc.name, func(t *testing.T) {
 			ctx := context.Background()
-			run := newRun(t, sc.store)
+			run := newRun(t, sc)
 			open(t, sc.store, run.ID, choiceSpec())
 			before := snap(t, sc.store, run.ID)
 			q := &fakeQueue{}
@@ -554,7 +554,7 @@ func TestResolveWhileParking(t *testing.T) {
 	for _, sc := range stores(t) {
 		t.Run(sc.name, func(t *testing.T) {
 			ctx := context.Background()
-			run := newRun(t, sc.store)
+			run := newRun(t, sc)
 			q := &fakeQueue{}
 
 			open(t, sc.store, run.ID, choiceSpec())
@@ -591,7 +591,7 @@ func TestResolveWhileParking(t *testing.T) {
 func TestResolveDefaultsBy(t *testing.T) {
 	for _, sc := range stores(t) {
 		t.Run(sc.name, func(t *testing.T) {
-			run := newRun(t, sc.store)
+			run := newRun(t, sc)
 			open(t, sc.store, run.ID, choiceSpec())
 			_, e, err := escalation.Resolve(context.Background(), sc.store, &fakeQueue{},
 				escalation.Request{RunID: run.ID, Type: jobs.ResolveResume, Via: "cli"})

@@ -2,15 +2,11 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/orchrun/orch/jobs"
-	"github.com/orchrun/orch/jobs/queue"
 )
 
 // A worker that dies mid-step (SIGKILL, OOM, a lost machine) leaves its step active in asynq under a lease nobody
@@ -18,16 +14,13 @@ import (
 // once-a-minute pass comes round: one to two minutes after the crash. Every orch worker looks for expired leases of
 // steps every few seconds instead and enqueues the step again under a rescue id, so the run goes on about 30 s after
 // its worker died (the lease's own length). The step handler's sequence check makes the rescue and asynq's later
-// retry of the original harmless to each other: whichever runs second finds the step done.
+// retry of the original harmless to each other: whichever runs second finds the step done. The leases are asynq's
+// own, read through queue.ExpiredSteps.
 
 // rescueEvery is how often a worker looks for orphaned steps.
 const rescueEvery = 5 * time.Second
 
-// leaseKey is asynq's sorted set of the active tasks of a queue, scored by lease expiry (asynq v0.26's layout; the
-// rescue test breaks if an upgrade moves it).
-func leaseKey(queue string) string { return "asynq:{" + queue + "}:lease" }
-
-func (w *Worker) rescueLoop(rdb redis.UniversalClient) {
+func (w *Worker) rescueLoop() {
 	t := time.NewTicker(rescueEvery)
 	defer t.Stop()
 	for {
@@ -35,7 +28,7 @@ func (w *Worker) rescueLoop(rdb redis.UniversalClient) {
 		case <-w.base.Done():
 			return
 		case <-t.C:
-			if n, err := w.RescueOrphans(w.base, rdb); err != nil && w.base.Err() == nil {
+			if n, err := w.RescueOrphans(w.base); err != nil && w.base.Err() == nil {
 				w.log.Warn("looking for steps of dead workers", "err", err)
 			} else if n > 0 {
 				w.log.Info("rescued steps of dead workers", "steps", n)
@@ -46,12 +39,11 @@ func (w *Worker) rescueLoop(rdb redis.UniversalClient) {
 
 // RescueOrphans enqueues again the steps whose worker stopped extending their lease, and returns how many it
 // enqueued.
-func (w *Worker) RescueOrphans(ctx context.Context, rdb redis.UniversalClient) (int, error) {
+func (w *Worker) RescueOrphans(ctx context.Context) (int, error) {
 	// Leases are in asynq's time: the wall clock's, whatever clock the store keeps.
-	ids, err := rdb.ZRangeByScore(ctx, leaseKey(queue.Steps), &redis.ZRangeBy{Min: "-inf",
-		Max: strconv.FormatInt(time.Now().Unix(), 10)}).Result()
+	ids, err := w.cfg.Queue.ExpiredSteps(ctx, time.Now())
 	if err != nil {
-		return 0, fmt.Errorf("reading the step leases: %w", err)
+		return 0, err
 	}
 	n := 0
 	for _, id := range ids {

@@ -172,7 +172,7 @@ func (w *Worker) Start(rdb redis.UniversalClient) error {
 		w.control.Shutdown()
 		return fmt.Errorf("starting step worker: %w", err)
 	}
-	go w.rescueLoop(rdb)
+	go w.rescueLoop()
 	return nil
 }
 

@@ -406,13 +406,16 @@ func TestRescueOrphans(t *testing.T) {
 				{Score: past, Member: fmt.Sprintf("step:%s:1:rescue", moved.ID)}, // never rescued twice
 				{Score: future, Member: fmt.Sprintf("step:%s:1", moved.ID)},      // alive: its lease runs
 			}
-			rdb.ZAdd(ctx, leaseKey(queue.Steps), leases...)
+			// asynq's lease set of the steps queue, as workers that died left it (the layout jobs/queue reads and
+			// its TestExpiredStepsSeesAsynqLeases pins).
+			const leaseSet = "asynq:{" + queue.Steps + "}:lease"
+			rdb.ZAdd(ctx, leaseSet, leases...)
 			t.Cleanup(func() {
 				for _, z := range leases {
-					rdb.ZRem(ctx, leaseKey(queue.Steps), z.Member)
+					rdb.ZRem(ctx, leaseSet, z.Member)
 				}
 			})
-			n, err := h.w.RescueOrphans(ctx, rdb)
+			n, err := h.w.RescueOrphans(ctx)
 			if err != nil || n != 1 {
 				t.Fatalf("rescued %d, %v; want 1", n, err)
 			}

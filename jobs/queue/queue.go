@@ -91,13 +91,14 @@ func (c Config) withDefaults() Config {
 type Queue struct {
 	client    *asynq.Client
 	inspector *asynq.Inspector
+	rdb       redis.UniversalClient // for what asynq's API does not tell: ExpiredSteps
 	cfg       Config
 }
 
 // New returns a queue on rdb.
 func New(rdb redis.UniversalClient, cfg Config) *Queue {
 	return &Queue{client: asynq.NewClientFromRedisClient(rdb), inspector: asynq.NewInspectorFromRedisClient(rdb),
-		cfg: cfg.withDefaults()}
+		rdb: rdb, cfg: cfg.withDefaults()}
 }
 
 // Start enqueues a run's start.

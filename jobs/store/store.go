@@ -1,5 +1,6 @@
 // Package store keeps runs in Redis: each run one document changed only by atomic updates, with its append-only
-// event log and audit trail, and the connection (a Redis URL or the embedded store) that orch opens to reach them.
+// event log and audit trail, what the front ends that mirror runs elsewhere (Slack) keep of them, and the connection
+// (a Redis URL or the embedded store) that orch opens to reach them.
 package store
 
 import (
@@ -49,9 +50,6 @@ func New(rdb redis.UniversalClient, now func() time.Time) *Store {
 
 // Now is the store's clock.
 func (s *Store) Now() time.Time { return s.now() }
-
-// Client is the Redis client under the store.
-func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
 // Create saves a new run. It fails if a run with the same id exists.
 func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) error {

@@ -1,0 +1,35 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// leaseKey is asynq's sorted set of the tasks of a queue that a server is working on: member the task id, score the
+// Unix time (in whole seconds) its lease expires. This is the private layout of asynq v0.26.0, the version in go.mod:
+// internal/base/base.go, LeaseKey ("asynq:{<qname>}:lease"); internal/rdb/rdb.go, Dequeue (the lease is taken with
+// the task: now + LeaseDuration, 30 s) and ExtendLease (called by the server's heartbeater, heartbeat.go, every 5 s:
+// now + 30 s again).
+func leaseKey(queue string) string { return "asynq:{" + queue + "}:lease" }
+
+// ExpiredSteps returns the ids of the step tasks whose lease ended by t: tasks a worker took and then stopped extending
+// the lease of, because it died (SIGKILL, OOM, a lost machine). asynq keeps whole seconds, so a lease that ends
+// within t's second counts, as it does for asynq.
+//
+// asynq has no API for this; it reads its own leases in its recoverer, which takes a task back only once the lease has
+// been expired for 30 s, on a pass once a minute (recoverer.go, recoverLeaseExpiredTasks; server.go, its interval):
+// one to two minutes after the worker died. Reading the lease set directly lets orch rescue a dead worker's step about
+// 30 s after the crash, the lease's own length. It depends on asynq v0.26's layout (leaseKey);
+// TestExpiredStepsSeesAsynqLeases runs a real asynq server and fails if an upgrade moves the set or changes its scores.
+func (q *Queue) ExpiredSteps(ctx context.Context, t time.Time) ([]string, error) {
+	ids, err := q.rdb.ZRangeByScore(ctx, leaseKey(Steps), &redis.ZRangeBy{Min: "-inf",
+		Max: strconv.FormatInt(t.Unix(), 10)}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("reading asynq's leases of steps: %w", err)
+	}
+	return ids, nil
+}
