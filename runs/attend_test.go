@@ -127,7 +127,9 @@ func TestAttendAnsweredElsewhere(t *testing.T) {
 	iv := &scripted{asked: make(chan escalation.Question, 1)}
 	var notes []string
 	a := attendant(st, iv, &notes)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		<-iv.asked
 		_, _, err := escalation.Resolve(context.Background(), st, noQueue{}, escalation.Request{RunID: r.ID,
 			Type: jobs.ResolveAnswer, Text: "use Redis", By: "bob", Via: "slack"})
@@ -137,6 +139,7 @@ func TestAttendAnsweredElsewhere(t *testing.T) {
 		complete(t, st, r.ID)
 	}()
 	status, err := attend(t, a, r.ID)
+	<-done
 	if err != nil || status != jobs.RunCompleted {
 		t.Fatalf("status %s, err %v", status, err)
 	}

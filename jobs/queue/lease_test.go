@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/jobstest"
@@ -20,13 +19,8 @@ import (
 func TestExpiredStepsSeesAsynqLeases(t *testing.T) {
 	for name, rdb := range jobstest.Clients(t) {
 		t.Run(name, func(t *testing.T) {
-			// A database of its own on a shared server: the worker's tests run asynq servers on the steps queue of
-			// database 0 at the same time, and they would take this test's step (or this server theirs).
-			o := rdb.(*redis.Client).Options()
-			rdb := redis.NewClient(&redis.Options{Addr: o.Addr, Username: o.Username, Password: o.Password,
-				DB: (o.DB + 4) % 16, TLSConfig: o.TLSConfig})
-			t.Cleanup(func() { rdb.Close() })
-
+			// jobstest gives this test process a database of its own: the worker's tests, which run asynq servers on
+			// the steps queue at the same time, cannot take this test's step (nor this server theirs).
 			ctx := context.Background()
 			q := New(rdb, Config{})
 			runID := jobs.NewRunID()
