@@ -78,19 +78,8 @@ type message struct {
 
 // reply handles a message in a run's thread: while a question is open it answers it as free-text guidance.
 func (s *Server) reply(ctx context.Context, eventID string, m message) {
-	if m.User == "" || m.User == s.botID {
+	if m.User == "" || m.User == s.botID || !s.firstTime(ctx, eventID, m) {
 		return
-	}
-	// The same message can arrive twice: a retried delivery (same event_id) and as both message and app_mention
-	// (same channel and ts). Either way it counts once.
-	first, err := s.poster.once(ctx, "msg:"+m.Channel+":"+m.TS)
-	if err != nil || !first {
-		return
-	}
-	if eventID != "" {
-		if first, err := s.poster.once(ctx, "event:"+eventID); err != nil || !first {
-			return
-		}
 	}
 	runID, err := s.poster.runOfThread(ctx, m.Channel, m.ThreadTS)
 	if err != nil || runID == "" {
@@ -116,14 +105,31 @@ func (s *Server) reply(ctx context.Context, eventID string, m message) {
 		}
 		return // conversation in the thread, not an answer
 	}
-	_, _, err = escalation.Resolve(ctx, s.cfg.Store, s.cfg.Queue, escalation.Request{RunID: runID, EscalationID: e.ID,
-		Type: jobs.ResolveAnswer, Text: text, By: m.User, Via: "slack"})
-	if errors.Is(err, escalation.ErrInvalid) {
-		s.ephemeral(ctx, m.Channel, m.User, err.Error())
-		return
+	s.answer(ctx, m, escalation.Request{RunID: runID, EscalationID: e.ID, Type: jobs.ResolveAnswer, Text: text,
+		By: m.User, Via: "slack"})
+}
+
+// firstTime reports whether a message is seen for the first time. The same message can arrive twice: a retried
+// delivery (same event_id) and as both message and app_mention (same channel and ts). Either way it counts once.
+func (s *Server) firstTime(ctx context.Context, eventID string, m message) bool {
+	if first, err := s.poster.once(ctx, "msg:"+m.Channel+":"+m.TS); err != nil || !first {
+		return false
 	}
-	if err != nil && !errors.Is(err, escalation.ErrAlreadyResolved) && !errors.Is(err, escalation.ErrNoOpenEscalation) {
-		s.log.Error("answering from a thread reply", "run_id", runID, "err", err)
+	if eventID == "" {
+		return true
+	}
+	first, err := s.poster.once(ctx, "event:"+eventID)
+	return err == nil && first
+}
+
+// answer resolves a question from a thread reply, telling the person what went wrong when it did not.
+func (s *Server) answer(ctx context.Context, m message, req escalation.Request) {
+	_, _, err := escalation.Resolve(ctx, s.cfg.Store, s.cfg.Queue, req)
+	switch {
+	case errors.Is(err, escalation.ErrInvalid):
+		s.ephemeral(ctx, m.Channel, m.User, err.Error())
+	case err != nil && !errors.Is(err, escalation.ErrAlreadyResolved) && !errors.Is(err, escalation.ErrNoOpenEscalation):
+		s.log.Error("answering from a thread reply", "run_id", req.RunID, "err", err)
 		s.ephemeral(ctx, m.Channel, m.User, unavailableText)
 	}
 }

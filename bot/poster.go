@@ -195,18 +195,8 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 	if st.Channel == "" {
 		return p.mirror.Unfollow(ctx, runID) // nowhere to post
 	}
-	if st.RootTS == "" {
-		ts, err := p.post(ctx, st.Channel, "", RootMessage(run))
-		if err != nil {
-			return fmt.Errorf("posting the root message: %w", err)
-		}
-		st.RootTS = ts
-		if err := p.save(ctx, runID, fieldChannel, st.Channel, fieldRootTS, ts); err != nil {
-			return err
-		}
-		if err := p.mirror.SetThread(ctx, threadKey(st.Channel, ts), runID); err != nil {
-			return err
-		}
+	if err := p.root(ctx, run, &st); err != nil {
+		return err
 	}
 	if len(events) == 0 {
 		return nil
@@ -220,63 +210,92 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 		}
 	}()
 	for _, ev := range events {
-		switch b := ev.Body.(type) {
-		case jobs.EscalationEvent:
-			id := b.EscalationID
-			if e := run.Escalation(id); e != nil && st.Esc[id] == "" {
-				ts, err := p.post(ctx, st.Channel, st.RootTS, EscalationMessage(run, e))
-				if err != nil {
-					return fmt.Errorf("posting escalation %s: %w", id, err)
-				}
-				st.Esc[id] = ts
-				if err := p.save(ctx, runID, fieldEscPrefix+id, ts); err != nil {
-					return err
-				}
-			}
-			if err := p.update(ctx, st.Channel, st.RootTS, RootMessage(run)); err != nil {
-				return err
-			}
-		case jobs.ResolutionEvent:
-			id := b.EscalationID
-			if e := run.Escalation(id); e != nil && e.Resolution != nil && st.Esc[id] != "" {
-				if err := p.update(ctx, st.Channel, st.Esc[id], AnsweredMessage(run, e)); err != nil {
-					return fmt.Errorf("marking escalation %s answered: %w", id, err)
-				}
-			}
-		case jobs.RunPausedEvent:
-			if _, err := p.post(ctx, st.Channel, st.RootTS, PausedMessage(run)); err != nil {
-				return err
-			}
-		case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
-			if st.FinalTS == "" {
-				ts, err := p.post(ctx, st.Channel, st.RootTS, FinalMessage(run))
-				if err != nil {
-					return fmt.Errorf("posting the final message: %w", err)
-				}
-				// Saved at once: a failure below must not post it again on the next pass.
-				if err := p.save(ctx, runID, fieldFinalTS, ts); err != nil {
-					return err
-				}
-				st.FinalTS = ts
-			}
-			if err := p.update(ctx, st.Channel, st.RootTS, RootMessage(run)); err != nil {
-				return err
-			}
-			if err := p.save(ctx, runID, fieldFinal, "1"); err != nil {
-				return err
-			}
-			if err := p.mirror.Unfollow(ctx, runID); err != nil {
-				return err
-			}
-		default:
-			progress = true
+		shown, err := p.event(ctx, run, &st, ev)
+		if err != nil {
+			return err
 		}
+		progress = progress || !shown
 		st.Cursor = ev.ID
 		if err := p.save(ctx, runID, fieldCursor, ev.ID); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// root posts the run's root message in the channel, once, and remembers its thread.
+func (p *poster) root(ctx context.Context, run *jobs.Run, st *runState) error {
+	if st.RootTS != "" {
+		return nil
+	}
+	ts, err := p.post(ctx, st.Channel, "", RootMessage(run))
+	if err != nil {
+		return fmt.Errorf("posting the root message: %w", err)
+	}
+	st.RootTS = ts
+	if err := p.save(ctx, run.ID, fieldChannel, st.Channel, fieldRootTS, ts); err != nil {
+		return err
+	}
+	return p.mirror.SetThread(ctx, threadKey(st.Channel, ts), run.ID)
+}
+
+// event posts what one event means for the thread: a question, its answer, a pause, the end. shown is false for the
+// events that only the progress message reflects.
+func (p *poster) event(ctx context.Context, run *jobs.Run, st *runState, ev jobs.Event) (shown bool, err error) {
+	switch b := ev.Body.(type) {
+	case jobs.EscalationEvent:
+		return true, p.question(ctx, run, st, b.EscalationID)
+	case jobs.ResolutionEvent:
+		if e := run.Escalation(b.EscalationID); e != nil && e.Resolution != nil && st.Esc[e.ID] != "" {
+			if err := p.update(ctx, st.Channel, st.Esc[e.ID], AnsweredMessage(run, e)); err != nil {
+				return true, fmt.Errorf("marking escalation %s answered: %w", e.ID, err)
+			}
+		}
+		return true, nil
+	case jobs.RunPausedEvent:
+		_, err := p.post(ctx, st.Channel, st.RootTS, PausedMessage(run))
+		return true, err
+	case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
+		return true, p.final(ctx, run, st)
+	}
+	return false, nil
+}
+
+// question posts an escalation's message in the thread (once) and shows on the root message that the run waits.
+func (p *poster) question(ctx context.Context, run *jobs.Run, st *runState, id string) error {
+	if e := run.Escalation(id); e != nil && st.Esc[id] == "" {
+		ts, err := p.post(ctx, st.Channel, st.RootTS, EscalationMessage(run, e))
+		if err != nil {
+			return fmt.Errorf("posting escalation %s: %w", id, err)
+		}
+		st.Esc[id] = ts
+		if err := p.save(ctx, run.ID, fieldEscPrefix+id, ts); err != nil {
+			return err
+		}
+	}
+	return p.update(ctx, st.Channel, st.RootTS, RootMessage(run))
+}
+
+// final posts the run's final message (once), updates the root message with the final status, and stops following.
+func (p *poster) final(ctx context.Context, run *jobs.Run, st *runState) error {
+	if st.FinalTS == "" {
+		ts, err := p.post(ctx, st.Channel, st.RootTS, FinalMessage(run))
+		if err != nil {
+			return fmt.Errorf("posting the final message: %w", err)
+		}
+		// Saved at once: a failure below must not post it again on the next pass.
+		if err := p.save(ctx, run.ID, fieldFinalTS, ts); err != nil {
+			return err
+		}
+		st.FinalTS = ts
+	}
+	if err := p.update(ctx, st.Channel, st.RootTS, RootMessage(run)); err != nil {
+		return err
+	}
+	if err := p.save(ctx, run.ID, fieldFinal, "1"); err != nil {
+		return err
+	}
+	return p.mirror.Unfollow(ctx, run.ID)
 }
 
 // progress posts or updates the progress message: one update however many events came, so a busy run does not
