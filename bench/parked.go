@@ -53,8 +53,8 @@ func measureParked(ctx context.Context, r *rig, n int) (parkedResult, error) {
 	if err != nil {
 		return parkedResult{}, err
 	}
-	err = events.waitCount(ctx, jobs.EventEscalation, n, time.Minute+time.Duration(n)*100*time.Millisecond,
-		[]string{jobs.EventRunFailed, jobs.EventSandboxError}, progress("parked", n))
+	err = events.waitCount(ctx, jobs.EscalationEvent{}.Kind(), n, time.Minute+time.Duration(n)*100*time.Millisecond,
+		[]string{jobs.RunFailedEvent{}.Kind(), jobs.SandboxErrorEvent{}.Kind()}, progress("parked", n))
 	if err != nil {
 		return parkedResult{}, err
 	}
@@ -207,12 +207,12 @@ func resumeAll(ctx context.Context, store *store.Store, queue *queue.Queue, even
 	if err != nil {
 		return 0, err
 	}
-	err = events.waitCount(ctx, jobs.EventResumed, len(ids), time.Minute+time.Duration(len(ids))*50*time.Millisecond,
+	err = events.waitCount(ctx, jobs.ResumedEvent{}.Kind(), len(ids), time.Minute+time.Duration(len(ids))*50*time.Millisecond,
 		nil, progress("resumed", len(ids)))
 	if err != nil {
 		return 0, err
 	}
-	return events.lastAt(jobs.EventResumed).Sub(start), nil
+	return events.lastAt(jobs.ResumedEvent{}.Kind()).Sub(start), nil
 }
 
 // progress reports a long wait on stderr.

@@ -58,12 +58,12 @@ func measureSteps(ctx context.Context, r *rig, runs, tasks int) (stepsResult, er
 			return stepsResult{}, err
 		}
 	}
-	err = events.waitCount(ctx, jobs.EventRunCompleted, runs, time.Minute+time.Duration(runs*tasks)*50*time.Millisecond,
-		[]string{jobs.EventEscalation, jobs.EventRunFailed, jobs.EventRetrying}, progress("runs completed", runs))
+	err = events.waitCount(ctx, jobs.RunCompletedEvent{}.Kind(), runs, time.Minute+time.Duration(runs*tasks)*50*time.Millisecond,
+		[]string{jobs.EscalationEvent{}.Kind(), jobs.RunFailedEvent{}.Kind(), jobs.RetryingEvent{}.Kind()}, progress("runs completed", runs))
 	if err != nil {
 		return stepsResult{}, err
 	}
-	elapsed := events.lastAt(jobs.EventRunCompleted).Sub(start)
+	elapsed := events.lastAt(jobs.RunCompletedEvent{}.Kind()).Sub(start)
 	w.Shutdown()
 
 	agentTime, err := agentTimes(ctx, store, ids, tasks)

@@ -366,7 +366,7 @@ func checkConversationalResolved(t *testing.T, sc storeCase, spec func() escalat
 	if got := escalation.Describe(stored.Escalations[0], res); got != tt.describe {
 		t.Errorf("Describe = %q, want %q", got, tt.describe)
 	}
-	evs := events(t, sc.store, run.ID, jobs.EventResolution)
+	evs := events(t, sc.store, run.ID, jobs.ResolutionEvent{}.Kind())
 	if len(evs) != 1 || evs[0].Body.(jobs.ResolutionEvent).Summary != tt.describe || evs[0].Body.(jobs.ResolutionEvent).Resolution != tt.typ {
 		t.Errorf("resolution events = %+v; want one with summary %q", evs, tt.describe)
 	}
@@ -389,7 +389,7 @@ func checkConversationalResolved(t *testing.T, sc storeCase, spec func() escalat
 			t.Errorf("run %s (%q), task %s; want aborted (%q), failed", stored.Status, stored.Reason, task.Status,
 				tt.req.Reason)
 		}
-		if ab := events(t, sc.store, run.ID, jobs.EventRunAborted); len(ab) != 1 {
+		if ab := events(t, sc.store, run.ID, jobs.RunAbortedEvent{}.Kind()); len(ab) != 1 {
 			t.Errorf("run_aborted events = %d, want 1", len(ab))
 		}
 		return

@@ -67,7 +67,7 @@ func TestOpenParksTheRun(t *testing.T) {
 				t.Errorf("escalation =\n%+v\nwant\n%+v", *stored, want)
 			}
 
-			evs := events(t, sc.store, run.ID, jobs.EventEscalation)
+			evs := events(t, sc.store, run.ID, jobs.EscalationEvent{}.Kind())
 			if len(evs) != 1 {
 				t.Fatalf("escalation events = %d, want 1", len(evs))
 			}
@@ -144,7 +144,7 @@ func TestOpenCollapsesDuplicateTriggers(t *testing.T) {
 			if len(got.Escalations) != 1 {
 				t.Errorf("escalations = %d, want 1", len(got.Escalations))
 			}
-			if n := len(events(t, sc.store, run.ID, jobs.EventEscalation)); n != 1 {
+			if n := len(events(t, sc.store, run.ID, jobs.EscalationEvent{}.Kind())); n != 1 {
 				t.Errorf("escalation events = %d, want 1", n)
 			}
 			if n := len(audit(t, sc.store, run.ID)); n != 1 {
@@ -440,7 +440,7 @@ func TestOpenRedactsAndBoundsOptions(t *testing.T) {
 // evs0 is the stream id of a run's first escalation event.
 func evs0(t *testing.T, store *store.Store, runID string) string {
 	t.Helper()
-	evs := events(t, store, runID, jobs.EventEscalation)
+	evs := events(t, store, runID, jobs.EscalationEvent{}.Kind())
 	if len(evs) == 0 {
 		return ""
 	}

@@ -132,7 +132,7 @@ func TestResolve(t *testing.T) {
 							t.Errorf("aborted run: reason %q, ended %v; want %q, %v", stored.Reason, stored.EndedAt,
 								"wrong plan", sc.clock.Now())
 						}
-						ab := events(t, sc.store, run.ID, jobs.EventRunAborted)
+						ab := events(t, sc.store, run.ID, jobs.RunAbortedEvent{}.Kind())
 						if len(ab) != 1 || ab[0].Body != (jobs.RunAbortedEvent{Reason: "wrong plan", By: "alice", DurationMS: ab[0].Body.(jobs.RunAbortedEvent).DurationMS}) {
 							t.Errorf("run_aborted events = %+v", ab)
 						}
@@ -140,12 +140,12 @@ func TestResolve(t *testing.T) {
 						if !stored.EndedAt.IsZero() || stored.Reason != "" {
 							t.Errorf("run ended: %v %q", stored.EndedAt, stored.Reason)
 						}
-						if n := len(events(t, sc.store, run.ID, jobs.EventRunAborted)); n != 0 {
+						if n := len(events(t, sc.store, run.ID, jobs.RunAbortedEvent{}.Kind())); n != 0 {
 							t.Errorf("run_aborted events = %d, want none", n)
 						}
 					}
 
-					evs := events(t, sc.store, run.ID, jobs.EventResolution)
+					evs := events(t, sc.store, run.ID, jobs.ResolutionEvent{}.Kind())
 					if len(evs) != 1 {
 						t.Fatalf("resolution events = %d, want 1", len(evs))
 					}
@@ -529,7 +529,7 @@ func TestResolveConcurrently(t *testing.T) {
 			if resolved != 1 {
 				t.Errorf("resolved audit entries = %d, want 1", resolved)
 			}
-			if n := len(events(t, sc.store, run.ID, jobs.EventResolution)); n != 1 {
+			if n := len(events(t, sc.store, run.ID, jobs.ResolutionEvent{}.Kind())); n != 1 {
 				t.Errorf("resolution events = %d, want 1", n)
 			}
 			stored := mustGet(t, sc.store, run.ID)

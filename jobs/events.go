@@ -3,47 +3,14 @@ package jobs
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
-)
-
-// The names of the events in a run's log: the "type" of each JSON object in `orch run --json` and in the Redis
-// stream. They are the contract; the Go types below are how orch's own code writes and reads them.
-const (
-	EventRunStarted    = "run_started"
-	EventTaskStarted   = "task_started"
-	EventTaskCompleted = "task_completed"
-	EventTaskFailed    = "task_failed"
-	EventTaskForced    = "task_forced"
-	EventRetrying      = "retrying"
-	EventLoopDetected  = "loop_detected"
-	EventEscalation    = "escalation"
-	EventResolution    = "resolution"
-	EventResumed       = "resumed"
-	EventBrainFallback = "brain_fallback"
-	EventSandboxError  = "sandbox_error"
-	EventRunCompleted  = "run_completed"
-	EventRunFailed     = "run_failed"
-	EventRunAborted    = "run_aborted"
-	EventRunPaused     = "run_paused"
-	EventTimeout       = "escalation_timeout"
-
-	// Pipeline events (attractor spec §9.6), for every run: a milestone is a linear pipeline.
-	EventPipelineStarted   = "pipeline_started"
-	EventPipelineCompleted = "pipeline_completed"
-	EventPipelineFailed    = "pipeline_failed"
-	EventStageStarted      = "stage_started"
-	EventStageCompleted    = "stage_completed"
-	EventStageFailed       = "stage_failed"
-	EventStageRetrying     = "stage_retrying"
-	EventInterviewStarted  = "interview_started"
-	EventInterviewDone     = "interview_completed"
-	EventInterviewTimeout  = "interview_timeout"
-	EventCheckpointSaved   = "checkpoint_saved"
 )
 
 // Event is one entry of a run's append-only event log: where and when it happened, and what (Body, one of the
 // *Event types of this file). Consumers switch on the body's type, so a field renamed here fails to compile
-// everywhere it is read.
+// everywhere it is read. An event is one flat JSON object — its kind's name as "type", run_id, task_id, time and
+// the body's fields — in `orch run --json` and in the Redis stream: that form is the contract.
 type Event struct {
 	ID     string // stream id: set when read back, or by Change.Emit
 	RunID  string
@@ -54,7 +21,7 @@ type Event struct {
 
 // Body is what an event says. Its fields are the event's JSON fields, beside type, run_id, task_id and time.
 type Body interface {
-	// Kind is the event's name: one of the Event* constants.
+	// Kind is the event's name, its "type" in JSON: run_started, task_failed, escalation, …
 	Kind() string
 }
 
@@ -63,7 +30,7 @@ func NewEvent(runID, taskID string, b Body) Event {
 	return Event{RunID: runID, TaskID: taskID, Body: b}
 }
 
-// Type is the event's name, one of the Event* constants.
+// Type is the event's name (its body's Kind).
 func (e Event) Type() string {
 	if e.Body == nil {
 		return ""
@@ -333,73 +300,49 @@ type UnknownEvent struct {
 	Fields map[string]any
 }
 
-func (b RunStartedEvent) Kind() string         { return EventRunStarted }
-func (b RunCompletedEvent) Kind() string       { return EventRunCompleted }
-func (b RunFailedEvent) Kind() string          { return EventRunFailed }
-func (b RunAbortedEvent) Kind() string         { return EventRunAborted }
-func (b RunPausedEvent) Kind() string          { return EventRunPaused }
-func (b TaskStartedEvent) Kind() string        { return EventTaskStarted }
-func (b TaskCompletedEvent) Kind() string      { return EventTaskCompleted }
-func (b TaskFailedEvent) Kind() string         { return EventTaskFailed }
-func (b TaskForcedEvent) Kind() string         { return EventTaskForced }
-func (b RetryingEvent) Kind() string           { return EventRetrying }
-func (b LoopDetectedEvent) Kind() string       { return EventLoopDetected }
-func (b ResumedEvent) Kind() string            { return EventResumed }
-func (b BrainFallbackEvent) Kind() string      { return EventBrainFallback }
-func (b SandboxErrorEvent) Kind() string       { return EventSandboxError }
-func (b EscalationEvent) Kind() string         { return EventEscalation }
-func (b ResolutionEvent) Kind() string         { return EventResolution }
-func (b EscalationTimeoutEvent) Kind() string  { return EventTimeout }
-func (b PipelineStartedEvent) Kind() string    { return EventPipelineStarted }
-func (b PipelineCompletedEvent) Kind() string  { return EventPipelineCompleted }
-func (b PipelineFailedEvent) Kind() string     { return EventPipelineFailed }
-func (b StageStartedEvent) Kind() string       { return EventStageStarted }
-func (b StageCompletedEvent) Kind() string     { return EventStageCompleted }
-func (b StageFailedEvent) Kind() string        { return EventStageFailed }
-func (b StageRetryingEvent) Kind() string      { return EventStageRetrying }
-func (b InterviewStartedEvent) Kind() string   { return EventInterviewStarted }
-func (b InterviewCompletedEvent) Kind() string { return EventInterviewDone }
-func (b InterviewTimeoutEvent) Kind() string   { return EventInterviewTimeout }
-func (b CheckpointSavedEvent) Kind() string    { return EventCheckpointSaved }
-func (b UnknownEvent) Kind() string            { return b.Type }
+func (RunStartedEvent) Kind() string         { return "run_started" }
+func (RunCompletedEvent) Kind() string       { return "run_completed" }
+func (RunFailedEvent) Kind() string          { return "run_failed" }
+func (RunAbortedEvent) Kind() string         { return "run_aborted" }
+func (RunPausedEvent) Kind() string          { return "run_paused" }
+func (TaskStartedEvent) Kind() string        { return "task_started" }
+func (TaskCompletedEvent) Kind() string      { return "task_completed" }
+func (TaskFailedEvent) Kind() string         { return "task_failed" }
+func (TaskForcedEvent) Kind() string         { return "task_forced" }
+func (RetryingEvent) Kind() string           { return "retrying" }
+func (LoopDetectedEvent) Kind() string       { return "loop_detected" }
+func (ResumedEvent) Kind() string            { return "resumed" }
+func (BrainFallbackEvent) Kind() string      { return "brain_fallback" }
+func (SandboxErrorEvent) Kind() string       { return "sandbox_error" }
+func (EscalationEvent) Kind() string         { return "escalation" }
+func (ResolutionEvent) Kind() string         { return "resolution" }
+func (EscalationTimeoutEvent) Kind() string  { return "escalation_timeout" }
+func (PipelineStartedEvent) Kind() string    { return "pipeline_started" }
+func (PipelineCompletedEvent) Kind() string  { return "pipeline_completed" }
+func (PipelineFailedEvent) Kind() string     { return "pipeline_failed" }
+func (StageStartedEvent) Kind() string       { return "stage_started" }
+func (StageCompletedEvent) Kind() string     { return "stage_completed" }
+func (StageFailedEvent) Kind() string        { return "stage_failed" }
+func (StageRetryingEvent) Kind() string      { return "stage_retrying" }
+func (InterviewStartedEvent) Kind() string   { return "interview_started" }
+func (InterviewCompletedEvent) Kind() string { return "interview_completed" }
+func (InterviewTimeoutEvent) Kind() string   { return "interview_timeout" }
+func (CheckpointSavedEvent) Kind() string    { return "checkpoint_saved" }
+func (b UnknownEvent) Kind() string          { return b.Type }
 
-// decoders reads each kind's body from an event's JSON object.
-var decoders = map[string]func([]byte) (Body, error){
-	EventRunStarted:        decodeAs[RunStartedEvent],
-	EventRunCompleted:      decodeAs[RunCompletedEvent],
-	EventRunFailed:         decodeAs[RunFailedEvent],
-	EventRunAborted:        decodeAs[RunAbortedEvent],
-	EventRunPaused:         decodeAs[RunPausedEvent],
-	EventTaskStarted:       decodeAs[TaskStartedEvent],
-	EventTaskCompleted:     decodeAs[TaskCompletedEvent],
-	EventTaskFailed:        decodeAs[TaskFailedEvent],
-	EventTaskForced:        decodeAs[TaskForcedEvent],
-	EventRetrying:          decodeAs[RetryingEvent],
-	EventLoopDetected:      decodeAs[LoopDetectedEvent],
-	EventResumed:           decodeAs[ResumedEvent],
-	EventBrainFallback:     decodeAs[BrainFallbackEvent],
-	EventSandboxError:      decodeAs[SandboxErrorEvent],
-	EventEscalation:        decodeAs[EscalationEvent],
-	EventResolution:        decodeAs[ResolutionEvent],
-	EventTimeout:           decodeAs[EscalationTimeoutEvent],
-	EventPipelineStarted:   decodeAs[PipelineStartedEvent],
-	EventPipelineCompleted: decodeAs[PipelineCompletedEvent],
-	EventPipelineFailed:    decodeAs[PipelineFailedEvent],
-	EventStageStarted:      decodeAs[StageStartedEvent],
-	EventStageCompleted:    decodeAs[StageCompletedEvent],
-	EventStageFailed:       decodeAs[StageFailedEvent],
-	EventStageRetrying:     decodeAs[StageRetryingEvent],
-	EventInterviewStarted:  decodeAs[InterviewStartedEvent],
-	EventInterviewDone:     decodeAs[InterviewCompletedEvent],
-	EventInterviewTimeout:  decodeAs[InterviewTimeoutEvent],
-	EventCheckpointSaved:   decodeAs[CheckpointSavedEvent],
-}
-
-func decodeAs[T Body](data []byte) (Body, error) {
-	var b T
-	err := json.Unmarshal(data, &b)
-	return b, err
-}
+// kinds holds a zero value of every kind orch writes: decoding finds a body's type by its name here.
+var kinds = func() map[string]reflect.Type {
+	m := map[string]reflect.Type{}
+	for _, b := range []Body{RunStartedEvent{}, RunCompletedEvent{}, RunFailedEvent{}, RunAbortedEvent{}, RunPausedEvent{},
+		TaskStartedEvent{}, TaskCompletedEvent{}, TaskFailedEvent{}, TaskForcedEvent{}, RetryingEvent{}, LoopDetectedEvent{},
+		ResumedEvent{}, BrainFallbackEvent{}, SandboxErrorEvent{}, EscalationEvent{}, ResolutionEvent{},
+		EscalationTimeoutEvent{}, PipelineStartedEvent{}, PipelineCompletedEvent{}, PipelineFailedEvent{},
+		StageStartedEvent{}, StageCompletedEvent{}, StageFailedEvent{}, StageRetryingEvent{}, InterviewStartedEvent{},
+		InterviewCompletedEvent{}, InterviewTimeoutEvent{}, CheckpointSavedEvent{}} {
+		m[b.Kind()] = reflect.TypeOf(b)
+	}
+	return m
+}()
 
 // envelope holds the keys every event has; the body's fields sit beside them.
 var envelope = []string{"type", "run_id", "task_id", "time"}
@@ -453,12 +396,12 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	if head.Time != "" {
 		e.Time, _ = time.Parse(time.RFC3339Nano, head.Time)
 	}
-	if decode, ok := decoders[head.Type]; ok {
-		b, err := decode(data)
-		if err != nil {
+	if t, ok := kinds[head.Type]; ok {
+		b := reflect.New(t)
+		if err := json.Unmarshal(data, b.Interface()); err != nil {
 			return fmt.Errorf("decoding event %s: %w", head.Type, err)
 		}
-		e.Body = b
+		e.Body = b.Elem().Interface().(Body)
 		return nil
 	}
 	var fields map[string]any

@@ -77,8 +77,8 @@ func TestEveryKindRoundTrips(t *testing.T) {
 			}
 		})
 	}
-	if len(seen) != len(decoders) {
-		t.Fatalf("%d kinds tested, %d decoders", len(seen), len(decoders))
+	if len(seen) != len(kinds) {
+		t.Fatalf("%d kinds tested, %d kinds", len(seen), len(kinds))
 	}
 }
 

@@ -55,7 +55,7 @@ func stageEnded(ctx context.Context, e jobs.Event, hop jobs.StageHop, failure st
 	span.SetAttributes(attribute.String("run.id", e.RunID), attribute.String("task.id", e.TaskID),
 		attribute.String("stage.handler", hop.Handler), attribute.String("stage.status", hop.Status),
 		attribute.String("stage.next", hop.Next), attribute.Int("stage.visit", hop.Visit))
-	if e.Type() == jobs.EventStageFailed {
+	if _, failed := e.Body.(jobs.StageFailedEvent); failed {
 		span.SetStatus(codes.Error, failure)
 	}
 	span.End(trace.WithTimestamp(e.Time))

@@ -252,7 +252,7 @@ func TestPipelineInteractiveResumesMidConversation(t *testing.T) {
 			if got.Status != jobs.RunCompleted || agentTurns(talk) != 4 || !strings.Contains(talk.Chat[6].Text, "having read 3 human messages") {
 				t.Fatalf("%s: %+v", got.Status, talk.Chat)
 			}
-			if n := countEvents(t, h2, r.ID, jobs.EventCheckpointSaved); n < 3 {
+			if n := countEvents(t, h2, r.ID, jobs.CheckpointSavedEvent{}.Kind()); n < 3 {
 				t.Fatalf("%d checkpoints: every human turn is one", n)
 			}
 		})
@@ -332,7 +332,7 @@ func TestPipelineGateTimeout(t *testing.T) {
 			if got.Status != jobs.RunCompleted || path(got) != "start gate skip_it exit" || got.Escalations[0].Resolution.Via != "timeout" {
 				t.Fatalf("%s via %s", got.Status, path(got))
 			}
-			if countEvents(t, h, got.ID, jobs.EventInterviewTimeout) != 1 {
+			if countEvents(t, h, got.ID, jobs.InterviewTimeoutEvent{}.Kind()) != 1 {
 				t.Fatal("no interview_timeout event")
 			}
 

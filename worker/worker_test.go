@@ -123,7 +123,7 @@ esac`)
 					t.Fatal(err)
 				}
 			}
-			if got := h.get(t, r.ID); got.Status != jobs.RunRunning || got.Seq != 1 || countEvents(t, h, r.ID, jobs.EventRunStarted) != 1 {
+			if got := h.get(t, r.ID); got.Status != jobs.RunRunning || got.Seq != 1 || countEvents(t, h, r.ID, jobs.RunStartedEvent{}.Kind()) != 1 {
 				t.Fatalf("after two starts: %s seq %d", got.Status, got.Seq)
 			}
 
@@ -152,7 +152,7 @@ esac`)
 				}
 			}
 			got = h.get(t, r.ID)
-			if got.Status != jobs.RunRunning || got.Seq != 2 || countEvents(t, h, r.ID, jobs.EventResumed) != 1 {
+			if got.Status != jobs.RunRunning || got.Seq != 2 || countEvents(t, h, r.ID, jobs.ResumedEvent{}.Kind()) != 1 {
 				t.Fatalf("after two resumes: %s seq %d", got.Status, got.Seq)
 			}
 			if g := got.Tasks[0].Guidance; len(g) != 1 || g[0] != "The human chose option B: Memory" {
@@ -169,7 +169,7 @@ esac`)
 				t.Fatal(err)
 			}
 			got = h.get(t, r.ID)
-			if got.Status != jobs.RunCompleted || got.Tasks[0].Started != 2 || countEvents(t, h, r.ID, jobs.EventRunCompleted) != 1 {
+			if got.Status != jobs.RunCompleted || got.Tasks[0].Started != 2 || countEvents(t, h, r.ID, jobs.RunCompletedEvent{}.Kind()) != 1 {
 				t.Fatalf("after two deliveries of step 2: %s started %d", got.Status, got.Tasks[0].Started)
 			}
 		})
@@ -199,7 +199,7 @@ func TestRetryThenCap(t *testing.T) {
 			if e == nil || e.Trigger != jobs.TriggerAttemptCap || e.Similarity < 0.8 {
 				t.Fatalf("escalation = %+v", e)
 			}
-			if countEvents(t, h, r.ID, jobs.EventRetrying) != 2 || countEvents(t, h, r.ID, jobs.EventLoopDetected) != 1 {
+			if countEvents(t, h, r.ID, jobs.RetryingEvent{}.Kind()) != 2 || countEvents(t, h, r.ID, jobs.LoopDetectedEvent{}.Kind()) != 1 {
 				t.Fatal("want two retries and one loop detection")
 			}
 			// The brain's guidance reached the second attempt's state.
@@ -315,7 +315,7 @@ func TestBrainSeesTheLoopBeforeTheCap(t *testing.T) {
 	}
 	got := h.get(t, r.ID)
 	e := got.OpenEscalation()
-	if e == nil || got.Tasks[0].Failures >= 10 || e.Similarity < 0.8 || countEvents(t, h, r.ID, jobs.EventLoopDetected) != 1 {
+	if e == nil || got.Tasks[0].Failures >= 10 || e.Similarity < 0.8 || countEvents(t, h, r.ID, jobs.LoopDetectedEvent{}.Kind()) != 1 {
 		t.Fatalf("failures %d, escalation %+v", got.Tasks[0].Failures, e)
 	}
 }

@@ -157,7 +157,7 @@ func TestStore(t *testing.T) {
 				}
 				select {
 				case evs := <-got:
-					if len(evs) != 1 || evs[0].Type() != jobs.EventRetrying {
+					if _, ok := evs[0].Body.(jobs.RetryingEvent); len(evs) != 1 || !ok {
 						t.Fatalf("got %+v", evs)
 					}
 				case <-time.After(6 * time.Second):
