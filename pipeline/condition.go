@@ -14,25 +14,25 @@ type condClause struct {
 	value string
 }
 
-// ParseCondition checks an edge condition against the spec's grammar (§10.2):
+// checkCondition checks an edge condition against the spec's grammar (§10.2):
 // clauses "key=literal" or "key!=literal" joined by &&, where key is outcome,
 // preferred_label or context.<path>, and literal is a bare word or a quoted
 // string. It is stricter than the spec's evaluation pseudocode on purpose: a
 // bare key, an empty clause, an unknown key or an outcome that is not a status
 // ("outcome=failure", "outcome=SUCCESS") is an error here, because at run time
 // each would quietly never match and send the run down the wrong edge.
-func ParseCondition(expr string) error {
+func checkCondition(expr string) error {
 	_, err := parseCondition(expr)
 	return err
 }
 
-// EvalCondition evaluates an edge condition (spec §10): every clause must
+// evalCondition evaluates an edge condition (spec §10): every clause must
 // hold. An empty condition holds. outcome is o's status, preferred_label o's
 // preferred label; context.x is looked up as "context.x" and then as "x",
 // first in o's context updates (the engine applies them before it selects an
 // edge) and then in ctx; a missing key is the empty string. Comparison is
 // exact. A condition that does not parse is an error, never false.
-func EvalCondition(expr string, o Outcome, ctx map[string]string) (bool, error) {
+func evalCondition(expr string, o Outcome, ctx map[string]string) (bool, error) {
 	clauses, err := parseCondition(expr)
 	if err != nil {
 		return false, err
@@ -50,7 +50,7 @@ func resolveKey(key string, o Outcome, ctx map[string]string) string {
 	case "outcome":
 		return strings.ToLower(o.Status)
 	case "preferred_label":
-		return o.PreferredLabel
+		return o.preferredLabel
 	}
 	lookup := func(k string) (string, bool) {
 		if v, ok := o.ContextUpdates[k]; ok {
@@ -67,7 +67,7 @@ func resolveKey(key string, o Outcome, ctx map[string]string) string {
 }
 
 // statuses are the values an outcome can have (spec §5.2), as conditions spell them.
-var statuses = []string{StatusSuccess, StatusFail, StatusPartialSuccess, StatusRetry, StatusSkipped}
+var statuses = []string{StatusSuccess, StatusFail, statusPartialSuccess, statusRetry, statusSkipped}
 
 func parseCondition(expr string) ([]condClause, error) {
 	cp := condParser{src: expr}

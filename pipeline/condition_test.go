@@ -10,7 +10,7 @@ import (
 func TestEvalCondition(t *testing.T) {
 	o := Outcome{
 		Status:         StatusSuccess,
-		PreferredLabel: "Fix",
+		preferredLabel: "Fix",
 		ContextUpdates: map[string]string{"context.fresh": "new", "tests_passed": "true"},
 	}
 	ctx := map[string]string{
@@ -56,15 +56,15 @@ func TestEvalCondition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
-			got, err := EvalCondition(tt.expr, o, ctx)
+			got, err := evalCondition(tt.expr, o, ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
-			if err := ParseCondition(tt.expr); err != nil {
-				t.Errorf("ParseCondition: %v", err)
+			if err := checkCondition(tt.expr); err != nil {
+				t.Errorf("checkCondition: %v", err)
 			}
 		})
 	}
@@ -72,7 +72,7 @@ func TestEvalCondition(t *testing.T) {
 	// Every status, each way round; a status reported in capitals still matches.
 	for _, s := range statuses {
 		for _, reported := range []string{s, strings.ToUpper(s)} {
-			ok, err := EvalCondition("outcome="+s, Outcome{Status: reported}, nil)
+			ok, err := evalCondition("outcome="+s, Outcome{Status: reported}, nil)
 			if err != nil || !ok {
 				t.Errorf("outcome=%s with status %q: %v, %v", s, reported, ok, err)
 			}
@@ -106,15 +106,15 @@ func TestParseConditionErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
-			err := ParseCondition(tt.expr)
+			err := checkCondition(tt.expr)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}
 			if !strings.HasPrefix(err.Error(), "condition "+`"`) {
 				t.Errorf("error %q does not quote the condition", err)
 			}
-			if ok, err2 := EvalCondition(tt.expr, Outcome{Status: StatusSuccess}, nil); err2 == nil || ok {
-				t.Errorf("EvalCondition = %v, %v; want the parse error", ok, err2)
+			if ok, err2 := evalCondition(tt.expr, Outcome{Status: StatusSuccess}, nil); err2 == nil || ok {
+				t.Errorf("evalCondition = %v, %v; want the parse error", ok, err2)
 			}
 		})
 	}
@@ -136,10 +136,10 @@ func FuzzEvalCondition(f *testing.F) {
 		f.Add(s, StatusFail, "Fix", "")
 	}
 	f.Fuzz(func(t *testing.T, expr, status, label, value string) {
-		o := Outcome{Status: status, PreferredLabel: label, ContextUpdates: map[string]string{"x": value}}
-		ok, err := EvalCondition(expr, o, map[string]string{"context.y": value})
-		if perr := ParseCondition(expr); (perr == nil) != (err == nil) {
-			t.Fatalf("ParseCondition %v but EvalCondition %v", perr, err)
+		o := Outcome{Status: status, preferredLabel: label, ContextUpdates: map[string]string{"x": value}}
+		ok, err := evalCondition(expr, o, map[string]string{"context.y": value})
+		if perr := checkCondition(expr); (perr == nil) != (err == nil) {
+			t.Fatalf("checkCondition %v but EvalCondition %v", perr, err)
 		}
 		if err != nil && ok {
 			t.Fatal("an error must come with false")

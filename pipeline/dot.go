@@ -13,26 +13,27 @@ const (
 	maxDOTElements = 100_000 // nodes + edges + attribute values stored
 )
 
-// DOTError is a problem with a DOT pipeline: its syntax (Rule "syntax") or its
-// structure (Rule is the spec §7 lint rule). Callers map it to a usage error.
-type DOTError struct {
-	File string
-	Line int // 0 when the problem has no one place
-	Rule string
-	Msg  string
+// dotError is a problem with a DOT pipeline: its syntax (rule "syntax") or its
+// structure (rule is the spec §7 lint rule). Callers outside the package see
+// only its message, which says where the problem is.
+type dotError struct {
+	file string
+	line int // 0 when the problem has no one place
+	rule string
+	msg  string
 }
 
-func (e *DOTError) Error() string { return e.where() + ": " + e.Msg }
+func (e *dotError) Error() string { return e.where() + ": " + e.msg }
 
 // where is "pipeline FILE:LINE", leaving out what is unknown.
-func (e *DOTError) where() string {
+func (e *dotError) where() string {
 	switch {
-	case e.Line > 0 && e.File != "":
-		return fmt.Sprintf("pipeline %s:%d", e.File, e.Line)
-	case e.Line > 0:
-		return fmt.Sprintf("pipeline: line %d", e.Line)
-	case e.File != "":
-		return "pipeline " + e.File
+	case e.line > 0 && e.file != "":
+		return fmt.Sprintf("pipeline %s:%d", e.file, e.line)
+	case e.line > 0:
+		return fmt.Sprintf("pipeline: line %d", e.line)
+	case e.file != "":
+		return "pipeline " + e.file
 	}
 	return "pipeline"
 }
@@ -41,9 +42,9 @@ func (e *DOTError) where() string {
 // digraph, graph/node/edge attribute blocks, node and edge statements (chains
 // expand to one edge per hop), subgraphs that scope defaults, comments, quoted
 // strings with escapes. As in Graphviz, an edge declares the nodes it names,
-// and defaults apply to what is declared after them in the same scope. Errors
-// are *DOTError naming name and the line. ParseDOT checks syntax only: call
-// Validate for the structure.
+// and defaults apply to what is declared after them in the same scope. An
+// error says where: name and the line. ParseDOT checks syntax only: Runnable
+// checks the structure.
 //
 // Beyond the spec's grammar, and harmless to any file it accepts: attributes
 // may be separated by ';' or blanks as well as ',', keywords are
@@ -52,7 +53,7 @@ func (e *DOTError) where() string {
 // strings are line breaks.
 func ParseDOT(name, src string) (*Graph, error) {
 	if len(src) > maxDOTSize {
-		return nil, &DOTError{File: name, Rule: "syntax", Msg: fmt.Sprintf("larger than %d MiB", maxDOTSize>>20)}
+		return nil, &dotError{file: name, rule: "syntax", msg: fmt.Sprintf("larger than %d MiB", maxDOTSize>>20)}
 	}
 	src = strings.TrimPrefix(src, "\ufeff")
 	src = strings.ReplaceAll(src, "\r\n", "\n")
@@ -60,17 +61,17 @@ func ParseDOT(name, src string) (*Graph, error) {
 	p := &parser{
 		lx: lexer{src: src, line: 1},
 		g: &Graph{
-			File:  name,
+			file:  name,
 			Attrs: map[string]string{},
 			Nodes: map[string]*Node{},
 		},
 	}
 	if err := p.parse(); err != nil {
-		de, ok := err.(*DOTError)
+		de, ok := err.(*dotError)
 		if !ok {
-			de = &DOTError{Line: p.tok.line, Msg: err.Error()}
+			de = &dotError{line: p.tok.line, msg: err.Error()}
 		}
-		de.File, de.Rule = name, "syntax"
+		de.file, de.rule = name, "syntax"
 		return nil, de
 	}
 	return p.g, nil
@@ -90,12 +91,12 @@ type scope struct {
 	depth        int
 	nodeDefaults map[string]string
 	edgeDefaults map[string]string
-	sub          *Subgraph
+	sub          *subgraph
 	members      map[string]bool
 }
 
 func (p *parser) errorf(line int, format string, args ...any) error {
-	return &DOTError{Line: line, Msg: fmt.Sprintf(format, args...)}
+	return &dotError{line: line, msg: fmt.Sprintf(format, args...)}
 }
 
 func (p *parser) advance() error {
@@ -291,8 +292,8 @@ func (p *parser) subgraph(parent *scope, name string, line int) error {
 	if err := p.advance(); err != nil { // '{'
 		return err
 	}
-	sub := &Subgraph{Name: name, Attrs: map[string]string{}, Line: line}
-	p.g.Subgraphs = append(p.g.Subgraphs, sub)
+	sub := &subgraph{name: name, attrs: map[string]string{}, line: line}
+	p.g.subgraphs = append(p.g.subgraphs, sub)
 	sc := &scope{
 		parent:       parent,
 		depth:        parent.depth + 1,
@@ -323,7 +324,7 @@ func (p *parser) setGraphAttrs(sc *scope, attrs map[string]string) error {
 	}
 	dst := p.g.Attrs
 	if sc.sub != nil {
-		dst = sc.sub.Attrs // a subgraph's label is its own, not the pipeline's
+		dst = sc.sub.attrs // a subgraph's label is its own, not the pipeline's
 	}
 	for k, v := range attrs {
 		dst[k] = v
@@ -374,8 +375,8 @@ func (p *parser) edges(sc *scope, first token) error {
 		}
 	}
 	for i := 1; i < len(ids); i++ {
-		e := &Edge{From: ids[i-1], To: ids[i], Attrs: merged(sc.edgeDefaults, attrs), Line: ends[i-1].line}
-		if err := p.count(1 + len(e.Attrs)); err != nil {
+		e := &Edge{from: ids[i-1], to: ids[i], attrs: merged(sc.edgeDefaults, attrs), line: ends[i-1].line}
+		if err := p.count(1 + len(e.attrs)); err != nil {
 			return err
 		}
 		p.g.Edges = append(p.g.Edges, e)
@@ -390,12 +391,12 @@ func (p *parser) mention(sc *scope, id string, line int) error {
 		p.member(sc, id)
 		return nil
 	}
-	n := &Node{ID: id, Attrs: merged(sc.nodeDefaults, nil), Line: line, implicit: true}
+	n := &Node{ID: id, Attrs: merged(sc.nodeDefaults, nil), line: line, implicit: true}
 	if err := p.count(1 + len(n.Attrs)); err != nil {
 		return err
 	}
 	p.g.Nodes[id] = n
-	p.g.Order = append(p.g.Order, id)
+	p.g.order = append(p.g.order, id)
 	p.member(sc, id)
 	return nil
 }
@@ -408,11 +409,11 @@ func (p *parser) declare(sc *scope, id string, line int, attrs map[string]string
 	n, ok := p.g.Nodes[id]
 	switch {
 	case !ok:
-		n = &Node{ID: id, Attrs: merged(sc.nodeDefaults, attrs), Line: line}
+		n = &Node{ID: id, Attrs: merged(sc.nodeDefaults, attrs), line: line}
 		p.g.Nodes[id] = n
-		p.g.Order = append(p.g.Order, id)
+		p.g.order = append(p.g.order, id)
 	case n.implicit:
-		n.implicit, n.Line = false, line
+		n.implicit, n.line = false, line
 		n.Attrs = merged(merged(n.Attrs, sc.nodeDefaults), attrs)
 	default:
 		n.Attrs = merged(n.Attrs, attrs)
@@ -426,7 +427,7 @@ func (p *parser) member(sc *scope, id string) {
 	for ; sc != nil && sc.sub != nil; sc = sc.parent {
 		if !sc.members[id] {
 			sc.members[id] = true
-			sc.sub.Nodes = append(sc.sub.Nodes, id)
+			sc.sub.nodes = append(sc.sub.nodes, id)
 		}
 	}
 }

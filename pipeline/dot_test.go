@@ -42,14 +42,14 @@ func dump(g *Graph) string {
 	if len(g.Attrs) > 0 {
 		fmt.Fprintf(&b, "graph %s\n", attrs(g.Attrs))
 	}
-	for _, id := range g.Order {
+	for _, id := range g.order {
 		fmt.Fprintf(&b, "node %s %s\n", id, attrs(g.Nodes[id].Attrs))
 	}
 	for _, e := range g.Edges {
-		fmt.Fprintf(&b, "edge %s->%s %s\n", e.From, e.To, attrs(e.Attrs))
+		fmt.Fprintf(&b, "edge %s->%s %s\n", e.from, e.to, attrs(e.attrs))
 	}
-	for _, s := range g.Subgraphs {
-		fmt.Fprintf(&b, "subgraph %s [%s] %s\n", s.Name, strings.Join(s.Nodes, " "), attrs(s.Attrs))
+	for _, s := range g.subgraphs {
+		fmt.Fprintf(&b, "subgraph %s [%s] %s\n", s.name, strings.Join(s.nodes, " "), attrs(s.attrs))
 	}
 	return strings.ReplaceAll(b.String(), " \n", "\n")
 }
@@ -74,27 +74,27 @@ func TestParseDOTFixtures(t *testing.T) {
 			}
 			g, err := ParseDOT(name, string(src))
 			if err == nil {
-				err = g.Validate()
+				err = g.validate()
 			}
 			want, bad := invalid[name]
 			if !bad {
 				if err != nil {
 					t.Fatalf("valid fixture rejected: %v", err)
 				}
-				if g.Start() == nil || g.Exit() == nil {
-					t.Fatalf("start %v, exit %v", g.Start(), g.Exit())
+				if g.start() == nil || g.exit() == nil {
+					t.Fatalf("start %v, exit %v", g.start(), g.exit())
 				}
 				return
 			}
 			seen++
-			var de *DOTError
+			var de *dotError
 			if !errors.As(err, &de) {
-				t.Fatalf("got %v, want a *DOTError", err)
+				t.Fatalf("got %v, want a *dotError", err)
 			}
 			var rules []string
 			for _, e := range unjoin(err) {
 				if errors.As(e, &de) {
-					rules = append(rules, de.Rule)
+					rules = append(rules, de.rule)
 				}
 			}
 			if !slices.Contains(rules, want.rule) || !strings.Contains(err.Error(), want.msg) {
@@ -124,26 +124,26 @@ func TestParseDOTFixtureDetails(t *testing.T) {
 		if got := step.Attrs["prompt"]; got != "Multi-line\nattribute test" {
 			t.Errorf("prompt = %q", got)
 		}
-		if step.Int("max_retries", -1) != 2 || step.Line != 4 {
-			t.Errorf("max_retries %d, line %d", step.Int("max_retries", -1), step.Line)
+		if step.attrInt("max_retries", -1) != 2 || step.line != 4 {
+			t.Errorf("max_retries %d, line %d", step.attrInt("max_retries", -1), step.line)
 		}
-		if g.Attrs["label"] != "Attribute Test" || g.Out("start")[0].Weight() != 10 {
-			t.Errorf("graph label %q, weight %d", g.Attrs["label"], g.Out("start")[0].Weight())
+		if g.Attrs["label"] != "Attribute Test" || g.out("start")[0].weight() != 10 {
+			t.Errorf("graph label %q, weight %d", g.Attrs["label"], g.out("start")[0].weight())
 		}
 	})
 	t.Run("value types", func(t *testing.T) {
 		g := parseFixture(t, "orchestra/test-all-value-types.dot")
 		a := g.Nodes["a"]
-		d, ok := a.Duration("timeout")
-		if a.Attrs["prompt"] != "hello\nworld" || a.Int("max_retries", 0) != 3 || !a.Bool("goal_gate") || !ok || d != 900*time.Second {
+		d, ok := a.attrDuration("timeout")
+		if a.Attrs["prompt"] != "hello\nworld" || a.attrInt("max_retries", 0) != 3 || !a.attrBool("goal_gate") || !ok || d != 900*time.Second {
 			t.Errorf("attrs %v", a.Attrs)
 		}
-		if g.MaxRetries(g.Nodes["start"]) != 50 || g.MaxRetries(a) != 3 {
-			t.Errorf("max retries %d, %d", g.MaxRetries(g.Nodes["start"]), g.MaxRetries(a))
+		if g.maxRetries(g.Nodes["start"]) != 50 || g.maxRetries(a) != 3 {
+			t.Errorf("max retries %d, %d", g.maxRetries(g.Nodes["start"]), g.maxRetries(a))
 		}
 		for _, e := range g.Edges {
-			if e.Weight() != 5 {
-				t.Errorf("chained edge %s->%s weight %d", e.From, e.To, e.Weight())
+			if e.weight() != 5 {
+				t.Errorf("chained edge %s->%s weight %d", e.from, e.to, e.weight())
 			}
 		}
 	})
@@ -168,8 +168,8 @@ func TestParseDOTFixtureDetails(t *testing.T) {
 		if _, ok := g.Nodes["start"].Attrs["timeout"]; ok {
 			t.Error("subgraph default leaked to the top level")
 		}
-		if len(g.Subgraphs) != 1 || g.Subgraphs[0].Name != "cluster_loop" || strings.Join(g.Subgraphs[0].Nodes, ",") != "plan,implement" {
-			t.Errorf("subgraphs %+v", g.Subgraphs)
+		if len(g.subgraphs) != 1 || g.subgraphs[0].name != "cluster_loop" || strings.Join(g.subgraphs[0].nodes, ",") != "plan,implement" {
+			t.Errorf("subgraphs %+v", g.subgraphs)
 		}
 	})
 	t.Run("stylesheet string", func(t *testing.T) {
@@ -180,8 +180,8 @@ func TestParseDOTFixtureDetails(t *testing.T) {
 	})
 	t.Run("conformance", func(t *testing.T) {
 		g := parseFixture(t, "mammoth/conformance_test.dot")
-		if len(g.Nodes) != 19 || len(g.Edges) != 31 || g.Start().ID != "Start" || g.Exit().ID != "Exit" {
-			t.Errorf("%d nodes, %d edges, start %v exit %v", len(g.Nodes), len(g.Edges), g.Start(), g.Exit())
+		if len(g.Nodes) != 19 || len(g.Edges) != 31 || g.start().ID != "Start" || g.exit().ID != "Exit" {
+			t.Errorf("%d nodes, %d edges, start %v exit %v", len(g.Nodes), len(g.Edges), g.start(), g.exit())
 		}
 		if g.Attrs["default_max_retry"] != "0" || g.Nodes["GoalGate"].Attrs["retry_target"] != "GoalGateSetup" {
 			t.Errorf("attrs %v / %v", g.Attrs, g.Nodes["GoalGate"].Attrs)
@@ -189,7 +189,7 @@ func TestParseDOTFixtureDetails(t *testing.T) {
 	})
 	t.Run("implicit nodes", func(t *testing.T) {
 		g := parseFixture(t, "spec-examples/human_gate_review.dot")
-		if n := g.Nodes["ship_it"]; n == nil || !n.implicit || n.Line != 14 || n.Handler() != HandlerCodergen {
+		if n := g.Nodes["ship_it"]; n == nil || !n.implicit || n.line != 14 || n.Handler() != handlerCodergen {
 			t.Errorf("ship_it = %+v", n)
 		}
 	})
@@ -326,7 +326,7 @@ func TestParseDOTLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := fmt.Sprint(g.Nodes["a"].Line, g.Nodes["b"].Line, g.Nodes["c"].Line, g.Edges[0].Line, g.Edges[1].Line)
+	got := fmt.Sprint(g.Nodes["a"].line, g.Nodes["b"].line, g.Nodes["c"].line, g.Edges[0].line, g.Edges[1].line)
 	if got != "2 5 8 6 7" {
 		t.Errorf("lines a b c, edges = %s, want 2 5 8 6 7", got)
 	}
@@ -374,12 +374,12 @@ func TestParseDOTErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g, err := ParseDOT("x.dot", tt.src)
-			var de *DOTError
+			var de *dotError
 			if !errors.As(err, &de) {
-				t.Fatalf("got %v, %v; want a *DOTError", g, err)
+				t.Fatalf("got %v, %v; want a *dotError", g, err)
 			}
-			if de.Line != tt.line || de.Rule != "syntax" || !strings.Contains(de.Msg, tt.want) {
-				t.Errorf("got line %d rule %s %q; want line %d %q", de.Line, de.Rule, de.Msg, tt.line, tt.want)
+			if de.line != tt.line || de.rule != "syntax" || !strings.Contains(de.msg, tt.want) {
+				t.Errorf("got line %d rule %s %q; want line %d %q", de.line, de.rule, de.msg, tt.line, tt.want)
 			}
 			prefix := "pipeline x.dot"
 			if tt.line > 0 {
@@ -412,13 +412,13 @@ func TestParseDOTElementLimit(t *testing.T) {
 
 func TestDOTErrorFormat(t *testing.T) {
 	for _, tt := range []struct {
-		e    DOTError
+		e    dotError
 		want string
 	}{
-		{DOTError{File: "x.dot", Line: 12, Msg: "m"}, "pipeline x.dot:12: m"},
-		{DOTError{File: "x.dot", Msg: "m"}, "pipeline x.dot: m"},
-		{DOTError{Line: 3, Msg: "m"}, "pipeline: line 3: m"},
-		{DOTError{Msg: "m"}, "pipeline: m"},
+		{dotError{file: "x.dot", line: 12, msg: "m"}, "pipeline x.dot:12: m"},
+		{dotError{file: "x.dot", msg: "m"}, "pipeline x.dot: m"},
+		{dotError{line: 3, msg: "m"}, "pipeline: line 3: m"},
+		{dotError{msg: "m"}, "pipeline: m"},
 	} {
 		if got := tt.e.Error(); got != tt.want {
 			t.Errorf("got %q, want %q", got, tt.want)
@@ -443,11 +443,11 @@ func formatDOT(g *Graph) string {
 	var b strings.Builder
 	b.WriteString("digraph " + quote(g.Name) + " {\n")
 	b.WriteString("graph " + list(g.Attrs) + "\n")
-	for _, id := range g.Order {
+	for _, id := range g.order {
 		b.WriteString(id + " " + list(g.Nodes[id].Attrs) + "\n")
 	}
 	for _, e := range g.Edges {
-		b.WriteString(e.From + " -> " + e.To + " " + list(e.Attrs) + "\n")
+		b.WriteString(e.from + " -> " + e.to + " " + list(e.attrs) + "\n")
 	}
 	b.WriteString("}\n")
 	return b.String()
@@ -478,26 +478,26 @@ func FuzzParseDOT(f *testing.F) {
 		start := time.Now()
 		g, err := ParseDOT("fuzz.dot", src)
 		if err != nil {
-			var de *DOTError
-			if !errors.As(err, &de) || de.Rule != "syntax" {
-				t.Fatalf("error %v is not a syntax *DOTError", err)
+			var de *dotError
+			if !errors.As(err, &de) || de.rule != "syntax" {
+				t.Fatalf("error %v is not a syntax *dotError", err)
 			}
 			return
 		}
 		// Exercise everything an engine calls on a parsed graph.
-		_ = g.Validate()
-		g.Lint()
-		for i, id := range g.Order {
+		_ = g.validate()
+		g.lint()
+		for i, id := range g.order {
 			if i == 20 {
 				break
 			}
 			n := g.Nodes[id]
-			_ = n.Handler() + n.Label() + n.Shape() + g.Prompt(n)
+			_ = n.Handler() + n.label() + n.shape() + g.prompt(n)
 			Choices(g, id)
-			if _, err := SelectEdge(g, id, Outcome{Status: StatusSuccess, PreferredLabel: "x"}, nil); err != nil {
-				var de *DOTError
+			if _, err := selectEdge(g, id, Outcome{Status: StatusSuccess, preferredLabel: "x"}, nil); err != nil {
+				var de *dotError
 				if !errors.As(err, &de) {
-					t.Fatalf("SelectEdge error %v is not a *DOTError", err)
+					t.Fatalf("selectEdge error %v is not a *dotError", err)
 				}
 			}
 		}

@@ -12,56 +12,56 @@ import (
 const (
 	StatusSuccess        = "success"
 	StatusFail           = "fail"
-	StatusPartialSuccess = "partial_success"
-	StatusRetry          = "retry"
-	StatusSkipped        = "skipped"
+	statusPartialSuccess = "partial_success"
+	statusRetry          = "retry"
+	statusSkipped        = "skipped"
 )
 
 // Outcome is what running a node produced; it drives edge selection.
 type Outcome struct {
-	Status           string // one of the Status constants
-	PreferredLabel   string // the edge label to prefer, if any
-	SuggestedNextIDs []string
+	Status           string // an outcome status: StatusSuccess, StatusFail, …
+	preferredLabel   string // the edge label to prefer, if any
+	suggestedNextIDs []string
 	ContextUpdates   map[string]string
 	Notes            string
 	FailureReason    string
 }
 
-// SelectEdge picks the edge a run follows out of nodeID, exactly as spec §3.3:
+// selectEdge picks the edge a run follows out of nodeID, exactly as spec §3.3:
 //
 //  1. edges whose condition holds, best by weight then target id;
-//  2. else the first unconditional edge whose label matches o.PreferredLabel
+//  2. else the first unconditional edge whose label matches o.preferredLabel
 //     (lower-cased, trimmed, accelerator prefix removed);
-//  3. else the first unconditional edge to o.SuggestedNextIDs[0], then [1], …;
+//  3. else the first unconditional edge to o.suggestedNextIDs[0], then [1], …;
 //  4. else the unconditional edge of highest weight,
 //  5. ties going to the target id first in byte order (then to declaration order).
 //
 // It returns nil when no edge is eligible (no edges, or only conditional ones
 // that do not hold); the engine then ends the run. A condition that does not
-// parse is an error (Validate reports it before a run starts).
-func SelectEdge(g *Graph, nodeID string, o Outcome, ctx map[string]string) (*Edge, error) {
+// parse is an error (validate reports it before a run starts).
+func selectEdge(g *Graph, nodeID string, o Outcome, ctx map[string]string) (*Edge, error) {
 	if g.Nodes[nodeID] == nil {
-		return nil, &DOTError{File: g.File, Rule: "edge_target_exists", Msg: fmt.Sprintf("no node %q", nodeID)}
+		return nil, &dotError{file: g.file, rule: "edge_target_exists", msg: fmt.Sprintf("no node %q", nodeID)}
 	}
 	if e, err := conditionEdge(g, nodeID, o, ctx); e != nil || err != nil {
 		return e, err
 	}
 	var unconditional []*Edge
-	for _, e := range g.Out(nodeID) {
-		if e.Condition() == "" {
+	for _, e := range g.out(nodeID) {
+		if e.condition() == "" {
 			unconditional = append(unconditional, e)
 		}
 	}
-	if want := normalizeLabel(o.PreferredLabel); want != "" {
+	if want := normalizeLabel(o.preferredLabel); want != "" {
 		for _, e := range unconditional {
-			if normalizeLabel(e.Label()) == want {
+			if normalizeLabel(e.label()) == want {
 				return e, nil
 			}
 		}
 	}
-	for _, id := range o.SuggestedNextIDs {
+	for _, id := range o.suggestedNextIDs {
 		for _, e := range unconditional {
-			if e.To == id {
+			if e.to == id {
 				return e, nil
 			}
 		}
@@ -77,7 +77,7 @@ func SelectEdge(g *Graph, nodeID string, o Outcome, ctx map[string]string) (*Edg
 func heaviest(edges []*Edge) *Edge {
 	best := edges[0]
 	for _, e := range edges[1:] {
-		if w, bw := e.Weight(), best.Weight(); w > bw || w == bw && e.To < best.To {
+		if w, bw := e.weight(), best.weight(); w > bw || w == bw && e.to < best.to {
 			best = e
 		}
 	}
@@ -97,7 +97,8 @@ func normalizeLabel(s string) string {
 // Choice is one answer a human gate offers: the key to type or click, the
 // label to show, and the node it leads to.
 type Choice struct {
-	Key, Label, To string
+	Key, Label string
+	to         string
 }
 
 // Choices are a human gate's options, one per outgoing edge in declaration
@@ -108,26 +109,26 @@ type Choice struct {
 // taken gets the next letter or digit of its label that is free, then the
 // first free A–Z or 0–9, then a free number.
 func Choices(g *Graph, nodeID string) []Choice {
-	return choicesFor(g.Out(nodeID))
+	return choicesFor(g.out(nodeID))
 }
 
 func choicesFor(edges []*Edge) []Choice {
 	choices := make([]Choice, len(edges))
 	used := make(map[string]bool, len(edges))
 	for i, e := range edges {
-		label := strings.TrimSpace(e.Label())
+		label := strings.TrimSpace(e.label())
 		if label == "" {
-			label = e.To
+			label = e.to
 		}
 		key, rest, ok := acceleratorPrefix(label)
 		if !ok {
-			choices[i] = Choice{Label: label, To: e.To}
+			choices[i] = Choice{Label: label, to: e.to}
 			continue
 		}
 		if rest == "" {
-			rest = e.To
+			rest = e.to
 		}
-		choices[i] = Choice{Label: rest, To: e.To}
+		choices[i] = Choice{Label: rest, to: e.to}
 		if !used[key] {
 			used[key] = true
 			choices[i].Key = key
@@ -161,7 +162,7 @@ func MatchChoice(choices []Choice, answer string) (Choice, bool) {
 		}
 	}
 	for _, c := range choices {
-		if c.To == a {
+		if c.to == a {
 			return c, true
 		}
 	}
@@ -201,12 +202,12 @@ func keyOf(r rune) string {
 	return string(unicode.ToUpper(r))
 }
 
-// ParseAccelerator splits an edge label into its accelerator key and the
+// parseAccelerator splits an edge label into its accelerator key and the
 // label to show: "[A] Approve" → A, "Approve"; "Y) Yes, deploy" → Y,
 // "Yes, deploy"; "Y - Yes, deploy" → Y, "Yes, deploy"; otherwise the first
 // letter or digit, upper-cased, and the whole label ("Fix issues" → F). A
 // label with no letter or digit has no key.
-func ParseAccelerator(label string) (key, rest string) {
+func parseAccelerator(label string) (key, rest string) {
 	label = strings.TrimSpace(label)
 	if k, r, ok := acceleratorPrefix(label); ok {
 		return k, r

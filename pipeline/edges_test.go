@@ -30,9 +30,9 @@ func TestParseAccelerator(t *testing.T) {
 		{"", "", ""},
 	}
 	for _, tt := range tests {
-		key, rest := ParseAccelerator(tt.label)
+		key, rest := parseAccelerator(tt.label)
 		if key != tt.key || rest != tt.rest {
-			t.Errorf("ParseAccelerator(%q) = %q, %q; want %q, %q", tt.label, key, rest, tt.key, tt.rest)
+			t.Errorf("parseAccelerator(%q) = %q, %q; want %q, %q", tt.label, key, rest, tt.key, tt.rest)
 		}
 	}
 }
@@ -41,7 +41,7 @@ func choicesOf(t *testing.T, src, node string) string {
 	t.Helper()
 	var s string
 	for _, c := range Choices(mustParse(t, src), node) {
-		s += fmt.Sprintf("%s:%s>%s ", c.Key, c.Label, c.To)
+		s += fmt.Sprintf("%s:%s>%s ", c.Key, c.Label, c.to)
 	}
 	return s
 }
@@ -111,7 +111,7 @@ func TestMatchChoice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c, ok := MatchChoice(choices, tt.answer)
-		if got := c.To; got != tt.want || ok != (tt.want != "") {
+		if got := c.to; got != tt.want || ok != (tt.want != "") {
 			t.Errorf("MatchChoice(%q) = %q, %v; want %q", tt.answer, got, ok, tt.want)
 		}
 	}
@@ -127,12 +127,12 @@ func TestChoicesFixtures(t *testing.T) {
 		g := parseFixture(t, tt.fixture)
 		var got string
 		for _, c := range Choices(g, tt.node) {
-			got += fmt.Sprintf("%s:%s>%s ", c.Key, c.Label, c.To)
+			got += fmt.Sprintf("%s:%s>%s ", c.Key, c.Label, c.to)
 		}
 		if got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.fixture, got, tt.want)
 		}
-		if h := g.Nodes[tt.node].Handler(); h != HandlerWaitHuman {
+		if h := g.Nodes[tt.node].Handler(); h != handlerWaitHuman {
 			t.Errorf("%s: handler %q", tt.fixture, h)
 		}
 	}
@@ -150,7 +150,7 @@ func TestSelectEdge(t *testing.T) {
 		{"condition matches", `n -> a [condition="outcome=fail"] n -> b [condition="outcome=success"] n -> c`,
 			Outcome{Status: StatusSuccess}, nil, "b"},
 		{"conditions beat label, suggestion and weight", `n -> a [condition="outcome=success"] n -> b [label=Fix, weight=9]`,
-			Outcome{Status: StatusSuccess, PreferredLabel: "Fix", SuggestedNextIDs: []string{"b"}}, nil, "a"},
+			Outcome{Status: StatusSuccess, preferredLabel: "Fix", suggestedNextIDs: []string{"b"}}, nil, "a"},
 		{"several conditions: weight first", `n -> a [condition="outcome=success", weight=1] n -> b [condition="outcome=success", weight=10]`,
 			Outcome{Status: StatusSuccess}, nil, "b"},
 		{"several conditions, same weight: target id", `n -> zed [condition="outcome=success"] n -> alpha [condition="outcome!=fail"]`,
@@ -158,7 +158,7 @@ func TestSelectEdge(t *testing.T) {
 		{"context condition", `n -> a [condition="context.verdict=insufficient"] n -> b [condition="context.verdict=sufficient"]`,
 			Outcome{Status: StatusSuccess}, map[string]string{"verdict": "sufficient"}, "b"},
 		{"preferred_label condition", `n -> a [condition="preferred_label=Fix"] n -> b`,
-			Outcome{Status: StatusSuccess, PreferredLabel: "Fix"}, nil, "a"},
+			Outcome{Status: StatusSuccess, preferredLabel: "Fix"}, nil, "a"},
 		{"no condition holds: fall through to unconditional", `n -> a [condition="outcome=fail"] n -> b`,
 			Outcome{Status: StatusSuccess}, nil, "b"},
 		{"no condition holds, nothing unconditional", `n -> a [condition="outcome=fail"]`,
@@ -166,29 +166,29 @@ func TestSelectEdge(t *testing.T) {
 
 		// Step 2: preferred label, normalised, first unconditional match in declaration order.
 		{"preferred label", `n -> a [label=Approve] n -> b [label=Reject, weight=5]`,
-			Outcome{Status: StatusSuccess, PreferredLabel: "Approve"}, nil, "a"},
+			Outcome{Status: StatusSuccess, preferredLabel: "Approve"}, nil, "a"},
 		{"preferred label normalised", `n -> a [label="[A] Approve"] n -> b [label="R) Reject"]`,
-			Outcome{Status: StatusSuccess, PreferredLabel: "  reject "}, nil, "b"},
+			Outcome{Status: StatusSuccess, preferredLabel: "  reject "}, nil, "b"},
 		{"preferred label with its own prefix", `n -> a [label="Approve"] n -> b [label="Reject"]`,
-			Outcome{Status: StatusSuccess, PreferredLabel: "[R] Reject"}, nil, "b"},
+			Outcome{Status: StatusSuccess, preferredLabel: "[R] Reject"}, nil, "b"},
 		{"preferred label: first of equals", `n -> b [label=Go] n -> a [label=go]`,
-			Outcome{Status: StatusSuccess, PreferredLabel: "GO"}, nil, "b"},
+			Outcome{Status: StatusSuccess, preferredLabel: "GO"}, nil, "b"},
 		{"preferred label ignores conditional edges", `n -> a [label=Fix, condition="outcome=fail"] n -> b [label=Other] n -> c [label=Fix]`,
-			Outcome{Status: StatusSuccess, PreferredLabel: "Fix"}, nil, "c"},
+			Outcome{Status: StatusSuccess, preferredLabel: "Fix"}, nil, "c"},
 		{"preferred label beats suggestion", `n -> a [label=Fix] n -> b`,
-			Outcome{Status: StatusSuccess, PreferredLabel: "Fix", SuggestedNextIDs: []string{"b"}}, nil, "a"},
+			Outcome{Status: StatusSuccess, preferredLabel: "Fix", suggestedNextIDs: []string{"b"}}, nil, "a"},
 		{"unmatched preferred label falls through", `n -> a [label=Fix] n -> b [weight=1]`,
-			Outcome{Status: StatusSuccess, PreferredLabel: "Ship"}, nil, "b"},
+			Outcome{Status: StatusSuccess, preferredLabel: "Ship"}, nil, "b"},
 
 		// Step 3: suggested next ids, in the outcome's order.
 		{"suggested id", `n -> a [weight=9] n -> b`,
-			Outcome{Status: StatusSuccess, SuggestedNextIDs: []string{"b"}}, nil, "b"},
+			Outcome{Status: StatusSuccess, suggestedNextIDs: []string{"b"}}, nil, "b"},
 		{"suggested ids in order", `n -> a n -> b n -> c`,
-			Outcome{Status: StatusSuccess, SuggestedNextIDs: []string{"x", "c", "a"}}, nil, "c"},
+			Outcome{Status: StatusSuccess, suggestedNextIDs: []string{"x", "c", "a"}}, nil, "c"},
 		{"suggestion ignores conditional edges", `n -> a [condition="outcome=fail"] n -> b`,
-			Outcome{Status: StatusSuccess, SuggestedNextIDs: []string{"a"}}, nil, "b"},
+			Outcome{Status: StatusSuccess, suggestedNextIDs: []string{"a"}}, nil, "b"},
 		{"suggestion beats weight", `n -> a [weight=100] n -> b`,
-			Outcome{Status: StatusSuccess, SuggestedNextIDs: []string{"b"}}, nil, "b"},
+			Outcome{Status: StatusSuccess, suggestedNextIDs: []string{"b"}}, nil, "b"},
 
 		// Steps 4 and 5: weight, then target id.
 		{"highest weight", `n -> a [weight=1] n -> b [weight=3] n -> c [weight=2]`,
@@ -208,13 +208,13 @@ func TestSelectEdge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := mustParse(t, "digraph x { n "+tt.edges+" }")
-			e, err := SelectEdge(g, "n", tt.o, tt.ctx)
+			e, err := selectEdge(g, "n", tt.o, tt.ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := ""
 			if e != nil {
-				got = e.To
+				got = e.to
 			}
 			if got != tt.want {
 				t.Errorf("selected %q, want %q", got, tt.want)
@@ -225,20 +225,20 @@ func TestSelectEdge(t *testing.T) {
 
 func TestSelectEdgeSameTargetTie(t *testing.T) {
 	g := mustParse(t, `digraph x { n -> a [label=first] n -> a [label=second] }`)
-	e, err := SelectEdge(g, "n", Outcome{Status: StatusSuccess}, nil)
-	if err != nil || e.Label() != "first" {
+	e, err := selectEdge(g, "n", Outcome{Status: StatusSuccess}, nil)
+	if err != nil || e.label() != "first" {
 		t.Fatalf("got %v, %v; want the first declared", e, err)
 	}
 }
 
 func TestSelectEdgeErrors(t *testing.T) {
 	g := mustParse(t, "digraph x {\n n -> a [condition=\"outcome=success\"]\n n -> b [condition=\"outcome=sucess\"]\n}")
-	_, err := SelectEdge(g, "n", Outcome{Status: StatusSuccess}, nil)
-	var de *DOTError
-	if !errors.As(err, &de) || de.Line != 3 || de.Rule != "condition_syntax" {
+	_, err := selectEdge(g, "n", Outcome{Status: StatusSuccess}, nil)
+	var de *dotError
+	if !errors.As(err, &de) || de.line != 3 || de.rule != "condition_syntax" {
 		t.Fatalf("got %v", err)
 	}
-	if _, err := SelectEdge(g, "nope", Outcome{}, nil); err == nil {
+	if _, err := selectEdge(g, "nope", Outcome{}, nil); err == nil {
 		t.Error("unknown node: want an error")
 	}
 }
@@ -252,25 +252,25 @@ func TestSelectEdgeFixtures(t *testing.T) {
 	}{
 		{"spec-examples/branch.dot", "gate", Outcome{Status: StatusSuccess}, nil, "exit"},
 		{"spec-examples/branch.dot", "gate", Outcome{Status: StatusFail}, nil, "implement"},
-		{"orchestra/test-branching.dot", "gate", Outcome{Status: StatusPartialSuccess}, nil, "failure"},
+		{"orchestra/test-branching.dot", "gate", Outcome{Status: statusPartialSuccess}, nil, "failure"},
 		{"mammoth/conformance_test.dot", "ContextCheck", Outcome{Status: StatusSuccess}, nil, "WeightedB"},
-		{"mammoth/conformance_test.dot", "GoalGate", Outcome{Status: StatusRetry}, nil, "GoalGateSetup"},
+		{"mammoth/conformance_test.dot", "GoalGate", Outcome{Status: statusRetry}, nil, "GoalGateSetup"},
 		{"orchestra/pr-review-adversarial.dot", "gate", Outcome{Status: StatusSuccess}, map[string]string{"critic_verdict": "insufficient"}, "fan_out"},
 		{"orchestra/pr-review-adversarial.dot", "gate", Outcome{Status: StatusSuccess, ContextUpdates: map[string]string{"context.critic_verdict": "sufficient"}}, nil, "synthesize"},
 		{"orchestra/pr-review-adversarial.dot", "gate", Outcome{Status: StatusSuccess}, nil, ""},
 		// A human gate's answer comes back as a suggested next id (spec §4.6).
-		{"orchestra/test-human-gate.dot", "review_gate", Outcome{Status: StatusSuccess, SuggestedNextIDs: []string{"revise"}}, nil, "revise"},
-		{"orchestra/test-human-gate.dot", "review_gate", Outcome{Status: StatusSuccess, PreferredLabel: "Approve"}, nil, "apply"},
+		{"orchestra/test-human-gate.dot", "review_gate", Outcome{Status: StatusSuccess, suggestedNextIDs: []string{"revise"}}, nil, "revise"},
+		{"orchestra/test-human-gate.dot", "review_gate", Outcome{Status: StatusSuccess, preferredLabel: "Approve"}, nil, "apply"},
 	}
 	for _, tt := range tests {
 		g := parseFixture(t, tt.fixture)
-		e, err := SelectEdge(g, tt.node, tt.o, tt.ctx)
+		e, err := selectEdge(g, tt.node, tt.o, tt.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := ""
 		if e != nil {
-			got = e.To
+			got = e.to
 		}
 		if got != tt.want {
 			t.Errorf("%s %s %+v: selected %q, want %q", tt.fixture, tt.node, tt.o, got, tt.want)

@@ -17,7 +17,7 @@ import (
 
 // Runnable handlers: what orch's engine runs. Others parse and validate but cannot run here.
 var runnable = map[string]bool{
-	HandlerStart: true, HandlerExit: true, HandlerCodergen: true, HandlerWaitHuman: true, HandlerConditional: true,
+	handlerStart: true, handlerExit: true, handlerCodergen: true, handlerWaitHuman: true, handlerConditional: true,
 }
 
 // DefaultMaxNodeVisits is how often the engine enters one node with no human in between before it stops the run as
@@ -51,9 +51,9 @@ type Hop struct {
 	Note    string
 }
 
-// Runnable reports whether orch can run g: it must be valid (Validate) and use only the handlers orch runs.
+// Runnable reports whether orch can run g: it must be valid (validate) and use only the handlers orch runs.
 func Runnable(g *Graph) error {
-	if err := g.Validate(); err != nil {
+	if err := g.validate(); err != nil {
 		return err
 	}
 	var bad []string
@@ -63,7 +63,7 @@ func Runnable(g *Graph) error {
 		}
 	}
 	if len(bad) > 0 {
-		return &DOTError{File: g.File, Rule: "handler_supported", Msg: fmt.Sprintf(
+		return &dotError{file: g.file, rule: "handler_supported", msg: fmt.Sprintf(
 			"orch cannot run these nodes: %s; it runs start, exit, box (agent), hexagon (human gate) and diamond (conditional) nodes",
 			strings.Join(bad, ", "))}
 	}
@@ -78,17 +78,17 @@ func (g *Graph) MaxNodeVisits() int {
 	return DefaultMaxNodeVisits
 }
 
-// IsInteractive reports whether a box node converses with a human (agent.mode="interactive").
-func (n *Node) IsInteractive() bool {
+// isInteractive reports whether a box node converses with a human (agent.mode="interactive").
+func (n *Node) isInteractive() bool {
 	return strings.EqualFold(strings.TrimSpace(n.Attrs["agent.mode"]), "interactive")
 }
 
 // Begin starts cp at g's start node, mirrors the graph's attributes into the context (graph.goal, graph.label, …),
 // and walks to the first node that does work.
 func Begin(g *Graph, cp *jobs.Checkpoint) (Stop, error) {
-	start := g.Start()
+	start := g.start()
 	if start == nil {
-		return Stop{}, &DOTError{File: g.File, Rule: "start_node", Msg: "the pipeline has no single start node"}
+		return Stop{}, &dotError{file: g.file, rule: "start_node", msg: "the pipeline has no single start node"}
 	}
 	*cp = jobs.Checkpoint{Context: map[string]string{}, Outcomes: map[string]string{}, Retries: map[string]int{},
 		Visits: map[string]int{}}
@@ -106,10 +106,10 @@ func Begin(g *Graph, cp *jobs.Checkpoint) (Stop, error) {
 func Advance(g *Graph, cp *jobs.Checkpoint, o Outcome) (Stop, error) {
 	n := g.Nodes[cp.Current]
 	if n == nil {
-		return Stop{}, &DOTError{File: g.File, Rule: "checkpoint", Msg: fmt.Sprintf("the checkpoint's node %q is not in the pipeline", cp.Current)}
+		return Stop{}, &dotError{file: g.file, rule: "checkpoint", msg: fmt.Sprintf("the checkpoint's node %q is not in the pipeline", cp.Current)}
 	}
 	ensure(cp)
-	if o.Status == StatusRetry {
+	if o.Status == statusRetry {
 		o.Status = StatusFail
 		if o.FailureReason == "" {
 			o.FailureReason = "max retries exceeded"
@@ -156,18 +156,18 @@ func failureRoute(g *Graph, n *Node, o Outcome, ctx map[string]string) (next, ho
 		return "", "", err
 	}
 	if e != nil {
-		return e.To, "condition", nil
+		return e.to, "condition", nil
 	}
 	var deciders []*Edge
-	for _, e := range g.Out(n.ID) {
-		if e.Condition() == "" && decides(g, e.To, o, ctx) {
+	for _, e := range g.out(n.ID) {
+		if e.condition() == "" && decides(g, e.to, o, ctx) {
 			deciders = append(deciders, e)
 		}
 	}
 	if len(deciders) > 0 {
-		return heaviest(deciders).To, "edge", nil
+		return heaviest(deciders).to, "edge", nil
 	}
-	if t := g.FailureTarget(n); t != "" {
+	if t := g.failureTarget(n); t != "" {
 		return t, "retry_target", nil
 	}
 	return "", "", nil
@@ -206,7 +206,7 @@ func ensure(cp *jobs.Checkpoint) {
 // complete records a node's outcome (spec §3.2 steps 3 and 4).
 func (w *walker) complete(n *Node, o Outcome) {
 	cp := w.cp
-	if o.Status != StatusSkipped {
+	if o.Status != statusSkipped {
 		cp.Outcomes[n.ID] = o.Status
 	}
 	cp.Completed = append(cp.Completed, n.ID)
@@ -224,8 +224,8 @@ func (w *walker) complete(n *Node, o Outcome) {
 		cp.Context[k] = o.ContextUpdates[k]
 	}
 	cp.Context["outcome"] = o.Status
-	if o.PreferredLabel != "" {
-		cp.Context["preferred_label"] = o.PreferredLabel
+	if o.preferredLabel != "" {
+		cp.Context["preferred_label"] = o.preferredLabel
 	} else {
 		delete(cp.Context, "preferred_label")
 	}
@@ -236,18 +236,18 @@ func (w *walker) route(n *Node, o Outcome) (next, how string, err error) {
 	if o.Status == StatusFail {
 		return failureRoute(w.g, n, o, w.cp.Context)
 	}
-	e, err := SelectEdge(w.g, n.ID, o, w.cp.Context)
+	e, err := selectEdge(w.g, n.ID, o, w.cp.Context)
 	if err != nil || e == nil {
 		return "", "", err
 	}
-	return e.To, edgeRoute(e, o), nil
+	return e.to, edgeRoute(e, o), nil
 }
 
 // decides reports whether id is a conditional node with an edge for outcome o: a diamond that routes only successes
 // is no route for a failure.
 func decides(g *Graph, id string, o Outcome, ctx map[string]string) bool {
 	n := g.Nodes[id]
-	if n == nil || n.Handler() != HandlerConditional {
+	if n == nil || n.Handler() != handlerConditional {
 		return false
 	}
 	c := make(map[string]string, len(ctx)+1)
@@ -255,20 +255,20 @@ func decides(g *Graph, id string, o Outcome, ctx map[string]string) bool {
 		c[k] = v
 	}
 	c["outcome"] = o.Status
-	e, err := SelectEdge(g, id, Outcome{Status: o.Status, PreferredLabel: o.PreferredLabel}, c)
+	e, err := selectEdge(g, id, Outcome{Status: o.Status, preferredLabel: o.preferredLabel}, c)
 	return err == nil && e != nil
 }
 
 // edgeRoute names the step of edge selection that chose e.
 func edgeRoute(e *Edge, o Outcome) string {
 	switch {
-	case e.Condition() != "":
+	case e.condition() != "":
 		return "condition"
-	case o.PreferredLabel != "" && normalizeLabel(e.Label()) == normalizeLabel(o.PreferredLabel):
+	case o.preferredLabel != "" && normalizeLabel(e.label()) == normalizeLabel(o.preferredLabel):
 		return "label"
 	}
-	for _, id := range o.SuggestedNextIDs {
-		if e.To == id {
+	for _, id := range o.suggestedNextIDs {
+		if e.to == id {
 			return "suggested"
 		}
 	}
@@ -278,14 +278,14 @@ func edgeRoute(e *Edge, o Outcome) string {
 // conditionEdge is the best edge out of id whose condition holds, or nil.
 func conditionEdge(g *Graph, id string, o Outcome, ctx map[string]string) (*Edge, error) {
 	var matched []*Edge
-	for _, e := range g.Out(id) {
-		c := e.Condition()
+	for _, e := range g.out(id) {
+		c := e.condition()
 		if c == "" {
 			continue
 		}
-		ok, err := EvalCondition(c, o, ctx)
+		ok, err := evalCondition(c, o, ctx)
 		if err != nil {
-			return nil, &DOTError{File: g.File, Line: e.Line, Rule: "condition_syntax", Msg: fmt.Sprintf("edge %s -> %s: %v", e.From, e.To, err)}
+			return nil, &dotError{file: g.file, line: e.line, rule: "condition_syntax", msg: fmt.Sprintf("edge %s -> %s: %v", e.from, e.to, err)}
 		}
 		if ok {
 			matched = append(matched, e)
@@ -320,35 +320,35 @@ func (w *walker) walk(id string) (Stop, error) {
 	for step := 0; step <= 2*len(g.Nodes)+2; step++ {
 		n := g.Nodes[id]
 		if n == nil {
-			return Stop{}, &DOTError{File: g.File, Rule: "edge_target_exists", Msg: fmt.Sprintf("no node %q", id)}
+			return Stop{}, &dotError{file: g.file, rule: "edge_target_exists", msg: fmt.Sprintf("no node %q", id)}
 		}
 		cp.Current = n.ID
 		cp.Context["current_node"] = n.ID
 		switch n.Handler() {
-		case HandlerExit:
-			if gate := g.UnsatisfiedGoalGate(cp.Outcomes); gate != nil {
-				target := g.GoalGateTarget(gate)
+		case handlerExit:
+			if gate := g.unsatisfiedGoalGate(cp.Outcomes); gate != nil {
+				target := g.goalGateTarget(gate)
 				note := fmt.Sprintf("goal gate %s is %s", gate.ID, cp.Outcomes[gate.ID])
 				if target == "" {
 					w.hop(n, StatusFail, "", "goal_gate", note)
 					return Stop{Status: StatusFail, Reason: fmt.Sprintf("Goal gate unsatisfied and no retry target: %s", note), Hops: w.hops}, nil
 				}
-				w.hop(n, StatusRetry, target, "goal_gate", note)
+				w.hop(n, statusRetry, target, "goal_gate", note)
 				id = target
 				continue
 			}
 			w.complete(n, Outcome{Status: StatusSuccess})
 			w.hop(n, StatusSuccess, "", "", "")
 			return Stop{Status: StatusSuccess, Reason: "Pipeline completed", Hops: w.hops}, nil
-		case HandlerStart, HandlerConditional:
+		case handlerStart, handlerConditional:
 			o := Outcome{Status: StatusSuccess}
-			if n.Handler() == HandlerConditional {
+			if n.Handler() == handlerConditional {
 				// A conditional routes on what came before it (spec §4.7: the engine evaluates the edges against the
 				// outcome and context): it passes the previous outcome through.
 				if s := cp.Context["outcome"]; s != "" {
 					o.Status = s
 				}
-				o.PreferredLabel = cp.Context["preferred_label"]
+				o.preferredLabel = cp.Context["preferred_label"]
 				o.FailureReason = w.reason
 			}
 			w.complete(n, o)
@@ -366,7 +366,7 @@ func (w *walker) walk(id string) (Stop, error) {
 			return Stop{Node: n, Loop: cp.Visits[n.ID] > g.MaxNodeVisits(), Hops: w.hops}, nil
 		}
 	}
-	return Stop{}, &DOTError{File: g.File, Rule: "reachability", Msg: fmt.Sprintf("the pipeline cycles through start, conditional and exit nodes without reaching a node that does work (at %s)", id)}
+	return Stop{}, &dotError{file: g.file, rule: "reachability", msg: fmt.Sprintf("the pipeline cycles through start, conditional and exit nodes without reaching a node that does work (at %s)", id)}
 }
 
 // GateOutcome is a human gate's outcome for an answer (spec §4.6): the chosen edge's target as the suggested next
@@ -381,21 +381,21 @@ func GateOutcome(g *Graph, id, answer string) Outcome {
 	if !ok {
 		return Outcome{Status: StatusFail, FailureReason: fmt.Sprintf("%q is not a choice of gate %s", answer, id)}
 	}
-	return Outcome{Status: StatusSuccess, SuggestedNextIDs: []string{c.To}, Notes: "[" + c.Key + "] " + c.Label,
+	return Outcome{Status: StatusSuccess, suggestedNextIDs: []string{c.to}, Notes: "[" + c.Key + "] " + c.Label,
 		ContextUpdates: map[string]string{"human.gate.selected": c.Key, "human.gate.label": c.Label}}
 }
 
 // Backoff presets (spec §3.6): first delay, factor, attempts of the preset.
 var backoffs = map[string]backoff.Policy{
 	"none":       {},
-	"standard":   {Initial: 200 * time.Millisecond, Factor: 2, Max: MaxBackoff, Jitter: backoff.Spread},
-	"aggressive": {Initial: 500 * time.Millisecond, Factor: 2, Max: MaxBackoff, Jitter: backoff.Spread},
-	"linear":     {Initial: 500 * time.Millisecond, Factor: 1, Max: MaxBackoff, Jitter: backoff.Spread},
-	"patient":    {Initial: 2 * time.Second, Factor: 3, Max: MaxBackoff, Jitter: backoff.Spread},
+	"standard":   {Initial: 200 * time.Millisecond, Factor: 2, Max: maxBackoff, Jitter: backoff.Spread},
+	"aggressive": {Initial: 500 * time.Millisecond, Factor: 2, Max: maxBackoff, Jitter: backoff.Spread},
+	"linear":     {Initial: 500 * time.Millisecond, Factor: 1, Max: maxBackoff, Jitter: backoff.Spread},
+	"patient":    {Initial: 2 * time.Second, Factor: 3, Max: maxBackoff, Jitter: backoff.Spread},
 }
 
-// MaxBackoff caps one retry delay.
-const MaxBackoff = time.Minute
+// maxBackoff caps one retry delay.
+const maxBackoff = time.Minute
 
 // RetryDelay is how long to wait before retry n (1-based) under a backoff policy ("standard" when empty or unknown),
 // with the spec's jitter of ×0.5–1.5.
@@ -407,8 +407,8 @@ func RetryDelay(policy string, n int) time.Duration {
 	return b.Delay(n)
 }
 
-// KnownBackoff reports whether policy names a backoff preset.
-func KnownBackoff(policy string) bool {
+// knownBackoff reports whether policy names a backoff preset.
+func knownBackoff(policy string) bool {
 	_, ok := backoffs[strings.ToLower(strings.TrimSpace(policy))]
 	return ok
 }
@@ -428,18 +428,18 @@ func (g *Graph) Tasks() []Task {
 	var out []Task
 	for _, id := range g.ids() {
 		n := g.Nodes[id]
-		t := Task{ID: n.ID, Title: ExpandGoal(n.Label(), g.Goal()), Line: n.Line, Backoff: n.Attrs["backoff_policy"]}
-		t.Timeout, _ = n.Duration("timeout")
+		t := Task{ID: n.ID, Title: expandGoal(n.label(), g.Goal()), Line: n.line, Backoff: n.Attrs["backoff_policy"]}
+		t.Timeout, _ = n.attrDuration("timeout")
 		switch n.Handler() {
-		case HandlerWaitHuman:
+		case handlerWaitHuman:
 			t.Kind = jobs.KindGate
-			t.Description = ExpandGoal(n.Label(), g.Goal())
-		case HandlerCodergen:
+			t.Description = expandGoal(n.label(), g.Goal())
+		case handlerCodergen:
 			t.Kind = jobs.KindAgent
-			if n.IsInteractive() {
+			if n.isInteractive() {
 				t.Kind = jobs.KindChat
 			}
-			t.Description = g.Prompt(n)
+			t.Description = g.prompt(n)
 			t.MaxAttempts = g.NodeAttempts(n)
 		default:
 			continue

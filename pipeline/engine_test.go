@@ -155,15 +155,15 @@ func TestBeginErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var cp jobs.Checkpoint
 			_, err := Begin(engineGraph(t, src), &cp)
-			var de *DOTError
-			if !errors.As(err, &de) || de.Rule != "start_node" {
-				t.Errorf("err %v, want a start_node DOTError", err)
+			var de *dotError
+			if !errors.As(err, &de) || de.rule != "start_node" {
+				t.Errorf("err %v, want a start_node dotError", err)
 			}
 		})
 	}
 	t.Run("an edge to no node", func(t *testing.T) {
 		g := &Graph{Nodes: map[string]*Node{"start": {ID: "start", Attrs: map[string]string{"shape": "Mdiamond"}}},
-			Edges: []*Edge{{From: "start", To: "ghost", Attrs: map[string]string{}}}}
+			Edges: []*Edge{{from: "start", to: "ghost", attrs: map[string]string{}}}}
 		var cp jobs.Checkpoint
 		if _, err := Begin(g, &cp); err == nil || !strings.Contains(err.Error(), "ghost") {
 			t.Errorf("err %v, want one naming ghost", err)
@@ -175,7 +175,7 @@ func TestAdvanceLinear(t *testing.T) {
 	g := engineGraph(t, linearDOT)
 	cp, _ := beginAt(t, g, "plan")
 
-	stop := advanceTo(t, g, cp, Outcome{Status: StatusSuccess, PreferredLabel: "Anything",
+	stop := advanceTo(t, g, cp, Outcome{Status: StatusSuccess, preferredLabel: "Anything",
 		ContextUpdates: map[string]string{"plan.file": "PLAN.md"}, Notes: "planned"}, "build")
 	checkHops(t, stop.Hops, "plan(codergen) success -edge-> build\n")
 	if stop.Hops[0].Note != "planned" {
@@ -191,7 +191,7 @@ func TestAdvanceLinear(t *testing.T) {
 		t.Errorf("current %q last %q visits %v", cp.Current, cp.Last, cp.Visits)
 	}
 
-	stop = advance(t, g, cp, Outcome{Status: StatusPartialSuccess})
+	stop = advance(t, g, cp, Outcome{Status: statusPartialSuccess})
 	if !stop.Ended() || stop.Status != StatusSuccess || stop.Reason != "Pipeline completed" || stop.Loop {
 		t.Fatalf("stopped at %s, want a successful end", stopName(stop))
 	}
@@ -202,7 +202,7 @@ func TestAdvanceLinear(t *testing.T) {
 	if want := []string{"start", "plan", "build", "exit"}; !reflect.DeepEqual(cp.Completed, want) {
 		t.Errorf("completed %v, want %v", cp.Completed, want)
 	}
-	wantOutcomes := map[string]string{"start": StatusSuccess, "plan": StatusSuccess, "build": StatusPartialSuccess, "exit": StatusSuccess}
+	wantOutcomes := map[string]string{"start": StatusSuccess, "plan": StatusSuccess, "build": statusPartialSuccess, "exit": StatusSuccess}
 	if !reflect.DeepEqual(cp.Outcomes, wantOutcomes) {
 		t.Errorf("outcomes %v, want %v", cp.Outcomes, wantOutcomes)
 	}
@@ -214,8 +214,8 @@ func TestAdvanceLinear(t *testing.T) {
 func TestAdvanceContextOutcome(t *testing.T) {
 	g := engineGraph(t, linearDOT)
 	cp, _ := beginAt(t, g, "plan")
-	advanceTo(t, g, cp, Outcome{Status: StatusPartialSuccess}, "build")
-	if cp.Context["outcome"] != StatusPartialSuccess || cp.Outcomes["plan"] != StatusPartialSuccess {
+	advanceTo(t, g, cp, Outcome{Status: statusPartialSuccess}, "build")
+	if cp.Context["outcome"] != statusPartialSuccess || cp.Outcomes["plan"] != statusPartialSuccess {
 		t.Errorf("outcome %q, plan's outcome %q; want partial_success", cp.Context["outcome"], cp.Outcomes["plan"])
 	}
 }
@@ -223,7 +223,7 @@ func TestAdvanceContextOutcome(t *testing.T) {
 func TestAdvanceSkippedRecordsNoOutcome(t *testing.T) {
 	g := engineGraph(t, linearDOT)
 	cp, _ := beginAt(t, g, "plan")
-	advanceTo(t, g, cp, Outcome{Status: StatusSkipped}, "build")
+	advanceTo(t, g, cp, Outcome{Status: statusSkipped}, "build")
 	if s, ok := cp.Outcomes["plan"]; ok {
 		t.Errorf("a skipped node has outcome %q", s)
 	}
@@ -307,7 +307,7 @@ func TestConditionalPassesPreferredLabel(t *testing.T) {
 		ship -> exit; rework -> exit
 	}`)
 	cp, _ := beginAt(t, g, "review")
-	stop := advanceTo(t, g, cp, Outcome{Status: StatusSuccess, PreferredLabel: "rework"}, "rework")
+	stop := advanceTo(t, g, cp, Outcome{Status: StatusSuccess, preferredLabel: "rework"}, "rework")
 	checkHops(t, stop.Hops, "review(codergen) success -edge-> choose\nchoose(conditional) success -label-> rework\n")
 
 	cp, _ = beginAt(t, g, "review")
@@ -507,7 +507,7 @@ func TestAdvanceRetryIsFailure(t *testing.T) {
 	t.Run("no route", func(t *testing.T) {
 		g := engineGraph(t, linearDOT)
 		cp, _ := beginAt(t, g, "plan")
-		stop := advance(t, g, cp, Outcome{Status: StatusRetry})
+		stop := advance(t, g, cp, Outcome{Status: statusRetry})
 		if !stop.Ended() || stop.Status != StatusFail || stop.Reason != "max retries exceeded" {
 			t.Errorf("stopped at %s, want a failed end: max retries exceeded", stopName(stop))
 		}
@@ -519,7 +519,7 @@ func TestAdvanceRetryIsFailure(t *testing.T) {
 	t.Run("its own reason", func(t *testing.T) {
 		g := engineGraph(t, linearDOT)
 		cp, _ := beginAt(t, g, "plan")
-		stop := advance(t, g, cp, Outcome{Status: StatusRetry, FailureReason: "rate limited"})
+		stop := advance(t, g, cp, Outcome{Status: statusRetry, FailureReason: "rate limited"})
 		if stop.Status != StatusFail || stop.Reason != "rate limited" {
 			t.Errorf("stopped at %s, want a failed end: rate limited", stopName(stop))
 		}
@@ -533,7 +533,7 @@ func TestAdvanceRetryIsFailure(t *testing.T) {
 			fixer -> exit; other -> exit
 		}`)
 		cp, _ := beginAt(t, g, "work")
-		advanceTo(t, g, cp, Outcome{Status: StatusRetry}, "fixer")
+		advanceTo(t, g, cp, Outcome{Status: statusRetry}, "fixer")
 	})
 }
 
@@ -602,7 +602,7 @@ func TestGoalGates(t *testing.T) {
 		g := engineGraph(t, fmt.Sprintf(src, "", ""))
 		cp, _ := beginAt(t, g, "plan")
 		advanceTo(t, g, cp, Outcome{Status: StatusSuccess}, "impl")
-		advanceTo(t, g, cp, Outcome{Status: StatusPartialSuccess}, "review")
+		advanceTo(t, g, cp, Outcome{Status: statusPartialSuccess}, "review")
 		if stop := advance(t, g, cp, Outcome{Status: StatusSuccess}); !stop.Ended() || stop.Status != StatusSuccess {
 			t.Errorf("stopped at %s", stopName(stop))
 		}
@@ -652,7 +652,7 @@ func TestHumanGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.answer, func(t *testing.T) {
 			o := GateOutcome(g, "review", tt.answer)
-			if o.Status != StatusSuccess || !reflect.DeepEqual(o.SuggestedNextIDs, []string{tt.to}) {
+			if o.Status != StatusSuccess || !reflect.DeepEqual(o.suggestedNextIDs, []string{tt.to}) {
 				t.Fatalf("GateOutcome(%q) = %+v, want success to %s", tt.answer, o, tt.to)
 			}
 			wantUpdates := map[string]string{"human.gate.selected": tt.key, "human.gate.label": tt.label}
@@ -687,7 +687,7 @@ func TestHumanGate(t *testing.T) {
 	for _, answer := range []string{"maybe", "", "  ", "X"} {
 		t.Run("not a choice "+strings.TrimSpace(answer), func(t *testing.T) {
 			o := GateOutcome(g, "review", answer)
-			if o.Status != StatusFail || o.FailureReason == "" || len(o.SuggestedNextIDs) != 0 {
+			if o.Status != StatusFail || o.FailureReason == "" || len(o.suggestedNextIDs) != 0 {
 				t.Fatalf("GateOutcome(%q) = %+v, want a FAIL", answer, o)
 			}
 			cp, _ := beginAt(t, g, "work")
@@ -729,8 +729,8 @@ func TestIsInteractive(t *testing.T) {
 		d
 	}`)
 	for id, want := range map[string]bool{"a": true, "b": true, "c": false, "d": false} {
-		if got := g.Nodes[id].IsInteractive(); got != want {
-			t.Errorf("%s: IsInteractive() = %v, want %v", id, got, want)
+		if got := g.Nodes[id].isInteractive(); got != want {
+			t.Errorf("%s: isInteractive() = %v, want %v", id, got, want)
 		}
 	}
 }
@@ -810,9 +810,9 @@ func TestConditionalCycleIsAnError(t *testing.T) {
 		}()
 		select {
 		case err := <-done:
-			var de *DOTError
-			if !errors.As(err, &de) || de.Rule != "reachability" {
-				t.Errorf("err %v, want a reachability DOTError", err)
+			var de *dotError
+			if !errors.As(err, &de) || de.rule != "reachability" {
+				t.Errorf("err %v, want a reachability dotError", err)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("Begin did not return")
@@ -870,9 +870,9 @@ func TestRetryDelay(t *testing.T) {
 		{"linear", 1, 250 * ms, 750 * ms},
 		{"linear", 3, 250 * ms, 750 * ms},
 		{"patient", 2, 3000 * ms, 9000 * ms},
-		{"standard", 20, MaxBackoff / 2, MaxBackoff * 3 / 2},
-		{"patient", 1000, MaxBackoff / 2, MaxBackoff * 3 / 2},
-		{"standard", 1 << 30, MaxBackoff / 2, MaxBackoff * 3 / 2},
+		{"standard", 20, maxBackoff / 2, maxBackoff * 3 / 2},
+		{"patient", 1000, maxBackoff / 2, maxBackoff * 3 / 2},
+		{"standard", 1 << 30, maxBackoff / 2, maxBackoff * 3 / 2},
 	}
 	for _, tt := range tests {
 		within(t, tt.policy, tt.n, tt.lo, tt.hi)
@@ -901,8 +901,8 @@ func TestKnownBackoff(t *testing.T) {
 		" Standard ": true, "PATIENT": true,
 		"": false, "exponential": false, "fast": false,
 	} {
-		if got := KnownBackoff(policy); got != want {
-			t.Errorf("KnownBackoff(%q) = %v, want %v", policy, got, want)
+		if got := knownBackoff(policy); got != want {
+			t.Errorf("knownBackoff(%q) = %v, want %v", policy, got, want)
 		}
 	}
 }
@@ -954,7 +954,7 @@ func TestGraphTasks(t *testing.T) {
 		{ID: "plain", Title: "plain", Description: "plain", Kind: jobs.KindAgent, MaxAttempts: 2},
 	}
 	for i := range want {
-		want[i].Line = g.Nodes[want[i].ID].Line
+		want[i].Line = g.Nodes[want[i].ID].line
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Tasks():\n%+v\nwant\n%+v", got, want)
@@ -1011,13 +1011,13 @@ func TestRunnable(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := parseFixture(t, name)
-			if err := g.Validate(); err != nil {
+			if err := g.validate(); err != nil {
 				t.Fatalf("the fixture is not even valid: %v", err)
 			}
 			err := Runnable(g)
-			var de *DOTError
-			if !errors.As(err, &de) || de.Rule != "handler_supported" {
-				t.Fatalf("err %v, want a handler_supported DOTError", err)
+			var de *dotError
+			if !errors.As(err, &de) || de.rule != "handler_supported" {
+				t.Fatalf("err %v, want a handler_supported dotError", err)
 			}
 			for _, n := range nodes {
 				if !strings.Contains(err.Error(), n) {
@@ -1059,9 +1059,9 @@ func TestRunnable(t *testing.T) {
 	}
 	t.Run("missing start inline", func(t *testing.T) {
 		err := Runnable(engineGraph(t, `digraph g { a; exit [shape=Msquare]; a -> exit }`))
-		var de *DOTError
-		if !errors.As(err, &de) || de.Rule != "start_node" {
-			t.Errorf("err %v, want a start_node DOTError", err)
+		var de *dotError
+		if !errors.As(err, &de) || de.rule != "start_node" {
+			t.Errorf("err %v, want a start_node dotError", err)
 		}
 	})
 }
@@ -1092,7 +1092,7 @@ func TestEngineConformanceWalk(t *testing.T) {
 					if stop.Status != StatusSuccess {
 						t.Errorf("ended %s: %s; trail %v", stop.Status, stop.Reason, trail)
 					}
-					if last := cp.Completed[len(cp.Completed)-1]; g.Nodes[last].Handler() != HandlerExit {
+					if last := cp.Completed[len(cp.Completed)-1]; g.Nodes[last].Handler() != handlerExit {
 						t.Errorf("ended at %s, not at the exit", last)
 					}
 					return
@@ -1111,13 +1111,13 @@ func TestEngineConformanceWalk(t *testing.T) {
 				trail = append(trail, n.ID)
 				var o Outcome
 				switch n.Handler() {
-				case HandlerWaitHuman:
+				case handlerWaitHuman:
 					choices := Choices(g, n.ID)
 					if len(choices) == 0 {
 						t.Fatalf("gate %s has no choices", n.ID)
 					}
 					o = GateOutcome(g, n.ID, choices[0].Key)
-				case HandlerCodergen:
+				case handlerCodergen:
 					o = Outcome{Status: StatusSuccess}
 				default:
 					t.Fatalf("stopped at %s, a %s node", n.ID, n.Handler())
@@ -1140,7 +1140,7 @@ func FuzzWalk(f *testing.F) {
 		if err != nil || Runnable(g) != nil {
 			return
 		}
-		statuses := []string{StatusSuccess, StatusFail, StatusPartialSuccess, StatusRetry, StatusSkipped}
+		statuses := []string{StatusSuccess, StatusFail, statusPartialSuccess, statusRetry, statusSkipped}
 		cp := &jobs.Checkpoint{}
 		stop, err := Begin(g, cp)
 		for i := 0; err == nil && !stop.Ended() && i < 50; i++ {
@@ -1148,7 +1148,7 @@ func FuzzWalk(f *testing.F) {
 				ResetVisits(cp)
 			}
 			o := Outcome{Status: statuses[(i+len(src))%len(statuses)], FailureReason: "fuzz"}
-			if stop.Node.Handler() == HandlerWaitHuman {
+			if stop.Node.Handler() == handlerWaitHuman {
 				if choices := Choices(g, stop.Node.ID); len(choices) > 0 {
 					o = GateOutcome(g, stop.Node.ID, choices[i%len(choices)].Key)
 				}
@@ -1157,9 +1157,9 @@ func FuzzWalk(f *testing.F) {
 			stop, err = Advance(g, cp, o)
 		}
 		if err != nil {
-			var de *DOTError
+			var de *dotError
 			if !errors.As(err, &de) {
-				t.Fatalf("engine error %v is not a *DOTError", err)
+				t.Fatalf("engine error %v is not a *dotError", err)
 			}
 		}
 	})

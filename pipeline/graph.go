@@ -18,77 +18,77 @@ import (
 // accessors, which is where the spec's defaults live.
 type Graph struct {
 	Name      string            // the digraph's name (may be empty); a linear graph's title
-	File      string            // where the graph came from, for messages; "" when built in code
+	file      string            // where the graph came from, for messages; "" when built in code
 	Attrs     map[string]string // graph attributes: goal, label, default_max_retries, retry_target, …
 	Nodes     map[string]*Node
-	Order     []string    // node ids in declaration order (first mention)
+	order     []string    // node ids in declaration order (first mention)
 	Edges     []*Edge     // in declaration order, chained edges expanded
-	Subgraphs []*Subgraph // in the order they open; flattened already: their nodes and edges are in Nodes and Edges
+	subgraphs []*subgraph // in the order they open; flattened already: their nodes and edges are in Nodes and Edges
 }
 
 // Node is a pipeline stage.
 type Node struct {
 	ID    string
 	Attrs map[string]string
-	Line  int // where it is declared (or first named, when only edges name it)
+	line  int // where it is declared (or first named, when only edges name it)
 
 	implicit bool // only ever named by edges, never declared by a node statement
 }
 
 // Edge is a transition between two stages.
 type Edge struct {
-	From, To string
-	Attrs    map[string]string
-	Line     int
+	from, to string
+	attrs    map[string]string
+	line     int
 }
 
-// Subgraph records a subgraph's own attributes (its label, say) and the nodes
+// subgraph records a subgraph's own attributes (its label, say) and the nodes
 // named inside it, nested subgraphs included. Its node and edge defaults are
 // already applied to those nodes and edges.
-type Subgraph struct {
-	Name  string
-	Attrs map[string]string
-	Nodes []string
-	Line  int
+type subgraph struct {
+	name  string
+	attrs map[string]string
+	nodes []string
+	line  int
 }
 
 // Handler types (spec §2.8): what runs a node.
 const (
-	HandlerStart       = "start"
-	HandlerExit        = "exit"
-	HandlerCodergen    = "codergen"
-	HandlerWaitHuman   = "wait.human"
-	HandlerConditional = "conditional"
-	HandlerParallel    = "parallel"
-	HandlerFanIn       = "parallel.fan_in"
-	HandlerTool        = "tool"
-	HandlerManagerLoop = "stack.manager_loop"
+	handlerStart       = "start"
+	handlerExit        = "exit"
+	handlerCodergen    = "codergen"
+	handlerWaitHuman   = "wait.human"
+	handlerConditional = "conditional"
+	handlerParallel    = "parallel"
+	handlerFanIn       = "parallel.fan_in"
+	handlerTool        = "tool"
+	handlerManagerLoop = "stack.manager_loop"
 )
 
 // shapeHandlers is the spec's shape-to-handler table, keyed by lower-cased
 // shape because Graphviz reads shape names case-insensitively.
 var shapeHandlers = map[string]string{
-	"mdiamond":      HandlerStart,
-	"msquare":       HandlerExit,
-	"box":           HandlerCodergen,
-	"hexagon":       HandlerWaitHuman,
-	"diamond":       HandlerConditional,
-	"component":     HandlerParallel,
-	"tripleoctagon": HandlerFanIn,
-	"parallelogram": HandlerTool,
-	"house":         HandlerManagerLoop,
+	"mdiamond":      handlerStart,
+	"msquare":       handlerExit,
+	"box":           handlerCodergen,
+	"hexagon":       handlerWaitHuman,
+	"diamond":       handlerConditional,
+	"component":     handlerParallel,
+	"tripleoctagon": handlerFanIn,
+	"parallelogram": handlerTool,
+	"house":         handlerManagerLoop,
 }
 
-// Shape is the node's Graphviz shape; "box" when it has none.
-func (n *Node) Shape() string {
+// shape is the node's Graphviz shape; "box" when it has none.
+func (n *Node) shape() string {
 	if s := strings.TrimSpace(n.Attrs["shape"]); s != "" {
 		return s
 	}
 	return "box"
 }
 
-// Label is what people see for the node: its label, else its id.
-func (n *Node) Label() string {
+// label is what people see for the node: its label, else its id.
+func (n *Node) label() string {
 	if l := n.Attrs["label"]; strings.TrimSpace(l) != "" {
 		return l
 	}
@@ -109,26 +109,26 @@ func (n *Node) Handler() string {
 	if shape == "" || shape == "box" {
 		switch n.ID {
 		case "start", "Start":
-			return HandlerStart
+			return handlerStart
 		case "exit", "Exit", "end", "End":
-			return HandlerExit
+			return handlerExit
 		}
 	}
 	if h, ok := shapeHandlers[shape]; ok {
 		return h
 	}
-	return HandlerCodergen
+	return handlerCodergen
 }
 
-// Int reads an integer attribute; def when it is missing or not an integer.
-func (n *Node) Int(key string, def int) int { return attrInt(n.Attrs, key, def) }
+// attrInt reads an integer attribute; def when it is missing or not an integer.
+func (n *Node) attrInt(key string, def int) int { return attrInt(n.Attrs, key, def) }
 
-// Bool reads a boolean attribute: true only for "true" (any case).
-func (n *Node) Bool(key string) bool { return attrBool(n.Attrs, key) }
+// attrBool reads a boolean attribute: true only for "true" (any case).
+func (n *Node) attrBool(key string) bool { return attrBool(n.Attrs, key) }
 
-// Duration reads a duration attribute ("900s", "15m", "250ms", "1d", or
+// attrDuration reads a duration attribute ("900s", "15m", "250ms", "1d", or
 // anything time.ParseDuration takes); ok is false when it is missing or bad.
-func (n *Node) Duration(key string) (time.Duration, bool) {
+func (n *Node) attrDuration(key string) (time.Duration, bool) {
 	v, present := n.Attrs[key]
 	if !present {
 		return 0, false
@@ -136,17 +136,17 @@ func (n *Node) Duration(key string) (time.Duration, bool) {
 	return parseDuration(v)
 }
 
-// Label is the edge's label ("" when it has none).
-func (e *Edge) Label() string { return e.Attrs["label"] }
+// label is the edge's label ("" when it has none).
+func (e *Edge) label() string { return e.attrs["label"] }
 
-// Condition is the edge's guard expression ("" when unconditional).
-func (e *Edge) Condition() string { return strings.TrimSpace(e.Attrs["condition"]) }
+// condition is the edge's guard expression ("" when unconditional).
+func (e *Edge) condition() string { return strings.TrimSpace(e.attrs["condition"]) }
 
-// Weight is the edge's priority in edge selection (default 0).
-func (e *Edge) Weight() int { return attrInt(e.Attrs, "weight", 0) }
+// weight is the edge's priority in edge selection (default 0).
+func (e *Edge) weight() int { return attrInt(e.attrs, "weight", 0) }
 
-// Bool reads a boolean edge attribute such as loop_restart.
-func (e *Edge) Bool(key string) bool { return attrBool(e.Attrs, key) }
+// attrBool reads a boolean edge attribute such as loop_restart.
+func (e *Edge) attrBool(key string) bool { return attrBool(e.attrs, key) }
 
 func attrInt(attrs map[string]string, key string, def int) int {
 	v, ok := attrs[key]
@@ -191,11 +191,11 @@ func parseDuration(s string) (time.Duration, bool) {
 	return d, true
 }
 
-// Start is the start node, or nil unless there is exactly one.
-func (g *Graph) Start() *Node { return g.only(HandlerStart) }
+// start is the start node, or nil unless there is exactly one.
+func (g *Graph) start() *Node { return g.only(handlerStart) }
 
-// Exit is the exit node, or nil unless there is exactly one.
-func (g *Graph) Exit() *Node { return g.only(HandlerExit) }
+// exit is the exit node, or nil unless there is exactly one.
+func (g *Graph) exit() *Node { return g.only(handlerExit) }
 
 func (g *Graph) only(handler string) *Node {
 	found := g.withHandler(handler)
@@ -215,12 +215,12 @@ func (g *Graph) withHandler(handler string) []*Node {
 	return found
 }
 
-// ids is Order, plus (sorted) any node a caller put in Nodes without listing
-// it in Order, so that hand-built graphs are still seen whole.
+// ids is order, plus (sorted) any node a caller put in Nodes without listing
+// it in order, so that hand-built graphs are still seen whole.
 func (g *Graph) ids() []string {
 	ids := make([]string, 0, len(g.Nodes))
 	seen := make(map[string]bool, len(g.Nodes))
-	for _, id := range g.Order {
+	for _, id := range g.order {
 		if g.Nodes[id] != nil && !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
@@ -239,11 +239,11 @@ func (g *Graph) ids() []string {
 	return ids
 }
 
-// Out is a node's outgoing edges in declaration order.
-func (g *Graph) Out(id string) []*Edge {
+// out is a node's outgoing edges in declaration order.
+func (g *Graph) out(id string) []*Edge {
 	var out []*Edge
 	for _, e := range g.Edges {
-		if e.From == id {
+		if e.from == id {
 			out = append(out, e)
 		}
 	}
@@ -253,20 +253,20 @@ func (g *Graph) Out(id string) []*Edge {
 // Goal is the graph's goal attribute.
 func (g *Graph) Goal() string { return g.Attrs["goal"] }
 
-// Prompt is what an LLM stage is asked: its prompt, else its label (spec
+// prompt is what an LLM stage is asked: its prompt, else its label (spec
 // §2.6), with $goal expanded.
-func (g *Graph) Prompt(n *Node) string {
+func (g *Graph) prompt(n *Node) string {
 	p := n.Attrs["prompt"]
 	if strings.TrimSpace(p) == "" {
-		p = n.Label()
+		p = n.label()
 	}
-	return ExpandGoal(p, g.Goal())
+	return expandGoal(p, g.Goal())
 }
 
-// MaxRetries is how many times a node may be retried after its first attempt
+// maxRetries is how many times a node may be retried after its first attempt
 // (spec §3.5): its max_retries, else the graph's default_max_retries (or its
 // legacy alias default_max_retry), else 0.
-func (g *Graph) MaxRetries(n *Node) int {
+func (g *Graph) maxRetries(n *Node) int {
 	r, _ := g.retries(n)
 	return r
 }
@@ -284,17 +284,17 @@ func (g *Graph) retries(n *Node) (int, bool) {
 	return 0, false
 }
 
-// FailureTarget is where a failed node goes when no edge takes its failure
+// failureTarget is where a failed node goes when no edge takes its failure
 // (spec §3.7): its retry_target, else its fallback_retry_target, when that
 // names a node; "" when neither does.
-func (g *Graph) FailureTarget(n *Node) string {
+func (g *Graph) failureTarget(n *Node) string {
 	return g.firstNode(n.Attrs["retry_target"], n.Attrs["fallback_retry_target"])
 }
 
-// GoalGateTarget is where the run goes when it reaches the exit with this
+// goalGateTarget is where the run goes when it reaches the exit with this
 // goal gate unsatisfied (spec §3.4): the node's retry_target, then its
 // fallback_retry_target, then the graph's; "" when none names a node.
-func (g *Graph) GoalGateTarget(n *Node) string {
+func (g *Graph) goalGateTarget(n *Node) string {
 	return g.firstNode(n.Attrs["retry_target"], n.Attrs["fallback_retry_target"],
 		g.Attrs["retry_target"], g.Attrs["fallback_retry_target"])
 }
@@ -308,24 +308,24 @@ func (g *Graph) firstNode(ids ...string) string {
 	return ""
 }
 
-// UnsatisfiedGoalGate is the first goal gate (in declaration order) among the
+// unsatisfiedGoalGate is the first goal gate (in declaration order) among the
 // nodes run so far whose last status is neither success nor partial_success;
 // nil when every goal gate run so far is satisfied (spec §3.4). statuses maps
 // node id to the node's last outcome status.
-func (g *Graph) UnsatisfiedGoalGate(statuses map[string]string) *Node {
+func (g *Graph) unsatisfiedGoalGate(statuses map[string]string) *Node {
 	for _, id := range g.ids() {
 		n := g.Nodes[id]
 		s, ran := statuses[id]
-		if ran && n.Bool("goal_gate") && s != StatusSuccess && s != StatusPartialSuccess {
+		if ran && n.attrBool("goal_gate") && s != StatusSuccess && s != statusPartialSuccess {
 			return n
 		}
 	}
 	return nil
 }
 
-// ExpandGoal replaces $goal with the graph's goal. "$goals" or "$goal_x" are
+// expandGoal replaces $goal with the graph's goal. "$goals" or "$goal_x" are
 // other variables and are left alone.
-func ExpandGoal(s, goal string) string {
+func expandGoal(s, goal string) string {
 	const v = "$goal"
 	if !strings.Contains(s, v) {
 		return s
@@ -371,24 +371,24 @@ func Linear(title string, tasks []Task) *Graph {
 	prev := ""
 	add := func(n *Node) {
 		g.Nodes[n.ID] = n
-		g.Order = append(g.Order, n.ID)
+		g.order = append(g.order, n.ID)
 		if prev != "" {
-			g.Edges = append(g.Edges, &Edge{From: prev, To: n.ID, Attrs: map[string]string{}})
+			g.Edges = append(g.Edges, &Edge{from: prev, to: n.ID, attrs: map[string]string{}})
 		}
 		prev = n.ID
 	}
 	add(&Node{ID: free("start"), Attrs: map[string]string{"shape": "Mdiamond", "label": "Start"}})
 	var verify, fix *Node
 	for _, t := range tasks {
-		n := &Node{ID: t.ID, Line: t.Line, Attrs: map[string]string{"shape": "box", "label": t.Title, "prompt": t.Description}}
-		if n.Handler() != HandlerCodergen {
-			n.Attrs["type"] = HandlerCodergen // a task called "end" is still a task
+		n := &Node{ID: t.ID, line: t.Line, Attrs: map[string]string{"shape": "box", "label": t.Title, "prompt": t.Description}}
+		if n.Handler() != handlerCodergen {
+			n.Attrs["type"] = handlerCodergen // a task called "end" is still a task
 		}
 		switch t.Kind {
 		case jobs.KindFix:
 			fix = n // wired below: it is no step of the line
 			g.Nodes[n.ID] = n
-			g.Order = append(g.Order, n.ID)
+			g.order = append(g.order, n.ID)
 			continue
 		case jobs.KindVerify:
 			verify = n
@@ -399,46 +399,46 @@ func Linear(title string, tasks []Task) *Graph {
 	if verify != nil && fix != nil {
 		// The end-to-end phase: a failed verification goes to the fix, the fix back to the verification.
 		g.Edges = append(g.Edges,
-			&Edge{From: verify.ID, To: fix.ID, Attrs: map[string]string{"condition": "outcome=fail"}},
-			&Edge{From: fix.ID, To: verify.ID, Attrs: map[string]string{}})
+			&Edge{from: verify.ID, to: fix.ID, attrs: map[string]string{"condition": "outcome=fail"}},
+			&Edge{from: fix.ID, to: verify.ID, attrs: map[string]string{}})
 	}
 	return g
 }
 
-// Severity says whether a diagnostic stops a run.
-type Severity string
+// severity says whether a diagnostic stops a run.
+type severity string
 
 const (
-	SeverityError   Severity = "error"   // the pipeline will not run
-	SeverityWarning Severity = "warning" // it runs, but probably not as meant
+	severityError   severity = "error"   // the pipeline will not run
+	severityWarning severity = "warning" // it runs, but probably not as meant
 )
 
-// Diagnostic is one finding of Lint (spec §7.1).
-type Diagnostic struct {
-	Rule     string // spec §7.2 rule id, or one of ours (attr_type, shape_known, human_gate, dead_end, implicit_node)
-	Severity Severity
-	Message  string
-	File     string
-	Line     int    // 0 when there is no one place
-	NodeID   string // the node concerned, if any
-	From, To string // the edge concerned, if any
+// diagnostic is one finding of lint (spec §7.1).
+type diagnostic struct {
+	rule     string // spec §7.2 rule id, or one of ours (attr_type, shape_known, human_gate, dead_end, implicit_node)
+	severity severity
+	message  string
+	file     string
+	line     int    // 0 when there is no one place
+	nodeID   string // the node concerned, if any
+	from, to string // the edge concerned, if any
 }
 
-func (d Diagnostic) String() string {
-	return fmt.Sprintf("%s: %s: %s (%s)", d.err().where(), d.Severity, d.Message, d.Rule)
+func (d diagnostic) String() string {
+	return fmt.Sprintf("%s: %s: %s (%s)", d.err().where(), d.severity, d.message, d.rule)
 }
 
-func (d Diagnostic) err() *DOTError {
-	return &DOTError{File: d.File, Line: d.Line, Rule: d.Rule, Msg: d.Message}
+func (d diagnostic) err() *dotError {
+	return &dotError{file: d.file, line: d.line, rule: d.rule, msg: d.message}
 }
 
-// Validate reports the errors of Lint (spec §7: validate_or_raise): nil when
-// the pipeline may run. Each error is a *DOTError naming the file, line and
+// validate reports the errors of lint (spec §7: validate_or_raise): nil when
+// the pipeline may run. Each error is a *dotError naming the file, line and
 // rule; several are joined with errors.Join, one per line.
-func (g *Graph) Validate() error {
+func (g *Graph) validate() error {
 	var errs []error
-	for _, d := range g.Lint() {
-		if d.Severity == SeverityError {
+	for _, d := range g.lint() {
+		if d.severity == severityError {
 			errs = append(errs, d.err())
 		}
 	}
@@ -447,13 +447,13 @@ func (g *Graph) Validate() error {
 
 // handlerTypes are the handler types the spec defines (§2.8).
 var handlerTypes = []string{
-	HandlerStart, HandlerExit, HandlerCodergen, HandlerWaitHuman, HandlerConditional,
-	HandlerParallel, HandlerFanIn, HandlerTool, HandlerManagerLoop,
+	handlerStart, handlerExit, handlerCodergen, handlerWaitHuman, handlerConditional,
+	handlerParallel, handlerFanIn, handlerTool, handlerManagerLoop,
 }
 
 var fidelityModes = []string{"full", "truncate", "compact", "summary:low", "summary:medium", "summary:high"}
 
-// Lint checks the pipeline against the spec's rules (§7.2), errors and
+// lint checks the pipeline against the spec's rules (§7.2), errors and
 // warnings both, in rule order. Not checked: stylesheet_syntax (orch does not
 // apply model stylesheets). Added to the spec's rules: attr_type (error: a
 // typed attribute such as max_retries, weight, goal_gate or timeout that
@@ -462,15 +462,15 @@ var fidelityModes = []string{"full", "truncate", "compact", "summary:low", "summ
 // two choices claiming one key), dead_end (a node other than the exit with no
 // way out: the run would end there) and implicit_node (a node only ever named
 // by an edge, often a typo).
-func (g *Graph) Lint() []Diagnostic {
+func (g *Graph) lint() []diagnostic {
 	l := &linter{g: g, out: make(map[string][]*Edge), in: make(map[string]int)}
 	for _, e := range g.Edges {
-		l.out[e.From] = append(l.out[e.From], e)
-		l.in[e.To]++
+		l.out[e.from] = append(l.out[e.from], e)
+		l.in[e.to]++
 	}
 	l.ids = g.ids()
-	l.terminals("start_node", HandlerStart, "start", "shape=Mdiamond")
-	l.terminals("terminal_node", HandlerExit, "exit", "shape=Msquare")
+	l.terminals("start_node", handlerStart, "start", "shape=Mdiamond")
+	l.terminals("terminal_node", handlerExit, "exit", "shape=Msquare")
 	l.edgeEnds()
 	l.startExitEdges()
 	l.reachability()
@@ -490,21 +490,21 @@ type linter struct {
 	ids   []string
 	out   map[string][]*Edge
 	in    map[string]int
-	diags []Diagnostic
+	diags []diagnostic
 }
 
-func (l *linter) node(rule string, sev Severity, n *Node, format string, args ...any) {
-	l.diags = append(l.diags, Diagnostic{Rule: rule, Severity: sev, Message: fmt.Sprintf(format, args...),
-		File: l.g.File, Line: n.Line, NodeID: n.ID})
+func (l *linter) node(rule string, sev severity, n *Node, format string, args ...any) {
+	l.diags = append(l.diags, diagnostic{rule: rule, severity: sev, message: fmt.Sprintf(format, args...),
+		file: l.g.file, line: n.line, nodeID: n.ID})
 }
 
-func (l *linter) edge(rule string, sev Severity, e *Edge, format string, args ...any) {
-	l.diags = append(l.diags, Diagnostic{Rule: rule, Severity: sev, Message: fmt.Sprintf(format, args...),
-		File: l.g.File, Line: e.Line, From: e.From, To: e.To})
+func (l *linter) edge(rule string, sev severity, e *Edge, format string, args ...any) {
+	l.diags = append(l.diags, diagnostic{rule: rule, severity: sev, message: fmt.Sprintf(format, args...),
+		file: l.g.file, line: e.line, from: e.from, to: e.to})
 }
 
-func (l *linter) graph(rule string, sev Severity, format string, args ...any) {
-	l.diags = append(l.diags, Diagnostic{Rule: rule, Severity: sev, Message: fmt.Sprintf(format, args...), File: l.g.File})
+func (l *linter) graph(rule string, sev severity, format string, args ...any) {
+	l.diags = append(l.diags, diagnostic{rule: rule, severity: sev, message: fmt.Sprintf(format, args...), file: l.g.file})
 }
 
 func (l *linter) terminals(rule, handler, name, shape string) {
@@ -512,37 +512,37 @@ func (l *linter) terminals(rule, handler, name, shape string) {
 	switch len(found) {
 	case 1:
 	case 0:
-		l.graph(rule, SeverityError, "no %s node: add one with %s (or name it %s)", name, shape, name)
+		l.graph(rule, severityError, "no %s node: add one with %s (or name it %s)", name, shape, name)
 	default:
 		var where []string
 		for _, n := range found {
-			where = append(where, fmt.Sprintf("%s (line %d)", n.ID, n.Line))
+			where = append(where, fmt.Sprintf("%s (line %d)", n.ID, n.line))
 		}
-		l.node(rule, SeverityError, found[1], "%d %s nodes: %s; a pipeline has exactly one", len(found), name, strings.Join(where, ", "))
+		l.node(rule, severityError, found[1], "%d %s nodes: %s; a pipeline has exactly one", len(found), name, strings.Join(where, ", "))
 	}
 }
 
 func (l *linter) edgeEnds() {
 	for _, e := range l.g.Edges {
-		for _, id := range []string{e.From, e.To} {
+		for _, id := range []string{e.from, e.to} {
 			if l.g.Nodes[id] == nil {
-				l.edge("edge_target_exists", SeverityError, e, "edge %s -> %s: no node %q", e.From, e.To, id)
+				l.edge("edge_target_exists", severityError, e, "edge %s -> %s: no node %q", e.from, e.to, id)
 			}
 		}
 	}
 }
 
 func (l *linter) startExitEdges() {
-	if s := l.g.Start(); s != nil && l.in[s.ID] > 0 {
-		l.node("start_no_incoming", SeverityError, s, "start node %s has incoming edges; nothing may lead back to the start", s.ID)
+	if s := l.g.start(); s != nil && l.in[s.ID] > 0 {
+		l.node("start_no_incoming", severityError, s, "start node %s has incoming edges; nothing may lead back to the start", s.ID)
 	}
-	if x := l.g.Exit(); x != nil && len(l.out[x.ID]) > 0 {
-		l.node("exit_no_outgoing", SeverityError, x, "exit node %s has outgoing edges; the run ends there", x.ID)
+	if x := l.g.exit(); x != nil && len(l.out[x.ID]) > 0 {
+		l.node("exit_no_outgoing", severityError, x, "exit node %s has outgoing edges; the run ends there", x.ID)
 	}
 }
 
 func (l *linter) reachability() {
-	s := l.g.Start()
+	s := l.g.start()
 	if s == nil {
 		return // start_node already says why
 	}
@@ -552,9 +552,9 @@ func (l *linter) reachability() {
 		id := queue[0]
 		queue = queue[1:]
 		for _, e := range l.out[id] {
-			if !seen[e.To] && l.g.Nodes[e.To] != nil {
-				seen[e.To] = true
-				queue = append(queue, e.To)
+			if !seen[e.to] && l.g.Nodes[e.to] != nil {
+				seen[e.to] = true
+				queue = append(queue, e.to)
 			}
 		}
 	}
@@ -562,18 +562,18 @@ func (l *linter) reachability() {
 		if !seen[id] {
 			n := l.g.Nodes[id]
 			what := "node"
-			if n.Handler() == HandlerExit {
+			if n.Handler() == handlerExit {
 				what = "exit node"
 			}
-			l.node("reachability", SeverityError, n, "%s %s cannot be reached from start node %s", what, id, s.ID)
+			l.node("reachability", severityError, n, "%s %s cannot be reached from start node %s", what, id, s.ID)
 		}
 	}
 }
 
 func (l *linter) conditions() {
 	for _, e := range l.g.Edges {
-		if err := ParseCondition(e.Condition()); err != nil {
-			l.edge("condition_syntax", SeverityError, e, "edge %s -> %s: %v", e.From, e.To, err)
+		if err := checkCondition(e.condition()); err != nil {
+			l.edge("condition_syntax", severityError, e, "edge %s -> %s: %v", e.from, e.to, err)
 		}
 	}
 }
@@ -612,21 +612,21 @@ func attrTypeProblem(key, v string) string {
 func (l *linter) attrTypes() {
 	for _, k := range sortedKeys(l.g.Attrs) {
 		if want := attrTypeProblem(k, l.g.Attrs[k]); want != "" {
-			l.graph("attr_type", SeverityError, "graph attribute %s=%q: want %s", k, l.g.Attrs[k], want)
+			l.graph("attr_type", severityError, "graph attribute %s=%q: want %s", k, l.g.Attrs[k], want)
 		}
 	}
 	for _, id := range l.ids {
 		n := l.g.Nodes[id]
 		for _, k := range sortedKeys(n.Attrs) {
 			if want := attrTypeProblem(k, n.Attrs[k]); want != "" {
-				l.node("attr_type", SeverityError, n, "node %s: %s=%q: want %s", id, k, n.Attrs[k], want)
+				l.node("attr_type", severityError, n, "node %s: %s=%q: want %s", id, k, n.Attrs[k], want)
 			}
 		}
 	}
 	for _, e := range l.g.Edges {
-		for _, k := range sortedKeys(e.Attrs) {
-			if want := attrTypeProblem(k, e.Attrs[k]); want != "" {
-				l.edge("attr_type", SeverityError, e, "edge %s -> %s: %s=%q: want %s", e.From, e.To, k, e.Attrs[k], want)
+		for _, k := range sortedKeys(e.attrs) {
+			if want := attrTypeProblem(k, e.attrs[k]); want != "" {
+				l.edge("attr_type", severityError, e, "edge %s -> %s: %s=%q: want %s", e.from, e.to, k, e.attrs[k], want)
 			}
 		}
 	}
@@ -645,10 +645,10 @@ func (l *linter) handlers() {
 	for _, id := range l.ids {
 		n := l.g.Nodes[id]
 		if t := strings.TrimSpace(n.Attrs["type"]); t != "" && !slices.Contains(handlerTypes, t) {
-			l.node("type_known", SeverityWarning, n, "node %s: unknown type %q (known: %s)", id, t, strings.Join(handlerTypes, ", "))
+			l.node("type_known", severityWarning, n, "node %s: unknown type %q (known: %s)", id, t, strings.Join(handlerTypes, ", "))
 		}
 		if s := strings.TrimSpace(n.Attrs["shape"]); s != "" && shapeHandlers[strings.ToLower(s)] == "" {
-			l.node("shape_known", SeverityWarning, n, "node %s: shape %q maps to no handler; it runs as a codergen (box) stage", id, s)
+			l.node("shape_known", severityWarning, n, "node %s: shape %q maps to no handler; it runs as a codergen (box) stage", id, s)
 		}
 	}
 }
@@ -656,16 +656,16 @@ func (l *linter) handlers() {
 func (l *linter) fidelity() {
 	check := func(v string) bool { v = strings.TrimSpace(v); return v == "" || slices.Contains(fidelityModes, v) }
 	if v := l.g.Attrs["default_fidelity"]; !check(v) {
-		l.graph("fidelity_valid", SeverityWarning, "default_fidelity %q is not one of %s", v, strings.Join(fidelityModes, ", "))
+		l.graph("fidelity_valid", severityWarning, "default_fidelity %q is not one of %s", v, strings.Join(fidelityModes, ", "))
 	}
 	for _, id := range l.ids {
 		if n := l.g.Nodes[id]; !check(n.Attrs["fidelity"]) {
-			l.node("fidelity_valid", SeverityWarning, n, "node %s: fidelity %q is not one of %s", id, n.Attrs["fidelity"], strings.Join(fidelityModes, ", "))
+			l.node("fidelity_valid", severityWarning, n, "node %s: fidelity %q is not one of %s", id, n.Attrs["fidelity"], strings.Join(fidelityModes, ", "))
 		}
 	}
 	for _, e := range l.g.Edges {
-		if !check(e.Attrs["fidelity"]) {
-			l.edge("fidelity_valid", SeverityWarning, e, "edge %s -> %s: fidelity %q is not one of %s", e.From, e.To, e.Attrs["fidelity"], strings.Join(fidelityModes, ", "))
+		if !check(e.attrs["fidelity"]) {
+			l.edge("fidelity_valid", severityWarning, e, "edge %s -> %s: fidelity %q is not one of %s", e.from, e.to, e.attrs["fidelity"], strings.Join(fidelityModes, ", "))
 		}
 	}
 }
@@ -674,7 +674,7 @@ func (l *linter) retryTargets() {
 	keys := []string{"retry_target", "fallback_retry_target"}
 	for _, k := range keys {
 		if v := strings.TrimSpace(l.g.Attrs[k]); v != "" && l.g.Nodes[v] == nil {
-			l.graph("retry_target_exists", SeverityWarning, "graph %s %q is not a node", k, v)
+			l.graph("retry_target_exists", severityWarning, "graph %s %q is not a node", k, v)
 		}
 	}
 	graphTarget := l.g.firstNode(l.g.Attrs["retry_target"], l.g.Attrs["fallback_retry_target"]) != ""
@@ -682,11 +682,11 @@ func (l *linter) retryTargets() {
 		n := l.g.Nodes[id]
 		for _, k := range keys {
 			if v := strings.TrimSpace(n.Attrs[k]); v != "" && l.g.Nodes[v] == nil {
-				l.node("retry_target_exists", SeverityWarning, n, "node %s: %s %q is not a node", id, k, v)
+				l.node("retry_target_exists", severityWarning, n, "node %s: %s %q is not a node", id, k, v)
 			}
 		}
-		if n.Bool("goal_gate") && l.g.FailureTarget(n) == "" && !graphTarget {
-			l.node("goal_gate_has_retry", SeverityWarning, n, "goal gate %s has no retry_target: if it has not succeeded when the run reaches the exit, the run fails", id)
+		if n.attrBool("goal_gate") && l.g.failureTarget(n) == "" && !graphTarget {
+			l.node("goal_gate_has_retry", severityWarning, n, "goal gate %s has no retry_target: if it has not succeeded when the run reaches the exit, the run fails", id)
 		}
 	}
 }
@@ -694,8 +694,8 @@ func (l *linter) retryTargets() {
 func (l *linter) prompts() {
 	for _, id := range l.ids {
 		n := l.g.Nodes[id]
-		if n.Handler() == HandlerCodergen && strings.TrimSpace(n.Attrs["prompt"]) == "" && strings.TrimSpace(n.Attrs["label"]) == "" {
-			l.node("prompt_on_llm_nodes", SeverityWarning, n, "node %s has no prompt or label: the agent is asked only %q", id, id)
+		if n.Handler() == handlerCodergen && strings.TrimSpace(n.Attrs["prompt"]) == "" && strings.TrimSpace(n.Attrs["label"]) == "" {
+			l.node("prompt_on_llm_nodes", severityWarning, n, "node %s has no prompt or label: the agent is asked only %q", id, id)
 		}
 	}
 }
@@ -703,25 +703,25 @@ func (l *linter) prompts() {
 func (l *linter) humanGates() {
 	for _, id := range l.ids {
 		n := l.g.Nodes[id]
-		if n.Handler() != HandlerWaitHuman {
+		if n.Handler() != handlerWaitHuman {
 			continue
 		}
 		edges := l.out[id]
 		if len(edges) == 0 {
-			l.node("human_gate", SeverityWarning, n, "human gate %s has no outgoing edges, so no choices: it will fail", id)
+			l.node("human_gate", severityWarning, n, "human gate %s has no outgoing edges, so no choices: it will fail", id)
 			continue
 		}
 		claimed := map[string]string{}
 		for _, e := range edges {
-			k, _, ok := acceleratorPrefix(strings.TrimSpace(e.Label()))
+			k, _, ok := acceleratorPrefix(strings.TrimSpace(e.label()))
 			if !ok {
 				continue
 			}
 			if other, dup := claimed[k]; dup {
-				l.edge("human_gate", SeverityWarning, e, "human gate %s: key %s is claimed by the edges to %s and %s; the second gets another key", id, k, other, e.To)
+				l.edge("human_gate", severityWarning, e, "human gate %s: key %s is claimed by the edges to %s and %s; the second gets another key", id, k, other, e.to)
 				continue
 			}
-			claimed[k] = e.To
+			claimed[k] = e.to
 		}
 	}
 }
@@ -730,10 +730,10 @@ func (l *linter) deadEnds() {
 	for _, id := range l.ids {
 		n := l.g.Nodes[id]
 		if n.implicit {
-			l.node("implicit_node", SeverityWarning, n, "node %s is only named by edges, never declared: a typo?", id)
+			l.node("implicit_node", severityWarning, n, "node %s is only named by edges, never declared: a typo?", id)
 		}
-		if h := n.Handler(); h != HandlerExit && len(l.out[id]) == 0 && h != HandlerWaitHuman {
-			l.node("dead_end", SeverityWarning, n, "node %s has no outgoing edges: a run that gets there ends without reaching the exit", id)
+		if h := n.Handler(); h != handlerExit && len(l.out[id]) == 0 && h != handlerWaitHuman {
+			l.node("dead_end", severityWarning, n, "node %s has no outgoing edges: a run that gets there ends without reaching the exit", id)
 		}
 	}
 }

@@ -22,34 +22,34 @@ func TestHandler(t *testing.T) {
 	tests := []struct {
 		decl, want string
 	}{
-		{"n", HandlerCodergen},
-		{"n [shape=box]", HandlerCodergen},
-		{"n [shape=Mdiamond]", HandlerStart},
-		{"n [shape=mdiamond]", HandlerStart},
-		{"n [shape=Msquare]", HandlerExit},
-		{"n [shape=hexagon]", HandlerWaitHuman},
-		{"n [shape=diamond]", HandlerConditional},
-		{"n [shape=component]", HandlerParallel},
-		{"n [shape=tripleoctagon]", HandlerFanIn},
-		{"n [shape=parallelogram]", HandlerTool},
-		{"n [shape=house]", HandlerManagerLoop},
-		{"n [shape=ellipse]", HandlerCodergen},
-		{"n [shape=box, type=\"wait.human\"]", HandlerWaitHuman},
-		{"n [shape=Mdiamond, type=codergen]", HandlerCodergen},
-		{"start", HandlerStart},
-		{"Start [shape=box]", HandlerStart},
-		{"start [shape=hexagon]", HandlerWaitHuman},
-		{"start [type=codergen]", HandlerCodergen},
-		{"exit", HandlerExit},
-		{"Exit", HandlerExit},
-		{"end", HandlerExit},
-		{"End [shape=box]", HandlerExit},
-		{"START", HandlerCodergen},
+		{"n", handlerCodergen},
+		{"n [shape=box]", handlerCodergen},
+		{"n [shape=Mdiamond]", handlerStart},
+		{"n [shape=mdiamond]", handlerStart},
+		{"n [shape=Msquare]", handlerExit},
+		{"n [shape=hexagon]", handlerWaitHuman},
+		{"n [shape=diamond]", handlerConditional},
+		{"n [shape=component]", handlerParallel},
+		{"n [shape=tripleoctagon]", handlerFanIn},
+		{"n [shape=parallelogram]", handlerTool},
+		{"n [shape=house]", handlerManagerLoop},
+		{"n [shape=ellipse]", handlerCodergen},
+		{"n [shape=box, type=\"wait.human\"]", handlerWaitHuman},
+		{"n [shape=Mdiamond, type=codergen]", handlerCodergen},
+		{"start", handlerStart},
+		{"Start [shape=box]", handlerStart},
+		{"start [shape=hexagon]", handlerWaitHuman},
+		{"start [type=codergen]", handlerCodergen},
+		{"exit", handlerExit},
+		{"Exit", handlerExit},
+		{"end", handlerExit},
+		{"End [shape=box]", handlerExit},
+		{"START", handlerCodergen},
 	}
 	for _, tt := range tests {
 		t.Run(tt.decl, func(t *testing.T) {
 			g := mustParse(t, "digraph g { "+tt.decl+" }")
-			n := g.Nodes[g.Order[0]]
+			n := g.Nodes[g.order[0]]
 			if got := n.Handler(); got != tt.want {
 				t.Errorf("Handler() = %q, want %q", got, tt.want)
 			}
@@ -60,11 +60,11 @@ func TestHandler(t *testing.T) {
 func TestStartExitByName(t *testing.T) {
 	// A node [shape=box] default block must not hide the start and exit named by id.
 	g := mustParse(t, `digraph g { node [shape=box] start -> work -> exit }`)
-	if err := g.Validate(); err != nil {
+	if err := g.validate(); err != nil {
 		t.Fatal(err)
 	}
-	if g.Start().ID != "start" || g.Exit().ID != "exit" {
-		t.Errorf("start %v exit %v", g.Start(), g.Exit())
+	if g.start().ID != "start" || g.exit().ID != "exit" {
+		t.Errorf("start %v exit %v", g.start(), g.exit())
 	}
 }
 
@@ -75,27 +75,27 @@ func TestNodeAccessors(t *testing.T) {
 		a -> b [weight=-2, loop_restart=true, condition=" outcome=success "]
 	}`)
 	a, b := g.Nodes["a"], g.Nodes["b"]
-	if a.Label() != "Alpha" || b.Label() != "b" || a.Shape() != "box" {
-		t.Errorf("labels %q %q shape %q", a.Label(), b.Label(), a.Shape())
+	if a.label() != "Alpha" || b.label() != "b" || a.shape() != "box" {
+		t.Errorf("labels %q %q shape %q", a.label(), b.label(), a.shape())
 	}
-	if a.Int("n", 0) != 7 || a.Int("bad", -1) != -1 || a.Int("missing", 3) != 3 {
-		t.Errorf("Int: %d %d %d", a.Int("n", 0), a.Int("bad", -1), a.Int("missing", 3))
+	if a.attrInt("n", 0) != 7 || a.attrInt("bad", -1) != -1 || a.attrInt("missing", 3) != 3 {
+		t.Errorf("Int: %d %d %d", a.attrInt("n", 0), a.attrInt("bad", -1), a.attrInt("missing", 3))
 	}
-	if !a.Bool("yes") || a.Bool("no") || a.Bool("missing") || a.Bool("n") {
+	if !a.attrBool("yes") || a.attrBool("no") || a.attrBool("missing") || a.attrBool("n") {
 		t.Error("Bool")
 	}
 	for key, want := range map[string]time.Duration{"t1": 900 * time.Second, "t2": 24 * time.Hour, "t3": 90 * time.Minute, "t4": 250 * time.Millisecond} {
-		if d, ok := a.Duration(key); !ok || d != want {
+		if d, ok := a.attrDuration(key); !ok || d != want {
 			t.Errorf("Duration(%s) = %v, %v; want %v", key, d, ok, want)
 		}
 	}
 	for _, key := range []string{"t5", "t6", "t7", "missing", "label"} {
-		if d, ok := a.Duration(key); ok {
+		if d, ok := a.attrDuration(key); ok {
 			t.Errorf("Duration(%s) = %v, want not ok", key, d)
 		}
 	}
 	e := g.Edges[0]
-	if e.Weight() != -2 || !e.Bool("loop_restart") || e.Condition() != "outcome=success" || e.Label() != "" {
+	if e.weight() != -2 || !e.attrBool("loop_restart") || e.condition() != "outcome=success" || e.label() != "" {
 		t.Errorf("edge %+v", e)
 	}
 }
@@ -112,22 +112,22 @@ func TestGraphRetryAndGoalGates(t *testing.T) {
 		start -> plan -> fix -> a -> b -> c -> d -> exit
 	}`)
 	n := func(id string) *Node { return g.Nodes[id] }
-	if g.MaxRetries(n("a")) != 0 || g.MaxRetries(n("b")) != 2 || g.MaxRetries(n("d")) != 2 {
-		t.Errorf("MaxRetries a %d b %d d %d", g.MaxRetries(n("a")), g.MaxRetries(n("b")), g.MaxRetries(n("d")))
+	if g.maxRetries(n("a")) != 0 || g.maxRetries(n("b")) != 2 || g.maxRetries(n("d")) != 2 {
+		t.Errorf("maxRetries a %d b %d d %d", g.maxRetries(n("a")), g.maxRetries(n("b")), g.maxRetries(n("d")))
 	}
 	legacy := mustParse(t, `digraph g { graph [default_max_retry=4] x }`)
-	if got := legacy.MaxRetries(legacy.Nodes["x"]); got != 4 {
+	if got := legacy.maxRetries(legacy.Nodes["x"]); got != 4 {
 		t.Errorf("legacy default_max_retry: %d", got)
 	}
-	if got := (&Graph{}).MaxRetries(&Node{}); got != 0 {
+	if got := (&Graph{}).maxRetries(&Node{}); got != 0 {
 		t.Errorf("built-in default: %d", got)
 	}
 
-	if g.FailureTarget(n("a")) != "fix" || g.FailureTarget(n("b")) != "" || g.FailureTarget(n("c")) != "plan" {
-		t.Errorf("FailureTarget a %q b %q c %q", g.FailureTarget(n("a")), g.FailureTarget(n("b")), g.FailureTarget(n("c")))
+	if g.failureTarget(n("a")) != "fix" || g.failureTarget(n("b")) != "" || g.failureTarget(n("c")) != "plan" {
+		t.Errorf("failureTarget a %q b %q c %q", g.failureTarget(n("a")), g.failureTarget(n("b")), g.failureTarget(n("c")))
 	}
-	if g.GoalGateTarget(n("b")) != "fix" || g.GoalGateTarget(n("c")) != "plan" {
-		t.Errorf("GoalGateTarget b %q c %q", g.GoalGateTarget(n("b")), g.GoalGateTarget(n("c")))
+	if g.goalGateTarget(n("b")) != "fix" || g.goalGateTarget(n("c")) != "plan" {
+		t.Errorf("goalGateTarget b %q c %q", g.goalGateTarget(n("b")), g.goalGateTarget(n("c")))
 	}
 
 	tests := []struct {
@@ -135,18 +135,18 @@ func TestGraphRetryAndGoalGates(t *testing.T) {
 		want     string
 	}{
 		{nil, ""},
-		{map[string]string{"a": StatusSuccess, "b": StatusPartialSuccess}, ""},
+		{map[string]string{"a": StatusSuccess, "b": statusPartialSuccess}, ""},
 		{map[string]string{"plan": StatusFail, "a": StatusSuccess}, ""}, // plan is not a goal gate
-		{map[string]string{"a": StatusSuccess, "c": StatusFail, "b": StatusRetry}, "b"},
-		{map[string]string{"c": StatusSkipped}, "c"},
+		{map[string]string{"a": StatusSuccess, "c": StatusFail, "b": statusRetry}, "b"},
+		{map[string]string{"c": statusSkipped}, "c"},
 	}
 	for _, tt := range tests {
 		got := ""
-		if n := g.UnsatisfiedGoalGate(tt.statuses); n != nil {
+		if n := g.unsatisfiedGoalGate(tt.statuses); n != nil {
 			got = n.ID
 		}
 		if got != tt.want {
-			t.Errorf("UnsatisfiedGoalGate(%v) = %q, want %q", tt.statuses, got, tt.want)
+			t.Errorf("unsatisfiedGoalGate(%v) = %q, want %q", tt.statuses, got, tt.want)
 		}
 	}
 }
@@ -161,24 +161,24 @@ func TestExpandGoal(t *testing.T) {
 		{"$GOAL is not $goal", "$GOAL is not ship it"},
 	}
 	for _, tt := range tests {
-		if got := ExpandGoal(tt.in, "ship it"); got != tt.want {
-			t.Errorf("ExpandGoal(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := expandGoal(tt.in, "ship it"); got != tt.want {
+			t.Errorf("expandGoal(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 	g := parseFixture(t, "attractorbench-tier3/conditional.dot")
-	if got := g.Prompt(g.Nodes["check"]); got != "Check something for: Test conditional routing" {
-		t.Errorf("Prompt = %q", got)
+	if got := g.prompt(g.Nodes["check"]); got != "Check something for: Test conditional routing" {
+		t.Errorf("prompt = %q", got)
 	}
-	if got := g.Prompt(g.Nodes["done"]); got != "done" {
-		t.Errorf("Prompt without prompt or label = %q", got)
+	if got := g.prompt(g.Nodes["done"]); got != "done" {
+		t.Errorf("prompt without prompt or label = %q", got)
 	}
 }
 
-func lintRules(g *Graph, sev Severity) []string {
+func lintRules(g *Graph, sev severity) []string {
 	var rules []string
-	for _, d := range g.Lint() {
-		if d.Severity == sev {
-			rules = append(rules, d.Rule+":"+d.NodeID+d.From+">"+d.To)
+	for _, d := range g.lint() {
+		if d.severity == sev {
+			rules = append(rules, d.rule+":"+d.nodeID+d.from+">"+d.to)
 		}
 	}
 	return rules
@@ -220,18 +220,18 @@ func TestLint(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := mustParse(t, "digraph g {\n"+tt.body+"\n}")
-			if got := lintRules(g, SeverityError); !slices.Equal(got, tt.errors) {
+			if got := lintRules(g, severityError); !slices.Equal(got, tt.errors) {
 				t.Errorf("errors %q, want %q", got, tt.errors)
 			}
-			if got := lintRules(g, SeverityWarning); !slices.Equal(got, tt.warnings) {
+			if got := lintRules(g, severityWarning); !slices.Equal(got, tt.warnings) {
 				t.Errorf("warnings %q, want %q", got, tt.warnings)
 			}
-			err := g.Validate()
+			err := g.validate()
 			if (err != nil) != (len(tt.errors) > 0) {
-				t.Fatalf("Validate() = %v", err)
+				t.Fatalf("validate() = %v", err)
 			}
 			if err != nil && strings.Count(err.Error(), "pipeline t.dot") != len(tt.errors) {
-				t.Errorf("Validate() = %q: want one line per error", err)
+				t.Errorf("validate() = %q: want one line per error", err)
 			}
 		})
 	}
@@ -239,17 +239,17 @@ func TestLint(t *testing.T) {
 
 func TestValidateMessages(t *testing.T) {
 	g := mustParse(t, "digraph g {\n start [shape=Mdiamond]\n exit [shape=Msquare]\n start -> exit\n orphan [label=O]\n}")
-	err := g.Validate()
-	var de *DOTError
-	if !errors.As(err, &de) || de.Rule != "reachability" || de.Line != 5 {
+	err := g.validate()
+	var de *dotError
+	if !errors.As(err, &de) || de.rule != "reachability" || de.line != 5 {
 		t.Fatalf("got %#v", err)
 	}
 	if want := "pipeline t.dot:5: node orphan cannot be reached from start node start"; err.Error() != want {
 		t.Errorf("got %q, want %q", err, want)
 	}
-	d := g.Lint()[0]
+	d := g.lint()[0]
 	if want := "pipeline t.dot:5: error: node orphan cannot be reached from start node start (reachability)"; d.String() != want {
-		t.Errorf("Diagnostic.String() = %q, want %q", d, want)
+		t.Errorf("diagnostic.String() = %q, want %q", d, want)
 	}
 }
 
@@ -260,12 +260,12 @@ func TestValidateBuiltGraph(t *testing.T) {
 			"s": {ID: "s", Attrs: map[string]string{"shape": "Mdiamond"}},
 			"x": {ID: "x", Attrs: map[string]string{"shape": "Msquare"}},
 		},
-		Edges: []*Edge{{From: "s", To: "x"}, {From: "s", To: "ghost", Line: 3}},
+		Edges: []*Edge{{from: "s", to: "x"}, {from: "s", to: "ghost", line: 3}},
 	}
-	if got := lintRules(g, SeverityError); !slices.Equal(got, []string{"edge_target_exists:s>ghost"}) {
+	if got := lintRules(g, severityError); !slices.Equal(got, []string{"edge_target_exists:s>ghost"}) {
 		t.Errorf("errors %q", got)
 	}
-	if g.Start().ID != "s" || g.Exit().ID != "x" {
+	if g.start().ID != "s" || g.exit().ID != "x" {
 		t.Error("Start/Exit must see nodes missing from Order")
 	}
 }
@@ -276,49 +276,49 @@ func TestLinear(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := Linear("M3: retry or escalate", tasks)
-	if err := g.Validate(); err != nil {
+	if err := g.validate(); err != nil {
 		t.Fatal(err)
 	}
-	if w := lintRules(g, SeverityWarning); len(w) > 0 {
+	if w := lintRules(g, severityWarning); len(w) > 0 {
 		t.Errorf("warnings %v", w)
 	}
 	want := []string{"start", "3.1", "3.2", "3.3", "3.4", "exit"}
-	if !slices.Equal(g.Order, want) {
-		t.Fatalf("order %v, want %v", g.Order, want)
+	if !slices.Equal(g.order, want) {
+		t.Fatalf("order %v, want %v", g.order, want)
 	}
 	var path []string
-	for id := g.Start().ID; id != ""; {
+	for id := g.start().ID; id != ""; {
 		path = append(path, id)
-		e, err := SelectEdge(g, id, Outcome{Status: StatusSuccess}, nil)
+		e, err := selectEdge(g, id, Outcome{Status: StatusSuccess}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		id = ""
 		if e != nil {
-			id = e.To
+			id = e.to
 		}
 	}
 	if !slices.Equal(path, want) {
 		t.Errorf("walk %v, want %v", path, want)
 	}
 	n := g.Nodes["3.2"]
-	if n.Label() != tasks[1].Title || n.Attrs["prompt"] != tasks[1].Description || n.Line != tasks[1].Line || n.Handler() != HandlerCodergen {
+	if n.label() != tasks[1].Title || n.Attrs["prompt"] != tasks[1].Description || n.line != tasks[1].Line || n.Handler() != handlerCodergen {
 		t.Errorf("node 3.2 = %+v", n)
 	}
-	if g.Goal() != "M3: retry or escalate" || g.Prompt(n) != tasks[1].Description {
+	if g.Goal() != "M3: retry or escalate" || g.prompt(n) != tasks[1].Description {
 		t.Errorf("goal %q", g.Goal())
 	}
 
 	empty := Linear("nothing", nil)
-	if err := empty.Validate(); err != nil || fmt.Sprint(empty.Order) != "[start exit]" {
-		t.Errorf("empty: %v %v", empty.Order, err)
+	if err := empty.validate(); err != nil || fmt.Sprint(empty.order) != "[start exit]" {
+		t.Errorf("empty: %v %v", empty.order, err)
 	}
 
 	odd := Linear("odd", []Task{{ID: "start", Title: "S"}, {ID: "end", Title: "E"}, {ID: "exit", Title: "X"}})
-	if err := odd.Validate(); err != nil {
+	if err := odd.validate(); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(odd.Order) != "[start_1 start end exit exit_1]" || odd.Nodes["end"].Handler() != HandlerCodergen {
-		t.Errorf("reserved ids: %v", odd.Order)
+	if fmt.Sprint(odd.order) != "[start_1 start end exit exit_1]" || odd.Nodes["end"].Handler() != handlerCodergen {
+		t.Errorf("reserved ids: %v", odd.order)
 	}
 }

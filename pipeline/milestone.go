@@ -30,11 +30,11 @@ var ErrNoTasks = errors.New("no tasks found (expected headings like \"## Task 1.
 // wrapping ErrNoTasks; duplicate task ids are a *PlanError naming both lines.
 func (p *Plan) Tasks() ([]Task, error) {
 	if p.Kind != KindMarkdown {
-		return nil, &PlanError{Path: p.Path, Err: fmt.Errorf("a %s plan has no markdown tasks", p.Kind)}
+		return nil, &PlanError{path: p.Path, err: fmt.Errorf("a %s plan has no markdown tasks", p.Kind)}
 	}
 	tasks, err := ParseMilestone(p.Content)
 	if err != nil {
-		return nil, &PlanError{Path: p.Path, Err: err}
+		return nil, &PlanError{path: p.Path, err: err}
 	}
 	return tasks, nil
 }

@@ -1,4 +1,5 @@
-// Package pipeline loads plans and turns them into the tasks a run executes.
+// Package pipeline reads a plan (a markdown milestone or a DOT pipeline) as a graph of tasks and decides, stage by
+// stage, where a run goes next.
 package pipeline
 
 import (
@@ -36,13 +37,13 @@ type Plan struct {
 // PlanError is a problem with the plan the user gave (missing, unreadable, not
 // text, no tasks): callers map it to a usage error.
 type PlanError struct {
-	Path string
-	Err  error
+	path string
+	err  error
 }
 
-func (e *PlanError) Error() string { return "plan " + e.Path + ": " + e.Err.Error() }
+func (e *PlanError) Error() string { return "plan " + e.path + ": " + e.err.Error() }
 
-func (e *PlanError) Unwrap() error { return e.Err }
+func (e *PlanError) Unwrap() error { return e.err }
 
 // Load reads a plan. A missing or unreadable file, a directory, an empty file,
 // a file that is not UTF-8 text (NUL bytes, invalid UTF-8 — e.g. a binary), or
@@ -51,7 +52,7 @@ func (e *PlanError) Unwrap() error { return e.Err }
 func Load(path string) (*Plan, error) {
 	data, err := readPlan(path)
 	if err != nil {
-		return nil, &PlanError{Path: path, Err: err}
+		return nil, &PlanError{path: path, err: err}
 	}
 	p := &Plan{Path: path, Kind: kindOf(path), Content: string(data)}
 	if p.Kind == KindMarkdown {

@@ -43,8 +43,8 @@ func TestLoadRejects(t *testing.T) {
 			if !errors.As(err, &pe) {
 				t.Fatalf("got %v, %v; want *PlanError", p, err)
 			}
-			if pe.Path != tt.path {
-				t.Errorf("Path = %q, want %q", pe.Path, tt.path)
+			if pe.path != tt.path {
+				t.Errorf("Path = %q, want %q", pe.path, tt.path)
 			}
 			if want := "plan " + tt.path + ": "; !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("error %q, want %q…%q", err, want, tt.wantErr)
@@ -161,7 +161,7 @@ func TestPlanTasksErrors(t *testing.T) {
 			}
 			tasks, err := p.Tasks()
 			var pe *PlanError
-			if !errors.As(err, &pe) || pe.Path != path {
+			if !errors.As(err, &pe) || pe.path != path {
 				t.Fatalf("got %v, %v; want *PlanError for %s", tasks, err, path)
 			}
 			if want := "plan " + path + ": " + tt.wantErr; err.Error() != want {
