@@ -124,8 +124,8 @@ func TestParseDOTFixtureDetails(t *testing.T) {
 		if got := step.Attrs["prompt"]; got != "Multi-line\nattribute test" {
 			t.Errorf("prompt = %q", got)
 		}
-		if step.attrInt("max_retries", -1) != 2 || step.line != 4 {
-			t.Errorf("max_retries %d, line %d", step.attrInt("max_retries", -1), step.line)
+		if attrInt(step.Attrs, "max_retries", -1) != 2 || step.line != 4 {
+			t.Errorf("max_retries %d, line %d", attrInt(step.Attrs, "max_retries", -1), step.line)
 		}
 		if g.Attrs["label"] != "Attribute Test" || g.out("start")[0].weight() != 10 {
 			t.Errorf("graph label %q, weight %d", g.Attrs["label"], g.out("start")[0].weight())
@@ -135,11 +135,11 @@ func TestParseDOTFixtureDetails(t *testing.T) {
 		g := parseFixture(t, "orchestra/test-all-value-types.dot")
 		a := g.Nodes["a"]
 		d, ok := a.attrDuration("timeout")
-		if a.Attrs["prompt"] != "hello\nworld" || a.attrInt("max_retries", 0) != 3 || !a.attrBool("goal_gate") || !ok || d != 900*time.Second {
+		if a.Attrs["prompt"] != "hello\nworld" || attrInt(a.Attrs, "max_retries", 0) != 3 || !attrBool(a.Attrs, "goal_gate") || !ok || d != 900*time.Second {
 			t.Errorf("attrs %v", a.Attrs)
 		}
-		if g.maxRetries(g.Nodes["start"]) != 50 || g.maxRetries(a) != 3 {
-			t.Errorf("max retries %d, %d", g.maxRetries(g.Nodes["start"]), g.maxRetries(a))
+		if maxRetries(g, g.Nodes["start"]) != 50 || maxRetries(g, a) != 3 {
+			t.Errorf("max retries %d, %d", maxRetries(g, g.Nodes["start"]), maxRetries(g, a))
 		}
 		for _, e := range g.Edges {
 			if e.weight() != 5 {
@@ -492,7 +492,7 @@ func FuzzParseDOT(f *testing.F) {
 				break
 			}
 			n := g.Nodes[id]
-			_ = n.Handler() + n.label() + n.shape() + g.prompt(n)
+			_ = n.Handler() + n.label() + shapeOf(n) + g.prompt(n)
 			Choices(g, id)
 			if _, err := selectEdge(g, id, Outcome{Status: StatusSuccess, preferredLabel: "x"}, nil); err != nil {
 				var de *dotError

@@ -202,24 +202,6 @@ func keyOf(r rune) string {
 	return string(unicode.ToUpper(r))
 }
 
-// parseAccelerator splits an edge label into its accelerator key and the
-// label to show: "[A] Approve" → A, "Approve"; "Y) Yes, deploy" → Y,
-// "Yes, deploy"; "Y - Yes, deploy" → Y, "Yes, deploy"; otherwise the first
-// letter or digit, upper-cased, and the whole label ("Fix issues" → F). A
-// label with no letter or digit has no key.
-func parseAccelerator(label string) (key, rest string) {
-	label = strings.TrimSpace(label)
-	if k, r, ok := acceleratorPrefix(label); ok {
-		return k, r
-	}
-	for _, r := range label {
-		if k := keyOf(r); k != "" {
-			return k, label
-		}
-	}
-	return "", label
-}
-
 // acceleratorPrefix recognises the spec's three prefix forms, with a key of
 // one letter or digit: "[K] Label", "K) Label" and "K - Label" (an en or em
 // dash also counts). The label may be empty only in the bracket form.

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -276,4 +277,22 @@ func TestSelectEdgeFixtures(t *testing.T) {
 			t.Errorf("%s %s %+v: selected %q, want %q", tt.fixture, tt.node, tt.o, got, tt.want)
 		}
 	}
+}
+
+// parseAccelerator is the accelerator rule of a single edge label, built from what Choices uses: it splits an edge label into its accelerator key and the
+// label to show: "[A] Approve" → A, "Approve"; "Y) Yes, deploy" → Y,
+// "Yes, deploy"; "Y - Yes, deploy" → Y, "Yes, deploy"; otherwise the first
+// letter or digit, upper-cased, and the whole label ("Fix issues" → F). A
+// label with no letter or digit has no key.
+func parseAccelerator(label string) (key, rest string) {
+	label = strings.TrimSpace(label)
+	if k, r, ok := acceleratorPrefix(label); ok {
+		return k, r
+	}
+	for _, r := range label {
+		if k := keyOf(r); k != "" {
+			return k, label
+		}
+	}
+	return "", label
 }

@@ -79,14 +79,6 @@ var shapeHandlers = map[string]string{
 	"house":         handlerManagerLoop,
 }
 
-// shape is the node's Graphviz shape; "box" when it has none.
-func (n *Node) shape() string {
-	if s := strings.TrimSpace(n.Attrs["shape"]); s != "" {
-		return s
-	}
-	return "box"
-}
-
 // label is what people see for the node: its label, else its id.
 func (n *Node) label() string {
 	if l := n.Attrs["label"]; strings.TrimSpace(l) != "" {
@@ -120,9 +112,6 @@ func (n *Node) Handler() string {
 	return handlerCodergen
 }
 
-// attrInt reads an integer attribute; def when it is missing or not an integer.
-func (n *Node) attrInt(key string, def int) int { return attrInt(n.Attrs, key, def) }
-
 // attrBool reads a boolean attribute: true only for "true" (any case).
 func (n *Node) attrBool(key string) bool { return attrBool(n.Attrs, key) }
 
@@ -144,9 +133,6 @@ func (e *Edge) condition() string { return strings.TrimSpace(e.attrs["condition"
 
 // weight is the edge's priority in edge selection (default 0).
 func (e *Edge) weight() int { return attrInt(e.attrs, "weight", 0) }
-
-// attrBool reads a boolean edge attribute such as loop_restart.
-func (e *Edge) attrBool(key string) bool { return attrBool(e.attrs, key) }
 
 func attrInt(attrs map[string]string, key string, def int) int {
 	v, ok := attrs[key]
@@ -263,15 +249,9 @@ func (g *Graph) prompt(n *Node) string {
 	return expandGoal(p, g.Goal())
 }
 
-// maxRetries is how many times a node may be retried after its first attempt
-// (spec §3.5): its max_retries, else the graph's default_max_retries (or its
-// legacy alias default_max_retry), else 0.
-func (g *Graph) maxRetries(n *Node) int {
-	r, _ := g.retries(n)
-	return r
-}
-
-// retries is the node's retry count and whether the node or the graph sets one.
+// retries is how many times a node may be retried after its first attempt (spec §3.5): its max_retries, else the
+// graph's default_max_retries (or its legacy alias default_max_retry), else 0; and whether the node or the graph
+// sets one.
 func (g *Graph) retries(n *Node) (int, bool) {
 	for _, v := range []struct {
 		attrs map[string]string
@@ -583,7 +563,7 @@ func (l *linter) conditions() {
 var attrKinds = map[string]string{
 	"max_retries": "count", "default_max_retries": "count", "default_max_retry": "count",
 	"weight": "integer", "goal_gate": "boolean", "auto_status": "boolean", "allow_partial": "boolean",
-	"loop_restart": "boolean", "timeout": "duration",
+	"loop_restart": "boolean", "timeout": "duration", "backoff_policy": "backoff",
 }
 
 func attrTypeProblem(key, v string) string {
@@ -604,6 +584,10 @@ func attrTypeProblem(key, v string) string {
 	case "duration":
 		if _, ok := parseDuration(v); !ok {
 			return "a duration such as 900s, 15m, 2h, 250ms or 1d"
+		}
+	case "backoff":
+		if !knownBackoff(v) {
+			return "one of the spec's presets: none, standard, aggressive, linear, patient"
 		}
 	}
 	return ""

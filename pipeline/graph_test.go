@@ -75,13 +75,13 @@ func TestNodeAccessors(t *testing.T) {
 		a -> b [weight=-2, loop_restart=true, condition=" outcome=success "]
 	}`)
 	a, b := g.Nodes["a"], g.Nodes["b"]
-	if a.label() != "Alpha" || b.label() != "b" || a.shape() != "box" {
-		t.Errorf("labels %q %q shape %q", a.label(), b.label(), a.shape())
+	if a.label() != "Alpha" || b.label() != "b" || shapeOf(a) != "box" {
+		t.Errorf("labels %q %q shape %q", a.label(), b.label(), shapeOf(a))
 	}
-	if a.attrInt("n", 0) != 7 || a.attrInt("bad", -1) != -1 || a.attrInt("missing", 3) != 3 {
-		t.Errorf("Int: %d %d %d", a.attrInt("n", 0), a.attrInt("bad", -1), a.attrInt("missing", 3))
+	if attrInt(a.Attrs, "n", 0) != 7 || attrInt(a.Attrs, "bad", -1) != -1 || attrInt(a.Attrs, "missing", 3) != 3 {
+		t.Errorf("Int: %d %d %d", attrInt(a.Attrs, "n", 0), attrInt(a.Attrs, "bad", -1), attrInt(a.Attrs, "missing", 3))
 	}
-	if !a.attrBool("yes") || a.attrBool("no") || a.attrBool("missing") || a.attrBool("n") {
+	if !attrBool(a.Attrs, "yes") || attrBool(a.Attrs, "no") || attrBool(a.Attrs, "missing") || attrBool(a.Attrs, "n") {
 		t.Error("Bool")
 	}
 	for key, want := range map[string]time.Duration{"t1": 900 * time.Second, "t2": 24 * time.Hour, "t3": 90 * time.Minute, "t4": 250 * time.Millisecond} {
@@ -95,7 +95,7 @@ func TestNodeAccessors(t *testing.T) {
 		}
 	}
 	e := g.Edges[0]
-	if e.weight() != -2 || !e.attrBool("loop_restart") || e.condition() != "outcome=success" || e.label() != "" {
+	if e.weight() != -2 || !attrBool(e.attrs, "loop_restart") || e.condition() != "outcome=success" || e.label() != "" {
 		t.Errorf("edge %+v", e)
 	}
 }
@@ -112,14 +112,14 @@ func TestGraphRetryAndGoalGates(t *testing.T) {
 		start -> plan -> fix -> a -> b -> c -> d -> exit
 	}`)
 	n := func(id string) *Node { return g.Nodes[id] }
-	if g.maxRetries(n("a")) != 0 || g.maxRetries(n("b")) != 2 || g.maxRetries(n("d")) != 2 {
-		t.Errorf("maxRetries a %d b %d d %d", g.maxRetries(n("a")), g.maxRetries(n("b")), g.maxRetries(n("d")))
+	if maxRetries(g, n("a")) != 0 || maxRetries(g, n("b")) != 2 || maxRetries(g, n("d")) != 2 {
+		t.Errorf("maxRetries a %d b %d d %d", maxRetries(g, n("a")), maxRetries(g, n("b")), maxRetries(g, n("d")))
 	}
 	legacy := mustParse(t, `digraph g { graph [default_max_retry=4] x }`)
-	if got := legacy.maxRetries(legacy.Nodes["x"]); got != 4 {
+	if got := maxRetries(legacy, legacy.Nodes["x"]); got != 4 {
 		t.Errorf("legacy default_max_retry: %d", got)
 	}
-	if got := (&Graph{}).maxRetries(&Node{}); got != 0 {
+	if got := maxRetries(&Graph{}, &Node{}); got != 0 {
 		t.Errorf("built-in default: %d", got)
 	}
 
@@ -209,6 +209,9 @@ func TestLint(t *testing.T) {
 			errors: []string{"condition_syntax:start>exit", "condition_syntax:start>exit"}},
 		{name: "typed attributes", body: ok + ` graph [default_max_retries=-1] w [label=W, max_retries=two, goal_gate=yes, timeout=soon, retry_target=exit] start -> w w -> exit [weight=heavy, loop_restart=1]`,
 			errors: []string{"attr_type:>", "attr_type:w>", "attr_type:w>", "attr_type:w>", "attr_type:w>exit", "attr_type:w>exit"}},
+		// A mistyped backoff policy would silently be the standard one.
+		{name: "unknown backoff policy", body: ok + ` w [label=W, backoff_policy=exponential] v [label=V, backoff_policy=" Patient "] start -> w -> v -> exit`,
+			errors: []string{"attr_type:w>"}},
 		{name: "unknown type, shape, fidelity", body: ok + ` graph [default_fidelity=most] w [label=W, type=robot, shape=ellipse, fidelity=huge] start -> w w -> exit [fidelity=all]`,
 			warnings: []string{"type_known:w>", "shape_known:w>", "fidelity_valid:>", "fidelity_valid:w>", "fidelity_valid:w>exit"}},
 		{name: "retry targets", body: ok + ` graph [retry_target=nope] w [label=W, retry_target=gone, goal_gate=true] start -> w -> exit`,
@@ -321,4 +324,18 @@ func TestLinear(t *testing.T) {
 	if fmt.Sprint(odd.order) != "[start_1 start end exit exit_1]" || odd.Nodes["end"].Handler() != handlerCodergen {
 		t.Errorf("reserved ids: %v", odd.order)
 	}
+}
+
+// maxRetries is the node's retry count as the engine reads it.
+func maxRetries(g *Graph, n *Node) int {
+	r, _ := g.retries(n)
+	return r
+}
+
+// shapeOf is the node's Graphviz shape; "box" when it has none.
+func shapeOf(n *Node) string {
+	if s := strings.TrimSpace(n.Attrs["shape"]); s != "" {
+		return s
+	}
+	return "box"
 }
