@@ -49,7 +49,7 @@ func (r *rig) backend() (*store.Store, *queue.Queue, *tally) {
 	store := store.New(r.redis.Client, nil)
 	t := newTally()
 	store.Observe(t.observe)
-	return store, queue.New(r.redis.Client, queue.Config{}), t
+	return store, queue.New(r.redis.Client), t
 }
 
 // workerConcurrency is how many steps (agent processes) the worker runs at once: orch's default (--concurrency).

@@ -47,7 +47,7 @@ func benchServer(b *testing.B) (*httptest.Server, *slackfake.Slack, *timings) {
 	b.Cleanup(fake.Close)
 	store := store.New(rdb, nil)
 	s, err := New(Config{SigningSecret: benchSecret, BotToken: "xoxb-bench", APIURL: fake.APIURL(), Workspace: b.TempDir(),
-		Store: store, Queue: queue.New(rdb, queue.Config{}), Starter: nopStarter{}, Backlog: 1 << 20})
+		Store: store, Queue: queue.New(rdb), Starter: nopStarter{}, Backlog: 1 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}

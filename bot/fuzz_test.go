@@ -37,7 +37,7 @@ func FuzzSlackEndpoints(f *testing.F) {
 	f.Cleanup(fake.Close)
 	store := store.New(rdb, nil)
 	srv, err := New(Config{SigningSecret: testSecret, BotToken: "xoxb-test", APIURL: fake.APIURL(), Workspace: f.TempDir(),
-		Store: store, Queue: queue.New(rdb, queue.Config{}), Starter: nopStarter{}, MaxBody: 64 << 10,
+		Store: store, Queue: queue.New(rdb), Starter: nopStarter{}, MaxBody: 64 << 10,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		f.Fatal(err)

@@ -156,7 +156,7 @@ func newHarness(t *testing.T, rdb redis.UniversalClient, opts ...harnessOption) 
 	t.Cleanup(func() { h.rdb.Close() })
 	h.store = store.New(h.rdb, nil)
 	h.mirror = h.store.Mirror(mirrorName)
-	h.queue = &hookQueue{q: queue.New(h.rdb, queue.Config{})}
+	h.queue = &hookQueue{q: queue.New(h.rdb)}
 	h.starter = newTestStarter(h)
 	// Runs followed by a bot test that crashed; on a shared Redis their threads would go to this test's fake.
 	unhooked := store.New(rdb, nil).Mirror(mirrorName)

@@ -53,11 +53,11 @@ func (t Trigger) Priority() int {
 	if d, ok := triggers[t]; ok {
 		return d.priority
 	}
-	return DefaultCustomPriority
+	return customPriority
 }
 
-// DefaultCustomPriority is the priority of a custom trigger that sets none.
-const DefaultCustomPriority = 30
+// customPriority is the priority of a custom trigger that sets none.
+const customPriority = 30
 
 var triggers = map[Trigger]struct {
 	text     string
@@ -70,12 +70,12 @@ var triggers = map[Trigger]struct {
 	TriggerAttemptCap: {"attempt cap", 60},
 	TriggerBrain:      {"the brain escalated", 50},
 	TriggerNeedsHelp:  {"the agent asked", 40},
-	TriggerCustom:     {"custom trigger", DefaultCustomPriority},
-	TriggerGate:       {"human gate", DefaultCustomPriority},
-	TriggerChat:       {"conversation", DefaultCustomPriority},
-	TriggerLoop:       {"loop detected", DefaultCustomPriority},
-	TriggerE2E:        {"end-to-end fix attempts ran out", DefaultCustomPriority},
-	TriggerOscillate:  {"end-to-end fixes oscillate", DefaultCustomPriority},
+	TriggerCustom:     {"custom trigger", customPriority},
+	TriggerGate:       {"human gate", customPriority},
+	TriggerChat:       {"conversation", customPriority},
+	TriggerLoop:       {"loop detected", customPriority},
+	TriggerE2E:        {"end-to-end fix attempts ran out", customPriority},
+	TriggerOscillate:  {"end-to-end fixes oscillate", customPriority},
 }
 
 // ResolutionType is what a human decided.

@@ -48,7 +48,7 @@ func TestSoak(t *testing.T) {
 			const runs = 200
 			ctx := context.Background()
 			store := store.New(rdb, nil)
-			queue := queue.New(rdb, queue.Config{})
+			queue := queue.New(rdb)
 			metrics := escalation.NewMetrics()
 			store.Observe(metrics.Observe)
 			sh := script(t, soakAgent)

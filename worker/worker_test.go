@@ -51,7 +51,7 @@ func newHarness(t *testing.T, rdb redis.UniversalClient, agentCmd string, adapte
 func newHarnessAt(t *testing.T, rdb redis.UniversalClient, agentCmd string, adapter func(jobs.Options) (agent.Adapter, error), now func() time.Time) *harness {
 	t.Helper()
 	store := store.New(rdb, now)
-	queue := queue.New(rdb, queue.Config{})
+	queue := queue.New(rdb)
 	if adapter == nil {
 		adapter = func(jobs.Options) (agent.Adapter, error) { return agent.NewTemplate(agentCmd) }
 	}

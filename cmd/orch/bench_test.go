@@ -46,7 +46,7 @@ func clickToResume(b *testing.B, poll time.Duration) {
 	defer rdb.Close()
 	ctx := context.Background()
 	st := store.New(rdb, nil)
-	queue := queue.New(rdb, queue.Config{})
+	queue := queue.New(rdb)
 	ws, _ := filepath.Abs("../../examples/plans")
 	w, err := worker.New(worker.Config{Store: st, Queue: queue, Sandbox: sandbox.NewLocal(sandbox.LocalConfig{}),
 		Brain: func(jobs.Options) (worker.Brain, error) { return &brain.Fallback{}, nil },

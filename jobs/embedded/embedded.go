@@ -123,7 +123,7 @@ func (e *Embedded) Close() error {
 	e.wg.Wait()
 	// Stop serving first: a write acknowledged to another process after the last snapshot would be lost.
 	e.mr.Close()
-	err := e.Save()
+	err := e.save()
 	os.Remove(filepath.Join(e.dir, addrFile))
 	unlock(e.lock)
 	e.lock.Close()
@@ -141,7 +141,7 @@ func (e *Embedded) saver() {
 		case <-t.C:
 			if cc := e.mr.CommandCount(); cc != e.lastCC {
 				e.lastCC = cc
-				if err := e.Save(); err != nil {
+				if err := e.save(); err != nil {
 					e.log.Warn("saving embedded store", "err", err)
 				}
 			}
@@ -224,8 +224,8 @@ func strs(bs []blob) []string {
 	return out
 }
 
-// Save writes the store to the snapshot file atomically.
-func (e *Embedded) Save() error {
+// save writes the store to the snapshot file atomically.
+func (e *Embedded) save() error {
 	if e.mr == nil {
 		return nil
 	}

@@ -22,7 +22,7 @@ func TestExpiredStepsSeesAsynqLeases(t *testing.T) {
 			// jobstest gives this test process a database of its own: the worker's tests, which run asynq servers on
 			// the steps queue at the same time, cannot take this test's step (nor this server theirs).
 			ctx := context.Background()
-			q := New(rdb, Config{})
+			q := New(rdb)
 			runID := jobs.NewRunID()
 			id := fmt.Sprintf("step:%s:1", runID)
 			working, release := make(chan struct{}), make(chan struct{})

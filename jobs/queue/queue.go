@@ -62,43 +62,29 @@ func DecodePayload(t *asynq.Task) (Payload, error) {
 	return p, nil
 }
 
-// Config sets how orch's tasks are enqueued. The zero value works.
-type Config struct {
-	// StepTimeout bounds one step when the run sets no agent timeout. A step's bound is the agent's timeout plus
-	// StepMargin. Default 35 minutes.
-	StepTimeout time.Duration
-	// StepMargin is orch's time around the agent in a step (brain calls, Redis). Default 5 minutes.
-	StepMargin time.Duration
-	// StepMaxRetry is how often asynq retries a step whose handler failed for infrastructure reasons (Redis, sandbox
-	// start). Agent failures are not handler failures. Default 3.
-	StepMaxRetry int
-}
-
-func (c Config) withDefaults() Config {
-	if c.StepTimeout <= 0 {
-		c.StepTimeout = 35 * time.Minute
-	}
-	if c.StepMargin <= 0 {
-		c.StepMargin = 5 * time.Minute
-	}
-	if c.StepMaxRetry <= 0 {
-		c.StepMaxRetry = 3
-	}
-	return c
-}
+// How a step is bounded on the queue.
+const (
+	// stepTimeout bounds one step when the run sets no agent timeout.
+	stepTimeout = 35 * time.Minute
+	// stepMargin is orch's time around the agent in a step (brain calls, Redis): a step's bound is the agent's
+	// timeout plus this.
+	stepMargin = 5 * time.Minute
+	// stepMaxRetry is how often asynq retries a step whose handler failed for infrastructure reasons (Redis, sandbox
+	// start). Agent failures are not handler failures.
+	stepMaxRetry = 3
+)
 
 // Queue enqueues orch's tasks. Every task has a deterministic id so that enqueueing the same work twice is harmless.
 type Queue struct {
 	client    *asynq.Client
 	inspector *asynq.Inspector
 	rdb       redis.UniversalClient // for what asynq's API does not tell: ExpiredSteps
-	cfg       Config
 }
 
 // New returns a queue on rdb.
-func New(rdb redis.UniversalClient, cfg Config) *Queue {
+func New(rdb redis.UniversalClient) *Queue {
 	return &Queue{client: asynq.NewClientFromRedisClient(rdb), inspector: asynq.NewInspectorFromRedisClient(rdb),
-		rdb: rdb, cfg: cfg.withDefaults()}
+		rdb: rdb}
 }
 
 // Start enqueues a run's start.
@@ -124,11 +110,11 @@ func (q *Queue) StepAt(ctx context.Context, runID string, seq int64, agentTimeou
 // stepOptions are a step's queue, retries and time limit: the agent's timeout plus orch's margin, or the configured
 // step timeout.
 func (q *Queue) stepOptions(agentTimeout time.Duration) []asynq.Option {
-	timeout := q.cfg.StepTimeout
+	timeout := stepTimeout
 	if agentTimeout > 0 {
-		timeout = agentTimeout + q.cfg.StepMargin
+		timeout = agentTimeout + stepMargin
 	}
-	return []asynq.Option{asynq.Queue(Steps), asynq.MaxRetry(q.cfg.StepMaxRetry), asynq.Timeout(timeout)}
+	return []asynq.Option{asynq.Queue(Steps), asynq.MaxRetry(stepMaxRetry), asynq.Timeout(timeout)}
 }
 
 // Rescue enqueues step seq of a run again, under an id of its own, after the worker that had it died: the original

@@ -18,7 +18,7 @@ func TestArchivedStepIsEnqueuedAgain(t *testing.T) {
 	for name, rdb := range jobstest.Clients(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			q := New(rdb, Config{})
+			q := New(rdb)
 			runID := jobs.NewRunID()
 			if err := q.Step(ctx, runID, 1, time.Minute); err != nil {
 				t.Fatal(err)

@@ -25,7 +25,6 @@ type ConnectConfig struct {
 	// URL of a Redis server (redis://…, rediss://…). Empty means the embedded store in StateDir.
 	URL      string
 	StateDir string
-	Queue    queue.Config
 	Log      *slog.Logger
 	Now      func() time.Time
 }
@@ -66,7 +65,7 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrRedisUnavailable, opt.Addr, err)
 	}
 	b.Store = New(b.Redis, cfg.Now)
-	b.Queue = queue.New(b.Redis, cfg.Queue)
+	b.Queue = queue.New(b.Redis)
 	return b, nil
 }
 

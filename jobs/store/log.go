@@ -175,12 +175,3 @@ func (s *Store) AuditOutsideRuns(ctx context.Context, a jobs.AuditEntry) error {
 func (s *Store) AuditOutside(ctx context.Context) ([]jobs.AuditEntry, error) {
 	return s.readAudit(ctx, keyAudit)
 }
-
-// AuditRun appends entries to a run's audit trail on their own.
-func (s *Store) AuditRun(ctx context.Context, runID string, entries ...jobs.AuditEntry) error {
-	_, err := s.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
-		c.Audit = append(c.Audit, entries...)
-		return nil
-	})
-	return err
-}
