@@ -19,22 +19,38 @@ import (
 
 var orchBin string
 
-func TestMain(m *testing.M) {
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "orch-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
+	defer os.RemoveAll(dir)
+	cov, err := newCoverage()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coverage:", err)
+		return 1
+	}
+	defer cov.close()
 	orchBin = filepath.Join(dir, "orch")
-	build := exec.Command("go", "build", "-o", orchBin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
+	if err := cov.build(orchBin); err != nil {
 		fmt.Fprintln(os.Stderr, "building orch:", err)
-		os.Exit(1)
+		return 1
 	}
+	// Every orch process the tests start inherits this, and so do the agents it starts.
+	os.Setenv("GOCOVERDIR", cov.cli)
 	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	line, err := cov.report()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coverage:", err)
+		return 1
+	}
+	if line != "" {
+		fmt.Println(line)
+	}
+	return code
 }
 
 // workdir is a fresh directory holding the examples and the test plans.
