@@ -339,18 +339,6 @@ func TestBrainTasksOfTheM4Seed(t *testing.T) {
 	}
 }
 
-func TestBrainInterpretAndDecide(t *testing.T) {
-	t.Parallel()
-	dir := workdir(t)
-	r := orch(t, dir, "QUESTION: Which DB?\nOPTIONS:\nA) Postgres\nB) SQLite\nRECOMMENDATION: A\n", "brain", "interpret", "--brain", "heuristic")
-	must(t, r, 0, `"status": "needs_help"`, `"recommendation"`)
-	in := filepath.Join(dir, "decide.json")
-	os.WriteFile(in, []byte(`{"task_id":"1.1","task_title":"Create data model","attempt_history":["Failed: ImportError - no module named pandas"]}`), 0o644)
-	must(t, orch(t, dir, "", "brain", "decide", "--brain", "heuristic", in), 0, `"decision": "retry"`, `"guidance_for_retry"`)
-	os.WriteFile(in, []byte(`{"task_id":`), 0o644)
-	must(t, orch(t, dir, "", "brain", "decide", in), 2, "decide input")
-}
-
 // Every user error gets one clear line and exit 2; nothing panics.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
