@@ -23,7 +23,10 @@ import (
 
 // reliabilityRedis is a database of the real Redis of its own for the tests that run orch processes against it: the
 // other packages' workers use databases 0 and 1 of the same server at the same time and must not take these runs.
-func reliabilityRedis(t *testing.T) string {
+func reliabilityRedis(t *testing.T) string { return realRedisDB(t, 2) }
+
+// realRedisDB is database n, counted from ORCH_TEST_REDIS_URL's, of the real Redis.
+func realRedisDB(t *testing.T, n int) string {
 	t.Helper()
 	u := os.Getenv("ORCH_TEST_REDIS_URL")
 	if u == "" {
@@ -36,7 +39,7 @@ func reliabilityRedis(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt.DB = (opt.DB + 2) % 16
+	opt.DB = (opt.DB + n) % 16
 	return fmt.Sprintf("redis://%s/%d", opt.Addr, opt.DB)
 }
 
