@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +25,14 @@ var orchBin string
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
+	flag.Parse()
+	// These tests mostly wait, for orch processes, their agents and the polls between them: running more of them at
+	// once than the machine has CPUs (go test's default) keeps the CPUs busy. -parallel, when given, decides.
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
+	}
 	dir, err := os.MkdirTemp("", "orch-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
