@@ -30,7 +30,8 @@ type coverage struct {
 	// temporary directory removed at the end.
 	root string
 	temp bool
-	// cli is the GOCOVERDIR of every orch process.
+	// cli is the GOCOVERDIR of every orch process: TestMain sets it in its own environment, which the processes the
+	// tests start inherit, and the scripts' setup passes it on.
 	cli  string
 	mode string
 }
@@ -66,11 +67,6 @@ func (c *coverage) build(bin string) error {
 	build.Stderr = os.Stderr
 	return build.Run()
 }
-
-// env is the environment entry that sends an orch process's counters to the run's directory. Every process the tests
-// start inherits it from the test process (TestMain sets it); scripts, whose environment starts empty, get it from
-// their setup.
-func (c *coverage) env() string { return "GOCOVERDIR=" + c.cli }
 
 var percentRE = regexp.MustCompile(`coverage: ([0-9.]+%) of statements`)
 
