@@ -27,7 +27,10 @@ var update = flag.Bool("update", false, "rewrite the golden files of testdata/sc
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
-		Dir:                filepath.Join("testdata", "script"),
+		Dir: filepath.Join("testdata", "script"),
+		// Under the test's own temporary directory, which goes when the test ends: testscript removes its own only
+		// when every script ran, not under -run.
+		WorkdirRoot:        t.TempDir(),
 		Setup:              setupScript,
 		UpdateScripts:      *update,
 		RequireUniqueNames: true,
