@@ -11,8 +11,27 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/orch
 
 # Integration tests use a real Redis when ORCH_TEST_REDIS_URL is set (.ci/run starts one) and miniredis always.
+# cmd/orch runs beside the other packages, with -cover: its tests run an orch built with coverage, and its TestMain
+# merges what every orch process covered with the in-process tests' counters into one line, kept in
+# $(COVERDIR)/cmd-orch.txt with a profile for go tool cover -html=$(COVERDIR)/cmd-orch.cover. (go test's own
+# "coverage:" figure for cmd/orch counts the in-process tests alone.)
+COVERDIR ?= bin/cover
+CLI      := github.com/orchrun/orch/cmd/orch
+TESTFLAGS = -race -count=1 -timeout 20m
 test:
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@mkdir -p $(COVERDIR) && rm -f $(COVERDIR)/cmd-orch.txt
+	@pkgs=$$($(GO) list $(PKGS)) || exit 1; pid=; status=0; \
+	  if echo "$$pkgs" | grep -qx '$(CLI)'; then \
+	    echo "$(GO) test $(TESTFLAGS) -cover $(CLI) &"; \
+	    ORCH_TEST_COVERDIR=$(abspath $(COVERDIR)) $(GO) test $(TESTFLAGS) -cover $(CLI) & pid=$$!; \
+	  fi; \
+	  others=$$(echo "$$pkgs" | grep -vx '$(CLI)'); \
+	  if [ -n "$$others" ]; then \
+	    echo "$(GO) test $(TESTFLAGS) <the other packages>"; \
+	    $(GO) test $(TESTFLAGS) $$others || status=1; \
+	  fi; \
+	  if [ -n "$$pid" ]; then wait $$pid || status=1; cat $(COVERDIR)/cmd-orch.txt 2>/dev/null; fi; \
+	  exit $$status
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

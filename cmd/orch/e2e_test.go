@@ -9,10 +9,12 @@ import (
 	"github.com/orchrun/orch/jobs"
 )
 
-// The milestone's end-to-end phase, through a real Redis, for each way a verification can go.
+// The milestone's end-to-end phase, through a real Redis, for each way a verification can go. Each case has a database
+// of its own (4 to 8; the worker package's soak test has 3): an orch run's worker also takes other runs' steps from
+// the queue it shares, and when it exits with its own run it gives back the step it is in, whose agent then runs
+// again, so runs side by side on one database do not count their attempts as a run alone does.
 func TestEndToEndPhase(t *testing.T) {
 	t.Parallel()
-	url := reliabilityRedis(t)
 	cases := []struct {
 		scenario   string
 		code       int
@@ -31,6 +33,7 @@ func TestEndToEndPhase(t *testing.T) {
 	for _, c := range cases {
 		t.Run(filepath.Base(c.scenario), func(t *testing.T) {
 			t.Parallel()
+			url := isolatedRedis(t)
 			dir := workdir(t)
 			r := orch(t, dir, "", "run", "--agent", "sim", "--redis", url, "--sim-scenario", "examples/e2e/"+c.scenario+".sim.yaml",
 				"examples/plans/verified.md")

@@ -22,11 +22,22 @@ import (
 	"github.com/orchrun/orch/jobs/jobstest"
 )
 
-// reliabilityRedis is a database of the real Redis of its own for the tests that run orch processes against it: the
-// other packages' workers use databases 0 and 1 of the same server at the same time and must not take these runs.
+// reliabilityRedis is the real Redis for the tests that run orch processes against it, on this test process's own
+// database (jobstest.URL): the other packages' workers, running at the same time, must not take these runs.
 func reliabilityRedis(t *testing.T) string {
 	t.Helper()
 	u := jobstest.URL(t)
+	if u == "" {
+		t.Skip("needs a real Redis: set ORCH_TEST_REDIS_URL")
+	}
+	return u
+}
+
+// isolatedRedis is a database of the real Redis for one test alone: an orch run's worker takes any run's steps from
+// the queue it shares, so tests that count a run's attempts keep their runs apart.
+func isolatedRedis(t *testing.T) string {
+	t.Helper()
+	u := jobstest.NewDatabase(t)
 	if u == "" {
 		t.Skip("needs a real Redis: set ORCH_TEST_REDIS_URL")
 	}

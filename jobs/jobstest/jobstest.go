@@ -44,7 +44,7 @@ var (
 // ORCH_TEST_REDIS_URL is not set; outside CI the tests that need it skip). `go test ./...` runs the packages' tests
 // at the same time, and several of them start asynq servers: on a shared database one package's workers would take
 // the tasks another's tests enqueue. So each process takes the next of databases 1 to 15 from a counter in
-// database 0.
+// database 0, emptied for it (fewer than 15 test processes and tests with databases of their own run at once).
 func URL(t testing.TB) string {
 	t.Helper()
 	if base(t) == "" {
@@ -93,6 +93,12 @@ func next() (string, error) {
 		return "", err
 	}
 	opt.DB = 1 + int((n-1)%15)
+	// What an earlier test process left there (a queued step of a run of its own) is not this one's to run.
+	db := redis.NewClient(opt)
+	defer db.Close()
+	if err := db.FlushDB(context.Background()).Err(); err != nil {
+		return "", err
+	}
 	u := &neturl.URL{Scheme: "redis", Host: opt.Addr, Path: fmt.Sprintf("/%d", opt.DB)}
 	if opt.Password != "" {
 		u.User = neturl.UserPassword(opt.Username, opt.Password)
