@@ -14,7 +14,7 @@ import (
 // elsewhere runs it; orch logs -f follows it to its end, with the run's exit code; orch logs prints the same lines.
 func TestDetachAndLogs(t *testing.T) {
 	t.Parallel()
-	url := reliabilityRedis(t)
+	url := isolatedRedis(t) // no other test's worker may take the run
 	dir := workdir(t)
 	r := orch(t, dir, "", "run", "--detach", "--redis", url, "--agent", "sim", "examples/plans/hello.md")
 	must(t, r, 0)
@@ -54,7 +54,7 @@ func TestDetachAndLogs(t *testing.T) {
 // A detached run that fails: logs -f ends with exit 1. A question is shown with how to answer it.
 func TestLogsFollowsAQuestionAndAFailure(t *testing.T) {
 	t.Parallel()
-	url := reliabilityRedis(t)
+	url := isolatedRedis(t) // no other test's worker may take the run
 	dir := workdir(t)
 	_, out := startOrch(t, dir, []string{"ORCH_REDIS_URL=" + url, "ORCH_SANDBOX=local", "ORCH_HTTP_ADDR=127.0.0.1:0"}, "worker")
 	waitOutput(t, out, "worker running")
