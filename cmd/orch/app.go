@@ -177,28 +177,39 @@ func (e *engine) reapEvery(store *store.Store, d time.Duration) {
 	}()
 }
 
+// workerSettings are what a worker of this process is started with: checked before anything is written.
+type workerSettings struct {
+	concurrency int
+	poll        time.Duration
+}
+
+func (a *app) workerSettings(cmd *cobra.Command) (workerSettings, error) {
+	var ws workerSettings
+	var err error
+	if ws.concurrency, err = a.set.int(cmd, "concurrency", "ORCH_CONCURRENCY", a.set.file.Concurrency, 2); err != nil {
+		return ws, err
+	}
+	if ws.concurrency < 1 {
+		return ws, usageErr("--concurrency must be at least 1, got %d", ws.concurrency)
+	}
+	if v := a.env("ORCH_POLL_INTERVAL"); v != "" {
+		if ws.poll, err = time.ParseDuration(v); err != nil || ws.poll <= 0 {
+			return ws, usageErr("ORCH_POLL_INTERVAL: %q is not a positive duration", v)
+		}
+	}
+	return ws, nil
+}
+
 // startWorker runs the worker in-process: `orch run` and `orch resume` are their own worker pool.
-func (a *app) startWorker(cmd *cobra.Command, b *store.Backend) (*engine, error) {
+func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("locating the orch binary for the sim agent: %w", err)
 	}
 	dk := newDockers(a, self)
-	conc, err := a.set.int(cmd, "concurrency", "ORCH_CONCURRENCY", a.set.file.Concurrency, 2)
-	if err != nil {
-		return nil, err
-	}
-	if conc < 1 {
-		return nil, usageErr("--concurrency must be at least 1, got %d", conc)
-	}
-	var poll time.Duration
-	if v := a.env("ORCH_POLL_INTERVAL"); v != "" {
-		if poll, err = time.ParseDuration(v); err != nil || poll <= 0 {
-			return nil, usageErr("ORCH_POLL_INTERVAL: %q is not a positive duration", v)
-		}
-	}
+	conc := ws.concurrency
 	w, err := worker.New(worker.Config{
-		PollInterval: poll,
+		PollInterval: ws.poll,
 		Store:        b.Store,
 		Queue:        b.Queue,
 		Sandbox:      sandbox.NewLocal(sandbox.LocalConfig{}),

@@ -152,6 +152,12 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 	if err != nil {
 		return err
 	}
+	var wk workerSettings
+	if !h.detach {
+		if wk, err = a.workerSettings(cmd); err != nil {
+			return err
+		}
+	}
 	p, err := runs.Prepare(ctx, runs.Request{Plan: planPath, Task: onlyTask, Options: opts, Workspace: ws,
 		Origin: jobs.Origin{Kind: "cli", User: whoami()}}, a.findTasks)
 	if err != nil {
@@ -194,7 +200,7 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 	if p.EndToEnd != "" {
 		r.note(p.EndToEnd)
 	}
-	return a.drive(cmd, b, run.ID, "0", iv, h, r)
+	return a.drive(cmd, b, wk, run.ID, "0", iv, h, r)
 }
 
 // findTasks asks the run's LLM brain, when it has one, for the tasks of a plan whose headings do not name them.
@@ -223,6 +229,10 @@ func (a *app) resumeCmd() *cobra.Command {
 			"'orch escalation resolve'), or pick an interrupted run up where it stopped.",
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			wk, err := a.workerSettings(cmd)
+			if err != nil {
+				return err
+			}
 			iv, err := a.interviewer(&h)
 			if err != nil {
 				return err
@@ -249,7 +259,7 @@ func (a *app) resumeCmd() *cobra.Command {
 				return err
 			}
 			r.note(fmt.Sprintf("Resuming run %s (%s, task %s)", run.ID, run.Status, currentID(run)))
-			return a.drive(cmd, b, run.ID, from, iv, &h, r)
+			return a.drive(cmd, b, wk, run.ID, from, iv, &h, r)
 		},
 	}
 	h.add(cmd)
@@ -304,9 +314,10 @@ func (a *app) interviewer(h *humanFlags) (escalation.Interviewer, error) {
 }
 
 // drive runs the worker in this process and follows the run's events until it ends or parks.
-func (a *app) drive(cmd *cobra.Command, b *store.Backend, runID, from string, iv escalation.Interviewer, h *humanFlags, r *renderer) error {
+func (a *app) drive(cmd *cobra.Command, b *store.Backend, wk workerSettings, runID, from string, iv escalation.Interviewer,
+	h *humanFlags, r *renderer) error {
 	ctx := cmd.Context()
-	w, err := a.startWorker(cmd, b)
+	w, err := a.startWorker(b, wk)
 	if err != nil {
 		return err
 	}

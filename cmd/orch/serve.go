@@ -64,6 +64,12 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		return err
 	}
 	// Check everything that can be checked before anything starts.
+	var wk workerSettings
+	if withWorker {
+		if wk, err = a.workerSettings(cmd); err != nil {
+			return err
+		}
+	}
 	var slack bot.Config
 	if withBot {
 		if slack, err = a.slackConfig(ws); err != nil {
@@ -77,7 +83,7 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 	defer b.Close()
 	m := newMetrics(b)
 	if withWorker {
-		e, err := a.startServiceWorker(cmd, b, opts, ws)
+		e, err := a.startServiceWorker(cmd, b, wk, opts, ws)
 		if err != nil {
 			return err
 		}
@@ -120,8 +126,8 @@ func (a *app) slackConfig(ws string) (bot.Config, error) {
 
 // startServiceWorker starts the worker of `orch serve` and `orch worker`: with the Docker sandbox its engine and
 // image are checked before it takes any work, a warm pool is kept, and stray containers are reaped.
-func (a *app) startServiceWorker(cmd *cobra.Command, b *store.Backend, opts jobs.Options, ws string) (*engine, error) {
-	e, err := a.startWorker(cmd, b)
+func (a *app) startServiceWorker(cmd *cobra.Command, b *store.Backend, wk workerSettings, opts jobs.Options, ws string) (*engine, error) {
+	e, err := a.startWorker(b, wk)
 	if err != nil {
 		return nil, err
 	}
