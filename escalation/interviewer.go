@@ -283,12 +283,12 @@ func (q *Queue) Ask(ctx context.Context, qu Question) (Answer, error) {
 // configuration problem — anything but the agent's own question, a gate or a conversation.
 type AutoApprove struct{}
 
-// AutoApprovable reports whether auto-approval may answer a question of trigger t.
-func AutoApprovable(t jobs.Trigger) bool { return t == jobs.TriggerNeedsHelp || t.Conversational() }
+// autoApprovable reports whether auto-approval may answer a question of trigger t.
+func autoApprovable(t jobs.Trigger) bool { return t == jobs.TriggerNeedsHelp || t.Conversational() }
 
 // Ask implements Interviewer.
 func (AutoApprove) Ask(ctx context.Context, q Question) (Answer, error) {
-	if e := q.Escalation; e != nil && !AutoApprovable(e.Trigger) {
+	if e := q.Escalation; e != nil && !autoApprovable(e.Trigger) {
 		return Answer{Value: AnswerDeclined, Text: fmt.Sprintf("%s escalation on task %s cannot be auto-approved", e.Trigger, e.TaskID)}, nil
 	}
 	switch q.Type {

@@ -82,9 +82,7 @@ type follower struct {
 	opt   FollowOptions
 	out   chan<- Update
 	after string
-	// replayed is the event id of the question sent before the log reached it: its event is not sent again.
-	replayed string
-	down     time.Time // when the store stopped answering; zero while it answers
+	down  time.Time // when the store stopped answering; zero while it answers
 }
 
 func (f *follower) send(ctx context.Context, u Update) bool {
@@ -113,9 +111,6 @@ func (f *follower) run(ctx context.Context) error {
 		for i := range evs {
 			e := &evs[i]
 			f.after = e.ID
-			if e.ID == f.replayed {
-				continue
-			}
 			if !f.send(ctx, Update{Event: e}) {
 				return nil
 			}
@@ -132,7 +127,8 @@ func (f *follower) run(ctx context.Context) error {
 	return nil
 }
 
-// pending sends the question a parked run waits on when its event will not be replayed.
+// pending sends the question a parked run waits on, its event first, when that event is not after From: the log read
+// from From will not replay it, so it is shown once.
 func (f *follower) pending(ctx context.Context) error {
 	run, err := f.log.Get(ctx, f.runID)
 	if errors.Is(err, jobs.ErrRunNotFound) {
@@ -151,7 +147,6 @@ func (f *follower) pending(ctx context.Context) error {
 		title = t.Title
 	}
 	ev := jobs.Event{ID: e.EventRef, RunID: run.ID, TaskID: e.TaskID, Time: e.CreatedAt, Body: jobs.NewEscalationEvent(e, title)}
-	f.replayed = e.EventRef
 	if f.send(ctx, Update{Event: &ev}) {
 		f.send(ctx, Update{Question: &Question{Run: run, Escalation: e}})
 	}

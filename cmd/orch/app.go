@@ -207,7 +207,6 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 		return nil, fmt.Errorf("locating the orch binary for the sim agent: %w", err)
 	}
 	dk := newDockers(a, self)
-	conc := ws.concurrency
 	w, err := worker.New(worker.Config{
 		PollInterval: ws.poll,
 		Store:        b.Store,
@@ -219,7 +218,7 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 		},
 		Agent:       func(opts jobs.Options) (agent.Adapter, error) { return newAgent(opts, self) },
 		Log:         a.log,
-		Concurrency: conc,
+		Concurrency: ws.concurrency,
 	})
 	if err != nil {
 		return nil, err

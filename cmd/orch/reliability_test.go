@@ -24,24 +24,19 @@ import (
 
 // reliabilityRedis is the real Redis for the tests that run orch processes against it, on this test process's own
 // database (jobstest.URL): the other packages' workers, running at the same time, must not take these runs.
-func reliabilityRedis(t *testing.T) string {
-	t.Helper()
-	u := jobstest.URL(t)
-	if u == "" {
-		t.Skip("needs a real Redis: set ORCH_TEST_REDIS_URL")
-	}
-	return u
-}
+func reliabilityRedis(t *testing.T) string { return needRedis(t, jobstest.URL(t)) }
 
 // isolatedRedis is a database of the real Redis for one test alone: an orch run's worker takes any run's steps from
 // the queue it shares, so tests that count a run's attempts keep their runs apart.
-func isolatedRedis(t *testing.T) string {
+func isolatedRedis(t *testing.T) string { return needRedis(t, jobstest.NewDatabase(t)) }
+
+// needRedis skips a test that has no real Redis (outside CI, where jobstest fails instead).
+func needRedis(t *testing.T, url string) string {
 	t.Helper()
-	u := jobstest.NewDatabase(t)
-	if u == "" {
+	if url == "" {
 		t.Skip("needs a real Redis: set ORCH_TEST_REDIS_URL")
 	}
-	return u
+	return url
 }
 
 // startOrch starts orch in dir and returns the process and its combined output.
