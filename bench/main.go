@@ -31,11 +31,15 @@ type counts struct {
 	stepRuns      int // runs of the step measurement…
 	stepTasks     int // …of this many tasks each
 	dockerSamples int // cold and warm starts, each
+	worktrees     int // worktree setups, on each repository
+	concurrent    int // runs at once on one repository
 }
 
 var (
-	fullCounts  = counts{ackRounds: 25, resumes: 100, resumesSlow: 20, parked: 10000, stepRuns: 100, stepTasks: 20, dockerSamples: 20}
-	quickCounts = counts{ackRounds: 2, resumes: 5, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20, dockerSamples: 3}
+	fullCounts = counts{ackRounds: 25, resumes: 100, resumesSlow: 20, parked: 10000, stepRuns: 100, stepTasks: 20,
+		dockerSamples: 20, worktrees: 20, concurrent: 16}
+	quickCounts = counts{ackRounds: 2, resumes: 5, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20,
+		dockerSamples: 3, worktrees: 3, concurrent: 4}
 )
 
 func main() {
@@ -152,6 +156,16 @@ func run(ctx context.Context, c counts, mode string) (*Results, error) {
 	}
 	res.DockerColdStartP50Ms, res.DockerWarmStartP50Ms = roundPtr(docker.cold, 1), roundPtr(docker.warm, 1)
 	res.Notes.Docker = docker.note
+
+	step("worktrees: a run's worktree on 100 and 10,000 files; runs at once on one repository")
+	wt, err := measureWorktrees(ctx, tmp, c.worktrees, c.concurrent)
+	if err != nil {
+		return nil, fmt.Errorf("worktrees: %w", err)
+	}
+	res.WorktreeSetupP50Ms, res.WorktreeSetup100FilesP50Ms = roundTo(wt.large, 1), roundTo(wt.small, 1)
+	res.WorktreeSetupColdP50Ms = roundTo(wt.cold, 1)
+	res.ConcurrentRuns, res.ConcurrentRunsIsolated = wt.runs, wt.isolated
+	res.Notes.Worktrees = wt.note
 
 	res.Machine = machine(srv.Version(ctx))
 	if err := res.check(c.parked); err != nil {

@@ -71,7 +71,8 @@ func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 	cold, warm := 300.0, 90.0
 	good := Results{AckP50Ms: 0.02, AckP99Ms: 0.2, ResumeP50Ms: 21, ResumeP99Ms: 45, ResumeAsynqDefaultP50Ms: 1000,
 		ParkedRuns: 10, ParkedRedisBytesPerRun: 3000, ResumeAllSeconds: 1, StepsPerSecond: 300,
-		OverheadMsPerStep: 2, DockerColdStartP50Ms: &cold, DockerWarmStartP50Ms: &warm}
+		OverheadMsPerStep: 2, DockerColdStartP50Ms: &cold, DockerWarmStartP50Ms: &warm, WorktreeSetupP50Ms: 120,
+		WorktreeSetup100FilesP50Ms: 15, WorktreeSetupColdP50Ms: 700, ConcurrentRuns: 16, ConcurrentRunsIsolated: 16}
 	if err := good.check(10); err != nil {
 		t.Fatalf("good results rejected: %v", err)
 	}
@@ -87,6 +88,8 @@ func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 		"zero rate":    func(r *Results) { r.StepsPerSecond = 0 },
 		"p50 > p99":    func(r *Results) { r.ResumeP50Ms = 50 },
 		"half docker":  func(r *Results) { r.DockerWarmStartP50Ms = nil },
+		"no worktree":  func(r *Results) { r.WorktreeSetupP50Ms = 0 },
+		"more held":    func(r *Results) { r.ConcurrentRunsIsolated = 17 },
 	} {
 		r := good
 		bad(&r)

@@ -29,8 +29,17 @@ type Results struct {
 	OverheadMsPerStep       float64  `json:"overhead_ms_per_step"`
 	DockerColdStartP50Ms    *float64 `json:"docker_cold_start_p50_ms"`
 	DockerWarmStartP50Ms    *float64 `json:"docker_warm_start_p50_ms"`
-	Machine                 Machine  `json:"machine"`
-	Notes                   Notes    `json:"notes"`
+	// WorktreeSetupP50Ms is a run's worktree on a repository of 10,000 files; the 100-file one beside it.
+	WorktreeSetupP50Ms         float64 `json:"worktree_setup_p50_ms"`
+	WorktreeSetup100FilesP50Ms float64 `json:"worktree_setup_100_files_p50_ms"`
+	// WorktreeSetupColdP50Ms is the 10,000-file worktree checked out anew: no spare to take.
+	WorktreeSetupColdP50Ms float64 `json:"worktree_setup_cold_p50_ms"`
+	// ConcurrentRuns started at once on one repository, all writing the same file; ConcurrentRunsIsolated of their
+	// branches held exactly their own work.
+	ConcurrentRuns         int     `json:"concurrent_runs"`
+	ConcurrentRunsIsolated int     `json:"concurrent_runs_isolated"`
+	Machine                Machine `json:"machine"`
+	Notes                  Notes   `json:"notes"`
 }
 
 // Machine is where the numbers were measured.
@@ -56,6 +65,7 @@ type Notes struct {
 	Steps     string `json:"steps"`
 	Overhead  string `json:"overhead"`
 	Docker    string `json:"docker"`
+	Worktrees string `json:"worktrees"`
 }
 
 func machine(redisVersion string) Machine {
@@ -91,7 +101,8 @@ func (r *Results) check(wantParked int) error {
 		"ack_p50_ms": r.AckP50Ms, "ack_p99_ms": r.AckP99Ms, "resume_p50_ms": r.ResumeP50Ms,
 		"resume_p99_ms": r.ResumeP99Ms, "resume_asynq_default_p50_ms": r.ResumeAsynqDefaultP50Ms,
 		"parked_redis_bytes_per_run": r.ParkedRedisBytesPerRun, "resume_all_seconds": r.ResumeAllSeconds,
-		"steps_per_second": r.StepsPerSecond,
+		"steps_per_second": r.StepsPerSecond, "worktree_setup_p50_ms": r.WorktreeSetupP50Ms,
+		"worktree_setup_100_files_p50_ms": r.WorktreeSetup100FilesP50Ms, "worktree_setup_cold_p50_ms": r.WorktreeSetupColdP50Ms,
 	}
 	for name, v := range positive {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
@@ -106,6 +117,9 @@ func (r *Results) check(wantParked int) error {
 	}
 	if r.ParkedRuns != wantParked {
 		errs = append(errs, fmt.Errorf("parked_runs = %d, want %d", r.ParkedRuns, wantParked))
+	}
+	if r.ConcurrentRuns < 1 || r.ConcurrentRunsIsolated < 0 || r.ConcurrentRunsIsolated > r.ConcurrentRuns {
+		errs = append(errs, fmt.Errorf("concurrent_runs_isolated = %d of %d", r.ConcurrentRunsIsolated, r.ConcurrentRuns))
 	}
 	if r.ParkedWorkerSlotsBusy < 0 {
 		errs = append(errs, fmt.Errorf("parked_worker_slots_busy = %d", r.ParkedWorkerSlotsBusy))

@@ -61,7 +61,7 @@ func (r *rig) startWorker(store *store.Store, queue *queue.Queue, poll time.Dura
 	w, err := worker.New(worker.Config{
 		Store:        store,
 		Queue:        queue,
-		Sandbox:      sandbox.NewLocal(sandbox.LocalConfig{}),
+		Sandbox:      sandbox.NewLocal(sandbox.LocalConfig{Shim: []string{r.orchBin, "sandbox-shim"}}),
 		Brain:        func(jobs.Options) (worker.Brain, error) { return &brain.Fallback{}, nil },
 		Agent:        r.agentFor,
 		Log:          r.log,
@@ -124,7 +124,9 @@ func simOptions(plan string) jobs.Options {
 		Brain: "heuristic", Sandbox: "local", MaxAttempts: 3, AgentTimeout: time.Minute}
 }
 
-// planRun builds a queued run of a markdown plan, as `orch run` and the Slack starter do.
+// planRun builds a queued run of a markdown plan, as `orch run` and the Slack starter do. Each run works in a
+// directory of its own under ws: runs in one plain directory (not a git repository) take turns, and the measurements
+// are of runs side by side.
 func planRun(planPath, ws string, opts jobs.Options, origin jobs.Origin) (*jobs.Run, error) {
 	plan, err := pipeline.Load(planPath)
 	if err != nil {
@@ -138,8 +140,12 @@ func planRun(planPath, ws string, opts jobs.Options, origin jobs.Origin) (*jobs.
 	if err != nil {
 		rel = planPath
 	}
-	run := &jobs.Run{ID: jobs.NewRunID(), PlanPath: rel, PlanTitle: plan.Title, Workspace: ws, Options: opts,
-		Origin: origin, Status: jobs.RunQueued}
+	run := &jobs.Run{ID: jobs.NewRunID(), PlanPath: rel, PlanTitle: plan.Title, Options: opts, Origin: origin,
+		Status: jobs.RunQueued}
+	run.Workspace = filepath.Join(ws, "runs", run.ID)
+	if err := os.MkdirAll(run.Workspace, 0o755); err != nil {
+		return nil, err
+	}
 	for _, t := range tasks {
 		run.Tasks = append(run.Tasks, &jobs.Task{ID: t.ID, Title: escalation.Redact(t.Title),
 			Description: escalation.Redact(t.Description), Status: jobs.TaskPending})

@@ -211,10 +211,49 @@ func FinalMessage(r *jobs.Run) Message {
 		blocks = append(blocks, sectionBlock("*Reason:* "+escapeCut(r.Reason, maxSectionText-len("*Reason:* "), true)))
 		text += ": " + headLine(r.Reason)
 	}
+	if line := workLine(r); line != "" {
+		blocks = append(blocks, sectionBlock(line))
+		if g := r.Git; g.Commits > 0 {
+			text += fmt.Sprintf("; branch %s, %s", g.Branch, countNoun(g.Commits, "commit"))
+		}
+	}
 	title := planTitle(r)
 	blocks = append(blocks, contextBlock(fmt.Sprintf("%s · %s · %s", escapeCut(title, maxLine, false),
 		tasksDone(r), tokensText(r))))
 	return newMessage(escapeCut(text, maxFallbackText, false), blocks)
+}
+
+// workLine says what the run left on its branch, with its pull request: "" for a run without a branch.
+func workLine(r *jobs.Run) string {
+	g := r.Git
+	if g == nil {
+		return ""
+	}
+	branch := inlineCode(g.Branch, maxLine)
+	var line string
+	if g.Commits == 0 {
+		line = fmt.Sprintf(":twisted_rightwards_arrows: Branch %s: no changes from %s", branch, inlineCode(g.Base, maxLine))
+	} else {
+		line = fmt.Sprintf(":twisted_rightwards_arrows: Branch %s: %s on %s · %s", branch, countNoun(g.Commits, "commit"),
+			inlineCode(g.Base, maxLine), diffstatText(g))
+	}
+	if g.Pushed != "" {
+		line += " · pushed to " + inlineCode(g.Push, maxLine)
+	}
+	if u := g.PullRequest; strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
+		// Slack's link syntax: the URL with &, < and > escaped as in any text, and no | (it ends the URL).
+		u = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "|", "%7C", " ", "%20").Replace(u)
+		line += fmt.Sprintf("\n:mag: <%s|Draft pull request>", u)
+	}
+	if g.Unfinished != "" {
+		line += "\nWork left uncommitted is kept at " + inlineCode(g.Unfinished, maxLine)
+	}
+	return line
+}
+
+// diffstatText is git's diffstat in words: "3 files changed, +10 −2".
+func diffstatText(g *jobs.Git) string {
+	return fmt.Sprintf("%s changed, +%d −%d", countNoun(g.FilesChanged, "file"), g.Insertions, g.Deletions)
 }
 
 // PausedMessage says the run stopped because the brain was unavailable, why, and how to continue it.

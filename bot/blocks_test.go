@@ -297,8 +297,8 @@ func TestBlocksRoundTrip(t *testing.T) {
 	}
 }
 
-// allowedSpan is what orch itself writes in <…>: a user mention and a date.
-var allowedSpan = regexp.MustCompile(`<@[UW][A-Z0-9]+>|<!date\^\d+\^\{time_secs\}\|[0-9:]+ UTC>`)
+// allowedSpan is what orch itself writes in <…>: a user mention, a date and a link to a pull request.
+var allowedSpan = regexp.MustCompile(`<@[UW][A-Z0-9]+>|<!date\^\d+\^\{time_secs\}\|[0-9:]+ UTC>|<https?://[^|<>\s]+\|[A-Za-z ]+>`)
 
 // checkMarkup fails when mrkdwn holds a <…> span orch did not write or a bare &.
 func checkMarkup(t *testing.T, where, s string) {
@@ -816,6 +816,34 @@ func TestFinalMessage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The end of a run with a branch names the branch, what it holds and where to review it.
+func TestFinalMessageNamesTheBranch(t *testing.T) {
+	r := endedRun(jobs.RunCompleted, "")
+	r.Git = &jobs.Git{Repo: "/repo", Base: "main", BaseCommit: "0123456789ab", Branch: "orch/" + runID, Head: "abcdef",
+		Commits: 2, FilesChanged: 3, Insertions: 40, Deletions: 5, Push: "origin", Pushed: "abcdef",
+		PullRequest: "https://github.com/acme/app/pull/7"}
+	m := FinalMessage(r)
+	checkMessage(t, m)
+	all := allText(m)
+	for _, s := range []string{"`orch/" + runID + "`", "2 commits on `main`", "3 files changed, +40 −5", "pushed to `origin`",
+		"<https://github.com/acme/app/pull/7|Draft pull request>"} {
+		if !strings.Contains(all, s) {
+			t.Errorf("does not say %q:\n%s", s, all)
+		}
+	}
+	if !strings.Contains(m.Text, "branch orch/"+runID+", 2 commits") {
+		t.Errorf("the notification text does not name the branch: %q", m.Text)
+	}
+	r.Git = &jobs.Git{Base: "main", Branch: "orch/" + runID}
+	if all := allText(FinalMessage(r)); !strings.Contains(all, "no changes from `main`") {
+		t.Errorf("a branch with nothing on it: %s", all)
+	}
+	r.Git = nil
+	if all := allText(FinalMessage(r)); strings.Contains(all, "Branch") {
+		t.Errorf("a run without a branch names one: %s", all)
 	}
 }
 

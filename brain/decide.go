@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 )
 
@@ -22,38 +21,38 @@ var errEmptyHistory = errors.New("deciding retry: attempt history is empty")
 
 // permanentRule is one kind of error no retry can fix.
 type permanentRule struct {
-	re  *regexp.Regexp
+	re  *pattern
 	why string
 }
 
 var permanentCauses = []permanentRule{
-	{regexp.MustCompile(`(?i)\bpermission denied\b|\bpermission to \S+ denied\b|\bEACCES\b|\bEPERM\b|\boperation not permitted\b|\baccess (?:is )?denied\b`),
+	{lazyRE(`(?i)\bpermission denied\b|\bpermission to \S+ denied\b|\bEACCES\b|\bEPERM\b|\boperation not permitted\b|\baccess (?:is )?denied\b`),
 		"a permission problem the agent cannot grant itself"},
-	{regexp.MustCompile(`(?i)\bno space left on device\b|\bdisk quota exceeded\b|\bread-only file ?system\b`),
+	{lazyRE(`(?i)\bno space left on device\b|\bdisk quota exceeded\b|\bread-only file ?system\b`),
 		"a machine problem (full or read-only disk) the agent cannot fix from inside"},
-	{regexp.MustCompile(`(?i)\b(?:missing|invalid|expired|revoked|bad|incorrect|no)\s+(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api|github|gitlab|npm|personal access) token|password)\b|\b(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api) token)\s+(?:is\s+|are\s+|was\s+)?(?:missing|not set|not found|invalid|expired|not configured|required|unset|empty)\b|(?-i:\b[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|SECRET|PASSWORD)\b)\s+(?:is\s+)?(?:not set|missing|unset|empty|required)|\bnot logged in\b|\bplease (?:log|sign) in\b|\blogin required\b|\bauthentication (?:failed|required|error)\b|\bauthentication_(?:error|failed)\b|\bno\s*(?:valid\s*)?credential|\b(?:unable to locate|could not (?:find|load|locate)|couldn't (?:find|load|locate)|cannot (?:find|load|locate)|can't (?:find|load|locate)|failed to (?:find|load|locate|retrieve|get))\s+(?:any\s+|default\s+|valid\s+|the\s+)*credentials\b|\bcould not read Username\b|\bunable to authenticate\b|\bcode E40[13]\b|\bcredit balance is too low\b|\binsufficient_quota\b`),
+	{lazyRE(`(?i)\b(?:missing|invalid|expired|revoked|bad|incorrect|no)\s+(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api|github|gitlab|npm|personal access) token|password)\b|\b(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api) token)\s+(?:is\s+|are\s+|was\s+)?(?:missing|not set|not found|invalid|expired|not configured|required|unset|empty)\b|(?-i:\b[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|SECRET|PASSWORD)\b)\s+(?:is\s+)?(?:not set|missing|unset|empty|required)|\bnot logged in\b|\bplease (?:log|sign) in\b|\blogin required\b|\bauthentication (?:failed|required|error)\b|\bauthentication_(?:error|failed)\b|\bno\s*(?:valid\s*)?credential|\b(?:unable to locate|could not (?:find|load|locate)|couldn't (?:find|load|locate)|cannot (?:find|load|locate)|can't (?:find|load|locate)|failed to (?:find|load|locate|retrieve|get))\s+(?:any\s+|default\s+|valid\s+|the\s+)*credentials\b|\bcould not read Username\b|\bunable to authenticate\b|\bcode E40[13]\b|\bcredit balance is too low\b|\binsufficient_quota\b`),
 		"missing or invalid credentials only a human can provide"},
-	{regexp.MustCompile(`(?i)\bconflicts? with (?:the |our |an? )?(?:existing )?(?:architecture|design)\b|\b(?:architecture|architectural|design) (?:issue|problem|conflict|flaw|question|decision)\b|\b(?:requires?|needs?|without|pending) (?:a |an )?(?:design|architectural|architecture|product|business) (?:decision|change|review|call)\b|\bbreaking change\b[^.]{0,80}\b(?:public|other teams?|clients?|consumers?|downstream)\b|\b(?:public|exported) API\b[^.]{0,80}\bbreaking change\b`),
+	{lazyRE(`(?i)\bconflicts? with (?:the |our |an? )?(?:existing )?(?:architecture|design)\b|\b(?:architecture|architectural|design) (?:issue|problem|conflict|flaw|question|decision)\b|\b(?:requires?|needs?|without|pending) (?:a |an )?(?:design|architectural|architecture|product|business) (?:decision|change|review|call)\b|\bbreaking change\b[^.]{0,80}\b(?:public|other teams?|clients?|consumers?|downstream)\b|\b(?:public|exported) API\b[^.]{0,80}\bbreaking change\b`),
 		"a design or architecture question rather than a coding bug"},
-	{regexp.MustCompile(`(?i)\bcontradict(?:ory|s|ion|ing)\b|\bmutually exclusive\b|\bconflicting requirements\b|\brequirements (?:conflict|are inconsistent|are incompatible)\b|\b(?:cannot|can't|impossible to) (?:satisfy|meet) both\b|\bimpossible (?:requirement|task|to satisfy)\b|\bnot possible to satisfy\b`),
+	{lazyRE(`(?i)\bcontradict(?:ory|s|ion|ing)\b|\bmutually exclusive\b|\bconflicting requirements\b|\brequirements (?:conflict|are inconsistent|are incompatible)\b|\b(?:cannot|can't|impossible to) (?:satisfy|meet) both\b|\bimpossible (?:requirement|task|to satisfy)\b|\bnot possible to satisfy\b`),
 		"requirements that contradict each other"},
-	{regexp.MustCompile(`(?i)\b(?:I|we)\s+need\s+(?:some\s+|more\s+)?(?:clarification|your input|a (?:human )?decision|human input|guidance|direction)\b|\bneeds? (?:clarification|a human|human (?:input|decision|review|intervention))\b|\b(?:cannot|can't|unable to) (?:proceed|continue) without\b|\bwaiting for (?:a |your |human )?(?:decision|input|clarification|answer)\b|\b(?:requires?|needs?) (?:a )?(?:human|manual) (?:decision|input|intervention|review)\b|\bblocked (?:until|on|by) (?:a |the |your )?(?:decision|human|clarification|product)\b|\b(?:task|requirement|spec(?:ification)?) is (?:ambiguous|unclear)\b|\bneed (?:a human|someone|somebody|a person|you|an? (?:owner|admin|maintainer|reviewer)) to (?:decide|choose|pick|confirm|approve|clarify|make (?:the|this|that|a) (?:call|decision))\b|\b(?:I'm|I am|we're|we are)\s+(?:a bit\s+|still\s+|quite\s+)?confused\b|\b(?:I|we) (?:don't|do not) (?:understand|know) what\b[^.;]{0,60}?\b(?:means?|should (?:produce|return|do|be|contain)|is (?:expected|wanted|meant|required))\b`),
+	{lazyRE(`(?i)\b(?:I|we)\s+need\s+(?:some\s+|more\s+)?(?:clarification|your input|a (?:human )?decision|human input|guidance|direction)\b|\bneeds? (?:clarification|a human|human (?:input|decision|review|intervention))\b|\b(?:cannot|can't|unable to) (?:proceed|continue) without\b|\bwaiting for (?:a |your |human )?(?:decision|input|clarification|answer)\b|\b(?:requires?|needs?) (?:a )?(?:human|manual) (?:decision|input|intervention|review)\b|\bblocked (?:until|on|by) (?:a |the |your )?(?:decision|human|clarification|product)\b|\b(?:task|requirement|spec(?:ification)?) is (?:ambiguous|unclear)\b|\bneed (?:a human|someone|somebody|a person|you|an? (?:owner|admin|maintainer|reviewer)) to (?:decide|choose|pick|confirm|approve|clarify|make (?:the|this|that|a) (?:call|decision))\b|\b(?:I'm|I am|we're|we are)\s+(?:a bit\s+|still\s+|quite\s+)?confused\b|\b(?:I|we) (?:don't|do not) (?:understand|know) what\b[^.;]{0,60}?\b(?:means?|should (?:produce|return|do|be|contain)|is (?:expected|wanted|meant|required))\b`),
 		"the agent asking for a human decision"},
-	{regexp.MustCompile(`(?i)\b(?:sandbox|firewall|proxy|network policy|egress policy|corporate network)\b[^.;]{0,40}\b(?:blocks?|blocked|forbids?|denies|denied|does not allow|doesn't allow|prevents?|disallows?)\b|\bnothing (?:I|we|the agent) can (?:change|do|fix)\b|\b(?:outside|beyond) (?:my|our|the agent's) control\b`),
+	{lazyRE(`(?i)\b(?:sandbox|firewall|proxy|network policy|egress policy|corporate network)\b[^.;]{0,40}\b(?:blocks?|blocked|forbids?|denies|denied|does not allow|doesn't allow|prevents?|disallows?)\b|\bnothing (?:I|we|the agent) can (?:change|do|fix)\b|\b(?:outside|beyond) (?:my|our|the agent's) control\b`),
 		"a restriction of the environment the agent cannot lift"},
-	{regexp.MustCompile(`(?i)\buntil (?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\b|\b(?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\s+(?:has to|needs to|will have to)\b`),
+	{lazyRE(`(?i)\buntil (?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\b|\b(?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\s+(?:has to|needs to|will have to)\b`),
 		"an action only a person can take"},
-	{regexp.MustCompile(`(?i)\b(?:needs?|requires?|without|pending|waiting for)\s+(?:[\w'-]+\s+){0,3}?(?:approval|sign-?off)(?:\s+(?:from|by|of|before)\b|\s*[.,;:)]|\s*$)`),
+	{lazyRE(`(?i)\b(?:needs?|requires?|without|pending|waiting for)\s+(?:[\w'-]+\s+){0,3}?(?:approval|sign-?off)(?:\s+(?:from|by|of|before)\b|\s*[.,;:)]|\s*$)`),
 		"a change that needs someone's approval"},
-	{regexp.MustCompile(`(?i)\b(?:task|plan|spec(?:ification)?|ticket|issue|instructions?|requirements?|story)\s+(?:says|said|asks|asked|refers|references|mentions|points|tells|names|requires|links)\b(?:[^.;:]|\.\S){0,120}?\b(?:does not exist|doesn't exist|did not exist|(?:isn't|is not|aren't|are not) (?:in|anywhere in) (?:this|the) (?:repo|repository|codebase|workspace|project)|(?:is|are) missing from (?:this|the) (?:repo|repository|codebase|workspace|project)|(?:could not|couldn't|cannot|can't) find (?:it|them|that|this|those)|no such)\b`),
+	{lazyRE(`(?i)\b(?:task|plan|spec(?:ification)?|ticket|issue|instructions?|requirements?|story)\s+(?:says|said|asks|asked|refers|references|mentions|points|tells|names|requires|links)\b(?:[^.;:]|\.\S){0,120}?\b(?:does not exist|doesn't exist|did not exist|(?:isn't|is not|aren't|are not) (?:in|anywhere in) (?:this|the) (?:repo|repository|codebase|workspace|project)|(?:is|are) missing from (?:this|the) (?:repo|repository|codebase|workspace|project)|(?:could not|couldn't|cannot|can't) find (?:it|them|that|this|those)|no such)\b`),
 		"missing context: the task refers to something that is not there"},
 }
 
 var (
 	// An HTTP 401/403 refused to orch's agent is a credentials problem; the same status inside a failing
 	// test's assertion ("expected 200, got 401") is the code under test misbehaving, which a retry can fix.
-	httpAuthRe       = regexp.MustCompile(`(?i)\bunauthori[sz]ed\b|\bforbidden\b|\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?: code)?|code|response|returned|got)(?: error)?[\s:=]{0,3}(?:401|403)\b|\b(?:401|403)\s+(?:unauthori[sz]ed|forbidden)`)
-	testAssertionRe  = regexp.MustCompile(`(?i)\bexpected\b|\bwant(?:ed)?\b|\bassert|--- FAIL|\bFAIL:|\btest\w*\s+(?:failed|fails)`)
+	httpAuthRe       = lazyRE(`(?i)\bunauthori[sz]ed\b|\bforbidden\b|\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?: code)?|code|response|returned|got)(?: error)?[\s:=]{0,3}(?:401|403)\b|\b(?:401|403)\s+(?:unauthori[sz]ed|forbidden)`)
+	testAssertionRe  = lazyRE(`(?i)\bexpected\b|\bwant(?:ed)?\b|\bassert|--- FAIL|\bFAIL:|\btest\w*\s+(?:failed|fails)`)
 	httpAuthCauseWhy = "an authorization failure (401/403) that needs access only a human can grant"
 )
 
@@ -159,37 +158,37 @@ func percent(x float64) int { return int(math.Round(x * 100)) }
 // retryKind is one family of fixable errors and what to tell the agent about it.
 type retryKind struct {
 	name     string
-	re       *regexp.Regexp
+	re       *pattern
 	guidance func(err string) string
 }
 
 var (
-	moduleNameRes = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)no module named\s+['"]?([\w.\-]+)`),
-		regexp.MustCompile(`(?i)cannot find module\s+['"]([^'"]+)['"]`),
-		regexp.MustCompile(`(?i)no required module provides package\s+([^\s;:]+)`),
-		regexp.MustCompile(`(?i)cannot find package\s+"?([^\s"]+)`),
-		regexp.MustCompile("(?i)can't find crate for `([^`]+)`"),
-		regexp.MustCompile("(?i)unresolved import `([^`]+)`"),
-		regexp.MustCompile(`(?i)missing go\.sum entry for module providing package\s+([^\s;(]+)`),
-		regexp.MustCompile(`(?i)(?:npm ERR! 404|E404)\D*'([^'@\s]+)`),
+	moduleNameRes = []*pattern{
+		lazyRE(`(?i)no module named\s+['"]?([\w.\-]+)`),
+		lazyRE(`(?i)cannot find module\s+['"]([^'"]+)['"]`),
+		lazyRE(`(?i)no required module provides package\s+([^\s;:]+)`),
+		lazyRE(`(?i)cannot find package\s+"?([^\s"]+)`),
+		lazyRE("(?i)can't find crate for `([^`]+)`"),
+		lazyRE("(?i)unresolved import `([^`]+)`"),
+		lazyRE(`(?i)missing go\.sum entry for module providing package\s+([^\s;(]+)`),
+		lazyRE(`(?i)(?:npm ERR! 404|E404)\D*'([^'@\s]+)`),
 	}
-	symbolRes = []*regexp.Regexp{
-		regexp.MustCompile(`undefined:\s+([\w.]+)`),
-		regexp.MustCompile("cannot find (?:value|function|type|struct|trait|macro|crate) `([^`]+)`"),
-		regexp.MustCompile(`Cannot find name '([^']+)'`),
-		regexp.MustCompile(`NameError: name '([^']+)' is not defined`),
-		regexp.MustCompile(`cannot find symbol(?:\s*symbol:\s*\w+\s+(\w+))?`),
-		regexp.MustCompile(`has no (?:field or method|attribute|member|property)\s+'?(\w+)'?`),
-		regexp.MustCompile("no (?:method|field|function|associated item) named `([^`]+)`"),
-		regexp.MustCompile(`([\w.]+) is not defined`),
+	symbolRes = []*pattern{
+		lazyRE(`undefined:\s+([\w.]+)`),
+		lazyRE("cannot find (?:value|function|type|struct|trait|macro|crate) `([^`]+)`"),
+		lazyRE(`Cannot find name '([^']+)'`),
+		lazyRE(`NameError: name '([^']+)' is not defined`),
+		lazyRE(`cannot find symbol(?:\s*symbol:\s*\w+\s+(\w+))?`),
+		lazyRE(`has no (?:field or method|attribute|member|property)\s+'?(\w+)'?`),
+		lazyRE("no (?:method|field|function|associated item) named `([^`]+)`"),
+		lazyRE(`([\w.]+) is not defined`),
 	}
-	locationRe  = regexp.MustCompile(`(?:^|[\s(])(\.{0,2}/?[\w./-]+\.\w{1,5}:\d+(?::\d+)?)`)
-	testNameRe  = regexp.MustCompile(`(?:--- FAIL:|FAIL:|FAILED)\s+([\w/.:\[\]-]+)`)
-	missingPath = regexp.MustCompile(`(?i)(?:open|stat|read|load|cannot open|can't open|No such file or directory:?)\s+['"]?([\w./-]+\.\w+|[\w./-]*/[\w./-]+)['"]?|['"]([\w./-]+)['"]\s*(?:does not exist|not found)`)
+	locationRe  = lazyRE(`(?:^|[\s(])(\.{0,2}/?[\w./-]+\.\w{1,5}:\d+(?::\d+)?)`)
+	testNameRe  = lazyRE(`(?:--- FAIL:|FAIL:|FAILED)\s+([\w/.:\[\]-]+)`)
+	missingPath = lazyRE(`(?i)(?:open|stat|read|load|cannot open|can't open|No such file or directory:?)\s+['"]?([\w./-]+\.\w+|[\w./-]*/[\w./-]+)['"]?|['"]([\w./-]+)['"]\s*(?:does not exist|not found)`)
 )
 
-func firstGroup(res []*regexp.Regexp, s string) string {
+func firstGroup(res []*pattern, s string) string {
 	for _, re := range res {
 		if m := re.FindStringSubmatch(s); m != nil {
 			for _, g := range m[1:] {
@@ -221,7 +220,7 @@ func ecosystem(err string) (manifest, install string) {
 // retryKinds are tried in order; the first match names the error. Specific families come before broad
 // ones (a missing module before a generic import or compile error).
 var retryKinds = []retryKind{
-	{"a missing dependency", regexp.MustCompile(`(?i)no module named|modulenotfounderror|importerror|cannot find module|module_not_found|no required module provides|cannot find package|missing go\.sum entry|updates to go\.mod needed|can't find crate|unresolved import|npm ERR! 404|\bE404\b|could not resolve dependenc|package .* is not in (?:GOROOT|std)`),
+	{"a missing dependency", lazyRE(`(?i)no module named|modulenotfounderror|importerror|cannot find module|module_not_found|no required module provides|cannot find package|missing go\.sum entry|updates to go\.mod needed|can't find crate|unresolved import|npm ERR! 404|\bE404\b|could not resolve dependenc|package .* is not in (?:GOROOT|std)`),
 		func(err string) string {
 			manifest, install := ecosystem(err)
 			name := firstGroup(moduleNameRes, err)
@@ -230,27 +229,27 @@ var retryKinds = []retryKind{
 			}
 			return fmt.Sprintf("%s is not available: either declare it in %s and install it (%s) before using it, or avoid it and use the standard library or a dependency the project already has.", name, manifest, install)
 		}},
-	{"a timeout or network error", regexp.MustCompile(`(?i)timed? ?out|timeout|deadline exceeded|ETIMEDOUT|ECONNRESET|ECONNREFUSED|connection (?:refused|reset)|network|temporary failure in name resolution|could not resolve host|\b(?:429|502|503|504)\b|rate.?limit|too many requests|service unavailable|TLS handshake`),
+	{"a timeout or network error", lazyRE(`(?i)timed? ?out|timeout|deadline exceeded|ETIMEDOUT|ECONNRESET|ECONNREFUSED|connection (?:refused|reset)|network|temporary failure in name resolution|could not resolve host|\b(?:429|502|503|504)\b|rate.?limit|too many requests|service unavailable|TLS handshake`),
 		func(string) string {
 			return "This looks transient (a timeout or network error): run it again; if a test is what timed out, make it robust: no real network in tests (use local fixtures or fakes), no fixed sleeps, and a timeout that fits the work."
 		}},
-	{"running out of turns", regexp.MustCompile(`(?i)maximum number of turns|max(?:imum)?[ _-]turns|ran out of turns|running out of turns|out of (?:turns|context)|context (?:window|length) exceeded|maximum budget`),
+	{"running out of turns", lazyRE(`(?i)maximum number of turns|max(?:imum)?[ _-]turns|ran out of turns|running out of turns|out of (?:turns|context)|context (?:window|length) exceeded|maximum budget`),
 		func(string) string {
 			return "The previous attempt ran out of turns: narrow the scope: make the smallest change that completes the task, do not explore unrelated code, and run the build and tests early rather than at the end."
 		}},
-	{"a syntax error", regexp.MustCompile(`(?i)syntaxerror|syntax error|indentationerror|unexpected token|expected ['"';:)}\]]|unterminated|unexpected EOF|parse error`),
+	{"a syntax error", lazyRE(`(?i)syntaxerror|syntax error|indentationerror|unexpected token|expected ['"';:)}\]]|unterminated|unexpected EOF|parse error`),
 		func(err string) string {
-			loc := firstGroup([]*regexp.Regexp{locationRe}, err)
+			loc := firstGroup([]*pattern{locationRe}, err)
 			where := ""
 			if loc != "" {
 				where = " at " + loc
 			}
 			return fmt.Sprintf("Fix the syntax error%s: re-read the whole edited block around it (brackets, quotes, indentation), not just the reported line, and build before running tests.", where)
 		}},
-	{"a compile error", regexp.MustCompile(`(?i)undefined:|cannot find (?:value|function|type|struct|trait|macro|symbol|name)|nameerror|is not defined|has no (?:field or method|attribute|member|property)|does not compile|doesn't compile|could not compile|compil(?:e|ation) (?:error|failed)|build failed|error\[E\d+\]|error TS\d+|declared and not used|imported and not used|undeclared`),
+	{"a compile error", lazyRE(`(?i)undefined:|cannot find (?:value|function|type|struct|trait|macro|symbol|name)|nameerror|is not defined|has no (?:field or method|attribute|member|property)|does not compile|doesn't compile|could not compile|compil(?:e|ation) (?:error|failed)|build failed|error\[E\d+\]|error TS\d+|declared and not used|imported and not used|undeclared`),
 		func(err string) string {
 			sym := firstGroup(symbolRes, err)
-			loc := firstGroup([]*regexp.Regexp{locationRe}, err)
+			loc := firstGroup([]*pattern{locationRe}, err)
 			var b strings.Builder
 			b.WriteString("Fix the compile error first")
 			if sym != "" {
@@ -265,34 +264,34 @@ var retryKinds = []retryKind{
 			b.WriteString(". Build the whole project (not just the edited file) before running the tests.")
 			return b.String()
 		}},
-	{"a runtime crash", regexp.MustCompile(`(?i)panic:|nil pointer|null ?pointer|segmentation fault|index out of range|indexerror|keyerror|attributeerror|cannot read propert|undefined is not|unwrap\(\)` + "|called `Option::unwrap\\(\\)`"),
+	{"a runtime crash", lazyRE(`(?i)panic:|nil pointer|null ?pointer|segmentation fault|index out of range|indexerror|keyerror|attributeerror|cannot read propert|undefined is not|unwrap\(\)` + "|called `Option::unwrap\\(\\)`"),
 		func(err string) string {
-			loc := firstGroup([]*regexp.Regexp{locationRe}, err)
+			loc := firstGroup([]*pattern{locationRe}, err)
 			where := "at the reported line"
 			if loc != "" {
 				where = "at " + loc
 			}
 			return fmt.Sprintf("The code crashes %s on a nil, missing or out-of-range value: find where that value should have been set, handle the empty case, and add a test that reproduces the crash.", where)
 		}},
-	{"a type error", regexp.MustCompile(`(?i)typeerror|mismatched types|type mismatch|incompatible types?|cannot use .* as .* (?:value|type)|error TS2322|expected \w+, (?:got|found) \w+|not assignable to`),
+	{"a type error", lazyRE(`(?i)typeerror|mismatched types|type mismatch|incompatible types?|cannot use .* as .* (?:value|type)|error TS2322|expected \w+, (?:got|found) \w+|not assignable to`),
 		func(string) string {
 			return "A value of the wrong type reaches the failing call: check what the callee expects against what the caller passes, convert at the boundary or fix the caller, and add a test for that input."
 		}},
-	{"a missing file", regexp.MustCompile(`(?i)no such file or directory|ENOENT|filenotfounderror|file not found|does not exist|cannot open|can't open`),
+	{"a missing file", lazyRE(`(?i)no such file or directory|ENOENT|filenotfounderror|file not found|does not exist|cannot open|can't open`),
 		func(err string) string {
-			p := firstGroup([]*regexp.Regexp{missingPath}, err)
+			p := firstGroup([]*pattern{missingPath}, err)
 			if p == "" {
 				p = "The path it needs"
 			}
 			return fmt.Sprintf("%s does not exist: check the path relative to the workspace root, create it if the task needs it, and do not assume files that are not in the repository.", p)
 		}},
-	{"a lint failure", regexp.MustCompile(`(?i)\b(?:lint(?:er|ing)?|go vet|gofmt|golangci(?:-lint)?|eslint|flake8|ruff|pylint|clippy|prettier|mypy|staticcheck)\b`),
+	{"a lint failure", lazyRE(`(?i)\b(?:lint(?:er|ing)?|go vet|gofmt|golangci(?:-lint)?|eslint|flake8|ruff|pylint|clippy|prettier|mypy|staticcheck)\b`),
 		func(string) string {
 			return "The linter rejects the change: run it locally and fix every finding rather than suppressing it."
 		}},
-	{"a failing test", regexp.MustCompile(`(?i)--- FAIL|(?-i:\bFAIL(?:ED)?\b)|assertionerror|assert(?:ion)? failed|\btests? (?:failed|fails|failing)|expected .* (?:but )?(?:got|received|was)|got .* want|\b[1-9]\d* failed\b`),
+	{"a failing test", lazyRE(`(?i)--- FAIL|(?-i:\bFAIL(?:ED)?\b)|assertionerror|assert(?:ion)? failed|\btests? (?:failed|fails|failing)|expected .* (?:but )?(?:got|received|was)|got .* want|\b[1-9]\d* failed\b`),
 		func(err string) string {
-			name := firstGroup([]*regexp.Regexp{testNameRe}, err)
+			name := firstGroup([]*pattern{testNameRe}, err)
 			what := "Tests fail: read the failing assertions"
 			if name != "" {
 				what = "Test " + name + " fails: read its assertion"

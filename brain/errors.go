@@ -1,7 +1,6 @@
 package brain
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -12,49 +11,49 @@ import (
 
 var (
 	// Lines that say precisely what failed.
-	specificErrorRes = []*regexp.Regexp{
+	specificErrorRes = []*pattern{
 		// Python, JS and JVM exceptions: "ModuleNotFoundError: …", "java.lang.IllegalStateException: …".
-		regexp.MustCompile(`^\s*(?:[A-Za-z_][\w$]*\.)*(?:[A-Z]\w*)?(?:Error|Exception)(?::\s*\S.*|\s*$)`),
+		lazyRE(`^\s*(?:[A-Za-z_][\w$]*\.)*(?:[A-Z]\w*)?(?:Error|Exception)(?::\s*\S.*|\s*$)`),
 		// "error: …", "error[E0425]: …", "fatal: …", "panic: …", "ERROR: …", "Error …: …" (jest, eslint).
-		regexp.MustCompile(`(?i)^\s*(?:error|fatal|panic)(?:\[\w+\])?:\s*\S`),
+		lazyRE(`(?i)^\s*(?:error|fatal|panic)(?:\[\w+\])?:\s*\S`),
 		// A capitalised word or two naming where the error came from: "API Error: 529 …", "PHP Fatal error: …".
-		regexp.MustCompile(`^\s*(?:[A-Z][\w-]*\s+){1,2}(?:[Ff]atal\s+)?(?:[Ee]rror|ERROR):\s*\S`),
+		lazyRE(`^\s*(?:[A-Z][\w-]*\s+){1,2}(?:[Ff]atal\s+)?(?:[Ee]rror|ERROR):\s*\S`),
 		// Compiler and test locations with a message: "./main.go:14:2: undefined: X", "plan_test.go:41: got…".
-		regexp.MustCompile(`^\s*\S+\.(?:go|py|rs|ts|tsx|js|jsx|mjs|cjs|java|kt|c|cc|cpp|h|hpp|rb|cs|swift|php|scala|ex|exs):\d+(?::\d+)?:?\s+\S`),
+		lazyRE(`^\s*\S+\.(?:go|py|rs|ts|tsx|js|jsx|mjs|cjs|java|kt|c|cc|cpp|h|hpp|rb|cs|swift|php|scala|ex|exs):\d+(?::\d+)?:?\s+\S`),
 		// TypeScript: "src/a.ts(3,5): error TS2304: …" and "src/a.ts:3:5 - error TS2304: …".
-		regexp.MustCompile(`\berror TS\d+:`),
+		lazyRE(`\berror TS\d+:`),
 		// Failing tests: go test, unittest, pytest, jest, mocha, cargo.
-		regexp.MustCompile(`^\s*(?:--- FAIL:|FAIL:|FAILED\s+\S|✕|✗|×|●\s+\S)`),
-		regexp.MustCompile(`^\s*E\s{2,}\S`),
-		regexp.MustCompile(`^\s*test \S+ \.\.\. FAILED`),
-		regexp.MustCompile(`^npm ERR! (?:code|errno|\w+ )`),
+		lazyRE(`^\s*(?:--- FAIL:|FAIL:|FAILED\s+\S|✕|✗|×|●\s+\S)`),
+		lazyRE(`^\s*E\s{2,}\S`),
+		lazyRE(`^\s*test \S+ \.\.\. FAILED`),
+		lazyRE(`^npm ERR! (?:code|errno|\w+ )`),
 		// JVM: "Exception in thread "main" java.lang.X: …", "Caused by: …".
-		regexp.MustCompile(`^\s*(?:Exception in thread|Caused by:)`),
+		lazyRE(`^\s*(?:Exception in thread|Caused by:)`),
 		// A tool prefixing its own error: "migrate: error: …", "gcc: fatal error: …", "ld: error: …".
-		regexp.MustCompile(`(?i)^\s*[\w.-]+(?:\[\d+\])?: (?:fatal )?(?:error|fatal)\b`),
+		lazyRE(`(?i)^\s*[\w.-]+(?:\[\d+\])?: (?:fatal )?(?:error|fatal)\b`),
 	}
 	// Phrases that name an error when they occur in a log line, but that prose describing finished work also
 	// uses ("returns 403 Forbidden"): good for picking lines, not for deciding that the run failed.
-	keywordErrorRe = regexp.MustCompile(`(?i)\b(?:no module named|cannot find module|cannot find package|no required module provides|undefined:|unresolved import|cannot find (?:value|function|type|symbol|name|crate)|permission denied|no such file or directory|command not found|cannot connect|could not connect|couldn't connect|connection refused|reached maximum|timed out|segmentation fault|nil pointer dereference|access denied|unauthorized|forbidden)`)
+	keywordErrorRe = lazyRE(`(?i)\b(?:no module named|cannot find module|cannot find package|no required module provides|undefined:|unresolved import|cannot find (?:value|function|type|symbol|name|crate)|permission denied|no such file or directory|command not found|cannot connect|could not connect|couldn't connect|connection refused|reached maximum|timed out|segmentation fault|nil pointer dereference|access denied|unauthorized|forbidden)`)
 	// Lines that only say that something failed.
-	genericErrorRes = []*regexp.Regexp{
-		regexp.MustCompile(`^\s*FAIL\b`),
-		regexp.MustCompile(`(?i)\bexit(?:ed)?(?: with)? (?:status|code):? ?[1-9]`),
-		regexp.MustCompile(`(?i)^\s*make(?:\[\d+\])?: \*\*\*`),
-		regexp.MustCompile(`(?i)\btest result: FAILED|\btests?:\s+\d+ failed|\b[1-9]\d* (?:failed|failing)\b`),
-		regexp.MustCompile(`(?i)\b(?:build|compilation) failed\b|\bcould not compile\b`),
+	genericErrorRes = []*pattern{
+		lazyRE(`^\s*FAIL\b`),
+		lazyRE(`(?i)\bexit(?:ed)?(?: with)? (?:status|code):? ?[1-9]`),
+		lazyRE(`(?i)^\s*make(?:\[\d+\])?: \*\*\*`),
+		lazyRE(`(?i)\btest result: FAILED|\btests?:\s+\d+ failed|\b[1-9]\d* (?:failed|failing)\b`),
+		lazyRE(`(?i)\b(?:build|compilation) failed\b|\bcould not compile\b`),
 	}
 	// The agent admitting failure in its own words.
-	admissionRe = regexp.MustCompile(`(?i)\b(?:(?:I|we)\s+(?:was|were|am|are)\s+(?:not\s+|un)able to|(?:I|we)\s+(?:wasn't|weren't)\s+able to|(?:I|we)\s+(?:have not|haven't)\s+(?:yet\s+)?(?:been able to|managed to|found|figured out|fixed|resolved|solved)|(?:I|we)\s+(?:could not|couldn't|cannot|can't|did not manage to|didn't manage to|failed to|gave up)|(?:could not|couldn't|cannot|can't)\s+be\s+(?:completed|finished|done|fixed|resolved)|unable to (?:complete|finish|fix|resolve|build|compile|get|make|run|install|find|reproduce|pass)|(?:still|continues to)\s+(?:fails?|failing|does not|doesn't|cannot|can't|errors?|crash(?:es)?|is broken|broken)|(?:did not|didn't) (?:succeed|manage)|(?:does not|doesn't|did not|didn't) (?:compile|build)|gave up|giving up|ran out of (?:turns|time|context|budget)|running out of turns)`)
+	admissionRe = lazyRE(`(?i)\b(?:(?:I|we)\s+(?:was|were|am|are)\s+(?:not\s+|un)able to|(?:I|we)\s+(?:wasn't|weren't)\s+able to|(?:I|we)\s+(?:have not|haven't)\s+(?:yet\s+)?(?:been able to|managed to|found|figured out|fixed|resolved|solved)|(?:I|we)\s+(?:could not|couldn't|cannot|can't|did not manage to|didn't manage to|failed to|gave up)|(?:could not|couldn't|cannot|can't)\s+be\s+(?:completed|finished|done|fixed|resolved)|unable to (?:complete|finish|fix|resolve|build|compile|get|make|run|install|find|reproduce|pass)|(?:still|continues to)\s+(?:fails?|failing|does not|doesn't|cannot|can't|errors?|crash(?:es)?|is broken|broken)|(?:did not|didn't) (?:succeed|manage)|(?:does not|doesn't|did not|didn't) (?:compile|build)|gave up|giving up|ran out of (?:turns|time|context|budget)|running out of turns)`)
 	// "  --> src/main.rs:3:5", `  File "x.py", line 3, in f`: where the preceding or following error is.
-	rustLocRe   = regexp.MustCompile(`^\s*-->\s*\S+:\d+`)
-	pyFileRe    = regexp.MustCompile(`^\s*File "[^"]+", line \d+`)
-	npmNoiseRe  = regexp.MustCompile(`(?i)npm ERR! (?:A complete log|\s*$|Please include)`)
-	failCountRe = regexp.MustCompile(`(?i)\b0 (?:failed|failing|failures?|errors?)\b`)
+	rustLocRe   = lazyRE(`^\s*-->\s*\S+:\d+`)
+	pyFileRe    = lazyRE(`^\s*File "[^"]+", line \d+`)
+	npmNoiseRe  = lazyRE(`(?i)npm ERR! (?:A complete log|\s*$|Please include)`)
+	failCountRe = lazyRE(`(?i)\b0 (?:failed|failing|failures?|errors?)\b`)
 )
 
 // frameRe is the box drawing some tools put before their messages (terraform's "│ Error: …").
-var frameRe = regexp.MustCompile(`^[\s│┃║╷╵╎┆]+`)
+var frameRe = lazyRE(`^[\s│┃║╷╵╎┆]+`)
 
 // undecorated is a line without the frame some tools draw in front of it, so that start-anchored error
 // patterns see the message.
@@ -92,12 +91,12 @@ func errorLines(lines []string) []errorLine {
 
 // union joins patterns into one alternation: the lists read better one pattern a line, and one pass over a
 // line is faster than one per pattern on long logs. Flags like (?i) stay scoped to their own (?:…) group.
-func union(res []*regexp.Regexp) *regexp.Regexp {
+func union(res []*pattern) *pattern {
 	parts := make([]string, len(res))
 	for i, re := range res {
 		parts[i] = "(?:" + re.String() + ")"
 	}
-	return regexp.MustCompile(strings.Join(parts, "|"))
+	return lazyRE(strings.Join(parts, "|"))
 }
 
 var (

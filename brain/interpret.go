@@ -2,7 +2,6 @@ package brain
 
 import (
 	"context"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -18,63 +17,63 @@ const unclearQuestion = "The agent's result is unclear. Please review the output
 
 var (
 	// Completion evidence that settles it: tests or builds passing, commits, "Done".
-	strongCompletionRes = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)\ball\s+(?:the\s+)?(?:\d+\s+)?(?:of the\s+)?(?:\w+\s+)?(?:tests?|specs?|checks?)\s+(?:now\s+)?(?:pass|passed|passing|succeed(?:ed)?|are green|green|ok)\b`),
-		regexp.MustCompile(`(?i)\b(?:tests?|specs?|suite|build|lint(?:er)?|vet|checks?|ci|make \w+|go test|go build|npm test|npm run \w+|pytest|cargo (?:test|build|check|clippy)|tsc|mypy|ruff|eslint)\b(?:[^.\n]|\.\S){0,60}?\b(?:pass|passes|passed|passing|succeeds|succeeded|is clean|are clean|clean|is green|are green|green|ok)\b`),
-		regexp.MustCompile(`(?i)\b\d+\s+(?:tests?\s+)?passed\b`),
-		regexp.MustCompile(`(?i)\b0\s+(?:failed|failing|failures?|errors?)\b|\b(?:no|zero)\s+(?:failures|failing tests|test failures|regressions)\b`),
-		regexp.MustCompile(`(?m)^ok\s+\S+|^PASS\s*$|^OK(?: \(.*\))?\s*$|test result: ok\.`),
-		regexp.MustCompile(`(?im)^\s*(?:#+\s*)?[*_]{0,2}(?:done|all done|completed|finished|task complete[d]?)\b[*_]{0,2}\s*[.!:—-]`),
-		regexp.MustCompile(`(?i)\b(?:task|work|implementation|feature|change|changes|fix|migration|refactor(?:ing)?)\s+(?:is\s+|are\s+|has been\s+|have been\s+)?(?:now\s+)?(?:complete|completed|done|finished|in place)\b`),
-		regexp.MustCompile(`(?i)\b(?:starts|started|runs|ran|works|worked|boots|booted|deploys|deployed|loads|loaded)\s+(?:up\s+)?(?:cleanly|fine|correctly|as expected|without (?:errors?|issues|problems|warnings))\b`),
-		regexp.MustCompile(`(?i)\bsuccessfully\b|\bcommitted\b|\bsummary of (?:the )?changes\b|\bchanges made\b|\bbuild succeeded\b|\bBUILD SUCCESSFUL\b|\bcompiled successfully\b|✅`),
+	strongCompletionRes = []*pattern{
+		lazyRE(`(?i)\ball\s+(?:the\s+)?(?:\d+\s+)?(?:of the\s+)?(?:\w+\s+)?(?:tests?|specs?|checks?)\s+(?:now\s+)?(?:pass|passed|passing|succeed(?:ed)?|are green|green|ok)\b`),
+		lazyRE(`(?i)\b(?:tests?|specs?|suite|build|lint(?:er)?|vet|checks?|ci|make \w+|go test|go build|npm test|npm run \w+|pytest|cargo (?:test|build|check|clippy)|tsc|mypy|ruff|eslint)\b(?:[^.\n]|\.\S){0,60}?\b(?:pass|passes|passed|passing|succeeds|succeeded|is clean|are clean|clean|is green|are green|green|ok)\b`),
+		lazyRE(`(?i)\b\d+\s+(?:tests?\s+)?passed\b`),
+		lazyRE(`(?i)\b0\s+(?:failed|failing|failures?|errors?)\b|\b(?:no|zero)\s+(?:failures|failing tests|test failures|regressions)\b`),
+		lazyRE(`(?m)^ok\s+\S+|^PASS\s*$|^OK(?: \(.*\))?\s*$|test result: ok\.`),
+		lazyRE(`(?im)^\s*(?:#+\s*)?[*_]{0,2}(?:done|all done|completed|finished|task complete[d]?)\b[*_]{0,2}\s*[.!:—-]`),
+		lazyRE(`(?i)\b(?:task|work|implementation|feature|change|changes|fix|migration|refactor(?:ing)?)\s+(?:is\s+|are\s+|has been\s+|have been\s+)?(?:now\s+)?(?:complete|completed|done|finished|in place)\b`),
+		lazyRE(`(?i)\b(?:starts|started|runs|ran|works|worked|boots|booted|deploys|deployed|loads|loaded)\s+(?:up\s+)?(?:cleanly|fine|correctly|as expected|without (?:errors?|issues|problems|warnings))\b`),
+		lazyRE(`(?i)\bsuccessfully\b|\bcommitted\b|\bsummary of (?:the )?changes\b|\bchanges made\b|\bbuild succeeded\b|\bBUILD SUCCESSFUL\b|\bcompiled successfully\b|✅`),
 	}
 	// Completion evidence that work was done, without proof it works; a check mark is a list bullet saying done.
-	weakCompletionRe = regexp.MustCompile(`(?im)(?:^\s*(?:[-*•✓✔☑]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|just\s+)?)(?:added|created|implemented|updated|fixed|refactored|wrote|written|removed|renamed|moved|replaced|introduced|extracted|migrated|configured|changed|modified|deleted|converted|upgraded|bumped|wired|applied|documented|rewrote|rewritten|extended|simplified|optimi[sz]ed|cleaned up|set up|ported|split)\b`)
+	weakCompletionRe = lazyRE(`(?im)(?:^\s*(?:[-*•✓✔☑]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|just\s+)?)(?:added|created|implemented|updated|fixed|refactored|wrote|written|removed|renamed|moved|replaced|introduced|extracted|migrated|configured|changed|modified|deleted|converted|upgraded|bumped|wired|applied|documented|rewrote|rewritten|extended|simplified|optimi[sz]ed|cleaned up|set up|ported|split)\b`)
 	// The new state described as a fact ("the page now supports dark mode"): work done, without proof.
-	nowStateRe        = regexp.MustCompile(`(?i)\bnow\s+(?:also\s+)?(?:has|have|uses|supports|includes|handles|shows|accepts|validates|streams|remembers|caches|retries|lists|exposes)\b`)
-	weakCompletionAny = union([]*regexp.Regexp{weakCompletionRe, nowStateRe})
+	nowStateRe        = lazyRE(`(?i)\bnow\s+(?:also\s+)?(?:has|have|uses|supports|includes|handles|shows|accepts|validates|streams|remembers|caches|retries|lists|exposes)\b`)
+	weakCompletionAny = union([]*pattern{weakCompletionRe, nowStateRe})
 	// Per-package (go test) and per-crate (cargo test) result lines: an "ok" among them does not undo a FAIL
 	// in the same run's block, since the order is the packages', not time's.
-	unitPassRe = regexp.MustCompile(`^ok\s+\S|test result: ok\.`)
-	unitFailRe = regexp.MustCompile(`^\s*(?:FAIL\s+\S|--- FAIL:)|test result: FAILED`)
+	unitPassRe = lazyRE(`^ok\s+\S|test result: ok\.`)
+	unitFailRe = lazyRE(`^\s*(?:FAIL\s+\S|--- FAIL:)|test result: FAILED`)
 	// Negation in the clause of a completion match undoes it: "tests do not pass", "wasn't able to make the
 	// checks pass", "not committed".
-	completionNegationRe = regexp.MustCompile(`(?i)\b(?:not|never|no longer|unable|cannot|can't|couldn't|wasn't|weren't|didn't|doesn't|don't|won't|isn't|aren't|failed to|without)\b`)
-	failCountNonzeroRe   = regexp.MustCompile(`(?i)\b[1-9]\d*\s+(?:tests?\s+)?(?:failed|failing|failures?)\b`)
-	clauseBreakRe        = regexp.MustCompile(`[.;!?]\s|,\s+(?:and|but|so)\s`)
+	completionNegationRe = lazyRE(`(?i)\b(?:not|never|no longer|unable|cannot|can't|couldn't|wasn't|weren't|didn't|doesn't|don't|won't|isn't|aren't|failed to|without)\b`)
+	failCountNonzeroRe   = lazyRE(`(?i)\b[1-9]\d*\s+(?:tests?\s+)?(?:failed|failing|failures?)\b`)
+	clauseBreakRe        = lazyRE(`[.;!?]\s|,\s+(?:and|but|so)\s`)
 
 	// Failure evidence beyond the error lines: the prose of a failure.
-	failurePhraseRes = []*regexp.Regexp{
-		regexp.MustCompile(`Traceback \(most recent call last\)`),
-		regexp.MustCompile(`\bFAIL(?:ED)?\b`),
-		regexp.MustCompile(`(?i)\b(?:tests?|build|compilation|suite|ci|pipeline|lint(?:er)?|checks?|it|they|this|command|script|deploy(?:ment)?|migration|install(?:ation)?|package|code|binary|server|app|application|service|page|site)\s+(?:still\s+|now\s+|also\s+)?(?:fails?|failed|failing|no longer (?:works|renders|starts|builds|compiles|runs|loads|passes|boots)|is failing|are failing|errors? out|breaks|broke|crashe[sd]|panics|does not (?:pass|compile|build|work|run)|doesn't (?:pass|compile|build|work|run)|did not (?:pass|compile|build)|didn't (?:pass|compile|build))\b`),
-		regexp.MustCompile(`(?i)\b(?:push(?:ing)?|merg(?:e|ing)|rebas(?:e|ing)|publish(?:ing)?|upload(?:ing)?|releas(?:e|ing))\b[^.;:\n]{0,30}?\b(?:failed|fails|was rejected|were rejected|got rejected|is rejected)\b`),
-		regexp.MustCompile(`(?i)\b(?:fails|failed) (?:with|to (?:compile|build|run|start|install|pass|resolve|connect|fetch|load|import))\b`),
-		regexp.MustCompile(`(?i)\breached (?:the )?maximum (?:number of )?(?:turns|budget)|\berror_max_(?:turns|budget)|\bmax(?:imum)? turns reached\b`),
-		regexp.MustCompile(`(?i)\bpermission denied\b|\bEACCES\b|\boperation not permitted\b|\bsegmentation fault\b|\bcore dumped\b|\bcommand not found\b`),
-		regexp.MustCompile(`(?i)\b[1-9]\d*\s+(?:tests?\s+)?(?:failed|failing|failures?)\b|\bexit(?:ed)?(?: with)? (?:status|code):? ?[1-9]`),
-		regexp.MustCompile(`(?i)\bleft (?:in )?(?:a |the )?broken\b|\bin a broken state\b`),
-		regexp.MustCompile(`(?i)\b(?:task|attempt|run)\s+(?:has\s+)?failed\b|\bfailed to complete\b|\b(?:is|remains|are|still|left) (?:still )?(?:not complete|incomplete|unfinished|not finished)\b`),
+	failurePhraseRes = []*pattern{
+		lazyRE(`Traceback \(most recent call last\)`),
+		lazyRE(`\bFAIL(?:ED)?\b`),
+		lazyRE(`(?i)\b(?:tests?|build|compilation|suite|ci|pipeline|lint(?:er)?|checks?|it|they|this|command|script|deploy(?:ment)?|migration|install(?:ation)?|package|code|binary|server|app|application|service|page|site)\s+(?:still\s+|now\s+|also\s+)?(?:fails?|failed|failing|no longer (?:works|renders|starts|builds|compiles|runs|loads|passes|boots)|is failing|are failing|errors? out|breaks|broke|crashe[sd]|panics|does not (?:pass|compile|build|work|run)|doesn't (?:pass|compile|build|work|run)|did not (?:pass|compile|build)|didn't (?:pass|compile|build))\b`),
+		lazyRE(`(?i)\b(?:push(?:ing)?|merg(?:e|ing)|rebas(?:e|ing)|publish(?:ing)?|upload(?:ing)?|releas(?:e|ing))\b[^.;:\n]{0,30}?\b(?:failed|fails|was rejected|were rejected|got rejected|is rejected)\b`),
+		lazyRE(`(?i)\b(?:fails|failed) (?:with|to (?:compile|build|run|start|install|pass|resolve|connect|fetch|load|import))\b`),
+		lazyRE(`(?i)\breached (?:the )?maximum (?:number of )?(?:turns|budget)|\berror_max_(?:turns|budget)|\bmax(?:imum)? turns reached\b`),
+		lazyRE(`(?i)\bpermission denied\b|\bEACCES\b|\boperation not permitted\b|\bsegmentation fault\b|\bcore dumped\b|\bcommand not found\b`),
+		lazyRE(`(?i)\b[1-9]\d*\s+(?:tests?\s+)?(?:failed|failing|failures?)\b|\bexit(?:ed)?(?: with)? (?:status|code):? ?[1-9]`),
+		lazyRE(`(?i)\bleft (?:in )?(?:a |the )?broken\b|\bin a broken state\b`),
+		lazyRE(`(?i)\b(?:task|attempt|run)\s+(?:has\s+)?failed\b|\bfailed to complete\b|\b(?:is|remains|are|still|left) (?:still )?(?:not complete|incomplete|unfinished|not finished)\b`),
 	}
 	// A failure described as a condition the code handles ("returns 400 when it fails validation") is
 	// behaviour, not the run failing.
-	conditionalContextRe = regexp.MustCompile(`(?i)\b(?:if|when|whenever|unless|until|in case|so that|ensures?|make sure|makes sure|verif(?:y|ies)|checks? that|instead of)\b[^.\n]{0,40}$`)
+	conditionalContextRe = lazyRE(`(?i)\b(?:if|when|whenever|unless|until|in case|so that|ensures?|make sure|makes sure|verif(?:y|ies)|checks? that|instead of)\b[^.\n]{0,40}$`)
 	// History told as history ("previously failing", "fixed the FAIL in …") is not failure evidence.
-	resolvedContextRe = regexp.MustCompile(`(?i)(?:\bfix(?:ed|ing|es)?|\bresolv(?:ed|ing)|\baddress(?:ed|ing)|\bhandl(?:ed|ing)|\bpreviously|\bearlier|\binitially|\bbefore (?:my|the|this) (?:fix|change)|\bwas failing|\bwere failing|\bused to)\b[^.\n]{0,60}$`)
+	resolvedContextRe = lazyRE(`(?i)(?:\bfix(?:ed|ing|es)?|\bresolv(?:ed|ing)|\baddress(?:ed|ing)|\bhandl(?:ed|ing)|\bpreviously|\bearlier|\binitially|\bbefore (?:my|the|this) (?:fix|change)|\bwas failing|\bwere failing|\bused to)\b[^.\n]{0,60}$`)
 
 	// Courtesy closings: finished work offering more, never a question blocking the task.
-	courtesyRe = regexp.MustCompile(`(?i)\blet me know (?:if|whether|what you think|how it goes|should you)\b|\bfeel free\b|\bhappy to\b|\bhope (?:this|that|it) helps\b|\banything else\b|\bI can also\b|\bif you(?:'d| would)? (?:like|want|prefer|need)\b|\b(?:any|further|other|additional) (?:changes|questions|adjustments|tweaks|tuning)\b|\bjust (?:let me know|ask)\b`)
+	courtesyRe = lazyRE(`(?i)\blet me know (?:if|whether|what you think|how it goes|should you)\b|\bfeel free\b|\bhappy to\b|\bhope (?:this|that|it) helps\b|\banything else\b|\bI can also\b|\bif you(?:'d| would)? (?:like|want|prefer|need)\b|\b(?:any|further|other|additional) (?:changes|questions|adjustments|tweaks|tuning)\b|\bjust (?:let me know|ask)\b`)
 	// Offers of extra work: courtesy after finished work, a real question otherwise.
-	offerRe = regexp.MustCompile(`(?i)\b(?:would|do) you (?:like|want) me to\b|\bwant me to\b|\b(?:should|shall|can|could) I (?:also|additionally|next|go ahead and also)\b|\b(?:also|additionally)\b[^.?]*\?$`)
+	offerRe = lazyRE(`(?i)\b(?:would|do) you (?:like|want) me to\b|\bwant me to\b|\b(?:should|shall|can|could) I (?:also|additionally|next|go ahead and also)\b|\b(?:also|additionally)\b[^.?]*\?$`)
 	// The agent asking or stuck on a decision.
-	uncertaintyRes = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)\b(?:should|shall) (?:I|we)\b|\bwould you (?:prefer|rather)\b|\bdo you (?:prefer|want|think|agree)\b|\bwhat (?:would|do) you (?:like|prefer|want|suggest)\b|\bhow (?:would|do) you (?:like|want)\b|\bwhich\b[^.?]{0,80}\b(?:do you|would you|should (?:I|we)|is preferred|do we|you want|you prefer)\b`),
-		regexp.MustCompile(`(?i)\b(?:I'm|I am|we're|we are)\s+(?:not sure|unsure|uncertain)\b(?:\s+(?:whether|if|which|what (?:to|you|the)|how (?:to|you|best)|about (?:the|which|whether|how)|of the))?|\bnot sure (?:whether|if|which)\b|\bunsure (?:whether|if|which|how)\b|\b(?:I'm|I am|we're|we are)\s+(?:a bit\s+|somewhat\s+|quite\s+|still\s+)?confused\b|\b(?:it's|it is|it remains)\s+(?:still\s+)?unclear\s+(?:whether|if|which|what|how)\b`),
-		regexp.MustCompile(`(?i)\b(?:I|we)\s+need\s+(?:some\s+|more\s+|your\s+)?(?:clarification|input|guidance|a decision|direction|confirmation|more (?:information|context|details))\b|\bneeds? clarification\b|\b(?:could|can) you (?:please )?(?:clarify|confirm|decide|advise)\b|\bplease (?:clarify|confirm|advise|decide)\b`),
-		regexp.MustCompile(`(?i)\b(?:I'm|I am|we're|we are) blocked\b|\bblocked (?:until|on|by) (?:a |the |your |this )?(?:decision|human|clarification|answer|input|product|user|you)|\bbefore I (?:continue|proceed|go (?:any )?further|make (?:this|that|the) change)\b|\bcould go either way\b`),
-		regexp.MustCompile(`(?i)\b(?:the|two|three|a few|several|some|possible)\s+(?:possible\s+)?(?:options|approaches|choices|alternatives)\s+(?:are|seem to be|I see|would be)\b[^.\n]{0,40}:|\b(?:I see|there are|here are)\s+(?:two|three|several|a few|some)\s+(?:options|approaches|choices|ways|alternatives)\b`),
-		regexp.MustCompile(`(?i)\bI(?: would|'d)? recommend\b[^.?]*\bbut\b|\bcannot proceed without\b|\bcan't proceed without\b|\bunable to proceed without\b|\bwaiting for (?:your|a|human|the user's) (?:input|decision|answer|confirmation|approval)|\b(?:requires?|needs?) (?:a )?(?:human|product|design|your) (?:decision|input|approval)|\bAskUserQuestion\b|\byour (?:call|decision|preference)\b|\blet me know (?:which|what you(?:'d)? prefer|how you(?:'d)? like)\b`),
+	uncertaintyRes = []*pattern{
+		lazyRE(`(?i)\b(?:should|shall) (?:I|we)\b|\bwould you (?:prefer|rather)\b|\bdo you (?:prefer|want|think|agree)\b|\bwhat (?:would|do) you (?:like|prefer|want|suggest)\b|\bhow (?:would|do) you (?:like|want)\b|\bwhich\b[^.?]{0,80}\b(?:do you|would you|should (?:I|we)|is preferred|do we|you want|you prefer)\b`),
+		lazyRE(`(?i)\b(?:I'm|I am|we're|we are)\s+(?:not sure|unsure|uncertain)\b(?:\s+(?:whether|if|which|what (?:to|you|the)|how (?:to|you|best)|about (?:the|which|whether|how)|of the))?|\bnot sure (?:whether|if|which)\b|\bunsure (?:whether|if|which|how)\b|\b(?:I'm|I am|we're|we are)\s+(?:a bit\s+|somewhat\s+|quite\s+|still\s+)?confused\b|\b(?:it's|it is|it remains)\s+(?:still\s+)?unclear\s+(?:whether|if|which|what|how)\b`),
+		lazyRE(`(?i)\b(?:I|we)\s+need\s+(?:some\s+|more\s+|your\s+)?(?:clarification|input|guidance|a decision|direction|confirmation|more (?:information|context|details))\b|\bneeds? clarification\b|\b(?:could|can) you (?:please )?(?:clarify|confirm|decide|advise)\b|\bplease (?:clarify|confirm|advise|decide)\b`),
+		lazyRE(`(?i)\b(?:I'm|I am|we're|we are) blocked\b|\bblocked (?:until|on|by) (?:a |the |your |this )?(?:decision|human|clarification|answer|input|product|user|you)|\bbefore I (?:continue|proceed|go (?:any )?further|make (?:this|that|the) change)\b|\bcould go either way\b`),
+		lazyRE(`(?i)\b(?:the|two|three|a few|several|some|possible)\s+(?:possible\s+)?(?:options|approaches|choices|alternatives)\s+(?:are|seem to be|I see|would be)\b[^.\n]{0,40}:|\b(?:I see|there are|here are)\s+(?:two|three|several|a few|some)\s+(?:options|approaches|choices|ways|alternatives)\b`),
+		lazyRE(`(?i)\bI(?: would|'d)? recommend\b[^.?]*\bbut\b|\bcannot proceed without\b|\bcan't proceed without\b|\bunable to proceed without\b|\bwaiting for (?:your|a|human|the user's) (?:input|decision|answer|confirmation|approval)|\b(?:requires?|needs?) (?:a )?(?:human|product|design|your) (?:decision|input|approval)|\bAskUserQuestion\b|\byour (?:call|decision|preference)\b|\blet me know (?:which|what you(?:'d)? prefer|how you(?:'d)? like)\b`),
 	}
 	strongCompletionAny = union(strongCompletionRes)
 	failurePhraseAny    = union(failurePhraseRes)
@@ -83,17 +82,17 @@ var (
 
 	// A '?' sentence addressed to the user: it names them or opens like a request for a decision.
 	// A connective or a "question:" lead-in before it does not change that.
-	addressedRe = regexp.MustCompile(`(?i)\byou(?:r|'d|'re)?\b|^(?:(?:however|but|also|so|and|then|one (?:thing|question)|quick question|question)[,:]?\s+)?(?:should|shall|do|does|would|which|can|could|may|is it (?:ok|okay|fine|acceptable)|are we|or|(?:what|where|how|when|who)\b[^?]*\b(?:should|shall)\b)\b|\bshould (?:the|we|I|it|this|that|these|those|they)\b`)
+	addressedRe = lazyRE(`(?i)\byou(?:r|'d|'re)?\b|^(?:(?:however|but|also|so|and|then|one (?:thing|question)|quick question|question)[,:]?\s+)?(?:should|shall|do|does|would|which|can|could|may|is it (?:ok|okay|fine|acceptable)|are we|or|(?:what|where|how|when|who)\b[^?]*\b(?:should|shall)\b)\b|\bshould (?:the|we|I|it|this|that|these|those|they)\b`)
 	// Explicit recommendations in prose.
-	recommendRe      = regexp.MustCompile(`(?i)\b(?:I(?: would|'d)? recommend|my recommendation(?: is|:)|recommendation:|I(?: would|'d)? suggest|I(?: would|'d)? lean (?:towards?|to)|I(?:'d| would) (?:go with|pick|choose))\b`)
-	recommendedOptRe = regexp.MustCompile(`(?i)\((?:recommended|my recommendation)\)|[-–—:]\s*recommended\b|\brecommended\s*$`)
+	recommendRe      = lazyRE(`(?i)\b(?:I(?: would|'d)? recommend|my recommendation(?: is|:)|recommendation:|I(?: would|'d)? suggest|I(?: would|'d)? lean (?:towards?|to)|I(?:'d| would) (?:go with|pick|choose))\b`)
+	recommendedOptRe = lazyRE(`(?i)\((?:recommended|my recommendation)\)|[-–—:]\s*recommended\b|\brecommended\s*$`)
 	// Inline lettered options: "go to A) stdout  B) a file". Only the ")" and "[A]" forms, since "plan A." is prose.
-	inlineKeyARe   = regexp.MustCompile(`(?:^|\s)(?:\(A\)|A\)|\[A\])\s+\S`)
-	inlineKeyBRe   = regexp.MustCompile(`\s(?:\(B\)|B\)|\[B\])\s+\S`)
-	letteredLineRe = regexp.MustCompile(`^\s*[*_]{0,2}(?:\[[A-Ha-h]\]|\([A-Ha-h]\)|[A-Ha-h][).]|[Oo]ption\s+[A-Ha-h]\s*[:.)\-–])[*_]{0,2}\s+\S`)
+	inlineKeyARe   = lazyRE(`(?:^|\s)(?:\(A\)|A\)|\[A\])\s+\S`)
+	inlineKeyBRe   = lazyRE(`\s(?:\(B\)|B\)|\[B\])\s+\S`)
+	letteredLineRe = lazyRE(`^\s*[*_]{0,2}(?:\[[A-Ha-h]\]|\([A-Ha-h]\)|[A-Ha-h][).]|[Oo]ption\s+[A-Ha-h]\s*[:.)\-–])[*_]{0,2}\s+\S`)
 	// "docker: …", "mkdir: …": a program naming itself before its message.
-	toolPrefixRe = regexp.MustCompile(`^\s*[a-z][\w.-]*: `)
-	listLineRe   = regexp.MustCompile(`^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+)\S`)
+	toolPrefixRe = lazyRE(`^\s*[a-z][\w.-]*: `)
+	listLineRe   = lazyRE(`^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+)\S`)
 )
 
 // Interpret judges an agent's final output: completed, failed, or needs_help with the question, options and
@@ -220,7 +219,7 @@ func gatherEvidence(d *doc) evidence {
 
 // sentenceEndInLineRe ends a sentence inside a line: punctuation, space, then anything but a lower-case
 // letter (so "e.g. foo" and "v1.2" do not split).
-var sentenceEndInLineRe = regexp.MustCompile(`[.!?]\s+[^a-z\s]`)
+var sentenceEndInLineRe = lazyRE(`[.!?]\s+[^a-z\s]`)
 
 // failCountSentences returns the spans of l's sentences that report a nonzero failure count not told as
 // history: no completion evidence inside them counts.
@@ -244,7 +243,7 @@ func failCountSentences(l string) [][2]int {
 
 // lastUnnegated returns the column of the last match of re in s with no negation in the match or earlier
 // in its clause and outside the skip spans, or -1.
-func lastUnnegated(re *regexp.Regexp, s string, skip [][2]int) int {
+func lastUnnegated(re *pattern, s string, skip [][2]int) int {
 	last := -1
 	for _, m := range re.FindAllStringIndex(s, -1) {
 		if inSpans(m[0], skip) {
@@ -280,7 +279,7 @@ func lastFailure(l string) int {
 	last := -1
 	u := undecorated(l)
 	frame := len(l) - len(u)
-	for _, re := range []*regexp.Regexp{specificErrorAny, genericErrorAny} {
+	for _, re := range []*pattern{specificErrorAny, genericErrorAny} {
 		for _, loc := range re.FindAllStringIndex(u, -1) {
 			if !resolvedBefore(u[:loc[0]]) {
 				last = max(last, frame+loc[0])
@@ -296,7 +295,7 @@ func lastFailure(l string) int {
 }
 
 // contrastRe starts a new clause that can undo the one before: "I fixed the parser, but the build still fails".
-var contrastRe = regexp.MustCompile(`(?i)\b(?:but|however|although|though|still)\b|;`)
+var contrastRe = lazyRE(`(?i)\b(?:but|however|although|though|still)\b|;`)
 
 // resolvedBefore reports whether the text leading up to a failure, in the failure's own clause, tells it as
 // already fixed.

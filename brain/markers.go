@@ -1,7 +1,6 @@
 package brain
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -13,8 +12,8 @@ var (
 	// Keys are orch's protocol words in capitals, so prose like "Options: --verbose" is not a block. A
 	// mixed-case "Status" counts only as a heading or in bold ("**Status:** ✅ Complete", as agents write
 	// summaries), not bare, where it is more likely a tool's output ("Status:  Failed" from kubectl).
-	markerLineRe = regexp.MustCompile(`^[\s>]*(?:(?:#+\s*)?[*_]{0,2}(STATUS|NEEDS_HUMAN|QUESTION|OPTIONS|RECOMMENDATION|ERROR|SUMMARY)|(?:#+\s*[*_]{0,2}|[*_]{2})((?i)status))[*_]{0,2}\s*:[*_]{0,2}\s*(.*)$`)
-	statusWordRe = regexp.MustCompile(`^[^A-Za-z]*([A-Za-z][A-Za-z_ -]*)`)
+	markerLineRe = lazyRE(`^[\s>]*(?:(?:#+\s*)?[*_]{0,2}(STATUS|NEEDS_HUMAN|QUESTION|OPTIONS|RECOMMENDATION|ERROR|SUMMARY)|(?:#+\s*[*_]{0,2}|[*_]{2})((?i)status))[*_]{0,2}\s*:[*_]{0,2}\s*(.*)$`)
+	statusWordRe = lazyRE(`^[^A-Za-z]*([A-Za-z][A-Za-z_ -]*)`)
 )
 
 // marker is one marker line and the lines that continue it.

@@ -1,7 +1,6 @@
 package brain
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -51,13 +50,13 @@ const (
 var (
 	// Each key must follow the start of the text or whitespace, so "e.g." and "v1.2" are not keys.
 	// Markdown bold around the key ("**A)**") is allowed because LLM output uses it constantly.
-	letterKeyRe = regexp.MustCompile(`(?:^|\s)\**(?:[Oo]ption\s+([A-Ha-h])\s*[:.)\-–]|\[([A-Ha-h])\]|\(([A-Ha-h])\)|([A-Ha-h])[).])\**(?:\s+|$)`)
-	numberKeyRe = regexp.MustCompile(`(?:^|\s)\**(?:[Oo]ption\s+([1-9])\s*[:.)\-–]|\[([1-9])\]|\(([1-9])\)|([1-9])[).])\**(?:\s+|$)`)
-	bulletRe    = regexp.MustCompile(`^\s*[-*•]\s+(.*)$`)
-	leadKeyRe   = regexp.MustCompile(`^\**(?:[Oo]ption\s+\w\s*[:.)\-–]|\[\w\]|\(\w\)|\w[).])\**\s+`)
-	spaceRunRe  = regexp.MustCompile(`\s+`)
+	letterKeyRe = lazyRE(`(?:^|\s)\**(?:[Oo]ption\s+([A-Ha-h])\s*[:.)\-–]|\[([A-Ha-h])\]|\(([A-Ha-h])\)|([A-Ha-h])[).])\**(?:\s+|$)`)
+	numberKeyRe = lazyRE(`(?:^|\s)\**(?:[Oo]ption\s+([1-9])\s*[:.)\-–]|\[([1-9])\]|\(([1-9])\)|([1-9])[).])\**(?:\s+|$)`)
+	bulletRe    = lazyRE(`^\s*[-*•]\s+(.*)$`)
+	leadKeyRe   = lazyRE(`^\**(?:[Oo]ption\s+\w\s*[:.)\-–]|\[\w\]|\(\w\)|\w[).])\**\s+`)
+	spaceRunRe  = lazyRE(`\s+`)
 	// A sentence end: punctuation, space, then a capital (or "I" starting the next sentence).
-	sentenceEndRe = regexp.MustCompile(`[.!?]\s+[A-Z]`)
+	sentenceEndRe = lazyRE(`[.!?]\s+[A-Z]`)
 )
 
 // sequenceOptions finds keys A, B, C… (or 1, 2, 3…) in order and returns the text between them, with the

@@ -1,7 +1,6 @@
 package brain
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -15,14 +14,14 @@ import (
 const maxErrorLen = 2000
 
 var (
-	guidanceLineRe = regexp.MustCompile(`^\s*GUIDANCE:`)
-	fenceRe        = regexp.MustCompile("^\\s*(```|~~~)")
-	inlineCodeRe   = regexp.MustCompile("`[^`\n]*`")
+	guidanceLineRe = lazyRE(`^\s*GUIDANCE:`)
+	fenceRe        = lazyRE("^\\s*(```|~~~)")
+	inlineCodeRe   = lazyRE("`[^`\n]*`")
 	// Only quotations short enough to be a string literal or a quoted phrase, and on one line.
-	quotedRe   = regexp.MustCompile(`"[^"\n]{1,200}"`)
-	blankRunRe = regexp.MustCompile(`\n{3,}`)
+	quotedRe   = lazyRE(`"[^"\n]{1,200}"`)
+	blankRunRe = lazyRE(`\n{3,}`)
 	// A line that starts a new unit of prose rather than continuing a wrapped sentence.
-	unitStartRe = regexp.MustCompile(`^\s*(?:[-*•+]\s|\d{1,2}[.)]\s|\[?[A-Ha-h][).\]]\s|\([A-Ha-h1-9]\)\s|#|>|\**[A-Z_]{3,}\**:|\**[Oo]ption\s+\w)`)
+	unitStartRe = lazyRE(`^\s*(?:[-*•+]\s|\d{1,2}[.)]\s|\[?[A-Ha-h][).\]]\s|\([A-Ha-h1-9]\)\s|#|>|\**[A-Z_]{3,}\**:|\**[Oo]ption\s+\w)`)
 )
 
 // Code spans and quotations are replaced in the prose by a placeholder (private-use runes around the
@@ -32,7 +31,7 @@ const (
 	spanClose = '\uE001'
 )
 
-var spanRe = regexp.MustCompile("\uE000(\\d+)\uE001")
+var spanRe = lazyRE("\uE000(\\d+)\uE001")
 
 // doc is one agent output, read three ways.
 type doc struct {

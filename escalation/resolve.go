@@ -134,7 +134,8 @@ func Resolve(ctx context.Context, store *store.Store, queue Enqueuer, q Request)
 			r.Status = jobs.RunAborted
 			r.Reason = res.Reason
 			r.EndedAt = res.At
-			c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunAbortedEvent{Reason: res.Reason, By: res.By, DurationMS: r.ElapsedMS()}))
+			c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunAbortedEvent{Reason: res.Reason, By: res.By, DurationMS: r.ElapsedMS(),
+				Work: jobs.WorkOf(r)}))
 		}
 		if res.Type == jobs.ResolveForce {
 			c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "warning",
@@ -348,7 +349,7 @@ func Abort(ctx context.Context, store *store.Store, queue Enqueuer, runID, by, v
 		}
 		now := store.Now().UTC()
 		r.Status, r.Reason, r.EndedAt, r.Queued = jobs.RunAborted, Redact(reason), now, nil
-		c.Emit(jobs.NewEvent(r.ID, currentID(r), jobs.RunAbortedEvent{Reason: r.Reason, By: by, DurationMS: r.ElapsedMS()}))
+		c.Emit(jobs.NewEvent(r.ID, currentID(r), jobs.RunAbortedEvent{Reason: r.Reason, By: by, DurationMS: r.ElapsedMS(), Work: jobs.WorkOf(r)}))
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: currentID(r), Action: "aborted", Detail: r.Reason, By: by, Via: via})
 		return nil
 	})

@@ -42,6 +42,9 @@ func (e Event) Type() string {
 
 // RunStartedEvent: a worker took the run off the queue.
 type RunStartedEvent struct {
+	// Branch and Base name the run's own branch and where it starts, when the run has one.
+	Branch  string `json:"branch,omitempty"`
+	Base    string `json:"base,omitempty"`
 	Plan    string `json:"plan"`
 	Title   string `json:"title"`
 	Tasks   int    `json:"tasks"`
@@ -57,12 +60,35 @@ type RunCompletedEvent struct {
 	CostUSD      float64 `json:"cost_usd"`
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
+	Work
+	PullRequest string `json:"pull_request,omitempty"`
+}
+
+// Work is what a run left on its branch, told at its end; empty for a run without a branch.
+type Work struct {
+	Branch       string `json:"branch,omitempty"`
+	Base         string `json:"base,omitempty"`
+	Commits      int    `json:"commits,omitempty"`
+	FilesChanged int    `json:"files_changed,omitempty"`
+	Insertions   int    `json:"insertions,omitempty"`
+	Deletions    int    `json:"deletions,omitempty"`
+}
+
+// WorkOf is what r's branch holds.
+func WorkOf(r *Run) Work {
+	if r.Git == nil {
+		return Work{}
+	}
+	g := r.Git
+	return Work{Branch: g.Branch, Base: g.Base, Commits: g.Commits, FilesChanged: g.FilesChanged,
+		Insertions: g.Insertions, Deletions: g.Deletions}
 }
 
 // RunFailedEvent: the run ended without completing.
 type RunFailedEvent struct {
 	Reason     string `json:"reason"`
 	DurationMS int64  `json:"duration_ms"`
+	Work
 }
 
 // RunAbortedEvent: a person (or a timeout's fallback) stopped the run.
@@ -70,6 +96,27 @@ type RunAbortedEvent struct {
 	Reason     string `json:"reason"`
 	By         string `json:"by"`
 	DurationMS int64  `json:"duration_ms"`
+	Work
+}
+
+// BranchPushedEvent: the run's branch went to its remote.
+type BranchPushedEvent struct {
+	Remote string `json:"remote"`
+	Branch string `json:"branch"`
+	Commit string `json:"commit"`
+}
+
+// GitErrorEvent: something orch does with the run's branch failed (a commit, a push, the pull request). The run goes
+// on; the work stays in the worktree.
+type GitErrorEvent struct {
+	Error string `json:"error"`
+}
+
+// WorkspaceBusyEvent: the run's workspace is a plain directory another run holds; the run waits for it.
+type WorkspaceBusyEvent struct {
+	Workspace string `json:"workspace"`
+	Run       string `json:"holder"`
+	Status    string `json:"holder_status,omitempty"`
 }
 
 // RunPausedEvent: orch stopped the run (the brain was unavailable); `orch resume` continues it.
@@ -95,6 +142,8 @@ type TaskCompletedEvent struct {
 	Summary    string  `json:"summary"`
 	CostUSD    float64 `json:"cost_usd"`
 	DurationMS int64   `json:"duration_ms"`
+	// Commit is the commit on the run's branch that holds the task's work, if it changed anything.
+	Commit string `json:"commit,omitempty"`
 }
 
 // TaskFailedEvent: an attempt failed.
@@ -328,6 +377,9 @@ func (InterviewStartedEvent) Kind() string   { return "interview_started" }
 func (InterviewCompletedEvent) Kind() string { return "interview_completed" }
 func (InterviewTimeoutEvent) Kind() string   { return "interview_timeout" }
 func (CheckpointSavedEvent) Kind() string    { return "checkpoint_saved" }
+func (BranchPushedEvent) Kind() string       { return "branch_pushed" }
+func (GitErrorEvent) Kind() string           { return "git_error" }
+func (WorkspaceBusyEvent) Kind() string      { return "workspace_busy" }
 func (b UnknownEvent) Kind() string          { return b.Type }
 
 // kinds holds a zero value of every kind orch writes: decoding finds a body's type by its name here.
@@ -338,7 +390,8 @@ var kinds = func() map[string]reflect.Type {
 		ResumedEvent{}, BrainFallbackEvent{}, SandboxErrorEvent{}, EscalationEvent{}, ResolutionEvent{},
 		EscalationTimeoutEvent{}, PipelineStartedEvent{}, PipelineCompletedEvent{}, PipelineFailedEvent{},
 		StageStartedEvent{}, StageCompletedEvent{}, StageFailedEvent{}, StageRetryingEvent{}, InterviewStartedEvent{},
-		InterviewCompletedEvent{}, InterviewTimeoutEvent{}, CheckpointSavedEvent{}} {
+		InterviewCompletedEvent{}, InterviewTimeoutEvent{}, CheckpointSavedEvent{}, BranchPushedEvent{}, GitErrorEvent{},
+		WorkspaceBusyEvent{}} {
 		m[b.Kind()] = reflect.TypeOf(b)
 	}
 	return m

@@ -10,15 +10,17 @@ import (
 // One body of every kind, each field set: the round trip must keep them all.
 func everyKind() []Body {
 	opts := []Option{{Key: "A", Label: "Redis"}, {Key: "B", Label: "In-memory"}}
+	work := Work{Branch: "orch/r-1", Base: "main", Commits: 2, FilesChanged: 3, Insertions: 40, Deletions: 5}
 	hop := StageHop{Handler: "codergen", Status: "success", Next: "exit", Route: "edge", Note: "done", Visit: 2, EnteredMS: 1700000000000}
 	return []Body{
-		RunStartedEvent{Plan: "p.md", Title: "T", Tasks: 2, Agent: "sim", Brain: "heuristic", Sandbox: "local"},
-		RunCompletedEvent{Tasks: 2, DurationMS: 1500, CostUSD: 0.25, InputTokens: 10, OutputTokens: 20},
-		RunFailedEvent{Reason: "boom", DurationMS: 3},
-		RunAbortedEvent{Reason: "wrong plan", By: "alice", DurationMS: 4},
+		RunStartedEvent{Branch: "orch/r-1", Base: "main", Plan: "p.md", Title: "T", Tasks: 2, Agent: "sim", Brain: "heuristic", Sandbox: "local"},
+		RunCompletedEvent{Tasks: 2, DurationMS: 1500, CostUSD: 0.25, InputTokens: 10, OutputTokens: 20, Work: work,
+			PullRequest: "https://github.com/o/r/pull/7"},
+		RunFailedEvent{Reason: "boom", DurationMS: 3, Work: work},
+		RunAbortedEvent{Reason: "wrong plan", By: "alice", DurationMS: 4, Work: work},
 		RunPausedEvent{Reason: "Brain unavailable"},
 		TaskStartedEvent{Title: "t", Attempt: 2, MaxAttempts: 3, Started: 4, Agent: "sim", Turn: 1},
-		TaskCompletedEvent{Title: "t", Summary: "ok", CostUSD: 0.5, DurationMS: 7},
+		TaskCompletedEvent{Title: "t", Summary: "ok", CostUSD: 0.5, DurationMS: 7, Commit: "abc1234"},
 		TaskFailedEvent{Title: "t", Attempt: 1, MaxAttempts: 3, Error: "e"},
 		TaskForcedEvent{Title: "t", By: "bob"},
 		RetryingEvent{Title: "t", Reason: "r", Guidance: "g", DelayMS: 250},
@@ -42,6 +44,9 @@ func everyKind() []Body {
 		InterviewCompletedEvent{EscalationID: "e2", Answer: "A", Label: "Approve", By: "bob", Via: "cli", WaitSeconds: 1},
 		InterviewTimeoutEvent{EscalationID: "e2", Question: "q", Stage: "gate", WaitedSeconds: 60, Default: "A"},
 		CheckpointSavedEvent{NodeID: "n", Last: "m", Completed: 4},
+		BranchPushedEvent{Remote: "origin", Branch: "orch/r-1", Commit: "abc1234"},
+		GitErrorEvent{Error: "pushing: rejected"},
+		WorkspaceBusyEvent{Workspace: "/w", Run: "r-0", Status: "parked"},
 	}
 }
 

@@ -110,14 +110,17 @@ type Origin struct {
 
 // Run is everything a worker needs to continue a run after any crash.
 type Run struct {
-	ID        string    `json:"id"`
-	PlanPath  string    `json:"plan_path"`
-	PlanTitle string    `json:"plan_title"`
-	Workspace string    `json:"workspace"`
-	Options   Options   `json:"options"`
-	Origin    Origin    `json:"origin"`
-	Status    RunStatus `json:"status"`
-	Tasks     []*Task   `json:"tasks"`
+	ID        string `json:"id"`
+	PlanPath  string `json:"plan_path"`
+	PlanTitle string `json:"plan_title"`
+	Workspace string `json:"workspace"`
+	// Git is the run's own branch and what is on it, when the workspace is a git repository (or the run clones one);
+	// nil for a run that works in a plain directory.
+	Git     *Git      `json:"git,omitempty"`
+	Options Options   `json:"options"`
+	Origin  Origin    `json:"origin"`
+	Status  RunStatus `json:"status"`
+	Tasks   []*Task   `json:"tasks"`
 	// Graph is the DOT source of a pipeline run; "" for a markdown milestone, whose graph is its tasks in order.
 	Graph string `json:"graph,omitempty"`
 	// Pipeline is where the run is in its graph, saved with every transition: a crash or a park resumes exactly there.
@@ -138,13 +141,48 @@ type Run struct {
 	Escalations []*Escalation `json:"escalations,omitempty"`
 	// Queued holds triggers that fired together with the open escalation: they are asked one at a time, highest
 	// priority first.
-	Queued    []*Escalation `json:"queued,omitempty"`
-	Reason    string        `json:"reason,omitempty"`
-	CreatedAt time.Time     `json:"created_at"`
-	UpdatedAt time.Time     `json:"updated_at"`
-	EndedAt   time.Time     `json:"ended_at,omitzero"`
-	Version   int64         `json:"version"`
+	Queued []*Escalation `json:"queued,omitempty"`
+	Reason string        `json:"reason,omitempty"`
+	// Waiting is the run that holds this run's plain workspace, while this run waits for it.
+	Waiting   string    `json:"waiting,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+	Version   int64     `json:"version"`
 }
+
+// Git is a run's work product in a repository: its own branch, made from Base, and what the branch holds.
+type Git struct {
+	// Repo is the local repository of the workspace (its top directory), and Dir the workspace's place in it ("" for
+	// the top); URL is instead the repository the run clones (--repo), on whichever worker runs it.
+	Repo string `json:"repo,omitempty"`
+	Dir  string `json:"dir,omitempty"`
+	URL  string `json:"url,omitempty"`
+	// Base is the ref the branch was made from, as the user gave it ("HEAD", "main", a commit), and BaseCommit the
+	// commit it named when the run started.
+	Base       string `json:"base"`
+	BaseCommit string `json:"base_commit"`
+	Branch     string `json:"branch"` // orch/<run id>
+	// Head is the branch's commit after the last step: a worker that picks the run up starts from it.
+	Head string `json:"head,omitempty"`
+	// Commits counts the commits on the branch since BaseCommit, the agent's own included; the rest is the diffstat
+	// of the branch against BaseCommit.
+	Commits      int `json:"commits,omitempty"`
+	FilesChanged int `json:"files_changed,omitempty"`
+	Insertions   int `json:"insertions,omitempty"`
+	Deletions    int `json:"deletions,omitempty"`
+	// Push is the remote the branch is pushed to after every committed task ("" for none), and Pushed the commit it
+	// last got.
+	Push   string `json:"push,omitempty"`
+	Pushed string `json:"pushed,omitempty"`
+	// PullRequest is the URL of the draft pull request opened for the run.
+	PullRequest string `json:"pull_request,omitempty"`
+	// Unfinished is a ref holding the work left uncommitted in the worktree of a run that did not complete.
+	Unfinished string `json:"unfinished,omitempty"`
+}
+
+// BranchPrefix starts the name of every run's branch.
+const BranchPrefix = "orch/"
 
 // Task kinds: what a task's pipeline node does.
 const (
@@ -198,10 +236,13 @@ type Task struct {
 	// Guidance is what humans said about this task, oldest first; every later attempt's prompt carries it.
 	Guidance []string `json:"guidance,omitempty"`
 	// RetryGuidance is the brain's advice for the next attempt.
-	RetryGuidance string     `json:"retry_guidance,omitempty"`
-	SessionID     string     `json:"session_id,omitempty"`
-	Attempts      []*Attempt `json:"attempts,omitempty"`
-	Summary       string     `json:"summary,omitempty"`
+	RetryGuidance string `json:"retry_guidance,omitempty"`
+	SessionID     string `json:"session_id,omitempty"`
+	// Commit is the commit that holds the task's work on the run's branch; "" when the task changed nothing or the run
+	// has no branch.
+	Commit   string     `json:"commit,omitempty"`
+	Attempts []*Attempt `json:"attempts,omitempty"`
+	Summary  string     `json:"summary,omitempty"`
 	// Pending is an agent's output still waiting for the brain's judgement (the brain was unavailable): a resumed
 	// step judges it instead of running the agent again.
 	Pending *Pending `json:"pending,omitempty"`
@@ -263,6 +304,9 @@ type Attempt struct {
 	Model        string        `json:"model,omitempty"`
 	// Brain is what judging this attempt cost.
 	Brain BrainUsage `json:"brain,omitzero"`
+	// Owner is the queue's id of the delivery of the step that runs the attempt: while that delivery lives, no other
+	// delivery of the step starts another attempt.
+	Owner string `json:"owner,omitempty"`
 }
 
 // BrainUsage is the cost of the brain's calls about one attempt.

@@ -37,6 +37,20 @@ type Request struct {
 	// Confined refuses a simulated agent's scenario outside Workspace (symlinks resolved): a request from a chat must
 	// not make a worker read files elsewhere.
 	Confined bool
+	// Git says how the run's branch is made, when the workspace is a git repository or the run clones one.
+	Git Git
+}
+
+// Git is how a run's branch is made.
+type Git struct {
+	// URL, when set, is a repository (any git URL, a local bare repository's path included) that the worker running
+	// the run clones, instead of working in Workspace: workers then share nothing but Redis and the repository.
+	URL string
+	// Base is the ref the run's branch starts from; "" for the workspace's HEAD (the remote's, for URL).
+	Base string
+	// Push is the remote the branch is pushed to after every committed task; "" for none ("origin" for URL, where
+	// the branch would otherwise live on one worker only).
+	Push string
 }
 
 // TaskFinder finds the tasks of a milestone whose headings do not name them (an LLM brain reading the plan).
@@ -91,6 +105,9 @@ func Prepare(ctx context.Context, req Request, find TaskFinder) (*Prepared, erro
 		name = req.Plan
 	}
 	p.Run = newRun(name, plan.Title, tasks, opts, req.Workspace, req.Origin)
+	if p.Run.Git, err = branch(ctx, req.Workspace, req.Git, p.Run.ID); err != nil {
+		return nil, err
+	}
 	if graph != nil && req.Task == "" {
 		p.Run.Graph = source
 	}

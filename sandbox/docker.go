@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +31,9 @@ const (
 	LabelRunID  = "orch.run_id"
 	LabelTaskID = "orch.task_id"
 	LabelPool   = "orch.pool"
+	// LabelInstance names the deployment that created the container (DockerConfig.Instance): Reap, Release and the
+	// pool touch only their own deployment's containers on an engine that several share.
+	LabelInstance = "orch.instance"
 	// LabelPoolConfig holds a hash of the settings a pool container was created with, so that a worker never claims a
 	// container made for another image, workspace root or set of limits.
 	LabelPoolConfig = "orch.pool_config"
@@ -47,9 +49,9 @@ const DefaultImage = "orch-sandbox:latest"
 
 // DockerConfig configures the Docker backend. The zero value works against the local engine with the default image.
 //
-// The defaults are hardened: an unprivileged user, no capabilities, no new privileges, Docker's default seccomp
-// profile (never overridden here), a read-only root filesystem with a private /tmp, no network, and memory, CPU and
-// process limits. Each can be loosened below; each field says when that is a reasonable thing to do.
+// The defaults are hardened: the agent runs as the owner of its workspace with no capabilities (even when that owner
+// is root), no new privileges, Docker's default seccomp profile (never overridden here), a read-only root filesystem
+// with a private /tmp, no network, and memory, CPU and process limits. Each can be loosened below; each field says when that is a reasonable thing to do.
 type DockerConfig struct {
 	// Host is the engine's address as DOCKER_HOST spells it ("unix:///var/run/docker.sock", "tcp://10.0.0.5:2376").
 	// Empty means the platform's default socket. This package reads no environment: cmd passes DOCKER_HOST here.
@@ -58,10 +60,13 @@ type DockerConfig struct {
 	// else because orch mounts its own static binary (OrchBinary).
 	Image string
 
-	// User runs every process in the container, as "uid:gid". Default "65532:65532", a uid that owns nothing on the
-	// host. The workspace must be writable by it. Override it to match the owner of the workspaces when orch creates
-	// them as another user (e.g. "1000:1000"); root ("0:0") is possible but gives the agent root over the workspace
-	// and every mounted path.
+	// User runs every process in the container, as numeric "uid:gid". Empty (the default) means the owner of the
+	// run's workspace, read from the directory when the run's container is created: the agent can write where its
+	// owner can, whatever the directory's mode, and its files belong to that owner. A workspace owned by root makes
+	// the agent uid 0: still without any capability (the bounding set is empty, so no exec gives one back), it cannot
+	// override file permissions or change owners, but it owns every root-owned file it reaches through a writable
+	// mount. Set it to run every agent as one user (e.g. "1000:1000") whatever owns the workspaces; it must be able to write
+	// them.
 	User string
 	// CapAdd gives back capabilities (all are dropped). Needed only by tools that insist on one, e.g. CHOWN for a
 	// package manager that chowns what it unpacks.
@@ -99,8 +104,12 @@ type DockerConfig struct {
 	// Env holds KEY=VALUE pairs given to every process (e.g. ANTHROPIC_API_KEY). They are set per exec, never on the
 	// container (so `docker inspect` of the container does not show them), and never logged. Spec.Env wins over them.
 	Env []string
-	// Labels are put on every container, and Reap and the pool only look at containers that carry them all: they
-	// tell one deployment's containers from another's on a shared engine.
+	// Instance names this deployment on the engine (the label orch.instance). Reap, Release and the pool look only at
+	// containers with this same instance, so deployments that share an engine never remove each other's containers;
+	// containers made without one (older ones included) are never touched by a deployment that has one. Empty means
+	// the containers without the label.
+	Instance string
+	// Labels are put on every container, and Reap and the pool only look at containers that carry them all.
 	Labels map[string]string
 
 	// PerTask gives every Exec a fresh container, removed when it returns, instead of one container per run kept
@@ -111,9 +120,11 @@ type DockerConfig struct {
 	// an exec instead of a create and a start (see BenchmarkDockerStart). Default 0: off. Keep it small (1–4 per
 	// worker): the pool only has to cover the runs that start within the second it takes to replace a claimed
 	// container, while every idle one holds its processes, its page cache and an engine slot. A container cannot get
-	// a mount after it is created, so pool containers mount WorkspaceRoot, and a run claims one only when its
-	// workspace is inside it: the agent can then see the other workspaces under the root (use the pool only when
-	// runs on this engine may see each other's; the other runs get containers of their own).
+	// a mount or a user after it is created, so pool containers mount WorkspaceRoot and run as its owner (or User),
+	// and a run claims one only when its workspace is inside the root, has that same owner, and (a linked worktree)
+	// has its repository's git directory inside the root too. The agent can then see the other workspaces under the
+	// root: use the pool only when runs on this engine may see each other's. The other runs get containers of their
+	// own.
 	WarmPool int
 	// WorkspaceRoot is the host directory that holds every run's workspace; required by WarmPool.
 	WorkspaceRoot string
@@ -133,10 +144,9 @@ type Docker struct {
 	cli     *client.Client
 	host    string
 	log     *slog.Logger
-	uid     string // numeric uid and gid of cfg.User, "" when not numeric
-	gid     string
 	runs    keyedMutex
 	pool    *pool  // nil when WarmPool is 0
+	poolAs  string // the user of pool containers: cfg.User or the owner of WorkspaceRoot
 	hash    string // poolConfigHash
 	wg      sync.WaitGroup
 	closing sync.Once
@@ -156,7 +166,7 @@ var (
 )
 
 // reservedLabels are orch's own: DockerConfig.Labels cannot set them.
-var reservedLabels = []string{LabelRunID, LabelTaskID, LabelPool, LabelPoolConfig}
+var reservedLabels = []string{LabelRunID, LabelTaskID, LabelPool, LabelPoolConfig, LabelInstance}
 
 // NewDocker checks cfg, connects to the engine (negotiating the API version down to what the engine speaks, 1.40 at
 // least) and checks that it answers and has the image. With WarmPool set it starts filling the pool; Close stops it.
@@ -188,8 +198,13 @@ func NewDocker(ctx context.Context, cfg DockerConfig) (*Docker, error) {
 		}
 		return nil, fmt.Errorf("docker: inspecting image %q: %w", cfg.Image, err)
 	}
-	d := &Docker{cfg: cfg, cli: cli, host: host, log: cfg.Logger}
-	d.uid, d.gid = numericUser(cfg.User)
+	d := &Docker{cfg: cfg, cli: cli, host: host, log: cfg.Logger, poolAs: cfg.User}
+	if cfg.WorkspaceRoot != "" && d.poolAs == "" {
+		if d.poolAs, err = owner(cfg.WorkspaceRoot); err != nil {
+			_ = cli.Close()
+			return nil, fmt.Errorf("docker: the owner of WorkspaceRoot: %w", err)
+		}
+	}
 	d.hash = d.poolConfigHash()
 	if cfg.WarmPool > 0 {
 		d.pool = newPool(d, cfg.WarmPool, cfg.PoolCheckEvery)
@@ -201,9 +216,6 @@ func NewDocker(ctx context.Context, cfg DockerConfig) (*Docker, error) {
 func fillDockerDefaults(cfg *DockerConfig) error {
 	if cfg.Image == "" {
 		cfg.Image = DefaultImage
-	}
-	if cfg.User == "" {
-		cfg.User = "65532:65532"
 	}
 	if cfg.TmpfsSize == 0 {
 		cfg.TmpfsSize = 512 << 20
@@ -227,6 +239,8 @@ func fillDockerDefaults(cfg *DockerConfig) error {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	switch {
+	case cfg.User != "" && !numericUserPattern.MatchString(cfg.User):
+		return fmt.Errorf("docker: User %q: want numeric uid:gid, e.g. 1000:1000", cfg.User)
 	case cfg.TmpfsSize < 0:
 		return errors.New("docker: TmpfsSize must not be negative")
 	case cfg.Memory < -1 || cfg.Memory > 0 && cfg.Memory < 6<<20:
@@ -305,17 +319,9 @@ func checkStaticBinary(p string) error {
 	return nil
 }
 
-// numericUser returns the uid and gid of a "uid:gid" user, "" for parts that are names.
-func numericUser(u string) (uid, gid string) {
-	a, b, _ := strings.Cut(u, ":")
-	if _, err := strconv.ParseUint(a, 10, 32); err == nil {
-		uid = a
-	}
-	if _, err := strconv.ParseUint(b, 10, 32); err == nil {
-		gid = b
-	}
-	return uid, gid
-}
+// numericUserPattern is a "uid:gid" user. Names are refused: the /tmp tmpfs is given to the user by number, and a
+// name means whatever the image's /etc/passwd says.
+var numericUserPattern = regexp.MustCompile(`^[0-9]{1,10}:[0-9]{1,10}$`)
 
 // Close stops the pool and removes the pool containers this backend created that no run has claimed. Containers of
 // runs stay: they belong to their runs (Release) or to Reap.
@@ -356,6 +362,7 @@ type createSpec struct {
 	// workspace is bind-mounted read-write at the same path: the agent's work lands on the host, never in the
 	// container layer, and a resumed agent finds its session under the same path.
 	workspace string
+	needs
 }
 
 // createOptions is the whole hardened container configuration.
@@ -368,23 +375,29 @@ func (d *Docker) createOptions(cs createSpec) client.ContainerCreateOptions {
 	for k, v := range cs.labels {
 		labels[k] = v
 	}
+	if cfg.Instance != "" {
+		labels[LabelInstance] = cfg.Instance
+	}
 	mounts := []mount.Mount{{Type: mount.TypeBind, Source: cs.workspace, Target: cs.workspace}}
+	for _, g := range cs.gitDirs {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: g, Target: g})
+		// The repository's configuration stays read-only: a filter, an fsmonitor or an ssh command set there would
+		// run on the host the next time orch (or the user) runs git in the repository.
+		if cfg := filepath.Join(g, "config"); regularFile(cfg) {
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: cfg, Target: cfg, ReadOnly: true})
+		}
+	}
 	if cfg.OrchBinary != "" {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: cfg.OrchBinary, Target: OrchPath, ReadOnly: true})
 	}
 	for _, p := range cfg.ReadOnly {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: p, Target: p, ReadOnly: true})
 	}
-	// A tmpfs mounted over a directory of the image would take that directory's owner and mode; the sandbox user
+	// A tmpfs mounted over a directory of the image would take that directory's owner and mode; the agent's user
 	// must own /tmp whatever the image says. exec, against the engine's default noexec: `go test` and other build
 	// tools run the binaries they build from the temporary directory.
-	tmpfs := fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", cfg.TmpfsSize)
-	if d.uid != "" {
-		tmpfs += ",uid=" + d.uid
-	}
-	if d.gid != "" {
-		tmpfs += ",gid=" + d.gid
-	}
+	uid, gid, _ := strings.Cut(cs.user, ":")
+	tmpfs := fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777,uid=%s,gid=%s", cfg.TmpfsSize, uid, gid)
 	network := container.NetworkMode("none")
 	if cfg.Network != "" {
 		network = container.NetworkMode(cfg.Network)
@@ -409,7 +422,7 @@ func (d *Docker) createOptions(cs createSpec) client.ContainerCreateOptions {
 		Name: cs.name,
 		Config: &container.Config{
 			Image:  cfg.Image,
-			User:   cfg.User,
+			User:   cs.user,
 			Labels: labels,
 			// PID 1 only keeps the container alive for the execs. An image with nothing but a shell has no sleep: the
 			// fallback blocks on stdin, which OpenStdin keeps open and nobody writes to.
@@ -470,7 +483,7 @@ func (d *Docker) remove(ctx context.Context, idOrName string) error {
 
 // poolConfigHash names the settings of a pool container: containers made with other settings are not claimed.
 func (d *Docker) poolConfigHash() string {
-	opts := d.createOptions(createSpec{workspace: d.cfg.WorkspaceRoot})
+	opts := d.createOptions(createSpec{workspace: d.cfg.WorkspaceRoot, needs: needs{user: d.poolAs}})
 	b, err := json.Marshal(struct {
 		C *container.Config
 		H *container.HostConfig
@@ -482,14 +495,23 @@ func (d *Docker) poolConfigHash() string {
 	return hex.EncodeToString(h[:6])
 }
 
-// labelFilters selects orch's containers of this deployment (DockerConfig.Labels) with the given extra labels.
+// labelFilters selects orch's containers of this deployment (DockerConfig.Labels and Instance) with the given extra
+// labels. The engine cannot select containers that lack a label: without an Instance, callers check mine too.
 func (d *Docker) labelFilters(extra ...string) client.Filters {
 	f := client.Filters{}
 	for k, v := range d.cfg.Labels {
 		f.Add("label", k+"="+v)
 	}
+	if d.cfg.Instance != "" {
+		f.Add("label", LabelInstance+"="+d.cfg.Instance)
+	}
 	f.Add("label", extra...)
 	return f
+}
+
+// mine reports whether a container with these labels belongs to this deployment's instance.
+func (d *Docker) mine(labels map[string]string) bool {
+	return labels[LabelInstance] == d.cfg.Instance
 }
 
 func randomHex(n int) string {

@@ -47,7 +47,7 @@ func BenchmarkDockerStart(b *testing.B) {
 
 	var warm []time.Duration
 	b.Run("warm", func(b *testing.B) {
-		root := b.TempDir()
+		root := workspace(b, "") // the workspaces in it have its owner: they claim pool containers
 		d := newTestDocker(b, DockerConfig{WarmPool: 2, WorkspaceRoot: root})
 		sample(b, d, root, func() { waitIdle(b, d, 2) }, &warm)
 	})

@@ -41,8 +41,10 @@ type target struct {
 }
 
 // Exec runs spec in the run's container, creating, claiming from the pool or restarting it first when needed, and
-// waits for it. The process works in Spec.Dir, the workspace, bind-mounted at the same path. onLine, if not nil,
-// receives each stdout line as it is printed (the slice is only valid during the call).
+// waits for it. The process works in Spec.Dir, the workspace, bind-mounted at the same path, as the user the
+// container was created with: DockerConfig.User, or the owner of the workspace at the run's first Exec. When the
+// workspace is a linked git worktree, the repository's git directory is mounted too (see gitDirs). onLine, if not
+// nil, receives each stdout line as it is printed (the slice is only valid during the call).
 //
 // A process that ran and exited non-zero is not an error; an error means it could not be run at all. A timeout
 // (Spec.Timeout) or a cancelled ctx kills the run's container, and with it whatever else runs in it; the next Exec
@@ -58,15 +60,15 @@ func (d *Docker) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resu
 		return Result{}, fmt.Errorf("sandbox: docker needs the workspace as an absolute path, got %q", spec.Dir)
 	}
 	dir := filepath.Clean(spec.Dir)
-	if d.cfg.PerTask {
-		return d.execPerTask(ctx, spec, dir, onLine)
-	}
 	if spec.Recovered {
-		// The dead worker's exec may still run in the run's container: start from a new one (the workspace is
-		// mounted, nothing of the run's work is in the container).
+		// The dead worker's exec may still run in the run's container, or in its task's own: start from a new one
+		// (the workspace is mounted, nothing of the run's work is in the container).
 		if err := d.Release(ctx, spec.RunID, true); err != nil {
 			return Result{}, fmt.Errorf("removing the container a dead worker left: %w", err)
 		}
+	}
+	if d.cfg.PerTask {
+		return d.execPerTask(ctx, spec, dir, onLine)
 	}
 	t, err := d.runContainer(ctx, spec.RunID, spec.TaskID, dir)
 	if err != nil {
@@ -91,7 +93,11 @@ func (d *Docker) runContainer(ctx context.Context, runID, taskID, dir string) (t
 	for range 4 {
 		info, err := d.cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
 		if cerrdefs.IsNotFound(err) {
-			if d.pool != nil && within(d.cfg.WorkspaceRoot, dir) {
+			n, err := d.needsOf(dir)
+			if err != nil {
+				return target{}, err
+			}
+			if d.pool != nil && d.pool.fits(dir, n) {
 				id, err := d.pool.claim(ctx, name)
 				if err != nil && ctx.Err() == nil {
 					d.log.Warn("docker: claiming a pool container failed; creating one", "run_id", runID, "err", err)
@@ -101,7 +107,7 @@ func (d *Docker) runContainer(ctx context.Context, runID, taskID, dir string) (t
 					continue
 				}
 			}
-			_, err := d.create(ctx, createSpec{name: name, workspace: dir,
+			_, err = d.create(ctx, createSpec{name: name, workspace: dir, needs: n,
 				labels: map[string]string{LabelRunID: runID, LabelTaskID: taskID}})
 			if err != nil && !cerrdefs.IsConflict(err) { // a conflict: another worker made it meanwhile
 				return target{}, err
@@ -113,6 +119,11 @@ func (d *Docker) runContainer(ctx context.Context, runID, taskID, dir string) (t
 			return target{}, fmt.Errorf("inspecting container %s: %w", name, err)
 		}
 		c := info.Container
+		if c.Config == nil || !d.mine(c.Config.Labels) {
+			// Run ids are unique within a deployment: this is a container left by the same deployment before it had
+			// its instance (an upgrade), or a foreign one by chance. Neither is this backend's to take or remove.
+			return target{}, fmt.Errorf("sandbox: container %s is not this deployment's (its %s is not %q); remove it (docker rm -f %s) to let the run go on", name, LabelInstance, d.cfg.Instance, name)
+		}
 		if !mountsWorkspace(c.Mounts, dir) {
 			return target{}, fmt.Errorf("sandbox: container %s does not mount workspace %s (the run's workspace changed?); release the run to start over", name, dir)
 		}
@@ -155,8 +166,12 @@ func mountsWorkspace(mounts []container.MountPoint, dir string) bool {
 }
 
 func (d *Docker) execPerTask(ctx context.Context, spec Spec, dir string, onLine func([]byte)) (Result, error) {
+	n, err := d.needsOf(dir)
+	if err != nil {
+		return Result{}, err
+	}
 	name := fmt.Sprintf("%s%s-t%s-%s", namePrefix, spec.RunID, nameSafe(spec.TaskID), randomHex(3))
-	id, err := d.create(ctx, createSpec{name: name, workspace: dir,
+	id, err := d.create(ctx, createSpec{name: name, workspace: dir, needs: n,
 		labels: map[string]string{LabelRunID: spec.RunID, LabelTaskID: spec.TaskID}})
 	defer func() {
 		// By name: a create cut short by ctx may still have made the container.
@@ -196,8 +211,8 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 	if !t.fresh {
 		oomBase = d.oomCount(ctx, t.id)
 	}
+	// No User: an exec runs as the container's, the one it was created for (the workspace's owner, or cfg.User).
 	ex, err := d.cli.ExecCreate(ctx, t.id, client.ExecCreateOptions{
-		User:         d.cfg.User,
 		AttachStdout: true,
 		AttachStderr: true,
 		Env:          mergeEnv(d.cfg.Env, spec.Env),
@@ -385,7 +400,7 @@ func (d *Docker) oomCount(ctx context.Context, id string) int64 {
 	}
 	ctx, cancel := context.WithTimeout(ctx, killTimeout)
 	defer cancel()
-	ex, err := d.cli.ExecCreate(ctx, id, client.ExecCreateOptions{User: d.cfg.User, AttachStdout: true,
+	ex, err := d.cli.ExecCreate(ctx, id, client.ExecCreateOptions{AttachStdout: true,
 		AttachStderr: true, Cmd: []string{"/bin/sh", "-c", oomScript}})
 	if err != nil {
 		return -1

@@ -36,6 +36,13 @@ var testSession = func() string {
 }()
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == testShimArg {
+		os.Exit(RunShim(os.Args[2:])) // the test binary is the local sandbox's shim
+	}
+	if os.Getenv("GORACE") == "" {
+		// A race-enabled binary sleeps a second before it exits 0 (atexit_sleep_ms): every shim would.
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
 	code := m.Run()
 	if os.Getenv(envTestHelper) == "" {
 		cleanupDockerTests()
@@ -223,7 +230,20 @@ func newRunID(t testing.TB, d *Docker) string {
 	return id
 }
 
-// workspace returns a directory the sandbox user can write to.
+// testUID and testGID own the tests' workspaces when the tests run as root, as an ordinary user's would be owned:
+// the agent then runs as a uid that is not root's. Otherwise the workspaces are the tests' own user's.
+const testUID, testGID = 1000, 1000
+
+// testOwner is the "uid:gid" that owns the directories workspace returns.
+func testOwner() string {
+	if os.Geteuid() == 0 {
+		return fmt.Sprintf("%d:%d", testUID, testGID)
+	}
+	return fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid())
+}
+
+// workspace returns a new directory of mode 0755 owned by testOwner: a workspace, whose agent runs as testOwner, or a
+// WorkspaceRoot.
 func workspace(t testing.TB, parent string) string {
 	t.Helper()
 	if parent == "" {
@@ -233,10 +253,33 @@ func workspace(t testing.TB, parent string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(dir, 0o777); err != nil {
+	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if os.Geteuid() == 0 {
+		if err := os.Chown(dir, testUID, testGID); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return dir
+}
+
+// fileOwner returns the "uid:gid" of a file on the host.
+func fileOwner(t testing.TB, path string) string {
+	t.Helper()
+	u, err := owner(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// needRoot skips a test that must give files to other users.
+func needRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to give workspaces to other users")
+	}
 }
 
 // runContainers lists every container of a run, by label and by the run container's name.

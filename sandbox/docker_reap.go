@@ -15,7 +15,8 @@ import (
 
 // Release frees what the sandbox holds for a run. final=false (the run is parked for a human): the run's container
 // is stopped, keeping its state for the next Exec, which starts it again. final=true (the run ended): every
-// container of the run is removed, with its anonymous volumes. A run without containers is not an error.
+// container of the run is removed, with its anonymous volumes. A run without containers is not an error. Containers of
+// another instance (DockerConfig.Instance) are left alone.
 func (d *Docker) Release(ctx context.Context, runID string, final bool) error {
 	if err := checkRunID(runID); err != nil {
 		return err
@@ -29,9 +30,9 @@ func (d *Docker) Release(ctx context.Context, runID string, final bool) error {
 	found := map[string]string{} // id -> name
 	info, err := d.cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
 	switch {
-	case err == nil:
+	case err == nil && info.Container.Config != nil && d.mine(info.Container.Config.Labels):
 		found[info.Container.ID] = name
-	case !cerrdefs.IsNotFound(err):
+	case err != nil && !cerrdefs.IsNotFound(err):
 		return fmt.Errorf("releasing run %s: %w", runID, err)
 	}
 	// Per-task containers, and a run container that lost its name in an interrupted claim, carry the label.
@@ -40,7 +41,9 @@ func (d *Docker) Release(ctx context.Context, runID string, final bool) error {
 		return fmt.Errorf("releasing run %s: listing its containers: %w", runID, err)
 	}
 	for _, c := range list.Items {
-		found[c.ID] = containerName(c.Names)
+		if d.mine(c.Labels) {
+			found[c.ID] = containerName(c.Names)
+		}
 	}
 	var errs []error
 	for id, n := range found {
@@ -60,8 +63,9 @@ func (d *Docker) Release(ctx context.Context, runID string, final bool) error {
 // paused (see pool), and idle pool containers of this backend's settings beyond WarmPool (the leftovers of a crashed
 // worker).
 // Callers run it when a worker starts and then periodically. It only looks at containers that carry
-// DockerConfig.Labels. A run whose liveness cannot be told (alive returns an error) keeps its containers; the error
-// is returned with the others once everything else is done.
+// DockerConfig.Labels and this backend's DockerConfig.Instance (without one: no instance at all). A run whose
+// liveness cannot be told (alive returns an error) keeps its containers; the error is returned with the others once
+// everything else is done.
 //
 // A pool container claimed by a run keeps its labels orch.pool=1 and orch.run_id="": its run is read from its name,
 // "orch-<run id>". Every other container names its run in orch.run_id.
@@ -87,7 +91,7 @@ func (d *Docker) Reap(ctx context.Context, alive func(ctx context.Context, runID
 	var idle []container.Summary
 	for _, c := range list.Items {
 		name := containerName(c.Names)
-		if !strings.HasPrefix(name, namePrefix) {
+		if !strings.HasPrefix(name, namePrefix) || !d.mine(c.Labels) {
 			continue
 		}
 		var runID string

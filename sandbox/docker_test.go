@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -93,24 +94,21 @@ func TestDockerExec(t *testing.T) {
 
 	t.Run("unprivileged", func(t *testing.T) {
 		res := execOK(t, d, Spec{RunID: newRunID(t, d), Dir: workspace(t, "")},
-			"id -u; id -g; grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status")
+			"echo $(id -u):$(id -g); grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status")
 		out := string(res.Stdout)
-		for _, want := range []string{"65532\n65532\n", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "NoNewPrivs:\t1"} {
+		for _, want := range []string{testOwner() + "\n", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "NoNewPrivs:\t1"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
-		}
-		if strings.HasPrefix(out, "0\n") {
-			t.Error("runs as root")
 		}
 	})
 
 	t.Run("read-only root, private tmp", func(t *testing.T) {
 		res := execOK(t, d, Spec{RunID: newRunID(t, d), Dir: workspace(t, "")},
-			"touch /x; echo root=$?; touch /tmp/y && echo tmp=ok; stat -c %u /tmp; printf '#!/bin/sh\\necho ran\\n' > /tmp/x.sh; chmod +x /tmp/x.sh; /tmp/x.sh")
+			"touch /x; echo root=$?; touch /tmp/y && echo tmp=ok; stat -c %u:%g /tmp; printf '#!/bin/sh\\necho ran\\n' > /tmp/x.sh; chmod +x /tmp/x.sh; /tmp/x.sh")
 		// The mode of /tmp is not checked: when the workspace lies under the host's /tmp, its mount point is made
 		// inside the tmpfs and the engine resets the tmpfs's mode to 0755; the owner is what matters.
-		if got := string(res.Stdout); got != "root=1\ntmp=ok\n65532\nran\n" {
+		if got, want := string(res.Stdout), "root=1\ntmp=ok\n"+testOwner()+"\nran\n"; got != want {
 			t.Errorf("got %q", got)
 		}
 		if !strings.Contains(string(res.Stderr), "Read-only file system") {
@@ -419,13 +417,103 @@ func TestDockerReap(t *testing.T) {
 	}
 }
 
+// Deployments sharing an engine: each reaps and releases only the containers of its own instance, and one without an
+// instance only those without one.
+func TestDockerInstances(t *testing.T) {
+	ctx := context.Background()
+	scope := map[string]string{"orch.test.case": randomHex(4)} // this test's containers only, whatever the instance
+	a := newTestDocker(t, DockerConfig{Instance: "a-" + randomHex(3), Labels: scope})
+	b := newTestDocker(t, DockerConfig{Instance: "b-" + randomHex(3), Labels: scope})
+	none := newTestDocker(t, DockerConfig{Labels: scope})
+	runs := map[*Docker]string{a: newRunID(t, a), b: newRunID(t, b), none: newRunID(t, none)}
+	for d, run := range runs {
+		execOK(t, d, Spec{RunID: run, Dir: workspace(t, "")}, "true")
+	}
+	if got := inspectRun(t, a, runs[a]).Config.Labels[LabelInstance]; got != a.cfg.Instance {
+		t.Errorf("label %s = %q, want %q", LabelInstance, got, a.cfg.Instance)
+	}
+	left := func() (n int) {
+		for _, run := range runs {
+			n += len(runContainers(t, a, run))
+		}
+		return n
+	}
+
+	// Neither Release nor Exec touches another instance's container of the same name.
+	if err := a.Release(ctx, runs[b], true); err != nil {
+		t.Fatal(err)
+	}
+	if err := none.Release(ctx, runs[a], true); err != nil {
+		t.Fatal(err)
+	}
+	if n := left(); n != 3 {
+		t.Fatalf("%d containers after releasing other instances' runs, want 3", n)
+	}
+	if _, err := a.Exec(ctx, Spec{RunID: runs[b], Dir: workspace(t, ""), Args: []string{"true"}}, nil); err == nil ||
+		!strings.Contains(err.Error(), "not this deployment's") {
+		t.Errorf("Exec in another instance's container: %v", err)
+	}
+
+	dead := func(context.Context, string) (bool, error) { return false, nil }
+	for _, d := range []*Docker{a, none, b} {
+		removed, err := d.Reap(ctx, dead)
+		if err != nil || removed != 1 {
+			t.Errorf("Reap of instance %q = %d, %v; want its own container only", d.cfg.Instance, removed, err)
+		}
+		if n := len(runContainers(t, d, runs[d])); n != 0 {
+			t.Errorf("instance %q: its container is still there", d.cfg.Instance)
+		}
+	}
+}
+
 // TestDockerReapAfterSIGKILL: a worker killed in the middle of a task leaves its container running; Reap removes it.
 func TestDockerReapAfterSIGKILL(t *testing.T) {
 	d := newTestDocker(t, DockerConfig{})
 	run := newRunID(t, d)
+	killHelperWorker(t, run, workspace(t, ""), false)
+	cs := runContainers(t, d, run)
+	if len(cs) != 1 || cs[0].State != "running" {
+		t.Fatalf("the killed worker's container: %+v", cs)
+	}
+	removed, err := d.Reap(context.Background(), func(_ context.Context, id string) (bool, error) { return id != run, nil })
+	if err != nil || removed != 1 {
+		t.Errorf("Reap = %d, %v", removed, err)
+	}
+	if cs := runContainers(t, d, run); len(cs) != 0 {
+		t.Errorf("left behind: %v", cs[0].Names)
+	}
+}
+
+// A recovered attempt (its worker was killed with the agent running) removes the container the dead worker's agent
+// still runs in before it starts its own, a container per task included: two agents never work in one workspace.
+func TestDockerRecoveredRemovesTheDeadWorkersContainer(t *testing.T) {
+	for _, perTask := range []bool{false, true} {
+		t.Run("per task "+strconv.FormatBool(perTask), func(t *testing.T) {
+			d := newTestDocker(t, DockerConfig{PerTask: perTask})
+			run := newRunID(t, d)
+			ws := workspace(t, "")
+			killHelperWorker(t, run, ws, perTask)
+			dead := runContainers(t, d, run)
+			if len(dead) != 1 || dead[0].State != "running" {
+				t.Fatalf("the killed worker's container: %+v", dead)
+			}
+			execOK(t, d, Spec{RunID: run, TaskID: "1", Dir: ws, Recovered: true}, "true")
+			for _, c := range runContainers(t, d, run) {
+				if c.ID == dead[0].ID {
+					t.Errorf("the dead worker's container %v is still there (%s)", c.Names, c.State)
+				}
+			}
+		})
+	}
+}
+
+// killHelperWorker starts a worker process (TestDockerHelperWorker) that runs a long task of run in workspace ws, and
+// kills it with SIGKILL once the task runs.
+func killHelperWorker(t *testing.T, run, ws string, perTask bool) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDockerHelperWorker$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envTestHelper+"="+run, envTestSession+"="+testSession,
-		"ORCH_SANDBOX_TEST_WS="+workspace(t, ""))
+		"ORCH_SANDBOX_TEST_WS="+ws, "ORCH_SANDBOX_TEST_PER_TASK="+strconv.FormatBool(perTask))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -458,26 +546,15 @@ func TestDockerReapAfterSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	cs := runContainers(t, d, run)
-	if len(cs) != 1 || cs[0].State != "running" {
-		t.Fatalf("the killed worker's container: %+v", cs)
-	}
-	removed, err := d.Reap(context.Background(), func(_ context.Context, id string) (bool, error) { return id != run, nil })
-	if err != nil || removed != 1 {
-		t.Errorf("Reap = %d, %v", removed, err)
-	}
-	if cs := runContainers(t, d, run); len(cs) != 0 {
-		t.Errorf("left behind: %v", cs[0].Names)
-	}
 }
 
-// TestDockerHelperWorker is the worker TestDockerReapAfterSIGKILL starts and kills.
+// TestDockerHelperWorker is the worker killHelperWorker starts and kills.
 func TestDockerHelperWorker(t *testing.T) {
 	run := os.Getenv(envTestHelper)
 	if run == "" {
-		t.Skip("the helper process of TestDockerReapAfterSIGKILL")
+		t.Skip("the helper process of killHelperWorker")
 	}
-	d := newTestDocker(t, DockerConfig{})
+	d := newTestDocker(t, DockerConfig{PerTask: os.Getenv("ORCH_SANDBOX_TEST_PER_TASK") == "true"})
 	_, _ = d.Exec(context.Background(), Spec{RunID: run, TaskID: "1", Dir: os.Getenv("ORCH_SANDBOX_TEST_WS"),
 		Args: []string{"/bin/sh", "-c", "echo ready; sleep 300"}}, func(b []byte) {
 		if string(b) == "ready" {
@@ -490,7 +567,7 @@ func TestDockerWarmPool(t *testing.T) {
 	cli, _ := testEngine(t)
 	_ = cli.Close() // only drops idle connections: their goroutines would count
 	goroutines := runtime.NumGoroutine()
-	root := t.TempDir()
+	root := workspace(t, "") // the workspaces in it have its owner: they claim pool containers
 	d := newTestDocker(t, DockerConfig{WarmPool: 2, WorkspaceRoot: root, PoolCheckEvery: time.Hour})
 	ctx := context.Background()
 
@@ -542,6 +619,19 @@ func TestDockerWarmPool(t *testing.T) {
 		t.Error("a workspace outside WorkspaceRoot was given a pool container")
 	}
 
+	// So does a workspace in the root that another user owns: pool containers run as the root's owner.
+	if os.Geteuid() == 0 {
+		foreign := workspace(t, root)
+		if err := os.Chown(foreign, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		run := newRunID(t, d)
+		execOK(t, d, Spec{RunID: run, Dir: foreign}, "true")
+		if c := inspectRun(t, d, run); c.Config.Labels[LabelPool] == "1" || c.Config.User != "0:0" {
+			t.Errorf("a workspace of another owner got container of user %q (pool %q)", c.Config.User, c.Config.Labels[LabelPool])
+		}
+	}
+
 	// Close removes the idle containers and stops the refill goroutine; claimed ones stay with their runs.
 	waitIdle(t, d, 2)
 	if err := d.Close(); err != nil {
@@ -574,7 +664,7 @@ func TestDockerWarmPool(t *testing.T) {
 }
 
 func TestDockerReapPool(t *testing.T) {
-	root := t.TempDir()
+	root := workspace(t, "")
 	d := newTestDocker(t, DockerConfig{WarmPool: 1, WorkspaceRoot: root, PoolCheckEvery: time.Hour})
 	ctx := context.Background()
 	waitIdle(t, d, 1)
@@ -635,7 +725,7 @@ func TestDockerSimAgent(t *testing.T) {
 			result = l
 		}
 	}
-	if !strings.Contains(result, `"subtype":"success"`) || !strings.Contains(result, `Hello from the sandbox\n65532`) {
+	if !strings.Contains(result, `"subtype":"success"`) || !strings.Contains(result, `Hello from the sandbox\n`+strings.Split(testOwner(), ":")[0]) {
 		t.Errorf("no successful result line with the reply and its sh output in:\n%s", strings.Join(lines, "\n"))
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "made.txt")); err != nil || string(b) != "x\n" {

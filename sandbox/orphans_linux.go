@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // killRunProcesses kills every process of this user whose environment says it belongs to run runID (ORCH_RUN_ID,
@@ -12,13 +13,10 @@ import (
 // agent whose orch died (SIGKILL: nothing of orch ran to stop them) are found: their process group's leader went with
 // orch, the rest did not.
 func killRunProcesses(runID string) int {
-	n := 0
-	for _, pid := range runProcesses(runID) {
-		if syscall.Kill(pid, syscall.SIGKILL) == nil {
-			n++
-		}
+	if runID == "" {
+		return 0
 	}
-	return n
+	return killMarked("ORCH_RUN_ID=" + runID)
 }
 
 // runProcesses lists the processes of this user whose environment has ORCH_RUN_ID=runID (never orch itself).
@@ -26,7 +24,32 @@ func runProcesses(runID string) []int {
 	if runID == "" {
 		return nil
 	}
-	marker := []byte("\x00ORCH_RUN_ID=" + runID + "\x00")
+	return markedProcesses("ORCH_RUN_ID=" + runID)
+}
+
+// killMarked kills the processes whose environment holds mark (KEY=VALUE), and those they fork meanwhile, and returns
+// how many it killed.
+func killMarked(mark string) int {
+	killed := map[int]bool{}
+	// A process that forks while it is killed may leave a child this pass missed; the next pass finds it. A killed
+	// process is no longer found once it has exited (a zombie has no environment left).
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		pids := markedProcesses(mark)
+		if len(pids) == 0 {
+			break
+		}
+		for _, pid := range pids {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed[pid] = true
+			}
+		}
+	}
+	return len(killed)
+}
+
+// markedProcesses lists the processes of this user whose environment holds mark (never orch itself).
+func markedProcesses(mark string) []int {
+	marker := []byte("\x00" + mark + "\x00")
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -40,7 +63,7 @@ func runProcesses(runID string) []int {
 		}
 		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
 		if err != nil || !bytes.Contains(append([]byte{0}, env...), marker) {
-			continue // another user's process, one gone meanwhile, or not the run's
+			continue // another user's process, one gone meanwhile, or not marked
 		}
 		pids = append(pids, pid)
 	}

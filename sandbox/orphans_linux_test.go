@@ -15,7 +15,7 @@ func TestKillRunProcesses(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		t.Cleanup(func() { killRunProcesses(run); cmd.Wait() })
 		return cmd
 	}
 	mine, other, prefix := start("r-orphanstest"), start("r-otherrun00"), start("r-orphanstest2")

@@ -4,5 +4,6 @@ package sandbox
 
 import "syscall"
 
-// dieWithParent has no kernel support here; the reaper of the Docker backend covers crashed workers there.
-func dieWithParent(a *syscall.SysProcAttr) {}
+// dieWithParent has no kernel support here: the shim's check of its parent, and the Docker backend's reaper, cover
+// crashed workers.
+func dieWithParent(a *syscall.SysProcAttr, sig syscall.Signal) {}

@@ -21,7 +21,8 @@ var errNameTaken = errors.New("sandbox: the run's container name is taken")
 // shutdown: one goroutine refills the pool after each claim and every PoolCheckEvery.
 //
 // A pool container is named "orch-pool-<random>", labelled orch.pool=1, orch.run_id="" and orch.pool_config=<hash
-// of its settings>, started, and then paused: idle means paused. A run claims one in two steps:
+// of its settings, its user included>, started, and then paused: idle means paused. Only a run whose workspace it
+// can serve (fits) claims one, in two steps:
 //
 //  1. Unpause it, by its pool name. The engine checks and clears the paused state under the container's lock, so of
 //     any number of claimers exactly one succeeds; the others get an error ("is not paused", or no such container
@@ -127,8 +128,8 @@ func (p *pool) add(ctx context.Context) error {
 	p.mu.Lock()
 	p.own[name] = true // before the create, so that Close removes it even if the create is cut short
 	p.mu.Unlock()
-	id, err := p.d.create(ctx, createSpec{name: name, workspace: p.d.cfg.WorkspaceRoot, labels: map[string]string{
-		LabelRunID: "", LabelTaskID: "", LabelPool: "1", LabelPoolConfig: p.d.hash}})
+	id, err := p.d.create(ctx, createSpec{name: name, workspace: p.d.cfg.WorkspaceRoot, needs: needs{user: p.d.poolAs},
+		labels: map[string]string{LabelRunID: "", LabelTaskID: "", LabelPool: "1", LabelPoolConfig: p.d.hash}})
 	if err == nil {
 		if _, err = p.d.cli.ContainerPause(ctx, id, client.ContainerPauseOptions{}); err != nil {
 			err = fmt.Errorf("pausing pool container %s: %w", name, err)
@@ -141,6 +142,21 @@ func (p *pool) add(ctx context.Context) error {
 		p.mu.Unlock()
 	}
 	return err
+}
+
+// fits reports whether a pool container can run the agent of workspace dir: it mounts WorkspaceRoot and nothing
+// else, and runs as one user, both decided before any workspace was known.
+func (p *pool) fits(dir string, n needs) bool {
+	root := p.d.cfg.WorkspaceRoot
+	if !within(root, dir) || n.user != p.d.poolAs {
+		return false
+	}
+	for _, g := range n.gitDirs {
+		if !within(root, g) {
+			return false
+		}
+	}
+	return true
 }
 
 // idle lists the paused, unclaimed pool containers made with this backend's settings.

@@ -9,6 +9,7 @@ import (
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
+	"github.com/orchrun/orch/workspace"
 )
 
 // An interactive node (agent.mode="interactive") is a conversation: the agent replies, the run parks on the reply
@@ -96,7 +97,7 @@ func (w *Worker) resumeChat(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 	case cmd == escalation.ChatDone || cmd == escalation.ChatApprove:
 		t.Status = jobs.TaskCompleted
 		t.Summary = fmt.Sprintf("conversation ended by %s with %s after %d %s", res.By, cmd, turns, plural(turns, "reply", "replies"))
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title, Summary: t.Summary}))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title, Summary: t.Summary, Commit: workspace.Short(t.Commit)}))
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusSuccess, Notes: t.Summary, ContextUpdates: map[string]string{
 			"last_stage": t.ID, "last_response": truncate(lastReply, 200), "interactive.turns": fmt.Sprint(turns)}}, now)
 	case cmd == escalation.ChatReject:

@@ -146,7 +146,7 @@ func (w *Worker) enter(r *jobs.Run, c *jobs.Change, g *pipeline.Graph, stop pipe
 	if t.Visits > 0 {
 		// Entered again (a revise loop, a retry target): a new visit starts from a clean slate; what humans said about
 		// the node and the agent's session are kept.
-		t.Failures, t.Errors, t.RetryGuidance, t.Summary, t.Pending, t.Chat = 0, nil, "", "", nil, nil
+		t.Failures, t.Errors, t.RetryGuidance, t.Summary, t.Pending, t.Chat, t.Commit = 0, nil, "", "", nil, nil, ""
 	}
 	t.Visits++
 	t.EnteredAt = now.UTC()
@@ -214,7 +214,7 @@ func endCompleted(r *jobs.Run, c *jobs.Change, now time.Time) {
 	}
 	c.Emit(jobs.NewEvent(r.ID, "", jobs.PipelineCompletedEvent{DurationMS: d, Completed: done}))
 	c.Emit(jobs.NewEvent(r.ID, "", jobs.RunCompletedEvent{Tasks: done, DurationMS: d, CostUSD: usd,
-		InputTokens: in, OutputTokens: out}))
+		InputTokens: in, OutputTokens: out, Work: jobs.WorkOf(r), PullRequest: pullRequest(r)}))
 }
 
 // endFailed ends a run whose pipeline failed: a stage failed with nowhere to go, or the graph itself is broken.
@@ -227,7 +227,14 @@ func endFailed(r *jobs.Run, c *jobs.Change, taskID, reason string, now time.Time
 	r.Queued = nil
 	c.Emit(jobs.NewEvent(r.ID, taskID, jobs.PipelineFailedEvent{Error: reason,
 		DurationMS: r.EndedAt.Sub(r.CreatedAt).Milliseconds()}))
-	c.Emit(jobs.NewEvent(r.ID, taskID, jobs.RunFailedEvent{Reason: reason, DurationMS: r.ElapsedMS()}))
+	c.Emit(jobs.NewEvent(r.ID, taskID, jobs.RunFailedEvent{Reason: reason, DurationMS: r.ElapsedMS(), Work: jobs.WorkOf(r)}))
+}
+
+func pullRequest(r *jobs.Run) string {
+	if r.Git == nil {
+		return ""
+	}
+	return r.Git.PullRequest
 }
 
 // failureRoute reports whether the pipeline routes a failure of t somewhere (a fail edge, a retry target): then a

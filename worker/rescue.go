@@ -13,9 +13,9 @@ import (
 // extends. asynq's recoverer takes the step back only when the lease has been expired for 30 s and its own
 // once-a-minute pass comes round: one to two minutes after the crash. Every orch worker looks for expired leases of
 // steps every few seconds instead and enqueues the step again under a rescue id, so the run goes on about 30 s after
-// its worker died (the lease's own length). The step handler's sequence check makes the rescue and asynq's later
-// retry of the original harmless to each other: whichever runs second finds the step done. The leases are asynq's
-// own, read through queue.ExpiredSteps.
+// its worker died (the lease's own length). The rescue and asynq's later retry of the original are harmless to each
+// other: whichever comes second finds the step done (the step's sequence check) or its attempt owned by the first,
+// which lives (owner.go). The leases are asynq's own, read through queue.ExpiredSteps.
 
 // rescueEvery is how often a worker looks for orphaned steps.
 const rescueEvery = 5 * time.Second
@@ -23,11 +23,20 @@ const rescueEvery = 5 * time.Second
 func (w *Worker) rescueLoop() {
 	t := time.NewTicker(rescueEvery)
 	defer t.Stop()
+	sweep := time.Now() // the first tick sweeps too: a worker starting is when a crash's leftovers are found
 	for {
 		select {
 		case <-w.base.Done():
 			return
 		case <-t.C:
+			if time.Since(sweep) >= 0 {
+				sweep = time.Now().Add(sweepEvery)
+				if n, err := w.SweepWorktrees(w.base); err != nil && w.base.Err() == nil {
+					w.log.Warn("removing the worktrees of runs that ended", "err", err)
+				} else if n > 0 {
+					w.log.Info("removed the worktrees of runs that ended", "worktrees", n)
+				}
+			}
 			if n, err := w.RescueOrphans(w.base); err != nil && w.base.Err() == nil {
 				w.log.Warn("looking for steps of dead workers", "err", err)
 			} else if n > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/pipeline"
+	"github.com/orchrun/orch/workspace"
 )
 
 // handleResume applies a person's answer to the run's task and moves the run on: a gate routes, a conversation takes
@@ -21,7 +22,7 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
+	run, err := w.transition(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
 		e := r.Escalation(p.EscalationID)
 		if r.Status != jobs.RunParked || e == nil || e.Resolution == nil || r.OpenEscalation() != nil {
 			return errStale
@@ -80,7 +81,7 @@ func (w *Worker) accept(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.C
 	t.Status = jobs.TaskCompleted
 	t.RetryGuidance = ""
 	c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title,
-		Summary: "accepted by " + e.Resolution.By + " after the " + string(e.Trigger) + " check"}))
+		Summary: "accepted by " + e.Resolution.By + " after the " + string(e.Trigger) + " check", Commit: workspace.Short(t.Commit)}))
 	r.Status = jobs.RunRunning
 	var said string
 	if n := len(t.Attempts); n > 0 {
@@ -109,6 +110,9 @@ func (w *Worker) goOn(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.Cha
 func validate(r *jobs.Run) string {
 	if r.Cursor < 0 || r.Cursor >= len(r.Tasks) {
 		return fmt.Sprintf("the task cursor %d is outside the plan's %d tasks", r.Cursor, len(r.Tasks))
+	}
+	if r.Git != nil && r.Git.URL != "" {
+		return "" // the worker that runs it clones the repository
 	}
 	if r.Workspace == "" {
 		return "the run has no workspace"

@@ -7,6 +7,7 @@ import (
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
+	"github.com/orchrun/orch/workspace"
 )
 
 // settle records an attempt's outcome on the run and applies the verdict on it: the next task, a retry, a person's
@@ -47,7 +48,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		t.Summary = a.Summary
 		t.RetryGuidance = ""
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title, Summary: a.Summary,
-			CostUSD: a.CostUSD, DurationMS: a.Duration.Milliseconds()}))
+			CostUSD: a.CostUSD, DurationMS: a.Duration.Milliseconds(), Commit: workspace.Short(t.Commit)}))
 		w.finish(r, t, c, agentOutcome(t, out.said.Text), now)
 	case vHold, vEscalate:
 		if v.loop != nil {

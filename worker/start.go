@@ -24,8 +24,15 @@ func (w *Worker) handleStart(ctx context.Context, t *asynq.Task) error {
 		}
 		r.Status = jobs.RunRunning
 		r.Seq = 0 // entering the first node makes it 1
-		c.Emit(jobs.NewEvent(r.ID, "", jobs.RunStartedEvent{Plan: r.PlanPath, Title: r.PlanTitle,
-			Tasks: len(r.Tasks), Agent: r.Options.Agent, Brain: r.Options.Brain, Sandbox: r.Options.Sandbox}))
+		started := jobs.RunStartedEvent{Plan: r.PlanPath, Title: r.PlanTitle,
+			Tasks: len(r.Tasks), Agent: r.Options.Agent, Brain: r.Options.Brain, Sandbox: r.Options.Sandbox}
+		if r.Git != nil {
+			started.Branch, started.Base = r.Git.Branch, r.Git.Base
+			if started.Base == "" {
+				started.Base = "HEAD"
+			}
+		}
+		c.Emit(jobs.NewEvent(r.ID, "", started))
 		w.begin(r, c, w.cfg.Store.Now())
 		return nil
 	})
@@ -99,7 +106,7 @@ func (w *Worker) Nudge(ctx context.Context, run *jobs.Run) error {
 		}
 		return w.release(ctx, run, false)
 	case jobs.RunPaused:
-		return nil // waits for `orch resume`
+		return w.letGo(ctx, run, false) // waits for `orch resume`
 	default: // terminal
 		return w.release(ctx, run, true)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/telemetry"
+	"github.com/orchrun/orch/workspace"
 )
 
 // errStale marks a task that arrived for a state the run has left: a redelivery, a double enqueue, a resume of a run
@@ -41,6 +42,9 @@ type attempt struct {
 	rejudge bool
 	// recovered is set when the task's previous attempt never finished: its worker died with the agent running.
 	recovered bool
+	// wt is the run's worktree, when the run has a branch; dir is where the agent works.
+	wt  *workspace.Worktree
+	dir string
 }
 
 // handleStep runs one attempt of the run's current task: it marks the attempt started, runs the agent and judges
@@ -50,10 +54,27 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
+	self, _ := asynq.GetTaskID(ctx)
 	var at attempt
+	var holder string
 	run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
-		return w.beginAttempt(r, c, p.Seq, &at)
+		h, herr := w.mayStart(ctx, r, p.Seq)
+		if herr != nil {
+			return herr
+		}
+		if holder = h; holder != "" {
+			return errWait
+		}
+		return w.beginAttempt(ctx, r, c, p.Seq, self, &at)
 	})
+	if errors.Is(err, errWait) {
+		return w.waitForWorkspace(ctx, p.RunID, p.Seq, holder)
+	}
+	if errors.Is(err, errOwned) {
+		w.log.Info("step already running under another delivery; leaving it to that one", "run_id", p.RunID,
+			"seq", p.Seq, "delivery", self)
+		return nil
+	}
 	if err != nil || at.run == nil {
 		return w.after(ctx, p.RunID, run, err)
 	}
@@ -68,9 +89,26 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 	return w.after(actx, p.RunID, run, err)
 }
 
+// errWait ends a step's first transaction, changing nothing, when the run must wait for its workspace.
+var errWait = errors.New("the workspace is held by another run")
+
+// mayStart returns the run that step seq of r must wait for, "" for none: a run in a plain directory holds it while
+// it works there. It runs in the step's first transaction, which it keeps from starting an attempt when it must wait.
+func (w *Worker) mayStart(ctx context.Context, r *jobs.Run, seq int64) (string, error) {
+	if r.Status != jobs.RunRunning || r.Seq != seq || r.Git != nil {
+		return "", nil // the transaction says what is wrong
+	}
+	if t := r.Current(); t == nil || t.Kind == jobs.KindGate {
+		return "", nil
+	}
+	return w.holdWorkspace(ctx, r)
+}
+
 // beginAttempt starts an attempt of step seq's task in the step's first transaction, and fills at with what the
 // agent needs; at stays empty when the step has no agent to run (a gate found running asks its question instead).
-func (w *Worker) beginAttempt(r *jobs.Run, c *jobs.Change, seq int64, at *attempt) error {
+// self is the delivery at hand (its asynq task id): it owns the attempt, and a task found running under another
+// delivery that lives is errOwned (owner.go).
+func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, seq int64, self string, at *attempt) error {
 	now := w.cfg.Store.Now()
 	task := r.Current()
 	if r.Status != jobs.RunRunning || r.Seq != seq || task == nil {
@@ -89,9 +127,19 @@ func (w *Worker) beginAttempt(r *jobs.Run, c *jobs.Change, seq int64, at *attemp
 		return errStale
 	}
 	recovered := task.Status == jobs.TaskRunning
+	if recovered {
+		gone, err := w.ownerGone(ctx, task, self)
+		if err != nil {
+			return err
+		}
+		if !gone {
+			return errOwned
+		}
+	}
+	r.Waiting = ""
 	task.Started++
 	task.Status = jobs.TaskRunning
-	task.Attempts = append(task.Attempts, &jobs.Attempt{N: task.Started, StartedAt: now.UTC()})
+	task.Attempts = append(task.Attempts, &jobs.Attempt{N: task.Started, StartedAt: now.UTC(), Owner: self})
 	started := jobs.TaskStartedEvent{Title: task.Title, Attempt: task.Failures + 1,
 		MaxAttempts: r.MaxAttempts(task), Started: task.Started, Agent: r.Options.Agent}
 	if task.Kind == jobs.KindChat {
@@ -112,21 +160,23 @@ func (w *Worker) saveOutcome(ctx context.Context, p queue.Payload, at *attempt, 
 			w.log.Warn("saving the outcome of a step; trying again until Redis answers", "run_id", p.RunID, "err", err)
 		}
 	}
+	settle := func(r *jobs.Run, c *jobs.Change) error {
+		task := r.Current()
+		if r.Status != jobs.RunRunning || r.Seq != p.Seq || task == nil || task.ID != at.task.ID {
+			return errStale // someone aborted the run while the agent worked
+		}
+		if task.Kind == jobs.KindChat {
+			w.settleChat(r, task, c, out)
+		} else {
+			w.settle(r, task, c, out)
+		}
+		return nil
+	}
+	settle = recorded(w.deliver(ctx, at.wt, at.run, preview(at.run, settle)), settle)
 	var run *jobs.Run
 	err := save.Do(ctx, func(ctx context.Context) error {
 		var err error
-		run, err = w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
-			task := r.Current()
-			if r.Status != jobs.RunRunning || r.Seq != p.Seq || task == nil || task.ID != at.task.ID {
-				return errStale // someone aborted the run while the agent worked
-			}
-			if task.Kind == jobs.KindChat {
-				w.settleChat(r, task, c, out)
-			} else {
-				w.settle(r, task, c, out)
-			}
-			return nil
-		})
+		run, err = w.cfg.Store.Update(ctx, p.RunID, settle)
 		if errors.Is(err, errStale) || errors.Is(err, jobs.ErrRunNotFound) {
 			return backoff.Permanent(err)
 		}
@@ -165,6 +215,15 @@ type outcome struct {
 func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 	r, task := at.run, at.task
 	out := &outcome{}
+	wt, err := w.worktree(ctx, r)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		out.execErr = err
+		return out, nil
+	}
+	at.wt, at.dir = wt, workdir(r, wt)
 	if at.rejudge {
 		out.said = *task.Pending
 	} else {
@@ -193,7 +252,7 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 	}
 	if out.interp.Status != brain.StatusCompleted || len(out.secrets) > 0 || len(out.custom) > 0 {
 		// A person will look: show them what the task changed.
-		out.files, out.diff = workspaceChanges(ctx, r.Workspace)
+		out.files, out.diff = workspaceChanges(ctx, at.dir)
 	}
 	return out, nil
 }
@@ -212,7 +271,7 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 		guidance = append(guidance, task.RetryGuidance)
 	}
 	pt := agent.PromptTask{ID: task.ID, Title: task.Title, Description: task.Description}
-	req := agent.Request{RunID: r.ID, TaskID: task.ID, Attempt: at.n, SessionID: task.SessionID, Workspace: r.Workspace,
+	req := agent.Request{RunID: r.ID, TaskID: task.ID, Attempt: at.n, SessionID: task.SessionID, Workspace: at.dir,
 		Prompt: agent.BuildPrompt(pt, guidance)}
 	if task.Kind == jobs.KindChat {
 		req.Prompt = chatPrompt(ad, pt, guidance, &task)
@@ -234,7 +293,7 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	ectx, span := telemetry.Tracer().Start(ctx, "orch.sandbox.exec", trace.WithAttributes(
 		attribute.String("sandbox.kind", sandboxKind(r.Options)), attribute.String("agent", ad.Name())))
 	res, err := sb.Exec(ectx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env,
-		Dir: r.Workspace, Timeout: r.AgentTimeout(&task), Recovered: at.recovered}, parser.Line)
+		Dir: at.dir, Timeout: r.AgentTimeout(&task), Recovered: at.recovered}, parser.Line)
 	endExec(span, res, err)
 	if ctx.Err() != nil {
 		return ctx.Err()

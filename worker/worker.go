@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/sandbox"
+	"github.com/orchrun/orch/workspace"
 )
 
 // Sandbox is where agents run.
@@ -60,6 +62,14 @@ type Config struct {
 	PollInterval time.Duration
 	// ShutdownTimeout is how long shutdown waits for running steps before they are requeued. Default 10s.
 	ShutdownTimeout time.Duration
+	// Workspaces keeps the worktrees of runs that work on a branch of their own; required by such runs.
+	Workspaces *workspace.Manager
+	// PullRequests, when set, opens the draft pull request of a completed run whose branch was pushed, and returns its
+	// URL.
+	PullRequests func(ctx context.Context, r *jobs.Run) (string, error)
+	// Host names this machine in the holds on plain workspaces (a directory is the same one only on one host).
+	// Default: the host name.
+	Host string
 }
 
 // Worker processes orch's tasks. Start it, then Shutdown.
@@ -74,6 +84,7 @@ type Worker struct {
 	cancel context.CancelFunc
 	once   sync.Once
 	graphs graphs
+	host   string
 }
 
 // New returns a worker.
@@ -99,7 +110,10 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
-	w := &Worker{cfg: cfg, log: cfg.Log}
+	if cfg.Host == "" {
+		cfg.Host, _ = os.Hostname()
+	}
+	w := &Worker{cfg: cfg, log: cfg.Log, host: cfg.Host}
 	w.base, w.cancel = context.WithCancel(context.Background())
 	return w, nil
 }
@@ -118,11 +132,11 @@ func (w *Worker) sandboxFor(opts jobs.Options) (Sandbox, error) {
 
 // release frees what a run holds in its sandbox.
 func (w *Worker) release(ctx context.Context, run *jobs.Run, final bool) error {
-	sb, err := w.sandboxFor(run.Options)
-	if err != nil {
-		return nil // nothing was ever started there
+	var err error
+	if sb, serr := w.sandboxFor(run.Options); serr == nil { // else nothing was ever started there
+		err = sb.Release(ctx, run.ID, final)
 	}
-	return sb.Release(ctx, run.ID, final)
+	return errors.Join(err, w.letGo(ctx, run, final))
 }
 
 // ReleaseRun frees what a run holds in its sandbox as its state says: everything when it ended, the running

@@ -445,3 +445,79 @@ func TestParseStepID(t *testing.T) {
 		}
 	}
 }
+
+// A delivery of a step that finds its task running takes it over only when the delivery that runs the attempt is
+// dead: its lease in asynq is gone or ran out. While the owner's lease lives, the delivery leaves the attempt alone.
+// Otherwise asynq's late redelivery of a rescued step would kill the rescued attempt and start another.
+func TestOneOwnerPerStep(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			agentCmd := script(t, `echo "Done. All tests pass."`)
+			const leaseSet = "asynq:{" + queue.Steps + "}:lease" // see TestRescueOrphans
+			for _, tt := range []struct {
+				name  string
+				owner string        // of the running attempt; RUN stands for the run's id
+				lease time.Duration // of the owner, from now; 0: it holds none
+				taken bool
+			}{
+				{"owner alive", "step:RUN:1:rescue", time.Minute, false},
+				{"owner's lease ran out", "step:RUN:1:rescue", -time.Second, true},
+				{"owner holds no lease", "step:RUN:1:rescue", 0, true},
+				{"the same delivery again", "step:RUN:1", 0, true},
+				{"no owner recorded", "", 0, true},
+			} {
+				t.Run(tt.name, func(t *testing.T) {
+					// The worker starts once the state is set up: the step the start enqueues must not run before.
+					h := newHarness(t, rdb, agentCmd, nil)
+					r := h.newRun(t, "1.1")
+					if err := h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID}); err != nil {
+						t.Fatal(err)
+					}
+					owner := strings.ReplaceAll(tt.owner, "RUN", r.ID)
+					// The state a step's first transaction leaves: the task running its first attempt.
+					_, err := h.store.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
+						task := r.Current()
+						task.Status, task.Started = jobs.TaskRunning, 1
+						task.Attempts = []*jobs.Attempt{{N: 1, StartedAt: time.Now().UTC(), Owner: owner}}
+						return nil
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if tt.lease != 0 {
+						rdb.ZAdd(ctx, leaseSet, redis.Z{Score: float64(time.Now().Add(tt.lease).Unix()), Member: owner})
+						t.Cleanup(func() { rdb.ZRem(ctx, leaseSet, owner) })
+					}
+					if err := h.queue.Step(ctx, r.ID, 1, time.Minute); err != nil {
+						t.Fatal(err)
+					}
+					if err := h.w.Start(rdb); err != nil {
+						t.Fatal(err)
+					}
+					defer h.w.Shutdown()
+					inspector := asynq.NewInspectorFromRedisClient(rdb)
+					for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+						_, err := inspector.GetTaskInfo(queue.Steps, fmt.Sprintf("step:%s:1", r.ID))
+						if errors.Is(err, asynq.ErrTaskNotFound) {
+							break // delivered and done
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("the step was not delivered: %v", err)
+						}
+					}
+					got := h.get(t, r.ID)
+					switch task := got.Tasks[0]; {
+					case tt.taken && (got.Status != jobs.RunCompleted || task.Started != 2):
+						t.Fatalf("taken over: want the run completed by attempt 2, got %s, started %d", got.Status, task.Started)
+					case tt.taken && task.Attempts[1].Owner != fmt.Sprintf("step:%s:1", r.ID):
+						t.Fatalf("attempt 2's owner is %q", task.Attempts[1].Owner)
+					case !tt.taken && (got.Status != jobs.RunRunning || task.Status != jobs.TaskRunning || task.Started != 1):
+						t.Fatalf("left to its owner: want the first attempt still running, got %s, task %s, started %d",
+							got.Status, task.Status, task.Started)
+					}
+				})
+			}
+		})
+	}
+}

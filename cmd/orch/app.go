@@ -20,6 +20,7 @@ import (
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/telemetry"
 	"github.com/orchrun/orch/worker"
+	"github.com/orchrun/orch/workspace"
 )
 
 // app is one invocation of orch: its streams and what it resolved from flags, env and orch.yaml.
@@ -74,7 +75,7 @@ func (a *app) root() *cobra.Command {
 	pf.String("redis", "", "Redis URL (env ORCH_REDIS_URL; default: the embedded store in --state-dir)")
 	pf.String("state-dir", ".orch", "where the embedded store keeps its state (env ORCH_STATE_DIR)")
 	root.AddCommand(a.runCmd(), a.resumeCmd(), a.taskCmd(), a.statusCmd(), a.historyCmd(),
-		a.costsCmd(), a.logsCmd(), a.escalationCmd(), a.brainCmd(), a.simAgentCmd(), a.serveCmd(), a.botCmd(), a.workerCmd(), a.healthCmd())
+		a.costsCmd(), a.logsCmd(), a.diffCmd(), a.escalationCmd(), a.brainCmd(), a.simAgentCmd(), a.serveCmd(), a.botCmd(), a.workerCmd(), a.healthCmd())
 	return root
 }
 
@@ -181,6 +182,9 @@ func (e *engine) reapEvery(store *store.Store, d time.Duration) {
 type workerSettings struct {
 	concurrency int
 	poll        time.Duration
+	trees       *workspace.Manager
+	prs         func(ctx context.Context, r *jobs.Run) (string, error)
+	docker      dockerSettings
 }
 
 func (a *app) workerSettings(cmd *cobra.Command) (workerSettings, error) {
@@ -197,6 +201,15 @@ func (a *app) workerSettings(cmd *cobra.Command) (workerSettings, error) {
 			return ws, usageErr("ORCH_POLL_INTERVAL: %q is not a positive duration", v)
 		}
 	}
+	if ws.trees, err = a.worktrees(cmd); err != nil {
+		return ws, err
+	}
+	if ws.prs, err = a.pullRequests(); err != nil {
+		return ws, err
+	}
+	if ws.docker, err = a.dockerSettings(cmd); err != nil {
+		return ws, err
+	}
 	return ws, nil
 }
 
@@ -206,19 +219,21 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 	if err != nil {
 		return nil, fmt.Errorf("locating the orch binary for the sim agent: %w", err)
 	}
-	dk := newDockers(a, self)
+	dk := newDockers(a, self, ws.docker)
 	w, err := worker.New(worker.Config{
 		PollInterval: ws.poll,
 		Store:        b.Store,
 		Queue:        b.Queue,
-		Sandbox:      sandbox.NewLocal(sandbox.LocalConfig{}),
+		Sandbox:      sandbox.NewLocal(sandbox.LocalConfig{Shim: []string{self, shimCommand}}),
 		SandboxFor:   dk.forRun,
 		Brain: func(opts jobs.Options) (worker.Brain, error) {
 			return brains{apiKey: a.env("ANTHROPIC_API_KEY")}.forRun(opts)
 		},
-		Agent:       func(opts jobs.Options) (agent.Adapter, error) { return newAgent(opts, self) },
-		Log:         a.log,
-		Concurrency: ws.concurrency,
+		Agent:        func(opts jobs.Options) (agent.Adapter, error) { return newAgent(opts, self) },
+		Log:          a.log,
+		Concurrency:  ws.concurrency,
+		Workspaces:   ws.trees,
+		PullRequests: ws.prs,
 	})
 	if err != nil {
 		return nil, err

@@ -62,18 +62,19 @@ func (a *app) escalationPolicy(cmd *cobra.Command) (jobs.EscalationPolicy, error
 
 // fileConfig is orch.yaml: the lowest layer of configuration, under env (ORCH_*) and flags.
 type fileConfig struct {
-	Agent        string `yaml:"agent"`
-	AgentModel   string `yaml:"agent_model"`
-	Brain        string `yaml:"brain"`
-	BrainModel   string `yaml:"brain_model"`
-	Sandbox      string `yaml:"sandbox"`
-	Image        string `yaml:"image"`
-	Redis        string `yaml:"redis"`
-	StateDir     string `yaml:"state_dir"`
-	Workspace    string `yaml:"workspace"`
-	MaxAttempts  int    `yaml:"max_attempts"`
-	AgentTimeout string `yaml:"agent_timeout"`
-	Concurrency  int    `yaml:"concurrency"`
+	Agent        string    `yaml:"agent"`
+	AgentModel   string    `yaml:"agent_model"`
+	Brain        string    `yaml:"brain"`
+	BrainModel   string    `yaml:"brain_model"`
+	Sandbox      string    `yaml:"sandbox"`
+	Image        string    `yaml:"image"`
+	Redis        string    `yaml:"redis"`
+	StateDir     string    `yaml:"state_dir"`
+	Workspace    string    `yaml:"workspace"`
+	MaxAttempts  int       `yaml:"max_attempts"`
+	AgentTimeout string    `yaml:"agent_timeout"`
+	Concurrency  int       `yaml:"concurrency"`
+	Git          gitConfig `yaml:"git"`
 	Escalation   struct {
 		MaxPerTask     int                  `yaml:"max_per_task"`
 		Timeout        string               `yaml:"timeout"`

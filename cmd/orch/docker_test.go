@@ -72,8 +72,7 @@ func orchContainers(t *testing.T, runID string) string {
 func TestDockerSandboxRun(t *testing.T) {
 	t.Parallel()
 	image, bin := dockerSetup(t)
-	dir := workdir(t)
-	os.Chmod(dir, 0o777) // the sandbox user (65532) writes the agent's files here
+	dir := workdir(t) // the agent runs as its owner, and writes its files there
 	run := func(stdin string, args ...string) result {
 		cmd := exec.Command(bin, args...)
 		cmd.Dir = dir
@@ -94,6 +93,11 @@ func TestDockerSandboxRun(t *testing.T) {
 	parked := run("", "run", "--sandbox", "docker", "--image", image, "--agent", "sim", "examples/plans/ambiguous_task.md")
 	must(t, parked, 3, "is parked")
 	id := runID(t, parked)
+	// The parked run's container is kept, labelled with this deployment's instance: the embedded store's directory.
+	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=orch.run_id="+id, "--format", `{{.Label "orch.instance"}}`).Output()
+	if want := instanceID("", filepath.Join(dir, ".orch")); err != nil || strings.TrimSpace(string(out)) != want {
+		t.Errorf("the parked run's container has instance %q (%v), want %q", out, err, want)
+	}
 	must(t, run("", "escalation", "resolve", id, "--choose", "B"), 0, "resolved")
 	must(t, run("", "resume", id), 0, "Task 1.1: COMPLETED")
 	if left := orchContainers(t, id); left != "" {
@@ -119,4 +123,72 @@ func TestWorkerDefaultsToDocker(t *testing.T) {
 	r := orchEnv(t, dir, []string{"DOCKER_HOST=unix:///nonexistent/docker.sock", "ORCH_HTTP_ADDR=127.0.0.1:0"}, nil,
 		"worker", "--agent", "sim")
 	must(t, r, 2, "docker", "does not answer")
+}
+
+// The Docker sandbox's settings are checked before anything starts.
+func TestDockerSettingsChecked(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	for env, want := range map[string]string{
+		"ORCH_SANDBOX_USER=agent":  "ORCH_SANDBOX_USER",
+		"ORCH_INSTANCE=a b":        "ORCH_INSTANCE",
+		"ORCH_SANDBOX_USER=1000":   "uid:gid",
+		"ORCH_INSTANCE=-leading-x": "ORCH_INSTANCE",
+	} {
+		r := orchEnv(t, dir, []string{env, "ORCH_HTTP_ADDR=127.0.0.1:0"}, nil, "worker", "--agent", "sim")
+		must(t, r, 2, want)
+	}
+}
+
+// A Docker run in a repository owned by a user (mode 0755) and in one owned by root (mode 0700): the agent works in
+// the run's worktree as the repository's owner, the task is committed on the run's branch, and everything orch and
+// the agent made in the repository belongs to its owner.
+func TestDockerRunInARepository(t *testing.T) {
+	t.Parallel()
+	image, bin := dockerSetup(t)
+	for _, tt := range []struct {
+		owner string
+		mode  os.FileMode
+	}{{"1000:1000", 0o755}, {"0:0", 0o700}} {
+		t.Run(tt.owner, func(t *testing.T) {
+			dir := workdir(t)
+			for d := filepath.Dir(dir); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+				os.Chmod(d, 0o755) // the owner must reach the repository
+			}
+			gitT(t, dir, "init", "-q", "-b", "main")
+			gitT(t, dir, "add", "-A")
+			gitT(t, dir, "commit", "-q", "-m", "first")
+			if out, err := exec.Command("chown", "-R", tt.owner, dir).CombinedOutput(); err != nil {
+				t.Fatalf("chown: %v %s", err, out)
+			}
+			os.Chmod(dir, tt.mode)
+			cmd := exec.Command(bin, "run", "--sandbox", "docker", "--image", image, "--agent", "sim", "--json",
+				"examples/plans/ambiguous_task.md")
+			cmd.Dir = dir
+			cmd.Stdin = strings.NewReader("B\n")
+			cmd.Env = append(os.Environ(), "ORCH_REDIS_URL=", "ANTHROPIC_API_KEY=", "ORCH_SANDBOX=", "ORCH_GIT_PUSH=")
+			out, _ := cmd.CombinedOutput()
+			if cmd.ProcessState.ExitCode() != 0 {
+				t.Fatalf("exit %d:\n%s", cmd.ProcessState.ExitCode(), out)
+			}
+			end := lastEvent(t, string(out), "run_completed")
+			branch, _ := end["branch"].(string)
+			if end["commits"] != 1.0 || !strings.HasPrefix(branch, "orch/") {
+				t.Fatalf("run_completed: %v", end)
+			}
+			if got := gitT(t, dir, "show", branch+":orch-demo/cache.py"); !strings.Contains(got, "lru_cache") {
+				t.Fatalf("the branch lacks the agent's file: %q", got)
+			}
+			if status := gitT(t, dir, "status", "--porcelain"); status != "" {
+				t.Fatalf("the user's checkout changed:\n%s", status)
+			}
+			uid, _, _ := strings.Cut(tt.owner, ":")
+			// The embedded store's files are orch's own state, written by orch's user (root here).
+			left, _ := exec.Command("find", dir, "-not", "-uid", uid, "-not", "-path", "*/.orch/lock",
+				"-not", "-path", "*/.orch/redis.json").CombinedOutput()
+			if strings.TrimSpace(string(left)) != "" {
+				t.Fatalf("files not owned by %s:\n%s", tt.owner, left)
+			}
+		})
+	}
 }

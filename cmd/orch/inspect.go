@@ -68,6 +68,7 @@ func (a *app) printStatus(run *jobs.Run) {
 	fmt.Fprintf(w, "Run %s: %s%s\n", run.ID, run.Status, reasonSuffix(run.Reason))
 	fmt.Fprintf(w, "  plan:      %s (%s)\n", run.PlanPath, run.PlanTitle)
 	fmt.Fprintf(w, "  workspace: %s\n", run.Workspace)
+	printBranch(w, run)
 	fmt.Fprintf(w, "  agent:     %s   brain: %s   sandbox: %s   max attempts: %d\n", run.Options.Agent, run.Options.Brain, run.Options.Sandbox, run.Options.MaxAttempts)
 	fmt.Fprintf(w, "  started:   %s   duration: %s   cost: $%.4f (%d in / %d out tokens)\n",
 		run.CreatedAt.Local().Format(time.DateTime), run.Duration(time.Now()).Round(time.Second), usd, in, out)

@@ -14,6 +14,7 @@ import (
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
 	"github.com/orchrun/orch/runs"
+	"github.com/orchrun/orch/sandbox"
 )
 
 // Exit codes (DESIGN §3).
@@ -26,8 +27,15 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == shimCommand {
+		// The local sandbox's shim between a worker and its agent: no command line, signals or exit codes of orch's.
+		os.Exit(sandbox.RunShim(os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
+
+// shimCommand is the hidden first argument that makes orch the local sandbox's shim (sandbox.LocalConfig.Shim).
+const shimCommand = "sandbox-shim"
 
 // run is main without the process: testable end to end.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

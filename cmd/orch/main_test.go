@@ -104,7 +104,7 @@ func orchEnv(t *testing.T, dir string, env []string, stdin io.Reader, args ...st
 	cmd.Dir = dir
 	cmd.Stdin = stdin
 	cmd.Env = append(append(os.Environ(), "ORCH_REDIS_URL=", "ORCH_AGENT=", "ORCH_BRAIN=", "ORCH_SANDBOX=",
-		"ANTHROPIC_API_KEY="), env...)
+		"ANTHROPIC_API_KEY=", "ORCH_GITHUB_TOKEN=", "GITHUB_TOKEN=", "ORCH_GIT_PUSH=", "ORCH_REPO=", "ORCH_GIT_BASE="), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -153,6 +155,151 @@ func TestWorkerKilledMidTask(t *testing.T) {
 }
 
 var runIDPattern = regexp.MustCompile(`Run (r-[a-z2-7]{10})`)
+
+// Two workers on one Redis; the one running a task is killed with SIGKILL in the middle of it. Its agent, and the
+// child the agent started, die with it; the other worker takes the step over once the lease runs out and completes the
+// run; the task's work (a line the agent appends to work.log when it is done) is done once, by the second attempt, and
+// nothing of the run's agents is left running. With an agent that works longer than the lease (30 s), asynq hands
+// the killed worker's original delivery back while the rescued attempt works: it must leave that attempt alone.
+func TestWorkerKilledMidTaskWorksOnce(t *testing.T) {
+	t.Parallel()
+	for _, agentTime := range []time.Duration{5 * time.Second, 90 * time.Second} {
+		t.Run(agentTime.String(), func(t *testing.T) {
+			t.Parallel()
+			workerKilledMidTask(t, agentTime)
+		})
+	}
+}
+
+func workerKilledMidTask(t *testing.T, agentTime time.Duration) {
+	url := isolatedRedis(t) // no other test's worker may take the run, nor these workers another test's
+	dir := workdir(t)
+	writeSlowPlan(t, dir, fmt.Sprintf(`tasks:
+  "1.1":
+    - output: "Done. All tests pass."
+      sh: "sleep %d & wait; echo done >> work.log"
+`, int(agentTime.Seconds())))
+	env := []string{"ORCH_REDIS_URL=" + url, "ORCH_SANDBOX=local", "ORCH_HTTP_ADDR=127.0.0.1:0"}
+	workers := map[int]*exec.Cmd{}
+	outs := map[int]*syncBuffer{}
+	for range 2 {
+		w, out := startOrch(t, dir, env, "worker")
+		waitOutput(t, out, "worker running")
+		workers[w.Process.Pid], outs[w.Process.Pid] = w, out
+	}
+	r := orch(t, dir, "", "run", "--detach", "--redis", url, "--agent", "sim", "slow.md")
+	must(t, r, 0)
+	id := strings.TrimSpace(r.stdout)
+
+	// The worker whose agent is at work: the agent's sleep is running, and one of the workers is its ancestor.
+	var victim int
+	for deadline := time.Now().Add(60 * time.Second); victim == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not start: processes %v", agentProcesses(id))
+		}
+		for _, pid := range agentProcesses(id) {
+			if comm(pid) != "sleep" {
+				continue
+			}
+			for p := pid; p > 1 && victim == 0; p = parentOf(p) {
+				if workers[p] != nil {
+					victim = p
+				}
+			}
+		}
+	}
+	if err := workers[victim].Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	workers[victim].Wait()
+	killed := time.Now()
+	for left := agentProcesses(id); len(left) > 0; left = agentProcesses(id) {
+		if time.Since(killed) > 2*time.Second {
+			pids := make([]string, len(left))
+			for i, pid := range left {
+				pids[i] = strconv.Itoa(pid)
+			}
+			ps, _ := exec.Command("ps", "-o", "pid,ppid,pgid,stat,args", "-p", strings.Join(pids, ",")).CombinedOutput()
+			t.Fatalf("the killed worker's agent still runs 2 s after the kill:\n%s", ps)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("the killed worker's agent was gone %v after the kill", time.Since(killed).Round(time.Millisecond))
+	var survivor *syncBuffer
+	for pid, out := range outs {
+		if pid != victim {
+			survivor = out
+		}
+	}
+
+	var run jobs.Run
+	for {
+		st := orch(t, dir, "", "status", id, "--redis", url, "--json")
+		if err := json.Unmarshal([]byte(st.stdout), &run); err != nil {
+			t.Fatalf("status: %v\n%s", err, st)
+		}
+		if run.Status == jobs.RunCompleted {
+			break
+		}
+		if run.Status.Terminal() || run.Status == jobs.RunParked || time.Since(killed) > agentTime+3*time.Minute {
+			t.Fatalf("the run did not complete after its worker was killed: %s %s\nworker:\n%s", run.Status, run.Reason,
+				survivor.String())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("the run completed %v after the kill", time.Since(killed).Round(time.Second))
+	if n := run.Tasks[0].Started; n != 2 {
+		t.Fatalf("task 1.1 started %d times, want 2: the killed attempt and the one that took it over\nworker:\n%s", n,
+			survivor.String())
+	}
+	if work, _ := os.ReadFile(filepath.Join(dir, "work.log")); string(work) != "done\n" {
+		t.Fatalf("work.log holds %q: the task's work was not done exactly once", work)
+	}
+	if agentTime > 45*time.Second && !strings.Contains(survivor.String(), "leaving it to that one") {
+		// The original delivery comes back about a minute after the kill: while the rescued attempt works.
+		t.Fatalf("asynq's redelivery of the killed worker's step did not meet the rescued attempt:\n%s", survivor.String())
+	}
+	for deadline := time.Now().Add(2 * time.Second); len(agentProcesses(id)) > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run completed, and its agents' processes %v still run", agentProcesses(id))
+		}
+	}
+}
+
+// agentProcesses lists the processes of run id's agents: they carry ORCH_RUN_ID in their environment.
+func agentProcesses(id string) []int {
+	marker := []byte("\x00ORCH_RUN_ID=" + id + "\x00")
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if env, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil && bytes.Contains(append([]byte{0}, env...), marker) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// comm is a process's command name ("" once it is gone).
+func comm(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(b))
+}
+
+// parentOf is a process's parent (0 once it is gone).
+func parentOf(pid int) int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	// pid (comm) state ppid …: comm may hold spaces and parentheses, the last ")" ends it.
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
+}
 
 // ownRedis is a redis-server of the test's own, with production's AOF settings, that the test can kill and start
 // again on the same port and directory.

@@ -107,6 +107,9 @@ func writeEvent(w io.Writer, e jobs.Event) {
 		if b.Summary != "" {
 			fmt.Fprintf(w, "%s%s\n", indent, oneLine(b.Summary, 160))
 		}
+		if b.Commit != "" {
+			fmt.Fprintf(w, "%sCommitted %s\n", indent, b.Commit)
+		}
 	case jobs.TaskFailedEvent:
 		fmt.Fprintf(w, "%sTask %s: FAILED (attempt %d/%d)\n", ts, e.TaskID, b.Attempt, b.MaxAttempts)
 		if b.Error != "" {
@@ -142,8 +145,24 @@ func writeEvent(w io.Writer, e jobs.Event) {
 		fmt.Fprintf(w, "%sSandbox error on Task %s: %s\n", ts, e.TaskID, b.Error)
 	case jobs.RunCompletedEvent:
 		fmt.Fprintf(w, "%sRun %s completed in %s (%s%s)\n", ts, e.RunID, ms(b.DurationMS), plural(b.Tasks, "task"), costSuffix(b.CostUSD))
+		writeWork(w, e.RunID, b.Work)
+		if b.PullRequest != "" {
+			fmt.Fprintf(w, "%sPull request: %s\n", indent, b.PullRequest)
+		}
 	case jobs.RunFailedEvent:
 		fmt.Fprintf(w, "%sRun %s failed: %s\n", ts, e.RunID, b.Reason)
+		writeWork(w, e.RunID, b.Work)
+	case jobs.BranchPushedEvent:
+		fmt.Fprintf(w, "%sPushed %s to %s (%s)\n", ts, b.Branch, b.Remote, b.Commit)
+	case jobs.GitErrorEvent:
+		fmt.Fprintf(w, "%sgit: %s\n", ts, b.Error)
+	case jobs.WorkspaceBusyEvent:
+		holder := b.Run
+		if b.Status != "" {
+			holder += " (" + b.Status + ")"
+		}
+		fmt.Fprintf(w, "%sWaiting for run %s: it works in %s, which is not a git repository, and this run starts there when it ends\n",
+			ts, holder, b.Workspace)
 	case jobs.EscalationTimeoutEvent:
 		fmt.Fprintf(w, "%sNo answer to escalation %s after %s (TIMEOUT %d of %d): %s\n", ts, b.EscalationID,
 			seconds(b.WaitedSeconds).Round(time.Second), b.N, b.Of, b.Next)
@@ -151,6 +170,7 @@ func writeEvent(w io.Writer, e jobs.Event) {
 		fmt.Fprintf(w, "%sRun %s paused: %s\n", ts, e.RunID, b.Reason)
 	case jobs.RunAbortedEvent:
 		fmt.Fprintf(w, "%sRun %s aborted by %s: %s\n", ts, e.RunID, b.By, b.Reason)
+		writeWork(w, e.RunID, b.Work)
 	case jobs.StageStartedEvent, jobs.StageRetryingEvent, jobs.CheckpointSavedEvent, jobs.InterviewStartedEvent,
 		jobs.InterviewCompletedEvent, jobs.InterviewTimeoutEvent, jobs.PipelineCompletedEvent, jobs.PipelineFailedEvent:
 	default:
@@ -159,6 +179,38 @@ func writeEvent(w io.Writer, e jobs.Event) {
 }
 
 // writeLoop prints why retries stopped: the contract's "LOOP DETECTED" lines with the error similarity.
+// writeWork says what a run left on its branch.
+func writeWork(w io.Writer, runID string, wk jobs.Work) {
+	if wk.Branch == "" {
+		return
+	}
+	if wk.Commits == 0 {
+		fmt.Fprintf(w, "%sBranch %s: no changes from %s\n", indent, wk.Branch, wk.Base)
+		return
+	}
+	fmt.Fprintf(w, "%sBranch %s: %s on %s, %s\n", indent, wk.Branch, plural(wk.Commits, "commit"), wk.Base, diffstat(wk))
+	fmt.Fprintf(w, "%sReview it: orch diff %s\n", indent, runID)
+}
+
+// diffstat is git's summary line of a change: "3 files changed, 10 insertions(+), 2 deletions(-)".
+func diffstat(wk jobs.Work) string {
+	s := plural(wk.FilesChanged, "file") + " changed"
+	if wk.Insertions > 0 {
+		s += fmt.Sprintf(", %d insertion%s(+)", wk.Insertions, pluralS(wk.Insertions))
+	}
+	if wk.Deletions > 0 {
+		s += fmt.Sprintf(", %d deletion%s(-)", wk.Deletions, pluralS(wk.Deletions))
+	}
+	return s
+}
+
+func pluralS(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
 func writeLoop(w io.Writer, ts, taskID string, b jobs.LoopDetectedEvent) {
 	switch b.LoopKind {
 	case jobs.TriggerOscillate:

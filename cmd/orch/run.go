@@ -89,6 +89,7 @@ func (a *app) runFlags(cmd *cobra.Command) {
 	f.String("escalation-timeout", "0", "how long a question waits for an answer; 0 waits forever (env ORCH_ESCALATION_TIMEOUT)")
 	f.Bool("timeout-default", false, "when a question times out, take its recommended option")
 	f.Int("max-e2e-fix-attempts", jobs.DefaultMaxE2EFixAttempts, "fix attempts of a milestone's end-to-end phase before orch asks (env ORCH_MAX_E2E_FIX_ATTEMPTS)")
+	gitFlags(cmd)
 }
 
 // options resolves a run's options from flags, env and orch.yaml, and validates them before anything starts.
@@ -159,7 +160,7 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 		}
 	}
 	p, err := runs.Prepare(ctx, runs.Request{Plan: planPath, Task: onlyTask, Options: opts, Workspace: ws,
-		Origin: jobs.Origin{Kind: "cli", User: whoami()}}, a.findTasks)
+		Origin: jobs.Origin{Kind: "cli", User: whoami()}, Git: a.branchRequest(cmd)}, a.findTasks)
 	if err != nil {
 		return err
 	}
@@ -197,6 +198,9 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 	r.note(fmt.Sprintf("Run %s: %s (%s) — agent %s, %s, sandbox %s, %s", run.ID, run.PlanTitle, size,
 		run.Options.Agent, brainNote, run.Options.Sandbox, describeRedis(a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, ""),
 			a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch"))))
+	if g := run.Git; g != nil {
+		r.note("Working on " + describeBranch(g.Branch, g.Base, g.Push))
+	}
 	if p.EndToEnd != "" {
 		r.note(p.EndToEnd)
 	}

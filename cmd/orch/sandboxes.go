@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
@@ -21,6 +27,7 @@ import (
 type dockers struct {
 	a    *app
 	self string // the orch binary, mounted into containers for the sim agent when it is static
+	dockerSettings
 	// pool and root configure the warm pool: idle containers kept started, mounting root (the workspace of a
 	// long-running server), so that a new run's first task starts with an exec.
 	pool int
@@ -29,8 +36,66 @@ type dockers struct {
 	open map[string]*sandbox.Docker
 }
 
-func newDockers(a *app, self string) *dockers {
-	return &dockers{a: a, self: self, open: map[string]*sandbox.Docker{}}
+func newDockers(a *app, self string, s dockerSettings) *dockers {
+	return &dockers{a: a, self: self, dockerSettings: s, open: map[string]*sandbox.Docker{}}
+}
+
+// dockerSettings are the Docker sandbox's settings that hold for every run of this process.
+type dockerSettings struct {
+	// instance names this deployment's containers on the engine (sandbox.DockerConfig.Instance).
+	instance string
+	// user runs the agents ("uid:gid"); empty: the owner of each run's workspace.
+	user string
+}
+
+var (
+	instancePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	userPattern     = regexp.MustCompile(`^[0-9]{1,10}:[0-9]{1,10}$`)
+)
+
+// dockerSettings reads ORCH_INSTANCE and ORCH_SANDBOX_USER, and derives the instance when it is not set.
+func (a *app) dockerSettings(cmd *cobra.Command) (dockerSettings, error) {
+	s := dockerSettings{instance: a.env("ORCH_INSTANCE"), user: a.env("ORCH_SANDBOX_USER")}
+	if s.instance == "" {
+		s.instance = instanceID(a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, ""),
+			a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch"))
+	} else if !instancePattern.MatchString(s.instance) {
+		return s, usageErr("ORCH_INSTANCE: %q: want up to 63 letters, digits, '_', '.' or '-'", s.instance)
+	}
+	if s.user != "" && !userPattern.MatchString(s.user) {
+		return s, usageErr("ORCH_SANDBOX_USER: %q: want a numeric uid:gid, e.g. 1000:1000", s.user)
+	}
+	return s, nil
+}
+
+// instanceID is the instance of a deployment that does not name one: what makes its workers one deployment is the
+// state they share, the Redis (its URL without the password, which must not be guessable from a label, nor the
+// options) or the embedded store's directory. Workers that spell the same Redis differently get different ids, and
+// do not reap each other's leftovers: give them one ORCH_INSTANCE.
+func instanceID(redisURL, stateDir string) string {
+	what := "redis " + redisIdentity(redisURL)
+	if redisURL == "" {
+		abs, err := filepath.Abs(stateDir)
+		if err != nil {
+			abs = stateDir
+		}
+		what = "state-dir " + abs
+	}
+	h := sha256.Sum256([]byte(what))
+	return hex.EncodeToString(h[:6])
+}
+
+// redisIdentity is a Redis URL without its password, query and fragment.
+func redisIdentity(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return redactURL(raw)
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	u.RawQuery, u.Fragment = "", ""
+	return u.String()
 }
 
 // forRun returns the sandbox a run's options ask for.
@@ -53,10 +118,12 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 		return dk, nil
 	}
 	cfg := sandbox.DockerConfig{
-		Host:    d.a.env("DOCKER_HOST"),
-		Image:   opts.Image,
-		Network: d.a.env("ORCH_DOCKER_NETWORK"),
-		Logger:  d.a.log,
+		Host:     d.a.env("DOCKER_HOST"),
+		Image:    opts.Image,
+		User:     d.user,
+		Network:  d.a.env("ORCH_DOCKER_NETWORK"),
+		Instance: d.instance,
+		Logger:   d.a.log,
 	}
 	if sim && isStatic(d.self) {
 		// Only the sim agent runs orch inside the container; other agents' containers do not see it.

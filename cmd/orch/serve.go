@@ -25,7 +25,9 @@ func (a *app) serveCmd() *cobra.Command {
 		Short: "Run the Slack front end and a worker in one process",
 		Long: "Serve Slack (HTTP endpoints on ORCH_HTTP_ADDR, or Socket Mode when SLACK_APP_TOKEN is set) and run a\n" +
 			"worker. Env: SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_APP_TOKEN, SLACK_API_URL, ORCH_HTTP_ADDR,\n" +
-			"ORCH_WORKSPACE, ORCH_ALLOWED_USERS, ORCH_REDIS_URL, ORCH_AGENT, ORCH_BRAIN, ORCH_SANDBOX.",
+			"ORCH_WORKSPACE, ORCH_ALLOWED_USERS, ORCH_REDIS_URL, ORCH_AGENT, ORCH_BRAIN, ORCH_SANDBOX, ORCH_SANDBOX_USER,\n" +
+			"ORCH_INSTANCE; each run's branch: ORCH_REPO, ORCH_GIT_BASE, ORCH_GIT_PUSH, ORCH_GIT_AUTHOR, ORCH_WORKTREES,\n" +
+			"ORCH_GITHUB_TOKEN.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd, true, true) },
 	}
@@ -99,7 +101,7 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 	}
 	slack.Store, slack.Queue, slack.Log = b.Store, b.Queue, a.log
 	slack.Starter = &slackStarter{runs: &runs.Starter{Store: b.Store, Queue: b.Queue, FindTasks: a.findTasks},
-		base: opts, workspace: ws}
+		base: opts, workspace: ws, git: a.branchRequest(cmd)}
 	return a.serveBot(ctx, addr, slack, m)
 }
 
@@ -224,6 +226,7 @@ type slackStarter struct {
 	runs      *runs.Starter
 	base      jobs.Options
 	workspace string
+	git       runs.Git
 }
 
 func (s *slackStarter) Start(ctx context.Context, req bot.StartRequest) (*jobs.Run, error) {
@@ -239,5 +242,5 @@ func (s *slackStarter) Start(ctx context.Context, req bot.StartRequest) (*jobs.R
 		name = req.Plan
 	}
 	return s.runs.Start(ctx, runs.Request{Plan: req.Plan, PlanName: name, Options: opts, Workspace: s.workspace,
-		Origin: req.Origin, Confined: true})
+		Origin: req.Origin, Confined: true, Git: s.git})
 }

@@ -32,7 +32,7 @@ var internalEnv = map[string]string{
 // secretEnv must never have a value in a committed file.
 var secretEnv = []string{"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "ANTHROPIC_API_KEY"}
 
-var envLiteral = regexp.MustCompile(`"((?:ORCH|SLACK|ANTHROPIC|DOCKER|OTEL)_[A-Z0-9_]+)"`)
+var envLiteral = regexp.MustCompile(`"((?:ORCH|SLACK|ANTHROPIC|DOCKER|OTEL|GITHUB)_[A-Z0-9_]+)"`)
 
 // envPackages read the environment: cmd/orch, and telemetry (through the env function cmd/orch gives it).
 var envPackages = []string{"cmd/orch", "telemetry"}

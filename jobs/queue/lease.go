@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -32,4 +33,19 @@ func (q *Queue) ExpiredSteps(ctx context.Context, t time.Time) ([]string, error)
 		return nil, fmt.Errorf("reading asynq's leases of steps: %w", err)
 	}
 	return ids, nil
+}
+
+// Leased reports whether the step task id holds a lease that has not ended by t: a worker is on it, and its
+// heartbeat keeps extending the lease. A task that is not being worked on (pending, retrying, done, gone) holds none.
+// The boundary is ExpiredSteps': a lease that ends within t's second has ended, so that a step ExpiredSteps found
+// orphaned is never found leased at a later t unless its worker extended the lease after all.
+func (q *Queue) Leased(ctx context.Context, id string, t time.Time) (bool, error) {
+	end, err := q.rdb.ZScore(ctx, leaseKey(Steps), id).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading asynq's lease of %s: %w", id, err)
+	}
+	return int64(end) > t.Unix(), nil
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/orchrun/orch/jobs/jobstest"
 )
 
-// ExpiredSteps reads asynq's private lease set: a real asynq server working on a step must show in it with a lease
-// that has not expired now and has an hour from now. This fails if an asynq upgrade moves the set or changes how it
+// ExpiredSteps and Leased read asynq's private lease set: a real asynq server working on a step must show in it with a
+// lease that has not expired now and has an hour from now. This fails if an asynq upgrade moves the set or changes how it
 // scores leases, and then the rescue of dead workers' steps would silently stop.
 func TestExpiredStepsSeesAsynqLeases(t *testing.T) {
 	for name, rdb := range jobstest.Clients(t) {
@@ -54,6 +54,9 @@ func TestExpiredStepsSeesAsynqLeases(t *testing.T) {
 				t.Fatal("the asynq server did not start the step")
 			}
 			now := time.Now()
+			if leased, err := q.Leased(ctx, fmt.Sprintf("step:%s:2", runID), now); leased || err != nil {
+				t.Errorf("a step nobody works on: Leased = %v, %v", leased, err)
+			}
 			for _, tt := range []struct {
 				at      time.Time
 				expired bool
@@ -64,6 +67,10 @@ func TestExpiredStepsSeesAsynqLeases(t *testing.T) {
 				}
 				if slices.Contains(ids, id) != tt.expired {
 					t.Errorf("at now+%v: expired steps %v; want %s among them: %v", tt.at.Sub(now), ids, id, tt.expired)
+				}
+				leased, err := q.Leased(ctx, id, tt.at)
+				if err != nil || leased == tt.expired {
+					t.Errorf("at now+%v: Leased = %v, %v; want %v", tt.at.Sub(now), leased, err, !tt.expired)
 				}
 			}
 		})

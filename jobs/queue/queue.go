@@ -118,10 +118,20 @@ func (q *Queue) stepOptions(agentTimeout time.Duration) []asynq.Option {
 }
 
 // Rescue enqueues step seq of a run again, under an id of its own, after the worker that had it died: the original
-// stays with asynq until its lease is recovered, and then finds the step done.
+// stays with asynq until its lease is recovered, and then finds the step done or the rescue's attempt running.
 func (q *Queue) Rescue(ctx context.Context, runID string, seq int64, agentTimeout time.Duration) error {
 	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, fmt.Sprintf("step:%s:%d:rescue", runID, seq),
 		q.stepOptions(agentTimeout)...)
+}
+
+// StepLater enqueues step seq of a run again at at, under an id of its own (the step's own is still active while it
+// asks): a step that cannot start yet looks again later without holding a worker. suffix makes the id unique.
+func (q *Queue) StepLater(ctx context.Context, runID string, seq int64, agentTimeout time.Duration, at time.Time, suffix string) error {
+	opts := q.stepOptions(agentTimeout)
+	if time.Until(at) > 0 {
+		opts = append(opts, asynq.ProcessAt(at))
+	}
+	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, fmt.Sprintf("step:%s:%d:later-%s", runID, seq, suffix), opts...)
 }
 
 // Resume enqueues the continuation of a run after escalation escID was resolved. The completed task is kept for a day

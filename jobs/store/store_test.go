@@ -278,3 +278,31 @@ func TestRecentEvents(t *testing.T) {
 		})
 	}
 }
+
+// A plain workspace has one holder; letting go hands it to the run that waited longest.
+func TestHoldsTakeTurns(t *testing.T) {
+	for name, rdb := range jobstest.Clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := New(rdb, nil)
+			place := "host\x00/w/" + name
+			for _, step := range []struct{ run, want string }{{"a", ""}, {"a", ""}, {"b", "a"}, {"c", "a"}, {"b", "a"}} {
+				if got, err := s.Hold(ctx, place, step.run); err != nil || got != step.want {
+					t.Fatalf("Hold(%s) = %q, %v; want %q", step.run, got, err, step.want)
+				}
+			}
+			if next, err := s.Let(ctx, place, "b"); err != nil || next != "" {
+				t.Fatalf("a run that does not hold it let go: %q, %v", next, err)
+			}
+			if next, err := s.Let(ctx, place, "a"); err != nil || next != "b" {
+				t.Fatalf("Let(a) woke %q, %v; want b, who waited first", next, err)
+			}
+			if got, err := s.Hold(ctx, place, "b"); err != nil || got != "" {
+				t.Fatalf("b after a let go: %q, %v", got, err)
+			}
+			if next, err := s.Let(ctx, place, "b"); err != nil || next != "c" {
+				t.Fatalf("Let(b) woke %q, %v; want c", next, err)
+			}
+		})
+	}
+}

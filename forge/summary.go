@@ -1,0 +1,315 @@
+package forge
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/orchrun/orch/jobs"
+)
+
+// Bounds on the parts of a summary, so that one long text cannot crowd out the rest.
+const (
+	maxSummary  = 2000 // a task's summary
+	maxQuestion = 600  // an escalation's question
+	maxAnswer   = 1000 // a human's answer or reason
+)
+
+// Summary is the title and markdown body of run r's pull request. The title is the plan's title (or, without one,
+// the single task's) after "orch: ". The body says which run and plan it is, where the branch stands (base, commits,
+// diffstat), what the run cost, each task with its status, commit and the brain's summary, and every question a
+// human answered: what was asked, who answered, where, and what they chose or said. The texts are the run's own,
+// already redacted when they were saved; @mentions are defused so that opening the pull request notifies no one. The
+// body fits GitHub's limit (MaxBody): what does not fit is cut at a line, with a note saying where the rest is.
+func Summary(r *jobs.Run) (title, body string) {
+	return summaryTitle(r), boundBody(summaryBody(r), r.ID)
+}
+
+func summaryTitle(r *jobs.Run) string {
+	t := strings.TrimSpace(r.PlanTitle)
+	if t == "" && len(r.Tasks) == 1 {
+		t = strings.TrimSpace(r.Tasks[0].Title)
+	}
+	if t == "" {
+		t = "run " + r.ID
+	}
+	return boundTitle("orch: " + t)
+}
+
+func summaryBody(r *jobs.Run) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+
+	w("Run %s", code(r.ID))
+	if r.PlanPath != "" {
+		w(" of plan %s", code(r.PlanPath))
+	}
+	w(": **%s**", r.Status)
+	if d := time.Duration(r.ElapsedMS()) * time.Millisecond; d > 0 {
+		w(" in %s", d.Round(time.Second))
+	}
+	w(".\n\n")
+
+	if g := r.Git; g != nil {
+		w("**Branch** %s", code(g.Branch))
+		if g.Base != "" {
+			w(" from %s", code(g.Base))
+		}
+		if s := shortSHA(g.BaseCommit); s != "" {
+			w(" at %s", s)
+		}
+		w(" · %d %s · %d %s changed, %d insertions(+), %d deletions(-)\n\n",
+			g.Commits, plural(g.Commits, "commit", "commits"), g.FilesChanged, plural(g.FilesChanged, "file", "files"),
+			g.Insertions, g.Deletions)
+	}
+	usd, in, out := r.Cost()
+	attempts := 0
+	for _, t := range r.Tasks {
+		attempts += len(t.Attempts)
+	}
+	w("**Cost** $%.4f · %d tokens in, %d out (agent and brain, %d %s)\n", usd, in, out,
+		attempts, plural(attempts, "attempt", "attempts"))
+
+	w("\n### Tasks\n\n")
+	if len(r.Tasks) == 0 {
+		w("_None._\n")
+	}
+	for _, t := range r.Tasks {
+		w("- **%s** %s — %s", inline(t.ID, 100), inline(t.Title, 200), taskStatus(t.Status))
+		if s := shortSHA(t.Commit); s != "" {
+			w(" · %s", s)
+		}
+		w("\n")
+		if s := strings.TrimSpace(t.Summary); s != "" {
+			w("%s\n", indent(text(s, maxSummary), "  "))
+		}
+	}
+
+	var humans, automatic []*jobs.Escalation
+	for _, e := range r.Escalations {
+		switch {
+		case e.Resolution == nil:
+		case isAutomatic(e.Resolution):
+			automatic = append(automatic, e)
+		default:
+			humans = append(humans, e)
+		}
+	}
+	w("\n### Decisions taken by humans\n\n")
+	switch {
+	case len(humans) == 0 && len(automatic) == 0:
+		w("_None: the run needed no human._\n")
+	case len(humans) == 0:
+		w("_None._\n")
+	}
+	for _, e := range humans {
+		writeDecision(&b, r, e)
+	}
+	if len(automatic) > 0 {
+		w("\n### Questions settled without a human\n\n")
+		for _, e := range automatic {
+			writeDecision(&b, r, e)
+		}
+	}
+	w("\n---\n_Opened by orch for run %s. The whole record: %s and %s._\n",
+		code(r.ID), code("orch status "+r.ID), code("orch escalation log "+r.ID))
+	return b.String()
+}
+
+// writeDecision is one answered question: the task and why it was asked, the question, and who answered what, where
+// and when. A blank line ends each quote, which would otherwise take in the next line.
+func writeDecision(b *strings.Builder, r *jobs.Run, e *jobs.Escalation) {
+	res := e.Resolution
+	task := inline(e.TaskID, 100)
+	if t := r.Task(e.TaskID); t != nil && t.Title != "" {
+		task += " (" + inline(t.Title, 200) + ")"
+	}
+	fmt.Fprintf(b, "- **%s** · %s", task, inline(e.Trigger.Describe(e.Name), 100))
+	if e.Attempt > 0 {
+		fmt.Fprintf(b, " · attempt %d", e.Attempt)
+	}
+	b.WriteString("\n")
+	if q := strings.TrimSpace(e.Question); q != "" {
+		fmt.Fprintf(b, "%s\n\n", indent(text(q, maxQuestion), "  > "))
+	}
+	who := inline(res.By, 100)
+	if who == "" {
+		who = "someone"
+	}
+	line := strings.Join(strings.Fields(who+" "+answered(e, res)+" "+via(res.Via)), " ")
+	if !res.At.IsZero() {
+		line += " (" + res.At.UTC().Format("2006-01-02 15:04 UTC") + ")"
+	}
+	said := strings.TrimSpace(res.Text)
+	if said != "" && res.Type == jobs.ResolveAnswer {
+		fmt.Fprintf(b, "  %s:\n%s\n\n", line, indent(text(said, maxAnswer), "  > "))
+	} else {
+		fmt.Fprintf(b, "  %s\n", line)
+	}
+	if s := strings.TrimSpace(res.Reason); s != "" {
+		fmt.Fprintf(b, "  Reason: %s\n", inline(s, maxAnswer))
+	}
+}
+
+// answered says what a resolution did, in a few words.
+func answered(e *jobs.Escalation, res *jobs.Resolution) string {
+	switch res.Type {
+	case jobs.ResolveChoose:
+		if o, ok := e.OptionByKey(res.Key); ok {
+			return fmt.Sprintf("chose **%s) %s**", inline(o.Key, 50), inline(o.Label, 200))
+		}
+		return "chose **" + inline(res.Key, 100) + "**"
+	case jobs.ResolveAnswer:
+		if e.Trigger == jobs.TriggerChat {
+			return "replied"
+		}
+		return "answered"
+	case jobs.ResolveResume:
+		return "resumed the task as it was"
+	case jobs.ResolveRetry:
+		return "asked for one more attempt"
+	case jobs.ResolveAbort:
+		return "aborted the run"
+	case jobs.ResolveForce:
+		return "marked the task done despite its error"
+	case jobs.ResolveDecline:
+		return "declined to answer"
+	}
+	return inline(string(res.Type), 50)
+}
+
+// isAutomatic reports whether orch settled the question itself (a timeout, auto-approval) rather than a person.
+func isAutomatic(res *jobs.Resolution) bool {
+	return res.Via == "timeout" || res.Via == "auto-approve"
+}
+
+// via says where an answer came from.
+func via(v string) string {
+	switch v {
+	case "slack":
+		return "in Slack"
+	case "console", "cli":
+		return "at the terminal"
+	case "answers-file":
+		return "from an answers file"
+	case "auto-approve":
+		return "by auto-approval"
+	case "timeout":
+		return "on timeout"
+	case "":
+		return ""
+	}
+	return "via " + inline(v, 50)
+}
+
+// taskStatus is a task's status for people.
+func taskStatus(s jobs.TaskStatus) string {
+	if s == jobs.TaskForced {
+		return "forced (marked done by a human despite its error)"
+	}
+	return string(s)
+}
+
+var hexSHA = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
+
+// shortSHA is a commit's abbreviation, written bare so that GitHub links it; "" for anything that is not a commit id.
+func shortSHA(sha string) string {
+	if !hexSHA.MatchString(sha) {
+		return ""
+	}
+	return sha[:7]
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// code is s as inline code, on one line.
+func code(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
+
+// inline is s on one line, bounded and defused.
+func inline(s string, max int) string {
+	return text(strings.Join(strings.Fields(s), " "), max)
+}
+
+// text is s bounded to max characters and defused.
+func text(s string, max int) string {
+	return defuse(cut(strings.TrimSpace(s), max))
+}
+
+var mention = regexp.MustCompile(`(^|[^\w@.\x60])@([A-Za-z0-9])`)
+
+// defuse keeps @user and @org/team in the run's texts from notifying anyone: a zero-width space after the @ reads
+// the same and mentions no one.
+func defuse(s string) string {
+	return mention.ReplaceAllString(s, "$1@\u200b$2")
+}
+
+// indent puts prefix before every line of s, so that it stays inside its list item or quote.
+func indent(s, prefix string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(prefix+l, " ")
+		if strings.TrimSpace(l) == "" && strings.TrimSpace(prefix) == "" {
+			lines[i] = ""
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// cut bounds s to max characters, ending with "…" when it cuts.
+func cut(s string, max int) string {
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == max-1 {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
+}
+
+// boundTitle is a title on one line within MaxTitle.
+func boundTitle(t string) string {
+	return cut(strings.Join(strings.Fields(t), " "), MaxTitle)
+}
+
+// boundBody is body within MaxBody bytes (so within GitHub's limit however it counts characters): cut at the last
+// line that fits, with a note saying where the rest is (runID's record, when it is known).
+func boundBody(body, runID string) string {
+	if len(body) <= MaxBody {
+		return body
+	}
+	note := "\n\n---\n_The rest is cut: GitHub takes at most 65536 characters here._\n"
+	if runID != "" {
+		note = fmt.Sprintf("\n\n---\n_The rest is cut: GitHub takes at most 65536 characters here. The whole record: %s and %s._\n",
+			code("orch status "+runID), code("orch escalation log "+runID))
+	}
+	keep := body[:MaxBody-len(note)]
+	if i := strings.LastIndexByte(keep, '\n'); i > 0 {
+		keep = keep[:i]
+	} else {
+		for !utf8.ValidString(keep) {
+			keep = keep[:len(keep)-1]
+		}
+	}
+	return keep + note
+}

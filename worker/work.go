@@ -1,0 +1,382 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/workspace"
+)
+
+// A run whose workspace is a git repository works in a worktree of its own, on its own branch (package workspace).
+// What a transition decides about the run's work happens in the worktree before the transition is saved, so that the
+// events it emits can name it: the commit of the task it completes, the push, the pull request of the run it
+// completes. To know what the transition decides, it is first played on a copy of the run; the real transaction then
+// records what was done.
+
+// delivery is what was done in a run's worktree for one transition.
+type delivery struct {
+	taskID string
+	commit string
+	stat   workspace.Stat // zero when it could not be read
+	base   string         // the base commit, when the run learned it now (a run that clones)
+	pushed string         // the commit pushed, when one was
+	pr     string
+	events []jobs.Event // what went wrong, and the push
+}
+
+// worktree checks out run r's worktree, when the run has a branch.
+func (w *Worker) worktree(ctx context.Context, r *jobs.Run) (*workspace.Worktree, error) {
+	if r.Git == nil {
+		return nil, nil
+	}
+	if w.cfg.Workspaces == nil {
+		return nil, errors.New("this worker keeps no worktrees, and the run works on a branch of its own")
+	}
+	g := *r.Git
+	wt, err := w.cfg.Workspaces.Checkout(ctx, r.ID, &g)
+	if err != nil {
+		return nil, fmt.Errorf("preparing the run's worktree: %w", err)
+	}
+	if r.Git.BaseCommit == "" {
+		r.Git.BaseCommit = g.BaseCommit
+	}
+	return &wt, nil
+}
+
+// workdir is where run r's agent works: its worktree, or its plain workspace.
+func workdir(r *jobs.Run, wt *workspace.Worktree) string {
+	if wt != nil {
+		return wt.Dir
+	}
+	return r.Workspace
+}
+
+// transition saves fn, a transition of a run that is not a step (a person's answer applied), with what it needs done
+// in the run's worktree first: only a transition that finishes a task or the run touches the worktree, so that an
+// answer that just sends the agent back to work is not slowed down by git.
+func (w *Worker) transition(ctx context.Context, runID string, fn func(*jobs.Run, *jobs.Change) error) (*jobs.Run, error) {
+	var before *jobs.Run
+	run, err := w.cfg.Store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		if r.Git != nil && !r.Status.Terminal() {
+			if after := preview(r, fn); after != nil && finishes(r, after) {
+				before = r
+				return errDeliver // git first, outside the transaction
+			}
+		}
+		return fn(r, c)
+	})
+	if !errors.Is(err, errDeliver) {
+		return run, err
+	}
+	wt, err := w.worktree(ctx, before)
+	if err != nil {
+		w.log.Warn("the run's worktree is not available; its work is not committed now", "run_id", runID, "err", err)
+		return w.cfg.Store.Update(ctx, runID, fn)
+	}
+	return w.cfg.Store.Update(ctx, runID, recorded(w.deliver(ctx, wt, before, preview(before, fn)), fn))
+}
+
+// errDeliver ends a transaction that must wait for work in the run's worktree.
+var errDeliver = errors.New("the transition needs the run's worktree first")
+
+// preview is what fn makes of a copy of r; nil when fn changes nothing.
+func preview(r *jobs.Run, fn func(*jobs.Run, *jobs.Change) error) *jobs.Run {
+	after, err := clone(r)
+	if err != nil || fn(after, jobs.NewChange(after)) != nil {
+		return nil
+	}
+	return after
+}
+
+// finishes reports whether going from before to after finishes the current task or the run.
+func finishes(before, after *jobs.Run) bool {
+	if after.Status.Terminal() {
+		return true
+	}
+	cur := before.Current()
+	if cur == nil {
+		return false
+	}
+	t := after.Task(cur.ID)
+	return t != nil && t.Status.Done() && t.Commit == ""
+}
+
+// deliver does in the worktree what going from before to after needs: the commit of the task it finishes, the
+// branch's numbers, the push, the pull request. It returns nil when there is nothing to do (no worktree).
+func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, after *jobs.Run) *delivery {
+	if wt == nil || before.Git == nil || after == nil {
+		return nil
+	}
+	d := &delivery{}
+	if before.Git.BaseCommit != "" {
+		d.base = before.Git.BaseCommit
+	}
+	g := before.Git
+	if cur := before.Current(); cur != nil {
+		if t := after.Task(cur.ID); t != nil && t.Status.Done() && t.Commit == "" {
+			sha, err := w.cfg.Workspaces.CommitTask(ctx, *wt, before.ID, t.ID, t.Title, t.Summary)
+			if err != nil {
+				d.fail(before.ID, t.ID, "committing the task's work", err)
+			}
+			d.taskID, d.commit = t.ID, sha
+		}
+	}
+	st, err := workspace.StatOf(ctx, wt.Top, g.BaseCommit)
+	if err != nil {
+		d.fail(before.ID, "", "reading what the branch holds", err)
+		return d
+	}
+	d.stat = st
+	if g.Push != "" && st.Commits > 0 && st.Head != g.Pushed && (d.commit != "" || after.Status.Terminal()) {
+		if err := w.cfg.Workspaces.Push(ctx, *wt, g.Push, g.Branch); err != nil {
+			d.fail(before.ID, d.taskID, "pushing the run's branch", err)
+		} else {
+			d.pushed = st.Head
+			d.events = append(d.events, jobs.NewEvent(before.ID, d.taskID, jobs.BranchPushedEvent{Remote: g.Push,
+				Branch: g.Branch, Commit: workspace.Short(st.Head)}))
+		}
+	}
+	// The pull request is of the branch as pushed: no push, no pull request.
+	if after.Status == jobs.RunCompleted && w.cfg.PullRequests != nil && g.PullRequest == "" && st.Commits > 0 &&
+		g.Push != "" && (d.pushed != "" || g.Pushed == st.Head) {
+		record(after, d)
+		url, err := w.cfg.PullRequests(ctx, after)
+		if err != nil {
+			d.fail(before.ID, "", "opening the pull request", err)
+		}
+		d.pr = url
+	}
+	return d
+}
+
+func (d *delivery) fail(runID, taskID, what string, err error) {
+	d.events = append(d.events, jobs.NewEvent(runID, taskID, jobs.GitErrorEvent{
+		Error: escalation.Redact(what + ": " + err.Error())}))
+}
+
+// record writes what was done onto the run, in the transaction that saves the transition: before fn runs, so that
+// the events fn emits name the commit and the branch.
+func record(r *jobs.Run, d *delivery) {
+	if d == nil || r.Git == nil {
+		return
+	}
+	g := r.Git
+	if g.BaseCommit == "" {
+		g.BaseCommit = d.base
+	}
+	if d.stat.Head != "" {
+		g.Head, g.Commits = d.stat.Head, d.stat.Commits
+		g.FilesChanged, g.Insertions, g.Deletions = d.stat.FilesChanged, d.stat.Insertions, d.stat.Deletions
+	}
+	if d.pushed != "" {
+		g.Pushed = d.pushed
+	}
+	if d.pr != "" {
+		g.PullRequest = d.pr
+	}
+	if t := r.Task(d.taskID); t != nil && d.commit != "" {
+		t.Commit = d.commit
+	}
+}
+
+// recorded saves the transition fn with what d did: d's record and events before fn's (a follower that stops at the
+// run's end has seen the push); a commit on a task that fn did not finish after all (the run changed meanwhile) stays
+// on the branch, but not on the task.
+func recorded(d *delivery, fn func(*jobs.Run, *jobs.Change) error) func(*jobs.Run, *jobs.Change) error {
+	if d == nil {
+		return fn
+	}
+	return func(r *jobs.Run, c *jobs.Change) error {
+		record(r, d)
+		for _, e := range d.events {
+			c.Emit(e)
+		}
+		if err := fn(r, c); err != nil {
+			return err
+		}
+		if t := r.Task(d.taskID); t != nil && !t.Status.Done() {
+			t.Commit = ""
+		}
+		return nil
+	}
+}
+
+// clone is a deep copy of a run, through the JSON it is saved as.
+func clone(r *jobs.Run) (*jobs.Run, error) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	var cp jobs.Run
+	return &cp, json.Unmarshal(data, &cp)
+}
+
+// A run that works in a plain directory holds it while it runs (a parked run lets go: nobody's work may wait on a
+// question nobody answers); a run that finds it held waits, without a worker, and says for whom.
+
+// place names the plain workspace of r on this host.
+func (w *Worker) place(r *jobs.Run) string {
+	abs, err := filepath.Abs(r.Workspace)
+	if err != nil {
+		abs = r.Workspace
+	}
+	return w.host + "\x00" + abs
+}
+
+// holdWorkspace makes r the holder of its plain workspace, taking it over from a run that is over. It returns the run
+// r must wait for, or "".
+func (w *Worker) holdWorkspace(ctx context.Context, r *jobs.Run) (string, error) {
+	if r.Git != nil || r.Workspace == "" {
+		return "", nil
+	}
+	for range 3 {
+		holder, err := w.cfg.Store.Hold(ctx, w.place(r), r.ID)
+		if err != nil || holder == "" {
+			return "", err
+		}
+		other, err := w.cfg.Store.Get(ctx, holder)
+		switch {
+		case errors.Is(err, jobs.ErrRunNotFound) || err == nil && other.Status.Terminal():
+			if _, err := w.cfg.Store.Let(ctx, w.place(r), holder); err != nil {
+				return "", err
+			}
+		case err != nil:
+			return "", err
+		default:
+			return holder, nil
+		}
+	}
+	return "", fmt.Errorf("the workspace %s keeps changing hands", r.Workspace)
+}
+
+// waitEvery is how often a run waiting for its plain workspace looks again, should the run that lets go of it not wake
+// it (its worker died first).
+const waitEvery = 10 * time.Second
+
+// waitForWorkspace records that run runID waits for holder (said once per holder) and looks again in a while.
+func (w *Worker) waitForWorkspace(ctx context.Context, runID string, seq int64, holder string) error {
+	status := ""
+	if other, err := w.cfg.Store.Get(ctx, holder); err == nil {
+		status = string(other.Status)
+	}
+	r, err := w.cfg.Store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		if r.Status != jobs.RunRunning || r.Seq != seq {
+			return errStale
+		}
+		if r.Waiting == holder {
+			return errStale // said already
+		}
+		r.Waiting = holder
+		c.Emit(jobs.NewEvent(r.ID, currentTaskID(r), jobs.WorkspaceBusyEvent{Workspace: r.Workspace, Run: holder,
+			Status: status}))
+		return nil
+	})
+	if errors.Is(err, errStale) {
+		r, err = w.cfg.Store.Get(ctx, runID)
+	}
+	if err != nil {
+		return err
+	}
+	if r.Status != jobs.RunRunning || r.Seq != seq {
+		return nil // moved on meanwhile (an abort): nothing to wait for
+	}
+	return w.cfg.Queue.StepLater(ctx, r.ID, seq, r.AgentTimeout(r.Current()), time.Now().Add(waitEvery),
+		strconv.FormatInt(time.Now().UnixNano(), 36))
+}
+
+// wake has the step of run id, waiting for a workspace, look again now.
+func (w *Worker) wake(ctx context.Context, id string) error {
+	r, err := w.cfg.Store.Get(ctx, id)
+	if errors.Is(err, jobs.ErrRunNotFound) {
+		return nil
+	}
+	if err != nil || r.Status != jobs.RunRunning {
+		return err
+	}
+	return w.cfg.Queue.StepLater(ctx, r.ID, r.Seq, r.AgentTimeout(r.Current()), time.Now(),
+		strconv.FormatInt(time.Now().UnixNano(), 36))
+}
+
+// letGo gives up what a run that stopped holds in its workspace: its hold on a plain directory, and once it is over
+// (final) its worktree (the branch stays; work left uncommitted is kept under a ref of its own, recorded on the run).
+func (w *Worker) letGo(ctx context.Context, r *jobs.Run, final bool) error {
+	if r.Git == nil {
+		if r.Workspace == "" {
+			return nil
+		}
+		next, err := w.cfg.Store.Let(ctx, w.place(r), r.ID)
+		if err != nil || next == "" {
+			return err
+		}
+		return w.wake(ctx, next)
+	}
+	if !final || w.cfg.Workspaces == nil {
+		return nil
+	}
+	if _, err := os.Stat(w.cfg.Workspaces.Path(r.ID)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	// A worker shutting down right after the run ended (orch run exits then) must not leave the worktree half
+	// removed.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	ref, err := w.cfg.Workspaces.Remove(ctx, r.ID, r.Git)
+	if ref != "" {
+		_, uerr := w.cfg.Store.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
+			r.Git.Unfinished = ref
+			return nil
+		})
+		err = errors.Join(err, uerr)
+	}
+	return err
+}
+
+// sweepEvery is how often a worker removes the worktrees of runs that ended while no worker of its own was there to
+// do it (an abort answered from Slack or the terminal while the run was parked, a worker killed right after the end).
+const sweepEvery = time.Minute
+
+// SweepWorktrees removes the worktrees of runs that are over (or unknown), and returns how many it removed.
+func (w *Worker) SweepWorktrees(ctx context.Context) (int, error) {
+	if w.cfg.Workspaces == nil {
+		return 0, nil
+	}
+	entries, err := os.ReadDir(filepath.Join(w.cfg.Workspaces.Root, "worktrees"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") { // spares are the manager's own
+			continue
+		}
+		r, err := w.cfg.Store.Get(ctx, e.Name())
+		switch {
+		case errors.Is(err, jobs.ErrRunNotFound):
+			continue // another deployment's, or a store that was emptied: not ours to judge
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		case !r.Status.Terminal() || r.Git == nil:
+			continue
+		}
+		if err := w.letGo(ctx, r, true); err != nil {
+			errs = append(errs, fmt.Errorf("removing the worktree of run %s: %w", r.ID, err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}

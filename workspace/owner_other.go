@@ -1,0 +1,9 @@
+//go:build !unix
+
+package workspace
+
+import "syscall"
+
+func asOwner(string) *syscall.SysProcAttr { return nil }
+
+func giveTo(string, string) error { return nil }
