@@ -13,6 +13,10 @@ type Request struct {
 	Prompt        string // built with BuildPrompt
 	SessionID     string // a previous session to continue ("" = new)
 	Workspace     string // working directory
+	// Permissions is the policy and the people's decisions the agent works under (claude); nil for none.
+	Permissions *HookState
+	// ResumePaused resumes SessionID where it paused at a tool call, with no new prompt: the hook decides the call.
+	ResumePaused bool
 }
 
 // Command is what the sandbox runs.
@@ -35,6 +39,16 @@ type Result struct {
 	Model    string
 	NumTurns int
 	Unknown  int // count of line types not understood (kept, never fatal)
+
+	// Version is the agent CLI's own version, when it says (claude: the init line's claude_code_version).
+	Version string
+	// StopReason is why the session stopped (claude: the result's stop_reason, e.g. "tool_deferred").
+	StopReason string
+	// Paused is the tool call the session paused at for a person's decision (claude: deferred_tool_use).
+	Paused *Call
+	// Denied are tool calls refused for want of a person's approval: the result's permission_denials and the calls
+	// orch's hook refused with ApprovalMarker.
+	Denied []Call
 }
 
 // Parser consumes the agent's stdout one line at a time (a line may be megabytes) and yields the Result.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -10,6 +11,9 @@ type ClaudeConfig struct {
 	Binary    string   // default "claude"
 	Model     string   // "" = the CLI's default
 	ExtraArgs []string // inserted before the prompt
+	// Hook is the shell command that runs orch's PreToolUse hook (`orch claude-hook`) where the agent runs; "" when
+	// orch cannot run there, and then the policy is passed as Claude Code's own rules alone.
+	Hook string
 }
 
 // Claude runs Claude Code headless and reads its stream-json output.
@@ -29,12 +33,19 @@ func NewClaude(cfg ClaudeConfig) *Claude {
 // Name implements Adapter.
 func (c *Claude) Name() string { return "claude" }
 
-// Command returns: claude -p --output-format stream-json --verbose [--model M] [--resume SESSION] [extra…] PROMPT.
+// Command returns: claude -p --output-format stream-json --verbose [--model M] [--resume SESSION]
+// [--settings JSON [--permission-mode MODE]] [extra…] PROMPT.
 // stream-json rather than json: it is one object per line, so output survives a killed process, and
-// --print refuses stream-json without --verbose.
+// --print refuses stream-json without --verbose. With a permission policy, the settings carry orch's hook and
+// rules, and the hook's state goes in the environment (HookEnv). A session paused at a deferred call is resumed
+// with no prompt: the hook then decides the call again (code.claude.com/docs/en/hooks, "Defer a tool call for
+// later", Claude Code 2.1.89+).
 func (c *Claude) Command(req Request) (Command, error) {
-	if req.Prompt == "" {
+	if req.Prompt == "" && !req.ResumePaused {
 		return Command{}, fmt.Errorf("claude command: %w", errEmptyPrompt)
+	}
+	if req.ResumePaused && req.SessionID == "" {
+		return Command{}, fmt.Errorf("claude command: resuming a paused call needs its session")
 	}
 	args := []string{c.cfg.Binary, "-p", "--output-format", "stream-json", "--verbose"}
 	if c.cfg.Model != "" {
@@ -43,14 +54,30 @@ func (c *Claude) Command(req Request) (Command, error) {
 	if req.SessionID != "" {
 		args = append(args, "--resume", req.SessionID)
 	}
+	env := env(req)
+	if st := req.Permissions; st != nil {
+		settings, mode := settingsFor(*st, c.cfg.Hook)
+		args = append(args, "--settings", string(settings))
+		if mode != "default" {
+			args = append(args, "--permission-mode", mode)
+		}
+		state, err := json.Marshal(st)
+		if err != nil {
+			return Command{}, fmt.Errorf("claude command: encoding the permission state: %w", err)
+		}
+		env = append(env, HookEnv+"="+string(state))
+	}
 	args = append(args, c.cfg.ExtraArgs...)
+	if req.ResumePaused {
+		return Command{Args: args, Env: env}, nil
+	}
 	// The CLI's option parser takes a prompt such as "- [ ] fix it" for an unknown option and exits;
 	// "--" ends the options. Only then, so the usual command line stays the documented one.
 	if strings.HasPrefix(req.Prompt, "-") {
 		args = append(args, "--")
 	}
 	args = append(args, req.Prompt)
-	return Command{Args: args, Env: env(req)}, nil
+	return Command{Args: args, Env: env}, nil
 }
 
 // NewParser implements Adapter.

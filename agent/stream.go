@@ -30,6 +30,11 @@ type claudeParser struct {
 	res     *resultInfo // the last result line
 	unknown int
 
+	version string          // the CLI's version, from the init line
+	calls   map[string]Call // tool calls by id, to name what was denied
+	denied  []Call          // calls orch's hook refused for want of an approval
+	onTool  func(Call)
+
 	// A JSON value pretty-printed over several lines (the json output format, hand-made fixtures) is
 	// gathered here until its brackets balance.
 	pending     []byte
@@ -64,6 +69,9 @@ type resultInfo struct {
 	modelCost      float64
 	topModel       string // the model that cost the most: the main one, not a helper model
 	sessionID      string
+	stopReason     string
+	deferred       *Call
+	denials        []Call
 }
 
 type retryInfo struct {
@@ -75,7 +83,7 @@ type retryInfo struct {
 const maxPending = 64 << 20
 
 func newClaudeParser() *claudeParser {
-	return &claudeParser{msgUsage: map[string]usage{}, retries: map[string]*retryInfo{}}
+	return &claudeParser{msgUsage: map[string]usage{}, retries: map[string]*retryInfo{}, calls: map[string]Call{}}
 }
 
 // Line implements Parser.
@@ -226,6 +234,9 @@ func (p *claudeParser) system(m map[string]json.RawMessage) {
 		if model := jsonString(m["model"]); model != "" {
 			p.initModel = model
 		}
+		if v := jsonString(m["claude_code_version"]); v != "" {
+			p.version = v
+		}
 	case "api_retry":
 		p.apiRetry(m)
 	}
@@ -272,6 +283,7 @@ func plural(n int, one, many string) string {
 
 func (p *claudeParser) assistantLine(m map[string]json.RawMessage) {
 	msg := jsonObject(m["message"])
+	p.toolUses(msg["content"])
 	texts := contentTexts(msg["content"])
 	// "<synthetic>" messages are made up by the CLI without calling a model: no model, no usage, no turn.
 	model := jsonString(msg["model"])
@@ -318,6 +330,7 @@ func (p *claudeParser) assistantLine(m map[string]json.RawMessage) {
 // userLine only looks for the CLI's note that the run was interrupted: tool results are the bulk of a
 // transcript and none of them change the result.
 func (p *claudeParser) userLine(m map[string]json.RawMessage) {
+	p.toolResults(jsonObject(m["message"])["content"])
 	const interrupted = "[Request interrupted"
 	if !bytes.Contains(m["message"], []byte(interrupted)) {
 		return
@@ -352,6 +365,7 @@ func (p *claudeParser) result(m map[string]json.RawMessage) {
 		sessionID:      jsonString(m["session_id"]),
 	}
 	r.isError, _ = jsonBool(m["is_error"])
+	p.resultCalls(m, r)
 	r.apiStatus, _ = jsonInt(m["api_error_status"])
 	r.numTurns, r.hasNumTurns = jsonInt(m["num_turns"])
 	r.cost, r.hasCost = jsonFloat(m["total_cost_usd"])
@@ -418,7 +432,8 @@ func (p *claudeParser) Finish(exitCode int, stderr []byte) Result {
 	if p.pending != nil {
 		p.flushPending()
 	}
-	r := Result{Unknown: p.unknown, SessionID: p.sessionID, Model: p.initModel}
+	r := Result{Unknown: p.unknown, SessionID: p.sessionID, Model: p.initModel, Version: p.version}
+	r.Denied = append(r.Denied, p.denied...)
 	var total usage
 	for _, u := range p.msgUsage {
 		total.add(u)
@@ -435,6 +450,13 @@ func (p *claudeParser) Finish(exitCode int, stderr []byte) Result {
 		}
 		r.Subtype = res.subtype
 		r.Success = res.subtype == "success" && !res.isError && exitCode == 0
+		r.StopReason = res.stopReason
+		if res.stopReason == "tool_deferred" && res.deferred != nil {
+			r.Paused = res.deferred
+		}
+		for _, d := range res.denials {
+			r.Denied = appendCall(r.Denied, d)
+		}
 		switch {
 		case res.hasUsage:
 			total = res.usage

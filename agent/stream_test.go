@@ -75,7 +75,7 @@ func TestClaudeParserTranscripts(t *testing.T) {
 		},
 		{
 			name: "real stream-json 2.1.63", file: "02_stream_claude-2.1.63.jsonl",
-			want: Result{
+			want: Result{Version: "2.1.63",
 				Text: result02, SessionID: "e9ccd9f0-820e-4fad-98d9-d89e6d771b96", Success: true, Subtype: "success",
 				InputTokens: 20, OutputTokens: 5307, CacheReadTokens: 472323, CacheCreationTokens: 16467,
 				CostUSD: 0.47185524999999995, Model: "claude-sonnet-4-6", NumTurns: 19,
@@ -83,7 +83,7 @@ func TestClaudeParserTranscripts(t *testing.T) {
 		},
 		{
 			name: "golden lines 2.1.3, result session wins over a later line", file: "03_golden_lines_claude-2.1.3.jsonl",
-			want: Result{
+			want: Result{Version: "2.1.3",
 				Text: result03, SessionID: "c8775347-af93-45c7-b9bf-a6e009483fa5", Success: true, Subtype: "success",
 				InputTokens: 7, OutputTokens: 114, CacheReadTokens: 35858, CacheCreationTokens: 440,
 				CostUSD: 0.0186724, Model: "claude-sonnet-4-5-20250929", NumTurns: 2,
@@ -91,7 +91,7 @@ func TestClaudeParserTranscripts(t *testing.T) {
 		},
 		{
 			name: "success line but exit 1", file: "03_golden_lines_claude-2.1.3.jsonl", exit: 1,
-			want: Result{
+			want: Result{Version: "2.1.3",
 				Text: result03 + "\n\nexit status 1", SessionID: "c8775347-af93-45c7-b9bf-a6e009483fa5", Subtype: "success",
 				Errors:      []string{"exit status 1"},
 				InputTokens: 7, OutputTokens: 114, CacheReadTokens: 35858, CacheCreationTokens: 440,
@@ -114,7 +114,7 @@ func TestClaudeParserTranscripts(t *testing.T) {
 		},
 		{
 			name: "error_max_turns has no result key", file: "04b_max_turns.json", exit: 1,
-			want: Result{
+			want: Result{StopReason: "tool_use",
 				Text: "Reached maximum number of turns (2)\nexit status 1", Subtype: "error_max_turns",
 				Errors: []string{"Reached maximum number of turns (2)", "exit status 1"}, NumTurns: 3,
 			},
@@ -153,7 +153,7 @@ func TestClaudeParserTranscripts(t *testing.T) {
 		},
 		{
 			name: "429 session limit", file: "04c_session_limit_429.json", exit: 1,
-			want: Result{
+			want: Result{StopReason: "stop_sequence",
 				Text:      sessLimit + "\n\nAPI error 429: " + sessLimit + "\nexit status 1",
 				SessionID: "30ae2dc3-5d4b-46b5-959f-6fa0c9f9f876", Subtype: "success",
 				Errors:      []string{"API error 429: " + sessLimit, "exit status 1"},

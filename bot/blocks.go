@@ -728,6 +728,15 @@ func eventLine(e jobs.Event) string {
 		return ":arrow_forward: Resuming " + task
 	case jobs.BrainFallbackEvent:
 		return withText("The brain fell back to the heuristic", b.Reason)
+	case jobs.AgentActivityEvent:
+		// The last calls of the batch: the progress view is a glance, not a log.
+		calls := lastN(b.Calls, 3)
+		more := b.More + len(b.Calls) - len(calls)
+		line := ":hammer_and_wrench: " + s(strings.Join(calls, " · "), 200)
+		if more > 0 {
+			line += fmt.Sprintf(" (+%d)", more)
+		}
+		return line
 	case jobs.SandboxErrorEvent:
 		return withText(":boom: Sandbox error on "+task, b.Error)
 	case jobs.RunCompletedEvent:
@@ -1087,4 +1096,11 @@ func clampComposed(s string, n int) string {
 		out += fenceClose
 	}
 	return out + "…"
+}
+
+func lastN(s []string, n int) []string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }

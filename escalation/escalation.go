@@ -39,6 +39,9 @@ type Spec struct {
 	// Default is the option key a timeout takes (a gate's human.default_choice); Timeout the question's own limit.
 	Default string
 	Timeout time.Duration
+	// Call marks a question about a tool call the agent paused at (an approval, Claude's own question): a person is
+	// deciding the agent's next step, not rescuing a task in trouble, so it does not count against MaxPerTask.
+	Call bool
 }
 
 // DefaultMaxPerTask is how many times a task may need a human before the run ends as failed.
@@ -138,11 +141,11 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 	}
 	n := 0
 	for _, e := range r.Escalations {
-		if e.TaskID == t.ID && !e.Trigger.Conversational() {
+		if e.TaskID == t.ID && !e.Trigger.Conversational() && !e.Call {
 			n++
 		}
 	}
-	if n >= limit && !s.Trigger.Conversational() {
+	if n >= limit && !s.Trigger.Conversational() && !s.Call {
 		r.Status = jobs.RunFailed
 		r.EndedAt = now.UTC()
 		r.Reason = fmt.Sprintf("escalation loop: task %s needed a human %d times (limit %d); the last trigger was %s",
@@ -186,6 +189,7 @@ func build(r *jobs.Run, t *jobs.Task, s Spec, now time.Time) *jobs.Escalation {
 		Diff:           Bound(Redact(s.Diff), maxDiff),
 		Default:        s.Default,
 		Timeout:        s.Timeout,
+		Call:           s.Call,
 		CreatedAt:      now.UTC(),
 	}
 	for i, f := range s.Files {

@@ -228,6 +228,9 @@ func namedOption(e *jobs.Escalation, text string) (jobs.Option, bool) {
 
 // apply puts a resolution's effect on the task.
 func apply(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, res *jobs.Resolution) {
+	if settlePaused(r, t, e, res) {
+		return
+	}
 	if e.Trigger.Conversational() && res.Type != jobs.ResolveAbort {
 		return // the answer routes the pipeline or continues the conversation: the resume applies it
 	}

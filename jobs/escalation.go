@@ -22,6 +22,7 @@ const (
 	TriggerLoop       Trigger = "loop"        // a pipeline entered the same node too often on its own
 	TriggerE2E        Trigger = "e2e"         // the end-to-end verification kept failing through its fix attempts
 	TriggerOscillate  Trigger = "oscillation" // end-to-end fixes alternate between failures (fix A breaks B, fix B breaks A)
+	TriggerApproval   Trigger = "approval"    // the agent's tool call waits for a person's approval
 )
 
 // Conversational reports whether the escalation is part of the pipeline's design (a gate, a chat turn) rather than a
@@ -64,6 +65,7 @@ var triggers = map[Trigger]struct {
 	priority int
 }{
 	TriggerSecurity:   {"security", 100},
+	TriggerApproval:   {"a tool call needs approval", 95},
 	TriggerConfig:     {"configuration error", 90},
 	TriggerValidation: {"saved state failed validation", 80},
 	TriggerPermanent:  {"an error no retry can fix", 70},
@@ -127,7 +129,9 @@ type Escalation struct {
 	Default string `json:"default,omitempty"`
 	// Held is set when the attempt completed and only a trigger holds it: resuming accepts the work instead of
 	// running the task again.
-	Held       bool        `json:"held,omitempty"`
+	Held bool `json:"held,omitempty"`
+	// Call is set on a question about a tool call the agent paused at (an approval, Claude's own question).
+	Call       bool        `json:"call,omitempty"`
 	EventRef   string      `json:"event_ref,omitempty"`
 	CreatedAt  time.Time   `json:"created_at"`
 	Resolution *Resolution `json:"resolution,omitempty"`

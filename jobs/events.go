@@ -51,6 +51,8 @@ type RunStartedEvent struct {
 	Agent   string `json:"agent"`
 	Brain   string `json:"brain"`
 	Sandbox string `json:"sandbox"`
+	// Permissions says which permission policy the agent works under (claude).
+	Permissions string `json:"permissions,omitempty"`
 }
 
 // RunCompletedEvent: every task is done.
@@ -117,6 +119,14 @@ type WorkspaceBusyEvent struct {
 	Workspace string `json:"workspace"`
 	Run       string `json:"holder"`
 	Status    string `json:"holder_status,omitempty"`
+}
+
+// AgentActivityEvent: the tool calls the agent made lately, a line each ("Bash: npm test"), gathered a second at a
+// time so that a busy agent writes a few events a second at most.
+type AgentActivityEvent struct {
+	Calls []string `json:"calls"`
+	// More counts calls made in the same second beyond those listed.
+	More int `json:"more,omitempty"`
 }
 
 // RunPausedEvent: orch stopped the run (the brain was unavailable); `orch resume` continues it.
@@ -380,6 +390,7 @@ func (CheckpointSavedEvent) Kind() string    { return "checkpoint_saved" }
 func (BranchPushedEvent) Kind() string       { return "branch_pushed" }
 func (GitErrorEvent) Kind() string           { return "git_error" }
 func (WorkspaceBusyEvent) Kind() string      { return "workspace_busy" }
+func (AgentActivityEvent) Kind() string      { return "agent_activity" }
 func (b UnknownEvent) Kind() string          { return b.Type }
 
 // kinds holds a zero value of every kind orch writes: decoding finds a body's type by its name here.
@@ -391,7 +402,7 @@ var kinds = func() map[string]reflect.Type {
 		EscalationTimeoutEvent{}, PipelineStartedEvent{}, PipelineCompletedEvent{}, PipelineFailedEvent{},
 		StageStartedEvent{}, StageCompletedEvent{}, StageFailedEvent{}, StageRetryingEvent{}, InterviewStartedEvent{},
 		InterviewCompletedEvent{}, InterviewTimeoutEvent{}, CheckpointSavedEvent{}, BranchPushedEvent{}, GitErrorEvent{},
-		WorkspaceBusyEvent{}} {
+		WorkspaceBusyEvent{}, AgentActivityEvent{}} {
 		m[b.Kind()] = reflect.TypeOf(b)
 	}
 	return m

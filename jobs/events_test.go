@@ -13,7 +13,8 @@ func everyKind() []Body {
 	work := Work{Branch: "orch/r-1", Base: "main", Commits: 2, FilesChanged: 3, Insertions: 40, Deletions: 5}
 	hop := StageHop{Handler: "codergen", Status: "success", Next: "exit", Route: "edge", Note: "done", Visit: 2, EnteredMS: 1700000000000}
 	return []Body{
-		RunStartedEvent{Branch: "orch/r-1", Base: "main", Plan: "p.md", Title: "T", Tasks: 2, Agent: "sim", Brain: "heuristic", Sandbox: "local"},
+		RunStartedEvent{Branch: "orch/r-1", Base: "main", Plan: "p.md", Title: "T", Tasks: 2, Agent: "sim", Brain: "heuristic", Sandbox: "local",
+			Permissions: "docker defaults: allow by default (30 ask rules)"},
 		RunCompletedEvent{Tasks: 2, DurationMS: 1500, CostUSD: 0.25, InputTokens: 10, OutputTokens: 20, Work: work,
 			PullRequest: "https://github.com/o/r/pull/7"},
 		RunFailedEvent{Reason: "boom", DurationMS: 3, Work: work},
@@ -47,6 +48,7 @@ func everyKind() []Body {
 		BranchPushedEvent{Remote: "origin", Branch: "orch/r-1", Commit: "abc1234"},
 		GitErrorEvent{Error: "pushing: rejected"},
 		WorkspaceBusyEvent{Workspace: "/w", Run: "r-0", Status: "parked"},
+		AgentActivityEvent{Calls: []string{"Bash: npm test", "Edit: src/x.go"}, More: 3},
 	}
 }
 

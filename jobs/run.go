@@ -63,6 +63,8 @@ type Options struct {
 	Escalation EscalationPolicy `json:"escalation,omitzero"`
 	// MaxE2EFixAttempts bounds the end-to-end phase's fix attempts (0: DefaultMaxE2EFixAttempts).
 	MaxE2EFixAttempts int `json:"max_e2e_fix_attempts,omitempty"`
+	// Permissions is what the agent may do without asking (nil: the sandbox's defaults).
+	Permissions *Permissions `json:"permissions,omitempty"`
 }
 
 // DefaultMaxE2EFixAttempts is how many fix attempts the end-to-end phase makes before it asks a human.
@@ -143,6 +145,8 @@ type Run struct {
 	// priority first.
 	Queued []*Escalation `json:"queued,omitempty"`
 	Reason string        `json:"reason,omitempty"`
+	// Approved holds the permission rules people allowed for the rest of the run ("Allow for this run").
+	Approved []string `json:"approved,omitempty"`
 	// Waiting is the run that holds this run's plain workspace, while this run waits for it.
 	Waiting   string    `json:"waiting,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
@@ -246,6 +250,8 @@ type Task struct {
 	// Pending is an agent's output still waiting for the brain's judgement (the brain was unavailable): a resumed
 	// step judges it instead of running the agent again.
 	Pending *Pending `json:"pending,omitempty"`
+	// Paused is the tool call the task's agent session waits at for a person.
+	Paused *Paused `json:"paused,omitempty"`
 }
 
 // Turn is one message of an interactive conversation.

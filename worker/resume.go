@@ -55,6 +55,10 @@ func (w *Worker) resume(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.C
 	if t.Kind == jobs.KindVerify && res.Type != jobs.ResolveRetry {
 		r.E2E = jobs.E2E{} // a person looked: the end-to-end phase counts afresh
 	}
+	if p := t.Paused; p != nil && p.EscalationID == e.ID && p.Decision == nil &&
+		(res.Type == jobs.ResolveChoose || res.Type == jobs.ResolveAnswer) && w.nextQuestion(r, t, c, now) {
+		return // Claude asked several questions: the next one before the agent goes on
+	}
 	switch {
 	case res.Type == jobs.ResolveForce:
 		escalation.DropQueued(r, t.ID)

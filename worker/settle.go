@@ -15,6 +15,11 @@ import (
 func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) {
 	now := w.cfg.Store.Now()
 	a := recordAttempt(r, t, c, out)
+	t.Paused = nil
+	if out.paused != nil && len(out.secrets) == 0 && out.execErr == nil {
+		w.pauseAt(r, t, c, a, out.paused, now)
+		return
+	}
 	v := judgeAttempt(w.facts(r, t, out))
 	if v.kind == vPause {
 		// Nothing is decided without the brain, and nothing is lost: the output waits in the run for the resume.

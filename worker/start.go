@@ -26,6 +26,9 @@ func (w *Worker) handleStart(ctx context.Context, t *asynq.Task) error {
 		r.Seq = 0 // entering the first node makes it 1
 		started := jobs.RunStartedEvent{Plan: r.PlanPath, Title: r.PlanTitle,
 			Tasks: len(r.Tasks), Agent: r.Options.Agent, Brain: r.Options.Brain, Sandbox: r.Options.Sandbox}
+		if r.Options.Agent == "claude" {
+			started.Permissions = Policy(r.Options).Summary()
+		}
 		if r.Git != nil {
 			started.Branch, started.Base = r.Git.Branch, r.Git.Base
 			if started.Base == "" {

@@ -208,6 +208,8 @@ type outcome struct {
 	custom      []escalation.Spec // custom triggers that matched the output
 	files       []string          // what the task changed in the workspace
 	diff        string
+	// paused is the tool call the agent stopped at for a person (or the calls it was refused): no brain judges it.
+	paused *jobs.Paused
 }
 
 // execute runs the agent (unless its output is waiting to be judged) and judges what it said. Only an interruption
@@ -238,6 +240,9 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 		return out, nil // the human reads the reply and judges it: no brain
 	}
 	out.secrets = escalation.Secrets(out.said.Text)
+	if out.paused != nil && len(out.secrets) == 0 {
+		return out, nil // a person decides the call: there is nothing to judge yet
+	}
 	out.custom = customTriggers(r.Options.Escalation.Triggers, out.said.Text)
 	bn, err := w.cfg.Brain(r.Options)
 	if err != nil {
@@ -279,6 +284,17 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 			req.SessionID = "" // a new conversation
 		}
 	}
+	var perms *agent.HookState
+	if ad.Name() == "claude" {
+		perms = w.hookState(r, &task, at.dir)
+		if task.Kind == jobs.KindChat {
+			perms.Defer = false // a conversation's turns are judged by the person reading them
+		}
+		req.Permissions = perms
+		if p := task.Paused; p != nil && !p.Denied && p.Decision != nil && p.Session != "" {
+			req.ResumePaused, req.SessionID = true, p.Session
+		}
+	}
 	cmd, err := ad.Command(req)
 	if err != nil {
 		out.execErr = fmt.Errorf("building the %s command: %w", ad.Name(), err)
@@ -290,6 +306,11 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 		return nil
 	}
 	parser := ad.NewParser()
+	if tw, ok := parser.(agent.ToolWatcher); ok {
+		watch, stop := w.watchTools(ctx, r.ID, task.ID)
+		defer stop()
+		tw.WatchTools(watch)
+	}
 	ectx, span := telemetry.Tracer().Start(ctx, "orch.sandbox.exec", trace.WithAttributes(
 		attribute.String("sandbox.kind", sandboxKind(r.Options)), attribute.String("agent", ad.Name())))
 	res, err := sb.Exec(ectx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env,
@@ -306,6 +327,8 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	}
 	result := parser.Finish(res.ExitCode, res.Stderr)
 	out.usage = result
+	w.defers.saw(result.Version)
+	out.paused = pausedCalls(result, perms, homeDir())
 	out.said = jobs.Pending{Text: result.Text, Success: result.Success, Errors: result.Errors, ExitCode: res.ExitCode,
 		Signal: res.Signal, Stderr: lastLines(strings.TrimSpace(string(res.Stderr)), 5), TimedOut: res.TimedOut,
 		OOMKilled: res.OOMKilled}

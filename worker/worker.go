@@ -85,6 +85,8 @@ type Worker struct {
 	once   sync.Once
 	graphs graphs
 	host   string
+	// defers learns whether the agent CLI can pause a tool call.
+	defers deferSupport
 }
 
 // New returns a worker.

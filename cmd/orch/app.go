@@ -248,7 +248,7 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 func newAgent(opts jobs.Options, self string) (agent.Adapter, error) {
 	switch {
 	case opts.Agent == "claude":
-		return agent.NewClaude(agent.ClaudeConfig{Model: opts.AgentModel}), nil
+		return agent.NewClaude(agent.ClaudeConfig{Model: opts.AgentModel, Hook: hookFor(opts, self)}), nil
 	case opts.Agent == "codex":
 		return agent.NewTemplate("codex exec --skip-git-repo-check {prompt}")
 	case opts.Agent == "sim":
@@ -260,6 +260,27 @@ func newAgent(opts jobs.Options, self string) (agent.Adapter, error) {
 		return agent.NewTemplate(strings.TrimPrefix(opts.Agent, "cmd:"))
 	}
 	return nil, fmt.Errorf("unknown agent %q (want claude, codex, sim or cmd:TEMPLATE)", opts.Agent)
+}
+
+// hookFor is the command that runs orch's permission hook where a run's agent runs: this binary on the host, the
+// static binary mounted into the container in Docker; "" when there is none (a dynamically linked orch cannot run
+// in an arbitrary image), and then Claude Code's own rules carry the policy.
+func hookFor(opts jobs.Options, self string) string {
+	if opts.Sandbox == "docker" {
+		if !isStatic(self) {
+			return ""
+		}
+		self = sandbox.OrchPath
+	}
+	return shellQuote(self) + " " + hookCommand
+}
+
+// shellQuote quotes s for a POSIX shell (Claude Code runs a hook's command with bash).
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // flushTracing sends the spans not sent yet: a command that ends right after a change (a resolution from the

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -75,7 +76,10 @@ type fileConfig struct {
 	AgentTimeout string    `yaml:"agent_timeout"`
 	Concurrency  int       `yaml:"concurrency"`
 	Git          gitConfig `yaml:"git"`
-	Escalation   struct {
+	// Permissions adds to the sandbox's default permission policy for the claude agent (or replaces it, defaults:
+	// false).
+	Permissions *permissionsConfig `yaml:"permissions"`
+	Escalation  struct {
 		MaxPerTask     int                  `yaml:"max_per_task"`
 		Timeout        string               `yaml:"timeout"`
 		TimeoutDefault bool                 `yaml:"timeout_default"`
@@ -83,6 +87,41 @@ type fileConfig struct {
 		Fallback       string               `yaml:"fallback"`
 		Triggers       []jobs.CustomTrigger `yaml:"triggers"`
 	} `yaml:"escalation"`
+}
+
+// permissionsConfig is orch.yaml's permissions section: rules in Claude Code's syntax on top of the sandbox's
+// defaults, and the decision for a call no rule names.
+type permissionsConfig struct {
+	Default  string   `yaml:"default"`
+	Allow    []string `yaml:"allow"`
+	Ask      []string `yaml:"ask"`
+	Deny     []string `yaml:"deny"`
+	Defaults *bool    `yaml:"defaults"` // false: the sandbox's default rules are left out
+}
+
+// permissions resolves the policy a run's agent works under: the sandbox's defaults, with orch.yaml's rules on top.
+func (a *app) permissions(sandboxKind string) (*jobs.Permissions, error) {
+	pc := a.set.file.Permissions
+	base := agent.DefaultPolicy(sandboxKind)
+	if pc == nil {
+		return toPermissions(base), nil
+	}
+	if pc.Defaults != nil && !*pc.Defaults {
+		base = agent.Policy{Default: agent.Ask}
+	}
+	p := base.Extend(agent.Policy{Default: agent.Decision(pc.Default), Allow: pc.Allow, Ask: pc.Ask, Deny: pc.Deny})
+	p.Name = "orch.yaml on " + sandboxKind + " defaults"
+	if pc.Defaults != nil && !*pc.Defaults {
+		p.Name = "orch.yaml"
+	}
+	if err := p.Validate(); err != nil {
+		return nil, usageErr("orch.yaml %v", err)
+	}
+	return toPermissions(p), nil
+}
+
+func toPermissions(p agent.Policy) *jobs.Permissions {
+	return &jobs.Permissions{Name: p.Name, Default: string(p.Default), Allow: p.Allow, Ask: p.Ask, Deny: p.Deny}
 }
 
 // settings resolves a value from flag, env and orch.yaml, in that order of precedence.

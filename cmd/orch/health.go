@@ -10,10 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/bot"
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/sandbox"
+	"github.com/orchrun/orch/worker"
 )
 
 // check is one part of `orch health`.
@@ -42,7 +44,10 @@ func (a *app) healthCmd() *cobra.Command {
 				// The agent runs in the sandbox image; the Docker check above covers the image.
 				checks = append(checks, check{part: "agent", ok: true, detail: opts.Agent + " (in the sandbox image)"})
 			} else {
-				checks = append(checks, checkAgentCLI(opts.Agent))
+				checks = append(checks, checkAgentCLI(ctx, opts.Agent))
+			}
+			if opts.Agent == "claude" {
+				checks = append(checks, check{part: "permissions", ok: true, detail: worker.Policy(opts).Summary()})
 			}
 			checks = append(checks, a.checkBrain(opts))
 			checks = append(checks, a.checkSlack(ctx))
@@ -106,7 +111,7 @@ func (a *app) checkDocker(ctx context.Context, opts jobs.Options) check {
 	return check{part: "docker", ok: true, detail: "engine answers; image " + image + " present"}
 }
 
-func checkAgentCLI(name string) check {
+func checkAgentCLI(ctx context.Context, name string) check {
 	switch {
 	case name == "sim":
 		return check{part: "agent", ok: true, detail: "sim (built in)"}
@@ -121,7 +126,25 @@ func checkAgentCLI(name string) check {
 	if err != nil {
 		return check{part: "agent", detail: name + " is not on PATH"}
 	}
-	return check{part: "agent", ok: true, detail: path}
+	if name != "claude" {
+		return check{part: "agent", ok: true, detail: path}
+	}
+	return check{part: "agent", ok: true, detail: path + ", " + claudeVersion(ctx, path)}
+}
+
+// claudeVersion says which Claude Code is installed and whether it can pause a tool call for a person.
+func claudeVersion(ctx context.Context, path string) string {
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(vctx, path, "--version").Output()
+	v := strings.TrimSpace(string(out))
+	if err != nil || v == "" {
+		return "version unknown (claude --version failed)"
+	}
+	if !agent.SupportsDefer(v) {
+		return v + ": older than " + agent.DeferVersion + ", so a tool call that needs approval is refused first and asked about after"
+	}
+	return v + ": tool calls that need approval wait for a person"
 }
 
 func (a *app) checkBrain(opts jobs.Options) check {

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
@@ -31,11 +32,29 @@ func main() {
 		// The local sandbox's shim between a worker and its agent: no command line, signals or exit codes of orch's.
 		os.Exit(sandbox.RunShim(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == hookCommand {
+		os.Exit(runHook(os.Stdin, os.Stdout, os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // shimCommand is the hidden first argument that makes orch the local sandbox's shim (sandbox.LocalConfig.Shim).
 const shimCommand = "sandbox-shim"
+
+// hookCommand is the hidden first argument that makes orch Claude Code's PreToolUse hook (agent.RunHook): Claude
+// Code runs it for every tool call, so it starts without the command line's machinery.
+const hookCommand = "claude-hook"
+
+// runHook answers one tool call. Exit 2 is Claude Code's blocking error: a hook that cannot decide blocks the call
+// and says why (code.claude.com/docs/en/hooks, "Exit code 2").
+func runHook(stdin io.Reader, stdout, stderr io.Writer) int {
+	home, _ := os.UserHomeDir()
+	if err := agent.RunHook(stdin, stdout, os.Getenv(agent.HookEnv), home); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	return 0
+}
 
 // run is main without the process: testable end to end.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

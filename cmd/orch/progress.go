@@ -14,6 +14,7 @@ import (
 type progress struct {
 	out      io.Writer
 	activity string
+	task     string // the task part of activity
 	since    time.Time
 	frame    int
 	shown    bool
@@ -62,7 +63,12 @@ func (p *progress) track(e jobs.Event) {
 	switch b := e.Body.(type) {
 	case jobs.TaskStartedEvent:
 		p.activity = fmt.Sprintf("Task %s: %s", e.TaskID, oneLine(b.Title, 60))
+		p.task = p.activity
 		p.since = time.Now()
+	case jobs.AgentActivityEvent:
+		if p.activity != "" && len(b.Calls) > 0 {
+			p.activity = p.task + " · " + oneLine(b.Calls[len(b.Calls)-1], 50)
+		}
 	case jobs.TaskCompletedEvent, jobs.TaskFailedEvent, jobs.EscalationEvent, jobs.RunCompletedEvent,
 		jobs.RunFailedEvent, jobs.RunAbortedEvent, jobs.RunPausedEvent, jobs.SandboxErrorEvent:
 		p.activity = ""

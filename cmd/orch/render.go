@@ -86,6 +86,9 @@ func writeEvent(w io.Writer, e jobs.Event) {
 	switch b := e.Body.(type) {
 	case jobs.RunStartedEvent:
 		fmt.Fprintf(w, "%sRun %s started: %s (%s)\n", ts, e.RunID, b.Title, plural(b.Tasks, "task"))
+		if b.Permissions != "" {
+			fmt.Fprintf(w, "%sPermissions: %s\n", indent, b.Permissions)
+		}
 	case jobs.TaskStartedEvent:
 		fmt.Fprintf(w, "%sTask %s: %s\n", ts, e.TaskID, b.Title)
 		if b.Turn > 0 {
@@ -156,6 +159,13 @@ func writeEvent(w io.Writer, e jobs.Event) {
 		fmt.Fprintf(w, "%sPushed %s to %s (%s)\n", ts, b.Branch, b.Remote, b.Commit)
 	case jobs.GitErrorEvent:
 		fmt.Fprintf(w, "%sgit: %s\n", ts, b.Error)
+	case jobs.AgentActivityEvent:
+		for _, call := range b.Calls {
+			fmt.Fprintf(w, "%s  › %s\n", ts, call)
+		}
+		if b.More > 0 {
+			fmt.Fprintf(w, "%s  › … and %d more\n", ts, b.More)
+		}
 	case jobs.WorkspaceBusyEvent:
 		holder := b.Run
 		if b.Status != "" {

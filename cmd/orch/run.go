@@ -138,6 +138,9 @@ func (a *app) baseOptions(cmd *cobra.Command, sandbox string) (jobs.Options, str
 	if o.Escalation, err = a.escalationPolicy(cmd); err != nil {
 		return o, "", "", err
 	}
+	if o.Permissions, err = a.permissions(o.Sandbox); err != nil {
+		return o, "", "", err
+	}
 	ws, err := absDir(s.str(cmd, "workspace", "ORCH_WORKSPACE", fc.Workspace, "."), "workspace")
 	if err != nil {
 		return o, "", "", err

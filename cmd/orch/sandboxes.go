@@ -104,7 +104,7 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 		return nil, fmt.Errorf("unknown sandbox %q", opts.Sandbox)
 	}
 	// A scenario inside the workspace root is mounted with it already; one elsewhere needs its own mount, so its own
-	// sandbox. The API key goes only to claude runs, and orch's own binary only into sim runs' containers, so they
+	// sandbox. The API key goes only to claude runs, and orch's own binary only into sim and claude runs' containers, so they
 	// have their own sandboxes too.
 	scenario := opts.SimScenario
 	if d.root != "" && within(d.root, scenario) {
@@ -125,8 +125,8 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 		Instance: d.instance,
 		Logger:   d.a.log,
 	}
-	if sim && isStatic(d.self) {
-		// Only the sim agent runs orch inside the container; other agents' containers do not see it.
+	if (sim || claude) && isStatic(d.self) {
+		// The sim agent is orch, and claude runs orch as its permission hook; other agents' containers do not see it.
 		cfg.OrchBinary = d.self
 	}
 	if d.pool > 0 && d.root != "" && scenario == "" {
