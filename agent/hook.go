@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 )
@@ -166,14 +165,8 @@ func sameJSON(a, b json.RawMessage) bool {
 	return bytes.Equal(ca, cb)
 }
 
-// HookHome is the home directory the hook resolves "~/" rules against.
-func HookHome() string {
-	h, _ := os.UserHomeDir()
-	return h
-}
-
-// editToolsAndBash are the tools whose calls Claude Code asks about in its default mode; the settings orch writes
-// for a CLI without its hook list them as allowed when the policy allows by default.
+// promptingTools are the tools whose calls Claude Code asks about in its default mode; the settings orch writes
+// without its hook list them as allowed when the policy allows by default.
 var promptingTools = []string{"Bash", "Edit", "NotebookEdit", "WebFetch", "WebSearch"}
 
 // settingsFor is the Claude Code settings orch passes with --settings: its hook on every tool call, and the policy's
