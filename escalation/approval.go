@@ -139,8 +139,10 @@ func answerQuestion(t *jobs.Task, e *jobs.Escalation, res *jobs.Resolution) {
 		for _, x := range qs {
 			parts = append(parts, fmt.Sprintf("%q=%q", x.Question, p.Answers[x.Question]))
 		}
-		t.Guidance = append(t.Guidance, "A person answered your questions: "+strings.Join(parts, ", ")+".")
-		p.Decision = &jobs.CallDecision{By: res.By}
+		answered := "A person answered your questions: " + strings.Join(parts, ", ") + "."
+		t.Guidance = append(t.Guidance, answered)
+		// Asked again, the same question is refused with the answers it already has.
+		p.Decision = &jobs.CallDecision{By: res.By, Message: answered}
 		return
 	}
 	in, err := call.Answered(p.Answers)

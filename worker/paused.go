@@ -24,8 +24,8 @@ func Policy(o jobs.Options) agent.Policy {
 	return agent.Policy{Name: p.Name, Default: agent.Decision(p.Default), Allow: p.Allow, Ask: p.Ask, Deny: p.Deny}
 }
 
-// noDefer is set once an agent CLI too old to pause a call (Claude Code before 2.1.89) has been seen: its hook then
-// refuses what needs a person, and the run asks afterwards.
+// deferSupport remembers that an agent CLI too old to pause a call (Claude Code before 2.1.89) has been seen: the hook
+// then refuses what needs a person, and the run asks afterwards.
 type deferSupport struct{ old atomic.Bool }
 
 func (d *deferSupport) saw(version string) {
@@ -90,7 +90,7 @@ func (w *Worker) pauseAt(r *jobs.Run, t *jobs.Task, c *jobs.Change, a *jobs.Atte
 		if !ok {
 			// A question with no questions: the tool is told so and the agent goes on.
 			p.Decision = &jobs.CallDecision{Message: "The question had no questions to ask."}
-			w.resumePaused(r, t, c)
+			resumePaused(r, t)
 			return
 		}
 		spec = s
@@ -123,7 +123,7 @@ func (w *Worker) nextQuestion(r *jobs.Run, t *jobs.Task, c *jobs.Change, now tim
 }
 
 // resumePaused sends the run on to resume the paused session with the decision.
-func (w *Worker) resumePaused(r *jobs.Run, t *jobs.Task, c *jobs.Change) {
+func resumePaused(r *jobs.Run, t *jobs.Task) {
 	t.Status = jobs.TaskPending
 	r.Status = jobs.RunRunning
 	r.Seq++
