@@ -645,6 +645,16 @@ func SupportsDefer(version string) bool {
 	return !versionBelow(version, DeferVersion)
 }
 
+// QuestionsHiddenVersion is the first Claude Code that leaves AskUserQuestion out of plain `-p` runs: it offers the
+// tool only to a session with a permission-prompt surface (anthropics/claude-code#77994; 2.1.186 is the last to list
+// it). With those, Claude asks its questions in its final text instead, and orch reads them there.
+const QuestionsHiddenVersion = "2.1.187"
+
+// OffersQuestions reports whether Claude Code of this version offers AskUserQuestion in orch's `-p` runs.
+func OffersQuestions(version string) bool {
+	return versionBelow(version, QuestionsHiddenVersion)
+}
+
 // versionBelow reports whether dotted version v is below w; false when v is not a version.
 func versionBelow(v, w string) bool {
 	parse := func(s string) ([3]int, bool) {

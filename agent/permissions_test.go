@@ -297,4 +297,7 @@ func TestParserPausedAndDenied(t *testing.T) {
 	if !SupportsDefer("2.1.89 (Claude Code)") || SupportsDefer("2.1.63") || !SupportsDefer("2.10.0") || !SupportsDefer("garbage") {
 		t.Error("SupportsDefer")
 	}
+	if !OffersQuestions("2.1.186 (Claude Code)") || OffersQuestions("2.1.187") || OffersQuestions("2.2.0") {
+		t.Error("OffersQuestions")
+	}
 }

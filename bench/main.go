@@ -26,6 +26,7 @@ import (
 type counts struct {
 	ackRounds     int // rounds of 200 concurrent requests, per endpoint
 	resumes       int // clicks with orch's poll interval
+	approvals     int // clicks on a claude agent's approval
 	resumesSlow   int // clicks with asynq's default poll interval
 	parked        int // runs parked, then all answered
 	stepRuns      int // runs of the step measurement…
@@ -36,9 +37,9 @@ type counts struct {
 }
 
 var (
-	fullCounts = counts{ackRounds: 25, resumes: 100, resumesSlow: 20, parked: 10000, stepRuns: 100, stepTasks: 20,
+	fullCounts = counts{ackRounds: 25, resumes: 100, approvals: 50, resumesSlow: 20, parked: 10000, stepRuns: 100, stepTasks: 20,
 		dockerSamples: 20, worktrees: 20, concurrent: 16}
-	quickCounts = counts{ackRounds: 2, resumes: 5, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20,
+	quickCounts = counts{ackRounds: 2, resumes: 5, approvals: 3, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20,
 		dockerSamples: 3, worktrees: 3, concurrent: 4}
 )
 
@@ -124,6 +125,17 @@ func run(ctx context.Context, c counts, mode string) (*Results, error) {
 	res.ResumeAsynqDefaultP50Ms = roundTo(percentileMs(slow, 0.5), 1)
 	res.Notes.Resume = resumeNote(fast, slow)
 
+	if err := fresh("approval: click on a tool-call approval to the resumed claude process"); err != nil {
+		return nil, err
+	}
+	approvals, err := clickToApproval(ctx, r, 20*time.Millisecond, c.approvals)
+	if err != nil {
+		return nil, fmt.Errorf("approval: %w", err)
+	}
+	res.ApprovalResumeP50Ms = roundTo(percentileMs(approvals, 0.5), 2)
+	res.ApprovalResumeP99Ms = roundTo(percentileMs(approvals, 0.99), 2)
+	res.Notes.Approval = approvalNote(approvals)
+
 	if err := fresh("steps: task steps through one worker"); err != nil {
 		return nil, err
 	}
@@ -195,6 +207,17 @@ func resumeNote(fast, slow []time.Duration) string {
 		"random phase. Nearest-rank percentiles. With 20 ms: p50 %.1f, p90 %.1f, max %.1f ms. With 1 s: p50 %.0f, max "+
 		"%.0f ms.", len(fast), len(slow), percentileMs(fast, 0.5), percentileMs(fast, 0.9), percentileMs(fast, 1),
 		percentileMs(slow, 0.5), percentileMs(slow, 1))
+}
+
+func approvalNote(lat []time.Duration) string {
+	return fmt.Sprintf("%d clicks, each on its own run of a one-task plan started with /orch run, whose claude agent (the "+
+		"fake claude of agent/testdata/fakeclaude: Claude Code's documented permission flow with a scripted model) ran "+
+		"`git push --force` under the local defaults: orch's PreToolUse hook deferred the call, the process exited and the "+
+		"run parked on an approval. From the signed POST of a click on \"Allow once\" (button A) to the resumed `claude -p "+
+		"--resume` process starting (its own clock, logged as it starts): the resume path of resume_p50_ms, then the "+
+		"claude step (the hook's state with the decision, the command, the process start). orch's poll interval (20 ms); "+
+		"nearest-rank percentiles: p50 %.1f, p90 %.1f, max %.1f ms.", len(lat), percentileMs(lat, 0.5),
+		percentileMs(lat, 0.9), percentileMs(lat, 1))
 }
 
 func step(what string) { fmt.Fprintf(os.Stderr, "bench: %s\n", what) }

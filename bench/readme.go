@@ -91,6 +91,8 @@ func rows(r *Results) []row {
 		{"resume_p99_ms", num(r.ResumeP99Ms), "≤ 100", le(r.ResumeP99Ms, 100)},
 		{"resume_asynq_default_p50_ms", fmt.Sprintf("%s (%.1f× `resume_p50_ms`)", num(r.ResumeAsynqDefaultP50Ms), ratio),
 			"≥ 10× `resume_p50_ms`", yesNo(ratio >= 10)},
+		{"approval_resume_p50_ms", num(r.ApprovalResumeP50Ms), "≤ 30", le(r.ApprovalResumeP50Ms, 30)},
+		{"approval_resume_p99_ms", num(r.ApprovalResumeP99Ms), "—", "—"},
 		{"parked_runs", fmt.Sprint(r.ParkedRuns), "10,000", yesNo(r.ParkedRuns == 10000)},
 		{"parked_worker_slots_busy", fmt.Sprint(r.ParkedWorkerSlotsBusy), "0", yesNo(r.ParkedWorkerSlotsBusy == 0)},
 		{"parked_redis_bytes_per_run", num(r.ParkedRedisBytesPerRun), "≤ 4096 (4 KiB)", le(r.ParkedRedisBytesPerRun, 4096)},

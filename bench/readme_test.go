@@ -70,6 +70,7 @@ func TestPercentileIsNearestRank(t *testing.T) {
 func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 	cold, warm := 300.0, 90.0
 	good := Results{AckP50Ms: 0.02, AckP99Ms: 0.2, ResumeP50Ms: 21, ResumeP99Ms: 45, ResumeAsynqDefaultP50Ms: 1000,
+		ApprovalResumeP50Ms: 24, ApprovalResumeP99Ms: 60,
 		ParkedRuns: 10, ParkedRedisBytesPerRun: 3000, ResumeAllSeconds: 1, StepsPerSecond: 300,
 		OverheadMsPerStep: 2, DockerColdStartP50Ms: &cold, DockerWarmStartP50Ms: &warm, WorktreeSetupP50Ms: 120,
 		WorktreeSetup100FilesP50Ms: 15, WorktreeSetupColdP50Ms: 700, ConcurrentRuns: 16, ConcurrentRunsIsolated: 16}

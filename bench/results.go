@@ -16,19 +16,22 @@ import (
 // Results is bench/results.json. Times are in milliseconds unless the name says otherwise; the Docker times are null
 // when no engine answered.
 type Results struct {
-	AckP50Ms                float64  `json:"ack_p50_ms"`
-	AckP99Ms                float64  `json:"ack_p99_ms"`
-	ResumeP50Ms             float64  `json:"resume_p50_ms"`
-	ResumeP99Ms             float64  `json:"resume_p99_ms"`
-	ResumeAsynqDefaultP50Ms float64  `json:"resume_asynq_default_p50_ms"`
-	ParkedRuns              int      `json:"parked_runs"`
-	ParkedWorkerSlotsBusy   int      `json:"parked_worker_slots_busy"`
-	ParkedRedisBytesPerRun  float64  `json:"parked_redis_bytes_per_run"`
-	ResumeAllSeconds        float64  `json:"resume_all_seconds"`
-	StepsPerSecond          float64  `json:"steps_per_second"`
-	OverheadMsPerStep       float64  `json:"overhead_ms_per_step"`
-	DockerColdStartP50Ms    *float64 `json:"docker_cold_start_p50_ms"`
-	DockerWarmStartP50Ms    *float64 `json:"docker_warm_start_p50_ms"`
+	AckP50Ms                float64 `json:"ack_p50_ms"`
+	AckP99Ms                float64 `json:"ack_p99_ms"`
+	ResumeP50Ms             float64 `json:"resume_p50_ms"`
+	ResumeP99Ms             float64 `json:"resume_p99_ms"`
+	ResumeAsynqDefaultP50Ms float64 `json:"resume_asynq_default_p50_ms"`
+	// ApprovalResumeP50Ms is a click on a claude agent's tool-call approval to its resumed process starting.
+	ApprovalResumeP50Ms    float64  `json:"approval_resume_p50_ms"`
+	ApprovalResumeP99Ms    float64  `json:"approval_resume_p99_ms"`
+	ParkedRuns             int      `json:"parked_runs"`
+	ParkedWorkerSlotsBusy  int      `json:"parked_worker_slots_busy"`
+	ParkedRedisBytesPerRun float64  `json:"parked_redis_bytes_per_run"`
+	ResumeAllSeconds       float64  `json:"resume_all_seconds"`
+	StepsPerSecond         float64  `json:"steps_per_second"`
+	OverheadMsPerStep      float64  `json:"overhead_ms_per_step"`
+	DockerColdStartP50Ms   *float64 `json:"docker_cold_start_p50_ms"`
+	DockerWarmStartP50Ms   *float64 `json:"docker_warm_start_p50_ms"`
 	// WorktreeSetupP50Ms is a run's worktree on a repository of 10,000 files; the 100-file one beside it.
 	WorktreeSetupP50Ms         float64 `json:"worktree_setup_p50_ms"`
 	WorktreeSetup100FilesP50Ms float64 `json:"worktree_setup_100_files_p50_ms"`
@@ -60,6 +63,7 @@ type Notes struct {
 	Redis     string `json:"redis"`
 	Ack       string `json:"ack"`
 	Resume    string `json:"resume"`
+	Approval  string `json:"approval"`
 	Parked    string `json:"parked"`
 	ResumeAll string `json:"resume_all"`
 	Steps     string `json:"steps"`
@@ -100,6 +104,7 @@ func (r *Results) check(wantParked int) error {
 	positive := map[string]float64{
 		"ack_p50_ms": r.AckP50Ms, "ack_p99_ms": r.AckP99Ms, "resume_p50_ms": r.ResumeP50Ms,
 		"resume_p99_ms": r.ResumeP99Ms, "resume_asynq_default_p50_ms": r.ResumeAsynqDefaultP50Ms,
+		"approval_resume_p50_ms": r.ApprovalResumeP50Ms, "approval_resume_p99_ms": r.ApprovalResumeP99Ms,
 		"parked_redis_bytes_per_run": r.ParkedRedisBytesPerRun, "resume_all_seconds": r.ResumeAllSeconds,
 		"steps_per_second": r.StepsPerSecond, "worktree_setup_p50_ms": r.WorktreeSetupP50Ms,
 		"worktree_setup_100_files_p50_ms": r.WorktreeSetup100FilesP50Ms, "worktree_setup_cold_p50_ms": r.WorktreeSetupColdP50Ms,
@@ -112,7 +117,7 @@ func (r *Results) check(wantParked int) error {
 	if math.IsNaN(r.OverheadMsPerStep) || math.IsInf(r.OverheadMsPerStep, 0) {
 		errs = append(errs, fmt.Errorf("overhead_ms_per_step = %v", r.OverheadMsPerStep))
 	}
-	if r.AckP50Ms > r.AckP99Ms || r.ResumeP50Ms > r.ResumeP99Ms {
+	if r.AckP50Ms > r.AckP99Ms || r.ResumeP50Ms > r.ResumeP99Ms || r.ApprovalResumeP50Ms > r.ApprovalResumeP99Ms {
 		errs = append(errs, errors.New("a p50 above its p99"))
 	}
 	if r.ParkedRuns != wantParked {

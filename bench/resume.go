@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -29,14 +30,38 @@ func clickToResume(ctx context.Context, r *rig, poll time.Duration, clicks int) 
 	if err != nil {
 		return nil, err
 	}
-	store, queue, events := r.backend()
-	resumed, ended := newSignals(), newSignals()
-	events.hook(func(e jobs.Event, at time.Time) {
-		switch b := e.Body.(type) {
-		case jobs.TaskStartedEvent:
-			if b.Started == 2 { // the attempt after the human's answer
+	resumed := newSignals()
+	return measureClicks(ctx, r, poll, clicks, clickCase{ws: ws, plan: plan, opts: simOptions(plan), button: "B",
+		observe: func(e jobs.Event, at time.Time) {
+			if b, ok := e.Body.(jobs.TaskStartedEvent); ok && b.Started == 2 { // the attempt after the human's answer
 				resumed.fire(e.RunID, at)
 			}
+		},
+		resumed: func(runID string) (time.Time, error) { return await(ctx, resumed.expect(runID), time.Second) },
+	})
+}
+
+// clickCase is what one click measurement runs: the runs' workspace, plan and options, the button clicked on their
+// question, and when a run's agent resumed after the click (asked once the run ended).
+type clickCase struct {
+	ws, plan string
+	opts     jobs.Options
+	button   string
+	observe  func(e jobs.Event, at time.Time)
+	resumed  func(runID string) (time.Time, error)
+}
+
+// measureClicks starts clicks runs of c from Slack, waits for each to ask, then clicks c.button on each question in
+// turn, at a random moment of the workers' poll loops, and returns the time from each click's POST to its run's agent
+// resuming.
+func measureClicks(ctx context.Context, r *rig, poll time.Duration, clicks int, c clickCase) ([]time.Duration, error) {
+	store, queue, events := r.backend()
+	ended := newSignals()
+	events.hook(func(e jobs.Event, at time.Time) {
+		if c.observe != nil {
+			c.observe(e, at)
+		}
+		switch e.Body.(type) {
 		case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
 			ended.fire(e.RunID, at)
 		}
@@ -51,8 +76,8 @@ func clickToResume(ctx context.Context, r *rig, poll time.Duration, clicks int) 
 	// Posts to a channel are spaced by PostInterval (1 s in production, for Slack's rate limit); the fake has none,
 	// and posting is not on the measured path.
 	s, err := bot.New(bot.Config{SigningSecret: signingSecret, BotToken: "xoxb-bench", APIURL: fake.APIURL(),
-		Workspace: ws, Store: store, Queue: queue, PostInterval: time.Millisecond, Log: r.log,
-		Starter: &planStarter{store: store, queue: queue, ws: ws, opts: simOptions(plan)}})
+		Workspace: c.ws, Store: store, Queue: queue, PostInterval: time.Millisecond, Log: r.log,
+		Starter: &planStarter{store: store, queue: queue, ws: c.ws, opts: c.opts}})
 	if err != nil {
 		return nil, err
 	}
@@ -68,11 +93,12 @@ func clickToResume(ctx context.Context, r *rig, poll time.Duration, clicks int) 
 	client := &http.Client{Timeout: 30 * time.Second}
 
 	for range clicks {
-		if err := post(ctx, client, url, "/slack/commands", fake.SlashCommand("run ambiguous_task.md", "U1", "C1")); err != nil {
+		if err := post(ctx, client, url, "/slack/commands", fake.SlashCommand("run "+filepath.Base(c.plan), "U1", "C1")); err != nil {
 			return nil, err
 		}
 	}
-	questions, err := waitQuestions(ctx, fake, clicks, time.Minute+time.Duration(clicks)*(time.Second+2*poll))
+	action := bot.ActionChoose + ":" + c.button
+	questions, err := waitQuestions(ctx, fake, action, clicks, time.Minute+time.Duration(clicks)*(time.Second+2*poll))
 	if err != nil {
 		return nil, err
 	}
@@ -84,43 +110,42 @@ func clickToResume(ctx context.Context, r *rig, poll time.Duration, clicks int) 
 		if err := sleep(ctx, rand.N(poll)); err != nil {
 			return nil, err
 		}
-		body := fake.Click(q.msg, "U1", bot.ActionChoose+":B", q.act.Encode())
-		started := resumed.expect(q.act.RunID)
+		body := fake.Click(q.msg, "U1", action, q.act.Encode())
 		start := time.Now()
 		if err := post(ctx, client, url, "/slack/interactions", body); err != nil {
 			return nil, err
 		}
-		at, err := await(ctx, started, 30*time.Second+2*poll)
+		// The next click waits for this run to end, so that it finds the workers idle, as a click mostly does.
+		if _, err := await(ctx, ended.expect(q.act.RunID), 30*time.Second+4*poll); err != nil {
+			return nil, fmt.Errorf("run %s did not end after the click: %w", q.act.RunID, err)
+		}
+		at, err := c.resumed(q.act.RunID)
 		if err != nil {
 			return nil, fmt.Errorf("run %s did not resume after the click: %w", q.act.RunID, err)
 		}
 		lat = append(lat, at.Sub(start))
-		// The next click waits for this run to end, so that it finds the workers idle, as a click mostly does.
-		if _, err := await(ctx, ended.expect(q.act.RunID), 30*time.Second+4*poll); err != nil {
-			return nil, fmt.Errorf("run %s did not end after resuming: %w", q.act.RunID, err)
-		}
 	}
 	return lat, nil
 }
 
-// question is a run's question as posted in its thread, with the value of its button B.
+// question is a run's question as posted in its thread, with the value of the button clicked.
 type question struct {
 	msg slackfake.Message
 	act bot.ActionValue
 }
 
-// waitQuestions waits until n runs have their question posted, and returns one per run.
-func waitQuestions(ctx context.Context, fake *slackfake.Slack, n int, timeout time.Duration) ([]question, error) {
+// waitQuestions waits until n runs have their question posted with the button action, and returns one per run.
+func waitQuestions(ctx context.Context, fake *slackfake.Slack, action string, n int, timeout time.Duration) ([]question, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		byRun := map[string]question{}
 		var order []string
 		for _, m := range fake.Messages() {
-			v, ok := slackfake.Buttons(m)[bot.ActionChoose+":B"]
+			v, ok := slackfake.Buttons(m)[action]
 			if !ok {
 				continue
 			}
-			act, err := bot.DecodeAction(bot.ActionChoose+":B", v)
+			act, err := bot.DecodeAction(action, v)
 			if err != nil {
 				return nil, err
 			}

@@ -31,6 +31,9 @@ type rig struct {
 	orchBin string
 	tmp     string
 	log     *slog.Logger
+	// claude is the claude binary of runs with the claude agent, and env the agents' environment (nil: the bench's).
+	claude string
+	env    []string
 }
 
 // buildOrch builds the orch binary once, into dir: the sim agent is `orch sim-agent`, a real process.
@@ -61,7 +64,7 @@ func (r *rig) startWorker(store *store.Store, queue *queue.Queue, poll time.Dura
 	w, err := worker.New(worker.Config{
 		Store:        store,
 		Queue:        queue,
-		Sandbox:      sandbox.NewLocal(sandbox.LocalConfig{Shim: []string{r.orchBin, "sandbox-shim"}}),
+		Sandbox:      sandbox.NewLocal(sandbox.LocalConfig{Shim: []string{r.orchBin, "sandbox-shim"}, Env: r.env}),
 		Brain:        func(jobs.Options) (worker.Brain, error) { return &brain.Fallback{}, nil },
 		Agent:        r.agentFor,
 		Log:          r.log,
@@ -78,8 +81,12 @@ func (r *rig) startWorker(store *store.Store, queue *queue.Queue, poll time.Dura
 }
 
 func (r *rig) agentFor(o jobs.Options) (agent.Adapter, error) {
-	if o.Agent == "sim" {
+	switch o.Agent {
+	case "sim":
 		return agent.NewSim(agent.SimConfig{Binary: r.orchBin, Scenario: o.SimScenario}), nil
+	case "claude":
+		// As `orch worker` runs it in the local sandbox: orch's permission hook is this orch binary.
+		return agent.NewClaude(agent.ClaudeConfig{Binary: r.claude, Hook: r.orchBin + " claude-hook"}), nil
 	}
 	t, err := agent.NewTemplate(o.Agent)
 	if err != nil {

@@ -39,8 +39,14 @@ func (w *Worker) hookState(r *jobs.Run, t *jobs.Task, dir string) *agent.HookSta
 	st := &agent.HookState{Policy: Policy(r.Options), Approved: r.Approved, Defer: !w.defers.old.Load(), Root: dir}
 	if p := t.Paused; p != nil && p.Decision != nil {
 		for _, c := range p.Calls {
-			st.Decisions = append(st.Decisions, agent.HookDecision{ToolUseID: c.ID, Tool: c.Tool, Input: c.Input,
-				Allow: p.Decision.Allow, Message: p.Decision.Message, UpdatedInput: p.Decision.UpdatedInput})
+			d := agent.HookDecision{ToolUseID: c.ID, Allow: p.Decision.Allow, Message: p.Decision.Message,
+				UpdatedInput: p.Decision.UpdatedInput}
+			if p.Denied {
+				// A refused call comes back in a new turn with a new id: the same tool and input is that call. A paused
+				// call is resumed under its own id, and the decision is for it alone: "Allow once" allows no repeat.
+				d.Tool, d.Input = c.Tool, c.Input
+			}
+			st.Decisions = append(st.Decisions, d)
 		}
 	}
 	return st

@@ -252,3 +252,36 @@ func Buttons(m Message) map[string]string {
 	}
 	return out
 }
+
+// Button is one button of a message: its label, action id and value.
+type Button struct {
+	Text, ActionID, Value string
+}
+
+// ButtonList returns a message's buttons in the order Slack shows them.
+func ButtonList(m Message) []Button {
+	var blocks []struct {
+		Type     string `json:"type"`
+		Elements []struct {
+			Type string `json:"type"`
+			Text struct {
+				Text string `json:"text"`
+			} `json:"text"`
+			ActionID string `json:"action_id"`
+			Value    string `json:"value"`
+		} `json:"elements"`
+	}
+	json.Unmarshal(m.Blocks, &blocks)
+	var out []Button
+	for _, b := range blocks {
+		if b.Type != "actions" {
+			continue
+		}
+		for _, e := range b.Elements {
+			if e.Type == "button" {
+				out = append(out, Button{Text: e.Text.Text, ActionID: e.ActionID, Value: e.Value})
+			}
+		}
+	}
+	return out
+}

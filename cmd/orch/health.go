@@ -144,7 +144,12 @@ func claudeVersion(ctx context.Context, path string) string {
 	if !agent.SupportsDefer(v) {
 		return v + ": older than " + agent.DeferVersion + ", so a tool call that needs approval is refused first and asked about after"
 	}
-	return v + ": tool calls that need approval wait for a person"
+	s := v + ": tool calls that need approval wait for a person"
+	if !agent.OffersQuestions(v) {
+		s += "; from " + agent.QuestionsHiddenVersion + " Claude Code offers no AskUserQuestion in -p, so Claude asks in " +
+			"its text (the sandbox image pins 2.1.186, which offers it)"
+	}
+	return s
 }
 
 func (a *app) checkBrain(opts jobs.Options) check {

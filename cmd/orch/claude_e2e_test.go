@@ -1,0 +1,471 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/orchrun/orch/bot/slackfake"
+)
+
+// The claude agent under orch's permission policy, end to end, against the fake claude's model mode: a CLI that
+// keeps Claude Code's permission rules, settings, PreToolUse hooks, `defer` and `--resume` as documented (its header
+// cites the documentation and versions), driven by a scripted model instead of an LLM.
+
+var (
+	fakeClaudeOnce sync.Once
+	fakeClaudeDir  string
+	fakeClaudeErr  error
+)
+
+// fakeClaudeBin builds the fake claude, static (it runs in the Docker sandbox's busybox image too), once.
+func fakeClaudeBin(t *testing.T) string {
+	t.Helper()
+	fakeClaudeOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "orch-fake-claude")
+		if err != nil {
+			fakeClaudeErr = err
+			return
+		}
+		fakeClaudeDir = dir
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, "claude"), "../../agent/testdata/fakeclaude")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			fakeClaudeErr = &buildError{err, string(out)}
+		}
+	})
+	if fakeClaudeErr != nil {
+		t.Fatalf("building the fake claude: %v", fakeClaudeErr)
+	}
+	return filepath.Join(fakeClaudeDir, "claude")
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// claudeModel is a script for the fake claude's model: per user prompt of a session, the assistant messages in order.
+type claudeModel struct {
+	Turns [][]claudeStep `json:"turns"`
+}
+
+// claudeStep is one assistant message: one tool call, several, or the final text.
+type claudeStep struct {
+	Tool  string         `json:"tool,omitempty"`
+	Input map[string]any `json:"input,omitempty"`
+	Tools []claudeStep   `json:"tools,omitempty"`
+	Text  string         `json:"text,omitempty"`
+}
+
+// claudeSetup is the environment of a process that runs the fake claude with model m: on PATH, with a home and a
+// Claude config directory of its own (never the user's), and a log of every claude process.
+func claudeSetup(t *testing.T, m claudeModel) (env []string, log string) {
+	t.Helper()
+	bin := fakeClaudeBin(t)
+	model, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	log = filepath.Join(t.TempDir(), "claude.log")
+	return []string{"PATH=" + filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
+		"FAKE_CLAUDE_MODEL=" + string(model), "FAKE_CLAUDE_LOG=" + log, "FAKE_CLAUDE_VERSION=2.1.186"}, log
+}
+
+// claudeProc is one claude process as the fake logs it.
+type claudeProc struct {
+	Args    []string          `json:"args"`
+	Dir     string            `json:"dir"`
+	Env     map[string]string `json:"env"`
+	Session string            `json:"session"`
+	Resumed bool              `json:"resumed"`
+	Hooks   []struct {
+		ToolUseID string `json:"tool_use_id"`
+		Tool      string `json:"tool"`
+		Decision  string `json:"decision"`
+	} `json:"hooks"`
+	Ran []struct {
+		Tool string `json:"tool"`
+		ID   string `json:"id"`
+	} `json:"ran"`
+	Exit int `json:"exit"`
+}
+
+// hookDecisions lists the hook's decisions as "tool=decision".
+func (p claudeProc) hookDecisions() []string {
+	var s []string
+	for _, h := range p.Hooks {
+		s = append(s, h.Tool+"="+h.Decision)
+	}
+	return s
+}
+
+func (p claudeProc) ran(tool string) bool {
+	return slices.ContainsFunc(p.Ran, func(r struct {
+		Tool string `json:"tool"`
+		ID   string `json:"id"`
+	}) bool {
+		return r.Tool == tool
+	})
+}
+
+// claudeLog reads the fake's log: one line per claude process that ended.
+func claudeLog(t *testing.T, path string) []claudeProc {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var procs []claudeProc
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var p claudeProc
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			t.Fatalf("claude log: %v: %s", err, sc.Text())
+		}
+		procs = append(procs, p)
+	}
+	return procs
+}
+
+// noClaudeRunning fails if a claude process of the fake is alive.
+func noClaudeRunning(t *testing.T) {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", fakeClaudeDir+"/claude").Output()
+	if s := strings.TrimSpace(string(out)); s != "" {
+		t.Fatalf("a claude process is running while the run is parked: %s", s)
+	}
+}
+
+// claudeWorkspace is a git repository with a one-task plan and a Makefile whose test checks the task's file; origin
+// is a bare repository it pushes to.
+func claudeWorkspace(t *testing.T) (dir, origin string) {
+	t.Helper()
+	dir = t.TempDir()
+	origin = filepath.Join(t.TempDir(), "origin.git")
+	gitT(t, dir, "init", "-q", "-b", "main")
+	writeFile(t, dir, "plan.md", "# Greeting\n\n## Task 1: Write the greeting\nWrite hello.txt and run the tests.\n")
+	writeFile(t, dir, "Makefile", "test:\n\tgrep -q hello hello.txt && echo 'ok: 1 test passed'\n")
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "first")
+	gitT(t, t.TempDir(), "clone", "-q", "--bare", dir, origin)
+	gitT(t, dir, "remote", "add", "origin", origin)
+	return dir, origin
+}
+
+// writeAndTest is a model that writes hello.txt in its working directory and runs the tests.
+var writeAndTest = claudeModel{Turns: [][]claudeStep{{
+	{Tool: "Write", Input: map[string]any{"file_path": "{{cwd}}/hello.txt", "content": "hello\n"}},
+	{Tool: "Bash", Input: map[string]any{"command": "make test", "description": "Run the tests"}},
+	{Text: "Wrote hello.txt and ran the tests: {{last_result}}. All tests pass."},
+}}}
+
+// The default policy of the local sandbox lets the agent write in its worktree and run the tests, with no setup:
+// the task completes and its commit holds the file. Without orch's policy the fake claude, like Claude Code in -p,
+// would deny the Write and the Bash call.
+func TestClaudeWorksUnderTheLocalDefaults(t *testing.T) {
+	t.Parallel()
+	dir, _ := claudeWorkspace(t)
+	env, log := claudeSetup(t, writeAndTest)
+	r := orchEnv(t, dir, env, nil, "run", "--agent", "claude", "--brain", "heuristic", "plan.md")
+	must(t, r, 0, "Permissions: local defaults", "Task 1: COMPLETED", "Write: ", "Bash: make test")
+	id := runID(t, r)
+	if got := gitT(t, dir, "show", "orch/"+id+":hello.txt"); got != "hello" {
+		t.Fatalf("the branch holds hello.txt = %q", got)
+	}
+	procs := claudeLog(t, log)
+	if len(procs) != 1 || !procs[0].ran("Write") || !procs[0].ran("Bash") {
+		t.Fatalf("claude processes: %+v", procs)
+	}
+	if got := procs[0].hookDecisions(); !slices.Equal(got, []string{"Write=allow", "Bash=allow"}) {
+		t.Fatalf("the hook decided %v", got)
+	}
+	if procs[0].Env["ORCH_PERMISSIONS"] == "" {
+		t.Fatal("the hook's state did not reach claude's environment")
+	}
+}
+
+// pushModel pushes with --force, which the defaults ask a person about, and reports what came of it.
+var pushModel = claudeModel{Turns: [][]claudeStep{{
+	{Tool: "Bash", Input: map[string]any{"command": "git push --force origin HEAD:refs/heads/agent", "description": "Publish the work"}},
+	{Text: "The push ended: {{last_result}}. Task complete."},
+}}}
+
+// A `git push --force` parks the run on an approval with no process left; allowing it from the terminal resumes the
+// same Claude session, whose hook then lets the push run. Denying it with a reason resumes the session too, and the
+// agent receives the reason.
+func TestClaudeApprovalFromTheTerminal(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		resolve []string
+		hook    string
+		pushed  bool
+	}{
+		{"allow once", []string{"--choose", "A"}, "Bash=allow", true},
+		{"deny with a reason", []string{"--answer", "no force pushes on this repository"}, "Bash=deny", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir, origin := claudeWorkspace(t)
+			env, log := claudeSetup(t, pushModel)
+			r := orchEnv(t, dir, env, nil, "run", "--agent", "claude", "--brain", "heuristic", "plan.md")
+			must(t, r, 3, "is parked", "git push --force origin HEAD:refs/heads/agent", "A) Allow once",
+				"B) Allow for this run", "C) Deny")
+			id := runID(t, r)
+			noClaudeRunning(t)
+			procs := claudeLog(t, log)
+			if len(procs) != 1 || procs[0].hookDecisions()[0] != "Bash=defer" || procs[0].ran("Bash") {
+				t.Fatalf("before the answer: %+v", procs)
+			}
+			show := orchEnv(t, dir, env, nil, "escalation", "show", id, "--json")
+			must(t, show, 0, `"approval"`)
+
+			must(t, orchEnv(t, dir, env, nil, append([]string{"escalation", "resolve", id}, tt.resolve...)...), 0, "resolved")
+			done := orchEnv(t, dir, env, nil, "resume", id)
+			must(t, done, 0, "Task 1: COMPLETED")
+			procs = claudeLog(t, log)
+			if len(procs) != 2 {
+				t.Fatalf("claude processes: %+v", procs)
+			}
+			second := procs[1]
+			if !second.Resumed || second.Session != procs[0].Session || !slices.Contains(second.Args, "--resume") {
+				t.Fatalf("the answer did not resume the session %s: %+v", procs[0].Session, second)
+			}
+			if got := second.hookDecisions(); len(got) == 0 || got[0] != tt.hook || second.Hooks[0].ToolUseID != procs[0].Hooks[0].ToolUseID {
+				t.Fatalf("the resumed session's hook decided %+v, want %s for %s", second.Hooks, tt.hook, procs[0].Hooks[0].ToolUseID)
+			}
+			_, err := exec.Command("git", "--git-dir", origin, "rev-parse", "--verify", "-q", "refs/heads/agent").Output()
+			if pushed := err == nil; pushed != tt.pushed {
+				t.Fatalf("pushed = %v, want %v", pushed, tt.pushed)
+			}
+			transcript := sessionText(t, env, procs[0].Session)
+			if !tt.pushed && !strings.Contains(transcript, "no force pushes on this repository") {
+				t.Fatalf("the agent did not receive the reason:\n%s", transcript)
+			}
+			audit := orchEnv(t, dir, env, nil, "audit", id, "--json")
+			must(t, audit, 0, `"approval"`)
+		})
+	}
+}
+
+// sessionText is the stored transcript of a fake claude session.
+func sessionText(t *testing.T, env []string, session string) string {
+	t.Helper()
+	var cfg string
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "CLAUDE_CONFIG_DIR="); ok {
+			cfg = v
+		}
+	}
+	matches, _ := filepath.Glob(filepath.Join(cfg, "projects", "*", session+".jsonl"))
+	if len(matches) != 1 {
+		t.Fatalf("session %s: %v", session, matches)
+	}
+	data, err := os.ReadFile(matches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// askModel asks its question with Claude Code's own tool, three options, and says what it was told.
+var askModel = claudeModel{Turns: [][]claudeStep{{
+	{Tool: "AskUserQuestion", Input: map[string]any{"questions": []any{map[string]any{
+		"question": "Which cache backend should the service use?", "header": "Cache", "multiSelect": false,
+		"options": []any{
+			map[string]any{"label": "Redis (Recommended)", "description": "Shared by every replica"},
+			map[string]any{"label": "In-process LRU", "description": "Fast, one per replica"},
+			map[string]any{"label": "Memcached", "description": "What ops already run"},
+		}}}}},
+	{Text: "Understood: {{last_result}} Implemented it. All tests pass."},
+}}}
+
+// Claude's own question arrives in Slack as one button per option with the real labels; a click resumes the same
+// session with that answer, and while the run waits no process and no worker is held.
+func TestClaudeQuestionAsSlackButtons(t *testing.T) {
+	t.Parallel()
+	dir, _ := claudeWorkspace(t)
+	env, log := claudeSetup(t, askModel)
+	fake := slackfake.New()
+	t.Cleanup(fake.Close)
+	s := startServeIn(t, dir, fake, append(env, "ORCH_REDIS_URL="+isolatedRedis(t), "ORCH_AGENT=claude")...)
+	code, body := s.post("/slack/commands", fake.SlashCommand("run plan.md", "U1ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
+	if code != 200 || !strings.Contains(body, "Starting a run") {
+		t.Fatalf("slash command: %d %s", code, body)
+	}
+	msgs := s.waitFor("the question", func(m []slackfake.Message) bool { _, ok := escalationMsg(m); return ok })
+	q, _ := escalationMsg(msgs)
+	labels := map[string]string{}
+	for _, b := range slackfake.ButtonList(q) {
+		labels[b.Text] = b.ActionID
+	}
+	for _, want := range []string{"Redis (Recommended)", "In-process LRU", "Memcached"} {
+		if labels[want] == "" {
+			t.Fatalf("no button %q: %v\n%s", want, labels, q.Blocks)
+		}
+	}
+	if !strings.Contains(q.Text+string(q.Blocks), "Which cache backend should the service use?") {
+		t.Fatalf("the question is not the agent's: %s", q.Blocks)
+	}
+	parkedHoldsNothing(t, s)
+
+	action := labels["In-process LRU"]
+	value := slackfake.Buttons(q)[action]
+	if code, _ := s.post("/slack/interactions", fake.Click(q, "U1ALICE", action, value), "application/x-www-form-urlencoded"); code != 200 {
+		t.Fatalf("click: %d", code)
+	}
+	s.waitFor("the final message", func(m []slackfake.Message) bool { return finalMsg(m, "completed") })
+	procs := claudeLog(t, log)
+	if len(procs) != 2 || procs[1].Session != procs[0].Session || !procs[1].Resumed {
+		t.Fatalf("claude processes: %+v", procs)
+	}
+	transcript := sessionText(t, env, procs[0].Session)
+	if !strings.Contains(transcript, `\"Which cache backend should the service use?\"=\"In-process LRU\"`) {
+		t.Fatalf("the agent did not receive the answer:\n%s", transcript)
+	}
+}
+
+// An approval in Slack: buttons A, B, C; a click on "Allow once" resumes the session and the push runs.
+func TestClaudeApprovalFromSlack(t *testing.T) {
+	t.Parallel()
+	dir, origin := claudeWorkspace(t)
+	env, log := claudeSetup(t, pushModel)
+	fake := slackfake.New()
+	t.Cleanup(fake.Close)
+	s := startServeIn(t, dir, fake, append(env, "ORCH_REDIS_URL="+isolatedRedis(t), "ORCH_AGENT=claude")...)
+	code, _ := s.post("/slack/commands", fake.SlashCommand("run plan.md", "U1ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
+	if code != 200 {
+		t.Fatalf("slash command: %d", code)
+	}
+	msgs := s.waitFor("the approval", func(m []slackfake.Message) bool { _, ok := escalationMsg(m); return ok })
+	q, _ := escalationMsg(msgs)
+	labels := map[string]string{}
+	for _, b := range slackfake.ButtonList(q) {
+		labels[b.Text] = b.ActionID
+	}
+	for _, want := range []string{"Allow once", "Allow for this run", "Deny"} {
+		if labels[want] == "" {
+			t.Fatalf("no button %q: %v\n%s", want, labels, q.Blocks)
+		}
+	}
+	if !strings.Contains(string(q.Blocks), "git push --force origin HEAD:refs/heads/agent") {
+		t.Fatalf("the approval does not show the command: %s", q.Blocks)
+	}
+	parkedHoldsNothing(t, s)
+	action := labels["Allow once"]
+	if code, _ := s.post("/slack/interactions", fake.Click(q, "U1ALICE", action, slackfake.Buttons(q)[action]), "application/x-www-form-urlencoded"); code != 200 {
+		t.Fatalf("click: %d", code)
+	}
+	s.waitFor("the final message", func(m []slackfake.Message) bool { return finalMsg(m, "completed") })
+	procs := claudeLog(t, log)
+	if len(procs) != 2 || procs[1].Session != procs[0].Session || !slices.Equal(procs[1].hookDecisions()[:1], []string{"Bash=allow"}) {
+		t.Fatalf("claude processes: %+v", procs)
+	}
+	if err := exec.Command("git", "--git-dir", origin, "rev-parse", "--verify", "-q", "refs/heads/agent").Run(); err != nil {
+		t.Fatal("the allowed push did not happen")
+	}
+}
+
+// parkedHoldsNothing checks that a run waiting for a person holds no claude process and no task on the step queue.
+func parkedHoldsNothing(t *testing.T, s *slackServer) {
+	t.Helper()
+	var metrics string
+	waitFor(t, func() bool {
+		resp, err := http.Get(s.url + "/metrics")
+		if err != nil {
+			return false
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		metrics = string(data)
+		return strings.Contains(metrics, "orchestrator_parked_runs 1") &&
+			strings.Contains(metrics, `asynq_queue_size{queue="orch-steps"} 0`)
+	}, s.out)
+	noClaudeRunning(t)
+}
+
+// The Docker sandbox's defaults let the agent do anything inside its container: the fake claude, in the test's
+// busybox image, writes and runs the tests, orch's hook (the static orch mounted into the container) allows both, and
+// the task's commit holds the file. The image is the sandbox image's layout (deploy/sandbox/Dockerfile): HOME and
+// CLAUDE_CONFIG_DIR in a volume any uid can write.
+func TestClaudeWorksUnderTheDockerDefaults(t *testing.T) {
+	t.Parallel()
+	base, bin := dockerSetup(t)
+	dir, _ := claudeWorkspace(t)
+	log := filepath.Join(dir, ".git", "claude.log") // the repository's git directory is mounted into the container
+	model, _ := json.Marshal(claudeModel{Turns: [][]claudeStep{{
+		{Tool: "Write", Input: map[string]any{"file_path": "{{cwd}}/hello.txt", "content": "hello\n"}},
+		{Tool: "Bash", Input: map[string]any{"command": "grep -q hello hello.txt && echo 'ok: 1 test passed'"}},
+		{Text: "Wrote hello.txt and ran the tests: {{last_result}}. All tests pass."},
+	}}})
+	ctx := t.TempDir()
+	data, err := os.ReadFile(fakeClaudeBin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(ctx, "claude"), data, 0o755)
+	os.WriteFile(filepath.Join(ctx, "model.json"), model, 0o644)
+	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM "+base+"\nCOPY claude /bin/claude\nCOPY model.json /etc/fake-claude-model.json\n"+
+		"RUN mkdir -p /home/agent/.claude && chmod 1777 /home/agent /home/agent/.claude\n"+
+		"ENV HOME=/home/agent CLAUDE_CONFIG_DIR=/home/agent/.claude FAKE_CLAUDE_VERSION=2.1.186 "+
+		"FAKE_CLAUDE_MODEL=@/etc/fake-claude-model.json FAKE_CLAUDE_LOG="+log+"\nVOLUME /home/agent\n"), 0o644)
+	image := "orch-cmd-test-claude:" + strings.ToLower(filepath.Base(ctx))
+	if out, err := exec.Command("docker", "build", "-q", "-t", image, ctx).CombinedOutput(); err != nil {
+		t.Fatalf("building the claude image: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", image).Run() })
+
+	cmd := exec.Command(bin, "run", "--sandbox", "docker", "--image", image, "--agent", "claude", "--brain", "heuristic", "plan.md")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "ORCH_REDIS_URL=", "ANTHROPIC_API_KEY=", "ORCH_SANDBOX=", "ORCH_GIT_PUSH=")
+	out, _ := cmd.CombinedOutput()
+	r := result{stdout: string(out), code: cmd.ProcessState.ExitCode()}
+	must(t, r, 0, "Permissions: docker defaults", "Task 1: COMPLETED")
+	id := runID(t, r)
+	if got := gitT(t, dir, "show", "orch/"+id+":hello.txt"); got != "hello" {
+		t.Fatalf("the branch holds hello.txt = %q", got)
+	}
+	procs := claudeLog(t, log)
+	if len(procs) != 1 || !slices.Equal(procs[0].hookDecisions(), []string{"Write=allow", "Bash=allow"}) {
+		t.Fatalf("claude processes: %+v", procs)
+	}
+	if left := orchContainers(t, id); left != "" {
+		t.Fatalf("containers left after the run: %s", left)
+	}
+}
+
+// `orch health` says which Claude Code is installed and what that means for approvals and questions, and which policy
+// is in force.
+func TestHealthNamesClaudesVersion(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	env, _ := claudeSetup(t, claudeModel{})
+	for version, want := range map[string]string{
+		"2.1.63":  "2.1.63 (Claude Code): older than 2.1.89, so a tool call that needs approval is refused first",
+		"2.1.186": "2.1.186 (Claude Code): tool calls that need approval wait for a person\n",
+		"2.1.240": "offers no AskUserQuestion in -p",
+	} {
+		r := orchEnv(t, dir, append(env, "FAKE_CLAUDE_VERSION="+version), nil, "health", "--agent", "claude", "--sandbox", "local")
+		if !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "local defaults: ask by default") {
+			t.Errorf("claude %s: health lacks %q:\n%s", version, want, r)
+		}
+	}
+}
