@@ -193,7 +193,7 @@ func (c *claude) runHooks(call toolCall, batch int) hookResult {
 			}
 			r := c.runHook(h, call.Name, stdin)
 			if r.decision == "defer" && (!versionAtLeast(c.version, "2.1.89") || batch != 1) {
-				fmt.Fprintf(os.Stderr, "Hook returned permissionDecision=defer; ignoring (defer needs -p and a single tool call)\n")
+				// ignored "with a warning" that goes to the debug log, not stderr
 				r.decision = ""
 			}
 			if rank[r.decision] > rank[best.decision] || len(best.updatedInput) == 0 && len(r.updatedInput) > 0 && rank[r.decision] == rank[best.decision] {
