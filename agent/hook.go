@@ -136,6 +136,15 @@ func (st HookState) decide(in hookInput, home string) hookDecision {
 		". orch will ask a person; end your turn now, saying what you were about to do and why."}
 }
 
+// Refused reports whether the hook refuses call for good — a person denied it, or the policy's deny rules name it —
+// so that its refusal is no question for a person: the agent was told why and goes on.
+func (st HookState) Refused(c Call, home string) bool {
+	if d, ok := st.decisionFor(c); ok {
+		return !d.Allow
+	}
+	return st.Policy.Decide(c, st.Approved, st.Root, st.Root, home).Decision == Deny
+}
+
 // decisionFor finds a person's decision about call: by its id, else by the same tool and input.
 func (st HookState) decisionFor(c Call) (HookDecision, bool) {
 	for _, d := range st.Decisions {

@@ -126,8 +126,10 @@ func EscalationMessage(r *jobs.Run, e *jobs.Escalation) Message {
 	clickable := checkActionValue(retry) == nil
 	if clickable {
 		controls := []slack.BlockElement{button(retry, "Retry", "")}
-		if e.Trigger == jobs.TriggerGate {
-			controls = nil // a gate is answered with a choice; there is nothing to retry
+		if e.Trigger == jobs.TriggerGate || e.Call {
+			// A gate is answered with a choice, and so is a call the agent paused at (its session waits for that
+			// answer): there is nothing to retry.
+			controls = nil
 		}
 		controls = append(controls, button(abort, "Abort", slack.StyleDanger).WithConfirm(abortConfirm(r)))
 		tail = append(tail, slack.NewActionBlock("orch_controls", controls...))
@@ -139,9 +141,15 @@ func EscalationMessage(r *jobs.Run, e *jobs.Escalation) Message {
 			"A reply in this thread gives free-text guidance."
 	case jobs.TriggerGate:
 		hint = "Or reply in this thread with a choice's key or label."
+	case jobs.TriggerApproval:
+		hint = "Or reply in this thread to deny the call with your reason, which the agent reads."
 	case jobs.TriggerChat:
 		hint = "Reply in this thread to answer the agent: each reply is one turn. *Done* or *Approve* ends the " +
 			"conversation, *Reject* fails the task."
+	default:
+		if e.Call {
+			hint = "Or reply in this thread with an answer of your own."
+		}
 	}
 	tail = append(tail, contextBlock(hint))
 
@@ -358,7 +366,7 @@ func optionBlocks(r *jobs.Run, e *jobs.Escalation, room int, clickable bool) (bl
 			left = append(left, o.Key)
 			continue
 		}
-		text, wasCut := optionText(e.Trigger, o, o.Key == rec)
+		text, wasCut := optionText(e, o, o.Key == rec)
 		cut = cut || wasCut
 		style := slack.StyleDefault
 		if o.Key == rec {
@@ -426,20 +434,23 @@ func recommendedKey(e *jobs.Escalation) string {
 	return ""
 }
 
-// optionText is a button's text: "A) Redis", the label cut to fit, "(recommended)" kept whole.
-func optionText(trigger jobs.Trigger, o jobs.Option, recommended bool) (text string, cut bool) {
+// optionText is a button's text: "A) Redis", the label cut to fit, "(recommended)" kept whole. The options of a call
+// the agent paused at are its own (Claude's question's labels, Allow once, Deny): their buttons show the label alone.
+func optionText(e *jobs.Escalation, o jobs.Option, recommended bool) (text string, cut bool) {
 	prefix, suffix := o.Key+")", ""
-	switch trigger {
-	case jobs.TriggerGate:
+	switch {
+	case e.Trigger == jobs.TriggerGate:
 		prefix = "[" + o.Key + "]" // as the pipeline's edge labels write it
-	case jobs.TriggerChat:
+	case e.Trigger == jobs.TriggerChat:
 		return o.Label, false // Done, Approve, Reject
-	}
-	if recommended {
-		suffix = " (recommended)"
+	case e.Call && strings.TrimSpace(o.Label) != "":
+		prefix = ""
 	}
 	label := strings.Join(strings.Fields(o.Label), " ")
-	if label != "" {
+	if recommended && !strings.Contains(strings.ToLower(label), "recommended") {
+		suffix = " (recommended)"
+	}
+	if label != "" && prefix != "" {
 		prefix += " "
 	}
 	room := maxButtonText - textLen(prefix) - textLen(suffix)

@@ -895,3 +895,34 @@ func TestRootManyTasks(t *testing.T) {
 		t.Errorf("root message does not say who started the run")
 	}
 }
+
+// A call the agent paused at is answered with its own options: the buttons show their labels alone (Claude's own
+// "(Recommended)" not repeated), with Abort and no Retry, since the session waits for this answer.
+func TestPausedCallButtons(t *testing.T) {
+	approval := &jobs.Escalation{ID: "e1", TaskID: "1.1", Trigger: jobs.TriggerApproval, Call: true,
+		Question: "Run: git push --force", Options: []jobs.Option{{Key: "A", Label: "Allow once"},
+			{Key: "B", Label: "Allow for this run (Bash(git push:*))"}, {Key: "C", Label: "Deny"}}}
+	question := &jobs.Escalation{ID: "e2", TaskID: "1.1", Trigger: jobs.TriggerNeedsHelp, Call: true,
+		Question: "Which cache?", Recommendation: "A", Options: []jobs.Option{{Key: "A", Label: "Redis (Recommended)"},
+			{Key: "B", Label: "In-process LRU"}, {Key: "C", Label: "Memcached"}}}
+	for _, tt := range []struct {
+		e    *jobs.Escalation
+		want []string
+		hint string
+	}{
+		{approval, []string{"Allow once", "Allow for this run (Bash(git push:*))", "Deny", "Abort"}, "deny the call with your reason"},
+		{question, []string{"Redis (Recommended)", "In-process LRU", "Memcached", "Abort"}, "an answer of your own"},
+	} {
+		m := EscalationMessage(parkedRun(tt.e), tt.e)
+		var got []string
+		for _, b := range buttons(m) {
+			got = append(got, b.Text.Text)
+		}
+		if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("%s: buttons %q, want %q", tt.e.Trigger, got, tt.want)
+		}
+		if !strings.Contains(allText(m), tt.hint) {
+			t.Errorf("%s: the hint does not say %q:\n%s", tt.e.Trigger, tt.hint, allText(m))
+		}
+	}
+}

@@ -69,18 +69,25 @@ func pausedCalls(res agent.Result, st *agent.HookState, home string) *jobs.Pause
 	if res.Paused != nil {
 		return &jobs.Paused{Session: res.SessionID, Calls: []jobs.ToolCall{toCall(*res.Paused)}}
 	}
-	if len(res.Denied) == 0 {
+	// Calls refused for good (a person's denial, a deny rule) were answered: the agent read why.
+	var denied []agent.Call
+	for _, c := range res.Denied {
+		if !st.Refused(c, home) {
+			denied = append(denied, c)
+		}
+	}
+	if len(denied) == 0 {
 		return nil
 	}
 	p := &jobs.Paused{Session: res.SessionID, Denied: true}
 	// Claude's question refused by a CLI that cannot pause it is asked all the same; its answers go in the next prompt.
-	for _, c := range res.Denied {
+	for _, c := range denied {
 		if c.IsQuestion() {
 			p.Calls = []jobs.ToolCall{toCall(c)}
 			return p
 		}
 	}
-	for _, c := range res.Denied {
+	for _, c := range denied {
 		p.Calls = append(p.Calls, toCall(c))
 	}
 	return p

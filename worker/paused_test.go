@@ -58,3 +58,21 @@ func TestAllowOnceIsForThePausedCall(t *testing.T) {
 		})
 	}
 }
+
+// A call refused for good — a person denied it, or a deny rule names it — is no new question when Claude Code lists
+// it among the result's permission_denials; a call refused for want of an approval is.
+func TestRefusedCallsAreNoQuestion(t *testing.T) {
+	push := agent.Call{ID: "toolu_1", Tool: "Bash", Input: json.RawMessage(`{"command":"git push --force"}`)}
+	env := agent.Call{ID: "toolu_2", Tool: "Read", Input: json.RawMessage(`{"file_path":"/w/.env"}`)}
+	deploy := agent.Call{ID: "toolu_3", Tool: "Bash", Input: json.RawMessage(`{"command":"kubectl apply -f x.yaml"}`)}
+	st := &agent.HookState{Policy: agent.Policy{Default: agent.Allow, Ask: []string{"Bash(kubectl:*)", "Bash(git push:*)"},
+		Deny: []string{"Read(**/.env)"}}, Root: "/w",
+		Decisions: []agent.HookDecision{{ToolUseID: "toolu_1", Allow: false, Message: "not now"}}}
+	if p := pausedCalls(agent.Result{SessionID: "s", Denied: []agent.Call{push, env}}, st, "/home/u"); p != nil {
+		t.Fatalf("refused calls became a question: %+v", p)
+	}
+	p := pausedCalls(agent.Result{SessionID: "s", Denied: []agent.Call{push, env, deploy}}, st, "/home/u")
+	if p == nil || !p.Denied || len(p.Calls) != 1 || p.Calls[0].ID != "toolu_3" || p.Calls[0].Rule != "Bash(kubectl:*)" {
+		t.Fatalf("paused = %+v", p)
+	}
+}

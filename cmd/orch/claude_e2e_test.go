@@ -145,12 +145,15 @@ func claudeLog(t *testing.T, path string) []claudeProc {
 	return procs
 }
 
-// noClaudeRunning fails if a claude process of the fake is alive.
-func noClaudeRunning(t *testing.T) {
+// noClaudeRunning fails if a claude process of the test with this log is alive.
+func noClaudeRunning(t *testing.T, log string) {
 	t.Helper()
 	out, _ := exec.Command("pgrep", "-f", fakeClaudeDir+"/claude").Output()
-	if s := strings.TrimSpace(string(out)); s != "" {
-		t.Fatalf("a claude process is running while the run is parked: %s", s)
+	for _, pid := range strings.Fields(string(out)) {
+		env, err := os.ReadFile("/proc/" + pid + "/environ")
+		if err == nil && slices.Contains(strings.Split(string(env), "\x00"), "FAKE_CLAUDE_LOG="+log) {
+			t.Fatalf("a claude process (pid %s) is running while the run is parked", pid)
+		}
 	}
 }
 
@@ -230,7 +233,7 @@ func TestClaudeApprovalFromTheTerminal(t *testing.T) {
 			must(t, r, 3, "is parked", "git push --force origin HEAD:refs/heads/agent", "A) Allow once",
 				"B) Allow for this run", "C) Deny")
 			id := runID(t, r)
-			noClaudeRunning(t)
+			noClaudeRunning(t, log)
 			procs := claudeLog(t, log)
 			if len(procs) != 1 || procs[0].hookDecisions()[0] != "Bash=defer" || procs[0].ran("Bash") {
 				t.Fatalf("before the answer: %+v", procs)
@@ -260,8 +263,8 @@ func TestClaudeApprovalFromTheTerminal(t *testing.T) {
 			if !tt.pushed && !strings.Contains(transcript, "no force pushes on this repository") {
 				t.Fatalf("the agent did not receive the reason:\n%s", transcript)
 			}
-			audit := orchEnv(t, dir, env, nil, "audit", id, "--json")
-			must(t, audit, 0, `"approval"`)
+			audit := orchEnv(t, dir, env, nil, "escalation", "log", id, "--json")
+			must(t, audit, 0, `"trigger":"approval"`, `"action":"resolved"`)
 		})
 	}
 }
@@ -317,6 +320,10 @@ func TestClaudeQuestionAsSlackButtons(t *testing.T) {
 	for _, b := range slackfake.ButtonList(q) {
 		labels[b.Text] = b.ActionID
 	}
+	// Three buttons with Claude's labels, and Abort.
+	if len(labels) != 4 || labels["Abort"] == "" {
+		t.Fatalf("buttons: %v", labels)
+	}
 	for _, want := range []string{"Redis (Recommended)", "In-process LRU", "Memcached"} {
 		if labels[want] == "" {
 			t.Fatalf("no button %q: %v\n%s", want, labels, q.Blocks)
@@ -325,7 +332,7 @@ func TestClaudeQuestionAsSlackButtons(t *testing.T) {
 	if !strings.Contains(q.Text+string(q.Blocks), "Which cache backend should the service use?") {
 		t.Fatalf("the question is not the agent's: %s", q.Blocks)
 	}
-	parkedHoldsNothing(t, s)
+	parkedHoldsNothing(t, s, log)
 
 	action := labels["In-process LRU"]
 	value := slackfake.Buttons(q)[action]
@@ -343,49 +350,70 @@ func TestClaudeQuestionAsSlackButtons(t *testing.T) {
 	}
 }
 
-// An approval in Slack: buttons A, B, C; a click on "Allow once" resumes the session and the push runs.
+// An approval in Slack: buttons A, B, C showing the command. A click on "Allow once" resumes the session and the push
+// runs; a click on "Deny", or a reply in the thread, resumes it with the call denied (the reply's text is the reason
+// the agent reads).
 func TestClaudeApprovalFromSlack(t *testing.T) {
 	t.Parallel()
-	dir, origin := claudeWorkspace(t)
-	env, log := claudeSetup(t, pushModel)
-	fake := slackfake.New()
-	t.Cleanup(fake.Close)
-	s := startServeIn(t, dir, fake, append(env, "ORCH_REDIS_URL="+isolatedRedis(t), "ORCH_AGENT=claude")...)
-	code, _ := s.post("/slack/commands", fake.SlashCommand("run plan.md", "U1ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
-	if code != 200 {
-		t.Fatalf("slash command: %d", code)
-	}
-	msgs := s.waitFor("the approval", func(m []slackfake.Message) bool { _, ok := escalationMsg(m); return ok })
-	q, _ := escalationMsg(msgs)
-	labels := map[string]string{}
-	for _, b := range slackfake.ButtonList(q) {
-		labels[b.Text] = b.ActionID
-	}
-	for _, want := range []string{"Allow once", "Allow for this run", "Deny"} {
-		if labels[want] == "" {
-			t.Fatalf("no button %q: %v\n%s", want, labels, q.Blocks)
-		}
-	}
-	if !strings.Contains(string(q.Blocks), "git push --force origin HEAD:refs/heads/agent") {
-		t.Fatalf("the approval does not show the command: %s", q.Blocks)
-	}
-	parkedHoldsNothing(t, s)
-	action := labels["Allow once"]
-	if code, _ := s.post("/slack/interactions", fake.Click(q, "U1ALICE", action, slackfake.Buttons(q)[action]), "application/x-www-form-urlencoded"); code != 200 {
-		t.Fatalf("click: %d", code)
-	}
-	s.waitFor("the final message", func(m []slackfake.Message) bool { return finalMsg(m, "completed") })
-	procs := claudeLog(t, log)
-	if len(procs) != 2 || procs[1].Session != procs[0].Session || !slices.Equal(procs[1].hookDecisions()[:1], []string{"Bash=allow"}) {
-		t.Fatalf("claude processes: %+v", procs)
-	}
-	if err := exec.Command("git", "--git-dir", origin, "rev-parse", "--verify", "-q", "refs/heads/agent").Run(); err != nil {
-		t.Fatal("the allowed push did not happen")
+	for _, tt := range []struct {
+		name, button, reply, hook string
+	}{
+		{"allow once", "Allow once", "", "Bash=allow"},
+		{"deny", "Deny", "", "Bash=deny"},
+		{"thread reply", "", "not from here: open a pull request instead", "Bash=deny"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir, origin := claudeWorkspace(t)
+			env, log := claudeSetup(t, pushModel)
+			fake := slackfake.New()
+			t.Cleanup(fake.Close)
+			s := startServeIn(t, dir, fake, append(env, "ORCH_REDIS_URL="+isolatedRedis(t), "ORCH_AGENT=claude")...)
+			code, _ := s.post("/slack/commands", fake.SlashCommand("run plan.md", "U1ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
+			if code != 200 {
+				t.Fatalf("slash command: %d", code)
+			}
+			msgs := s.waitFor("the approval", func(m []slackfake.Message) bool { _, ok := escalationMsg(m); return ok })
+			q, _ := escalationMsg(msgs)
+			labels := map[string]string{}
+			for _, b := range slackfake.ButtonList(q) {
+				labels[b.Text] = b.ActionID
+			}
+			for _, want := range []string{"Allow once", "Allow for this run", "Deny"} {
+				if labels[want] == "" {
+					t.Fatalf("no button %q: %v\n%s", want, labels, q.Blocks)
+				}
+			}
+			if !strings.Contains(string(q.Blocks), "git push --force origin HEAD:refs/heads/agent") {
+				t.Fatalf("the approval does not show the command: %s", q.Blocks)
+			}
+			parkedHoldsNothing(t, s, log)
+			if tt.button != "" {
+				action := labels[tt.button]
+				if code, _ := s.post("/slack/interactions", fake.Click(q, "U1ALICE", action, slackfake.Buttons(q)[action]), "application/x-www-form-urlencoded"); code != 200 {
+					t.Fatalf("click: %d", code)
+				}
+			} else if code, _ := s.post("/slack/events", slackfake.ThreadReply("Ev001", "C0RUNS", q.ThreadTS, "U1ALICE", tt.reply), "application/json"); code != 200 {
+				t.Fatalf("thread reply: %d", code)
+			}
+			s.waitFor("the final message", func(m []slackfake.Message) bool { return finalMsg(m, "completed") })
+			procs := claudeLog(t, log)
+			if len(procs) != 2 || procs[1].Session != procs[0].Session || len(procs[1].Hooks) == 0 || procs[1].hookDecisions()[0] != tt.hook {
+				t.Fatalf("claude processes: %+v", procs)
+			}
+			err := exec.Command("git", "--git-dir", origin, "rev-parse", "--verify", "-q", "refs/heads/agent").Run()
+			if pushed := err == nil; pushed != (tt.hook == "Bash=allow") {
+				t.Fatalf("pushed = %v after %s", pushed, tt.name)
+			}
+			if tt.reply != "" && !strings.Contains(sessionText(t, env, procs[0].Session), tt.reply) {
+				t.Fatal("the agent did not receive the reply as the reason")
+			}
+		})
 	}
 }
 
 // parkedHoldsNothing checks that a run waiting for a person holds no claude process and no task on the step queue.
-func parkedHoldsNothing(t *testing.T, s *slackServer) {
+func parkedHoldsNothing(t *testing.T, s *slackServer, log string) {
 	t.Helper()
 	var metrics string
 	waitFor(t, func() bool {
@@ -399,7 +427,7 @@ func parkedHoldsNothing(t *testing.T, s *slackServer) {
 		return strings.Contains(metrics, "orchestrator_parked_runs 1") &&
 			strings.Contains(metrics, `asynq_queue_size{queue="orch-steps"} 0`)
 	}, s.out)
-	noClaudeRunning(t)
+	noClaudeRunning(t, log)
 }
 
 // The Docker sandbox's defaults let the agent do anything inside its container: the fake claude, in the test's

@@ -6,7 +6,11 @@
 //
 // Model mode (FAKE_CLAUDE_MODEL set to a JSON script or @file): it plays a scripted model inside an independent
 // implementation of Claude Code's documented headless behaviour, running the tools for real, so a permission hook,
-// approvals and resume can be tested end to end. Each behaviour and where it comes from:
+// approvals and resume can be tested end to end. The script is {"turns":[[step…]…]}: per user prompt of a session,
+// the assistant messages in order, each {"tool","input","id"?}, {"tools":[…]} (several calls in one message) or
+// {"text"} (the turn's end; {{last_result}} is the last tool result the model saw, {{prompt}} the last prompt). In a
+// tool's input {{cwd}} is the working directory, which a real model knows from its system prompt. Each behaviour and
+// where it comes from:
 //
 //   - `--version` prints "<version> (Claude Code)": cli-reference. Version $FAKE_CLAUDE_VERSION, default 2.1.186.
 //   - Options as commander.js parses them (variadic --allowedTools, --disallowedTools, --mcp-config take the following

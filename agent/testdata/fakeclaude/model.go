@@ -351,6 +351,10 @@ func (c *claude) play() error {
 				if len(input) == 0 {
 					input = json.RawMessage("{}")
 				}
+				// {{cwd}} is the working directory, which a real model knows from its system prompt and puts in
+				// the absolute paths its file tools take.
+				cwd, _ := json.Marshal(c.cwd)
+				input = json.RawMessage(strings.ReplaceAll(string(input), "{{cwd}}", strings.Trim(string(cwd), `"`)))
 				calls = append(calls, toolCall{ID: id, Name: t.Tool, Input: input})
 			}
 			c.emitAssistant(msgID, calls, "")
