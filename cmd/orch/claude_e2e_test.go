@@ -379,7 +379,7 @@ func TestClaudeApprovalFromSlack(t *testing.T) {
 			for _, b := range slackfake.ButtonList(q) {
 				labels[b.Text] = b.ActionID
 			}
-			for _, want := range []string{"Allow once", "Allow for this run", "Deny"} {
+			for _, want := range []string{"Allow once", "Allow for this run (Bash(git push:*))", "Deny"} {
 				if labels[want] == "" {
 					t.Fatalf("no button %q: %v\n%s", want, labels, q.Blocks)
 				}
