@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/orchrun/orch/jobs"
@@ -28,7 +29,7 @@ const approvalModel = `{"turns":[[{"tool":"Bash","input":{"command":"git push --
 // scripted model) under orch's PreToolUse hook: its first process defers the call and exits; the click resumes the
 // session with `--resume`, and the fake logs the moment each process starts. The path is clickToResume's, with the
 // claude agent's step: the hook's state built from the decision, the command, the process start.
-func clickToApproval(ctx context.Context, r *rig, poll time.Duration, clicks int) ([]time.Duration, error) {
+func clickToApproval(ctx context.Context, r *rig, poll time.Duration, clicks int) (*approvalResult, error) {
 	fake, err := buildFakeClaude(ctx, r.tmp)
 	if err != nil {
 		return nil, err
@@ -44,8 +45,36 @@ func clickToApproval(ctx context.Context, r *rig, poll time.Duration, clicks int
 	rc.env = append(os.Environ(), "HOME="+home, "CLAUDE_CONFIG_DIR="+filepath.Join(home, ".claude"),
 		"FAKE_CLAUDE_MODEL="+approvalModel, "FAKE_CLAUDE_LOG="+log, "FAKE_CLAUDE_VERSION=2.1.186")
 	opts := jobs.Options{Agent: "claude", Brain: "heuristic", Sandbox: "local", MaxAttempts: 3, AgentTimeout: time.Minute}
-	return measureClicks(ctx, &rc, poll, clicks, clickCase{ws: ws, plan: "publish.md", opts: opts, button: "A",
-		resumed: func(runID string) (time.Time, error) { return resumedClaude(log, runID) }})
+	var (
+		mu      sync.Mutex
+		started = map[string]time.Time{} // the last task_started of each run: the resumed attempt's, once it ended
+	)
+	res := &approvalResult{}
+	lat, err := measureClicks(ctx, &rc, poll, clicks, clickCase{ws: ws, plan: "publish.md", opts: opts, button: "A",
+		observe: func(e jobs.Event, at time.Time) {
+			if _, ok := e.Body.(jobs.TaskStartedEvent); ok {
+				mu.Lock()
+				started[e.RunID] = at
+				mu.Unlock()
+			}
+		},
+		resumed: func(runID string) (time.Time, error) {
+			at, err := resumedClaude(log, runID)
+			if err == nil {
+				mu.Lock()
+				res.spawn = append(res.spawn, at.Sub(started[runID]))
+				mu.Unlock()
+			}
+			return at, err
+		}})
+	res.click = lat
+	return res, err
+}
+
+// approvalResult is the approval measurement: click to the resumed process, and the part of it from the resumed
+// attempt's task_started commit to the process starting.
+type approvalResult struct {
+	click, spawn []time.Duration
 }
 
 // buildFakeClaude builds the fake claude into dir.
