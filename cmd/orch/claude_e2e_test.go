@@ -309,7 +309,7 @@ func TestClaudeQuestionAsSlackButtons(t *testing.T) {
 	env, log := claudeSetup(t, askModel)
 	fake := slackfake.New()
 	t.Cleanup(fake.Close)
-	s := startServeIn(t, dir, fake, append(env, "ORCH_REDIS_URL="+isolatedRedis(t), "ORCH_AGENT=claude")...)
+	s := startServeIn(t, dir, fake, append(env, "ORCH_AGENT=claude")...)
 	code, body := s.post("/slack/commands", fake.SlashCommand("run plan.md", "U1ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
 	if code != 200 || !strings.Contains(body, "Starting a run") {
 		t.Fatalf("slash command: %d %s", code, body)
@@ -368,7 +368,7 @@ func TestClaudeApprovalFromSlack(t *testing.T) {
 			env, log := claudeSetup(t, pushModel)
 			fake := slackfake.New()
 			t.Cleanup(fake.Close)
-			s := startServeIn(t, dir, fake, append(env, "ORCH_REDIS_URL="+isolatedRedis(t), "ORCH_AGENT=claude")...)
+			s := startServeIn(t, dir, fake, append(env, "ORCH_AGENT=claude")...)
 			code, _ := s.post("/slack/commands", fake.SlashCommand("run plan.md", "U1ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
 			if code != 200 {
 				t.Fatalf("slash command: %d", code)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	neturl "net/url"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -43,8 +44,9 @@ var (
 // URL is the real Redis of the integration tests, on a database of this test process's own ("" when
 // ORCH_TEST_REDIS_URL is not set; outside CI the tests that need it skip). `go test ./...` runs the packages' tests
 // at the same time, and several of them start asynq servers: on a shared database one package's workers would take
-// the tasks another's tests enqueue. So each process takes the next of databases 1 to 15 from a counter in
-// database 0, emptied for it (fewer than 15 test processes and tests with databases of their own run at once).
+// the tasks another's tests enqueue. So each process takes the next of databases 1 to N-1 (N: the server's
+// `databases`, 16 by default) from a counter in database 0, emptied for it: fewer than N-1 test processes and tests
+// with databases of their own may run at once.
 func URL(t testing.TB) string {
 	t.Helper()
 	if base(t) == "" {
@@ -92,7 +94,15 @@ func next() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	opt.DB = 1 + int((n-1)%15)
+	// The ring is as large as the server has databases (16 unless configured: CI starts it with more), so that a
+	// database is emptied for a new owner only once everything before it in the ring was handed out.
+	dbs := 16
+	if v, err := c.ConfigGet(context.Background(), "databases").Result(); err == nil {
+		if d, err := strconv.Atoi(v["databases"]); err == nil && d > 1 {
+			dbs = d
+		}
+	}
+	opt.DB = 1 + int((n-1)%int64(dbs-1))
 	// What an earlier test process left there (a queued step of a run of its own) is not this one's to run.
 	db := redis.NewClient(opt)
 	defer db.Close()
