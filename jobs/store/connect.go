@@ -18,6 +18,7 @@ type Backend struct {
 	Queue    *queue.Queue
 	Redis    redis.UniversalClient
 	Embedded *embedded.Embedded // nil with an external Redis
+	maint    *maintainer
 }
 
 // ConnectConfig says which Redis to use.
@@ -27,6 +28,8 @@ type ConnectConfig struct {
 	StateDir string
 	Log      *slog.Logger
 	Now      func() time.Time
+	// Keep is what history keeps of the runs that are over (orch.yaml history.keep); the zero Keep keeps them all.
+	Keep Keep
 }
 
 // ErrRedisUnavailable wraps a failure to reach the configured Redis.
@@ -65,13 +68,24 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrRedisUnavailable, opt.Addr, err)
 	}
 	b.Store = New(b.Redis, cfg.Now)
+	if cfg.Log != nil {
+		b.Store.log = cfg.Log
+	}
+	if b.Embedded != nil {
+		b.Store.UseArchive(NewArchive(HistoryDir(cfg.StateDir), cfg.Log), cfg.Log)
+	}
 	b.Queue = queue.New(b.Redis)
+	b.startMaintenance(cfg.Keep, cfg.Log)
 	return b, nil
 }
 
-// Close releases the backend; the embedded store saves its snapshot.
+// Close releases the backend. The process that serves the embedded store archives the runs that are over and saves
+// the rest.
 func (b *Backend) Close() error {
 	var errs []error
+	if err := b.maint.finish(); err != nil {
+		errs = append(errs, fmt.Errorf("archiving finished runs: %w", err))
+	}
 	if b.Redis != nil {
 		errs = append(errs, b.Redis.Close())
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/orchrun/orch/jobs"
@@ -48,11 +50,54 @@ func (s *Store) Append(ctx context.Context, runID string, events ...jobs.Event) 
 }
 
 // Events reads a run's events after the stream id after ("" or "0" = from the start). With block > 0 it waits up to
-// block for new events when there are none.
+// block for new events when there are none. An archived run's events come from the archive.
 func (s *Store) Events(ctx context.Context, runID, after string, block time.Duration) ([]jobs.Event, error) {
 	if after == "" {
 		after = "0"
 	}
+	if after == "$" { // only what comes next
+		return s.events(ctx, runID, after, block)
+	}
+	events, err := s.events(ctx, runID, after, 0)
+	if err != nil || len(events) > 0 {
+		return events, err
+	}
+	entries, ok, err := s.archived(ctx, runID, false)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if block > 0 {
+			return s.events(ctx, runID, after, block)
+		}
+		return nil, nil
+	}
+	msgs := entriesAsMessages(entries)
+	if after != "0" {
+		i := slices.IndexFunc(msgs, func(m redis.XMessage) bool { return streamIDAfter(m.ID, after) })
+		if i < 0 {
+			return nil, nil
+		}
+		msgs = msgs[i:]
+	}
+	return decodeEvents(msgs[:min(len(msgs), 1000)]), nil
+}
+
+// streamIDAfter reports whether stream id a comes after b ("<ms>-<seq>").
+func streamIDAfter(a, b string) bool {
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	ami, _ := strconv.ParseUint(am, 10, 64)
+	bmi, _ := strconv.ParseUint(bm, 10, 64)
+	if ami != bmi {
+		return ami > bmi
+	}
+	asi, _ := strconv.ParseUint(as, 10, 64)
+	bsi, _ := strconv.ParseUint(bs, 10, 64)
+	return asi > bsi
+}
+
+func (s *Store) events(ctx context.Context, runID, after string, block time.Duration) ([]jobs.Event, error) {
 	var msgs []redis.XMessage
 	if block > 0 {
 		res, err := s.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{eventsKey(runID), after}, Block: block, Count: 500}).Result()
@@ -95,6 +140,15 @@ func (s *Store) Recent(ctx context.Context, runID string, n int) ([]jobs.Event, 
 	if err != nil {
 		return nil, fmt.Errorf("reading events of run %s: %w", runID, err)
 	}
+	if len(msgs) == 0 {
+		entries, ok, err := s.archived(ctx, runID, false)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return decodeEvents(entriesAsMessages(entries[max(0, len(entries)-n):])), nil
+		}
+	}
 	slices.Reverse(msgs)
 	return decodeEvents(msgs), nil
 }
@@ -107,7 +161,11 @@ func (s *Store) LastEventID(ctx context.Context, runID string) (string, error) {
 		return "", fmt.Errorf("reading events of run %s: %w", runID, err)
 	}
 	if len(msgs) == 0 {
-		return "0", nil
+		entries, ok, err := s.archived(ctx, runID, false)
+		if err != nil || !ok || len(entries) == 0 {
+			return "0", err
+		}
+		return entries[len(entries)-1].ID, nil
 	}
 	return msgs[0].ID, nil
 }
@@ -134,9 +192,17 @@ func (s *Store) appendAudit(ctx context.Context, p redis.Pipeliner, runID string
 	return nil
 }
 
-// Audit returns a run's audit trail, oldest first.
+// Audit returns a run's audit trail, oldest first; an archived run's comes from the archive.
 func (s *Store) Audit(ctx context.Context, runID string) ([]jobs.AuditEntry, error) {
-	return s.readAudit(ctx, auditKey(runID))
+	out, err := s.readAudit(ctx, auditKey(runID))
+	if err != nil || len(out) > 0 {
+		return out, err
+	}
+	entries, ok, err := s.archived(ctx, runID, true)
+	if !ok || err != nil {
+		return out, err
+	}
+	return decodeAudit(entriesAsMessages(entries)), nil
 }
 
 func (s *Store) readAudit(ctx context.Context, key string) ([]jobs.AuditEntry, error) {
@@ -144,6 +210,10 @@ func (s *Store) readAudit(ctx context.Context, key string) ([]jobs.AuditEntry, e
 	if err != nil {
 		return nil, fmt.Errorf("reading the audit trail %s: %w", key, err)
 	}
+	return decodeAudit(msgs), nil
+}
+
+func decodeAudit(msgs []redis.XMessage) []jobs.AuditEntry {
 	out := make([]jobs.AuditEntry, 0, len(msgs))
 	for _, m := range msgs {
 		raw, _ := m.Values[eventField].(string)
@@ -153,7 +223,7 @@ func (s *Store) readAudit(ctx context.Context, key string) ([]jobs.AuditEntry, e
 		}
 	}
 	slices.SortStableFunc(out, func(a, b jobs.AuditEntry) int { return a.Time.Compare(b.Time) })
-	return out, nil
+	return out
 }
 
 // keyAudit is the audit trail of what belongs to no run (e.g. a refused request to start one).

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,6 +28,10 @@ type Mirror struct {
 // Mirror returns the state of the front end called name, a short lowercase word ("slack").
 func (s *Store) Mirror(name string) *Mirror {
 	return &Mirror{rdb: s.rdb, prefix: "orch:" + name + ":"}
+}
+
+func (m *Mirror) name() string {
+	return strings.TrimSuffix(strings.TrimPrefix(m.prefix, "orch:"), ":")
 }
 
 func (m *Mirror) followedKey() string          { return m.prefix + "active" }
@@ -84,9 +89,17 @@ func (m *Mirror) Save(ctx context.Context, runID string, fieldValues ...string) 
 	return nil
 }
 
+// keyMirrors is the set of the front ends that kept something of runs, for pruning to forget it with the runs.
+const keyMirrors = "orch:mirrors"
+
 // SetThread records that thread, the front end's name for a place (Slack's "<channel>:<thread ts>"), is run runID's.
 func (m *Mirror) SetThread(ctx context.Context, thread, runID string) error {
-	if err := m.rdb.HSet(ctx, m.threadsKey(), thread, runID).Err(); err != nil {
+	_, err := m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, m.threadsKey(), thread, runID)
+		p.SAdd(ctx, keyMirrors, m.name())
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("recording the thread of run %s: %w", runID, err)
 	}
 	return nil
@@ -139,4 +152,41 @@ func (m *Mirror) Once(ctx context.Context, key string, ttl time.Duration) (bool,
 		return false, fmt.Errorf("checking whether %s was seen: %w", key, err)
 	}
 	return first, nil
+}
+
+// Forget deletes what the front end kept of runs that are gone: their state, locks, threads, and their place among the
+// runs followed.
+func (m *Mirror) Forget(ctx context.Context, runIDs []string) error {
+	gone := make(map[string]bool, len(runIDs))
+	_, err := m.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, id := range runIDs {
+			gone[id] = true
+			p.Del(ctx, m.stateKey(id), m.lockKey(id))
+			p.SRem(ctx, m.followedKey(), id)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("forgetting runs: %w", err)
+	}
+	iter := m.rdb.HScan(ctx, m.threadsKey(), 0, "", 500).Iterator()
+	var threads []string
+	for iter.Next(ctx) {
+		thread := iter.Val()
+		if !iter.Next(ctx) {
+			break
+		}
+		if gone[iter.Val()] {
+			threads = append(threads, thread)
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return fmt.Errorf("forgetting runs' threads: %w", err)
+	}
+	if len(threads) > 0 {
+		if err := m.rdb.HDel(ctx, m.threadsKey(), threads...).Err(); err != nil {
+			return fmt.Errorf("forgetting runs' threads: %w", err)
+		}
+	}
+	return nil
 }

@@ -4,10 +4,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/orchrun/orch/jobs"
@@ -29,12 +32,27 @@ func runKey(id string) string    { return "orch:run:{" + id + "}" }
 func eventsKey(id string) string { return "orch:run:{" + id + "}:events" }
 func auditKey(id string) string  { return "orch:run:{" + id + "}:audit" }
 
-// Store keeps runs, their event logs and audit trails in Redis.
+// Store keeps runs, their event logs and audit trails in Redis; with an archive, the runs that are over are kept there
+// instead, and read from there when asked for.
 type Store struct {
 	rdb       redis.UniversalClient
 	now       func() time.Time
 	observers []func([]jobs.Event)
+	archive   *Archive
+	log       *slog.Logger
 }
+
+// UseArchive has the store read finished runs from a, and ArchiveFinished move them there. log hears of runs skipped
+// because they are damaged; it may be nil.
+func (s *Store) UseArchive(a *Archive, log *slog.Logger) {
+	s.archive = a
+	if log != nil {
+		s.log = log
+	}
+}
+
+// Archive is the store's archive, nil when every run stays in Redis.
+func (s *Store) Archive() *Archive { return s.archive }
 
 // Observe has fn called with the events of every change once it is committed (metrics and logs derive from them: a
 // change retried under contention is seen once). Observers are added before the store is used.
@@ -45,7 +63,7 @@ func New(rdb redis.UniversalClient, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{rdb: rdb, now: now}
+	return &Store{rdb: rdb, now: now, log: slog.New(slog.DiscardHandler)}
 }
 
 // Now is the store's clock.
@@ -80,8 +98,16 @@ func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) e
 	return nil
 }
 
-// Get loads a run.
+// Get loads a run, from the archive when it is over and archived.
 func (s *Store) Get(ctx context.Context, id string) (*jobs.Run, error) {
+	r, err := s.getLive(ctx, id)
+	if errors.Is(err, jobs.ErrRunNotFound) && s.archive != nil {
+		return s.archive.get(id)
+	}
+	return r, err
+}
+
+func (s *Store) getLive(ctx context.Context, id string) (*jobs.Run, error) {
 	data, err := s.rdb.Get(ctx, runKey(id)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("%w: %s", jobs.ErrRunNotFound, id)
@@ -89,17 +115,32 @@ func (s *Store) Get(ctx context.Context, id string) (*jobs.Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading run %s: %w", id, err)
 	}
+	return decodeRun(id, data)
+}
+
+func decodeRun(id string, data []byte) (*jobs.Run, error) {
 	var r jobs.Run
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("decoding run %s: %w", id, err)
+		return nil, fmt.Errorf("run %s: its document (Redis key %s) is %w (%v); delete the key to skip it", id, runKey(id), ErrDamaged, err)
 	}
 	return &r, nil
 }
 
 // Update applies fn to the run atomically: fn sees the latest saved run, and its changes, events and audit entries are
 // written together only if nobody changed the run meanwhile (otherwise fn runs again on the newer run). An error from
-// fn aborts the update and is returned as is.
+// fn aborts the update and is returned as is. An archived run that fn changes is brought back to the live store first.
 func (s *Store) Update(ctx context.Context, id string, fn func(r *jobs.Run, c *jobs.Change) error) (*jobs.Run, error) {
+	out, err := s.update(ctx, id, fn)
+	if errors.Is(err, jobs.ErrRunNotFound) && s.archive != nil {
+		if err := s.restore(ctx, id, fn); err != nil {
+			return nil, err
+		}
+		return s.update(ctx, id, fn)
+	}
+	return out, err
+}
+
+func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *jobs.Change) error) (*jobs.Run, error) {
 	key := runKey(id)
 	var out *jobs.Run
 	txf := func(tx *redis.Tx) error {
@@ -110,10 +151,11 @@ func (s *Store) Update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		if err != nil {
 			return err
 		}
-		var r jobs.Run
-		if err := json.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("decoding run %s: %w", id, err)
+		rp, err := decodeRun(id, data)
+		if err != nil {
+			return err
 		}
+		r := *rp
 		c := jobs.NewChange(&r)
 		if err := fn(&r, c); err != nil {
 			return err
@@ -153,17 +195,73 @@ func (s *Store) Update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 
 // List returns up to limit runs, newest first.
 func (s *Store) List(ctx context.Context, limit int) ([]*jobs.Run, error) {
+	return s.Page(ctx, 0, limit)
+}
+
+// Page returns up to limit runs after the offset newest, newest first: those in Redis and those archived. A run that
+// cannot be read is skipped, with a warning that names it, so that one damaged run does not hide the others.
+func (s *Store) Page(ctx context.Context, offset, limit int) ([]*jobs.Run, error) {
 	if limit <= 0 {
 		limit = 20
 	}
+	offset = max(offset, 0)
+	type candidate struct {
+		id      string
+		created int64
+	}
+	live, err := s.rdb.ZRevRangeWithScores(ctx, keyRuns, 0, int64(offset+limit-1)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	var all []candidate
+	isLive := make(map[string]bool, len(live))
+	for _, z := range live {
+		id, _ := z.Member.(string)
+		isLive[id] = true
+		all = append(all, candidate{id, int64(z.Score)})
+	}
+	if s.archive != nil {
+		archived, err := s.archive.page(offset+limit, func(id string) bool { return isLive[id] })
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range archived {
+			all = append(all, candidate{e.ID, e.Created})
+		}
+		slices.SortStableFunc(all, func(a, b candidate) int { return cmp.Compare(b.created, a.created) })
+	}
+	if offset >= len(all) {
+		return nil, nil
+	}
+	all = all[offset:min(len(all), offset+limit)]
+	runs := make([]*jobs.Run, 0, len(all))
+	for _, c := range all {
+		r, err := s.Get(ctx, c.id)
+		switch {
+		case errors.Is(err, jobs.ErrRunNotFound):
+			continue // pruned or archived meanwhile
+		case errors.Is(err, ErrDamaged):
+			s.log.Warn("skipping a damaged run", "run", c.id, "err", err)
+			continue
+		case err != nil:
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// Live returns up to limit of the runs in Redis, newest first: with an archive, the runs that are not over (and those
+// that ended moments ago), without reading any archived one.
+func (s *Store) Live(ctx context.Context, limit int) ([]*jobs.Run, error) {
 	ids, err := s.rdb.ZRevRange(ctx, keyRuns, 0, int64(limit-1)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("listing runs: %w", err)
 	}
 	runs := make([]*jobs.Run, 0, len(ids))
 	for _, id := range ids {
-		r, err := s.Get(ctx, id)
-		if errors.Is(err, jobs.ErrRunNotFound) {
+		r, err := s.getLive(ctx, id)
+		if errors.Is(err, jobs.ErrRunNotFound) || errors.Is(err, ErrDamaged) {
 			continue
 		}
 		if err != nil {
@@ -174,9 +272,30 @@ func (s *Store) List(ctx context.Context, limit int) ([]*jobs.Run, error) {
 	return runs, nil
 }
 
-// Latest is the newest run matching keep, or ErrRunNotFound.
+// Latest is the newest run matching keep (nil: any), among the 200 newest, or ErrRunNotFound.
 func (s *Store) Latest(ctx context.Context, keep func(*jobs.Run) bool) (*jobs.Run, error) {
-	runs, err := s.List(ctx, 200)
+	const page, most = 20, 200
+	for offset := 0; offset < most; offset += page {
+		runs, err := s.Page(ctx, offset, page)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range runs {
+			if keep == nil || keep(r) {
+				return r, nil
+			}
+		}
+		if len(runs) < page {
+			break
+		}
+	}
+	return nil, jobs.ErrRunNotFound
+}
+
+// LatestLive is the newest run in Redis matching keep, or ErrRunNotFound: what looks for a run that is not over (one
+// waiting for an answer) has no archived run to read.
+func (s *Store) LatestLive(ctx context.Context, keep func(*jobs.Run) bool) (*jobs.Run, error) {
+	runs, err := s.Live(ctx, 200)
 	if err != nil {
 		return nil, err
 	}
