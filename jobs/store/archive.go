@@ -72,8 +72,8 @@ type indexEntry struct {
 	Status   string `json:"status"`
 }
 
-func (a *Archive) runPath(id string) string  { return filepath.Join(a.dir, "runs", id+".json.gz") }
-func (a *Archive) indexPath() string         { return filepath.Join(a.dir, "index") }
+func (a *Archive) runPath(id string) string { return filepath.Join(a.dir, "runs", id+".json.gz") }
+func (a *Archive) indexPath() string        { return filepath.Join(a.dir, "index") }
 
 // validID reports whether id can name a run's file: run ids are short words of letters, digits, '-' and '_'. Anything
 // else (a path, a name from a forged request) is no run at all.
