@@ -24,23 +24,27 @@ import (
 
 // counts are how much each measurement does.
 type counts struct {
-	ackRounds     int // rounds of 200 concurrent requests, per endpoint
-	resumes       int // clicks with orch's poll interval
-	approvals     int // clicks on a claude agent's approval
-	resumesSlow   int // clicks with asynq's default poll interval
-	parked        int // runs parked, then all answered
-	stepRuns      int // runs of the step measurement…
-	stepTasks     int // …of this many tasks each
-	dockerSamples int // cold and warm starts, each
-	worktrees     int // worktree setups, on each repository
-	concurrent    int // runs at once on one repository
+	ackRounds     int   // rounds of 200 concurrent requests, per endpoint
+	resumes       int   // clicks with orch's poll interval
+	approvals     int   // clicks on a claude agent's approval
+	resumesSlow   int   // clicks with asynq's default poll interval
+	parked        int   // runs parked, then all answered
+	stepRuns      int   // runs of the step measurement…
+	stepTasks     int   // …of this many tasks each
+	dockerSamples int   // cold and warm starts, each
+	worktrees     int   // worktree setups, on each repository
+	concurrent    int   // runs at once on one repository
+	history       []int // finished runs in the embedded store's workspaces, smallest first
+	historyTimes  int   // samples of each command in each of them
 }
 
 var (
 	fullCounts = counts{ackRounds: 25, resumes: 100, approvals: 50, resumesSlow: 20, parked: 10000, stepRuns: 100, stepTasks: 20,
-		dockerSamples: 20, worktrees: 20, concurrent: 16}
+		dockerSamples: 20, worktrees: 20, concurrent: 16,
+		history: []int{100, 10000}, historyTimes: 15}
 	quickCounts = counts{ackRounds: 2, resumes: 5, approvals: 3, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20,
-		dockerSamples: 3, worktrees: 3, concurrent: 4}
+		dockerSamples: 3, worktrees: 3, concurrent: 4,
+		history: []int{100, 1000}, historyTimes: 3}
 )
 
 func main() {
@@ -178,6 +182,16 @@ func run(ctx context.Context, c counts, mode string) (*Results, error) {
 	res.WorktreeSetupColdP50Ms = roundTo(wt.cold, 1)
 	res.ConcurrentRuns, res.ConcurrentRunsIsolated = wt.runs, wt.isolated
 	res.Notes.Worktrees = wt.note
+
+	step(fmt.Sprintf("history: orch status and orch run in workspaces of %v finished runs", c.history))
+	hist, err := measureHistory(ctx, r, c.history, c.historyTimes)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	res.EmbeddedStatusMsAt100, res.EmbeddedStatusMsAt10k = roundTo(hist.status[0], 1), roundTo(hist.status[1], 1)
+	res.EmbeddedRunStartMsAt10k = roundTo(hist.runStart[1], 1)
+	res.EmbeddedStateBytesPerFinishedRun = math.Round(hist.bytesPerRun)
+	res.Notes.History = hist.note
 
 	res.Machine = machine(srv.Version(ctx))
 	if err := res.check(c.parked); err != nil {

@@ -84,6 +84,7 @@ type row struct{ field, value, target, met string }
 func rows(r *Results) []row {
 	le := func(v, limit float64) string { return yesNo(v <= limit) }
 	ratio := r.ResumeAsynqDefaultP50Ms / r.ResumeP50Ms
+	growth := r.EmbeddedStatusMsAt10k / r.EmbeddedStatusMsAt100
 	return []row{
 		{"ack_p50_ms", num(r.AckP50Ms), "—", "—"},
 		{"ack_p99_ms", num(r.AckP99Ms), "≤ 20", le(r.AckP99Ms, 20)},
@@ -106,6 +107,11 @@ func rows(r *Results) []row {
 		{"worktree_setup_cold_p50_ms", num(r.WorktreeSetupColdP50Ms) + " (10,000 files, no spare)", "—", "—"},
 		{"concurrent_runs_isolated", fmt.Sprintf("%d of %d", r.ConcurrentRunsIsolated, r.ConcurrentRuns),
 			"all", yesNo(r.ConcurrentRuns > 0 && r.ConcurrentRunsIsolated == r.ConcurrentRuns)},
+		{"embedded_status_ms_at_10k", num(r.EmbeddedStatusMsAt10k), "≤ 100", le(r.EmbeddedStatusMsAt10k, 100)},
+		{"embedded_status_ms_at_100", fmt.Sprintf("%s (10k is %.2f× this)", num(r.EmbeddedStatusMsAt100), growth),
+			"10k ≤ 1.5× this", yesNo(growth <= 1.5)},
+		{"embedded_run_start_ms_at_10k", num(r.EmbeddedRunStartMsAt10k), "≤ 250", le(r.EmbeddedRunStartMsAt10k, 250)},
+		{"embedded_state_bytes_per_finished_run", num(r.EmbeddedStateBytesPerFinishedRun), "—", "—"},
 	}
 }
 

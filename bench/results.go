@@ -39,10 +39,17 @@ type Results struct {
 	WorktreeSetupColdP50Ms float64 `json:"worktree_setup_cold_p50_ms"`
 	// ConcurrentRuns started at once on one repository, all writing the same file; ConcurrentRunsIsolated of their
 	// branches held exactly their own work.
-	ConcurrentRuns         int     `json:"concurrent_runs"`
-	ConcurrentRunsIsolated int     `json:"concurrent_runs_isolated"`
-	Machine                Machine `json:"machine"`
-	Notes                  Notes   `json:"notes"`
+	ConcurrentRuns         int `json:"concurrent_runs"`
+	ConcurrentRunsIsolated int `json:"concurrent_runs_isolated"`
+	// EmbeddedStatusMsAt10k is `orch status` in a workspace whose embedded store holds 10,000 finished runs and 10
+	// parked ones; EmbeddedStatusMsAt100 the same with 100 finished runs.
+	EmbeddedStatusMsAt10k float64 `json:"embedded_status_ms_at_10k"`
+	EmbeddedStatusMsAt100 float64 `json:"embedded_status_ms_at_100"`
+	// EmbeddedRunStartMsAt10k is `orch run` starting to its agent process starting, in the 10,000-run workspace.
+	EmbeddedRunStartMsAt10k          float64 `json:"embedded_run_start_ms_at_10k"`
+	EmbeddedStateBytesPerFinishedRun float64 `json:"embedded_state_bytes_per_finished_run"`
+	Machine                          Machine `json:"machine"`
+	Notes                            Notes   `json:"notes"`
 }
 
 // Machine is where the numbers were measured.
@@ -70,6 +77,7 @@ type Notes struct {
 	Overhead  string `json:"overhead"`
 	Docker    string `json:"docker"`
 	Worktrees string `json:"worktrees"`
+	History   string `json:"history"`
 }
 
 func machine(redisVersion string) Machine {
@@ -108,6 +116,9 @@ func (r *Results) check(wantParked int) error {
 		"parked_redis_bytes_per_run": r.ParkedRedisBytesPerRun, "resume_all_seconds": r.ResumeAllSeconds,
 		"steps_per_second": r.StepsPerSecond, "worktree_setup_p50_ms": r.WorktreeSetupP50Ms,
 		"worktree_setup_100_files_p50_ms": r.WorktreeSetup100FilesP50Ms, "worktree_setup_cold_p50_ms": r.WorktreeSetupColdP50Ms,
+		"embedded_status_ms_at_10k": r.EmbeddedStatusMsAt10k, "embedded_status_ms_at_100": r.EmbeddedStatusMsAt100,
+		"embedded_run_start_ms_at_10k": r.EmbeddedRunStartMsAt10k,
+		"embedded_state_bytes_per_finished_run": r.EmbeddedStateBytesPerFinishedRun,
 	}
 	for name, v := range positive {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {

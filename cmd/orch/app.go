@@ -99,7 +99,11 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 func (a *app) backend(cmd *cobra.Command) (*store.Backend, error) {
 	url := a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, "")
 	dir := a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch")
-	b, err := store.Connect(cmd.Context(), store.ConnectConfig{URL: url, StateDir: dir, Log: a.log})
+	keep, err := a.historyKeep(cmd)
+	if err != nil {
+		return nil, err
+	}
+	b, err := store.Connect(cmd.Context(), store.ConnectConfig{URL: url, StateDir: dir, Log: a.log, Keep: keep})
 	if err != nil {
 		if errors.Is(err, store.ErrRedisUnavailable) {
 			return nil, withCode(exitUsage, fmt.Errorf("%w (is Redis running? check --redis / ORCH_REDIS_URL)", err))

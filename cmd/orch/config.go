@@ -76,6 +76,10 @@ type fileConfig struct {
 	AgentTimeout string    `yaml:"agent_timeout"`
 	Concurrency  int       `yaml:"concurrency"`
 	Git          gitConfig `yaml:"git"`
+	// History says what is kept of the runs that are over.
+	History struct {
+		Keep keepSetting `yaml:"keep"`
+	} `yaml:"history"`
 	// Permissions adds to the sandbox's default permission policy for the claude agent (or replaces it, defaults:
 	// false).
 	Permissions *permissionsConfig `yaml:"permissions"`

@@ -100,7 +100,7 @@ func (a *app) diffCmd() *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			run, err := a.pickRun(cmd, b, args, func(r *jobs.Run) bool { return r.Git != nil })
+			run, err := a.pickRun(cmd, b, args, func(r *jobs.Run) bool { return r.Git != nil }, false)
 			if err != nil {
 				return err
 			}

@@ -35,7 +35,7 @@ func (a *app) statusCmd() *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			run, err := a.pickRun(cmd, b, args, nil)
+			run, err := a.pickRun(cmd, b, args, nil, false)
 			if err != nil {
 				return err
 			}
@@ -50,12 +50,16 @@ func (a *app) statusCmd() *cobra.Command {
 	return cmd
 }
 
-// pickRun returns the run named in args, or the latest run that keep accepts.
-func (a *app) pickRun(cmd *cobra.Command, b *store.Backend, args []string, keep func(*jobs.Run) bool) (*jobs.Run, error) {
+// pickRun returns the run named in args, or the latest run that keep accepts (among those not over, when live).
+func (a *app) pickRun(cmd *cobra.Command, b *store.Backend, args []string, keep func(*jobs.Run) bool, live bool) (*jobs.Run, error) {
 	if len(args) == 1 {
 		return b.Store.Get(cmd.Context(), args[0])
 	}
-	run, err := b.Store.Latest(cmd.Context(), keep)
+	latest := b.Store.Latest
+	if live {
+		latest = b.Store.LatestLive
+	}
+	run, err := latest(cmd.Context(), keep)
 	if errors.Is(err, jobs.ErrRunNotFound) {
 		return nil, withCode(exitUsage, errors.New("no runs found (start one with: orch run PLAN)"))
 	}
@@ -134,22 +138,41 @@ func taskTitle(r *jobs.Run, id string) string {
 }
 
 func (a *app) historyCmd() *cobra.Command {
-	var asJSON bool
-	var limit int
+	var asJSON, prune bool
+	var limit, page int
 	cmd := &cobra.Command{
 		Use:   "history",
-		Short: "List recent runs",
-		Args:  args(cobra.NoArgs),
+		Short: "List past runs, newest first, a page at a time (or prune them)",
+		Long: "List runs, newest first: --limit runs a page, --page K for older ones.\n" +
+			"With --prune, remove the finished runs that history.keep in orch.yaml (or --keep) does not keep:\n" +
+			"a count (1000), an age (90d) or both (1000,90d). History is also pruned by itself, at most once an hour.",
+		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit < 1 {
 				return usageErr("--limit must be at least 1, got %d", limit)
+			}
+			if page < 1 {
+				return usageErr("--page must be at least 1, got %d", page)
+			}
+			keep, err := a.historyKeep(cmd)
+			if err != nil {
+				return err
+			}
+			if prune && keep.IsZero() {
+				return usageErr("nothing says what to keep: set history.keep in orch.yaml or pass --keep (e.g. --keep 1000,90d)")
+			}
+			if !prune && cmd.Flags().Changed("keep") {
+				return usageErr("--keep goes with --prune")
 			}
 			b, err := a.backend(cmd)
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			runs, err := b.Store.List(cmd.Context(), limit)
+			if prune {
+				return a.prune(cmd, b, keep, asJSON)
+			}
+			runs, err := b.Store.Page(cmd.Context(), (page-1)*limit, limit)
 			if err != nil {
 				return err
 			}
@@ -157,7 +180,11 @@ func (a *app) historyCmd() *cobra.Command {
 				return printJSON(a.stdout, runs)
 			}
 			if len(runs) == 0 {
-				fmt.Fprintln(a.stdout, "No runs yet.")
+				if page > 1 {
+					fmt.Fprintf(a.stdout, "No runs on page %d.\n", page)
+				} else {
+					fmt.Fprintln(a.stdout, "No runs yet.")
+				}
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
@@ -173,12 +200,34 @@ func (a *app) historyCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t$%.4f\t%s\n", r.ID, r.Status, r.CreatedAt.Local().Format(time.DateTime),
 					r.Duration(time.Now()).Round(time.Second), done, len(r.Tasks), usd, r.PlanPath)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(runs) == limit {
+				fmt.Fprintf(a.stdout, "Older runs: orch history --page %d%s\n", page+1, a.stateHint(cmd))
+			}
+			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print runs as JSON")
-	cmd.Flags().IntVar(&limit, "limit", 20, "how many runs")
+	f := cmd.Flags()
+	f.BoolVar(&asJSON, "json", false, "print runs as JSON")
+	f.IntVar(&limit, "limit", 20, "how many runs a page")
+	f.IntVar(&page, "page", 1, "which page (1 is the newest runs)")
+	f.BoolVar(&prune, "prune", false, "remove the finished runs history does not keep")
+	f.String("keep", "", "with --prune: what to keep, e.g. 1000 (runs), 90d (age) or 1000,90d (default: orch.yaml history.keep)")
 	return cmd
+}
+
+func (a *app) prune(cmd *cobra.Command, b *store.Backend, keep store.Keep, asJSON bool) error {
+	gone, err := b.Store.Prune(cmd.Context(), keep)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(a.stdout, map[string]any{"pruned": gone, "keep": keep.String()})
+	}
+	fmt.Fprintf(a.stdout, "Pruned %s; history keeps %s.\n", plural(len(gone), "finished run"), keep)
+	return nil
 }
 
 func (a *app) escalationCmd() *cobra.Command {
@@ -200,7 +249,7 @@ func (a *app) escalationShowCmd() *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			run, err := a.pickRun(cmd, b, args, func(r *jobs.Run) bool { return r.OpenEscalation() != nil })
+			run, err := a.pickRun(cmd, b, args, func(r *jobs.Run) bool { return r.OpenEscalation() != nil }, true)
 			if err != nil {
 				return err
 			}
@@ -287,6 +336,9 @@ func (a *app) escalationResolveCmd() *cobra.Command {
 			run, e, err := escalation.Resolve(cmd.Context(), b.Store, b.Queue, req)
 			if err != nil && run == nil {
 				return err
+			}
+			if serr := a.saved(cmd.Context(), b, run.ID); serr != nil {
+				return serr
 			}
 			if asJSON {
 				return printJSON(a.stdout, map[string]any{"run_id": run.ID, "status": run.Status, "escalation": e})

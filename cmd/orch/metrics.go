@@ -83,11 +83,11 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// parkedRuns counts the runs waiting for a human among the most recent ones.
+// parkedRuns counts the runs waiting for a human among the most recent ones (an archived run is over: none of them).
 func parkedRuns(s *store.Store) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	runs, err := s.List(ctx, 1000)
+	runs, err := s.Live(ctx, 1000)
 	if err != nil {
 		return 0
 	}

@@ -189,6 +189,9 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 		return err
 	}
 	run := p.Run
+	if err := a.saved(ctx, b, run.ID); err != nil {
+		return err
+	}
 	if h.detach {
 		return a.detached(cmd, b, run)
 	}
@@ -366,6 +369,9 @@ func (a *app) drive(cmd *cobra.Command, b *store.Backend, wk workerSettings, run
 			a.log.Warn("releasing the run's sandbox", "run_id", runID, "err", rerr)
 		}
 	}
+	if serr := a.saved(cctx, b, runID); serr != nil {
+		return serr
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		r.note(fmt.Sprintf("Interrupted. Run %s is saved; continue it with: orch resume %s%s", runID, runID, a.stateHint(cmd)))
@@ -385,6 +391,16 @@ func (a *app) drive(cmd *cobra.Command, b *store.Backend, wk workerSettings, run
 		return withCode(exitParked, errSilent)
 	}
 	return terminalErr(run)
+}
+
+// saved makes sure that what the command is about to tell of run runID is on disk: when it is not, the command fails
+// saying so, rather than report a run that the next orch would not find.
+func (a *app) saved(ctx context.Context, b *store.Backend, runID string) error {
+	if err := b.Sync(ctx); err != nil {
+		return fmt.Errorf("run %s is not saved: %w (free space where the state is kept, or fix its permissions, then "+
+			"check it with: orch status %s)", runID, err, runID)
+	}
+	return nil
 }
 
 func terminalErr(run *jobs.Run) error {
