@@ -117,7 +117,7 @@ func (r *Results) check(wantParked int) error {
 		"steps_per_second": r.StepsPerSecond, "worktree_setup_p50_ms": r.WorktreeSetupP50Ms,
 		"worktree_setup_100_files_p50_ms": r.WorktreeSetup100FilesP50Ms, "worktree_setup_cold_p50_ms": r.WorktreeSetupColdP50Ms,
 		"embedded_status_ms_at_10k": r.EmbeddedStatusMsAt10k, "embedded_status_ms_at_100": r.EmbeddedStatusMsAt100,
-		"embedded_run_start_ms_at_10k": r.EmbeddedRunStartMsAt10k,
+		"embedded_run_start_ms_at_10k":          r.EmbeddedRunStartMsAt10k,
 		"embedded_state_bytes_per_finished_run": r.EmbeddedStateBytesPerFinishedRun,
 	}
 	for name, v := range positive {
