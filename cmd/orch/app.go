@@ -99,7 +99,7 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 func (a *app) backend(cmd *cobra.Command) (*store.Backend, error) {
 	url := a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, "")
 	dir := a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch")
-	keep, err := a.historyKeep(cmd)
+	keep, err := a.historyKeep(cmd, "")
 	if err != nil {
 		return nil, err
 	}

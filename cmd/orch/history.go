@@ -26,7 +26,7 @@ func (k *keepSetting) UnmarshalYAML(n *yaml.Node) error {
 			Age   string `yaml:"age"`
 		}
 		if err := n.Decode(&m); err != nil {
-			return err
+			return fmt.Errorf("history.keep: want {count: N, age: 90d}: %v", err)
 		}
 		spec := strings.TrimSpace(fmt.Sprintf("%d, %s", m.Count, m.Age))
 		if m.Count == 0 {
@@ -86,9 +86,10 @@ func parseAge(s string) (time.Duration, error) {
 	return time.ParseDuration(s)
 }
 
-// historyKeep is what history keeps: --keep, ORCH_HISTORY_KEEP, orch.yaml's history.keep; everything by default.
-func (a *app) historyKeep(cmd *cobra.Command) (store.Keep, error) {
-	spec := a.set.str(cmd, "keep", "ORCH_HISTORY_KEEP", "", "")
+// historyKeep is what history keeps: the flag named (--keep of `orch history --prune`, for that prune alone; "" for
+// what pruning by itself keeps), else ORCH_HISTORY_KEEP, else orch.yaml's history.keep; everything by default.
+func (a *app) historyKeep(cmd *cobra.Command, flag string) (store.Keep, error) {
+	spec := a.set.str(cmd, flag, "ORCH_HISTORY_KEEP", "", "")
 	if spec == "" {
 		return a.set.file.History.Keep.Keep, nil
 	}

@@ -154,7 +154,7 @@ func (a *app) historyCmd() *cobra.Command {
 			if page < 1 {
 				return usageErr("--page must be at least 1, got %d", page)
 			}
-			keep, err := a.historyKeep(cmd)
+			keep, err := a.historyKeep(cmd, "keep")
 			if err != nil {
 				return err
 			}

@@ -365,7 +365,7 @@ func (k Keep) IsZero() bool { return k.Count <= 0 && k.Age <= 0 }
 func (k Keep) String() string {
 	var parts []string
 	if k.Count > 0 {
-		parts = append(parts, fmt.Sprintf("the newest %d runs", k.Count))
+		parts = append(parts, fmt.Sprintf("the newest %d finished runs", k.Count))
 	}
 	if k.Age > 0 {
 		parts = append(parts, "runs that ended within "+FormatAge(k.Age))
