@@ -54,7 +54,16 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 			return nil, err
 		}
 		b.Embedded = e
-		opt = &redis.Options{Addr: e.Addr()}
+		opt = &redis.Options{
+			Addr: e.Addr(),
+			// Every connection goes through the embedded store: it reaches whichever orch process serves the state
+			// dir now, and makes this one serve it when the one that did has ended.
+			Dialer: e.Dial,
+			// A handover (the serving process saving on its way out) takes a moment: dial again soon and often
+			// enough to outlast it, rather than fail the command.
+			DialerRetries:      embedded.HandoverDialRetries,
+			DialerRetryTimeout: embedded.HandoverDialBackoff,
+		}
 	}
 	// Short timeouts: a Redis that went away must surface as an error a person can act on, not a hang.
 	opt.DialTimeout = 3 * time.Second
@@ -79,8 +88,17 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 	return b, nil
 }
 
+// Sync returns once every write made before it is saved: nil at once with a Redis server (which persists on its own
+// terms), the embedded store's Sync otherwise.
+func (b *Backend) Sync(ctx context.Context) error {
+	if b.Embedded == nil {
+		return nil
+	}
+	return b.Embedded.Sync(ctx)
+}
+
 // Close releases the backend. The process that serves the embedded store archives the runs that are over and saves
-// the rest.
+// the rest on its way out; Close returns that save's error.
 func (b *Backend) Close() error {
 	var errs []error
 	if err := b.maint.finish(); err != nil {

@@ -101,12 +101,3 @@ func (m *maintainer) run(ctx context.Context, minAge time.Duration) error {
 	}
 	return nil
 }
-
-// Sync makes sure that every change made so far is on disk: nothing to do with a Redis server, which keeps its own
-// (appendfsync); the embedded store saves now, or tells why it cannot.
-func (b *Backend) Sync(ctx context.Context) error {
-	if b.Embedded == nil {
-		return nil
-	}
-	return nil // TODO until the embedded store's Sync lands
-}

@@ -1,0 +1,502 @@
+package embedded
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A save pass reads the whole store in one transaction, compares every key with what was last persisted, and
+// appends what changed to the journal as one record, with one write and one fsync. Reading is in proportion to the
+// store (in memory, and cheap); writing is in proportion to the change. When the journal has grown past the size of
+// the snapshot (and at least compactAtLeast), the pass writes a new snapshot and starts a new journal.
+
+const compactAtLeast = 1 << 20
+
+// readAttempts bounds how often a pass re-reads the store because keys appeared while it read (see readStore).
+const readAttempts = 5
+
+// mark is what a save remembers of a persisted key, to tell whether it changed.
+type mark struct {
+	typ     string
+	expires int64    // deadline in unix seconds; 0 for none. Rounded, as a TTL read twice differs by milliseconds.
+	sum     [32]byte // SHA-256 of the content; of a stream's first n entries
+	n       int      // streams: entries covered by sum
+}
+
+// storeCopy is the store as one save pass read it.
+type storeCopy struct {
+	keys []snapshotKey // sorted by key
+	// unsure lists keys whose state this copy does not know, when the store kept changing under every read
+	// attempt: they are neither saved nor deleted by this pass. Empty for a complete copy.
+	unsure map[string]bool
+}
+
+func (c *storeCopy) complete() bool { return len(c.unsure) == 0 }
+
+// readStore reads every key with MULTI/EXEC, so the copy is consistent across keys: a script that moves a task from
+// one list to another is seen before or after, never half done. The commands for a key depend on its type, known
+// before the transaction runs; a key that appears or changes type in between makes the pass read again.
+func (o *owner) readStore() (*storeCopy, error) {
+	known := make(map[string]string, len(o.marks))
+	for k, m := range o.marks {
+		known[k] = m.typ
+	}
+	for attempt := 1; ; attempt++ {
+		r, err := o.local.run([]string{"KEYS", "*"})
+		if err != nil {
+			return nil, err
+		}
+		keys, err := r[0].strings()
+		if err != nil {
+			return nil, err
+		}
+		if err := o.learnTypes(keys, known); err != nil {
+			return nil, err
+		}
+		cmds := [][]string{{"MULTI"}, {"KEYS", "*"}}
+		for _, k := range keys {
+			cmds = append(cmds, []string{"TYPE", k}, []string{"PEXPIRETIME", k})
+			if rc := readCommand(k, known[k]); rc != nil {
+				cmds = append(cmds, rc)
+			}
+		}
+		cmds = append(cmds, []string{"EXEC"})
+		rs, err := o.local.run(cmds...)
+		if err != nil {
+			return nil, err
+		}
+		exec := rs[len(rs)-1]
+		if err := exec.err(); err != nil || exec.kind != '*' || len(exec.arr) != len(cmds)-2 {
+			return nil, fmt.Errorf("reading the store in a transaction: %v (reply %q with %d parts)", err, exec.kind, len(exec.arr))
+		}
+		all, err := exec.arr[0].strings()
+		if err != nil {
+			return nil, err
+		}
+		c := &storeCopy{unsure: map[string]bool{}}
+		asked := make(map[string]bool, len(keys))
+		for _, k := range keys {
+			asked[k] = true
+		}
+		for _, k := range all {
+			if !asked[k] {
+				c.unsure[k] = true // created after the key list was read
+			}
+		}
+		replies := exec.arr[1:]
+		for _, k := range keys {
+			t, expires := replies[0].str, replies[1]
+			var value *reply
+			if readCommand(k, known[k]) != nil {
+				value = &replies[2]
+				replies = replies[3:]
+			} else {
+				replies = replies[2:]
+			}
+			switch {
+			case t == "none":
+				continue // deleted or expired
+			case t != known[k]:
+				c.unsure[k] = true
+				known[k] = t
+				continue
+			case value == nil:
+				o.warnUnsaved(k, t)
+				continue
+			}
+			sk, err := toKey(k, t, expires, *value)
+			if err != nil {
+				return nil, fmt.Errorf("reading key %q: %w", k, err)
+			}
+			c.keys = append(c.keys, sk)
+		}
+		if c.complete() || attempt == readAttempts {
+			return c, nil
+		}
+	}
+}
+
+// learnTypes adds the types of keys not seen before to known.
+func (o *owner) learnTypes(keys []string, known map[string]string) error {
+	var cmds [][]string
+	for _, k := range keys {
+		if _, ok := known[k]; !ok {
+			cmds = append(cmds, []string{"TYPE", k})
+		}
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	rs, err := o.local.run(cmds...)
+	if err != nil {
+		return err
+	}
+	for i, c := range cmds {
+		known[c[1]] = rs[i].str
+	}
+	return nil
+}
+
+// readCommand is the command that reads a key of type t; nil for a type orch does not save.
+func readCommand(k, t string) []string {
+	switch t {
+	case "string":
+		return []string{"GET", k}
+	case "hash":
+		return []string{"HGETALL", k}
+	case "list":
+		return []string{"LRANGE", k, "0", "-1"}
+	case "set":
+		return []string{"SMEMBERS", k}
+	case "zset":
+		return []string{"ZRANGE", k, "0", "-1", "WITHSCORES"}
+	case "stream":
+		return []string{"XRANGE", k, "-", "+"}
+	}
+	return nil
+}
+
+func toKey(k, t string, expires, value reply) (snapshotKey, error) {
+	sk := snapshotKey{Key: blob(k), Type: t}
+	if err := expires.err(); err != nil {
+		return sk, err
+	}
+	if expires.n > 0 {
+		sk.ExpiresAt = expires.n
+	}
+	if err := value.err(); err != nil {
+		return sk, err
+	}
+	if t == "string" {
+		b := blob(value.str)
+		sk.String = &b
+		return sk, nil
+	}
+	if t == "stream" {
+		for _, r := range value.arr {
+			if len(r.arr) != 2 {
+				return sk, fmt.Errorf("unexpected stream entry %+v", r)
+			}
+			vals, err := r.arr[1].strings()
+			if err != nil {
+				return sk, err
+			}
+			sk.Stream = append(sk.Stream, streamEntry{ID: r.arr[0].str, Values: blobs(vals)})
+		}
+		return sk, nil
+	}
+	l, err := value.strings()
+	if err != nil {
+		return sk, err
+	}
+	switch t {
+	case "hash":
+		for i := 0; i+1 < len(l); i += 2 {
+			sk.Hash = append(sk.Hash, [2]blob{blob(l[i]), blob(l[i+1])})
+		}
+		slices.SortFunc(sk.Hash, func(a, b [2]blob) int { return strings.Compare(string(a[0]), string(b[0])) })
+	case "list":
+		sk.List = blobs(l)
+	case "set":
+		sort.Strings(l)
+		sk.Set = blobs(l)
+	case "zset":
+		for i := 0; i+1 < len(l); i += 2 {
+			f, err := strconv.ParseFloat(l[i+1], 64)
+			if err != nil {
+				return sk, fmt.Errorf("score of %q: %w", l[i], err)
+			}
+			sk.ZSet = append(sk.ZSet, zmember{blob(l[i]), score(f)})
+		}
+		slices.SortFunc(sk.ZSet, func(a, b zmember) int { return strings.Compare(string(a.Member), string(b.Member)) })
+	}
+	return sk, nil
+}
+
+// markKey computes a key's mark. For a stream whose first prev.n entries and TTL are unchanged, it also returns the
+// entries added since, and appendable.
+func markKey(k *snapshotKey, prev *mark) (m mark, added []streamEntry, appendable bool) {
+	m = mark{typ: k.Type, expires: (k.ExpiresAt + 500) / 1000}
+	h := sha256.New()
+	switch k.Type {
+	case "string":
+		field(h, string(*k.String))
+	case "hash":
+		for _, p := range k.Hash {
+			field(h, string(p[0]))
+			field(h, string(p[1]))
+		}
+	case "list":
+		for _, v := range k.List {
+			field(h, string(v))
+		}
+	case "set":
+		for _, v := range k.Set {
+			field(h, string(v))
+		}
+	case "zset":
+		for _, z := range k.ZSet {
+			field(h, string(z.Member))
+			h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(float64(z.Score))))
+		}
+	case "stream":
+		candidate := prev != nil && prev.typ == "stream" && prev.expires == m.expires && prev.n > 0 && prev.n <= len(k.Stream)
+		for i, e := range k.Stream {
+			if candidate && i == prev.n {
+				appendable = [32]byte(h.Sum(nil)) == prev.sum
+			}
+			field(h, e.ID)
+			for _, v := range e.Values {
+				field(h, string(v))
+			}
+		}
+		if candidate && prev.n == len(k.Stream) {
+			appendable = [32]byte(h.Sum(nil)) == prev.sum
+		}
+		m.n = len(k.Stream)
+		if appendable {
+			added = k.Stream[prev.n:]
+		}
+	}
+	m.sum = [32]byte(h.Sum(nil))
+	return m, added, appendable
+}
+
+// field writes one length-prefixed string, so that different contents never hash the same bytes.
+func field(h hash.Hash, s string) {
+	h.Write(binary.AppendUvarint(nil, uint64(len(s))))
+	h.Write([]byte(s))
+}
+
+// changes compares the copy with what was persisted: the record to append, and the marks it makes true (nil: the
+// key is gone).
+func (o *owner) changes(c *storeCopy) (*journalRecord, map[string]*mark) {
+	rec := &journalRecord{}
+	next := map[string]*mark{}
+	seen := make(map[string]bool, len(c.keys))
+	for i := range c.keys {
+		k := &c.keys[i]
+		name := string(k.Key)
+		seen[name] = true
+		prev := o.marks[name]
+		m, added, appendable := markKey(k, prev)
+		if prev != nil && *prev == m {
+			continue
+		}
+		if appendable {
+			rec.Append = append(rec.Append, streamAppend{Key: k.Key, Entries: added})
+		} else {
+			rec.Put = append(rec.Put, *k)
+		}
+		next[name] = &m
+	}
+	for name := range o.marks {
+		if !seen[name] && !c.unsure[name] {
+			rec.Del = append(rec.Del, blob(name))
+			next[name] = nil
+		}
+	}
+	slices.Sort(rec.Del)
+	return rec, next
+}
+
+func (r *journalRecord) empty() bool { return len(r.Put)+len(r.Append)+len(r.Del) == 0 }
+
+// save runs one save pass. The caller holds o.sem.
+func (o *owner) save() error {
+	writes := o.writes.Load()
+	c, err := o.readStore()
+	if err != nil {
+		return fmt.Errorf("saving the embedded store in %s: reading it: %w", o.dir, err)
+	}
+	rec, next := o.changes(c)
+	if o.journal != nil && !o.journal.broken && !rec.empty() {
+		payload, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("saving the embedded store: encoding: %w", err)
+		}
+		if err := o.journal.append(payload); err != nil {
+			return fmt.Errorf("saving the embedded store: %w; the changes are kept in memory and saved once writing works", err)
+		}
+		for k, m := range next {
+			if m == nil {
+				delete(o.marks, k)
+			} else {
+				o.marks[k] = m
+			}
+		}
+	}
+	mustCompact := o.journal == nil || o.journal.broken
+	if mustCompact || o.journal.size > max(o.compactMin, o.snapSize) {
+		if !c.complete() {
+			// A snapshot must hold every key; the journal keeps what this pass read until a complete read.
+			o.trailing = true
+			if mustCompact {
+				return fmt.Errorf("saving the embedded store in %s: it changed under every one of %d reads; trying again", o.dir, readAttempts)
+			}
+			return nil
+		}
+		if err := o.compact(c.keys); err != nil {
+			if mustCompact {
+				return fmt.Errorf("saving the embedded store: %w; the changes are kept in memory and saved once writing works", err)
+			}
+			return fmt.Errorf("compacting the embedded store: %w; the changes are saved in %s, which grows until this works", err, o.journal.path)
+		}
+	}
+	// One more pass after a change: a command counted just before this pass may have run just after its read.
+	o.trailing = writes != o.savedWrites || !c.complete()
+	o.savedWrites = writes
+	return nil
+}
+
+// compact writes keys as a new snapshot with a new journal, keeping the pair it replaces as the fallback. Each
+// step leaves a state Open restores completely (see loadState): the renames are made durable one by one, and a
+// journal is replayed only over the snapshot of its generation.
+func (o *owner) compact(keys []snapshotKey) error {
+	gen := o.gen + 1
+	data, err := encodeSnapshot(&snapshot{Version: snapshotVersion, SavedAt: time.Now().UTC(), JournalGen: gen, Keys: keys})
+	if err != nil {
+		return err
+	}
+	snapTmp, err := writeTemp(o.dir, snapshotFile, data)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(snapTmp) // a no-op once renamed
+	journalTmp, err := writeTemp(o.dir, journalFile, journalHeader(gen))
+	if err != nil {
+		return err
+	}
+	defer os.Remove(journalTmp)
+	if o.journal != nil {
+		o.journal.broken = true // until the new one is in place, appending to the old one would be wrong
+	}
+	path := func(name string) string { return filepath.Join(o.dir, name) }
+	for _, mv := range []struct {
+		from, to string
+		optional bool // the pair being replaced may be incomplete: a fresh directory, or a damaged file moved aside
+	}{
+		{path(snapshotFile), path(prevSnapshotFile), true},
+		{path(journalFile), path(prevJournalFile), true},
+		{snapTmp, path(snapshotFile), false},
+		{journalTmp, path(journalFile), false},
+	} {
+		if err := os.Rename(mv.from, mv.to); err != nil && !(mv.optional && errors.Is(err, os.ErrNotExist)) {
+			return fmt.Errorf("writing %s: %w", mv.to, err)
+		}
+		if err := syncDir(o.dir); err != nil {
+			return err
+		}
+	}
+	j, err := openJournal(filepath.Join(o.dir, journalFile), int64(journalHeaderLen))
+	if err != nil {
+		return err
+	}
+	if o.journal != nil {
+		o.journal.f.Close()
+	}
+	o.journal, o.gen, o.snapSize = j, gen, int64(len(data))
+	o.marks = make(map[string]*mark, len(keys))
+	for i := range keys {
+		m, _, _ := markKey(&keys[i], nil)
+		o.marks[string(keys[i].Key)] = &m
+	}
+	return nil
+}
+
+// journalWriter appends records to the journal.
+type journalWriter struct {
+	f    *os.File
+	path string
+	size int64 // offset just after the last record written and synced
+	// broken: a failed fsync may have lost what it was to make durable, and the file cannot be trusted to hold the
+	// records before it; the next pass writes a new snapshot instead.
+	broken bool
+}
+
+func openJournal(path string, end int64) (*journalWriter, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	return &journalWriter{f: f, path: path, size: end}, nil
+}
+
+// append writes one record and syncs it. On failure the file is cut back to the last good record, so the next
+// append follows it.
+func (j *journalWriter) append(payload []byte) error {
+	rec := frame(payload)
+	_, err := j.f.WriteAt(rec, j.size)
+	if err == nil {
+		if err = j.f.Sync(); err != nil {
+			j.broken = true
+		}
+	}
+	if err != nil {
+		if terr := j.f.Truncate(j.size); terr != nil {
+			j.broken = true
+		}
+		return fmt.Errorf("appending to %s: %w", j.path, err)
+	}
+	j.size += int64(len(rec))
+	return nil
+}
+
+// writeTemp writes data to a new temporary file next to name, synced, and returns its path.
+func writeTemp(dir, name string, data []byte) (string, error) {
+	path := filepath.Join(dir, name)
+	tmp, err := os.CreateTemp(dir, name+".tmp*")
+	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return tmp.Name(), nil
+}
+
+// writeFileAtomic replaces path with data: a crash leaves the old file or the new one.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := writeTemp(filepath.Dir(path), filepath.Base(path), data)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncDir makes the renames and creations in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	return nil
+}
