@@ -11,6 +11,7 @@ import (
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/embedded"
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/pipeline"
 	"github.com/orchrun/orch/runs"
@@ -396,7 +397,14 @@ func (a *app) drive(cmd *cobra.Command, b *store.Backend, wk workerSettings, run
 // saved makes sure that what the command is about to tell of run runID is on disk: when it is not, the command fails
 // saying so, rather than report a run that the next orch would not find.
 func (a *app) saved(ctx context.Context, b *store.Backend, runID string) error {
-	if err := b.Sync(ctx); err != nil {
+	err := b.Sync(ctx)
+	if errors.Is(err, embedded.ErrMayBeLost) {
+		// The process that served the store died (SIGKILL, a crash) and this one took over: what it had not saved
+		// is gone, but what is saved from here on is whole.
+		fmt.Fprintf(a.stderr, "orch: warning: run %s: %v\n", runID, err)
+		err = b.Sync(ctx)
+	}
+	if err != nil {
 		return fmt.Errorf("run %s is not saved: %w (free space where the state is kept, or fix its permissions, then "+
 			"check it with: orch status %s)", runID, err, runID)
 	}

@@ -183,6 +183,10 @@ func (e *Embedded) Warnings() []string {
 	return append([]string(nil), e.warns...)
 }
 
+// ErrMayBeLost is the error of a Sync whose writes went through a process that ended without saving them. A Sync
+// after it reports on what is written from then on.
+var ErrMayBeLost = errors.New("writes may be lost")
+
 // Sync saves everything written to the store before it and returns nil once it is on disk. In a process that does
 // not serve the store, it asks the serving one. It also fails when a process that served this one's writes since
 // its last Sync ended without saving them: they may be lost.
@@ -220,7 +224,11 @@ func (e *Embedded) Sync(ctx context.Context) error {
 	err := syncer.Do(ctx, args...).Err()
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
-		return errors.New(strings.TrimPrefix(rerr.Error(), "ERR "))
+		msg := strings.TrimPrefix(rerr.Error(), "ERR ")
+		if rest, ok := strings.CutPrefix(msg, ErrMayBeLost.Error()+": "); ok {
+			return fmt.Errorf("%w: %s", ErrMayBeLost, rest)
+		}
+		return errors.New(msg)
 	}
 	if err != nil {
 		e.mu.Lock()

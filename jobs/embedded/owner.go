@@ -180,8 +180,8 @@ func (o *owner) sync(ctx context.Context, tokens []string) error {
 	var lost error
 	for _, t := range tokens {
 		if pid, ok := o.lost[t]; ok {
-			lost = fmt.Errorf("the orch process (pid %d) that served state dir %s ended without saving: writes made "+
-				"through it since its last save may be lost; check them or write them again", pid, o.dir)
+			lost = fmt.Errorf("%w: the orch process (pid %d) that served state dir %s ended without saving, and what "+
+				"was written through it after its last save is gone; check it or write it again", ErrMayBeLost, pid, o.dir)
 			break
 		}
 	}
