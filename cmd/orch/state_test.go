@@ -129,3 +129,43 @@ func TestTheStoreHolderKilled(t *testing.T) {
 	}
 	must(t, orchEnv(t, dir, nil, nil, "resume", killed), 0, "Task 1: COMPLETED")
 }
+
+// TestAFullDiskIsAnError fills the disk of the state dir while a run works: the run that parks is not reported as
+// parked (it could not be saved), and the command fails saying what was not saved and why.
+func TestAFullDiskIsAnError(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small filesystem for the state dir needs root")
+	}
+	state := filepath.Join(t.TempDir(), "state")
+	os.MkdirAll(state, 0o700)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", state).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs for the state dir: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", state).Run() })
+	dir := workdir(t)
+	writeFile(t, dir, "ask.md", "# Ask\n\n## Task 1: Ask\n\nAsk which cache to use.\n")
+	writeFile(t, dir, "ask.sim.yaml", "tasks:\n  \"1\":\n    - output: |\n        QUESTION: Which cache?\n        OPTIONS:\n        A) Redis  B) In-memory\n      sh: \"sleep 2\"\n")
+	cmd, out := startOrch(t, dir, []string{"ORCH_REDIS_URL="}, "run", "--agent", "sim", "--state-dir", state, "ask.md")
+	waitOutput(t, out, "Invoking")
+	filler, err := os.Create(filepath.Join(state, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := filler.Write(make([]byte, 4096)); err != nil {
+			break // full
+		}
+	}
+	filler.Close()
+	p := &proc{cmd: cmd, out: out}
+	p.wait(t)
+	r := result{stdout: out.String(), code: p.code}
+	must(t, r, exitFailed, "is not saved", "no space left on device")
+	if strings.Contains(r.stdout, "orch escalation resolve") {
+		t.Fatalf("a run that was not saved is reported parked, with how to answer it:\n%s", r)
+	}
+	// With room again, orch works in the state dir, and says what it found.
+	os.Remove(filepath.Join(state, "filler"))
+	must(t, orchEnv(t, dir, nil, nil, "history", "--state-dir", state), 0)
+}
