@@ -328,7 +328,7 @@ func (o *owner) save() error {
 			return fmt.Errorf("saving the embedded store: encoding: %w", err)
 		}
 		if err := o.journal.append(payload); err != nil {
-			return fmt.Errorf("saving the embedded store: %w; the changes are kept in memory and saved once writing works", err)
+			return fmt.Errorf("saving the embedded store: %w", err)
 		}
 		for k, m := range next {
 			if m == nil {
@@ -350,9 +350,9 @@ func (o *owner) save() error {
 		}
 		if err := o.compact(c.keys); err != nil {
 			if mustCompact {
-				return fmt.Errorf("saving the embedded store: %w; the changes are kept in memory and saved once writing works", err)
+				return fmt.Errorf("saving the embedded store: %w", err)
 			}
-			return fmt.Errorf("compacting the embedded store: %w; the changes are saved in %s, which grows until this works", err, o.journal.path)
+			return fmt.Errorf("compacting the embedded store: %w (the changes are saved in %s, which grows until this works)", err, o.journal.path)
 		}
 	}
 	// One more pass after a change: a command counted just before this pass may have run just after its read.
@@ -394,7 +394,7 @@ func (o *owner) compact(keys []snapshotKey) error {
 		{journalTmp, path(journalFile), false},
 	} {
 		if err := os.Rename(mv.from, mv.to); err != nil && !(mv.optional && errors.Is(err, os.ErrNotExist)) {
-			return fmt.Errorf("writing %s: %w", mv.to, err)
+			return fileError("writing", mv.to, err)
 		}
 		if err := syncDir(o.dir); err != nil {
 			return err
@@ -429,7 +429,7 @@ type journalWriter struct {
 func openJournal(path string, end int64) (*journalWriter, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", path, err)
+		return nil, fileError("opening", path, err)
 	}
 	return &journalWriter{f: f, path: path, size: end}, nil
 }
@@ -448,7 +448,7 @@ func (j *journalWriter) append(payload []byte) error {
 		if terr := j.f.Truncate(j.size); terr != nil {
 			j.broken = true
 		}
-		return fmt.Errorf("appending to %s: %w", j.path, err)
+		return fileError("writing", j.path, err)
 	}
 	j.size += int64(len(rec))
 	return nil
@@ -459,7 +459,7 @@ func writeTemp(dir, name string, data []byte) (string, error) {
 	path := filepath.Join(dir, name)
 	tmp, err := os.CreateTemp(dir, name+".tmp*")
 	if err != nil {
-		return "", fmt.Errorf("writing %s: %w", path, err)
+		return "", fileError("writing", path, err)
 	}
 	_, err = tmp.Write(data)
 	if err == nil {
@@ -470,7 +470,7 @@ func writeTemp(dir, name string, data []byte) (string, error) {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return "", fmt.Errorf("writing %s: %w", path, err)
+		return "", fileError("writing", path, err)
 	}
 	return tmp.Name(), nil
 }
@@ -483,7 +483,7 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fileError("writing", path, err)
 	}
 	return nil
 }
@@ -492,11 +492,21 @@ func writeFileAtomic(path string, data []byte) error {
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
+		return fileError("syncing", dir, err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
+		return fileError("syncing", dir, err)
 	}
 	return nil
+}
+
+// fileError says what could not be done to which file, and why, naming the file once.
+func fileError(doing, path string, err error) error {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
+		err = pe.Err
+	} else if le, ok := errors.AsType[*os.LinkError](err); ok {
+		err = le.Err
+	}
+	return fmt.Errorf("%s %s: %w", doing, path, err)
 }
