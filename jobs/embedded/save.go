@@ -25,6 +25,7 @@ import (
 const compactAtLeast = 1 << 20
 
 // readAttempts bounds how often a pass re-reads the store because keys appeared while it read (see readStore).
+// After that many, the pass saves what it read consistently and leaves the new keys to the next pass.
 const readAttempts = 5
 
 // mark is what a save remembers of a persisted key, to tell whether it changed.
@@ -365,7 +366,10 @@ func (o *owner) save() error {
 // step leaves a state Open restores completely (see loadState): the renames are made durable one by one, and a
 // journal is replayed only over the snapshot of its generation.
 func (o *owner) compact(keys []snapshotKey) error {
-	gen := o.gen + 1
+	// Every attempt takes a new generation, so that two different snapshots never share one, even when an attempt
+	// fails halfway and the next one starts over.
+	o.gen++
+	gen := o.gen
 	data, err := encodeSnapshot(&snapshot{Version: snapshotVersion, SavedAt: time.Now().UTC(), JournalGen: gen, Keys: keys})
 	if err != nil {
 		return err
@@ -407,7 +411,7 @@ func (o *owner) compact(keys []snapshotKey) error {
 	if o.journal != nil {
 		o.journal.f.Close()
 	}
-	o.journal, o.gen, o.snapSize = j, gen, int64(len(data))
+	o.journal, o.snapSize = j, int64(len(data))
 	o.marks = make(map[string]*mark, len(keys))
 	for i := range keys {
 		m, _, _ := markKey(&keys[i], nil)
