@@ -34,7 +34,7 @@ type Embedded struct {
 	own     *owner // nil while another process serves the directory
 	addr    string
 	current string          // token of the serving process this one connects to, when another one
-	dialed  map[string]bool // tokens of the serving processes dialed since the last Sync
+	dialed  map[string]bool // tokens of the serving processes dialed since the last Sync, besides current
 	syncer  *redis.Client   // asks the serving process to save, from a process that does not serve
 	closed  bool
 	warns   []string
@@ -196,14 +196,14 @@ func (e *Embedded) Sync(ctx context.Context) error {
 		e.mu.Unlock()
 		return fmt.Errorf("the embedded store in %s is closed", e.dir)
 	}
+	if e.current != "" {
+		e.dialed[e.current] = true
+	}
 	tokens := make([]string, 0, len(e.dialed))
 	for t := range e.dialed {
 		tokens = append(tokens, t)
 	}
 	clear(e.dialed)
-	if e.own == nil && e.current != "" {
-		e.dialed[e.current] = true // connections to it may be used again before the next Sync
-	}
 	own := e.own
 	if own == nil && e.syncer == nil {
 		e.syncer = redis.NewClient(&redis.Options{
@@ -223,20 +223,20 @@ func (e *Embedded) Sync(ctx context.Context) error {
 	}
 	err := syncer.Do(ctx, args...).Err()
 	var rerr redis.Error
-	if errors.As(err, &rerr) {
+	if err != nil && !errors.As(err, &rerr) {
+		e.mu.Lock()
+		for _, t := range tokens {
+			e.dialed[t] = true // nobody was asked: ask next time
+		}
+		e.mu.Unlock()
+		return fmt.Errorf("asking the orch process that serves state dir %s to save: %w", e.dir, err)
+	}
+	if rerr != nil {
 		msg := strings.TrimPrefix(rerr.Error(), "ERR ")
 		if rest, ok := strings.CutPrefix(msg, ErrMayBeLost.Error()+": "); ok {
 			return fmt.Errorf("%w: %s", ErrMayBeLost, rest)
 		}
 		return errors.New(msg)
-	}
-	if err != nil {
-		e.mu.Lock()
-		for _, t := range tokens {
-			e.dialed[t] = true // not asked: ask next time
-		}
-		e.mu.Unlock()
-		return fmt.Errorf("asking the orch process that serves state dir %s to save: %w", e.dir, err)
 	}
 	return nil
 }

@@ -110,7 +110,10 @@ func loadState(dir string, mr *miniredis.Miniredis) (*loaded, error) {
 	}
 
 	startedFrom := "an empty store"
-	if base != nil {
+	switch {
+	case base != nil && filepath.Base(basePath) == prevSnapshotFile:
+		startedFrom = "the previous snapshot " + basePath
+	case base != nil:
 		startedFrom = "the snapshot " + basePath
 	}
 	if replay != nil {

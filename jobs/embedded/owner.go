@@ -195,6 +195,9 @@ func (o *owner) sync(ctx context.Context, tokens []string) error {
 	defer func() { <-o.sem }()
 	err := o.save()
 	o.record(err)
+	if err != nil {
+		err = fmt.Errorf("%w; the serving orch process keeps the changes in memory and saves them once it can", err)
+	}
 	return errors.Join(lost, err)
 }
 
@@ -230,10 +233,10 @@ func (o *owner) close() error {
 		o.journal.f.Close()
 	}
 	os.Remove(filepath.Join(o.dir, addrFile))
-	if err == nil {
-		err = o.recordEnd()
+	if err != nil {
+		return fmt.Errorf("%w; the changes since the last save are lost", err)
 	}
-	return err
+	return o.recordEnd()
 }
 
 // The owners file remembers the processes that served the directory, one per line: token, pid, and "serving",

@@ -25,6 +25,7 @@ import (
 const compactAtLeast = 1 << 20
 
 // readAttempts bounds how often a pass re-reads the store because keys appeared while it read (see readStore).
+// After that many, the pass saves what it read consistently and leaves the new keys to the next pass.
 const readAttempts = 5
 
 // mark is what a save remembers of a persisted key, to tell whether it changed.
@@ -328,7 +329,7 @@ func (o *owner) save() error {
 			return fmt.Errorf("saving the embedded store: encoding: %w", err)
 		}
 		if err := o.journal.append(payload); err != nil {
-			return fmt.Errorf("saving the embedded store: %w; the changes are kept in memory and saved once writing works", err)
+			return fmt.Errorf("saving the embedded store: %w", err)
 		}
 		for k, m := range next {
 			if m == nil {
@@ -350,9 +351,9 @@ func (o *owner) save() error {
 		}
 		if err := o.compact(c.keys); err != nil {
 			if mustCompact {
-				return fmt.Errorf("saving the embedded store: %w; the changes are kept in memory and saved once writing works", err)
+				return fmt.Errorf("saving the embedded store: %w", err)
 			}
-			return fmt.Errorf("compacting the embedded store: %w; the changes are saved in %s, which grows until this works", err, o.journal.path)
+			return fmt.Errorf("compacting the embedded store: %w (the changes are saved in %s, which grows until this works)", err, o.journal.path)
 		}
 	}
 	// One more pass after a change: a command counted just before this pass may have run just after its read.
@@ -365,7 +366,10 @@ func (o *owner) save() error {
 // step leaves a state Open restores completely (see loadState): the renames are made durable one by one, and a
 // journal is replayed only over the snapshot of its generation.
 func (o *owner) compact(keys []snapshotKey) error {
-	gen := o.gen + 1
+	// Every attempt takes a new generation, so that two different snapshots never share one, even when an attempt
+	// fails halfway and the next one starts over.
+	o.gen++
+	gen := o.gen
 	data, err := encodeSnapshot(&snapshot{Version: snapshotVersion, SavedAt: time.Now().UTC(), JournalGen: gen, Keys: keys})
 	if err != nil {
 		return err
@@ -394,7 +398,7 @@ func (o *owner) compact(keys []snapshotKey) error {
 		{journalTmp, path(journalFile), false},
 	} {
 		if err := os.Rename(mv.from, mv.to); err != nil && !(mv.optional && errors.Is(err, os.ErrNotExist)) {
-			return fmt.Errorf("writing %s: %w", mv.to, err)
+			return fileError("writing", mv.to, err)
 		}
 		if err := syncDir(o.dir); err != nil {
 			return err
@@ -407,7 +411,7 @@ func (o *owner) compact(keys []snapshotKey) error {
 	if o.journal != nil {
 		o.journal.f.Close()
 	}
-	o.journal, o.gen, o.snapSize = j, gen, int64(len(data))
+	o.journal, o.snapSize = j, int64(len(data))
 	o.marks = make(map[string]*mark, len(keys))
 	for i := range keys {
 		m, _, _ := markKey(&keys[i], nil)
@@ -429,7 +433,7 @@ type journalWriter struct {
 func openJournal(path string, end int64) (*journalWriter, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", path, err)
+		return nil, fileError("opening", path, err)
 	}
 	return &journalWriter{f: f, path: path, size: end}, nil
 }
@@ -448,7 +452,7 @@ func (j *journalWriter) append(payload []byte) error {
 		if terr := j.f.Truncate(j.size); terr != nil {
 			j.broken = true
 		}
-		return fmt.Errorf("appending to %s: %w", j.path, err)
+		return fileError("writing", j.path, err)
 	}
 	j.size += int64(len(rec))
 	return nil
@@ -459,7 +463,7 @@ func writeTemp(dir, name string, data []byte) (string, error) {
 	path := filepath.Join(dir, name)
 	tmp, err := os.CreateTemp(dir, name+".tmp*")
 	if err != nil {
-		return "", fmt.Errorf("writing %s: %w", path, err)
+		return "", fileError("writing", path, err)
 	}
 	_, err = tmp.Write(data)
 	if err == nil {
@@ -470,7 +474,7 @@ func writeTemp(dir, name string, data []byte) (string, error) {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return "", fmt.Errorf("writing %s: %w", path, err)
+		return "", fileError("writing", path, err)
 	}
 	return tmp.Name(), nil
 }
@@ -483,7 +487,7 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fileError("writing", path, err)
 	}
 	return nil
 }
@@ -492,11 +496,21 @@ func writeFileAtomic(path string, data []byte) error {
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
+		return fileError("syncing", dir, err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
+		return fileError("syncing", dir, err)
 	}
 	return nil
+}
+
+// fileError says what could not be done to which file, and why, naming the file once.
+func fileError(doing, path string, err error) error {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
+		err = pe.Err
+	} else if le, ok := errors.AsType[*os.LinkError](err); ok {
+		err = le.Err
+	}
+	return fmt.Errorf("%s %s: %w", doing, path, err)
 }
