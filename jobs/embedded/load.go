@@ -17,6 +17,7 @@ type loaded struct {
 	journal    string // the journal to keep appending to; "" when the files must be rewritten first
 	journalEnd int64  // offset just after its last intact record
 	snapSize   int64
+	snapKeys   int  // keys in the snapshot
 	compact    bool // write a new snapshot and journal before anything else
 	warnings   []string
 }
@@ -87,7 +88,7 @@ func loadState(dir string, mr *miniredis.Miniredis) (*loaded, error) {
 			continue
 		}
 		base, basePath = snap, path
-		l.snapSize = int64(len(data))
+		l.snapSize, l.snapKeys = int64(len(data)), len(snap.Keys)
 		l.compact = l.compact || name != snapshotFile || snap.Version != snapshotVersion
 		break
 	}

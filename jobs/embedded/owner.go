@@ -61,6 +61,7 @@ type owner struct {
 	journal     *journalWriter
 	gen         uint64
 	snapSize    int64
+	snapKeys    int
 	compactMin  int64
 	savedWrites uint64
 	trailing    bool
@@ -94,7 +95,7 @@ func startOwner(dir string, log *slog.Logger) (*owner, []string, error) {
 	}()
 	o.addr = o.mr.Addr()
 	o.local = newLocal(o.mr.Server())
-	o.gen, o.snapSize = ld.gen, ld.snapSize
+	o.gen, o.snapSize, o.snapKeys = ld.gen, ld.snapSize, ld.snapKeys
 	// Nobody else can reach the server yet (its address is not published), so this read is complete.
 	c, err := o.readStore()
 	if err != nil {

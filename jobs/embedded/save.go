@@ -340,7 +340,10 @@ func (o *owner) save() error {
 		}
 	}
 	mustCompact := o.journal == nil || o.journal.broken
-	if mustCompact || o.journal.size > max(o.compactMin, o.snapSize) {
+	// A snapshot that holds mostly keys deleted since (runs moved to the archive after a busy spell) is rewritten
+	// too: every process that opens the store reads it whole.
+	shrunk := o.snapSize > o.compactMin/4 && 2*len(c.keys) < o.snapKeys
+	if mustCompact || shrunk || o.journal.size > max(o.compactMin, o.snapSize) {
 		if !c.complete() {
 			// A snapshot must hold every key; the journal keeps what this pass read until a complete read.
 			o.trailing = true
@@ -411,7 +414,7 @@ func (o *owner) compact(keys []snapshotKey) error {
 	if o.journal != nil {
 		o.journal.f.Close()
 	}
-	o.journal, o.snapSize = j, int64(len(data))
+	o.journal, o.snapSize, o.snapKeys = j, int64(len(data)), len(keys)
 	o.marks = make(map[string]*mark, len(keys))
 	for i := range keys {
 		m, _, _ := markKey(&keys[i], nil)

@@ -25,12 +25,19 @@ func (s *Store) ArchiveFinished(ctx context.Context, minAge time.Duration) (int,
 	}
 	moved := 0
 	for _, id := range ids {
-		ok, err := s.archiveRun(ctx, id, minAge)
-		if err != nil {
-			return moved, err
-		}
-		if ok {
-			moved++
+		// A run that changes while it is being moved is tried again: it may have ended just now.
+		for range updateRetries {
+			ok, err := s.archiveRun(ctx, id, minAge)
+			if errors.Is(err, redis.TxFailedErr) {
+				continue
+			}
+			if err != nil {
+				return moved, err
+			}
+			if ok {
+				moved++
+			}
+			break
 		}
 	}
 	return moved, nil
@@ -82,7 +89,7 @@ func (s *Store) archiveRun(ctx context.Context, id string, minAge time.Duration)
 		return err
 	}, key)
 	if errors.Is(err, redis.TxFailedErr) {
-		return false, nil // changed while being archived: it stays live, and its file is written again next time
+		return false, err // changed while being archived: it stays live for now, and its file is written again
 	}
 	if err != nil {
 		return false, fmt.Errorf("archiving run %s: %w", id, err)
