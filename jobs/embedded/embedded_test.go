@@ -504,3 +504,32 @@ func TestMovedAsideNeverOverwritten(t *testing.T) {
 		t.Fatalf("moved files hold %v", got)
 	}
 }
+
+// TestASnapshotOfDeletedKeysIsRewritten deletes most of a store (runs moved to the archive after a busy spell): the
+// next save rewrites the snapshot, so that the next process to open the store does not read what is gone.
+func TestASnapshotOfDeletedKeysIsRewritten(t *testing.T) {
+	dir := t.TempDir()
+	e, _ := open(t, dir)
+	c := clientOf(t, e)
+	ctx := context.Background()
+	for i := range 2000 {
+		c.Set(ctx, fmt.Sprintf("run:%04d", i), strings.Repeat("x", 300), 0)
+	}
+	setCompactMin(e, 0)
+	mustSync(t, e) // everything in the snapshot
+	setCompactMin(e, compactAtLeast)
+	full := len(readFile(t, filepath.Join(dir, snapshotFile)))
+	for i := range 1900 {
+		c.Del(ctx, fmt.Sprintf("run:%04d", i))
+	}
+	mustSync(t, e)
+	mustClose(t, e)
+	if now := len(readFile(t, filepath.Join(dir, snapshotFile))); now > full/5 {
+		t.Fatalf("the snapshot is %d bytes after 95%% of its keys were deleted (was %d)", now, full)
+	}
+	e, _ = open(t, dir)
+	defer e.Close()
+	if n, _ := clientOf(t, e).DBSize(ctx).Result(); n != 100 {
+		t.Fatalf("%d keys after reopening, want 100", n)
+	}
+}
