@@ -215,30 +215,45 @@ func (e *Embedded) Sync(ctx context.Context) error {
 	e.mu.Unlock()
 
 	if own != nil {
-		return own.sync(ctx, tokens)
+		err := own.sync(ctx, tokens)
+		if errors.Is(err, errHandover) {
+			return fmt.Errorf("the embedded store in %s is closed", e.dir)
+		}
+		return err
 	}
 	args := []any{syncCommand}
 	for _, t := range tokens {
 		args = append(args, t)
 	}
-	err := syncer.Do(ctx, args...).Err()
-	var rerr redis.Error
-	if err != nil && !errors.As(err, &rerr) {
-		e.mu.Lock()
-		for _, t := range tokens {
-			e.dialed[t] = true // nobody was asked: ask next time
+	for {
+		err := syncer.Do(ctx, args...).Err()
+		var rerr redis.Error
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "HANDOVER "):
+			// Asking again reaches the next serving process (maybe this one), which knows whether the last save of
+			// the one closing succeeded: the tokens name it.
+			select {
+			case <-time.After(HandoverDialBackoff):
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for the orch process serving state dir %s to hand over: %w", e.dir, ctx.Err())
+			}
+		case rerr != nil:
+			msg := strings.TrimPrefix(rerr.Error(), "ERR ")
+			if rest, ok := strings.CutPrefix(msg, ErrMayBeLost.Error()+": "); ok {
+				return fmt.Errorf("%w: %s", ErrMayBeLost, rest)
+			}
+			return errors.New(msg)
+		default:
+			e.mu.Lock()
+			for _, t := range tokens {
+				e.dialed[t] = true // nobody was asked: ask next time
+			}
+			e.mu.Unlock()
+			return fmt.Errorf("asking the orch process that serves state dir %s to save: %w", e.dir, err)
 		}
-		e.mu.Unlock()
-		return fmt.Errorf("asking the orch process that serves state dir %s to save: %w", e.dir, err)
 	}
-	if rerr != nil {
-		msg := strings.TrimPrefix(rerr.Error(), "ERR ")
-		if rest, ok := strings.CutPrefix(msg, ErrMayBeLost.Error()+": "); ok {
-			return fmt.Errorf("%w: %s", ErrMayBeLost, rest)
-		}
-		return errors.New(msg)
-	}
-	return nil
 }
 
 // HandoverDialRetries and HandoverDialBackoff are the go-redis dial retry settings for a client dialing through

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -532,4 +533,104 @@ func TestASnapshotOfDeletedKeysIsRewritten(t *testing.T) {
 	if n, _ := clientOf(t, e).DBSize(ctx).Result(); n != 100 {
 		t.Fatalf("%d keys after reopening, want 100", n)
 	}
+}
+
+// Two stores over one directory in one process: the second uses the first's server, and when the first closes
+// while the second's goroutines write, the second takes over from what the first saved, losing nothing.
+func TestHandoverInProcess(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := open(t, dir)
+	b, _ := open(t, dir)
+	defer b.Close()
+	if !a.Owner() || b.Owner() {
+		t.Fatalf("owners: %v %v", a.Owner(), b.Owner())
+	}
+	cb := clientOf(t, b)
+	ctx := context.Background()
+	if err := cb.Set(ctx, "first", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, b)
+
+	var wg sync.WaitGroup
+	acked := make([][]string, 4)
+	stop := make(chan struct{})
+	for g := range acked {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := fmt.Sprintf("g%d:%d", g, i)
+				if err := cb.Set(ctx, key, key, 0).Err(); err != nil {
+					t.Errorf("writing %s during the handover: %v", key, err)
+					return
+				}
+				if err := b.Sync(ctx); err != nil {
+					t.Errorf("syncing %s during the handover: %v", key, err)
+					return
+				}
+				acked[g] = append(acked[g], key)
+			}
+		})
+	}
+	waitFor(t, "writes before the handover", func() bool { return cb.DBSize(ctx).Val() > 20 })
+	mustClose(t, a)
+	waitFor(t, "the second store to take over", b.Owner)
+	n := cb.DBSize(ctx).Val()
+	waitFor(t, "writes after the handover", func() bool { return cb.DBSize(ctx).Val() > n+20 })
+	close(stop)
+	wg.Wait()
+	mustClose(t, b)
+
+	var keys []string
+	for _, a := range acked {
+		keys = append(keys, a...)
+	}
+	e, _ := open(t, dir)
+	defer e.Close()
+	c := clientOf(t, e)
+	for _, k := range append(keys, "first") {
+		if v, err := c.Get(ctx, k).Result(); err != nil || (k != "first" && v != k) {
+			t.Fatalf("acknowledged %s: %q, %v", k, v, err)
+		}
+	}
+	t.Logf("%d keys acknowledged across the handover", len(keys))
+}
+
+// A Sync that reaches the serving process as it closes waits for the handover and is confirmed by the next one.
+func TestSyncDuringHandover(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := open(t, dir)
+	b, _ := open(t, dir)
+	defer b.Close()
+	cb := clientOf(t, b)
+	ctx := context.Background()
+	if err := cb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	a.own.sem <- struct{}{} // a save pass in progress: the Sync below waits for it, and so does Close
+	synced := make(chan error)
+	go func() { synced <- b.Sync(ctx) }()
+	waitFor(t, "the Sync to reach the serving process", func() bool { return strings.Contains(goroutines(), "serveSync") })
+	closed := make(chan error)
+	go func() { closed <- a.Close() }()
+	waitFor(t, "the serving process to start closing", func() bool { return strings.Contains(goroutines(), "owner).close") })
+	<-a.own.sem
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-synced; err != nil {
+		t.Fatalf("Sync across the handover: %v", err)
+	}
+	if !b.Owner() || cb.Get(ctx, "k").Val() != "v" {
+		t.Fatalf("after the handover: owner %v, k %q", b.Owner(), cb.Get(ctx, "k").Val())
+	}
+}
+
+func goroutines() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
 }

@@ -28,6 +28,7 @@ type loaded struct {
 func loadState(dir string, mr *miniredis.Miniredis) (*loaded, error) {
 	l := &loaded{}
 	stamp := time.Now().UTC().Format("20060102T150405Z")
+	removeTemps(dir)
 	var problems []string // what was wrong, each completed below with what orch started from
 	deadlines := map[string]int64{}
 
@@ -98,7 +99,7 @@ func loadState(dir string, mr *miniredis.Miniredis) (*loaded, error) {
 	var replay *journal
 	for _, j := range journals {
 		switch {
-		case base != nil && base.JournalGen > 0 && j.gen == base.JournalGen:
+		case base != nil && base.JournalGen > 0 && j.gen == base.JournalGen && replay == nil:
 			replay = j
 		case base == nil || j.gen > base.JournalGen:
 			moved, err := moveAside(j.path, stamp)
@@ -278,6 +279,17 @@ func moveAside(path, stamp string) (string, error) {
 			return "", fmt.Errorf("%s is damaged and could not be moved aside (%v): move it away yourself", path, err)
 		}
 		return target, syncDir(filepath.Dir(path))
+	}
+}
+
+// removeTemps removes the temporary files of writes that a process ended before finishing (see writeTemp); the
+// caller holds the directory's lock, so nobody is writing them.
+func removeTemps(dir string) {
+	for _, name := range []string{snapshotFile, journalFile, addrFile, ownersFile} {
+		tmps, _ := filepath.Glob(filepath.Join(dir, name+".tmp*"))
+		for _, t := range tmps {
+			os.Remove(t)
+		}
 	}
 }
 

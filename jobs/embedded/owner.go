@@ -189,7 +189,10 @@ func (o *owner) sync(ctx context.Context, tokens []string) error {
 	select {
 	case o.sem <- struct{}{}:
 	case <-o.stop:
-		return errors.Join(lost, fmt.Errorf("the orch process serving state dir %s is closing; it saves as it does", o.dir))
+		if lost != nil {
+			return lost
+		}
+		return errHandover
 	case <-ctx.Done():
 		return errors.Join(lost, ctx.Err())
 	}
@@ -202,15 +205,23 @@ func (o *owner) sync(ctx context.Context, tokens []string) error {
 	return errors.Join(lost, err)
 }
 
-// serveSync answers ORCH.SYNC: OK once everything written before it is saved, or an error saying what was not.
+// errHandover is sync's answer while this process is closing. Its last save, after it stops serving, covers every
+// write it acknowledged; the caller asks again, and the next serving process confirms that the save succeeded.
+var errHandover = errors.New("the orch process serving the store is closing")
+
+// serveSync answers ORCH.SYNC: OK once everything written before it is saved; HANDOVER while this process closes; or
+// an error saying what was not saved.
 func (o *owner) serveSync(c *server.Peer, _ string, args []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
 	defer cancel()
-	if err := o.sync(ctx, args); err != nil {
+	switch err := o.sync(ctx, args); {
+	case errors.Is(err, errHandover):
+		c.WriteError("HANDOVER " + err.Error())
+	case err != nil:
 		c.WriteError("ERR " + oneLine(err.Error()))
-		return
+	default:
+		c.WriteOK()
 	}
-	c.WriteOK()
 }
 
 // warnUnsaved logs, once per key, a key whose type orch does not save.

@@ -33,6 +33,9 @@ func TestKillWriterAtRandomPoints(t *testing.T) {
 		acked = append(acked, w.acked()...)
 		checkAcked(t, dir, size, acked)
 	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp*")); len(tmps) != 0 {
+		t.Errorf("temporary files left behind: %v", tmps)
+	}
 	snap, err := decodeSnapshot(readFile(t, filepath.Join(dir, snapshotFile)))
 	if err != nil {
 		t.Fatal(err)
