@@ -185,7 +185,8 @@ func TestDockerRunInARepository(t *testing.T) {
 			uid, _, _ := strings.Cut(tt.owner, ":")
 			// The embedded store's files are orch's own state, written by orch's user (root here).
 			left, _ := exec.Command("find", dir, "-not", "-uid", uid, "-not", "-path", "*/.orch/lock",
-				"-not", "-path", "*/.orch/redis.json").CombinedOutput()
+				"-not", "-path", "*/.orch/redis.*", "-not", "-path", "*/.orch/owners",
+				"-not", "-path", "*/.orch/history", "-not", "-path", "*/.orch/history/*").CombinedOutput()
 			if strings.TrimSpace(string(left)) != "" {
 				t.Fatalf("files not owned by %s:\n%s", tt.owner, left)
 			}
