@@ -108,7 +108,7 @@ func (a *Archive) put(ar *archivedRun, e indexEntry) error {
 		return err
 	}
 	return a.withLock(func() error {
-		if err := WriteFileAtomic(a.runPath(e.ID), buf.Bytes()); err != nil {
+		if err := writeFileAtomic(a.runPath(e.ID), buf.Bytes()); err != nil {
 			return err
 		}
 		return appendSync(a.indexPath(), append(line, '\n'))
@@ -151,9 +151,9 @@ func appendSync(path string, data []byte) error {
 	return nil
 }
 
-// WriteFileAtomic replaces path with data so that a crash at any point leaves either the old file or the new one,
+// writeFileAtomic replaces path with data so that a crash at any point leaves either the old file or the new one,
 // whole: the data goes to a temporary file beside it, is synced, renamed over path, and the directory is synced.
-func WriteFileAtomic(path string, data []byte) error {
+func writeFileAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
@@ -415,7 +415,7 @@ func (a *Archive) prune(keep Keep, now time.Time) ([]string, error) {
 			return nil
 		}
 		// The index first: a crash after it leaves files nothing lists, which the next prune removes.
-		if err := WriteFileAtomic(a.indexPath(), kept.Bytes()); err != nil {
+		if err := writeFileAtomic(a.indexPath(), kept.Bytes()); err != nil {
 			return err
 		}
 		listed := make(map[string]bool, len(all))
