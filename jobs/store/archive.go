@@ -68,7 +68,7 @@ type indexEntry struct {
 	ID       string `json:"id"`
 	Created  int64  `json:"created"`
 	Archived int64  `json:"archived"`
-	Ended    int64  `json:"ended,omitempty"`
+	Ended    int64  `json:"ended,omitempty"` // when it ended (its last change, for a run that never recorded an end)
 	Status   string `json:"status"`
 }
 
@@ -404,7 +404,11 @@ func (a *Archive) prune(keep Keep, now time.Time) ([]string, error) {
 		var kept bytes.Buffer
 		for i := len(all) - 1; i >= 0; i-- { // oldest first: the order the index is read back in
 			e := all[i]
-			if keep.drops(i, time.UnixMilli(e.Ended), now) {
+			var ended time.Time // an entry without an end (none is written so now) is never too old
+			if e.Ended > 0 {
+				ended = time.UnixMilli(e.Ended)
+			}
+			if keep.drops(i, ended, now) {
 				gone = append(gone, e.ID)
 				continue
 			}

@@ -73,10 +73,8 @@ func (s *Store) archiveRun(ctx context.Context, id string, minAge time.Duration)
 		if ar.Audit, err = readEntries(ctx, tx, auditKey(id)); err != nil {
 			return err
 		}
-		entry := indexEntry{ID: id, Created: r.CreatedAt.UnixMilli(), Archived: s.now().UnixMilli(), Status: string(r.Status)}
-		if !r.EndedAt.IsZero() {
-			entry.Ended = r.EndedAt.UnixMilli()
-		}
+		entry := indexEntry{ID: id, Created: r.CreatedAt.UnixMilli(), Archived: s.now().UnixMilli(), Ended: ended.UnixMilli(),
+			Status: string(r.Status)}
 		if err := s.archive.put(ar, entry); err != nil {
 			return err
 		}

@@ -55,7 +55,7 @@ func (s *Store) Events(ctx context.Context, runID, after string, block time.Dura
 	if after == "" {
 		after = "0"
 	}
-	if after == "$" { // only what comes next
+	if after == "$" || s.archive == nil { // only what comes next, or no archive to look in: one read, as it was
 		return s.events(ctx, runID, after, block)
 	}
 	events, err := s.events(ctx, runID, after, 0)
