@@ -82,6 +82,7 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 	}
 	if b.Embedded != nil {
 		b.Store.UseArchive(NewArchive(HistoryDir(cfg.StateDir), cfg.Log), cfg.Log)
+		b.Store.durable = b.Embedded.Sync
 	}
 	b.Queue = queue.New(b.Redis)
 	b.startMaintenance(cfg.Keep, cfg.Log)

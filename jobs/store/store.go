@@ -40,6 +40,10 @@ type Store struct {
 	observers []func([]jobs.Event)
 	archive   *Archive
 	log       *slog.Logger
+	// durable, when set, returns once what was written is on disk (the embedded store): every change to a run is,
+	// before the caller acts on it, so that a store taken over from disk after its holder died has each run as
+	// its workers last saw it.
+	durable func(context.Context) error
 }
 
 // UseArchive has the store read finished runs from a, and ArchiveFinished move them there. log hears of runs skipped
@@ -95,7 +99,19 @@ func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) e
 	if err != nil {
 		return fmt.Errorf("indexing run %s: %w", r.ID, err)
 	}
+	s.makeDurable(ctx, r.ID)
 	return nil
+}
+
+// makeDurable waits for a committed change to be on disk. A failure is not the change's: the change is made, and the
+// store's own saver keeps trying and says why it cannot; what a command reports it saves again first (Backend.Sync).
+func (s *Store) makeDurable(ctx context.Context, runID string) {
+	if s.durable == nil {
+		return
+	}
+	if err := s.durable(ctx); err != nil {
+		s.log.Warn("a change to a run is not on disk yet", "run_id", runID, "err", err)
+	}
 }
 
 // Get loads a run, from the archive when it is over and archived.
@@ -187,6 +203,9 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		err := s.rdb.Watch(ctx, txf, key)
 		if errors.Is(err, redis.TxFailedErr) {
 			continue
+		}
+		if err == nil {
+			s.makeDurable(ctx, id)
 		}
 		return out, err
 	}
