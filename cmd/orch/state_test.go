@@ -38,9 +38,9 @@ func release(t *testing.T, gate string) {
 }
 
 type proc struct {
-	cmd   *exec.Cmd
-	out   *syncBuffer
-	code  int
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	code int
 }
 
 // startRun starts `orch run` of plan in dir on the embedded store and waits until it has made its run.
