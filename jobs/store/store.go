@@ -109,6 +109,9 @@ func (s *Store) makeDurable(ctx context.Context, runID string) {
 	if s.durable == nil {
 		return
 	}
+	// The change is made whatever becomes of the caller: its being on disk does not depend on the caller waiting.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	if err := s.durable(ctx); err != nil {
 		s.log.Warn("a change to a run is not on disk yet", "run_id", runID, "err", err)
 	}
