@@ -583,7 +583,8 @@ func TestPosterReadsEventsWithTheirRun(t *testing.T) {
 		t.Run("question", func(t *testing.T) {
 			run, root := newRun()
 			inject.arm(run.ID, update(run.ID, ask))
-			h.waitFor("the poster to handle the question", func() bool { return h.idle(run.ID) && len(h.run(run.ID).Escalations) == 1 })
+			// The change first, then idleness: checked the other way round, the change can land between the two checks.
+			h.waitFor("the poster to handle the question", func() bool { return len(h.run(run.ID).Escalations) == 1 && h.idle(run.ID) })
 			if n := len(h.questions(root.TS, "e1")); n != 1 {
 				t.Errorf("the question was posted %d times, want once\n%s", n, h.dump())
 			}
@@ -600,7 +601,7 @@ func TestPosterReadsEventsWithTheirRun(t *testing.T) {
 					Type: jobs.ResolveChoose, Key: "A", By: "ops-alice", Via: "cli"})
 			})
 			h.waitFor("the poster to handle the answer", func() bool {
-				return h.idle(run.ID) && h.esc(run.ID, "e1").Resolution != nil
+				return h.esc(run.ID, "e1").Resolution != nil && h.idle(run.ID)
 			})
 			if m := h.message(q[0].TS); len(slackfake.Buttons(m)) != 0 {
 				t.Errorf("the question still has its buttons after the answer: %q", m.Text)
