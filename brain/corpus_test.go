@@ -15,6 +15,11 @@ type interpretCase struct {
 	ID     string `json:"id"`
 	Expect struct {
 		Status Status `json:"status"`
+		// Options and Recommendation are labelled on the needs_help cases of the sets that score extraction
+		// (nil Options: not labelled): the exact button labels in order, and the recommended option's label (or,
+		// when it recommends something that is not an option, what it recommends).
+		Options        []string `json:"options"`
+		Recommendation *string  `json:"recommendation"`
 	} `json:"expect"`
 	Output string `json:"output"`
 	Note   string `json:"note,omitempty"`

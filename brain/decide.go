@@ -32,6 +32,18 @@ var permanentCauses = []permanentRule{
 		"a machine problem (full or read-only disk) the agent cannot fix from inside"},
 	{lazyRE(`(?i)\b(?:missing|invalid|expired|revoked|bad|incorrect|no)\s+(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api|github|gitlab|npm|personal access) token|password)\b|\b(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api) token)\s+(?:is\s+|are\s+|was\s+)?(?:missing|not set|not found|invalid|expired|not configured|required|unset|empty)\b|(?-i:\b[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|SECRET|PASSWORD)\b)\s+(?:is\s+)?(?:not set|missing|unset|empty|required)|\bnot logged in\b|\bplease (?:log|sign) in\b|\blogin required\b|\bauthentication (?:failed|required|error)\b|\bauthentication_(?:error|failed)\b|\bno\s*(?:valid\s*)?credential|\b(?:unable to locate|could not (?:find|load|locate)|couldn't (?:find|load|locate)|cannot (?:find|load|locate)|can't (?:find|load|locate)|failed to (?:find|load|locate|retrieve|get))\s+(?:any\s+|default\s+|valid\s+|the\s+)*credentials\b|\bcould not read Username\b|\bunable to authenticate\b|\bcode E40[13]\b|\bcredit balance is too low\b|\binsufficient_quota\b`),
 		"missing or invalid credentials only a human can provide"},
+	// SDKs and CLIs word a missing key or login in their own ways: "the api_key client option must be set",
+	// "could not resolve authentication method", "invalid x-api-key", "please run: gh auth login", "set the GH_TOKEN
+	// environment variable", "Application Default Credentials … not found".
+	{lazyRE(`(?i)\b(?:api[ _-]?key|access[ _-]?key|token|credentials?|secret)\b[^.\n]{0,40}?\b(?:must be (?:set|provided|specified)|(?:is|are) required|(?:was|were) not (?:provided|found|set))\b|\b(?:could not|couldn't|unable to|failed to|cannot) (?:resolve|find|determine|load|obtain) (?:an? |the |any )?(?:valid )?(?:authentication|auth) (?:method|credentials?|token|headers?)\b|\binvalid[ _-]x-api-key\b|\bx-api-key\b[^.\n]{0,20}\b(?:invalid|missing)\b|\b(?:please |then )?run:?\s+\S+ (?:auth )?login\b|\bset the [A-Z][A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|CREDENTIALS)\b environment variable|\bdefault credentials\b[^.\n]{0,40}\bnot (?:found|set|available)|\bapplication default credentials\b[^.\n]{0,60}\b(?:not|no|missing|unable|could not)\b`),
+		"missing or invalid credentials only a human can provide"},
+	// A usage or spending limit that lifts at a stated time, or a quota used up: retrying before then fails the
+	// same way and burns what is left. A limit that says to try again in seconds is transient and stays a retry.
+	{lazyRE(`(?i)\b(?:usage|session|weekly|daily|monthly|hourly|\d+-hour|five-hour|spending|billing)\s+limit\s+(?:reached|exceeded|hit)\b|\b(?:hit|reached|exceeded) (?:your|the) (?:[\w-]+ )?limit\b|\b(?:hit|reached|exceeded|exhausted) (?:your|the) (?:\w+ )?(?:limit|quota)\b[^.\n]{0,60}\breset|\bquota\b[^.\n]{0,40}?\b(?:exceeded|exhausted|used up|reached)\b|\bexceeded (?:your|the) (?:current |monthly |daily )?quota\b|\b(?:limit|quota)\b[^.\n]{0,60}?\bresets?\s+(?:at|on|in \d+\s*(?:hours?|days?|h|d)\b|mon|tue|wed|thu|fri|sat|sun|tomorrow|\d)|\btry again (?:in \d+\s*(?:hours?|days?|weeks?)\b|(?:at|on|after) (?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|tomorrow|midnight))`),
+		"a usage limit or quota that no retry lifts before it resets"},
+	// A tool that refuses to run as root (or under sudo) is refusing this environment, not the agent's change.
+	{lazyRE(`(?i)\b(?:cannot|can't|must not|may not|should not|is not allowed to|refuses? to)\s+(?:be\s+)?(?:used|run|started|executed)\b[^.\n]{0,40}?\b(?:as|with|under|by) (?:the )?(?:root|sudo|superuser)\b|\broot/sudo privileges\b`),
+		"a tool that refuses to run in this environment (as root)"},
 	{lazyRE(`(?i)\bconflicts? with (?:the |our |an? )?(?:existing )?(?:architecture|design)\b|\b(?:architecture|architectural|design) (?:issue|problem|conflict|flaw|question|decision)\b|\b(?:requires?|needs?|without|pending) (?:a |an )?(?:design|architectural|architecture|product|business) (?:decision|change|review|call)\b|\bbreaking change\b[^.]{0,80}\b(?:public|other teams?|clients?|consumers?|downstream)\b|\b(?:public|exported) API\b[^.]{0,80}\bbreaking change\b`),
 		"a design or architecture question rather than a coding bug"},
 	{lazyRE(`(?i)\bcontradict(?:ory|s|ion|ing)\b|\bmutually exclusive\b|\bconflicting requirements\b|\brequirements (?:conflict|are inconsistent|are incompatible)\b|\b(?:cannot|can't|impossible to) (?:satisfy|meet) both\b|\bimpossible (?:requirement|task|to satisfy)\b|\bnot possible to satisfy\b`),
@@ -69,12 +81,16 @@ func (h *Heuristic) Decide(ctx context.Context, in DecideInput) (Decision, error
 	}
 	threshold := h.threshold()
 	// Consecutive similarities, computed once: every rule below reads them.
+	sigs := make([]signature, len(history))
 	sims := make([]float64, len(history)-1)
-	for i := 1; i < len(history); i++ {
+	for i := range history {
 		if err := ctx.Err(); err != nil {
 			return Decision{}, err
 		}
-		sims[i-1] = Similarity(history[i-1], history[i])
+		sigs[i] = signatureOf(history[i])
+		if i > 0 {
+			sims[i-1] = sigs[i-1].similarity(sigs[i])
+		}
 	}
 	d := Decision{Similarity: mean(sims)}
 	// The rules read the latest error without orch's own GUIDANCE echo; similarity above uses the raw
@@ -82,7 +98,11 @@ func (h *Heuristic) Decide(ctx context.Context, in DecideInput) (Decision, error
 	latest := newDoc(history[len(history)-1]).text
 	quote := briefError(latest)
 
-	if why := permanentCause(latest); why != "" {
+	why := permanentCause(latest)
+	if why == "" && asksAPerson(latest) {
+		why = "the agent asking a person to decide"
+	}
+	if why != "" {
 		d.Decision, d.Permanent = Escalate, true
 		d.Reason = fmt.Sprintf("the latest error shows %s; no retry can fix that (%q)", why, quote)
 		return d, nil
@@ -100,7 +120,7 @@ func (h *Heuristic) Decide(ctx context.Context, in DecideInput) (Decision, error
 			run, percent(mean(sims[len(sims)-run+1:])))
 		return d, nil
 	}
-	if Oscillating(history, threshold) {
+	if n := len(sigs); n >= 3 && oscillating(sigs[n-3], sigs[n-2], sigs[n-1], threshold) {
 		d.Decision = Escalate
 		d.Reason = fmt.Sprintf("errors oscillate between two failures (attempts %d and %d fail alike, attempt %d differently): fixing one breaks the other",
 			len(history)-2, len(history), len(history)-1)
@@ -123,10 +143,29 @@ func (h *Heuristic) Decide(ctx context.Context, in DecideInput) (Decision, error
 	}
 	b.WriteString(guidance)
 	if quote != "" {
-		fmt.Fprintf(&b, " Latest error: %q.", quote)
+		// The failure comes first: it is what the agent must fix, and what a person reads in a one-line event.
+		g := fmt.Sprintf("Latest error: %q. ", quote) + b.String()
+		b.Reset()
+		b.WriteString(g)
 	}
 	d.GuidanceForRetry = b.String()
 	return d, nil
+}
+
+// asksAPerson reports a failure in which the agent puts a question to a person ("Which approach should I take?"):
+// no retry answers it. Questions a tool prints ("Is the docker daemon running?") and doubts without a question
+// ("I'm not sure why yet") do not count.
+func asksAPerson(failure string) bool {
+	d := newDoc(failure)
+	for _, s := range d.sentences() {
+		if d.toolOutput(s) || !strings.HasSuffix(s.text, "?") {
+			continue
+		}
+		if uncertaintyRes[0].MatchString(s.text) || addressedRe.MatchString(s.text) && classifyAsk(s.text, false) == askReal {
+			return true
+		}
+	}
+	return false
 }
 
 // permanentCause names why err cannot be fixed by retrying, or "" when it might be.

@@ -34,7 +34,7 @@ func TestDecide(t *testing.T) {
 			name:    "missing python module names it and the manifest",
 			history: []string{"Failed: ImportError - no module named pandas"},
 			verdict: Retry,
-			mention: []string{"pandas", "requirements.txt", `Latest error: "Failed: ImportError - no module named pandas"`},
+			mention: []string{"pandas", "requirements.txt", `Latest error: "ImportError - no module named pandas"`},
 		},
 		{
 			name:    "missing node module",
@@ -74,8 +74,26 @@ func TestDecide(t *testing.T) {
 		{
 			name:      "a stricter threshold keeps drifting errors apart",
 			threshold: 0.99,
-			history:   []string{"./a.go:1:1: undefined: X", "./a.go:2:1: undefined: X", "./a.go:3:1: undefined: X"},
+			history:   []string{"./a.go:1:1: undefined: Xa", "./a.go:2:1: undefined: Xb", "./a.go:3:1: undefined: Xc"},
 			verdict:   Retry,
+		},
+		{
+			name:      "the same failure where only its location moved is a loop at any threshold",
+			threshold: 0.99,
+			history:   []string{"./a.go:1:1: undefined: X", "./a.go:2:1: undefined: X", "./a.go:3:1: undefined: X"},
+			verdict:   Escalate,
+		},
+		{
+			name:    "a limit in the code under test is not a usage limit",
+			history: []string{"--- FAIL: TestSessionLimit (0.00s)\n    session_test.go:40: session limit not enforced: got 6 sessions, want 5"},
+			verdict: Retry,
+		},
+		{
+			name:      "a usage limit that resets at a stated time",
+			history:   []string{"You've hit your usage limit · resets 6pm (Europe/Paris)"},
+			verdict:   Escalate,
+			permanent: true,
+			mention:   []string{"usage limit"},
 		},
 		{
 			name:    "oscillation",

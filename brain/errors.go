@@ -20,6 +20,8 @@ var (
 		lazyRE(`^\s*(?:[A-Z][\w-]*\s+){1,2}(?:[Ff]atal\s+)?(?:[Ee]rror|ERROR):\s*\S`),
 		// Compiler and test locations with a message: "./main.go:14:2: undefined: X", "plan_test.go:41: got…".
 		lazyRE(`^\s*\S+\.(?:go|py|rs|ts|tsx|js|jsx|mjs|cjs|java|kt|c|cc|cpp|h|hpp|rb|cs|swift|php|scala|ex|exs):\d+(?::\d+)?:?\s+\S`),
+		// Any tool's "where: ERROR: …": "psql:db/seed.sql:14: ERROR:  duplicate key …".
+		lazyRE(`^\s*\S*:\d+(?::\d+)?:\s*(?:ERROR|FATAL|[Ee]rror|[Ff]atal)\b:?`),
 		// TypeScript: "src/a.ts(3,5): error TS2304: …" and "src/a.ts:3:5 - error TS2304: …".
 		lazyRE(`\berror TS\d+:`),
 		// Failing tests: go test, unittest, pytest, jest, mocha, cargo.
@@ -44,7 +46,10 @@ var (
 		lazyRE(`(?i)\b(?:build|compilation) failed\b|\bcould not compile\b`),
 	}
 	// The agent admitting failure in its own words.
-	admissionRe = lazyRE(`(?i)\b(?:(?:I|we)\s+(?:was|were|am|are)\s+(?:not\s+|un)able to|(?:I|we)\s+(?:wasn't|weren't)\s+able to|(?:I|we)\s+(?:have not|haven't)\s+(?:yet\s+)?(?:been able to|managed to|found|figured out|fixed|resolved|solved)|(?:I|we)\s+(?:could not|couldn't|cannot|can't|did not manage to|didn't manage to|failed to|gave up)|(?:could not|couldn't|cannot|can't)\s+be\s+(?:completed|finished|done|fixed|resolved)|unable to (?:complete|finish|fix|resolve|build|compile|get|make|run|install|find|reproduce|pass)|(?:still|continues to)\s+(?:fails?|failing|does not|doesn't|cannot|can't|errors?|crash(?:es)?|is broken|broken)|(?:did not|didn't) (?:succeed|manage)|(?:does not|doesn't|did not|didn't) (?:compile|build)|gave up|giving up|ran out of (?:turns|time|context|budget)|running out of turns)`)
+	admissionRe = lazyRE(`(?i)\b(?:(?:I|we)\s+(?:was|were|am|are)\s+(?:not\s+|un)able to|(?:I|we)\s+(?:wasn't|weren't)\s+able to|(?:I|we)\s+(?:have not|haven't)\s+(?:yet\s+)?(?:been able to|managed to|found|figured out|fixed|resolved|solved)|(?:I|we)\s+(?:could not|couldn't|cannot|can't|did not manage to|didn't manage to|failed to|gave up)|(?:could not|couldn't|cannot|can't)\s+be\s+(?:completed|finished|done|fixed|resolved)|unable to (?:complete|finish|fix|resolve|build|compile|get|make|run|install|find|reproduce|pass)|(?:still|continues to)\s+(?:fails?|failing|does not|doesn't|cannot|can't|errors?|crash(?:es)?|is broken|broken)|(?:did not|didn't) (?:succeed|manage)|(?:does not|doesn't|did not|didn't) (?:compile|build)|gave up|giving up|ran out of (?:turns|time|context|budget)|running out of turns` +
+		// Work the agent itself calls unfinished: "Status: partial", "I only implemented …", "2 of the 5 are
+		// migrated", "… is not implemented yet", "the rest still …".
+		`|\bstatus\W{0,4}(?:partial|incomplete|blocked|failed)\b|\bonly (?:implemented|did|converted|migrated|handled|fixed|covered|finished|got through)\b|\b\d+ of (?:the )?\d+\b[^.\n]{0,40}?\b(?:done|migrated|converted|implemented|fixed|ported)\b|\b(?:is|are|was|were) (?:still )?not (?:yet )?(?:implemented|wired(?: up)?|persisted|handled|finished|done)\b|\bnot (?:implemented|wired up|persisted|handled|done|finished) yet\b|\b(?:is|are|remains?) (?:still )?(?:incomplete|unfinished|partial)\b|\bthe rest (?:still|remain)\b|\bnothing \w+ it yet\b)`)
 	// "  --> src/main.rs:3:5", `  File "x.py", line 3, in f`: where the preceding or following error is.
 	rustLocRe   = lazyRE(`^\s*-->\s*\S+:\d+`)
 	pyFileRe    = lazyRE(`^\s*File "[^"]+", line \d+`)
@@ -124,6 +129,13 @@ func extractError(d *doc) string {
 			specific = append(specific, found[k+1])
 		}
 	}
+	// Agents often quote the error inside a sentence: "test_x still fails with `AssertionError: expected 100…`".
+	for _, span := range d.spans {
+		code := strings.Trim(span, "`")
+		if specificErrorAny.MatchString(code) || keywordErrorRe.MatchString(code) {
+			specific = append(specific, errorLine{text: strings.TrimSpace(code), specific: true})
+		}
+	}
 	picked := specific
 	if len(picked) == 0 {
 		for _, e := range found {
@@ -131,10 +143,11 @@ func extractError(d *doc) string {
 				picked = append(picked, e)
 			}
 		}
-		for _, s := range d.sentences() {
-			if admissionRe.MatchString(s.text) {
-				picked = append(picked, errorLine{text: s.text})
-			}
+	}
+	// The agent's own account of what it could not do says which check failed; it goes after the error itself.
+	for _, s := range d.sentences() {
+		if admissionRe.MatchString(s.text) && (len(specific) == 0 || mentionsFailure(s.text)) {
+			picked = append(picked, errorLine{text: d.restore(s.text)})
 		}
 	}
 	var b strings.Builder
@@ -154,12 +167,36 @@ func extractError(d *doc) string {
 	return truncate(b.String(), maxErrorLen)
 }
 
+// mentionsFailure reports an account of the failure that quotes what failed (a test's name, a command), not only
+// that the task was not done.
+func mentionsFailure(s string) bool {
+	return strings.ContainsRune(s, spanOpen)
+}
+
+// FailureOf is what an agent's output says went wrong, for an attempt the process reports failed while the text
+// reads like success: its error lines, else its last lines. The text is the agent's, so the attempt history keeps
+// what it said rather than only an exit code.
+func FailureOf(output string) string {
+	d := newDoc(output)
+	if e := extractError(d); e != "" {
+		return e
+	}
+	var last []string
+	for i := len(d.lines) - 1; i >= 0 && len(last) < 3; i-- {
+		if t := strings.TrimSpace(d.lines[i]); t != "" && t != "```" {
+			last = append([]string{t}, last...)
+		}
+	}
+	return truncate(strings.Join(last, "\n"), maxErrorLen)
+}
+
 // briefError is the one line of an error worth quoting back to the agent.
 func briefError(s string) string {
+	s = historyPrefixRe.ReplaceAllString(s, "")
 	d := newDoc(s)
 	for _, e := range errorLines(d.lines) {
 		if e.specific {
-			return truncate(e.text, 200)
+			return truncate(agentPartsRe.ReplaceAllString(e.text, ""), 200)
 		}
 	}
 	for _, l := range d.lines {

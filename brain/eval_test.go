@@ -57,18 +57,22 @@ type evalSet struct {
 	name string
 	file string
 	min  float64
+	// minExtract is the floor of option and of recommendation extraction, on the sets that label them.
+	minExtract float64
 }
 
 var (
 	interpretSets = []evalSet{
-		{"shared", "testdata/corpus/interpret.jsonl", 0.95},
-		{"train", "testdata/eval/interpret_train.jsonl", 0.90},
-		{"heldout", "testdata/eval/interpret_heldout.jsonl", 0.85},
+		{"shared", "testdata/corpus/interpret.jsonl", 0.95, 0.90},
+		{"train", "testdata/eval/interpret_train.jsonl", 0.90, 0.90},
+		{"heldout", "testdata/eval/interpret_heldout.jsonl", 0.85, 0.90},
+		{"heldout3", "testdata/eval/interpret_heldout3.jsonl", 0.95, 0.90},
 	}
 	decideSets = []evalSet{
-		{"shared", "testdata/corpus/decide.jsonl", 0.95},
-		{"train", "testdata/eval/decide_train.jsonl", 0.90},
-		{"heldout", "testdata/eval/decide_heldout.jsonl", 0.85},
+		{"shared", "testdata/corpus/decide.jsonl", 0.95, 0},
+		{"train", "testdata/eval/decide_train.jsonl", 0.90, 0},
+		{"heldout", "testdata/eval/decide_heldout.jsonl", 0.85, 0},
+		{"heldout3", "testdata/eval/decide_heldout3.jsonl", 0.95, 0},
 	}
 	interpretClasses = []string{string(StatusCompleted), string(StatusFailed), string(StatusNeedsHelp)}
 	decideClasses    = []string{string(Retry), string(Escalate)}
@@ -82,6 +86,49 @@ type evalResult struct {
 	id, want, got, note, detail string
 	// contract is a breach of the judgement's contract whatever the class (a retry without guidance).
 	contract string
+	// extraction is set for a question whose options and recommendation are labelled.
+	extraction *extraction
+}
+
+// extraction compares what a backend read of a question with its labels.
+type extraction struct {
+	options, recommendation bool   // right
+	gotOptions              string // for the report when wrong
+	gotRecommendation       string
+	wantOptions             string
+	wantRecommendation      string
+}
+
+// sameLabel compares two option labels as a person reading two buttons would: the same words in the same case,
+// however the spaces ran.
+func sameLabel(a, b string) bool {
+	return strings.Join(strings.Fields(a), " ") == strings.Join(strings.Fields(b), " ")
+}
+
+// sameOptions reports the exact labels in the same order.
+func sameOptions(want, got []string) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	for i := range want {
+		if !sameLabel(want[i], got[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameRecommendation: none for none; the recommended option's exact label when it is one of the labelled
+// options; otherwise (a recommendation that is not an option) the same thing said, one containing the other.
+func sameRecommendation(want string, options []string, got string) bool {
+	switch {
+	case want == "" || got == "":
+		return want == got
+	case contains(options, want):
+		return sameLabel(want, got)
+	}
+	w, g := strings.ToLower(strings.Join(strings.Fields(want), " ")), strings.ToLower(strings.Join(strings.Fields(got), " "))
+	return strings.Contains(g, w) || strings.Contains(w, g)
 }
 
 // evalReport is a backend's score on one set.
@@ -117,6 +164,17 @@ func judgeInterpret(j evalJudge) func(context.Context, interpretCase) evalResult
 		}
 		res.got = string(got.Status)
 		res.detail = fmt.Sprintf("summary=%q question=%q error=%q", truncate(got.Summary, 120), truncate(got.Question, 120), truncate(got.Error, 120))
+		if c.Expect.Status == StatusNeedsHelp && c.Expect.Options != nil && c.Expect.Recommendation != nil {
+			want := *c.Expect.Recommendation
+			res.extraction = &extraction{
+				options:            sameOptions(c.Expect.Options, got.Options),
+				recommendation:     sameRecommendation(want, c.Expect.Options, got.Recommendation),
+				gotOptions:         fmt.Sprintf("%q", got.Options),
+				gotRecommendation:  truncate(got.Recommendation, 160),
+				wantOptions:        fmt.Sprintf("%q", c.Expect.Options),
+				wantRecommendation: want,
+			}
+		}
 		switch {
 		case got.Status == StatusNeedsHelp && got.Question == "":
 			res.contract = "needs_help without a question"
@@ -155,6 +213,23 @@ func (r evalReport) right() int {
 		}
 	}
 	return n
+}
+
+// extracted counts the questions with labelled options and how many of them had their options and their
+// recommendation read right.
+func (r evalReport) extracted() (labelled, options, recommendation int) {
+	for _, res := range r.results {
+		if x := res.extraction; x != nil {
+			labelled++
+			if x.options {
+				options++
+			}
+			if x.recommendation {
+				recommendation++
+			}
+		}
+	}
+	return labelled, options, recommendation
 }
 
 func (r evalReport) accuracy() float64 {
@@ -217,6 +292,21 @@ func (r evalReport) String() string {
 			fmt.Fprintf(&b, "  miss %s (%s): want %s, got %s; %s\n", res.id, res.note, res.want, res.got, res.detail)
 		}
 	}
+	if n, opts, rec := r.extracted(); n > 0 {
+		fmt.Fprintf(&b, "options: %d/%d = %s exact · recommendation: %d/%d = %s\n", opts, n, ratio(opts, n), rec, n, ratio(rec, n))
+		for _, res := range r.results {
+			x := res.extraction
+			if x == nil {
+				continue
+			}
+			if !x.options {
+				fmt.Fprintf(&b, "  options %s: want %s, got %s\n", res.id, x.wantOptions, x.gotOptions)
+			}
+			if !x.recommendation {
+				fmt.Fprintf(&b, "  recommendation %s: want %q, got %q\n", res.id, x.wantRecommendation, x.gotRecommendation)
+			}
+		}
+	}
 	return b.String()
 }
 
@@ -267,11 +357,23 @@ func TestEval(t *testing.T) {
 		if r.accuracy() < set.min {
 			t.Errorf("%s: accuracy %.1f%% below %.0f%%", set.file, 100*r.accuracy(), 100*set.min)
 		}
-		summary = append(summary, fmt.Sprintf("%s\t%d/%d\t%.1f%%\t≥ %.0f%%\t", r.title, r.right(), len(r.results), 100*r.accuracy(), 100*set.min))
+		extract := "\t\t"
+		if n, opts, rec := r.extracted(); n > 0 {
+			extract = fmt.Sprintf("%d/%d = %s\t%d/%d = %s\t", opts, n, ratio(opts, n), rec, n, ratio(rec, n))
+			for what, right := range map[string]int{"option": opts, "recommendation": rec} {
+				if float64(right) < set.minExtract*float64(n) {
+					t.Errorf("%s: %s extraction %s below %.0f%%", set.file, what, ratio(right, n), 100*set.minExtract)
+				}
+			}
+		}
+		summary = append(summary, fmt.Sprintf("%s\t%d/%d\t%.1f%%\t≥ %.0f%%\t%s", r.title, r.right(), len(r.results), 100*r.accuracy(), 100*set.min, extract))
 	}
 	for _, set := range interpretSets {
 		t.Run("interpret/"+set.name, func(t *testing.T) {
 			cases := readJSONL[interpretCase](t, set.file)
+			if set.name == "shared" {
+				labelSharedOptions(t, cases)
+			}
 			score(t, set, evaluate(t.Context(), fmt.Sprintf("interpret · %s · %s", set.name, name), interpretClasses, cases, judgeInterpret(j)))
 		})
 	}
@@ -283,12 +385,42 @@ func TestEval(t *testing.T) {
 	}
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "set\tright\taccuracy\tfloor\t\n")
+	fmt.Fprint(tw, "set\tright\taccuracy\tfloor\toptions (exact)\trecommendation\t\n")
 	for _, s := range summary {
 		fmt.Fprintln(tw, s)
 	}
 	tw.Flush()
 	t.Logf("summary (%s):\n%s", name, b.String())
+}
+
+// sharedOptions labels the options of the shared corpus's questions. The corpus is a verbatim copy of the
+// project's file, which labels statuses only, so its option labels live beside it.
+const sharedOptions = "testdata/eval/shared_options.jsonl"
+
+// labelSharedOptions adds sharedOptions' labels to the shared corpus's cases.
+func labelSharedOptions(t *testing.T, cases []interpretCase) {
+	t.Helper()
+	type label struct {
+		ID             string   `json:"id"`
+		Options        []string `json:"options"`
+		Recommendation string   `json:"recommendation"`
+	}
+	labels := map[string]label{}
+	for _, l := range readJSONL[label](t, sharedOptions) {
+		labels[l.ID] = l
+	}
+	for i := range cases {
+		l, ok := labels[cases[i].ID]
+		if !ok {
+			continue
+		}
+		cases[i].Expect.Options = append([]string{}, l.Options...)
+		cases[i].Expect.Recommendation = &l.Recommendation
+		delete(labels, l.ID)
+	}
+	for id := range labels {
+		t.Errorf("%s: %s is not a case of the shared corpus", sharedOptions, id)
+	}
 }
 
 func backendNames() []string {

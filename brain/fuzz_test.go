@@ -18,6 +18,10 @@ func FuzzInterpret(f *testing.F) {
 		"\uE0000\uE001 \uE00099\uE001?",
 		"STATUS:\nNEEDS_HUMAN:\nOPTIONS:\n\n\nRECOMMENDATION:",
 		"\xff\xfe invalid utf-8 ?",
+		"QUESTION: Which? OPTIONS: A) x B) y RECOMMENDATION: the first one",
+		"Which?\n\n| # | Option |\n|---|---|\n| 1 | **x** (Recommended) |\n| 2 | y |",
+		`{"questions":[{"question":"Q?","options":[{"label":"a (Recommended)"},{"label":""}]}]}`,
+		"Should I use either x or y? I'd suggest (b).",
 	} {
 		f.Add(seed)
 	}
@@ -53,6 +57,8 @@ func FuzzParseOptions(f *testing.F) {
 		"**Option A:** x\n**Option B:** y",
 		"A)\nB)",
 		"a) b) c) d)",
+		"| a | b |\n|---|---|\n| **x**: y | z |",
+		"- **(Recommended)**\n- __x__: y",
 	} {
 		f.Add(seed)
 	}

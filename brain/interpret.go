@@ -19,7 +19,7 @@ var (
 	// Completion evidence that settles it: tests or builds passing, commits, "Done".
 	strongCompletionRes = []*pattern{
 		lazyRE(`(?i)\ball\s+(?:the\s+)?(?:\d+\s+)?(?:of the\s+)?(?:\w+\s+)?(?:tests?|specs?|checks?)\s+(?:now\s+)?(?:pass|passed|passing|succeed(?:ed)?|are green|green|ok)\b`),
-		lazyRE(`(?i)\b(?:tests?|specs?|suite|build|lint(?:er)?|vet|checks?|ci|make \w+|go test|go build|npm test|npm run \w+|pytest|cargo (?:test|build|check|clippy)|tsc|mypy|ruff|eslint)\b(?:[^.\n]|\.\S){0,60}?\b(?:pass|passes|passed|passing|succeeds|succeeded|is clean|are clean|clean|is green|are green|green|ok)\b`),
+		lazyRE(`(?i)\b(?:tests?|specs?|suite|build|lint(?:er)?|vet|checks?|ci|make \w+|go test|go build|npm test|npm run \w+|pytest|cargo (?:test|build|check|clippy)|tsc|mypy|ruff|eslint)\b(?:[^.\n]|\.\S|\.\.\.){0,60}?\b(?:pass|passes|passed|passing|succeeds|succeeded|is clean|are clean|clean|is green|are green|green|ok)\b`),
 		lazyRE(`(?i)\b\d+\s+(?:tests?\s+)?passed\b`),
 		lazyRE(`(?i)\b0\s+(?:failed|failing|failures?|errors?)\b|\b(?:no|zero)\s+(?:failures|failing tests|test failures|regressions)\b`),
 		lazyRE(`(?m)^ok\s+\S+|^PASS\s*$|^OK(?: \(.*\))?\s*$|test result: ok\.`),
@@ -40,6 +40,7 @@ var (
 	// Negation in the clause of a completion match undoes it: "tests do not pass", "wasn't able to make the
 	// checks pass", "not committed".
 	completionNegationRe = lazyRE(`(?i)\b(?:not|never|no longer|unable|cannot|can't|couldn't|wasn't|weren't|didn't|doesn't|don't|won't|isn't|aren't|failed to|without)\b`)
+	failWordRe           = lazyRE(`(?i)\bfail(?:ed|s|ing|ure|ures)?\b`)
 	failCountNonzeroRe   = lazyRE(`(?i)\b[1-9]\d*\s+(?:tests?\s+)?(?:failed|failing|failures?)\b`)
 	clauseBreakRe        = lazyRE(`[.;!?]\s|,\s+(?:and|but|so)\s`)
 
@@ -47,13 +48,17 @@ var (
 	failurePhraseRes = []*pattern{
 		lazyRE(`Traceback \(most recent call last\)`),
 		lazyRE(`\bFAIL(?:ED)?\b`),
-		lazyRE(`(?i)\b(?:tests?|build|compilation|suite|ci|pipeline|lint(?:er)?|checks?|it|they|this|command|script|deploy(?:ment)?|migration|install(?:ation)?|package|code|binary|server|app|application|service|page|site)\s+(?:still\s+|now\s+|also\s+)?(?:fails?|failed|failing|no longer (?:works|renders|starts|builds|compiles|runs|loads|passes|boots)|is failing|are failing|errors? out|breaks|broke|crashe[sd]|panics|does not (?:pass|compile|build|work|run)|doesn't (?:pass|compile|build|work|run)|did not (?:pass|compile|build)|didn't (?:pass|compile|build))\b`),
+		lazyRE(`(?i)\b(?:tests?|build|compilation|suite|ci|pipeline|lint(?:er)?|checks?|it|they|this|command|script|deploy(?:ment)?|migration|install(?:ation)?|package|code|binary|server|app|application|service|page|site)\)?\s+(?:still\s+|now\s+|also\s+)?(?:fails?|failed|failing|no longer (?:works|renders|starts|builds|compiles|runs|loads|passes|boots)|is failing|are failing|errors? out|breaks|broke|crashe[sd]|panics|does not (?:pass|compile|build|work|run)|doesn't (?:pass|compile|build|work|run)|did not (?:pass|compile|build)|didn't (?:pass|compile|build))\b`),
 		lazyRE(`(?i)\b(?:push(?:ing)?|merg(?:e|ing)|rebas(?:e|ing)|publish(?:ing)?|upload(?:ing)?|releas(?:e|ing))\b[^.;:\n]{0,30}?\b(?:failed|fails|was rejected|were rejected|got rejected|is rejected)\b`),
 		lazyRE(`(?i)\b(?:fails|failed) (?:with|to (?:compile|build|run|start|install|pass|resolve|connect|fetch|load|import))\b`),
 		lazyRE(`(?i)\breached (?:the )?maximum (?:number of )?(?:turns|budget)|\berror_max_(?:turns|budget)|\bmax(?:imum)? turns reached\b`),
 		lazyRE(`(?i)\bpermission denied\b|\bEACCES\b|\boperation not permitted\b|\bsegmentation fault\b|\bcore dumped\b|\bcommand not found\b`),
 		lazyRE(`(?i)\b[1-9]\d*\s+(?:tests?\s+)?(?:failed|failing|failures?)\b|\bexit(?:ed)?(?: with)? (?:status|code):? ?[1-9]`),
 		lazyRE(`(?i)\bleft (?:in )?(?:a |the )?broken\b|\bin a broken state\b`),
+		// The agent CLI stopped by what only a person can change: a usage limit, a login, a key, running as root;
+		// and the CLIs' JSON forms of a failed turn.
+		lazyRE(`(?i)\b(?:hit|reached|exceeded) (?:your|the) (?:[\w-]+ )?limit\b|\busage limit reached\b|\blimit (?:will )?resets? (?:at|on|in)\b|\btry again in \d+\s*(?:hours?|days?)\b|\bnot logged in\b|\bplease run /login\b|\binvalid api key\b|\bauthentication_(?:error|failed)\b|\b(?:set|configure|specify) (?:an? |the |your )?(?:auth(?:entication)? method|api key)\b|\b(?:api[ _-]?key|token)\b[^.\n]{0,40}\bmust be (?:set|provided)\b|\bcould not resolve authentication method\b|\b(?:cannot|can't|must not) be (?:used|run) (?:as|with|when running as) root\b`),
+		lazyRE(`"is_error"\s*:\s*true|"type"\s*:\s*"(?:turn\.failed|error)"`),
 		lazyRE(`(?i)\b(?:task|attempt|run)\s+(?:has\s+)?failed\b|\bfailed to complete\b|\b(?:is|remains|are|still|left) (?:still )?(?:not complete|incomplete|unfinished|not finished)\b`),
 	}
 	// A failure described as a condition the code handles ("returns 400 when it fails validation") is
@@ -71,6 +76,7 @@ var (
 		lazyRE(`(?i)\b(?:should|shall) (?:I|we)\b|\bwould you (?:prefer|rather)\b|\bdo you (?:prefer|want|think|agree)\b|\bwhat (?:would|do) you (?:like|prefer|want|suggest)\b|\bhow (?:would|do) you (?:like|want)\b|\bwhich\b[^.?]{0,80}\b(?:do you|would you|should (?:I|we)|is preferred|do we|you want|you prefer)\b`),
 		lazyRE(`(?i)\b(?:I'm|I am|we're|we are)\s+(?:not sure|unsure|uncertain)\b(?:\s+(?:whether|if|which|what (?:to|you|the)|how (?:to|you|best)|about (?:the|which|whether|how)|of the))?|\bnot sure (?:whether|if|which)\b|\bunsure (?:whether|if|which|how)\b|\b(?:I'm|I am|we're|we are)\s+(?:a bit\s+|somewhat\s+|quite\s+|still\s+)?confused\b|\b(?:it's|it is|it remains)\s+(?:still\s+)?unclear\s+(?:whether|if|which|what|how)\b`),
 		lazyRE(`(?i)\b(?:I|we)\s+need\s+(?:some\s+|more\s+|your\s+)?(?:clarification|input|guidance|a decision|direction|confirmation|more (?:information|context|details))\b|\bneeds? clarification\b|\b(?:could|can) you (?:please )?(?:clarify|confirm|decide|advise)\b|\bplease (?:clarify|confirm|advise|decide)\b`),
+		lazyRE(`(?i)\bI(?:'ll| will) wait for (?:you|your|that|this|the|a|an)\b|\b(?:I|we) need\b[^.\n]{0,60}\bfrom you\b|\btell me (?:which|what|whether|how)\b|\bonce you (?:give|send|provide|share|confirm|decide|tell|grant)\b|\bwaiting (?:for|on) (?:you|your)\b`),
 		lazyRE(`(?i)\b(?:I'm|I am|we're|we are) blocked\b|\bblocked (?:until|on|by) (?:a |the |your |this )?(?:decision|human|clarification|answer|input|product|user|you)|\bbefore I (?:continue|proceed|go (?:any )?further|make (?:this|that|the) change)\b|\bcould go either way\b`),
 		lazyRE(`(?i)\b(?:the|two|three|a few|several|some|possible)\s+(?:possible\s+)?(?:options|approaches|choices|alternatives)\s+(?:are|seem to be|I see|would be)\b[^.\n]{0,40}:|\b(?:I see|there are|here are)\s+(?:two|three|several|a few|some)\s+(?:options|approaches|choices|ways|alternatives)\b`),
 		lazyRE(`(?i)\bI(?: would|'d)? recommend\b[^.?]*\bbut\b|\bcannot proceed without\b|\bcan't proceed without\b|\bunable to proceed without\b|\bwaiting for (?:your|a|human|the user's) (?:input|decision|answer|confirmation|approval)|\b(?:requires?|needs?) (?:a )?(?:human|product|design|your) (?:decision|input|approval)|\bAskUserQuestion\b|\byour (?:call|decision|preference)\b|\blet me know (?:which|what you(?:'d)? prefer|how you(?:'d)? like)\b`),
@@ -83,12 +89,15 @@ var (
 	// A '?' sentence addressed to the user: it names them or opens like a request for a decision.
 	// A connective or a "question:" lead-in before it does not change that.
 	addressedRe = lazyRE(`(?i)\byou(?:r|'d|'re)?\b|^(?:(?:however|but|also|so|and|then|one (?:thing|question)|quick question|question)[,:]?\s+)?(?:should|shall|do|does|would|which|can|could|may|is it (?:ok|okay|fine|acceptable)|are we|or|(?:what|where|how|when|who)\b[^?]*\b(?:should|shall)\b)\b|\bshould (?:the|we|I|it|this|that|these|those|they)\b`)
-	// Explicit recommendations in prose.
-	recommendRe      = lazyRE(`(?i)\b(?:I(?: would|'d)? recommend|my recommendation(?: is|:)|recommendation:|I(?: would|'d)? suggest|I(?: would|'d)? lean (?:towards?|to)|I(?:'d| would) (?:go with|pick|choose))\b`)
-	recommendedOptRe = lazyRE(`(?i)\((?:recommended|my recommendation)\)|[-–—:]\s*recommended\b|\brecommended\s*$`)
-	// Inline lettered options: "go to A) stdout  B) a file". Only the ")" and "[A]" forms, since "plan A." is prose.
-	inlineKeyARe   = lazyRE(`(?:^|\s)(?:\(A\)|A\)|\[A\])\s+\S`)
-	inlineKeyBRe   = lazyRE(`\s(?:\(B\)|B\)|\[B\])\s+\S`)
+	// Explicit recommendations in prose; what follows the match is the thing recommended. No "\b" after a
+	// colon: "Recommendation: B" has no word boundary there.
+	recommendRe = lazyRE(`(?i)\b(?:I(?: would|'d)? (?:strongly )?recommend\b|my (?:recommendation|suggestion)(?: is\b|:)|recommendation:|I(?: would|'d)? (?:strongly )?suggest\b|I(?: would|'d)? lean (?:towards?|to)\b|I(?:'d| would) (?:go with|pick|choose|opt for)\b)`)
+	// A recommendation marked on the option itself: "(Recommended)", "[recommended]", "— recommended".
+	recommendedOptRe = lazyRE(`(?i)[*_]{0,2}[(\[]\s*(?:recommended|my recommendation|suggested)\s*[)\]][*_]{0,2}|\s[-–—]\s*[*_]{0,2}recommended\b[*_]{0,2}|[:,]\s*[*_]{0,2}recommended[*_]{0,2}\s*$`)
+	// Inline lettered options: "go to A) stdout  B) a file", "should it be (a) streamed or (b) buffered". Only
+	// the ")" and "[A]" forms, since "plan A." is prose; lower case too, which ParseOptions keeps unmixed.
+	inlineKeyARe   = lazyRE(`(?:^|\s)(?:\([Aa]\)|[Aa]\)|\[[Aa]\])\s+\S`)
+	inlineKeyBRe   = lazyRE(`\s(?:\([Bb]\)|[Bb]\)|\[[Bb]\])\s+\S`)
 	letteredLineRe = lazyRE(`^\s*[*_]{0,2}(?:\[[A-Ha-h]\]|\([A-Ha-h]\)|[A-Ha-h][).]|[Oo]ption\s+[A-Ha-h]\s*[:.)\-–])[*_]{0,2}\s+\S`)
 	// "docker: …", "mkdir: …": a program naming itself before its message.
 	toolPrefixRe = lazyRE(`^\s*[a-z][\w.-]*: `)
@@ -140,8 +149,16 @@ func interpret(output string) Interpretation {
 	case ev.completed():
 		in.Status = StatusCompleted
 	default:
+		// Nothing says what happened, but an AskUserQuestion call or an "either X or Y" may still say what
+		// the agent wants decided.
 		in.Status = StatusNeedsHelp
 		in.Question = unclearQuestion
+		if q := readQuestion(d, true, true); len(q.options) > 0 {
+			in.Options, in.Recommendation = q.options, q.recommendation
+			if q.question != "" {
+				in.Question = q.question
+			}
+		}
 	}
 	return in
 }
@@ -151,10 +168,17 @@ func interpret(output string) Interpretation {
 type evidence struct {
 	lastStrong, lastWeak int // position of the last completion evidence; -1 for none
 	lastFail             int // position of the last failure evidence
-	lastAdmission        int // position of the agent's last admission that it could not do something
-	questions            int // real questions and statements of uncertainty
-	offers               int // offers of extra work: courtesy after finished (or failed) work
-	letteredOptions      int // lettered option lines presented in the prose
+	// lastSide is the position of the last success of a side check only (lint, formatting, types, the build): it
+	// shows work was done, but it does not undo a failing test, migration or run before it.
+	lastSide int
+	// lastMainFail is the position of the last failure that a side check's success cannot undo.
+	lastMainFail int
+	// lastFix is the position of the agent's last statement that it fixed something.
+	lastFix         int
+	lastAdmission   int // position of the agent's last admission that it could not do something
+	questions       int // real questions and statements of uncertainty
+	offers          int // offers of extra work: courtesy after finished (or failed) work
+	letteredOptions int // lettered option lines presented in the prose
 }
 
 // at is a position in the output, line then column: evidence is ordered within a line too, since agents
@@ -163,8 +187,9 @@ type evidence struct {
 func at(line, col int) int { return line<<20 | col }
 
 func gatherEvidence(d *doc) evidence {
-	ev := evidence{lastStrong: -1, lastWeak: -1, lastFail: -1, lastAdmission: -1}
+	ev := evidence{lastStrong: -1, lastWeak: -1, lastFail: -1, lastAdmission: -1, lastSide: -1, lastMainFail: -1, lastFix: -1}
 	blockFailed := false // a unit failed in the current block of consecutive non-blank lines
+	sideCmd := false     // the line is in the output of a side check's command
 	for i, l := range d.lines {
 		// A suite summary with failures ("Tests: 2 failed, 30 passed") is not a pass, whatever the order
 		// inside its sentence.
@@ -178,14 +203,33 @@ func gatherEvidence(d *doc) evidence {
 		if blockFailed && unitPassRe.MatchString(l) {
 			failing = append(failing, [2]int{0, len(l)})
 		}
+		// A command line starts a block of its own output: "$ ruff check ." makes the "All checks passed!" under it
+		// a side check's.
+		switch {
+		case commandLineRe.MatchString(l):
+			sideCmd = sideCheckRe.MatchString(l) && !mainCheckRe.MatchString(l)
+		case strings.TrimSpace(l) == "" || strings.HasPrefix(strings.TrimSpace(l), "```"):
+			sideCmd = false
+		}
+		side := sideCmd || sideCheckRe.MatchString(l) && !mainCheckRe.MatchString(l)
 		if c := lastUnnegated(strongCompletionAny, l, failing); c >= 0 {
-			ev.lastStrong = at(i, c)
+			if side {
+				ev.lastSide = at(i, c)
+			} else {
+				ev.lastStrong = at(i, c)
+			}
 		}
 		if c := lastUnnegated(weakCompletionAny, l, failing); c >= 0 {
 			ev.lastWeak = at(i, c)
 		}
+		if c := lastUnnegated(fixedRe, l, failing); c >= 0 {
+			ev.lastFix = at(i, c)
+		}
 		if c := lastFailure(l); c >= 0 {
 			ev.lastFail = at(i, c)
+			if !sideCheckRe.MatchString(l) && !compileErrorRe.MatchString(l) {
+				ev.lastMainFail = at(i, c)
+			}
 		}
 		if prose := d.proseLines[i]; letteredLineRe.MatchString(prose) {
 			ev.letteredOptions += max(1, len(ParseOptions(prose)))
@@ -204,7 +248,7 @@ func gatherEvidence(d *doc) evidence {
 	}
 	last := lastProse(sentences)
 	for k, s := range sentences {
-		if d.toolOutput(s) {
+		if d.toolOutput(s) || k+1 < len(sentences) && selfAnswered(s.text, sentences[k+1].text) {
 			continue
 		}
 		switch classifyAsk(s.text, k == last) {
@@ -253,7 +297,8 @@ func lastUnnegated(re *pattern, s string, skip [][2]int) int {
 		if b := clauseBreakRe.FindAllStringIndex(s[:m[0]], -1); len(b) > 0 {
 			clause = s[b[len(b)-1][1]:m[1]]
 		}
-		if !completionNegationRe.MatchString(clause) {
+		// "test failed, to rerun pass --lib" names a failure inside the would-be pass.
+		if match := s[m[0]:m[1]]; !completionNegationRe.MatchString(clause) && (!failWordRe.MatchString(match) || failCountRe.MatchString(match)) {
 			last = m[0]
 		}
 	}
@@ -306,10 +351,28 @@ func resolvedBefore(leadIn string) bool {
 	return resolvedContextRe.MatchString(leadIn)
 }
 
+var (
+	// Checks beside the task's own tests: their success says the code is tidy and builds, not that it works.
+	sideCheckRe = lazyRE(`(?i)\b(?:lint(?:er|ing)?|golangci-lint|eslint|ruff|flake8|pylint|rubocop|clippy|fmt|gofmt|rustfmt|prettier|black|isort|format(?:ting|ted)?|mypy|pyright|tsc|type-?check(?:ing|s)?|typecheck|vet|staticcheck|(?:go|cargo|npm run) build|build|compil(?:e|es|ed|ation))\b`)
+	// The agent saying it fixed something: "Fixed the comparison …", "I've resolved the race …".
+	fixedRe = lazyRE(`(?im)(?:^\s*(?:[-*•✓✔☑]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|then\s+)?)(?:fixed|resolved|addressed|corrected|repaired)\b`)
+	// A shell command as agents quote them: "$ mypy src", "> eslint .".
+	commandLineRe = lazyRE(`^\s*[$>]\s+\S`)
+	// What says the task's behaviour was checked: tests, specs, the suite, every check.
+	mainCheckRe = lazyRE(`(?i)\b(?:tests?|specs?|suite|all (?:the )?checks|e2e|end-to-end|pytest|jest|vitest|rspec|go test|cargo test|npm test)\b`)
+	// Compiler and type errors: failures a clean build or type check does answer.
+	compileErrorRe = lazyRE(`(?i)\berror\[E\d+\]|\berror TS\d+|\bundefined:|\bcannot find (?:symbol|name|value|type)|\bsyntax ?error|\b(?:does not|doesn't|did not|didn't|could not|failed to) (?:compile|build)\b|\bbuild failed\b`)
+)
+
 // unresolvedFailure: failure evidence after the last completion evidence, or the agent admitting it could
-// not do something with no proof of success after that.
+// not do something with no proof of success after that. A failing test, migration or run is undone only by proof
+// (a pass, "done") or the agent saying it fixed something: neither a side check's success (lint, types, the build)
+// nor an account of other work moves past it.
 func (ev evidence) unresolvedFailure() bool {
-	if ev.lastFail >= 0 && ev.lastFail > max(ev.lastStrong, ev.lastWeak) {
+	if ev.lastMainFail >= 0 && ev.lastMainFail > max(ev.lastStrong, ev.lastFix) {
+		return true
+	}
+	if ev.lastFail >= 0 && ev.lastFail > max(ev.lastStrong, ev.lastWeak, ev.lastSide) {
 		return true
 	}
 	return ev.lastAdmission >= 0 && ev.lastAdmission > ev.lastStrong
@@ -329,7 +392,9 @@ func (ev evidence) asks(failing bool) bool {
 	return ev.letteredOptions >= 2 && !failing && ev.lastStrong < 0
 }
 
-func (ev evidence) completed() bool { return ev.lastStrong >= 0 || ev.lastWeak >= 0 }
+func (ev evidence) completed() bool {
+	return ev.lastStrong >= 0 || ev.lastWeak >= 0 || ev.lastSide >= 0
+}
 
 // inlineOptions reports lettered options presented inside a line of prose.
 func inlineOptions(s string) bool {
@@ -364,12 +429,31 @@ const (
 	askCourtesy
 )
 
+// explainOfferRe is an offer to explain the work, not to do more of it: courtesy, question or not.
+var explainOfferRe = lazyRE(`(?i)\b(?:explain|walk you through|go (?:over|through)|clarify)\b`)
+
+// outOfScopeRe puts the question before it out of the task: "That's beyond this task, so I left it."
+var outOfScopeRe = lazyRE(`(?i)^(?:that(?:'s| is)|this is|it(?:'s| is))\s+(?:\w+\s+)?(?:beyond|outside|out of)\s+(?:the\s+)?(?:scope|this task|this change|this PR)|\bnot (?:part of|in scope for) this (?:task|change|PR)\b`)
+
+// answerRe opens an answer: "Yes — …", "No, …", "Short answer: …".
+var answerRe = lazyRE(`(?i)^(?:yes|no|nope|yep|it does|it doesn't|it did|it didn't|they do|they don't|short answer|answer)\b\s*[-—–:,.!]`)
+
+// selfAnswered reports a question the agent answers itself, or puts out of the task's scope, in the next sentence.
+func selfAnswered(q, next string) bool {
+	next = strings.TrimSpace(next)
+	return strings.HasSuffix(q, "?") && (answerRe.MatchString(next) || outOfScopeRe.MatchString(next))
+}
+
 // classifyAsk says whether a sentence asks the human something, and how.
 func classifyAsk(s string, last bool) askKind {
 	question := strings.HasSuffix(s, "?")
 	switch {
 	// Being stuck outweighs a polite wrapper: "let me know, I'm not sure whether…" still asks.
 	case stuckAny.MatchString(s):
+		return askReal
+	// An offer put as a question ("Do you want me to also…?") waits for its answer, after finished work too; the
+	// same offer as a statement ("Let me know if you'd like me to…") does not.
+	case question && offerRe.MatchString(s) && !explainOfferRe.MatchString(s):
 		return askReal
 	case courtesyRe.MatchString(s):
 		return askCourtesy
@@ -392,7 +476,9 @@ type asked struct {
 
 // readQuestion finds the agent's question, the options around it and any recommendation in the prose.
 // The question is the last real question sentence (with the sentence before it when it is too short to
-// stand alone, like "What would you prefer?"), else the paragraph stating the uncertainty.
+// stand alone, like "What would you prefer?"), else the paragraph stating the uncertainty, else an offer
+// that introduces a list ("Would you like me to:"). An AskUserQuestion call, when there is one, is the
+// question and its options as the agent structured them.
 func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 	var a asked
 	sentences := d.sentences()
@@ -425,6 +511,15 @@ func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 			}
 		}
 	}
+	if qIdx < 0 {
+		// An offer without a question mark, as a lead-in to its list: "Would you like me to:".
+		for k := len(sentences) - 1; k >= 0; k-- {
+			if !d.toolOutput(sentences[k]) && classifyAsk(sentences[k].text, false) == askOffer {
+				qIdx = k
+				break
+			}
+		}
+	}
 	qLine := -1
 	if qIdx >= 0 {
 		qLine = sentences[qIdx].line
@@ -432,24 +527,74 @@ func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 			a.question = d.restore(questionText(sentences, qIdx))
 		}
 	}
+	var opts []choice
+	if q, o, ok := askUserQuestion(d.text); ok && (wantQuestion || wantOptions) {
+		if wantQuestion && q != "" {
+			a.question = q
+		}
+		opts = o
+	} else if wantOptions {
+		closed := qIdx >= 0 && closedQuestion(sentences[qIdx].text)
+		opts = findOptions(d, qLine, closed)
+		if len(opts) == 0 {
+			opts = eitherOrNear(sentences, qIdx)
+		}
+	}
+	for i := range opts {
+		opts[i].label = d.restore(opts[i].label)
+	}
 	if wantOptions {
-		for _, o := range findOptions(d, qLine) {
-			a.options = append(a.options, d.restore(o))
-		}
+		a.options = optionLabels(opts)
 	}
+	phrase := ""
 	for _, s := range sentences {
-		if recommendRe.MatchString(s.text) {
-			a.recommendation = truncate(d.restore(s.text), 500)
+		if p := recommendedPhrase(s.text); p != "" {
+			phrase = d.restore(p)
 		}
 	}
-	if a.recommendation == "" {
-		for _, o := range a.options {
-			if recommendedOptRe.MatchString(o) {
-				a.recommendation = o
-			}
-		}
+	marked := markedOption(opts)
+	if l, ok := resolveRecommendation(phrase, a.options); ok {
+		a.recommendation = l
+	} else if marked != "" {
+		a.recommendation = marked
+	} else if phrase != "" {
+		a.recommendation = truncate(recommendedClause(phrase), 500)
 	}
 	return a
+}
+
+// closedQuestionRe is a yes/no question: an auxiliary verb and its subject opening the question (or its
+// last clause), with no alternatives inside it. Its answer is yes or no, so a list near it is the plan or
+// the findings it is about, not options.
+var (
+	closedQuestionRe = lazyRE(`(?i)(?:^|[:;,—–]\s*|\b(?:so|but|and|then|also)\s+)(?:should|shall|can|could|may|do|does|did|is|are|was|were|would|will|have|has)\s+(?:I|we|you|it|this|that|they|there|the|these|those)\b[^?]*\?$`)
+	openQuestionRe   = lazyRE(`(?i)\b(?:or|which|what|how|where|when|whether|one of|any of|between)\b`)
+)
+
+func closedQuestion(s string) bool {
+	return closedQuestionRe.MatchString(s) && !openQuestionRe.MatchString(s) && !inlineOptions(s)
+}
+
+// eitherOrNear reads "either X or Y" from the question sentence, else from the sentence nearest before it
+// (the question often follows the statement of the choice: "…needs either X or Y. Which should I use?"),
+// else from any sentence, last first.
+func eitherOrNear(ss []sentence, qIdx int) []choice {
+	var order []int
+	if qIdx >= 0 {
+		for k := qIdx; k >= 0; k-- {
+			order = append(order, k)
+		}
+	} else {
+		for k := len(ss) - 1; k >= 0; k-- {
+			order = append(order, k)
+		}
+	}
+	for _, k := range order {
+		if opts := eitherOrOptions(ss[k].text); opts != nil {
+			return opts
+		}
+	}
+	return nil
 }
 
 // questionText builds the question from sentence qIdx: a '?' sentence with short context, or the whole unit
@@ -492,9 +637,11 @@ func questionText(ss []sentence, qIdx int) string {
 	return truncate(text, 800)
 }
 
-// findOptions returns the options offered around the question on line qLine: a lettered list anywhere, else
-// a numbered or bulleted list right before or after the question (elsewhere such lists are summaries).
-func findOptions(d *doc, qLine int) []string {
+// findOptions returns the options offered around the question on line qLine: a list or table after the
+// question (a paragraph between is fine, as when the agent explains the choice first), else one right before
+// it, else a lettered list anywhere. Unlettered lists elsewhere are summaries, findings or plans, and so is
+// any unlettered list next to a closed (yes/no) question.
+func findOptions(d *doc, qLine int, closed bool) []choice {
 	type block struct {
 		start, end int // lines [start, end)
 		lettered   bool
@@ -502,8 +649,8 @@ func findOptions(d *doc, qLine int) []string {
 	var blocks []block
 	for i := 0; i < len(d.proseLines); {
 		l := d.proseLines[i]
-		lettered := letteredLineRe.MatchString(l)
-		if !lettered && !listLineRe.MatchString(l) {
+		style := listStyle(l)
+		if style == styleNone {
 			if inlineOptions(l) {
 				blocks = append(blocks, block{i, i + 1, true})
 			}
@@ -513,43 +660,101 @@ func findOptions(d *doc, qLine int) []string {
 		j := i + 1
 		for j < len(d.proseLines) {
 			n := d.proseLines[j]
-			if letteredLineRe.MatchString(n) || listLineRe.MatchString(n) ||
-				strings.TrimSpace(n) != "" && (n[0] == ' ' || n[0] == '\t') {
+			if s := listStyle(n); s != styleNone && (s == styleTable) == (style == styleTable) ||
+				style != styleTable && strings.TrimSpace(n) != "" && (n[0] == ' ' || n[0] == '\t') {
+				j++
+				continue
+			}
+			// A blank line between two items of the same list does not end it.
+			if strings.TrimSpace(n) == "" && j+1 < len(d.proseLines) && style != styleTable && listStyle(d.proseLines[j+1]) == style {
 				j++
 				continue
 			}
 			break
 		}
-		blocks = append(blocks, block{i, j, lettered})
+		blocks = append(blocks, block{i, j, style == styleLettered})
 		i = j
 	}
 	// More than maxOptions items is a list of findings or files, not a choice.
 	const maxOptions = 8
-	parse := func(b block) []string {
-		opts := ParseOptions(strings.Join(d.proseLines[b.start:b.end], "\n"))
+	parse := func(b block) []choice {
+		opts := parseOptions(strings.Join(d.proseLines[b.start:b.end], "\n"))
 		if len(opts) < 2 || len(opts) > maxOptions {
 			return nil
 		}
 		return opts
 	}
-	var best []string
-	bestDist := -1
+	// rank: 0 after the question and near it, 1 before it and near, 2 a lettered list elsewhere.
+	var best []choice
+	bestRank, bestDist := 3, 0
 	for _, b := range blocks {
-		dist := 0
+		rank, dist := 2, len(d.lines)
 		switch {
 		case qLine < 0:
-			dist = len(d.lines)
 		case qLine < b.start:
 			dist = b.start - qLine
+			if d.paragraphsBetween(qLine, b.start) <= 1 {
+				rank = 0
+			}
 		case qLine >= b.end:
 			dist = qLine - b.end + 1
+			if d.paragraphsBetween(b.end-1, qLine) == 0 {
+				rank = 1
+			}
+		default: // the question is inside the block: inline options
+			rank, dist = 0, 0
 		}
-		if !b.lettered && (qLine < 0 || dist > 3) {
+		if !b.lettered && (rank == 2 || closed) {
 			continue
 		}
-		if opts := parse(b); opts != nil && (bestDist < 0 || dist < bestDist) {
-			best, bestDist = opts, dist
+		if rank > bestRank || rank == bestRank && dist >= bestDist {
+			continue
+		}
+		if opts := parse(b); opts != nil {
+			best, bestRank, bestDist = opts, rank, dist
 		}
 	}
 	return best
+}
+
+type lineStyle int
+
+const (
+	styleNone lineStyle = iota
+	styleLettered
+	styleList // numbered or bulleted
+	styleTable
+)
+
+// listStyle says whether a prose line is an item of a lettered list, of a numbered or bulleted one, or a
+// row of a markdown table.
+func listStyle(l string) lineStyle {
+	switch {
+	case letteredLineRe.MatchString(l):
+		return styleLettered
+	case listLineRe.MatchString(l):
+		return styleList
+	case tableRowRe.MatchString(l):
+		return styleTable
+	}
+	return styleNone
+}
+
+// paragraphsBetween counts the paragraphs (runs of non-blank lines) strictly between lines from and to that
+// touch neither: the text separating a question from a list.
+func (d *doc) paragraphsBetween(from, to int) int {
+	n := 0
+	for i := from + 1; i < to; i++ {
+		if strings.TrimSpace(d.lines[i]) == "" {
+			continue
+		}
+		start := i
+		for i < to && strings.TrimSpace(d.lines[i]) != "" {
+			i++
+		}
+		if start > from+1 && i < to {
+			n++
+		}
+	}
+	return n
 }

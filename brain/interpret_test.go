@@ -54,13 +54,13 @@ func TestInterpret(t *testing.T) {
 			output: "Which auth provider should the admin panel use?\n* Google Workspace SSO\n* GitHub OAuth\n\nI'd recommend Google Workspace SSO since the team uses it.",
 			want: Interpretation{Status: StatusNeedsHelp, Question: "Which auth provider should the admin panel use?",
 				Options:        []string{"Google Workspace SSO", "GitHub OAuth"},
-				Recommendation: "I'd recommend Google Workspace SSO since the team uses it."},
+				Recommendation: "Google Workspace SSO"},
 		},
 		{
 			name:   "lettered options with a marked recommendation",
 			output: "Where should sessions live?\n\nA) Redis (recommended)\nB) Postgres",
 			want: Interpretation{Status: StatusNeedsHelp, Question: "Where should sessions live?",
-				Options: []string{"Redis (recommended)", "Postgres"}, Recommendation: "Redis (recommended)"},
+				Options: []string{"Redis", "Postgres"}, Recommendation: "Redis"},
 		},
 		{
 			name:   "a changes list far from the question is not the options",
@@ -69,8 +69,24 @@ func TestInterpret(t *testing.T) {
 		},
 		{
 			name:   "courtesy offer after completion",
-			output: "Implemented retry with backoff. All 31 tests pass. Would you like me to also add jitter?",
+			output: "Implemented retry with backoff. All 31 tests pass. Let me know if you'd like me to also add jitter.",
 			want:   Interpretation{Status: StatusCompleted},
+		},
+		{
+			name:   "an offer put as a question after completion waits for its answer",
+			output: "Implemented retry with backoff. All 31 tests pass. Would you like me to also add jitter?",
+			want: Interpretation{Status: StatusNeedsHelp,
+				Question: "Implemented retry with backoff. All 31 tests pass. Would you like me to also add jitter?"},
+		},
+		{
+			name:   "an offer to explain is courtesy, question or not",
+			output: "Implemented retry with backoff. All 31 tests pass. Would you like me to explain the backoff formula?",
+			want:   Interpretation{Status: StatusCompleted},
+		},
+		{
+			name:   "a side check's success does not undo a failing test",
+			output: "--- FAIL: TestTTL (0.00s)\n    ttl_test.go:12: expired too early\nFAIL\n\n$ golangci-lint run\n0 issues.\n\nThe build is clean.",
+			want:   Interpretation{Status: StatusFailed, Error: "--- FAIL: TestTTL (0.00s)\nttl_test.go:12: expired too early"},
 		},
 		{
 			name:   "offer with nothing done is the question",

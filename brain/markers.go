@@ -72,9 +72,10 @@ func explicitMarkers(d *doc) (Interpretation, bool) {
 		if in.Question == "" {
 			in.Question = byKey["NEEDS_HUMAN"]
 		}
-		in.Recommendation = byKey["RECOMMENDATION"]
+		var opts []choice
 		if o := byKey["OPTIONS"]; o != "" {
-			in.Options = ParseOptions(o)
+			opts = parseOptions(o)
+			in.Options = optionLabels(opts)
 		}
 		q := readQuestion(d, in.Question == "", len(in.Options) == 0)
 		if in.Question == "" {
@@ -83,7 +84,17 @@ func explicitMarkers(d *doc) (Interpretation, bool) {
 		if len(in.Options) == 0 {
 			in.Options = q.options
 		}
-		if in.Recommendation == "" {
+		// The recommendation as the label of the option it names ("B" → "In-memory"); one that names none
+		// stays as the agent wrote it.
+		switch rec := byKey["RECOMMENDATION"]; {
+		case rec != "":
+			in.Recommendation = rec
+			if l, ok := resolveRecommendation(rec, in.Options); ok {
+				in.Recommendation = l
+			}
+		case markedOption(opts) != "":
+			in.Recommendation = markedOption(opts)
+		default:
 			in.Recommendation = q.recommendation
 		}
 		if in.Question == "" {
@@ -142,8 +153,12 @@ func (d *doc) markers() []marker {
 		if m == nil {
 			continue
 		}
-		key := strings.ToUpper(m[1] + m[2])
-		parts := []string{strings.TrimSpace(m[3])}
+		// "QUESTION: … OPTIONS: A) … B) … RECOMMENDATION: A" may all be on one line: each key after the
+		// first starts a marker of its own, and the lines that follow continue the last.
+		segs := inlineMarkers(strings.ToUpper(m[1]+m[2]), m[3])
+		out = append(out, segs[:len(segs)-1]...)
+		key := segs[len(segs)-1].key
+		parts := []string{segs[len(segs)-1].value}
 		j := i + 1
 		for ; j < len(d.lines); j++ {
 			next := d.lines[j]
@@ -177,6 +192,24 @@ func (d *doc) markers() []marker {
 		i = j - 1
 	}
 	return out
+}
+
+// inlineMarkerRe is a protocol key inside a marker line's value, in capitals as orch's prompt writes them, so
+// prose that happens to say "options:" does not split a value.
+var inlineMarkerRe = lazyRE(`(?:^|\s)[*_]{0,2}(STATUS|NEEDS_HUMAN|QUESTION|OPTIONS|RECOMMENDATION|ERROR|SUMMARY)[*_]{0,2}:[*_]{0,2}(?:\s|$)`)
+
+// inlineMarkers splits the value of a marker line at the keys written inside it.
+func inlineMarkers(key, value string) []marker {
+	var out []marker
+	for {
+		locs := inlineMarkerRe.FindAllStringSubmatchIndex(value, 1)
+		if locs == nil {
+			return append(out, marker{key: key, value: strings.TrimSpace(value)})
+		}
+		loc := locs[0]
+		out = append(out, marker{key: key, value: strings.TrimSpace(value[:loc[0]])})
+		key, value = value[loc[2]:loc[3]], value[loc[1]:]
+	}
 }
 
 // withoutMarkers is the document minus its marker lines, for a summary in the agent's own words.

@@ -17,7 +17,7 @@ func TestExplicitMarkers(t *testing.T) {
 			output: "STATUS: needs_human\nQUESTION: Should the new endpoint require authentication?\nOPTIONS:\n1. Yes, reuse the session middleware\n2. No, it is public\nRECOMMENDATION: 1",
 			ok:     true,
 			want: Interpretation{Status: StatusNeedsHelp, Question: "Should the new endpoint require authentication?",
-				Options: []string{"Yes, reuse the session middleware", "No, it is public"}, Recommendation: "1"},
+				Options: []string{"Yes, reuse the session middleware", "No, it is public"}, Recommendation: "Yes, reuse the session middleware"},
 		},
 		{
 			name:   "options and recommendation without QUESTION: the question comes from the prose",
@@ -26,14 +26,14 @@ func TestExplicitMarkers(t *testing.T) {
 			want: Interpretation{Status: StatusNeedsHelp,
 				Question:       "The task says to add caching but doesn't specify the type. What would you prefer?",
 				Options:        []string{"Redis", "In-memory"},
-				Recommendation: "B for simplicity"},
+				Recommendation: "In-memory"},
 		},
 		{
 			name:   "options on one line",
 			output: "QUESTION: Which cache should I use?\nOPTIONS:\nA) Redis  B) In-memory  C) File-based\nRECOMMENDATION: B",
 			ok:     true,
 			want: Interpretation{Status: StatusNeedsHelp, Question: "Which cache should I use?",
-				Options: []string{"Redis", "In-memory", "File-based"}, Recommendation: "B"},
+				Options: []string{"Redis", "In-memory", "File-based"}, Recommendation: "In-memory"},
 		},
 		{
 			name:   "NEEDS_HUMAN line is the question",

@@ -6,21 +6,47 @@ import (
 
 // ParseOptions parses an options block into the options' texts, keys stripped (callers label them A, B, …).
 // It reads lettered options "A) x  B) y" (also on one line, also "A. x", "[A] x", "(A) x", "Option A: x"),
-// numbered ones "1. x" / "1) x", and bullets "- x" / "* x". Lettered and numbered keys must run in order
-// from A or 1, which keeps "plan B. Then…" inside an option from splitting it. When several styles occur,
-// the one starting first wins, so a bulleted list of "A) …" items reads as the lettered options.
-// It returns nil when the text has no recognisable options.
+// numbered ones "1. x" / "1) x", bullets "- x" / "* x", and the rows of a markdown table. Lettered and
+// numbered keys must run in order from A or 1, which keeps "plan B. Then…" inside an option from splitting
+// it. When several styles occur, the one starting first wins, so a bulleted list of "A) …" items reads as the
+// lettered options.
+//
+// The texts are button labels: markdown emphasis, a trailing period and a "(Recommended)" marker are dropped,
+// and an item written "**Name**: explanation" is labelled by its name. It returns nil when the text has no
+// recognisable options.
 func ParseOptions(text string) []string {
+	return optionLabels(parseOptions(text))
+}
+
+// choice is one option offered to the human: its label, and whether the agent marked it as the one it
+// recommends ("(Recommended)"), which the label no longer shows.
+type choice struct {
+	label       string
+	recommended bool
+}
+
+func optionLabels(opts []choice) []string {
+	if len(opts) == 0 {
+		return nil
+	}
+	labels := make([]string, len(opts))
+	for i, o := range opts {
+		labels[i] = o.label
+	}
+	return labels
+}
+
+func parseOptions(text string) []choice {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return nil
 	}
 	type parsed struct {
 		start int
-		opts  []string
+		opts  []choice
 	}
 	var best *parsed
-	try := func(start int, opts []string) {
+	try := func(start int, opts []choice) {
 		if len(opts) == 0 {
 			return
 		}
@@ -34,6 +60,7 @@ func ParseOptions(text string) []string {
 	try(sequenceOptions(text, letterKeys))
 	try(sequenceOptions(text, numberKeys))
 	try(bulletOptions(text))
+	try(tableOptions(text))
 	if best == nil {
 		return nil
 	}
@@ -61,7 +88,7 @@ var (
 
 // sequenceOptions finds keys A, B, C… (or 1, 2, 3…) in order and returns the text between them, with the
 // offset of the first key. Letters are accepted in either case but not mixed within a list.
-func sequenceOptions(text string, kind keyKind) (int, []string) {
+func sequenceOptions(text string, kind keyKind) (int, []choice) {
 	re := letterKeyRe
 	if kind == numberKeys {
 		re = numberKeyRe
@@ -91,7 +118,7 @@ func sequenceOptions(text string, kind keyKind) (int, []string) {
 	// Options written inline ("go to A) stdout  B) a file  C) syslog. I'd pick A…") end with their line's
 	// sentence; options on lines of their own run on to the end of the block, as wrapped options do.
 	inline := !strings.Contains(text[chosen[0].start:chosen[len(chosen)-1].start], "\n")
-	opts := make([]string, 0, len(chosen))
+	opts := make([]choice, 0, len(chosen))
 	for i, k := range chosen {
 		end := len(text)
 		if i+1 < len(chosen) {
@@ -102,7 +129,7 @@ func sequenceOptions(text string, kind keyKind) (int, []string) {
 		if k.end > end {
 			continue
 		}
-		if o := cleanOption(text[k.end:end]); o != "" {
+		if o := cleanOption(text[k.end:end]); o.label != "" {
 			opts = append(opts, o)
 		}
 	}
@@ -142,7 +169,7 @@ func pickSequence(keys []optionKey, kind keyKind, lineStartOnly bool) []optionKe
 }
 
 // bulletOptions reads "- x" / "* x" lines; indented lines that are not bullets continue the previous item.
-func bulletOptions(text string) (int, []string) {
+func bulletOptions(text string) (int, []choice) {
 	var opts []string
 	first := -1
 	offset := 0
@@ -170,25 +197,66 @@ func bulletOptions(text string) (int, []string) {
 			keyed = false
 		}
 	}
-	out := opts[:0]
+	var out []choice
 	for _, o := range opts {
 		if keyed {
 			o = leadKeyRe.ReplaceAllString(o, "")
 		}
-		if o = cleanOption(o); o != "" {
-			out = append(out, o)
+		if c := cleanOption(o); c.label != "" {
+			out = append(out, c)
 		}
 	}
 	return first, out
 }
 
-// cleanOption joins a wrapped option onto one line and drops the markdown emphasis and list punctuation
-// that would otherwise end up on a button.
-func cleanOption(s string) string {
+// cleanOption turns an option's text into its button label: wrapped lines joined, a recommendation marker
+// taken off (and remembered), "**Name**: explanation" cut to the name, markdown emphasis dropped, and the
+// punctuation and conjunction that tie an option to the next one in a sentence ("…, or") trimmed.
+func cleanOption(s string) choice {
 	s = spaceRunRe.ReplaceAllString(strings.TrimSpace(s), " ")
-	s = strings.TrimSpace(strings.Trim(s, "*_"))
-	s = strings.TrimRight(s, ",;.")
-	return strings.TrimSpace(s)
+	var o choice
+	if loc := recommendedOptRe.FindStringIndex(s); loc != nil {
+		o.recommended = true
+		s = strings.TrimSpace(s[:loc[0]] + " " + s[loc[1]:])
+	}
+	// The bold name is the label; what follows its colon explains it. Only bold marks a name: in a plain
+	// "Squash: one commit per PR" the agent wrote the whole item as the choice.
+	if m := boldNameRe.FindStringSubmatch(s); m != nil {
+		s = m[1] + m[2] + m[3] + m[4]
+	}
+	s = stripEmphasis(s)
+	for {
+		t := strings.TrimSpace(strings.Trim(s, "*_"))
+		t = trailingJoinRe.ReplaceAllString(t, "")
+		t = strings.TrimRight(t, ",;.?!")
+		t = strings.TrimSpace(t)
+		if t == s {
+			break
+		}
+		s = t
+	}
+	o.label = s
+	return o
+}
+
+var (
+	// "**Name**: …" or "**Name:** …", in either bold style.
+	boldNameRe = lazyRE(`^(?:\*\*([^*]+?)\*\*|__([^_]+?)__)\s*:|^(?:\*\*([^*]+?):\*\*|__([^_]+?):__)`)
+	// ", or" / "or" ending an option written inside a sentence: "(a) stream it, or (b) buffer it".
+	trailingJoinRe = lazyRE(`(?:,\s*|\s+)(?:or|and)$`)
+	emphasisRe     = lazyRE(`\*\*|__`)
+)
+
+// stripEmphasis drops bold markers outside code spans: `__init__` is code, **this** is decoration.
+func stripEmphasis(s string) string {
+	if !strings.Contains(s, "**") && !strings.Contains(s, "__") {
+		return s
+	}
+	parts := strings.Split(s, "`")
+	for i := 0; i < len(parts); i += 2 {
+		parts[i] = emphasisRe.ReplaceAllString(parts[i], "")
+	}
+	return strings.TrimSpace(strings.Join(parts, "`"))
 }
 
 // inlineEnd is where the last inline option ends: at the end of its line or sentence.
@@ -204,3 +272,44 @@ func inlineEnd(s string) int {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+var (
+	// "either X or Y": the alternatives end where the sentence, or a clause about them, goes on.
+	eitherOrRe = lazyRE(`(?i)\beither\s+(.+?),?\s+or\s+(.+?)(?:\s*[,;:.!?)]|\s[—–-]+\s|\s+(?:as|before|after|because|since|so that|until|unless|when|while|once|then)\b|$)`)
+	// "either way", "either of them", "either one": no alternatives follow.
+	eitherNotChoiceRe = lazyRE(`(?i)^(?:way|of|one|side|case|option|approach)\b`)
+)
+
+// maxEitherWords bounds each alternative of an "either … or …": a longer stretch is a sentence that happens
+// to hold both words, not two things to choose from.
+const maxEitherWords = 12
+
+// eitherOrOptions reads the two alternatives of "either X or Y" in a sentence of prose, as written.
+func eitherOrOptions(s string) []choice {
+	m := eitherOrRe.FindStringSubmatch(s)
+	if m == nil || eitherNotChoiceRe.MatchString(m[1]) {
+		return nil
+	}
+	var opts []choice
+	for _, alt := range m[1:3] {
+		if len(strings.Fields(alt)) > maxEitherWords {
+			return nil
+		}
+		c := cleanOption(alt)
+		if c.label == "" {
+			return nil
+		}
+		opts = append(opts, c)
+	}
+	return opts
+}
+
+// markedOption is the label of the option the agent marked as recommended, or "".
+func markedOption(opts []choice) string {
+	for _, o := range opts {
+		if o.recommended {
+			return o.label
+		}
+	}
+	return ""
+}

@@ -40,6 +40,10 @@ func (p *pattern) FindAllStringIndex(s string, n int) [][]int {
 func (p *pattern) FindAllStringSubmatchIndex(s string, n int) [][]int {
 	return p.get().FindAllStringSubmatchIndex(s, n)
 }
+func (p *pattern) FindStringSubmatchIndex(s string) []int { return p.get().FindStringSubmatchIndex(s) }
+func (p *pattern) FindAllStringSubmatch(s string, n int) [][]string {
+	return p.get().FindAllStringSubmatch(s, n)
+}
 func (p *pattern) ReplaceAllString(src, repl string) string {
 	return p.get().ReplaceAllString(src, repl)
 }

@@ -18,14 +18,14 @@ func Similarity(a, b string) float64 {
 	return 2.0 * float64(m.matches()) / float64(total)
 }
 
-// MeanSimilarity is the average of Similarity over consecutive pairs; 0 for fewer than two errors.
+// MeanSimilarity is the average of ErrorSimilarity over consecutive pairs; 0 for fewer than two errors.
 func MeanSimilarity(errors []string) float64 {
 	if len(errors) < 2 {
 		return 0
 	}
 	sum := 0.0
 	for i := 1; i < len(errors); i++ {
-		sum += Similarity(errors[i-1], errors[i])
+		sum += ErrorSimilarity(errors[i-1], errors[i])
 	}
 	return sum / float64(len(errors)-1)
 }
@@ -41,10 +41,12 @@ func Oscillating(errors []string, threshold float64) bool {
 	if n < 3 {
 		return false
 	}
-	a1, b, a2 := errors[n-3], errors[n-2], errors[n-1]
-	return Similarity(a1, a2) > threshold &&
-		Similarity(a1, b) < threshold &&
-		Similarity(b, a2) < threshold
+	return oscillating(signatureOf(errors[n-3]), signatureOf(errors[n-2]), signatureOf(errors[n-1]), threshold)
+}
+
+// oscillating is the A-B-A test on the signatures of the last three failures.
+func oscillating(a1, b, a2 signature, threshold float64) bool {
+	return a1.similarity(a2) >= threshold && a1.similarity(b) < threshold && b.similarity(a2) < threshold
 }
 
 // matcher holds difflib's b2j index of the second sequence. Junk (isjunk) is always None here, so the only

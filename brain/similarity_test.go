@@ -82,7 +82,8 @@ func TestMeanSimilarity(t *testing.T) {
 
 func TestOscillating(t *testing.T) {
 	a := "--- FAIL: TestParse (0.00s) parse_test.go:22: got 3 tokens, want 4"
-	a2 := "--- FAIL: TestParse (0.00s) parse_test.go:23: got 3 tokens, want 4"
+	a2 := "--- FAIL: TestParse (0.01s) parse_test.go:23: got 3 tokens, want 4"
+	a3 := "--- FAIL: TestParse (0.00s) parse_test.go:22: got 3 tokens, want 5"
 	b := "panic: runtime error: index out of range [5] with length 5 in lexer.go:88"
 	tests := []struct {
 		name      string
@@ -97,7 +98,8 @@ func TestOscillating(t *testing.T) {
 		{"A-A-A is a loop, not an oscillation", []string{a, a, a}, 0.8, false},
 		{"A-B-C", []string{a, b, "ModuleNotFoundError: No module named 'yaml'"}, 0.8, false},
 		{"zero threshold means default", []string{a, b, a}, 0, true},
-		{"threshold above the A-A' similarity", []string{a, b, a2}, 0.999, false},
+		{"threshold above the A-A'' similarity", []string{a, b, a3}, 0.999, false},
+		{"a moved line and another duration are no drift", []string{a, b, a2}, 0.999, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

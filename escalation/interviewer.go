@@ -31,7 +31,15 @@ const (
 	AnswerTimeout = "TIMEOUT" // the question's time ran out; never a denial
 	// AnswerDeclined is automation refusing to answer a question it must not (Text says why): the run ends as failed.
 	AnswerDeclined = "DECLINED"
+	// AnswerNoDefault is "skip" where there is nothing to skip to: no default option and no recommendation. Text says
+	// what can be answered instead; a console asks again, a script's answer parks the run.
+	AnswerNoDefault = "NO_DEFAULT"
 )
+
+// noDefault is what "skip" is told when the question recommends nothing. Resuming with a reset attempt count would
+// silently restart the loop that stopped, so nothing is taken for the person.
+const noDefault = "there is no recommendation to take with 'skip': answer with an option key, guidance (free text), " +
+	"/retry (one more attempt, the failure count kept), /resume (continue with the failure count reset) or /abort REASON"
 
 // Question is what an interviewer asks a human.
 type Question struct {
@@ -96,7 +104,7 @@ func ParseAnswer(q Question, line string) Answer {
 		if q.Escalation != nil && q.Escalation.Recommendation != "" {
 			return Answer{Text: q.Escalation.Recommendation}
 		}
-		return Answer{Value: "/resume"}
+		return Answer{Value: AnswerNoDefault, Text: noDefault}
 	case lower == "/retry" || lower == "/resume":
 		return Answer{Value: lower}
 	case lower == "/abort" || strings.HasPrefix(lower, "/abort "):
@@ -113,6 +121,13 @@ func ParseAnswer(q Question, line string) Answer {
 		return Answer{Value: o.Key, Selected: &o}
 	}
 	return Answer{Text: s}
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func optionByKey(opts []jobs.Option, key string) (jobs.Option, bool) {
@@ -132,7 +147,7 @@ func optionByKey(opts []jobs.Option, key string) (jobs.Option, bool) {
 func RequestFor(e *jobs.Escalation, runID string, a Answer, by, via string) (Request, bool) {
 	req := Request{RunID: runID, EscalationID: e.ID, By: by, Via: via}
 	switch {
-	case a.Value == AnswerSkipped || a.Value == AnswerTimeout || a.Value == AnswerDeclined:
+	case a.Value == AnswerSkipped || a.Value == AnswerTimeout || a.Value == AnswerDeclined || a.Value == AnswerNoDefault:
 		return req, false
 	case a.Selected != nil:
 		req.Type, req.Key = jobs.ResolveChoose, a.Selected.Key
@@ -229,7 +244,12 @@ func (c *Console) Ask(ctx context.Context, q Question) (Answer, error) {
 			if c.Echo {
 				fmt.Fprintln(c.out, line)
 			}
-			return ParseAnswer(q, line), nil
+			a := ParseAnswer(q, line)
+			if a.Value == AnswerNoDefault {
+				fmt.Fprintf(c.out, "  %s.\n", capitalize(a.Text))
+				continue
+			}
+			return a, nil
 		}
 	}
 }
@@ -275,7 +295,11 @@ func (q *Queue) Ask(ctx context.Context, qu Question) (Answer, error) {
 		}
 		fmt.Fprintf(q.out, "%s%s (from the answers file)\n", prompt, line)
 	}
-	return ParseAnswer(qu, line), nil
+	a := ParseAnswer(qu, line)
+	if a.Value == AnswerNoDefault && q.out != nil {
+		fmt.Fprintf(q.out, "  %s; the question stays open.\n", capitalize(a.Text))
+	}
+	return a, nil
 }
 
 // AutoApprove answers questions without a human: YES, the default option or else the first, or "auto-approved". It

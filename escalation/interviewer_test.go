@@ -58,6 +58,10 @@ func TestQuestionFor(t *testing.T) {
 }
 
 func TestParseAnswer(t *testing.T) {
+	noDefault := escalation.ParseAnswer(choice(""), "skip")
+	if noDefault.Value != escalation.AnswerNoDefault || !strings.Contains(noDefault.Text, "/retry") || !strings.Contains(noDefault.Text, "/abort") {
+		t.Fatalf("skip with nothing to take = %+v, want NO_DEFAULT naming the valid answers", noDefault)
+	}
 	recommended := choice("")
 	recommended.Escalation = &jobs.Escalation{Recommendation: "use whatever is already deployed"}
 	yesNo := escalation.Question{Text: "Continue?", Type: escalation.YesNo}
@@ -83,8 +87,8 @@ func TestParseAnswer(t *testing.T) {
 		{"skip takes the default", choice("B"), "skip", sel(optB)},
 		{"SKIP takes the default", choice("b"), " SKIP ", sel(optB)},
 		{"skip takes a recommendation in words", recommended, "skip", escalation.Answer{Text: "use whatever is already deployed"}},
-		{"skip with nothing recommended resumes", choice(""), "skip", escalation.Answer{Value: "/resume"}},
-		{"skip on a yes/no question", yesNo, "skip", escalation.Answer{Value: "/resume"}},
+		{"skip with nothing recommended takes nothing", choice(""), "skip", noDefault},
+		{"skip on a yes/no question with no default", yesNo, "skip", noDefault},
 		{"abort", choice(""), "/abort", escalation.Answer{Value: "/abort"}},
 		{"abort with reason", choice(""), "/abort   wrong plan, start over ", escalation.Answer{Value: "/abort", Text: "wrong plan, start over"}},
 		{"ABORT keeps the reason's case", choice(""), "/ABORT Wrong Plan", escalation.Answer{Value: "/abort", Text: "Wrong Plan"}},
@@ -300,6 +304,17 @@ func TestConsole(t *testing.T) {
 		got, err = c.Ask(ctx, choice(""))
 		if err != nil || got.Value != "/abort" || got.Text != "not today" {
 			t.Errorf("second Ask = %+v, %v", got, err)
+		}
+	})
+	t.Run("skip with nothing to take says so and asks again", func(t *testing.T) {
+		c, pw, out := console(t)
+		typeLines(pw, "skip\nB\n")
+		got, err := c.Ask(ctx, choice(""))
+		if err != nil || !reflect.DeepEqual(got, sel(optB)) {
+			t.Errorf("Ask = %+v, %v; want B after the refused skip", got, err)
+		}
+		if !strings.Contains(out.String(), "There is no recommendation to take with 'skip'") || strings.Count(out.String(), escalation.Prompt) != 2 {
+			t.Errorf("output = %q, want the reason and the prompt again", out.String())
 		}
 	})
 	t.Run("blank lines prompt again", func(t *testing.T) {

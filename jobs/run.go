@@ -57,6 +57,9 @@ type Options struct {
 	Image       string `json:"image,omitempty"`
 	MaxAttempts int    `json:"max_attempts"`
 	LLMOnly     bool   `json:"llm_only,omitempty"`
+	// SimilarityThreshold is the error similarity (0..1] from which two failures count as the same failure for
+	// loop detection; 0: the worker's (0.8 by default).
+	SimilarityThreshold float64 `json:"similarity_threshold,omitempty"`
 	// AgentTimeout bounds one agent invocation.
 	AgentTimeout time.Duration `json:"agent_timeout"`
 	// Escalation is how questions to humans behave.

@@ -20,7 +20,7 @@ func (w *Worker) e2eStops(r *jobs.Run, t *jobs.Task, c *jobs.Change, failure str
 	failure = bound(escalation.Redact(failure))
 	r.E2E.Failures++
 	r.E2E.Errors = append(r.E2E.Errors, failure)
-	spec := e2eVerdict(r.E2E.Errors, r.Options.E2EFixAttempts(), w.cfg.SimilarityThreshold)
+	spec := e2eVerdict(r.E2E.Errors, r.Options.E2EFixAttempts(), w.threshold(r))
 	if spec == nil {
 		if fix := r.Task(jobs.FixTaskID); fix != nil {
 			fix.Guidance = append(fix.Guidance, fmt.Sprintf("The end-to-end verification failed (verification %d):\n%s",

@@ -85,7 +85,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 
 // facts gathers what the verdict on an attempt is made from.
 func (w *Worker) facts(r *jobs.Run, t *jobs.Task, out *outcome) facts {
-	f := facts{taskID: t.ID, failures: t.Failures, maxAttempts: r.MaxAttempts(t), threshold: w.cfg.SimilarityThreshold,
+	f := facts{taskID: t.ID, failures: t.Failures, maxAttempts: r.MaxAttempts(t), threshold: w.threshold(r),
 		interp: out.interp, decision: out.decision, similarity: out.similarity, secrets: out.secrets, custom: out.custom,
 		output: out.said.Text, unavailable: out.unavailable != nil}
 	if out.execErr != nil {
@@ -105,7 +105,13 @@ func (w *Worker) escalate(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcom
 }
 
 // recordAttempt writes what the attempt cost and said onto its record, and notes a brain that fell back.
+// A task with no attempt record lost it with a store holder killed before the record reached disk: the outcome gets a
+// record of its own rather than nothing (or a panic).
 func recordAttempt(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) *jobs.Attempt {
+	if len(t.Attempts) == 0 {
+		t.Attempts = append(t.Attempts, &jobs.Attempt{StartedAt: time.Now().Add(-out.duration).UTC()})
+		t.Started = max(t.Started, 1)
+	}
 	a := t.Attempts[len(t.Attempts)-1]
 	if out.ran {
 		a.Duration = out.duration

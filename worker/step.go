@@ -361,7 +361,7 @@ func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Ta
 		if out.interp.Status == brain.StatusCompleted && !said.Success {
 			// The brain read success into the text, but the process says otherwise: trust the process.
 			out.interp.Status = brain.StatusFailed
-			out.interp.Error = ""
+			out.interp.Error = brain.FailureOf(said.Text)
 		}
 		if out.interp.Status == brain.StatusFailed && !said.Success {
 			// What the agent CLI itself reported ("authentication_failed: Not logged in") is what tells a

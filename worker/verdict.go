@@ -170,10 +170,10 @@ func e2eVerdict(errs []string, limit int, threshold float64) *escalation.Spec {
 	n := len(errs)
 	spec := escalation.Spec{Source: "orch", Error: errs[n-1]}
 	switch {
-	case n >= 3 && brain.Similarity(errs[n-1], errs[n-3]) >= threshold:
-		spec.Similarity = brain.Similarity(errs[n-1], errs[n-3])
+	case n >= 3 && brain.ErrorSimilarity(errs[n-1], errs[n-3]) >= threshold:
+		spec.Similarity = brain.ErrorSimilarity(errs[n-1], errs[n-3])
 		spec.Trigger = jobs.TriggerOscillate
-		if brain.Similarity(errs[n-1], errs[n-2]) >= threshold {
+		if brain.ErrorSimilarity(errs[n-1], errs[n-2]) >= threshold {
 			spec.Question = fmt.Sprintf("The end-to-end verification failed %d times with the same failure; the fixes do "+
 				"not help. Please investigate and give guidance.\n\n%s", n, sideBySide(errs[n-3:]))
 		} else {

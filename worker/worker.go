@@ -55,7 +55,7 @@ type Config struct {
 	Log   *slog.Logger
 	// Concurrency is how many steps (agent processes) run at once. Default 2.
 	Concurrency int
-	// SimilarityThreshold above which two errors count as the same. Default 0.8.
+	// SimilarityThreshold above which two errors count as the same, for runs that do not set their own. Default 0.8.
 	SimilarityThreshold float64
 	// PollInterval is how often an idle worker looks for work: the delay between a click and the resume.
 	// Default 20ms (asynq's own default of 1s is too slow for a click).
@@ -118,6 +118,14 @@ func New(cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, log: cfg.Log, host: cfg.Host}
 	w.base, w.cancel = context.WithCancel(context.Background())
 	return w, nil
+}
+
+// threshold is the error similarity from which run r counts two failures as the same: its own, else the worker's.
+func (w *Worker) threshold(r *jobs.Run) float64 {
+	if r.Options.SimilarityThreshold > 0 {
+		return r.Options.SimilarityThreshold
+	}
+	return w.cfg.SimilarityThreshold
 }
 
 // sandboxFor is the sandbox a run's agents run in.

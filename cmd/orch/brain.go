@@ -20,16 +20,21 @@ func (a *app) brainCmd() *cobra.Command {
 	pf := cmd.PersistentFlags()
 	pf.String("brain", "auto", "brain: auto, heuristic, claude or anthropic (env ORCH_BRAIN)")
 	pf.String("brain-model", "", "model of an LLM brain (env ORCH_BRAIN_MODEL)")
-	pf.Bool("llm-only", false, "skip the explicit-marker fast path; always ask the LLM")
+	pf.Bool("llm-only", false, "skip the explicit-marker fast path; always ask the LLM (env ORCH_LLM_ONLY)")
+	pf.Float64("similarity-threshold", 0.8, "error similarity from which failures count as the same (env ORCH_SIMILARITY_THRESHOLD)")
 	// open resolves the brain and says which one answers, on stderr: stdout is the JSON.
 	open := func(cmd *cobra.Command) (*brain.Fallback, error) {
+		llmOnly, threshold, err := a.brainTuning(cmd)
+		if err != nil {
+			return nil, err
+		}
 		bc, err := a.chooseBrain(cmd)
 		if err != nil {
 			return nil, err
 		}
 		fmt.Fprintln(a.stderr, bc.note)
-		llmOnly, _ := cmd.Flags().GetBool("llm-only")
-		return brains{apiKey: a.env("ANTHROPIC_API_KEY")}.forRun(jobs.Options{Brain: bc.name, BrainModel: bc.model, LLMOnly: llmOnly})
+		return brains{apiKey: a.env("ANTHROPIC_API_KEY")}.forRun(jobs.Options{Brain: bc.name, BrainModel: bc.model,
+			LLMOnly: llmOnly, SimilarityThreshold: threshold})
 	}
 	// report says on stderr when the LLM's answer was not used.
 	report := func(fallback string) {

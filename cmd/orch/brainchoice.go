@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -55,6 +56,27 @@ func (a *app) chooseBrain(cmd *cobra.Command) (brainChoice, error) {
 	return c, nil
 }
 
+// brainTuning resolves how a brain judges, from flags, env and orch.yaml: --llm-only (ORCH_LLM_ONLY, llm_only) and
+// --similarity-threshold (ORCH_SIMILARITY_THRESHOLD, similarity_threshold), a ratio in (0, 1]: 0.8, the seed's loop
+// detector's value, unless set.
+func (a *app) brainTuning(cmd *cobra.Command) (llmOnly bool, threshold float64, err error) {
+	fc := a.set.file
+	v := a.set.str(cmd, "llm-only", "ORCH_LLM_ONLY", strconv.FormatBool(fc.LLMOnly), "false")
+	if llmOnly, err = strconv.ParseBool(strings.TrimSpace(v)); err != nil {
+		return false, 0, usageErr("--llm-only %q: want true or false", oneLine(v, 40))
+	}
+	def := ""
+	if fc.SimilarityThreshold != 0 {
+		def = strconv.FormatFloat(fc.SimilarityThreshold, 'g', -1, 64)
+	}
+	v = a.set.str(cmd, "similarity-threshold", "ORCH_SIMILARITY_THRESHOLD", def, "0.8")
+	threshold, err = strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(threshold > 0 && threshold <= 1) {
+		return false, 0, usageErr("--similarity-threshold %q: want a ratio above 0 and at most 1 (e.g. 0.8)", oneLine(v, 40))
+	}
+	return llmOnly, threshold, nil
+}
+
 // brains builds the brain of a run from its options. The API key comes from orch's environment and is never stored
 // with the run.
 type brains struct {
@@ -62,7 +84,8 @@ type brains struct {
 }
 
 func (b brains) forRun(opts jobs.Options) (*brain.Fallback, error) {
-	f := &brain.Fallback{LLMOnly: opts.LLMOnly, SplitPlan: splitPlan}
+	f := &brain.Fallback{LLMOnly: opts.LLMOnly, SplitPlan: splitPlan,
+		Heuristic: &brain.Heuristic{SimilarityThreshold: opts.SimilarityThreshold}}
 	switch opts.Brain {
 	case "heuristic", "":
 	case "claude":

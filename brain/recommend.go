@@ -1,0 +1,230 @@
+package brain
+
+import (
+	"strings"
+)
+
+// recommend.go maps what an agent recommends onto the option it names. Escalation turns the recommendation
+// into a default button by exact label or leading key, so "I'd suggest (b); it keeps the audit trail" has to
+// become option b's label: agents name their pick by key ("B", "option 2", "#3"), by position ("the first
+// one"), by the label itself, or by a paraphrase of it ("I'd suggest merging").
+
+var (
+	// A key at the start of the recommended phrase: "B", "(b)", "[2]", "option 2", "#3", "choice C".
+	recKeyRe = lazyRE(`^((?i:option|choice|alternative|approach|number)\s+|#\s*)?(?:\(([A-Ha-h1-9])\)|\[([A-Ha-h1-9])\]|([A-Ha-h1-9])(?:\)|\.(?:\s|$))?)`)
+	// A position: "the first one", "the second option", "the latter".
+	recOrdinalRe = lazyRE(`(?i)^(?:the\s+(first|second|third|fourth|fifth|last|former|latter)\b|(first|second|third|fourth|fifth|last)\s+(?:one|option|approach|choice|alternative)\b)`)
+	// Words that lead into the thing recommended without being part of it: "going with B", "that we use B".
+	recFillerRe = lazyRE(`(?i)^(?:that\s+)?(?:we\s+|you\s+)?(?:(?:go|going|stick|sticking)\s+with|opt(?:ing)?\s+for|us(?:e|ing)|pick(?:ing)?|choos(?:e|ing)|tak(?:e|ing))\s+`)
+	// Where the recommended thing ends and the reason for it begins.
+	recClauseEndRe = lazyRE(`(?i)\s*[,;:(]|\s[—–-]+\s|[.!?](?:\s|$)|\s(?:because|since|given|as long as|as it|so that|so|which|but|plus|unless|though|although|while|if|when|until)\b`)
+	wordRe         = lazyRE(`[\p{L}\p{N}][\p{L}\p{N}._+/-]*[\p{L}\p{N}]|[\p{L}\p{N}]`)
+)
+
+// recommendedPhrase is what sentence s recommends, from just after its cue ("I'd suggest", "Recommendation:")
+// to the end of the sentence, markdown emphasis and punctuation trimmed; "" when s has no cue.
+func recommendedPhrase(s string) string {
+	loc := recommendRe.FindStringIndex(s)
+	if loc == nil {
+		return ""
+	}
+	p := stripEmphasis(s[loc[1]:])
+	return strings.TrimSpace(strings.TrimRight(strings.TrimLeft(p, "*_: \t"), ". "))
+}
+
+// resolveRecommendation returns the label of the option that phrase names, and whether it names one.
+func resolveRecommendation(phrase string, labels []string) (string, bool) {
+	phrase = strings.TrimSpace(strings.Trim(strings.TrimSpace(phrase), "*_"))
+	if phrase == "" || len(labels) == 0 {
+		return "", false
+	}
+	for _, p := range []string{phrase, recFillerRe.ReplaceAllString(phrase, "")} {
+		if l, ok := labelInPhrase(p, labels); ok {
+			return l, true
+		}
+		if i, ok := recommendedIndex(p, len(labels)); ok {
+			return labels[i], true
+		}
+	}
+	clause := recommendedClause(recFillerRe.ReplaceAllString(phrase, ""))
+	if l, ok := phraseInLabel(clause, labels); ok {
+		return l, true
+	}
+	return paraphrasedLabel(clause, labels)
+}
+
+// recommendedClause is the recommended thing without the reason given for it: "pgbouncer, since …" →
+// "pgbouncer". It is also what a recommendation that names no option is reported as.
+func recommendedClause(phrase string) string {
+	if loc := recClauseEndRe.FindStringIndex(phrase); loc != nil && loc[0] > 0 {
+		phrase = phrase[:loc[0]]
+	}
+	return strings.TrimSpace(phrase)
+}
+
+// labelInPhrase finds the longest label that the phrase starts with, else the longest it contains as whole
+// words: "Soft delete — it's the only…", "pnpm workspaces, since…" (and not "npm workspaces" inside it).
+func labelInPhrase(phrase string, labels []string) (string, bool) {
+	p := strings.ToLower(phrase)
+	best, bestAt := -1, -1
+	for i, l := range labels {
+		ll := strings.ToLower(l)
+		at := wordIndex(p, ll)
+		if at < 0 {
+			continue
+		}
+		switch {
+		case best < 0,
+			at == 0 && bestAt != 0,
+			(at == 0) == (bestAt == 0) && len(ll) > len(labels[best]):
+			best, bestAt = i, at
+		}
+	}
+	if best < 0 {
+		return "", false
+	}
+	return labels[best], true
+}
+
+// wordIndex is the first index of sub in s where it starts and ends at word boundaries, or -1.
+func wordIndex(s, sub string) int {
+	if sub == "" {
+		return -1
+	}
+	for from := 0; from < len(s); {
+		i := strings.Index(s[from:], sub)
+		if i < 0 {
+			return -1
+		}
+		i += from
+		end := i + len(sub)
+		if (i == 0 || !isWordByte(s[i-1]) || !isWordByte(sub[0])) && (end == len(s) || !isWordByte(s[end]) || !isWordByte(sub[len(sub)-1])) {
+			return i
+		}
+		from = i + 1
+	}
+	return -1
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
+}
+
+// recommendedIndex reads a key or a position at the start of the phrase as an option's index. A lower-case
+// letter standing alone before a word is the article ("a database-level index"), not option a.
+func recommendedIndex(phrase string, n int) (int, bool) {
+	if m := recOrdinalRe.FindStringSubmatch(phrase); m != nil {
+		i := map[string]int{"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "former": 0, "latter": n - 1, "last": n - 1}[strings.ToLower(m[1]+m[2])]
+		return i, i < n
+	}
+	m := recKeyRe.FindStringSubmatch(phrase)
+	if m == nil {
+		return 0, false
+	}
+	key := m[2] + m[3] + m[4]
+	rest := phrase[len(m[0]):]
+	if rest != "" && isWordByte(rest[0]) || len(rest) > 1 && (rest[0] == '.' || rest[0] == ',') && isWordByte(rest[1]) {
+		return 0, false // "B2", "2024", "ab", "3.8": a word or a number, not a key
+	}
+	if m[4] != "" && m[1] == "" && key[0] >= 'a' && key[0] <= 'h' && len(m[0]) == 1 && strings.HasPrefix(rest, " ") {
+		return 0, false
+	}
+	c := key[0]
+	var i int
+	switch {
+	case c >= '1' && c <= '9':
+		i = int(c - '1')
+	case c >= 'a' && c <= 'h':
+		i = int(c - 'a')
+	default:
+		i = int(c - 'A')
+	}
+	return i, i < n
+}
+
+// phraseInLabel finds the one label that contains the whole recommended phrase as words: "R2" for
+// "Cloudflare R2", "pgbouncer" for "pgbouncer (transaction mode)".
+func phraseInLabel(phrase string, labels []string) (string, bool) {
+	p := strings.ToLower(phrase)
+	if len(p) < 2 {
+		return "", false
+	}
+	found := -1
+	for i, l := range labels {
+		if wordIndex(strings.ToLower(l), p) >= 0 {
+			if found >= 0 {
+				return "", false
+			}
+			found = i
+		}
+	}
+	if found < 0 {
+		return "", false
+	}
+	return labels[found], true
+}
+
+// paraphrasedLabel finds the label sharing the most word stems with the phrase, when one clearly does: at
+// least half the phrase's content words, and more than any other label ("dropping 3.8" → "Drop 3.8 and
+// bump …", not "Keep 3.8 support …").
+func paraphrasedLabel(phrase string, labels []string) (string, bool) {
+	want := stems(phrase)
+	if len(want) == 0 {
+		return "", false
+	}
+	best, bestScore, tie := -1, 0, false
+	for i, l := range labels {
+		have := stems(l)
+		score := 0
+		for w := range want {
+			if have[w] {
+				score++
+			}
+		}
+		switch {
+		case score > bestScore:
+			best, bestScore, tie = i, score, false
+		case score == bestScore && score > 0:
+			tie = true
+		}
+	}
+	if best < 0 || tie || 2*bestScore < len(want) {
+		return "", false
+	}
+	return labels[best], true
+}
+
+// stopWords carry no choice: a paraphrase and its label differ in them freely.
+var stopWords = map[string]bool{
+	"a": true, "an": true, "the": true, "to": true, "of": true, "and": true, "or": true, "in": true, "on": true,
+	"for": true, "with": true, "it": true, "its": true, "we": true, "i": true, "you": true, "this": true,
+	"that": true, "them": true, "they": true, "one": true, "option": true, "approach": true, "be": true,
+	"is": true, "are": true, "by": true, "at": true, "from": true, "as": true, "all": true, "just": true,
+}
+
+// stems is the set of content words of s, each cut to a crude stem so that "merging" meets "merge" and
+// "dropping" meets "drop".
+func stems(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range wordRe.get().FindAllString(strings.ToLower(s), -1) {
+		if stopWords[w] {
+			continue
+		}
+		out[stem(w)] = true
+	}
+	return out
+}
+
+func stem(w string) string {
+	for _, suf := range []string{"ing", "ed", "es", "s", "e"} {
+		if len(w) > len(suf)+2 && strings.HasSuffix(w, suf) {
+			w = strings.TrimSuffix(w, suf)
+			break
+		}
+	}
+	// "dropp" (from "dropping") → "drop".
+	if n := len(w); n > 3 && w[n-1] == w[n-2] && !strings.ContainsRune("aeiou", rune(w[n-1])) {
+		w = w[:n-1]
+	}
+	return w
+}
