@@ -23,6 +23,7 @@ type historyResult struct {
 	runStart    []float64 // p50 ms from `orch run` starting to its agent process starting, per size
 	bytesPerRun float64   // state on disk per finished run, in the largest workspace
 	note        string
+	web         webResult // the web view, in the largest workspace
 }
 
 // The workspaces hold this many runs parked, waiting for an answer, besides the finished ones.
@@ -59,6 +60,12 @@ func measureHistory(ctx context.Context, r *rig, sizes []int, samples int) (hist
 		res.runStart = append(res.runStart, percentileMs(start, 0.5))
 	}
 	last := len(sizes) - 1
+	ws := filepath.Join(r.tmp, fmt.Sprintf("history-%d", sizes[last]))
+	web, err := r.measureWeb(ctx, ws, sizes[last], samples*4)
+	if err != nil {
+		return res, fmt.Errorf("the web view with %d runs: %w", sizes[last], err)
+	}
+	res.web = web
 	res.note = fmt.Sprintf("A git workspace whose embedded store holds N finished runs (copies of a real two-task run "+
 		"with its events and audit) and %d parked ones; %d samples each. `orch status`: the whole process, start to exit. "+
 		"Run start: from `orch run` of a one-task plan (local sandbox, heuristic brain) starting to its agent process "+

@@ -192,6 +192,9 @@ func run(ctx context.Context, c counts, mode string) (*Results, error) {
 	res.EmbeddedRunStartMsAt10k = roundTo(hist.runStart[1], 1)
 	res.EmbeddedStateBytesPerFinishedRun = math.Round(hist.bytesPerRun)
 	res.Notes.History = hist.note
+	res.WebRunsPageMsAt10k, res.WebRunsFilteredMsAt10k = roundTo(hist.web.list, 2), roundTo(hist.web.filtered, 2)
+	res.WebRunPageMs = roundTo(hist.web.run, 2)
+	res.Notes.Web = hist.web.note
 
 	res.Machine = machine(srv.Version(ctx))
 	if err := res.check(c.parked); err != nil {

@@ -112,6 +112,9 @@ func rows(r *Results) []row {
 			"10k ≤ 1.5× this", yesNo(growth <= 1.5)},
 		{"embedded_run_start_ms_at_10k", num(r.EmbeddedRunStartMsAt10k), "≤ 250", le(r.EmbeddedRunStartMsAt10k, 250)},
 		{"embedded_state_bytes_per_finished_run", num(r.EmbeddedStateBytesPerFinishedRun), "—", "—"},
+		{"web_runs_page_ms_at_10k", num(r.WebRunsPageMsAt10k), "≤ 50", le(r.WebRunsPageMsAt10k, 50)},
+		{"web_runs_filtered_ms_at_10k", num(r.WebRunsFilteredMsAt10k), "—", "—"},
+		{"web_run_page_ms", num(r.WebRunPageMs), "—", "—"},
 	}
 }
 

@@ -74,7 +74,8 @@ func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 		ParkedRuns: 10, ParkedRedisBytesPerRun: 3000, ResumeAllSeconds: 1, StepsPerSecond: 300,
 		OverheadMsPerStep: 2, DockerColdStartP50Ms: &cold, DockerWarmStartP50Ms: &warm, WorktreeSetupP50Ms: 120,
 		WorktreeSetup100FilesP50Ms: 15, WorktreeSetupColdP50Ms: 700, ConcurrentRuns: 16, ConcurrentRunsIsolated: 16,
-		EmbeddedStatusMsAt10k: 40, EmbeddedStatusMsAt100: 35, EmbeddedRunStartMsAt10k: 150, EmbeddedStateBytesPerFinishedRun: 2500}
+		EmbeddedStatusMsAt10k: 40, EmbeddedStatusMsAt100: 35, EmbeddedRunStartMsAt10k: 150, EmbeddedStateBytesPerFinishedRun: 2500,
+		WebRunsPageMsAt10k: 20, WebRunsFilteredMsAt10k: 30, WebRunPageMs: 5}
 	if err := good.check(10); err != nil {
 		t.Fatalf("good results rejected: %v", err)
 	}

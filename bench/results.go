@@ -48,8 +48,13 @@ type Results struct {
 	// EmbeddedRunStartMsAt10k is `orch run` starting to its agent process starting, in the 10,000-run workspace.
 	EmbeddedRunStartMsAt10k          float64 `json:"embedded_run_start_ms_at_10k"`
 	EmbeddedStateBytesPerFinishedRun float64 `json:"embedded_state_bytes_per_finished_run"`
-	Machine                          Machine `json:"machine"`
-	Notes                            Notes   `json:"notes"`
+	// WebRunsPageMsAt10k is the server time (its Server-Timing) of the web view's runs page, newest 50, in the
+	// 10,000-run workspace; WebRunsFilteredMsAt10k the same filtered by status, at page 20; WebRunPageMs a run's page.
+	WebRunsPageMsAt10k     float64 `json:"web_runs_page_ms_at_10k"`
+	WebRunsFilteredMsAt10k float64 `json:"web_runs_filtered_ms_at_10k"`
+	WebRunPageMs           float64 `json:"web_run_page_ms"`
+	Machine                Machine `json:"machine"`
+	Notes                  Notes   `json:"notes"`
 }
 
 // Machine is where the numbers were measured.
@@ -78,6 +83,7 @@ type Notes struct {
 	Docker    string `json:"docker"`
 	Worktrees string `json:"worktrees"`
 	History   string `json:"history"`
+	Web       string `json:"web"`
 }
 
 func machine(redisVersion string) Machine {
@@ -119,6 +125,8 @@ func (r *Results) check(wantParked int) error {
 		"embedded_status_ms_at_10k": r.EmbeddedStatusMsAt10k, "embedded_status_ms_at_100": r.EmbeddedStatusMsAt100,
 		"embedded_run_start_ms_at_10k":          r.EmbeddedRunStartMsAt10k,
 		"embedded_state_bytes_per_finished_run": r.EmbeddedStateBytesPerFinishedRun,
+		"web_runs_page_ms_at_10k":               r.WebRunsPageMsAt10k, "web_runs_filtered_ms_at_10k": r.WebRunsFilteredMsAt10k,
+		"web_run_page_ms": r.WebRunPageMs,
 	}
 	for name, v := range positive {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {

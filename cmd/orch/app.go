@@ -75,7 +75,7 @@ func (a *app) root() *cobra.Command {
 	pf.String("redis", "", "Redis URL (env ORCH_REDIS_URL; default: the embedded store in --state-dir)")
 	pf.String("state-dir", ".orch", "where the embedded store keeps its state (env ORCH_STATE_DIR)")
 	root.AddCommand(a.runCmd(), a.resumeCmd(), a.taskCmd(), a.statusCmd(), a.historyCmd(),
-		a.costsCmd(), a.logsCmd(), a.diffCmd(), a.escalationCmd(), a.brainCmd(), a.simAgentCmd(), a.serveCmd(), a.botCmd(), a.workerCmd(), a.healthCmd())
+		a.costsCmd(), a.logsCmd(), a.diffCmd(), a.escalationCmd(), a.brainCmd(), a.simAgentCmd(), a.serveCmd(), a.botCmd(), a.workerCmd(), a.webCmd(), a.healthCmd())
 	return root
 }
 

@@ -63,19 +63,23 @@ func (a *app) escalationPolicy(cmd *cobra.Command) (jobs.EscalationPolicy, error
 
 // fileConfig is orch.yaml: the lowest layer of configuration, under env (ORCH_*) and flags.
 type fileConfig struct {
-	Agent        string    `yaml:"agent"`
-	AgentModel   string    `yaml:"agent_model"`
-	Brain        string    `yaml:"brain"`
-	BrainModel   string    `yaml:"brain_model"`
-	Sandbox      string    `yaml:"sandbox"`
-	Image        string    `yaml:"image"`
-	Redis        string    `yaml:"redis"`
-	StateDir     string    `yaml:"state_dir"`
-	Workspace    string    `yaml:"workspace"`
-	MaxAttempts  int       `yaml:"max_attempts"`
-	AgentTimeout string    `yaml:"agent_timeout"`
-	Concurrency  int       `yaml:"concurrency"`
-	Git          gitConfig `yaml:"git"`
+	Agent      string `yaml:"agent"`
+	AgentModel string `yaml:"agent_model"`
+	Brain      string `yaml:"brain"`
+	BrainModel string `yaml:"brain_model"`
+	// LLMOnly sends every output to the LLM brain, markers included (--llm-only).
+	LLMOnly bool `yaml:"llm_only"`
+	// SimilarityThreshold is the error similarity from which failures count as the same (0.8 when unset).
+	SimilarityThreshold float64   `yaml:"similarity_threshold"`
+	Sandbox             string    `yaml:"sandbox"`
+	Image               string    `yaml:"image"`
+	Redis               string    `yaml:"redis"`
+	StateDir            string    `yaml:"state_dir"`
+	Workspace           string    `yaml:"workspace"`
+	MaxAttempts         int       `yaml:"max_attempts"`
+	AgentTimeout        string    `yaml:"agent_timeout"`
+	Concurrency         int       `yaml:"concurrency"`
+	Git                 gitConfig `yaml:"git"`
 	// History says what is kept of the runs that are over.
 	History struct {
 		Keep keepSetting `yaml:"keep"`

@@ -608,18 +608,44 @@ func TestMissingLLMBrainFallsBack(t *testing.T) {
 	must(t, r, 0, "falling back to the heuristic brain", `"status"`)
 }
 
-// With --llm-only even a marked question goes to the LLM, which judges it.
+// With --llm-only (or ORCH_LLM_ONLY, or orch.yaml's llm_only) even a marked question goes to the LLM, which judges it.
 func TestLLMOnlySkipsTheMarkerFastPath(t *testing.T) {
 	t.Parallel()
+	for _, c := range []struct {
+		name, yaml string
+		env, args  []string
+	}{
+		{name: "flag", args: []string{"--llm-only"}},
+		{name: "env", env: []string{"ORCH_LLM_ONLY=true"}},
+		{name: "orch.yaml", yaml: "llm_only: true\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := workdir(t)
+			if c.yaml != "" {
+				writeFile(t, dir, "orch.yaml", c.yaml)
+			}
+			path, calls := fakeBrainCLI(t)
+			td, _ := filepath.Abs("testdata")
+			env := append([]string{path, "FAKECLAUDE_DIR=" + calls,
+				"FAKECLAUDE_REPLIES=" + filepath.Join(td, "brain_needs_help.json") + "," + filepath.Join(td, "brain_completed.json")}, c.env...)
+			args := append(append([]string{"run", "--agent", "sim", "--brain", "claude"}, c.args...), "examples/plans/ambiguous_task.md")
+			r := orchEnv(t, dir, env, strings.NewReader("A\n"), args...)
+			must(t, r, 0, "Which cache should I use?", "chose A) Redis", "Task 1.1: COMPLETED")
+			if _, err := os.Stat(filepath.Join(calls, "argv-2.json")); err != nil {
+				t.Fatal("the LLM was not asked twice")
+			}
+		})
+	}
+	// Without the switch the marker answers and the LLM is asked only for the completion.
 	dir := workdir(t)
 	path, calls := fakeBrainCLI(t)
 	td, _ := filepath.Abs("testdata")
-	r := orchEnv(t, dir, []string{path, "FAKECLAUDE_DIR=" + calls,
-		"FAKECLAUDE_REPLIES=" + filepath.Join(td, "brain_needs_help.json") + "," + filepath.Join(td, "brain_completed.json")},
-		strings.NewReader("A\n"), "run", "--agent", "sim", "--brain", "claude", "--llm-only", "examples/plans/ambiguous_task.md")
-	must(t, r, 0, "Which cache should I use?", "chose A) Redis", "Task 1.1: COMPLETED")
-	if _, err := os.Stat(filepath.Join(calls, "argv-2.json")); err != nil {
-		t.Fatal("the LLM was not asked twice")
+	r := orchEnv(t, dir, []string{path, "FAKECLAUDE_DIR=" + calls, "FAKECLAUDE_REPLIES=" + filepath.Join(td, "brain_completed.json")},
+		strings.NewReader("A\n"), "run", "--agent", "sim", "--brain", "claude", "examples/plans/ambiguous_task.md")
+	must(t, r, 0, "Task 1.1: COMPLETED")
+	if _, err := os.Stat(filepath.Join(calls, "argv-2.json")); err == nil {
+		t.Fatal("the LLM was asked about the marked question")
 	}
 }
 
@@ -637,4 +663,44 @@ func TestLLMBrainFindsTasksInAFreeFormPlan(t *testing.T) {
 	must(t, r, 0, "the claude brain found 2 tasks", "Task 1.1: COMPLETED", "Task 1.2: COMPLETED")
 	// Without an LLM brain the same plan is a usage error that says what orch looks for.
 	must(t, orch(t, dir, "", "run", "--agent", "sim", "--brain", "heuristic", "freeform.md"), 2, "no tasks found")
+}
+
+// Three attempts that fail the same check, each told in the agent's own words (another line number, duration and
+// closing sentence, the error quoted inside prose), are a loop: the brain stops them before the attempt cap, with
+// the similarity of the failures themselves, and the guidance it gave in between quoted the failure, not the
+// closing words.
+func TestTheSameFailureInOtherWordsIsALoop(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	writeFile(t, dir, "count.md", "# Counting\n\n## Task 1.1: Count lines\n\nMake count_lines return the number of lines.\n")
+	writeFile(t, dir, "count.sim.yaml", `tasks:
+  "1.1":
+    - output: |
+        I ran the tests. `+"`test_count_lines`"+` fails with `+"`AssertionError: expected 100 lines, got 99`"+` (tests/test_count.py:14, 0.03s).
+        exit status 1
+        The task could not be completed.
+      exit: 1
+    - output: |
+        Still failing after handling the trailing newline:
+        FAILED tests/test_count.py::test_count_lines - AssertionError: expected 100 lines, got 99
+        1 failed, 12 passed in 0.05s
+      exit: 1
+    - output: |
+        I tried a third approach (reading in binary mode) but the same test fails:
+            tests/test_count.py:17: AssertionError: expected 100 lines, got 99
+        Still failing.
+      exit: 1
+`)
+	r := orchEnv(t, dir, nil, nil, "run", "--agent", "sim", "--brain", "heuristic", "--max-attempts", "5", "count.md")
+	must(t, r, 3, "LOOP DETECTED: Task 1.1 failed 3 times with similar errors", `Latest error: "AssertionError: expected 100 lines, got 99"`)
+	m := regexp.MustCompile(`Error similarity: (\d+)%`).FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("no similarity printed:\n%s", r.stdout)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 90 {
+		t.Errorf("similarity at the loop stop = %d%%, want at least 90%%:\n%s", n, r.stdout)
+	}
+	if strings.Contains(r.stdout, `Latest error: "exit status 1`) {
+		t.Errorf("the guidance quotes the closing words, not the failure:\n%s", r.stdout)
+	}
 }

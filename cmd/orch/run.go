@@ -83,7 +83,8 @@ func (a *app) runFlags(cmd *cobra.Command) {
 	f.String("workspace", ".", "the directory the agent works in (env ORCH_WORKSPACE)")
 	f.Int("max-attempts", 3, "failed attempts of a task before orch stops and asks (env ORCH_MAX_ATTEMPTS)")
 	f.String("sim-scenario", "", "scenario for --agent sim (default: the plan's path with .sim.yaml)")
-	f.Bool("llm-only", false, "skip the explicit-marker fast path; always ask the brain")
+	f.Bool("llm-only", false, "skip the explicit-marker fast path; always ask the brain (env ORCH_LLM_ONLY)")
+	f.Float64("similarity-threshold", 0.8, "error similarity from which failures count as the same, for loop detection (env ORCH_SIMILARITY_THRESHOLD)")
 	f.String("agent-timeout", "30m", "wall-clock limit of one agent invocation (env ORCH_AGENT_TIMEOUT)")
 	f.Int("concurrency", 2, "agent processes run at once by this process's worker")
 	f.Int("max-escalations", 5, "times one task may need a human before the run fails (env ORCH_MAX_ESCALATIONS)")
@@ -108,8 +109,10 @@ func (a *app) baseOptions(cmd *cobra.Command, sandbox string) (jobs.Options, str
 	o.SimScenario = s.str(cmd, "sim-scenario", "ORCH_SIM_SCENARIO", "", "")
 	o.Sandbox = s.str(cmd, "sandbox", "ORCH_SANDBOX", fc.Sandbox, sandbox)
 	o.Image = s.str(cmd, "image", "ORCH_IMAGE", fc.Image, "")
-	o.LLMOnly, _ = cmd.Flags().GetBool("llm-only")
 	var err error
+	if o.LLMOnly, o.SimilarityThreshold, err = a.brainTuning(cmd); err != nil {
+		return o, "", "", err
+	}
 	if o.MaxAttempts, err = s.int(cmd, "max-attempts", "ORCH_MAX_ATTEMPTS", fc.MaxAttempts, 3); err != nil {
 		return o, "", "", err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/runs"
+	"github.com/orchrun/orch/web"
 )
 
 // The long-running commands: the Slack front end and the worker, together or apart.
@@ -102,7 +103,17 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 	slack.Store, slack.Queue, slack.Log = b.Store, b.Queue, a.log
 	slack.Starter = &slackStarter{runs: &runs.Starter{Store: b.Store, Queue: b.Queue, FindTasks: a.findTasks},
 		base: opts, workspace: ws, git: a.branchRequest(cmd)}
-	return a.serveBot(ctx, addr, slack, m)
+	// The web view shares the Slack endpoints' address: with ORCH_WEB_TOKEN people sign in; without it, it is
+	// served only when that address is this machine's alone.
+	var view http.Handler
+	if token := a.env("ORCH_WEB_TOKEN"); web.CheckAddr(addr, token) == nil {
+		if view, err = a.webView(b, token); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(a.stderr, "orch: no web view on %s: set ORCH_WEB_TOKEN to serve it there\n", addr)
+	}
+	return a.serveBot(ctx, addr, slack, m, view)
 }
 
 // slackConfig reads the bot's settings from the environment.
@@ -174,7 +185,7 @@ func (a *app) serveWorker(ctx context.Context, addr string, b *store.Backend, m 
 }
 
 // serveBot serves Slack (HTTP endpoints, or Socket Mode) and the metrics until ctx is done, then drains.
-func (a *app) serveBot(ctx context.Context, addr string, cfg bot.Config, m *metrics) error {
+func (a *app) serveBot(ctx context.Context, addr string, cfg bot.Config, m *metrics, view http.Handler) error {
 	srv, err := bot.New(cfg)
 	if err != nil {
 		return withCode(exitUsage, err)
@@ -189,7 +200,14 @@ func (a *app) serveBot(ctx context.Context, addr string, cfg bot.Config, m *metr
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.handler())
-	mux.Handle("/", srv.Handler())
+	if view != nil {
+		mux.Handle("/slack/", srv.Handler())
+		mux.Handle("GET /healthz", srv.Handler())
+		mux.Handle("/", view)
+		fmt.Fprintf(a.stderr, "orch: web view on http://%s/\n", ln.Addr())
+	} else {
+		mux.Handle("/", srv.Handler())
+	}
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go httpSrv.Serve(ln)
 	if cfg.AppToken != "" {

@@ -29,8 +29,9 @@ import (
 // only as far as the page needs: a run is archived after it was created, so once the lines read were archived before
 // the oldest run a page holds, the lines further back cannot hold a newer one.
 type Archive struct {
-	dir string
-	log *slog.Logger
+	dir   string
+	log   *slog.Logger
+	index indexCache // for Find
 }
 
 // ErrDamaged marks a run whose saved form cannot be read; the other runs are still readable.
@@ -70,7 +71,16 @@ type indexEntry struct {
 	Archived int64  `json:"archived"`
 	Ended    int64  `json:"ended,omitempty"` // when it ended (its last change, for a run that never recorded an end)
 	Status   string `json:"status"`
+	// V is indexFields on lines that carry what Find filters on (an empty Plan, Title or User is then empty); lines
+	// written before have 0 and none of them, and Find reads such a run's file when a filter needs one.
+	V     int    `json:"v,omitempty"`
+	Plan  string `json:"plan,omitempty"`  // the run's PlanPath
+	Title string `json:"title,omitempty"` // its PlanTitle
+	User  string `json:"user,omitempty"`  // its Origin.User
 }
+
+// indexFields marks an index line that carries plan, title and user.
+const indexFields = 2
 
 func (a *Archive) runPath(id string) string { return filepath.Join(a.dir, "runs", id+".json.gz") }
 func (a *Archive) indexPath() string        { return filepath.Join(a.dir, "index") }
@@ -320,25 +330,7 @@ func (a *Archive) newest(bound func() int64, keep func(indexEntry) bool) error {
 // page returns the ids of the n newest archived runs by creation, newest first, skipping the ids in skip (runs that
 // are live again).
 func (a *Archive) page(n int, skip func(string) bool) ([]indexEntry, error) {
-	var top []indexEntry // sorted newest first, at most n
-	bound := func() int64 {
-		if len(top) < n {
-			return -1
-		}
-		return top[len(top)-1].Created
-	}
-	err := a.newest(bound, func(e indexEntry) bool {
-		if skip(e.ID) {
-			return true
-		}
-		i, _ := slices.BinarySearchFunc(top, e, func(x, y indexEntry) int { return -cmpCreated(x, y) })
-		top = slices.Insert(top, i, e)
-		if len(top) > n {
-			top = top[:n]
-		}
-		return true
-	})
-	return top, err
+	return a.top(matcher{}, n, skip, a.log, a.newest)
 }
 
 func cmpCreated(x, y indexEntry) int {

@@ -74,13 +74,14 @@ func (s *Store) archiveRun(ctx context.Context, id string, minAge time.Duration)
 			return err
 		}
 		entry := indexEntry{ID: id, Created: r.CreatedAt.UnixMilli(), Archived: s.now().UnixMilli(), Ended: ended.UnixMilli(),
-			Status: string(r.Status)}
+			Status: string(r.Status), V: indexFields, Plan: r.PlanPath, Title: r.PlanTitle, User: r.Origin.User}
 		if err := s.archive.put(ar, entry); err != nil {
 			return err
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Del(ctx, key, eventsKey(id), auditKey(id))
 			p.ZRem(ctx, keyRuns, id)
+			p.HDel(ctx, keySummaries, id)
 			return nil
 		})
 		moved = err == nil
@@ -122,6 +123,7 @@ func (s *Store) restore(ctx context.Context, id string, fn func(r *jobs.Run, c *
 	if err != nil {
 		return err
 	}
+	sum := summarize(r) // of the document put back, before fn changes r
 	if err := fn(r, jobs.NewChange(r)); err != nil {
 		return err
 	}
@@ -131,6 +133,7 @@ func (s *Store) restore(ctx context.Context, id string, fn func(r *jobs.Run, c *
 	}
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, keyRuns, redis.Z{Score: float64(r.CreatedAt.UnixMilli()), Member: id})
+		p.HSet(ctx, keySummaries, id, sum)
 		for _, e := range ar.Events {
 			p.XAdd(ctx, &redis.XAddArgs{Stream: eventsKey(id), ID: e.ID, Values: []any{eventField, string(e.Data)}})
 		}
@@ -243,6 +246,7 @@ func (s *Store) deleteRuns(ctx context.Context, ids []string) error {
 		for _, id := range ids {
 			p.Del(ctx, runKey(id), eventsKey(id), auditKey(id))
 			p.ZRem(ctx, keyRuns, id)
+			p.HDel(ctx, keySummaries, id)
 		}
 		return nil
 	})

@@ -21,7 +21,9 @@ import (
 var ErrConflict = errors.New("run changed concurrently; try again")
 
 const (
-	keyRuns       = "orch:runs" // zset: run id by creation time (ms)
+	keyRuns = "orch:runs" // zset: run id by creation time (ms)
+	// keySummaries is a hash: run id → what Find filters on (see summarize), written with the run's document.
+	keySummaries  = "orch:runs:summary"
 	updateRetries = 50
 	eventField    = "e"
 	// maxEvents bounds each run's event stream; older entries are trimmed approximately.
@@ -94,6 +96,7 @@ func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) e
 	}
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, keyRuns, redis.Z{Score: float64(now.UnixMilli()), Member: r.ID})
+		p.HSet(ctx, keySummaries, r.ID, summarize(r))
 		return s.appendEvents(ctx, p, r.ID, c.Events)
 	})
 	if err != nil {
@@ -187,6 +190,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, key, data, 0)
+			p.HSet(ctx, keySummaries, id, summarize(&r))
 			if err := s.appendEvents(ctx, p, id, c.Events); err != nil {
 				return err
 			}

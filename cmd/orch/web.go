@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/orchrun/orch/jobs/store"
+	"github.com/orchrun/orch/web"
+)
+
+// defaultWebAddr is where `orch web` listens: this machine only, unless told otherwise.
+const defaultWebAddr = "127.0.0.1:3080"
+
+func (a *app) webCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "web",
+		Short: "Serve the web view of the runs in this store",
+		Long: "Serve the web view: the runs, what each is doing, the questions that wait and the forms that answer\n" +
+			"them. It listens on 127.0.0.1:3080 unless --addr says otherwise; an address beyond this machine needs\n" +
+			"ORCH_WEB_TOKEN, which people then sign in with. Unless --no-worker, a worker runs here too, so a run\n" +
+			"answered in the browser goes on. Env: ORCH_WEB_TOKEN, ORCH_ALLOWED_USERS.",
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			addr, _ := cmd.Flags().GetString("addr")
+			token := a.env("ORCH_WEB_TOKEN")
+			if err := web.CheckAddr(addr, token); err != nil {
+				return usageErr("%v", err)
+			}
+			noWorker, _ := cmd.Flags().GetBool("no-worker")
+			var wk workerSettings
+			if !noWorker {
+				var err error
+				if wk, err = a.workerSettings(cmd); err != nil {
+					return err
+				}
+			}
+			b, err := a.backend(cmd)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			if !noWorker {
+				e, err := a.startWorker(b, wk)
+				if err != nil {
+					return err
+				}
+				defer e.Shutdown()
+			}
+			h, err := a.webView(b, token)
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return withCode(exitUsage, fmt.Errorf("listening on %s: %w", addr, err))
+			}
+			srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+			go srv.Serve(ln)
+			fmt.Fprintf(a.stderr, "orch: web view on http://%s/ ; stop with Ctrl-C\n", ln.Addr())
+			<-cmd.Context().Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return srv.Shutdown(ctx)
+		},
+	}
+	cmd.Flags().String("addr", defaultWebAddr, "address to listen on (beyond loopback it needs ORCH_WEB_TOKEN)")
+	cmd.Flags().Bool("no-worker", false, "only serve pages: answered runs go on where a worker runs")
+	cmd.Flags().Int("concurrency", 2, "agent processes run at once by this process's worker")
+	return cmd
+}
+
+// webView is the web view of a store, as orch web, orch serve and orch bot serve it.
+func (a *app) webView(b *store.Backend, token string) (http.Handler, error) {
+	s, err := web.New(web.Config{Store: b.Store, Queue: b.Queue, Token: token, AllowedUsers: splitList(a.env("ORCH_ALLOWED_USERS")),
+		LocalUser: whoami(), Log: a.log})
+	if err != nil {
+		return nil, err
+	}
+	return s.Handler(), nil
+}

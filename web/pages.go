@@ -1,0 +1,464 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
+	"github.com/orchrun/orch/pipeline"
+)
+
+// pageSize is how many runs a page of the list shows.
+const pageSize = 50
+
+var funcs = template.FuncMap{
+	"redact": escalation.Redact,
+	"ago":    ago,
+	"when":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"dur":    func(d time.Duration) string { return d.Round(100 * time.Millisecond).String() },
+	"usd":    func(v float64) string { return fmt.Sprintf("$%.4f", v) },
+	"pct":    func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) },
+	"trunc":  truncate,
+	"add":    func(a, b int) int { return a + b },
+}
+
+// ago says how long ago t was, as people read it at a glance.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return since(time.Since(t))
+}
+
+func since(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// render writes a page: the layout around the named page's content.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page string, data any) {
+	var b strings.Builder
+	if err := s.pages[page].Execute(&b, data); err != nil {
+		s.cfg.Log.Error("web: rendering", "page", page, "err", err)
+		http.Error(w, "could not render the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if t0, ok := r.Context().Value(startKey{}).(time.Time); ok {
+		// What the page cost the server, reading the store and rendering: browsers show it, the benchmark reads it.
+		w.Header().Set("Server-Timing", fmt.Sprintf("app;dur=%.2f", float64(time.Since(t0).Microseconds())/1000))
+	}
+	w.WriteHeader(status)
+	fmt.Fprint(w, b.String())
+}
+
+// message renders a page that only says something (a run that is not there, a store that does not answer).
+func (s *Server) message(w http.ResponseWriter, r *http.Request, p person, status int, title, text string) {
+	s.render(w, r, status, "message", map[string]any{"Person": p, "Title": title, "Text": text})
+}
+
+// runRow is one run in the list.
+type runRow struct {
+	Run      *jobs.Run
+	Question *jobs.Escalation
+}
+
+// handleRuns lists runs, newest first, filtered by status, plan and who started them.
+func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request, p person) {
+	q := r.URL.Query()
+	filter := runFilter{Status: q.Get("status"), Plan: strings.TrimSpace(q.Get("plan")), User: strings.TrimSpace(q.Get("user"))}
+	pageNo, _ := strconv.Atoi(q.Get("page"))
+	pageNo = max(pageNo, 0)
+	runs, more, err := s.find(r.Context(), filter, pageNo*pageSize, pageSize)
+	if err != nil {
+		s.cfg.Log.Error("web: listing runs", "err", err)
+		s.message(w, r, p, http.StatusServiceUnavailable, "The store does not answer", err.Error())
+		return
+	}
+	rows := make([]runRow, len(runs))
+	for i, run := range runs {
+		rows[i] = runRow{Run: run, Question: run.OpenEscalation()}
+	}
+	link := func(page int) string {
+		v := url.Values{}
+		for k, x := range map[string]string{"status": filter.Status, "plan": filter.Plan, "user": filter.User} {
+			if x != "" {
+				v.Set(k, x)
+			}
+		}
+		if page > 0 {
+			v.Set("page", strconv.Itoa(page))
+		}
+		if len(v) == 0 {
+			return "/"
+		}
+		return "/?" + v.Encode()
+	}
+	data := map[string]any{"Person": p, "Rows": rows, "Filter": filter, "Statuses": statuses, "Page": pageNo}
+	if pageNo > 0 {
+		data["Newer"] = link(pageNo - 1)
+	}
+	if more {
+		data["Older"] = link(pageNo + 1)
+	}
+	s.render(w, r, http.StatusOK, "runs", data)
+}
+
+// statuses are the run statuses the list filters by; "open" is a run waiting for an answer.
+var statuses = []string{string(jobs.RunRunning), store.StatusOpen, string(jobs.RunParked), string(jobs.RunCompleted), string(jobs.RunFailed), string(jobs.RunAborted)}
+
+// runFilter is what the list is narrowed to.
+type runFilter struct {
+	Status string // a run status, or "open": waiting for an answer
+	Plan   string // part of the plan's path or title
+	User   string // who started it
+}
+
+// find returns a page of the runs the filter keeps, newest first, and whether more follow.
+func (s *Server) find(ctx context.Context, f runFilter, offset, limit int) ([]*jobs.Run, bool, error) {
+	return s.cfg.Store.Find(ctx, store.Query{Status: f.Status, Plan: f.Plan, User: f.User}, offset, limit)
+}
+
+// handleRun shows one run: its tasks or pipeline, its open question with the form that answers it, its attempts,
+// events, costs, branch and audit trail.
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, p person) {
+	ctx := r.Context()
+	run, err := s.cfg.Store.Get(ctx, r.PathValue("id"))
+	if errors.Is(err, jobs.ErrRunNotFound) {
+		s.message(w, r, p, http.StatusNotFound, "No such run", fmt.Sprintf("There is no run %q here.", truncate(r.PathValue("id"), 80)))
+		return
+	}
+	if err != nil {
+		s.message(w, r, p, http.StatusServiceUnavailable, "The store does not answer", err.Error())
+		return
+	}
+	events, err := s.cfg.Store.Recent(ctx, run.ID, 200)
+	if err != nil {
+		s.cfg.Log.Warn("web: reading events", "run", run.ID, "err", err)
+	}
+	audit, err := s.cfg.Store.Audit(ctx, run.ID)
+	if err != nil {
+		s.cfg.Log.Warn("web: reading the audit trail", "run", run.ID, "err", err)
+	}
+	data := map[string]any{
+		"Person":   p,
+		"Run":      run,
+		"Question": questionView(run, run.OpenEscalation(), s.mayAnswer(p)),
+		"Answered": answeredViews(run),
+		"Events":   eventViews(events),
+		"Audit":    audit,
+		"Cost":     costOf(run),
+		"Notice":   s.notice(run, r.URL.Query()),
+		"LastID":   lastID(events),
+		"Graph":    graphOf(run),
+		"Chart":    chartOf(run, s.cfg.Now()),
+	}
+	s.render(w, r, http.StatusOK, "run", data)
+}
+
+// graphOf draws a pipeline run's graph with where the run is: the nodes done, the one being run (or waiting for a
+// person), and those whose last outcome failed. A milestone run, or a graph that no longer parses, has no picture.
+func graphOf(run *jobs.Run) template.HTML {
+	if run.Graph == "" || run.Pipeline == nil {
+		return ""
+	}
+	g, err := pipeline.ParseDOT(run.PlanPath, run.Graph)
+	if err != nil {
+		return ""
+	}
+	states := map[string]pipeline.NodeState{}
+	for _, id := range run.Pipeline.Completed {
+		states[id] = pipeline.NodeDone
+	}
+	for id, outcome := range run.Pipeline.Outcomes {
+		if outcome == string(pipeline.StatusFail) {
+			states[id] = pipeline.NodeFailed
+		}
+	}
+	if cur := run.Pipeline.Current; cur != "" && !run.Status.Terminal() {
+		states[cur] = pipeline.NodeCurrent
+		if run.OpenEscalation() != nil {
+			states[cur] = pipeline.NodeWaiting
+		}
+	}
+	// pipeline.SVG escapes every text it draws and emits no script or style: it is safe to inline.
+	return template.HTML(pipeline.SVG(g, states))
+}
+
+// question is an open escalation as the form shows it: what a person can answer, exactly as the terminal and Slack
+// offer it.
+type question struct {
+	E              *jobs.Escalation
+	Task           string
+	Recommended    string // the recommended option's key, or text
+	Options        []jobs.Option
+	CanRetry       bool
+	CanForce       bool
+	MayAnswer      bool
+	Waiting        string
+	Guidance       string // what a free-text answer does here
+	ConfirmAbort   string
+	Approval, Gate bool
+}
+
+func questionView(run *jobs.Run, e *jobs.Escalation, may bool) *question {
+	if e == nil {
+		return nil
+	}
+	q := &question{E: e, Task: taskTitle(run, e.TaskID), Recommended: e.Recommendation, MayAnswer: may,
+		Waiting: since(time.Since(e.CreatedAt)), CanRetry: e.Trigger != jobs.TriggerGate && !e.Call,
+		CanForce: e.Trigger != jobs.TriggerGate, Approval: e.Trigger == jobs.TriggerApproval, Gate: e.Trigger == jobs.TriggerGate,
+		Guidance:     "Guidance for the agent's next attempt",
+		ConfirmAbort: fmt.Sprintf("Abort run %s? Its work so far is kept, but nothing more runs.", run.ID)}
+	if e.Trigger != jobs.TriggerSecurity {
+		q.Options = e.Options
+	}
+	switch {
+	case e.Trigger == jobs.TriggerApproval:
+		q.Guidance = "Deny the call with your reason (the agent reads it)"
+	case e.Trigger == jobs.TriggerGate:
+		q.Guidance = "Answer with a choice's key or label"
+	case e.Call:
+		q.Guidance = "An answer of your own"
+	}
+	return q
+}
+
+func taskTitle(run *jobs.Run, id string) string {
+	for _, t := range run.Tasks {
+		if t.ID == id {
+			return t.ID + " " + t.Title
+		}
+	}
+	return id
+}
+
+// answeredView is a question that was answered: who, how, after how long.
+type answeredView struct {
+	E      *jobs.Escalation
+	Answer string
+	After  string
+}
+
+func answeredViews(run *jobs.Run) []answeredView {
+	var out []answeredView
+	for _, e := range run.Escalations {
+		if e.Resolution == nil {
+			continue
+		}
+		out = append(out, answeredView{E: e, Answer: resolutionText(e), After: since(e.Resolution.At.Sub(e.CreatedAt))})
+	}
+	return out
+}
+
+// resolutionText says what an answer was, as the terminal says it.
+func resolutionText(e *jobs.Escalation) string {
+	res := e.Resolution
+	switch res.Type {
+	case jobs.ResolveChoose:
+		if o, ok := e.OptionByKey(res.Key); ok {
+			return "chose " + o.Key + ") " + o.Label
+		}
+		return "chose " + res.Key
+	case jobs.ResolveAnswer:
+		return "answered: " + truncate(res.Text, 300)
+	case jobs.ResolveAbort:
+		return "aborted: " + res.Reason
+	case jobs.ResolveForce:
+		return "forced the run on (risk acknowledged)" + strings.TrimPrefix(": "+res.Reason, ": ")
+	}
+	return string(res.Type)
+}
+
+// notice is what the page says after a form: the answer was taken, or someone else's was first.
+func (s *Server) notice(run *jobs.Run, q url.Values) string {
+	id := q.Get("answered")
+	lost := q.Get("lost")
+	if id == "" && lost == "" {
+		return ""
+	}
+	for _, e := range run.Escalations {
+		if e.Resolution == nil || (e.ID != id && e.ID != lost) {
+			continue
+		}
+		who := fmt.Sprintf("%s (%s)", e.Resolution.By, e.Resolution.Via)
+		if e.ID == lost {
+			return fmt.Sprintf("Someone answered first: %s %s %s ago. Your answer was not used.", who, resolutionText(e), since(time.Since(e.Resolution.At)))
+		}
+		return fmt.Sprintf("Your answer was taken: %s.", resolutionText(e))
+	}
+	if lost != "" {
+		return "That question is no longer open; your answer was not used."
+	}
+	return ""
+}
+
+// handleAnswer resolves the run's open question from the form, through the same atomic resolution as the terminal
+// and Slack: the first answer wins, and a later one is told who answered.
+func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request, p person) {
+	runID := r.PathValue("id")
+	if !s.mayAnswer(p) {
+		s.message(w, r, p, http.StatusForbidden, "Not allowed", "You are not allowed to answer here (ORCH_ALLOWED_USERS).")
+		return
+	}
+	req := escalation.Request{RunID: runID, EscalationID: r.PostFormValue("escalation"), By: p.Name, Via: "web"}
+	switch action := r.PostFormValue("action"); action {
+	case "choose":
+		req.Type, req.Key = jobs.ResolveChoose, r.PostFormValue("key")
+	case "answer":
+		req.Type, req.Text = jobs.ResolveAnswer, r.PostFormValue("text")
+	case "retry":
+		req.Type = jobs.ResolveRetry
+	case "resume":
+		req.Type = jobs.ResolveResume
+	case "abort":
+		if r.PostFormValue("confirm") != "yes" {
+			s.message(w, r, p, http.StatusBadRequest, "Not aborted", "Tick the box that confirms the abort.")
+			return
+		}
+		req.Type, req.Reason = jobs.ResolveAbort, r.PostFormValue("reason")
+		if strings.TrimSpace(req.Reason) == "" {
+			req.Reason = "aborted from the web by " + p.Name
+		}
+	case "force":
+		if r.PostFormValue("acknowledge") != "yes" {
+			s.message(w, r, p, http.StatusBadRequest, "Not forced", "Tick the box that acknowledges the risk: the task is marked done despite its error.")
+			return
+		}
+		req.Type, req.Reason, req.AcknowledgeRisk = jobs.ResolveForce, r.PostFormValue("reason"), true
+	default:
+		s.message(w, r, p, http.StatusBadRequest, "Unknown answer", fmt.Sprintf("The form sent %q, which is no answer.", truncate(action, 40)))
+		return
+	}
+	_, _, err := escalation.Resolve(r.Context(), s.cfg.Store, s.cfg.Queue, req)
+	target := "/runs/" + url.PathEscape(runID)
+	switch {
+	case err == nil:
+		http.Redirect(w, r, target+"?answered="+url.QueryEscape(req.EscalationID)+"#question", http.StatusSeeOther)
+	case errors.Is(err, escalation.ErrAlreadyResolved), errors.Is(err, escalation.ErrNoOpenEscalation):
+		http.Redirect(w, r, target+"?lost="+url.QueryEscape(req.EscalationID)+"#question", http.StatusSeeOther)
+	case errors.Is(err, escalation.ErrInvalid):
+		s.message(w, r, p, http.StatusBadRequest, "That answer does not fit the question", err.Error())
+	case errors.Is(err, jobs.ErrRunNotFound):
+		s.message(w, r, p, http.StatusNotFound, "No such run", err.Error())
+	default:
+		s.cfg.Log.Error("web: resolving", "run", runID, "err", err)
+		s.message(w, r, p, http.StatusServiceUnavailable, "The answer was not saved", err.Error())
+	}
+}
+
+// openQuestion is one question waiting for an answer, across all runs.
+type openQuestion struct {
+	Run     *jobs.Run
+	E       *jobs.Escalation
+	Task    string
+	Waiting time.Duration
+}
+
+// maxQuestions bounds the questions page: past that many, a person needs the filters of the runs page anyway.
+const maxQuestions = 2000
+
+// handleQuestions lists the open questions of every run, oldest first, with how long each has waited.
+func (s *Server) handleQuestions(w http.ResponseWriter, r *http.Request, p person) {
+	// Store.Find picks the waiting runs by their summaries: only those runs are read.
+	runs, _, err := s.cfg.Store.Find(r.Context(), store.Query{Status: store.StatusOpen}, 0, maxQuestions)
+	if err != nil {
+		s.message(w, r, p, http.StatusServiceUnavailable, "The store does not answer", err.Error())
+		return
+	}
+	now := s.cfg.Now()
+	var qs []openQuestion
+	for _, run := range runs {
+		if e := run.OpenEscalation(); e != nil && !run.Status.Terminal() {
+			qs = append(qs, openQuestion{Run: run, E: e, Task: taskTitle(run, e.TaskID), Waiting: now.Sub(e.CreatedAt)})
+		}
+	}
+	sort.SliceStable(qs, func(i, j int) bool { return qs[i].E.CreatedAt.Before(qs[j].E.CreatedAt) })
+	s.render(w, r, http.StatusOK, "questions", map[string]any{"Person": p, "Questions": qs, "since": since})
+}
+
+// eventView is one line of a run's timeline.
+type eventView struct {
+	ID, Time, Task, Kind, Text string
+}
+
+func eventViews(events []jobs.Event) []eventView {
+	out := make([]eventView, 0, len(events))
+	for _, e := range events {
+		out = append(out, eventLine(e))
+	}
+	return out
+}
+
+// eventLine says what an event says in one line: its kind and its telling fields, redacted.
+func eventLine(e jobs.Event) eventView {
+	v := eventView{ID: e.ID, Time: e.Time.UTC().Format("15:04:05"), Task: e.TaskID}
+	if e.Body != nil {
+		v.Kind = e.Body.Kind()
+		var fields map[string]any
+		if data, err := json.Marshal(e.Body); err == nil && json.Unmarshal(data, &fields) == nil {
+			var parts []string
+			for _, k := range []string{"title", "status", "question", "error", "reason", "choice", "guidance", "summary", "message", "plan"} {
+				if s, ok := fields[k].(string); ok && s != "" {
+					parts = append(parts, truncate(s, 240))
+				}
+			}
+			v.Text = escalation.Redact(strings.Join(parts, " · "))
+		}
+	}
+	return v
+}
+
+func lastID(events []jobs.Event) string {
+	if len(events) == 0 {
+		return ""
+	}
+	return events[len(events)-1].ID
+}
+
+// cost is what a run cost so far: the agent's calls and the brain's.
+type cost struct {
+	AgentUSD, BrainUSD float64
+	Tokens             int64
+	Attempts           int
+}
+
+func costOf(run *jobs.Run) cost {
+	var c cost
+	for _, t := range run.Tasks {
+		for _, a := range t.Attempts {
+			c.Attempts++
+			c.AgentUSD += a.CostUSD
+			c.BrainUSD += a.Brain.CostUSD
+			c.Tokens += a.InputTokens + a.OutputTokens
+		}
+	}
+	return c
+}
