@@ -13,6 +13,8 @@ const (
 	ActionChoose = "orch_choose"
 	ActionRetry  = "orch_retry"
 	ActionAbort  = "orch_abort"
+	// ActionAnswer opens a form (a modal) to answer in words, or by an option from a list.
+	ActionAnswer = "orch_answer"
 )
 
 // Kinds of ActionValue.
@@ -20,6 +22,7 @@ const (
 	kindChoose = "choose"
 	kindRetry  = "retry"
 	kindAbort  = "abort"
+	kindAnswer = "answer"
 )
 
 // Limits of what a button carries. Slack allows 255 characters of action_id and 2000 of value; orch's own ids are far
@@ -38,7 +41,7 @@ var errBadAction = errors.New("not an orch action")
 type ActionValue struct {
 	RunID        string
 	EscalationID string
-	Kind         string // "choose", "retry" or "abort"
+	Kind         string // "choose", "retry", "abort" or "answer"
 	Key          string // the option key of a choice; empty otherwise
 }
 
@@ -60,6 +63,8 @@ func (v ActionValue) actionID() string {
 		return ActionRetry
 	case kindAbort:
 		return ActionAbort
+	case kindAnswer:
+		return ActionAnswer
 	}
 	return ""
 }
@@ -110,7 +115,7 @@ func checkActionValue(v ActionValue) error {
 	switch v.Kind {
 	case kindChoose:
 		return checkActionField("option key", v.Key)
-	case kindRetry, kindAbort:
+	case kindRetry, kindAbort, kindAnswer:
 		if v.Key != "" {
 			return fmt.Errorf("a %s carries no option key", v.Kind)
 		}

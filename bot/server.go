@@ -76,6 +76,8 @@ type Server struct {
 	jobs   *pool
 	poster *poster
 	botID  string // the bot's own user id, to ignore its messages
+	// teamURL is the workspace's address as auth.test gives it ("https://acme.slack.com/"), for links to threads.
+	teamURL string
 }
 
 // New validates the configuration and returns a server. It does not contact Slack.
@@ -136,6 +138,9 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("slack auth.test: %w", err)
 	}
 	s.botID = auth.UserID
+	if u := auth.URL; u != "" {
+		s.teamURL = strings.TrimSuffix(u, "/") + "/"
+	}
 	s.jobs.start()
 	s.poster.start()
 	return nil

@@ -121,11 +121,18 @@ type Run struct {
 	Workspace string `json:"workspace"`
 	// Git is the run's own branch and what is on it, when the workspace is a git repository (or the run clones one);
 	// nil for a run that works in a plain directory.
-	Git     *Git      `json:"git,omitempty"`
-	Options Options   `json:"options"`
-	Origin  Origin    `json:"origin"`
-	Status  RunStatus `json:"status"`
-	Tasks   []*Task   `json:"tasks"`
+	Git     *Git    `json:"git,omitempty"`
+	Options Options `json:"options"`
+	Origin  Origin  `json:"origin"`
+	// Request is what a person asked for in their own words (`/orch do`, a mention of the bot), redacted and bounded;
+	// "" for a run of a plan file. Such a run has one task, whose description is the request with its context.
+	Request string `json:"request,omitempty"`
+	// FollowUpOf is the run this one follows up (a mention in that run's thread after it ended), and FollowUps the
+	// runs that follow this one up, oldest first: the link both ways.
+	FollowUpOf string    `json:"follow_up_of,omitempty"`
+	FollowUps  []string  `json:"follow_ups,omitempty"`
+	Status     RunStatus `json:"status"`
+	Tasks      []*Task   `json:"tasks"`
 	// Graph is the DOT source of a pipeline run; "" for a markdown milestone, whose graph is its tasks in order.
 	Graph string `json:"graph,omitempty"`
 	// Pipeline is where the run is in its graph, saved with every transition: a crash or a park resumes exactly there.

@@ -22,6 +22,9 @@ import (
 // BotUserID is the user id auth.test reports for the bot.
 const BotUserID = "UORCHBOT"
 
+// TeamURL is the workspace's address auth.test reports (https://docs.slack.dev/reference/methods/auth.test: "url").
+const TeamURL = "https://orch-test.slack.com/"
+
 // Message is a message as the fake holds it, after its last update.
 type Message struct {
 	Channel  string
@@ -132,7 +135,8 @@ func (s *Slack) api(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch method {
 	case "auth.test":
-		json.NewEncoder(w).Encode(map[string]any{"ok": true, "user_id": BotUserID, "user": "orch", "team_id": "T0001", "bot_id": "BORCH"})
+		json.NewEncoder(w).Encode(map[string]any{"ok": true, "url": TeamURL, "team": "Orch Test",
+			"user": "orch", "team_id": "T0001", "user_id": BotUserID, "bot_id": "BORCH"})
 	case "chat.postMessage":
 		m := &Message{Channel: r.Form.Get("channel"), ThreadTS: r.Form.Get("thread_ts"), Text: r.Form.Get("text"),
 			Blocks: json.RawMessage(r.Form.Get("blocks")), Posted: time.Now()}
