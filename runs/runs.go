@@ -27,6 +27,10 @@ func invalidf(format string, a ...any) error { return &invalidError{fmt.Sprintf(
 type Request struct {
 	// Plan is the plan file: a markdown milestone or a DOT pipeline.
 	Plan string
+	// Text, instead of a plan, is a task in a person's own words (Slack's `/orch do`, a mention of the bot): the run
+	// has one agent task whose description is Text, with Context after it (the conversation it was asked in, the run it
+	// follows up). FollowUpOf names that run.
+	Text, Context, FollowUpOf string
 	// PlanName is how the run names its plan (a path relative to the workspace, as Slack shows it); "": Plan.
 	PlanName string
 	// Task, when set, runs only this agent task of the plan (`orch task`), with no end-to-end phase.
@@ -71,6 +75,9 @@ type Prepared struct {
 // without task headings — unless the run's brain is the heuristic one), adds a milestone's end-to-end phase, and
 // checks the agent. An error wraps ErrInvalid or is a *pipeline.PlanError; either way nothing was written.
 func Prepare(ctx context.Context, req Request, find TaskFinder) (*Prepared, error) {
+	if req.Plan == "" && (req.Text != "" || req.Context != "") {
+		return prepareRequest(ctx, req)
+	}
 	plan, err := pipeline.Load(req.Plan)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,97 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/orchrun/orch/jobs"
+)
+
+func TestPrepareRequest(t *testing.T) {
+	ctx := context.Background()
+	ws, _ := filepath.Abs("testdata")
+	opts := simOptions()
+	opts.SimScenario = filepath.Join(ws, "two.sim.yaml")
+	origin := jobs.Origin{Kind: "slack", User: "U1", Channel: "C1", ThreadTS: "1700000000.000100"}
+
+	p, err := Prepare(ctx, Request{Text: "  fix the flaky retry test in jobs\nit fails one run in ten  ",
+		Context: "<@U2>: it started after the backoff change\nthe token is AKIA0123456789ABCDEF",
+		FollowUpOf: "r-before", Options: opts, Workspace: ws, Origin: origin, Confined: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Run
+	if len(r.Tasks) != 1 || r.Tasks[0].ID != RequestTaskID || r.Tasks[0].Kind != jobs.KindAgent {
+		t.Fatalf("want one agent task, got %+v", r.Tasks)
+	}
+	if r.PlanPath != "" || r.PlanTitle != "fix the flaky retry test in jobs" || r.Tasks[0].Title != r.PlanTitle {
+		t.Fatalf("plan %q, title %q, task title %q", r.PlanPath, r.PlanTitle, r.Tasks[0].Title)
+	}
+	if r.Request != "fix the flaky retry test in jobs\nit fails one run in ten" || r.FollowUpOf != "r-before" || r.Origin != origin {
+		t.Fatalf("request %q, follow-up of %q, origin %+v", r.Request, r.FollowUpOf, r.Origin)
+	}
+	d := r.Tasks[0].Description
+	if !strings.HasPrefix(d, r.Request+"\n\n## Context\n\n<@U2>: it started after the backoff change") {
+		t.Fatalf("description:\n%s", d)
+	}
+	if strings.Contains(d, "AKIA0123456789ABCDEF") {
+		t.Fatal("a secret in the conversation reached the task")
+	}
+	if r.Graph != "" || p.EndToEnd != "" {
+		t.Fatalf("a request in words has no graph and no end-to-end phase: %q %q", r.Graph, p.EndToEnd)
+	}
+
+	for _, tc := range []struct {
+		name string
+		req  Request
+		want string
+	}{
+		{"empty", Request{Text: " \n\t", Context: "x", Options: opts, Workspace: ws}, "the request is empty"},
+		{"NUL", Request{Text: "fix\x00it", Options: opts, Workspace: ws}, "NUL byte"},
+		{"no scenario", Request{Text: "fix it", Options: simOptions(), Workspace: ws}, "needs a scenario"},
+		{"scenario outside", Request{Text: "fix it", Options: jobs.Options{Agent: "sim", SimScenario: "/etc/hostname"},
+			Workspace: ws, Confined: true}, "outside the workspace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Prepare(ctx, tc.req, nil)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(tc.want)) {
+				t.Fatalf("err = %v, want ErrInvalid saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A request in a repository gets a branch of its own; a follow-up's branch starts from the run it follows.
+func TestPrepareRequestBranch(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	ctx := context.Background()
+	repo := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.name=t", "-c", "user.email=t@x",
+		"commit", "-q", "--allow-empty", "-m", "one"}, {"branch", "orch/r-before"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	opts := jobs.Options{Agent: "cmd:true", Sandbox: "local"}
+	p, err := Prepare(ctx, Request{Text: "tidy up", Options: opts, Workspace: repo}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := p.Run.Git; g == nil || g.Branch != jobs.BranchPrefix+p.Run.ID || g.Base != "main" {
+		t.Fatalf("git: %+v", g)
+	}
+	p, err = Prepare(ctx, Request{Text: "now the docs", FollowUpOf: "r-before", Options: opts, Workspace: repo,
+		Git: Git{Base: "orch/r-before"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := p.Run.Git; g == nil || g.Base != "orch/r-before" || g.BaseCommit == "" {
+		t.Fatalf("follow-up git: %+v", g)
+	}
+}
