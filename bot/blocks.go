@@ -45,17 +45,33 @@ const (
 	// maxTaskSections bounds the task list of the root message.
 	maxTaskSections = 5
 	maxLine         = 200 // one line of a list
+	// maxRequestQuote bounds the quote of a request in words on its run's root message.
+	maxRequestQuote = 1500
 )
 
 // RootMessage is the run's message in the channel: plan title and path, run id, who started it, the task list with
 // each task's status, and the run's status. It is updated in place as the run moves, and at the end.
 func RootMessage(r *jobs.Run) Message {
 	title := planTitle(r)
-	blocks := []slack.Block{
-		headerBlock(cutPlain(title, maxHeaderText)),
-		sectionBlock(fmt.Sprintf("*Plan:* %s\n*Run:* %s · started by %s", inlineCode(r.PlanPath, maxLine),
-			inlineCode(r.ID, maxActionField), startedBy(r.Origin))),
-		sectionBlock(runStatusLine(r)),
+	blocks := []slack.Block{headerBlock(cutPlain(title, maxHeaderText))}
+	if r.Request != "" {
+		// A request in words is quoted as asked, with who asked; a follow-up names the run it follows.
+		run := fmt.Sprintf("*Run:* %s · asked by %s", inlineCode(r.ID, maxActionField), startedBy(r.Origin))
+		if r.FollowUpOf != "" {
+			run += " · follows up " + inlineCode(r.FollowUpOf, maxActionField)
+		}
+		blocks = append(blocks, sectionBlock(quoteText(r.Request, maxRequestQuote)), sectionBlock(run))
+	} else {
+		blocks = append(blocks, sectionBlock(fmt.Sprintf("*Plan:* %s\n*Run:* %s · started by %s",
+			inlineCode(r.PlanPath, maxLine), inlineCode(r.ID, maxActionField), startedBy(r.Origin))))
+	}
+	blocks = append(blocks, sectionBlock(runStatusLine(r)))
+	if n := len(r.FollowUps); n > 0 {
+		ids := make([]string, 0, min(n, 5))
+		for _, id := range r.FollowUps[max(0, n-5):] {
+			ids = append(ids, inlineCode(id, maxActionField))
+		}
+		blocks = append(blocks, contextBlock("Followed up by "+strings.Join(ids, ", ")))
 	}
 	lines := make([]string, 0, len(r.Tasks))
 	for _, t := range r.Tasks {
@@ -551,6 +567,11 @@ func viaText(via string) string {
 		return "on timeout"
 	}
 	return "via " + escapeCut(via, maxLine, false)
+}
+
+// quoteText is raw text as a mrkdwn quote, escaped and cut to at most n characters of it.
+func quoteText(raw string, n int) string {
+	return quoteLines(escapeCut(strings.TrimSpace(raw), n, true))
 }
 
 // startedBy names who started a run.

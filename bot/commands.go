@@ -65,12 +65,32 @@ func (s *Server) command(cmd command) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if err := s.limits.take(cmd.UserID, cmd.ChannelID); err != nil {
+			return "", err
+		}
 		req.Origin = jobs.Origin{Kind: "slack", User: cmd.UserID, Channel: cmd.ChannelID}
-		if err := s.jobs.submit(func(ctx context.Context) { s.startRun(ctx, req, cmd.ResponseURL) }); err != nil {
+		if err := s.jobs.submit(func(ctx context.Context) { s.startRun(ctx, req, s.responder(cmd.ResponseURL)) }); err != nil {
 			return "", err
 		}
 		rel, _ := filepath.Rel(s.cfg.Workspace, req.Plan)
 		return fmt.Sprintf("Starting a run of `%s`… its thread appears in this channel.", rel), nil
+	case "do":
+		if !s.allowed(cmd.UserID) {
+			s.refused(cmd.UserID, "do", cmd.Text)
+			return "", errors.New("you are not allowed to start runs here (ORCH_ALLOWED_USERS)")
+		}
+		text := doText(cmd.Text)
+		if text == "" {
+			return "", errors.New("what should the agent do? e.g. `/orch do fix the flaky retry test in jobs`")
+		}
+		if err := s.limits.take(cmd.UserID, cmd.ChannelID); err != nil {
+			return "", err
+		}
+		req := StartRequest{Text: text, Origin: jobs.Origin{Kind: "slack", User: cmd.UserID, Channel: cmd.ChannelID}}
+		if err := s.jobs.submit(func(ctx context.Context) { s.startRun(ctx, req, s.responder(cmd.ResponseURL)) }); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("On it: “%s”. Its thread appears in this channel.", escapeCut(headLine(text), 80, false)), nil
 	case "status":
 		id := ""
 		if len(words) > 1 {
@@ -95,6 +115,16 @@ func (s *Server) command(cmd command) (string, error) {
 		return fmt.Sprintf("Aborting `%s`…", id), nil
 	}
 	return "", fmt.Errorf("unknown command `%s`.\n%s", words[0], helpText)
+}
+
+// responder answers a slash command through its response_url.
+func (s *Server) responder(responseURL string) func(context.Context, string) {
+	return func(ctx context.Context, text string) { s.respond(ctx, responseURL, text) }
+}
+
+// doText is what `/orch do` asks for: the command's text after "do", its line breaks kept.
+func doText(text string) string {
+	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "do"))
 }
 
 // parseRun reads `run PLAN [--agent NAME] [--sim-scenario FILE]`.
@@ -148,19 +178,23 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 	return req, nil
 }
 
+// maxEcho bounds what a reply repeats of what it was given (an error that quotes a request, an id).
+const maxEcho = 2000
+
 // unavailableText is what a person hears when orch cannot reach its store: nothing changed, and trying again later
 // is the thing to do.
 const unavailableText = "orch cannot reach its store (Redis) right now, so nothing was changed: try again in a moment."
 
-func (s *Server) startRun(ctx context.Context, req StartRequest, responseURL string) {
+// startRun starts a run and follows it; tell says what went wrong to whoever asked.
+func (s *Server) startRun(ctx context.Context, req StartRequest, tell func(context.Context, string)) {
 	run, err := s.cfg.Starter.Start(ctx, req)
 	if err != nil {
 		if s.cfg.Store.Ping(ctx) != nil {
 			s.log.Warn("starting a run", "err", err)
-			s.respond(ctx, responseURL, unavailableText)
+			tell(ctx, unavailableText)
 			return
 		}
-		s.respond(ctx, responseURL, "Could not start the run: "+err.Error())
+		tell(ctx, "Could not start the run: "+escalation.Bound(err.Error(), maxEcho))
 		return
 	}
 	if err := s.poster.follow(ctx, run.ID); err != nil {

@@ -1,13 +1,16 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -51,30 +54,68 @@ func (s *Server) event(ev slackevents.EventsAPIEvent) error {
 		return nil
 	}
 	var m message
+	mentioned := false
 	switch in := ev.InnerEvent.Data.(type) {
 	case *slackevents.MessageEvent:
 		if in.BotID != "" || in.SubType != "" && in.SubType != "thread_broadcast" {
 			return nil // the bot's own messages, edits, joins…
 		}
 		m = message{User: in.User, Text: in.Text, Channel: in.Channel, TS: in.TimeStamp, ThreadTS: in.ThreadTimeStamp}
+		// Slack sends a message that mentions the bot twice, as message and as app_mention, in either order: both are
+		// handled as the mention, and whichever comes first counts (firstTime).
+		mentioned = s.mentions(in.Text)
 	case *slackevents.AppMentionEvent:
-		m = message{User: in.User, Text: mention.ReplaceAllString(in.Text, ""), Channel: in.Channel, TS: in.TimeStamp,
-			ThreadTS: in.ThreadTimeStamp}
+		if in.BotID != "" {
+			return nil
+		}
+		m = message{User: in.User, Text: in.Text, Channel: in.Channel, TS: in.TimeStamp, ThreadTS: in.ThreadTimeStamp}
+		mentioned = true
 	default:
 		return nil
 	}
-	if m.ThreadTS == "" || m.ThreadTS == m.TS {
+	if mentioned {
+		return s.jobs.submit(func(ctx context.Context) { s.mentioned(ctx, outer.EventID, m) })
+	}
+	if !m.inThread() {
 		return nil // only replies in a run's thread mean something to orch
 	}
 	return s.jobs.submit(func(ctx context.Context) { s.reply(ctx, outer.EventID, m) })
 }
 
-var mention = regexp.MustCompile(`<@[A-Z0-9]+>\s*`)
+// mentions reports whether text mentions the bot.
+func (s *Server) mentions(text string) bool {
+	return s.botID != "" && (strings.Contains(text, "<@"+s.botID+">") || strings.Contains(text, "<@"+s.botID+"|"))
+}
 
-// message is a human's message in a thread.
+// withoutMention is text without its mentions of the bot (<@U…> or <@U…|name>); other people's mentions stay.
+func (s *Server) withoutMention(text string) string {
+	for _, form := range []string{"<@" + s.botID + ">", "<@" + s.botID + "|"} {
+		for {
+			i := strings.Index(text, form)
+			if i < 0 {
+				break
+			}
+			end := i + len(form)
+			if strings.HasSuffix(form, "|") {
+				j := strings.IndexByte(text[end:], '>')
+				if j < 0 {
+					break
+				}
+				end += j + 1
+			}
+			text = text[:i] + text[end:]
+		}
+	}
+	return strings.TrimSpace(text)
+}
+
+// message is a human's message in a channel or a thread.
 type message struct {
 	User, Text, Channel, TS, ThreadTS string
 }
+
+// inThread reports whether m is a reply in a thread (not the thread's parent, nor a message outside any thread).
+func (m message) inThread() bool { return m.ThreadTS != "" && m.ThreadTS != m.TS }
 
 // reply handles a message in a run's thread: while a question is open it answers it as free-text guidance.
 func (s *Server) reply(ctx context.Context, eventID string, m message) {
@@ -85,6 +126,11 @@ func (s *Server) reply(ctx context.Context, eventID string, m message) {
 	if err != nil || runID == "" {
 		return
 	}
+	s.threadReply(ctx, m, runID)
+}
+
+// threadReply handles a person's message in run runID's thread.
+func (s *Server) threadReply(ctx context.Context, m message, runID string) {
 	text := strings.TrimSpace(m.Text)
 	if text == "" {
 		return
@@ -107,6 +153,72 @@ func (s *Server) reply(ctx context.Context, eventID string, m message) {
 	}
 	s.answer(ctx, m, escalation.Request{RunID: runID, EscalationID: e.ID, Type: jobs.ResolveAnswer, Text: text,
 		By: m.User, Via: "slack"})
+}
+
+// mentioned handles a message that mentions the bot. In the thread of a run that has not ended it is a reply, as any
+// other; anywhere else it asks for a run of its own words: a follow-up on the run's branch in the thread of a run that
+// ended, a run with the conversation as context in any other thread, a run of the words alone outside threads.
+func (s *Server) mentioned(ctx context.Context, eventID string, m message) {
+	if m.User == "" || m.User == s.botID || !s.firstTime(ctx, eventID, m) {
+		return
+	}
+	m.Text = s.withoutMention(m.Text)
+	tell := func(ctx context.Context, text string) { s.ephemeral(ctx, m.Channel, m.User, text) }
+	var parent *jobs.Run
+	if m.inThread() {
+		runID, err := s.poster.runOfThread(ctx, m.Channel, m.ThreadTS)
+		if err != nil {
+			s.log.Warn("looking up a thread's run", "err", err)
+			tell(ctx, unavailableText)
+			return
+		}
+		if runID != "" {
+			run, err := s.cfg.Store.Get(ctx, runID)
+			switch {
+			case errors.Is(err, jobs.ErrRunNotFound):
+				// Pruned from history: a new request in this conversation.
+			case err != nil:
+				s.log.Warn("reading a thread's run", "run_id", runID, "err", err)
+				tell(ctx, unavailableText)
+				return
+			case !run.Status.Terminal():
+				s.threadReply(ctx, m, runID)
+				return
+			default:
+				parent = run
+			}
+		}
+	}
+	if m.Text == "" {
+		tell(ctx, "Tell me what to do, e.g. `@orch fix the flaky retry test in jobs`; `/orch help` lists the rest.")
+		return
+	}
+	if !s.allowed(m.User) {
+		s.refused(m.User, "do", m.Text)
+		tell(ctx, "You are not allowed to start runs here (ORCH_ALLOWED_USERS).")
+		return
+	}
+	if err := s.limits.take(m.User, m.Channel); err != nil {
+		tell(ctx, capitalized(err.Error())+".")
+		return
+	}
+	req := StartRequest{Text: m.Text, FollowUp: parent,
+		Origin: jobs.Origin{Kind: "slack", User: m.User, Channel: m.Channel, ThreadTS: cmp.Or(m.ThreadTS, m.TS)}}
+	if m.inThread() {
+		var err error
+		if req.Context, err = s.conversation(ctx, m, parent); err != nil {
+			s.log.Warn("reading the conversation of a request", "channel", m.Channel, "err", err)
+			tell(ctx, fmt.Sprintf("I could not read this thread (%s), so the agent starts from your words alone.",
+				escalation.Bound(err.Error(), 200)))
+		}
+	}
+	s.startRun(ctx, req, tell)
+}
+
+// capitalized is s with its first letter in upper case: an error's text as a sentence.
+func capitalized(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // firstTime reports whether a message is seen for the first time. The same message can arrive twice: a retried

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +38,10 @@ const (
 	fieldFinal      = "final"
 	fieldFinalTS    = "final_ts"
 	fieldEscPrefix  = "esc:"
+	// fieldPointerTS is the ts of the message that points from where a run was asked for to the run's thread.
+	fieldPointerTS = "pointer_ts"
+	// fieldNudgePrefix + escalation id: how many times the question was nudged.
+	fieldNudgePrefix = "nudge:"
 )
 
 // threadKey is a thread's name in the store's thread index.
@@ -137,8 +143,9 @@ func (p *poster) pass(ctx context.Context) {
 
 // runState is what the poster knows of a run's messages.
 type runState struct {
-	Channel, RootTS, ProgressTS, FinalTS, Cursor string
-	Esc                                          map[string]string // escalation id → message ts
+	Channel, RootTS, ProgressTS, FinalTS, Cursor, PointerTS string
+	Esc                                                     map[string]string // escalation id → message ts
+	Nudges                                                  map[string]int    // escalation id → nudges sent
 }
 
 func (p *poster) state(ctx context.Context, runID string) (runState, error) {
@@ -147,10 +154,14 @@ func (p *poster) state(ctx context.Context, runID string) (runState, error) {
 		return runState{}, err
 	}
 	st := runState{Channel: m[fieldChannel], RootTS: m[fieldRootTS], ProgressTS: m[fieldProgressTS],
-		FinalTS: m[fieldFinalTS], Cursor: m[fieldCursor], Esc: map[string]string{}}
+		FinalTS: m[fieldFinalTS], Cursor: m[fieldCursor], PointerTS: m[fieldPointerTS], Esc: map[string]string{},
+		Nudges: map[string]int{}}
 	for k, v := range m {
 		if id, ok := strings.CutPrefix(k, fieldEscPrefix); ok && id != "" {
 			st.Esc[id] = v
+		}
+		if id, ok := strings.CutPrefix(k, fieldNudgePrefix); ok && id != "" {
+			st.Nudges[id], _ = strconv.Atoi(v)
 		}
 	}
 	return st, nil
@@ -198,6 +209,12 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 	if err := p.root(ctx, run, &st); err != nil {
 		return err
 	}
+	if err := p.pointer(ctx, run, &st); err != nil {
+		return err
+	}
+	if err := p.nudge(ctx, run, &st); err != nil {
+		p.s.log.Warn("nudging about a question", "run_id", runID, "err", err)
+	}
 	if len(events) == 0 {
 		return nil
 	}
@@ -228,7 +245,7 @@ func (p *poster) root(ctx context.Context, run *jobs.Run, st *runState) error {
 	if st.RootTS != "" {
 		return nil
 	}
-	ts, err := p.post(ctx, st.Channel, "", RootMessage(run))
+	ts, err := p.post(ctx, st.Channel, "", p.rootMessage(run))
 	if err != nil {
 		return fmt.Errorf("posting the root message: %w", err)
 	}
@@ -237,6 +254,77 @@ func (p *poster) root(ctx context.Context, run *jobs.Run, st *runState) error {
 		return err
 	}
 	return p.mirror.SetThread(ctx, threadKey(st.Channel, ts), run.ID)
+}
+
+// rootMessage is the run's root message, with a link to the conversation it was asked in when it was asked in one.
+func (p *poster) rootMessage(run *jobs.Run) Message {
+	m := RootMessage(run)
+	o := run.Origin
+	if o.ThreadTS == "" {
+		return m
+	}
+	if link := p.s.threadLink(o.Channel, o.ThreadTS); link != "" {
+		what := "Asked in <" + link + "|a conversation>"
+		if run.FollowUpOf != "" {
+			what = "Follows up run " + inlineCode(run.FollowUpOf, maxActionField) + ": <" + link + "|its thread>"
+		}
+		m.Blocks = append(m.Blocks, contextBlock(what))
+	}
+	return m
+}
+
+// pointer posts, once, where a run was asked for in a thread (a conversation, or the thread of the run it follows
+// up), a message that leads to the run's own thread. A follow-up is linked both ways first: the run it follows lists
+// it, and that run's root message says so.
+func (p *poster) pointer(ctx context.Context, run *jobs.Run, st *runState) error {
+	o := run.Origin
+	if o.ThreadTS == "" || st.PointerTS != "" || o.Channel == "" {
+		return nil
+	}
+	if run.FollowUpOf != "" {
+		if err := p.linkFollowUp(ctx, run); err != nil {
+			return err
+		}
+	}
+	where := "its thread is in this channel"
+	if link := p.s.threadLink(st.Channel, st.RootTS); link != "" {
+		where = "<" + link + "|follow it in its thread>"
+	}
+	text := fmt.Sprintf("On it: run %s, %s.", inlineCode(run.ID, maxActionField), where)
+	if run.FollowUpOf != "" {
+		text = fmt.Sprintf("Follow-up started: run %s, on this run's branch; %s.", inlineCode(run.ID, maxActionField), where)
+	}
+	ts, err := p.post(ctx, o.Channel, o.ThreadTS, newMessage(escapeCut(fmt.Sprintf("On it: run %s", run.ID), maxFallbackText, false),
+		[]slack.Block{sectionBlock(text)}))
+	if err != nil {
+		return fmt.Errorf("posting where run %s went: %w", run.ID, err)
+	}
+	st.PointerTS = ts
+	return p.save(ctx, run.ID, fieldPointerTS, ts)
+}
+
+// linkFollowUp records run on the run it follows up, and shows it on that run's root message.
+func (p *poster) linkFollowUp(ctx context.Context, run *jobs.Run) error {
+	parent, err := p.s.cfg.Store.Update(ctx, run.FollowUpOf, func(r *jobs.Run, c *jobs.Change) error {
+		if !slices.Contains(r.FollowUps, run.ID) {
+			r.FollowUps = append(r.FollowUps, run.ID)
+		}
+		return nil
+	})
+	if errors.Is(err, jobs.ErrRunNotFound) {
+		return nil // pruned from history meanwhile: nothing to link
+	}
+	if err != nil {
+		return fmt.Errorf("linking follow-up %s to run %s: %w", run.ID, run.FollowUpOf, err)
+	}
+	pst, err := p.state(ctx, parent.ID)
+	if err == nil && pst.Channel != "" && pst.RootTS != "" {
+		err = p.update(ctx, pst.Channel, pst.RootTS, p.rootMessage(parent))
+	}
+	if err != nil {
+		p.s.log.Warn("showing a follow-up on its run's root message", "run_id", parent.ID, "err", err)
+	}
+	return nil
 }
 
 // event posts what one event means for the thread: a question, its answer, a pause, the end. shown is false for the
@@ -273,7 +361,7 @@ func (p *poster) question(ctx context.Context, run *jobs.Run, st *runState, id s
 			return err
 		}
 	}
-	return p.update(ctx, st.Channel, st.RootTS, RootMessage(run))
+	return p.update(ctx, st.Channel, st.RootTS, p.rootMessage(run))
 }
 
 // final posts the run's final message (once), updates the root message with the final status, and stops following.
@@ -289,7 +377,7 @@ func (p *poster) final(ctx context.Context, run *jobs.Run, st *runState) error {
 		}
 		st.FinalTS = ts
 	}
-	if err := p.update(ctx, st.Channel, st.RootTS, RootMessage(run)); err != nil {
+	if err := p.update(ctx, st.Channel, st.RootTS, p.rootMessage(run)); err != nil {
 		return err
 	}
 	if err := p.save(ctx, run.ID, fieldFinal, "1"); err != nil {

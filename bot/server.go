@@ -29,12 +29,17 @@ type Starter interface {
 	Start(ctx context.Context, req StartRequest) (*jobs.Run, error)
 }
 
-// StartRequest is a `/orch run` as the bot understood it.
+// StartRequest is a `/orch run`, `/orch do` or a mention of the bot as the bot understood it.
 type StartRequest struct {
-	Plan        string // absolute, inside the workspace
+	Plan        string // absolute, inside the workspace; "" for a request in words
 	Agent       string // "" = the server's default
 	SimScenario string // absolute, inside the workspace, or ""
-	Origin      jobs.Origin
+	// Text is a task in words instead of a plan, and Context the conversation it was asked in (redacted by the run).
+	Text, Context string
+	// FollowUp is the run a request follows up: a mention in its thread after it ended. The new run's branch starts
+	// from FollowUp's.
+	FollowUp *jobs.Run
+	Origin   jobs.Origin
 }
 
 // Config wires the bot. SigningSecret (HTTP mode), BotToken, Store, Queue and Starter are required.
@@ -65,6 +70,12 @@ type Config struct {
 	PollInterval time.Duration
 	// PostInterval is the least time between two posts to one channel (Slack allows about one a second).
 	PostInterval time.Duration
+	// UserRuns and ChannelRuns limit the new runs one person and one channel start (the zero Limit: none).
+	UserRuns, ChannelRuns Limit
+	// NudgeAfter is how long a question waits before it is announced again and its requester reminded, and again
+	// after each further NudgeAfter until answered; 0: never. QuietHours hold the nudges back.
+	NudgeAfter time.Duration
+	QuietHours QuietHours
 }
 
 // Server is the Slack front end: HTTP endpoints (or Socket Mode) that ack at once and do the work after, and a
@@ -75,6 +86,7 @@ type Server struct {
 	api    *slack.Client
 	jobs   *pool
 	poster *poster
+	limits *runLimits
 	botID  string // the bot's own user id, to ignore its messages
 	// teamURL is the workspace's address as auth.test gives it ("https://acme.slack.com/"), for links to threads.
 	teamURL string
@@ -128,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Log, api: slack.New(cfg.BotToken, opts...)}
 	s.jobs = newPool(cfg.Workers, cfg.Backlog, cfg.Log)
 	s.poster = newPoster(s)
+	s.limits = newRunLimits(cfg.UserRuns, cfg.ChannelRuns, cfg.Now)
 	return s, nil
 }
 

@@ -581,7 +581,6 @@ func TestChatCommand(t *testing.T) {
 		{jobs.Resolution{Type: jobs.ResolveAnswer, Key: "/done", Text: "thanks"}, ""},
 		// Ordinary messages, commands inside them, and other commands are messages to the agent.
 		{jobs.Resolution{Type: jobs.ResolveAnswer, Text: "Rename the column"}, ""},
-		{jobs.Resolution{Type: jobs.ResolveAnswer, Text: "/done please"}, ""},
 		{jobs.Resolution{Type: jobs.ResolveAnswer, Text: "we are not /done yet"}, ""},
 		{jobs.Resolution{Type: jobs.ResolveAnswer, Text: "done"}, ""},
 		{jobs.Resolution{Type: jobs.ResolveAnswer, Text: "/abort"}, ""},
@@ -594,6 +593,28 @@ func TestChatCommand(t *testing.T) {
 				t.Errorf("ChatCommand = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A command followed by words ends the conversation with them as its reason; a button's text is its reason.
+func TestChatReason(t *testing.T) {
+	tests := []struct {
+		res       jobs.Resolution
+		cmd, want string
+	}{
+		{jobs.Resolution{Type: jobs.ResolveAnswer, Text: "/reject the migration drops a column"}, escalation.ChatReject, "the migration drops a column"},
+		{jobs.Resolution{Type: jobs.ResolveAnswer, Text: " /REJECT\nno tests\nat all "}, escalation.ChatReject, "no tests\nat all"},
+		{jobs.Resolution{Type: jobs.ResolveAnswer, Text: "/done please"}, escalation.ChatDone, "please"},
+		{jobs.Resolution{Type: jobs.ResolveAnswer, Text: "/approve\tlooks good"}, escalation.ChatApprove, "looks good"},
+		{jobs.Resolution{Type: jobs.ResolveChoose, Key: "/reject", Text: " wrong table "}, escalation.ChatReject, "wrong table"},
+		{jobs.Resolution{Type: jobs.ResolveAnswer, Text: "/reject"}, escalation.ChatReject, ""},
+		{jobs.Resolution{Type: jobs.ResolveAnswer, Text: "/rejected it"}, "", ""},
+		{jobs.Resolution{Type: jobs.ResolveAnswer, Text: "please /reject this"}, "", ""},
+	}
+	for _, tt := range tests {
+		if cmd, why := escalation.ChatCommand(&tt.res), escalation.ChatReason(&tt.res); cmd != tt.cmd || why != tt.want {
+			t.Errorf("%s %q %q: command %q reason %q, want %q %q", tt.res.Type, tt.res.Key, tt.res.Text, cmd, why, tt.cmd, tt.want)
+		}
 	}
 }
 

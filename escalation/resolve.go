@@ -167,16 +167,35 @@ func ChatOptions() []jobs.Option {
 }
 
 // ChatCommand is the command a chat answer is ("/done", "/approve", "/reject"), or "" for a message to the agent.
+// A command may be followed by words ("/reject the migration drops a column"): its reason (ChatReason).
 func ChatCommand(res *jobs.Resolution) string {
-	s := strings.ToLower(strings.TrimSpace(res.Text))
+	cmd, _ := chatCommand(res)
+	return cmd
+}
+
+// ChatReason is what a person said with a command that ends a conversation: the words after it in a reply, or the
+// text given with the command's button; "" for none (or for no command).
+func ChatReason(res *jobs.Resolution) string {
+	_, reason := chatCommand(res)
+	return reason
+}
+
+func chatCommand(res *jobs.Resolution) (cmd, reason string) {
 	if res.Type == jobs.ResolveChoose {
-		s = strings.ToLower(res.Key)
+		cmd, reason = strings.ToLower(res.Key), strings.TrimSpace(res.Text)
+	} else {
+		text := strings.TrimSpace(res.Text)
+		word, rest := text, ""
+		if i := strings.IndexAny(text, " \t\n"); i >= 0 {
+			word, rest = text[:i], text[i+1:]
+		}
+		cmd, reason = strings.ToLower(word), strings.TrimSpace(rest)
 	}
-	switch s {
+	switch cmd {
 	case ChatDone, ChatApprove, ChatReject:
-		return s
+		return cmd, reason
 	}
-	return ""
+	return "", ""
 }
 
 // conversational checks (and normalises) a resolution of a gate or a chat turn: a gate takes one of its choices —

@@ -97,12 +97,18 @@ func (w *Worker) resumeChat(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 	case cmd == escalation.ChatDone || cmd == escalation.ChatApprove:
 		t.Status = jobs.TaskCompleted
 		t.Summary = fmt.Sprintf("conversation ended by %s with %s after %d %s", res.By, cmd, turns, plural(turns, "reply", "replies"))
+		if why := escalation.ChatReason(res); why != "" {
+			t.Summary += ": " + escalation.Bound(why, maxChatTurn)
+		}
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title, Summary: t.Summary, Commit: workspace.Short(t.Commit)}))
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusSuccess, Notes: t.Summary, ContextUpdates: map[string]string{
 			"last_stage": t.ID, "last_response": truncate(lastReply, 200), "interactive.turns": fmt.Sprint(turns)}}, now)
 	case cmd == escalation.ChatReject:
 		t.Status = jobs.TaskFailed
 		reason := fmt.Sprintf("rejected by %s in the conversation", res.By)
+		if why := escalation.ChatReason(res); why != "" {
+			reason += ": " + escalation.Bound(why, maxChatTurn)
+		}
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskFailedEvent{Title: t.Title, Attempt: t.Failures + 1,
 			MaxAttempts: r.MaxAttempts(t), Error: reason}))
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: reason,

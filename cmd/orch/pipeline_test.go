@@ -163,15 +163,15 @@ func TestPipelineInteractiveResumesMidConversation(t *testing.T) {
 	}
 }
 
-// /reject ends the interactive node as a failure; with no failure route the run fails.
+// /reject ends the interactive node as a failure, its words the reason; with no failure route the run fails.
 func TestPipelineInteractiveReject(t *testing.T) {
 	t.Parallel()
 	dir := workdir(t)
-	r := orch(t, dir, "/reject\n", "run", "--agent", "sim", "examples/pipelines/interactive.dot")
-	must(t, r, 1, "rejected by")
+	r := orch(t, dir, "/reject the cap must stay configurable\n", "run", "--agent", "sim", "examples/pipelines/interactive.dot")
+	must(t, r, 1, "rejected by", "the cap must stay configurable")
 	run := pipelineRun(t, dir, runID(t, r))
-	if run.Status != jobs.RunFailed || taskOf(t, run, "summarize").Started != 0 {
-		t.Fatalf("run %s, summarize started %d", run.Status, taskOf(t, run, "summarize").Started)
+	if run.Status != jobs.RunFailed || taskOf(t, run, "summarize").Started != 0 || !strings.Contains(run.Reason, "the cap must stay configurable") {
+		t.Fatalf("run %s (%q), summarize started %d", run.Status, run.Reason, taskOf(t, run, "summarize").Started)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -134,8 +135,37 @@ func (a *app) slackConfig(ws string) (bot.Config, error) {
 		}
 		c.PostInterval = d
 	}
+	var err error
+	for _, l := range []struct {
+		env, def string
+		to       *bot.Limit
+	}{{"ORCH_SLACK_USER_RUNS", defaultUserRuns, &c.UserRuns}, {"ORCH_SLACK_CHANNEL_RUNS", defaultChannelRuns, &c.ChannelRuns}} {
+		if *l.to, err = bot.ParseLimit(cmp.Or(a.env(l.env), l.def)); err != nil {
+			return c, usageErr("%s: %v", l.env, err)
+		}
+	}
+	c.NudgeAfter = defaultNudgeAfter
+	if v := a.env("ORCH_SLACK_NUDGE_AFTER"); v == "off" || v == "0" {
+		c.NudgeAfter = 0
+	} else if v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute {
+			return c, usageErr("ORCH_SLACK_NUDGE_AFTER: %q: want a duration of a minute or more (e.g. 4h), or off", v)
+		}
+		c.NudgeAfter = d
+	}
+	if c.QuietHours, err = bot.ParseQuietHours(a.env("ORCH_SLACK_QUIET_HOURS"), time.Local); err != nil {
+		return c, usageErr("ORCH_SLACK_QUIET_HOURS: %v", err)
+	}
 	return c, nil
 }
+
+// The bot's defaults for its limits on new runs and its reminders of unanswered questions.
+const (
+	defaultUserRuns    = "20/h"
+	defaultChannelRuns = "60/h"
+	defaultNudgeAfter  = 4 * time.Hour
+)
 
 // startServiceWorker starts the worker of `orch serve` and `orch worker`: with the Docker sandbox its engine and
 // image are checked before it takes any work, a warm pool is kept, and stray containers are reaped.
@@ -254,6 +284,20 @@ func (s *slackStarter) Start(ctx context.Context, req bot.StartRequest) (*jobs.R
 	}
 	if req.SimScenario != "" {
 		opts.SimScenario = req.SimScenario
+	}
+	if req.Plan == "" {
+		// A request in words; a follow-up's branch starts where the run it follows left its work.
+		git, follows := s.git, ""
+		if f := req.FollowUp; f != nil {
+			follows = f.ID
+			if g := f.Git; g != nil && g.Commits > 0 {
+				git.Base = g.Branch
+			} else if g != nil && g.Base != "" {
+				git.Base = g.Base
+			}
+		}
+		return s.runs.Start(ctx, runs.Request{Text: req.Text, Context: req.Context, FollowUpOf: follows, Options: opts,
+			Workspace: s.workspace, Origin: req.Origin, Confined: true, Git: git})
 	}
 	name, err := filepath.Rel(s.workspace, req.Plan)
 	if err != nil {
