@@ -19,7 +19,7 @@ func TestPrepareRequest(t *testing.T) {
 	origin := jobs.Origin{Kind: "slack", User: "U1", Channel: "C1", ThreadTS: "1700000000.000100"}
 
 	p, err := Prepare(ctx, Request{Text: "  fix the flaky retry test in jobs\nit fails one run in ten  ",
-		Context: "<@U2>: it started after the backoff change\nthe token is AKIA0123456789ABCDEF",
+		Context:    "<@U2>: it started after the backoff change\nthe token is AKIA0123456789ABCDEF",
 		FollowUpOf: "r-before", Options: opts, Workspace: ws, Origin: origin, Confined: true}, nil)
 	if err != nil {
 		t.Fatal(err)
