@@ -32,6 +32,7 @@ import (
 	"github.com/orchrun/orch/jobs/jobstest"
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/jobs/store"
+	"github.com/orchrun/orch/runs"
 )
 
 const (
@@ -689,15 +690,25 @@ func (s *testStarter) Start(ctx context.Context, req StartRequest) (*jobs.Run, e
 			return nil, ctx.Err()
 		}
 	}
-	rel, err := filepath.Rel(s.h.ws, req.Plan)
-	if err != nil {
-		return nil, err
-	}
-	run := &jobs.Run{ID: jobs.NewRunID(), PlanPath: rel, PlanTitle: "Add a cache", Workspace: s.h.ws,
+	run := &jobs.Run{ID: jobs.NewRunID(), PlanTitle: "Add a cache", Workspace: s.h.ws,
 		Options: jobs.Options{Agent: cmp.Or(req.Agent, "sim"), SimScenario: req.SimScenario, Brain: "heuristic",
 			Sandbox: "local", MaxAttempts: 3, AgentTimeout: time.Minute},
 		Origin: req.Origin, Status: jobs.RunQueued,
 		Tasks: []*jobs.Task{{ID: "1.1", Title: "Add the cache", Status: jobs.TaskPending}}}
+	if req.Plan == "" {
+		// A request in words, as cmd's starter makes it (runs.Prepare, tested there): one task, its text the title.
+		run.PlanTitle, run.Request = runs.RequestTitle(req.Text), req.Text
+		run.Tasks = []*jobs.Task{{ID: runs.RequestTaskID, Title: run.PlanTitle, Description: req.Text, Status: jobs.TaskPending}}
+		if req.FollowUp != nil {
+			run.FollowUpOf = req.FollowUp.ID
+		}
+	} else {
+		rel, err := filepath.Rel(s.h.ws, req.Plan)
+		if err != nil {
+			return nil, err
+		}
+		run.PlanPath = rel
+	}
 	s.h.track(run.ID)
 	if err := s.h.store.Create(ctx, run); err != nil {
 		return nil, err
@@ -719,6 +730,13 @@ func (s *testStarter) block() (release func()) {
 	s.mu.Unlock()
 	var once sync.Once
 	return func() { once.Do(func() { close(gate) }) }
+}
+
+// req is the i-th request the starter was given.
+func (s *testStarter) req(i int) StartRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reqs[i]
 }
 
 func (s *testStarter) created() int {

@@ -1,6 +1,17 @@
 // Package slackfake is a fake Slack on loopback for tests: the Web API methods orch calls (auth.test,
-// chat.postMessage, chat.update, chat.postEphemeral), response_url webhooks, and request signing for the requests
-// Slack would send to orch.
+// chat.postMessage, chat.update, chat.postEphemeral, conversations.replies), response_url webhooks, and request signing
+// for the requests Slack would send to orch.
+//
+// Where each behaviour comes from (Slack's Web API reference, docs.slack.dev/reference/methods/…, as of 2026):
+//   - auth.test: ok, url, team, user, team_id, user_id, bot_id.
+//   - chat.postMessage: a message gets a ts unique in its channel; a user id as the channel posts to the app's direct
+//     messages with that user (the fake keeps it under that id).
+//   - conversations.replies: channel and ts are required; ts must be an existing message's, else thread_not_found
+//     (channel_not_found for a channel it never saw); the parent comes first, then the replies oldest first; a
+//     message with no replies returns itself alone; cursor pagination through response_metadata.next_cursor with
+//     has_more, an unknown cursor is invalid_cursor; limit defaults to 1000 (Tier 3 internal apps; the 15-message
+//     cap applies only to commercially distributed non-Marketplace apps).
+//   - People's messages exist in Slack before Slack sends their events: tests add them with Say.
 package slackfake
 
 import (
@@ -13,6 +24,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,9 +43,11 @@ type Message struct {
 	TS       string
 	ThreadTS string
 	Text     string
-	Blocks   json.RawMessage
-	Updates  int
-	Posted   time.Time
+	// User is the person who wrote a message added with Say; "" for the bot's own.
+	User    string
+	Blocks  json.RawMessage
+	Updates int
+	Posted  time.Time
 }
 
 // Slack is the fake. Its zero value is not usable; call New.
@@ -95,6 +109,81 @@ func (s *Slack) Messages() []Message {
 	return out
 }
 
+// Say records a message a person wrote in channel (in threadTS's thread when set), as Slack holds it before it sends
+// the message's events, and returns it.
+func (s *Slack) Say(channel, threadTS, user, text string) Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := &Message{Channel: channel, ThreadTS: threadTS, Text: text, User: user, Posted: time.Now(),
+		TS: fmt.Sprintf("1700000000.%06d", s.next)}
+	s.next++
+	s.messages = append(s.messages, m)
+	return *m
+}
+
+// replies answers conversations.replies from the messages the fake holds.
+func (s *Slack) replies(w http.ResponseWriter, r *http.Request) {
+	channel, ts := r.Form.Get("channel"), r.Form.Get("ts")
+	known, parent := false, (*Message)(nil)
+	for _, m := range s.messages {
+		if m.Channel == channel {
+			known = true
+			if m.TS == ts {
+				parent = m
+			}
+		}
+	}
+	switch {
+	case channel == "" || !known:
+		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "channel_not_found"})
+		return
+	case ts == "" || parent == nil:
+		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "thread_not_found"})
+		return
+	}
+	thread := []*Message{parent}
+	if parent.ThreadTS == "" || parent.ThreadTS == parent.TS {
+		for _, m := range s.messages {
+			if m.Channel == channel && m.ThreadTS == parent.TS && m.TS != parent.TS {
+				thread = append(thread, m)
+			}
+		}
+	}
+	slices.SortStableFunc(thread[1:], func(a, b *Message) int { return strings.Compare(a.TS, b.TS) })
+	start := 0
+	if c := r.Form.Get("cursor"); c != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(c, "next:"))
+		if err != nil || !strings.HasPrefix(c, "next:") || n < 0 || n > len(thread) {
+			json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "invalid_cursor"})
+			return
+		}
+		start = n
+	}
+	limit, err := strconv.Atoi(r.Form.Get("limit"))
+	if err != nil || limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	end := min(start+limit, len(thread))
+	var out []map[string]any
+	for _, m := range thread[start:end] {
+		msg := map[string]any{"type": "message", "text": m.Text, "ts": m.TS}
+		if m.User != "" {
+			msg["user"] = m.User
+		} else {
+			msg["bot_id"], msg["user"] = "BORCH", BotUserID
+		}
+		if m.ThreadTS != "" || len(thread) > 1 {
+			msg["thread_ts"] = parent.TS
+		}
+		out = append(out, msg)
+	}
+	resp := map[string]any{"ok": true, "messages": out, "has_more": end < len(thread)}
+	if end < len(thread) {
+		resp["response_metadata"] = map[string]any{"next_cursor": "next:" + strconv.Itoa(end)}
+	}
+	json.NewEncoder(w).Encode(resp)
+}
+
 // Ephemerals returns the texts of ephemeral messages and response_url answers.
 func (s *Slack) Ephemerals() []string {
 	s.mu.Lock()
@@ -154,6 +243,8 @@ func (s *Slack) api(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "message_not_found"})
+	case "conversations.replies":
+		s.replies(w, r)
 	case "chat.postEphemeral":
 		s.ephemerals = append(s.ephemerals, r.Form.Get("text"))
 		json.NewEncoder(w).Encode(map[string]any{"ok": true, "message_ts": "1700000000.999999"})

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -294,4 +296,82 @@ func TestSlackRefusalIsAudited(t *testing.T) {
 	if n := len(s.slack.Messages()); n != 0 {
 		t.Fatalf("a refused request posted %d messages", n)
 	}
+}
+
+// A request in words, end to end through `orch serve` and a real worker: `/orch do` runs the words as one task on a
+// branch of its own; a mention in its thread once it has completed starts a follow-up whose branch starts from the
+// first run's, linked both ways.
+func TestSlackRequestInWordsAndItsFollowUp(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	gitT(t, dir, "init", "-q", "-b", "main")
+	writeFile(t, dir, "log.txt", "base\n")
+	writeFile(t, dir, "words.sim.yaml", `tasks:
+  "1":
+    - output: "Added a line to log.txt. All tests pass."
+      sh: 'echo "$ORCH_RUN_ID" >> log.txt'
+`)
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "first")
+	fake := slackfake.New()
+	t.Cleanup(fake.Close)
+	s := startServeIn(t, dir, fake, "ORCH_REDIS_URL="+isolatedRedis(t), "ORCH_SIM_SCENARIO="+filepath.Join(dir, "words.sim.yaml"),
+		"ORCH_GIT_PUSH=", "ORCH_GITHUB_TOKEN=", "GITHUB_TOKEN=")
+	code, body := s.post("/slack/commands", fake.SlashCommand("do add a line to the log", "U1ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
+	if code != 200 || !strings.Contains(body, "On it: “add a line to the log”") {
+		t.Fatalf("/orch do: %d %s", code, body)
+	}
+	done := regexp.MustCompile(`Run (r-[a-z2-7]{10}) completed`)
+	finals := func(m []slackfake.Message) []string {
+		var ids []string
+		for _, msg := range m {
+			if id := done.FindStringSubmatch(msg.Text); id != nil {
+				ids = append(ids, id[1])
+			}
+		}
+		return ids
+	}
+	msgs := s.waitFor("the first run's end", func(m []slackfake.Message) bool { return len(finals(m)) == 1 })
+	first := finals(msgs)[0]
+	var root slackfake.Message
+	for _, m := range msgs {
+		if m.ThreadTS == "" && strings.Contains(m.Text, first) {
+			root = m
+		}
+	}
+	if !strings.Contains(string(root.Blocks), "add a line to the log") || !strings.Contains(string(root.Blocks), "asked by \u003c@U1ALICE\u003e") {
+		t.Fatalf("the root message does not quote the request and who asked: %s", root.Blocks)
+	}
+	if got := gitT(t, dir, "show", "orch/"+first+":log.txt"); got != "base\n"+first {
+		t.Fatalf("the first run's branch holds %q", got)
+	}
+
+	asked := fake.Say("C0RUNS", root.TS, "U1ALICE", "<@"+slackfake.BotUserID+"> now add one more")
+	mention, _ := json.Marshal(map[string]any{"type": "event_callback", "team_id": "T0001", "api_app_id": "A0001",
+		"event_id": "Ev0FOLLOWUP", "event_time": time.Now().Unix(), "event": map[string]any{"type": "app_mention",
+			"user": "U1ALICE", "text": asked.Text, "ts": asked.TS, "thread_ts": root.TS, "channel": "C0RUNS", "event_ts": asked.TS}})
+	if code, body := s.post("/slack/events", mention, "application/json"); code != 200 {
+		t.Fatalf("app_mention: %d %s", code, body)
+	}
+	msgs = s.waitFor("the follow-up's end", func(m []slackfake.Message) bool { return len(finals(m)) == 2 })
+	next := finals(msgs)[1]
+	if got := gitT(t, dir, "show", "orch/"+next+":log.txt"); got != "base\n"+first+"\n"+next {
+		t.Fatalf("the follow-up's branch holds %q: it did not start from the first run's", got)
+	}
+	s.waitFor("the first run's thread to lead to the follow-up", func(m []slackfake.Message) bool {
+		for _, msg := range m {
+			if msg.ThreadTS == root.TS && strings.Contains(string(msg.Blocks), "Follow-up started: run `"+next+"`") {
+				return true
+			}
+		}
+		return false
+	})
+	s.waitFor("the first run's root message to name its follow-up", func(m []slackfake.Message) bool {
+		for _, msg := range m {
+			if msg.TS == root.TS && strings.Contains(string(msg.Blocks), "Followed up by `"+next+"`") {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -1,0 +1,367 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orchrun/orch/bot/slackfake"
+	"github.com/orchrun/orch/jobs"
+)
+
+// newRequest waits for the starter's next run and its root message.
+func (h *harness) newRequest(n int) (*jobs.Run, slackfake.Message) {
+	h.t.Helper()
+	h.waitFor("the starter to create the run", func() bool { return h.starter.created() > n })
+	run := h.starter.run(n)
+	root := h.waitMessage("the root message of "+run.ID, func(m slackfake.Message) bool {
+		return m.ThreadTS == "" && strings.Contains(m.Text, run.ID)
+	})
+	return run, root
+}
+
+// mention has user write text (mentioning the bot) in threadTS's thread ("" for the channel) and sends Slack's
+// events for it: the message Slack holds, then its app_mention.
+func (h *harness) mention(user, text, threadTS string) slackfake.Message {
+	h.t.Helper()
+	m := h.fake.Say(h.channel, threadTS, user, "<@"+slackfake.BotUserID+"> "+text)
+	h.event(h.mentionEvent(h.eventID(), user, m.Text, m.TS, threadTS))
+	return m
+}
+
+// `/orch do` starts a run of the words: the root message quotes them and names who asked.
+func TestDoStartsARunOfTheWords(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb)
+		alice := h.user("ALICE")
+		ack := h.command("do fix the flaky retry test in jobs\nit fails one run in ten", alice)
+		if !strings.Contains(ack, "On it: “fix the flaky retry test in jobs”") {
+			t.Fatalf("ack = %q", ack)
+		}
+		run, root := h.newRequest(0)
+		req := h.starter.req(0)
+		if req.Plan != "" || req.Text != "fix the flaky retry test in jobs\nit fails one run in ten" || req.Context != "" ||
+			req.Origin != (jobs.Origin{Kind: "slack", User: alice, Channel: h.channel}) {
+			t.Fatalf("request = %+v", req)
+		}
+		text := blocksText(root)
+		for _, want := range []string{"> fix the flaky retry test in jobs\n> it fails one run in ten", "asked by <@" + alice + ">",
+			"`" + run.ID + "`"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("root message lacks %q:\n%s", want, text)
+			}
+		}
+		// Nothing points anywhere: the request was not made in a thread.
+		if n := len(h.messages()); n != 1 {
+			t.Errorf("%d messages, want the root alone\n%s", n, h.dump())
+		}
+
+		for _, tc := range []struct{ text, want string }{
+			{"do", "what should the agent do?"},
+			{"do   \n ", "what should the agent do?"},
+		} {
+			if got := h.command(tc.text, alice); !strings.Contains(got, tc.want) {
+				t.Errorf("/orch %q = %q, want %q", tc.text, got, tc.want)
+			}
+		}
+	})
+}
+
+// A mention outside a thread starts a run of its words (the mention itself gone); in the mention's thread a message
+// leads to the run's thread.
+func TestMentionStartsARun(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb)
+		alice, bob := h.user("ALICE"), h.user("BOB")
+		asked := h.mention(alice, "ask <@"+bob+"> about the retry test, then fix it", "")
+		run, root := h.newRequest(0)
+		req := h.starter.req(0)
+		if req.Text != "ask <@"+bob+"> about the retry test, then fix it" || req.Context != "" ||
+			req.Origin.ThreadTS != asked.TS || req.Origin.User != alice {
+			t.Fatalf("request = %+v", req)
+		}
+		pointer := h.waitMessage("the pointer in the mention's thread", func(m slackfake.Message) bool { return m.ThreadTS == asked.TS })
+		link := slackfake.TeamURL + "archives/" + h.channel + "/p" + strings.Replace(root.TS, ".", "", 1)
+		if text := blocksText(pointer); !strings.Contains(text, "On it: run `"+run.ID+"`") || !strings.Contains(text, link) {
+			t.Fatalf("pointer = %q, want the run and a link to %s", text, link)
+		}
+		if text := blocksText(h.message(root.TS)); !strings.Contains(text, "Asked in <"+slackfake.TeamURL+"archives/"+h.channel) {
+			t.Errorf("root message does not link where it was asked:\n%s", text)
+		}
+		h.waitFor("the pointer to be on record", func() bool {
+			st, _ := h.mirror.State(context.Background(), run.ID)
+			return st[fieldPointerTS] == pointer.TS
+		})
+
+		// A mention with nothing to do is told how; one that is both message and app_mention counts once.
+		h.mention(alice, "  ", "")
+		h.waitEphemeral("Tell me what to do")
+		m := h.fake.Say(h.channel, "", alice, "<@"+slackfake.BotUserID+"> and the docs")
+		h.event(h.messageEvent(h.eventID(), alice, m.Text, m.TS, ""))
+		h.event(h.mentionEvent(h.eventID(), alice, m.Text, m.TS, ""))
+		h.newRequest(1)
+		time.Sleep(50 * time.Millisecond)
+		if n := h.starter.created(); n != 2 {
+			t.Fatalf("%d runs, want 2: the same message delivered twice must start one run", n)
+		}
+	})
+}
+
+// A mention in a thread that is no run's takes the conversation as context: the thread's messages, oldest first,
+// without the request itself.
+func TestMentionInAConversationTakesItAsContext(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb)
+		alice, bob := h.user("ALICE"), h.user("BOB")
+		parent := h.fake.Say(h.channel, "", bob, "the retry test fails one run in ten since the backoff change")
+		h.fake.Say(h.channel, parent.TS, alice, "seen it too: jitter is 0 in CI")
+		asked := h.mention(alice, "fix it", parent.TS)
+		_, _ = h.newRequest(0)
+		req := h.starter.req(0)
+		want := "The conversation in Slack where this was asked, oldest first:\n" +
+			"<@" + bob + ">: the retry test fails one run in ten since the backoff change\n" +
+			"<@" + alice + ">: seen it too: jitter is 0 in CI"
+		if req.Text != "fix it" || req.Context != want || req.Origin.ThreadTS != parent.TS || req.FollowUp != nil {
+			t.Fatalf("request = %+v\nwant context %q", req, want)
+		}
+		h.waitMessage("the pointer in the conversation", func(m slackfake.Message) bool {
+			return m.ThreadTS == parent.TS && m.TS != asked.TS && strings.Contains(m.Text, "On it")
+		})
+	})
+}
+
+// When the thread cannot be read the run starts from the words alone, and the person is told why.
+func TestMentionWhenTheThreadCannotBeRead(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb)
+		alice := h.user("ALICE")
+		// A thread whose parent Slack does not know: conversations.replies answers thread_not_found.
+		h.mention(alice, "fix it", "1600000000.000001")
+		h.newRequest(0)
+		if req := h.starter.req(0); req.Text != "fix it" || req.Context != "" {
+			t.Fatalf("request = %+v", req)
+		}
+		h.waitEphemeral("I could not read this thread (conversations.replies: thread_not_found)")
+	})
+}
+
+// A mention in the thread of a run that ended starts a follow-up: it starts from the run, both runs name each other,
+// and the run's thread leads to the follow-up's. In the thread of a run that has not ended, a mention is a reply.
+func TestMentionInAFinishedRunsThreadFollowsItUp(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb)
+		alice := h.user("ALICE")
+		first, root := h.startRun(alice)
+		escID, _ := h.escalate(first.ID, "Which cache?", "A) Redis", "B) In-memory")
+		h.mention(alice, "use Redis", root.TS)
+		if res := h.waitResolved(first.ID, escID); res.Text != "use Redis" || res.By != alice {
+			t.Fatalf("a mention in a running run's thread answers its question: %+v", res)
+		}
+		h.complete(first.ID)
+		h.done(first.ID)
+
+		h.fake.Say(h.channel, root.TS, alice, "looks good, but the TTL is hard-coded")
+		asked := h.mention(alice, "make the TTL configurable", root.TS)
+		next, nextRoot := h.newRequest(1)
+		req := h.starter.req(1)
+		if req.FollowUp == nil || req.FollowUp.ID != first.ID || req.Origin.ThreadTS != root.TS || next.FollowUpOf != first.ID {
+			t.Fatalf("request = %+v (follow-up of %v)", req, req.FollowUp)
+		}
+		for _, want := range []string{"This request follows up run " + first.ID + " (Add a cache), which completed.",
+			"<@" + alice + ">: looks good, but the TTL is hard-coded"} {
+			if !strings.Contains(req.Context, want) {
+				t.Errorf("context lacks %q:\n%s", want, req.Context)
+			}
+		}
+		if strings.Contains(req.Context, "make the TTL configurable") {
+			t.Errorf("the request is in its own context:\n%s", req.Context)
+		}
+		pointer := h.waitMessage("the pointer in the first run's thread", func(m slackfake.Message) bool {
+			return m.ThreadTS == root.TS && strings.Contains(m.Text, "On it: run "+next.ID)
+		})
+		if text := blocksText(pointer); !strings.Contains(text, "Follow-up started: run `"+next.ID+"`") {
+			t.Errorf("pointer = %q", text)
+		}
+		h.waitFor("the first run to list its follow-up", func() bool {
+			f := h.run(first.ID).FollowUps
+			return len(f) == 1 && f[0] == next.ID
+		})
+		h.waitFor("the first run's root message to name its follow-up", func() bool {
+			return strings.Contains(blocksText(h.message(root.TS)), "Followed up by `"+next.ID+"`")
+		})
+		text := blocksText(h.message(nextRoot.TS))
+		if !strings.Contains(text, "follows up `"+first.ID+"`") || !strings.Contains(text, "Follows up run `"+first.ID+"`: <") {
+			t.Errorf("the follow-up's root message does not name the run it follows:\n%s", text)
+		}
+		_ = asked
+	})
+}
+
+// Someone outside ORCH_ALLOWED_USERS starts nothing, by command or mention, and the refusal is audited.
+func TestRequestsFromOutsideTheAllowedUsers(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		var mallory string
+		h := newHarness(t, rdb, func(h *harness, c *Config) { c.AllowedUsers = []string{h.user("ALICE")} })
+		mallory = h.user("MALLORY")
+		if got := h.command("do rm -rf the tests", mallory); !strings.Contains(got, "not allowed to start runs") {
+			t.Fatalf("/orch do by mallory = %q", got)
+		}
+		h.mention(mallory, "rm -rf the tests", "")
+		h.waitEphemeral("You are not allowed to start runs here")
+		h.waitFor("both refusals in the audit", func() bool { return len(h.refusals(mallory)) == 2 })
+		if n := h.starter.created(); n != 0 {
+			t.Fatalf("%d runs started", n)
+		}
+	})
+}
+
+// New runs are limited per person and per channel, whichever way they are asked for, with a message that says which
+// limit and when the next can start.
+func TestRunLimits(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		now := time.Now() // a clock that stands still: the wait the message names is exact
+		h := newHarness(t, rdb, func(h *harness, c *Config) {
+			c.UserRuns, c.ChannelRuns = Limit{N: 2, Per: time.Hour}, Limit{N: 3, Per: time.Hour}
+			c.Now = func() time.Time { return now }
+		})
+		alice, bob, carol := h.user("ALICE"), h.user("BOB"), h.user("CAROL")
+		h.command("do one", alice)
+		h.command("run plan.md", alice)
+		if got := h.command("do three", alice); !strings.Contains(got, "more new runs than one person may start here (2 per 1h): the next can start in 30m") {
+			t.Fatalf("third run by alice: %q", got)
+		}
+		h.mention(alice, "four", "")
+		h.waitEphemeral("That is more new runs than one person may start here")
+		h.command("do one", bob)
+		if got := h.command("do two", carol); !strings.Contains(got, "more new runs than this channel may start here (3 per 1h)") {
+			t.Fatalf("fourth run in the channel: %q", got)
+		}
+		h.waitFor("three runs", func() bool { return h.starter.created() == 3 })
+		time.Sleep(50 * time.Millisecond)
+		if n := h.starter.created(); n != 3 {
+			t.Fatalf("%d runs started, want 3", n)
+		}
+	})
+}
+
+func TestParseLimit(t *testing.T) {
+	for in, want := range map[string]Limit{"20/h": {20, time.Hour}, "5/10m": {5, 10 * time.Minute}, " 100/24h ": {100, 24 * time.Hour},
+		"off": {}, "0": {}} {
+		if got, err := ParseLimit(in); err != nil || got != want {
+			t.Errorf("ParseLimit(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "20", "h", "-1/h", "0/h", "20/", "20/0s", "20/-1h", "x/h", "20/fortnight"} {
+		if _, err := ParseLimit(bad); err == nil {
+			t.Errorf("ParseLimit(%q) accepted", bad)
+		}
+	}
+}
+
+// A question left unanswered is announced again in its thread and sent to whoever started the run, once per interval,
+// not in the quiet hours, and no more once answered; a bot that missed intervals sends one nudge, not one per interval.
+func TestNudges(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		start := time.Now()
+		var offset atomic.Int64 // how far the bot's clock is ahead of the store's
+		quietFrom := start.Add(3*time.Hour + 30*time.Minute).UTC()
+		quietTo := quietFrom.Add(time.Hour)
+		h := newHarness(t, rdb, func(h *harness, c *Config) {
+			c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+			c.NudgeAfter = time.Hour
+			c.QuietHours = QuietHours{From: sinceMidnight(quietFrom), To: sinceMidnight(quietTo), Loc: time.UTC}
+		})
+		alice := h.user("ALICE")
+		run, root := h.startRun(alice)
+		escID, question := h.escalate(run.ID, "Which cache?", "A) Redis", "B) In-memory")
+		nudges := func() (inThread, direct []slackfake.Message) {
+			for _, m := range h.fake.Messages() {
+				switch {
+				case m.Channel == h.channel && m.ThreadTS == root.TS && strings.HasPrefix(m.Text, "Still waiting for an answer"):
+					inThread = append(inThread, m)
+				case m.Channel == alice:
+					direct = append(direct, m)
+				}
+			}
+			return inThread, direct
+		}
+		// passes lets the poster look at the run a good many times at the clock's time.
+		passes := func() { time.Sleep(60 * time.Millisecond); h.waitFor("the poster", func() bool { return h.idle(run.ID) }) }
+		at := func(d time.Duration, wantThread int) {
+			t.Helper()
+			offset.Store(int64(d))
+			if wantThread > 0 {
+				h.waitFor(fmt.Sprintf("nudge %d", wantThread), func() bool { n, _ := nudges(); return len(n) >= wantThread })
+			}
+			passes()
+			inThread, direct := nudges()
+			if len(inThread) != wantThread || len(direct) != wantThread {
+				t.Fatalf("at +%s: %d nudges in the thread, %d direct; want %d of each\n%s", d, len(inThread), len(direct), wantThread, h.dump())
+			}
+		}
+		at(30*time.Minute, 0)
+		at(61*time.Minute, 1)
+		inThread, direct := nudges()
+		link := slackfake.TeamURL + "archives/" + h.channel + "/p" + strings.Replace(question.TS, ".", "", 1) +
+			"?thread_ts=" + root.TS + "&cid=" + h.channel
+		if text := blocksText(inThread[0]); !strings.Contains(text, "Still waiting for an answer after 1h 1m") ||
+			!strings.Contains(text, "Which cache?") || !strings.Contains(text, link) {
+			t.Errorf("nudge in the thread: %q", text)
+		}
+		if text := blocksText(direct[0]); !strings.Contains(text, "has waited 1h 1m for your answer") || !strings.Contains(text, link) {
+			t.Errorf("direct message: %q", text)
+		}
+		at(90*time.Minute, 1)
+		at(2*time.Hour+time.Minute, 2)
+		at(3*time.Hour+40*time.Minute, 2) // quiet
+		at(4*time.Hour+20*time.Minute, 2) // still quiet
+		at(4*time.Hour+35*time.Minute, 3) // quiet hours over: the nudge that was due
+		at(9*time.Hour, 4)                // hours missed: one nudge
+		at(9*time.Hour+30*time.Minute, 4)
+		h.answerFromTerminal(run.ID, escID, "A")
+		h.waitResolved(run.ID, escID)
+		at(11*time.Hour, 4)
+	})
+}
+
+func sinceMidnight(t time.Time) time.Duration {
+	return time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute
+}
+
+func TestQuietHours(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip("no time zone database")
+	}
+	q, err := ParseQuietHours("22:00-08:00 Europe/Berlin", time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for clock, want := range map[string]bool{"21:59": false, "22:00": true, "23:30": true, "00:00": true, "07:59": true,
+		"08:00": false, "12:00": false} {
+		at, _ := time.ParseInLocation("2006-01-02 15:04", "2026-11-24 "+clock, berlin)
+		if got := q.Quiet(at.UTC()); got != want {
+			t.Errorf("%s in Berlin: quiet %v, want %v", clock, got, want)
+		}
+	}
+	day, _ := ParseQuietHours("12:00-13:30", time.UTC)
+	for clock, want := range map[string]bool{"11:59": false, "12:00": true, "13:29": true, "13:30": false} {
+		at, _ := time.Parse("2006-01-02 15:04", "2026-11-24 "+clock)
+		if got := day.Quiet(at); got != want {
+			t.Errorf("%s: quiet %v, want %v", clock, got, want)
+		}
+	}
+	if off, err := ParseQuietHours("", time.UTC); err != nil || off.Quiet(time.Now()) {
+		t.Errorf("no quiet hours: %v, %v", off, err)
+	}
+	for _, bad := range []string{"22-08", "22:00", "22:00-22:00", "25:00-08:00", "22:00-08:60", "22:00-8:0", "22:00-08:00 Mars/Olympus"} {
+		if _, err := ParseQuietHours(bad, time.UTC); err == nil {
+			t.Errorf("ParseQuietHours(%q) accepted", bad)
+		}
+	}
+}
