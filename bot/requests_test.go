@@ -291,7 +291,10 @@ func TestNudges(t *testing.T) {
 			return inThread, direct
 		}
 		// passes lets the poster look at the run a good many times at the clock's time.
-		passes := func() { time.Sleep(60 * time.Millisecond); h.waitFor("the poster", func() bool { return h.idle(run.ID) }) }
+		passes := func() {
+			time.Sleep(60 * time.Millisecond)
+			h.waitFor("the poster", func() bool { return h.idle(run.ID) })
+		}
 		at := func(d time.Duration, wantThread int) {
 			t.Helper()
 			offset.Store(int64(d))
