@@ -30,6 +30,9 @@ const (
 	blockAnswerWords   = "orch_answer_words"
 	actionAnswerOption = "option"
 	actionAnswerWords  = "words"
+	// optionOwnWords is the value of the option that chooses none of the question's: a radio group or menu with a
+	// recommendation chosen already cannot be emptied, and a person who would rather answer in words must be able to.
+	optionOwnWords = "orch:own-words"
 )
 
 // Slack's limits on a modal and its inputs (docs.slack.dev: reference/views/modal-views, the input block, the radio
@@ -98,7 +101,8 @@ func decodeAnswerMeta(s string) (answerMeta, error) {
 // words follow what a thread reply does for the same question (escalation.Resolve, EscalationMessage's hints).
 type answerForm struct {
 	optionLabel    string
-	optionRequired bool // a gate takes one of its choices and nothing else
+	optionRequired bool   // a gate takes one of its choices and nothing else
+	ownWords       string // the option that leaves the answer to the words
 	wordsLabel     string
 	wordsHint      string
 }
@@ -109,21 +113,25 @@ func answerFormFor(e *jobs.Escalation) answerForm {
 		return answerForm{optionLabel: "Your choice", optionRequired: true, wordsLabel: "Note",
 			wordsHint: "Kept with your choice in the run's record; the pipeline goes the way you choose."}
 	case e.Trigger == jobs.TriggerChat:
-		return answerForm{optionLabel: "End the conversation", wordsLabel: "Your reply to the agent",
+		return answerForm{optionLabel: "End the conversation", ownWords: "Neither: my reply is below",
+			wordsLabel: "Your reply to the agent",
 			wordsHint: "One turn of the conversation: the agent answers in the thread. To end it instead, choose " +
 				"Done or Approve above, or Reject to fail the task."}
 	case e.Trigger == jobs.TriggerApproval:
-		return answerForm{optionLabel: "Your decision", wordsLabel: "Reason to deny the call",
+		return answerForm{optionLabel: "Your decision", ownWords: "Deny, with the reason below",
+			wordsLabel: "Reason to deny the call",
 			wordsHint: "Words alone, or with Deny, deny the call with your reason, which the agent reads. " +
 				"With an Allow chosen they are only kept on record."}
 	case e.Trigger == jobs.TriggerSecurity:
 		return answerForm{wordsLabel: "Guidance for the agent",
 			wordsHint: "Rotate the credential first. The agent reads your words on its next attempt."}
 	case e.Call:
-		return answerForm{optionLabel: "Choose an answer", wordsLabel: "Or answer in your own words",
-			wordsHint: "The agent reads it as the answer to its question."}
+		return answerForm{optionLabel: "Choose an answer", ownWords: "None: my own answer is below",
+			wordsLabel: "Or answer in your own words",
+			wordsHint:  "The agent reads it as the answer to its question."}
 	}
-	return answerForm{optionLabel: "Choose an option", wordsLabel: "Guidance for the agent",
+	return answerForm{optionLabel: "Choose an option", ownWords: "None: my guidance is below",
+		wordsLabel: "Guidance for the agent",
 		wordsHint: "Free-text guidance the agent reads on its next attempt. Written beside a chosen option, your " +
 			"words are kept on record with the choice."}
 }
@@ -180,7 +188,7 @@ func optionInput(e *jobs.Escalation, f answerForm) (block *slack.InputBlock, lef
 		}
 		seen[o.Key] = true
 		if strings.TrimSpace(o.Key) == "" || len(o.Key) > maxOptionValue || !utf8.ValidString(o.Key) ||
-			len(opts) == maxSelectOptions {
+			o.Key == optionOwnWords || len(opts) == maxSelectOptions {
 			left++
 			continue
 		}
@@ -193,6 +201,13 @@ func optionInput(e *jobs.Escalation, f answerForm) (block *slack.InputBlock, lef
 	}
 	if len(opts) == 0 {
 		return nil, left
+	}
+	if initial != nil && !f.optionRequired {
+		own := slack.NewOptionBlockObject(optionOwnWords, plainText(cutPlain(f.ownWords, maxOptionText)), nil)
+		if len(opts) == maxSelectOptions {
+			opts, left = opts[:len(opts)-1], left+1
+		}
+		opts = append(opts, own)
 	}
 	var el slack.BlockElement
 	if len(opts) <= maxRadioOptions {
@@ -307,7 +322,7 @@ func (s *Server) submission(ctx context.Context, cb slack.InteractionCallback) *
 	if general != blockAnswerOption {
 		optionBlock = general // the form lists no options: an option chosen anyway is forged
 	}
-	key, words := submitted(cb.View)
+	key, words, own := submitted(cb.View)
 	user := cb.User.ID
 	meta, err := decodeAnswerMeta(cb.View.PrivateMetadata)
 	if err != nil {
@@ -323,7 +338,7 @@ func (s *Server) submission(ctx context.Context, cb slack.InteractionCallback) *
 			"Shorten it, or reply in the thread instead.", n, maxAnswerWords))
 	}
 	if key == "" && words == "" {
-		if general == blockAnswerOption {
+		if general == blockAnswerOption && !own {
 			return formError(blockAnswerOption, "Choose an option, or write an answer below.")
 		}
 		return formError(blockAnswerWords, "Write an answer.")
@@ -400,10 +415,11 @@ func answerRequest(runID string, e *jobs.Escalation, user, key, words string) es
 	return req
 }
 
-// submitted reads the option chosen and the words written from a submitted form's state.
-func submitted(v slack.View) (key, words string) {
+// submitted reads the option chosen and the words written from a submitted form's state; own is whether the person
+// chose to answer in words rather than by an option.
+func submitted(v slack.View) (key, words string, own bool) {
 	if v.State == nil {
-		return "", ""
+		return "", "", false
 	}
 	if a, ok := v.State.Values[blockAnswerOption][actionAnswerOption]; ok {
 		key = strings.TrimSpace(a.SelectedOption.Value)
@@ -411,7 +427,10 @@ func submitted(v slack.View) (key, words string) {
 	if a, ok := v.State.Values[blockAnswerWords][actionAnswerWords]; ok {
 		words = strings.TrimSpace(a.Value)
 	}
-	return key, words
+	if key == optionOwnWords {
+		return "", words, true
+	}
+	return key, words, false
 }
 
 // generalBlock is the input under which errors about the whole form are shown: the first one, the options when the
