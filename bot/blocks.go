@@ -123,29 +123,26 @@ func ProgressMessage(r *jobs.Run, recent []jobs.Event) Message {
 }
 
 // EscalationMessage is a question to a human in the run's thread: the task, the question, what triggered it, a button
-// per option (the recommended one primary), Retry and Abort, and a hint that a thread reply gives free-text guidance.
+// per option (the recommended one primary), Answer… (a form), Retry and Abort, and a hint that a thread reply gives
+// free-text guidance.
 // A security escalation offers no options: only Retry and Abort, and a hint to rotate the leaked credential.
 func EscalationMessage(r *jobs.Run, e *jobs.Escalation) Message {
-	label := taskLabel(r, e.TaskID)
-	suffix := " needs you"
-	switch e.Trigger {
-	case jobs.TriggerGate:
-		suffix = " — your call"
-	case jobs.TriggerChat:
-		suffix = " — the agent replied"
-	}
+	label, suffix := taskLabel(r, e.TaskID), questionSuffix(e)
 	blocks := escalationHead(r, e, label, suffix)
 	var tail []slack.Block // after the option buttons
 
+	answer := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: kindAnswer}
 	retry := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: kindRetry}
 	abort := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: kindAbort}
 	clickable := checkActionValue(retry) == nil
 	if clickable {
-		controls := []slack.BlockElement{button(retry, "Retry", "")}
+		// Answer… opens a form that takes any answer the question allows: an option from a list (however many
+		// there are) or words.
+		controls := []slack.BlockElement{button(answer, "Answer…", ""), button(retry, "Retry", "")}
 		if e.Trigger == jobs.TriggerGate || e.Call {
 			// A gate is answered with a choice, and so is a call the agent paused at (its session waits for that
 			// answer): there is nothing to retry.
-			controls = nil
+			controls = controls[:1]
 		}
 		controls = append(controls, button(abort, "Abort", slack.StyleDanger).WithConfirm(abortConfirm(r)))
 		tail = append(tail, slack.NewActionBlock("orch_controls", controls...))
@@ -182,6 +179,17 @@ func EscalationMessage(r *jobs.Run, e *jobs.Escalation) Message {
 	blocks = append(blocks, tail...)
 	text := fmt.Sprintf("%s%s: %s", label, suffix, headLine(e.Question))
 	return newMessage(escapeCut(text, maxFallbackText, false), blocks)
+}
+
+// questionSuffix ends a question's header after the task's label: what the question is waiting for.
+func questionSuffix(e *jobs.Escalation) string {
+	switch e.Trigger {
+	case jobs.TriggerGate:
+		return " — your call"
+	case jobs.TriggerChat:
+		return " — the agent replied"
+	}
+	return " needs you"
 }
 
 // AnsweredMessage is an escalation once answered: the same question without buttons, and who answered what after how
@@ -429,9 +437,12 @@ func optionBlocks(r *jobs.Run, e *jobs.Escalation, room int, clickable bool) (bl
 		if textLen(names) > 1500 {
 			names = clampComposed(names, 1500)
 		}
-		blocks = append(blocks, contextBlock(fmt.Sprintf("%s not shown as buttons (%s): reply in this thread, or "+
-			"run %s from a terminal.", countNoun(len(left), "option"), names,
-			inlineCode("orch escalation resolve "+r.ID+" --choose KEY", maxLine))))
+		how := "reply in this thread"
+		if clickable {
+			how = "choose one with Answer…, " + how
+		}
+		blocks = append(blocks, contextBlock(fmt.Sprintf("%s not shown as buttons (%s): %s, or run %s from a terminal.",
+			countNoun(len(left), "option"), names, how, inlineCode("orch escalation resolve "+r.ID+" --choose KEY", maxLine))))
 	}
 	return blocks, list
 }

@@ -458,6 +458,7 @@ func TestEscalationButtons(t *testing.T) {
 		{"A) Redis (shared across replicas, one more service to run)", "orch_choose:A", "", ActionValue{runID, "e1", "choose", "A"}},
 		{"B) In-memory LRU (recommended)", "orch_choose:B", slack.StylePrimary, ActionValue{runID, "e1", "choose", "B"}},
 		{"C) File-based", "orch_choose:C", "", ActionValue{runID, "e1", "choose", "C"}},
+		{"Answer…", "orch_answer", "", ActionValue{runID, "e1", "answer", ""}},
 		{"Retry", "orch_retry", "", ActionValue{runID, "e1", "retry", ""}},
 		{"Abort", "orch_abort", slack.StyleDanger, ActionValue{runID, "e1", "abort", ""}},
 	}
@@ -477,7 +478,7 @@ func TestEscalationButtons(t *testing.T) {
 			t.Errorf("button %d: confirm dialog %v, want one on Abort only", i, b.Confirm)
 		}
 	}
-	if c := bs[4].Confirm; c == nil || c.Style != slack.StyleDanger || !strings.Contains(c.Text.Text, runID) {
+	if c := bs[5].Confirm; c == nil || c.Style != slack.StyleDanger || !strings.Contains(c.Text.Text, runID) {
 		t.Errorf("abort confirm = %+v, want a danger dialog naming the run", c)
 	}
 	h := m.Blocks[0].(*slack.HeaderBlock).Text.Text
@@ -513,8 +514,8 @@ func TestEscalationSecurity(t *testing.T) {
 	for _, b := range buttons(m) {
 		ids = append(ids, b.ActionID)
 	}
-	if strings.Join(ids, " ") != "orch_retry orch_abort" {
-		t.Errorf("security escalation buttons = %v, want only Retry and Abort", ids)
+	if strings.Join(ids, " ") != "orch_answer orch_retry orch_abort" {
+		t.Errorf("security escalation buttons = %v, want only Answer…, Retry and Abort", ids)
 	}
 	if all := allText(m); !strings.Contains(all, "rotate the credential") {
 		t.Errorf("no hint to rotate the credential:\n%s", all)
@@ -532,8 +533,8 @@ func TestEscalationManyOptions(t *testing.T) {
 				rows = append(rows, len(a.Elements.ElementSet))
 			}
 		}
-		if fmt.Sprint(rows) != "[25 5 2]" {
-			t.Errorf("actions blocks hold %v buttons, want [25 5 2]", rows)
+		if fmt.Sprint(rows) != "[25 5 3]" {
+			t.Errorf("actions blocks hold %v buttons, want [25 5 3]", rows)
 		}
 		chosen := map[string]bool{}
 		for _, b := range buttons(m) {
@@ -897,7 +898,7 @@ func TestRootManyTasks(t *testing.T) {
 }
 
 // A call the agent paused at is answered with its own options: the buttons show their labels alone (Claude's own
-// "(Recommended)" not repeated), with Abort and no Retry, since the session waits for this answer.
+// "(Recommended)" not repeated), with Answer… and Abort and no Retry, since the session waits for this answer.
 func TestPausedCallButtons(t *testing.T) {
 	approval := &jobs.Escalation{ID: "e1", TaskID: "1.1", Trigger: jobs.TriggerApproval, Call: true,
 		Question: "Run: git push --force", Options: []jobs.Option{{Key: "A", Label: "Allow once"},
@@ -910,8 +911,8 @@ func TestPausedCallButtons(t *testing.T) {
 		want []string
 		hint string
 	}{
-		{approval, []string{"Allow once", "Allow for this run (Bash(git push:*))", "Deny", "Abort"}, "deny the call with your reason"},
-		{question, []string{"Redis (Recommended)", "In-process LRU", "Memcached", "Abort"}, "an answer of your own"},
+		{approval, []string{"Allow once", "Allow for this run (Bash(git push:*))", "Deny", "Answer…", "Abort"}, "deny the call with your reason"},
+		{question, []string{"Redis (Recommended)", "In-process LRU", "Memcached", "Answer…", "Abort"}, "an answer of your own"},
 	} {
 		m := EscalationMessage(parkedRun(tt.e), tt.e)
 		var got []string

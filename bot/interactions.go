@@ -26,6 +26,10 @@ func (s *Server) handleInteraction(w http.ResponseWriter, r *http.Request, body 
 		http.Error(w, "bad payload", http.StatusBadRequest)
 		return
 	}
+	if cb.Type == slack.InteractionTypeViewSubmission {
+		s.handleSubmission(w, r, cb) // its errors must be in the response
+		return
+	}
 	if err := s.interaction(cb); err != nil {
 		reply(w, err.Error())
 		return
@@ -52,6 +56,12 @@ func (s *Server) interaction(cb slack.InteractionCallback) error {
 		if thread == "" {
 			thread = cb.Message.ThreadTimestamp
 		}
+		if act.Kind == kindAnswer {
+			if err := s.answerClick(cb, act, user, channel, thread, ts); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := s.jobs.submit(func(ctx context.Context) { s.click(ctx, act, user, channel, thread, ts, responseURL) }); err != nil {
 			return err
 		}
@@ -63,22 +73,7 @@ func (s *Server) interaction(cb slack.InteractionCallback) error {
 // checked against the store, the option against the stored options, and the same atomic path as the terminal
 // decides which answer wins.
 func (s *Server) click(ctx context.Context, act ActionValue, user, channel, thread, ts, responseURL string) {
-	// The button must sit on the message orch posted for that very question: a value copied onto another message
-	// (or forged) does not answer anything.
-	ok, err := s.poster.messageOf(ctx, act.RunID, act.EscalationID, channel, thread, ts)
-	if err != nil {
-		s.log.Warn("checking a click", "run_id", act.RunID, "err", err)
-		s.respond(ctx, responseURL, unavailableText)
-		return
-	}
-	if !ok {
-		s.log.Warn("a click whose message is not the question's", "run_id", act.RunID, "escalation", act.EscalationID)
-		s.respond(ctx, responseURL, "That button does not match the question on record.")
-		return
-	}
-	if !s.allowed(user) {
-		s.refused(user, "answer", fmt.Sprintf("run %s escalation %s", act.RunID, act.EscalationID))
-		s.respond(ctx, responseURL, "You are not allowed to answer here (ORCH_ALLOWED_USERS).")
+	if !s.clickAllowed(ctx, act, user, channel, thread, ts, responseURL) {
 		return
 	}
 	req := escalation.Request{RunID: act.RunID, EscalationID: act.EscalationID, By: user, Via: "slack"}
@@ -92,7 +87,7 @@ func (s *Server) click(ctx context.Context, act ActionValue, user, channel, thre
 	default:
 		return
 	}
-	_, _, err = escalation.Resolve(ctx, s.cfg.Store, s.cfg.Queue, req)
+	_, _, err := escalation.Resolve(ctx, s.cfg.Store, s.cfg.Queue, req)
 	switch {
 	case err == nil:
 		// The poster sees the resolution event and updates the message for everyone.
@@ -105,4 +100,27 @@ func (s *Server) click(ctx context.Context, act ActionValue, user, channel, thre
 		s.log.Error("resolving from Slack", "run_id", act.RunID, "err", err)
 		s.respond(ctx, responseURL, unavailableText)
 	}
+}
+
+// clickAllowed checks a click before anything is done for it, and tells the clicker when it is refused. The button must
+// sit on the message orch posted for that very question (a value copied onto another message, or forged, does not
+// answer anything), and the clicker must be allowed to answer.
+func (s *Server) clickAllowed(ctx context.Context, act ActionValue, user, channel, thread, ts, responseURL string) bool {
+	ok, err := s.poster.messageOf(ctx, act.RunID, act.EscalationID, channel, thread, ts)
+	if err != nil {
+		s.log.Warn("checking a click", "run_id", act.RunID, "err", err)
+		s.respond(ctx, responseURL, unavailableText)
+		return false
+	}
+	if !ok {
+		s.log.Warn("a click whose message is not the question's", "run_id", act.RunID, "escalation", act.EscalationID)
+		s.respond(ctx, responseURL, "That button does not match the question on record.")
+		return false
+	}
+	if !s.allowed(user) {
+		s.refused(user, "answer", fmt.Sprintf("run %s escalation %s", act.RunID, act.EscalationID))
+		s.respond(ctx, responseURL, notAllowedText)
+		return false
+	}
+	return true
 }

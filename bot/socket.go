@@ -54,6 +54,10 @@ func (s *Server) socketEvent(client *socketmode.Client, ev socketmode.Event) {
 		if !ok || ev.Request == nil {
 			return
 		}
+		if cb.Type == slack.InteractionTypeViewSubmission {
+			s.socketSubmission(client, ev.Request, cb) // acked with the response: its errors must be in the ack
+			return
+		}
 		if err := s.interaction(cb); err != nil {
 			s.ack(client, ev.Request, map[string]string{"response_type": "ephemeral", "text": err.Error()})
 			return

@@ -28,7 +28,7 @@ type socketSlack struct {
 func newSocketSlack(t *testing.T, fake *slackfake.Slack) *socketSlack {
 	t.Helper()
 	srv := slacktest.NewTestServer(func(c slacktest.Customize) {
-		for _, method := range []string{"auth.test", "chat.postMessage", "chat.update", "chat.postEphemeral"} {
+		for _, method := range []string{"auth.test", "chat.postMessage", "chat.update", "chat.postEphemeral", "views.open"} {
 			c.Handle("/"+method, func(w http.ResponseWriter, r *http.Request) { forward(w, r, fake.APIURL()+method) })
 		}
 	})

@@ -1,6 +1,6 @@
 // Package slackfake is a fake Slack on loopback for tests: the Web API methods orch calls (auth.test,
-// chat.postMessage, chat.update, chat.postEphemeral, conversations.replies), response_url webhooks, and request signing
-// for the requests Slack would send to orch.
+// chat.postMessage, chat.update, chat.postEphemeral, conversations.replies, views.open), response_url webhooks, and
+// request signing for the requests Slack would send to orch.
 //
 // Where each behaviour comes from (Slack's Web API reference, docs.slack.dev/reference/methods/…, as of 2026):
 //   - auth.test: ok, url, team, user, team_id, user_id, bot_id.
@@ -12,6 +12,23 @@
 //     has_more, an unknown cursor is invalid_cursor; limit defaults to 1000 (Tier 3 internal apps; the 15-message
 //     cap applies only to commercially distributed non-Marketplace apps).
 //   - People's messages exist in Slack before Slack sends their events: tests add them with Say.
+//
+// views.open (https://docs.slack.dev/reference/methods/views.open) exchanges a trigger_id for a modal: it takes
+// trigger_id and view (a JSON-encoded string in a form, an object in a JSON body; both content types are accepted),
+// and answers the view with its id, or an error: invalid_arguments when either is missing, invalid_trigger_id for a
+// trigger the fake did not issue, exchanged_trigger_id for one already exchanged, expired_trigger_id for one presented
+// more than 3 seconds after it was issued (docs.slack.dev/interactivity/handling-user-interaction: a trigger_id
+// expires 3 seconds after it is sent to the app), view_too_large beyond 250 kB. The fake issues trigger ids with the clicks it builds
+// (Click, Trigger); Advance moves its clock for them. A view that breaks a documented Block Kit limit the bot relies on
+// (title, submit and close at most 24 characters, at most 100 blocks, private_metadata at most 3000 characters, radio
+// buttons at most 10 options, a static select at most 100, option texts at most 75 characters and values 150, an
+// initial_option that is one of the options; docs.slack.dev/reference/views/modal-views and the elements' pages) is
+// refused with invalid_arguments, as Slack refuses it.
+//
+// ViewSubmission builds what Slack sends when a person submits an opened modal: a view_submission payload, shaped as
+// Slack's own SDK tests capture it (bolt-python's view_submission), whose state.values hold each input block's value
+// as Slack reports it (a plain_text_input's value, null when left empty; a select's or radio group's selected_option,
+// the initial_option when untouched).
 package slackfake
 
 import (
@@ -29,6 +46,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // BotUserID is the user id auth.test reports for the bot.
@@ -64,11 +82,34 @@ type Slack struct {
 	ratelimit  int
 	retryAfter int
 	down       bool
+
+	// Trigger ids issued (by id: when and to whom), exchanged ones, the clock offset of Advance, the modals opened.
+	triggers  map[string]trigger
+	exchanged map[string]bool
+	offset    time.Duration
+	views     []View
+}
+
+// trigger is a trigger_id the fake issued.
+type trigger struct {
+	issued time.Time
+	user   string
+}
+
+// triggerLifetime is how long a trigger_id can be exchanged for a modal.
+const triggerLifetime = 3 * time.Second
+
+// View is a modal opened with views.open.
+type View struct {
+	ID        string
+	TriggerID string
+	User      string          // who clicked, and sees the modal
+	JSON      json.RawMessage // the view as opened: orch's view object with Slack's id, team_id, state, hash…
 }
 
 // New starts a fake Slack; it stops at the end of the test via Close.
 func New() *Slack {
-	s := &Slack{calls: map[string]int{}, next: 1}
+	s := &Slack{calls: map[string]int{}, next: 1, triggers: map[string]trigger{}, exchanged: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.api)
 	mux.HandleFunc("/response/", s.response)
@@ -191,6 +232,32 @@ func (s *Slack) Ephemerals() []string {
 	return append(append([]string(nil), s.ephemerals...), s.responses...)
 }
 
+// Trigger issues a trigger_id for an interaction of user, as Slack sends with a click: views.open exchanges it once,
+// within 3 seconds.
+func (s *Slack) Trigger(user string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.next
+	s.next++
+	id := fmt.Sprintf("%d.%d.%032x", 1700000000+n, 22717085937, n)
+	s.triggers[id] = trigger{issued: time.Now().Add(s.offset), user: user}
+	return id
+}
+
+// Advance moves the fake's clock forward by d, for the lifetime of trigger ids.
+func (s *Slack) Advance(d time.Duration) {
+	s.mu.Lock()
+	s.offset += d
+	s.mu.Unlock()
+}
+
+// Views returns the modals opened, in opening order.
+func (s *Slack) Views() []View {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]View(nil), s.views...)
+}
+
 // Calls is how often each Web API method was called.
 func (s *Slack) Calls(method string) int {
 	s.mu.Lock()
@@ -245,12 +312,200 @@ func (s *Slack) api(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "message_not_found"})
 	case "conversations.replies":
 		s.replies(w, r)
+	case "views.open":
+		s.viewsOpen(w, r)
 	case "chat.postEphemeral":
 		s.ephemerals = append(s.ephemerals, r.Form.Get("text"))
 		json.NewEncoder(w).Encode(map[string]any{"ok": true, "message_ts": "1700000000.999999"})
 	default:
 		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "unknown_method"})
 	}
+}
+
+// viewsOpen is views.open; s.mu is held.
+func (s *Slack) viewsOpen(w http.ResponseWriter, r *http.Request) {
+	fail := func(code string, messages ...string) {
+		out := map[string]any{"ok": false, "error": code}
+		if len(messages) > 0 {
+			out["response_metadata"] = map[string]any{"messages": messages}
+		}
+		json.NewEncoder(w).Encode(out)
+	}
+	triggerID, rawView := r.Form.Get("trigger_id"), r.Form.Get("view")
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		var body struct {
+			TriggerID string          `json:"trigger_id"`
+			View      json.RawMessage `json:"view"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			fail("invalid_json")
+			return
+		}
+		triggerID, rawView = body.TriggerID, string(body.View)
+	}
+	if triggerID == "" || rawView == "" || rawView == "null" {
+		fail("invalid_arguments", "missing required field: trigger_id or view")
+		return
+	}
+	if len(rawView) > 250<<10 {
+		fail("view_too_large")
+		return
+	}
+	t, ok := s.triggers[triggerID]
+	switch {
+	case !ok:
+		fail("invalid_trigger_id")
+		return
+	case s.exchanged[triggerID]:
+		fail("exchanged_trigger_id")
+		return
+	case time.Now().Add(s.offset).Sub(t.issued) > triggerLifetime:
+		fail("expired_trigger_id")
+		return
+	}
+	var view map[string]any
+	if err := json.Unmarshal([]byte(rawView), &view); err != nil {
+		fail("invalid_arguments", "view is not a JSON object")
+		return
+	}
+	if msg := checkModal(view); msg != "" {
+		fail("invalid_arguments", msg)
+		return
+	}
+	s.exchanged[triggerID] = true
+	id := fmt.Sprintf("V%08d", s.next)
+	s.next++
+	view["id"], view["team_id"], view["state"], view["hash"] = id, "T0001", map[string]any{"values": map[string]any{}}, "1700000000."+id
+	view["root_view_id"], view["previous_view_id"], view["app_id"], view["bot_id"] = id, nil, "A0001", "BORCH"
+	view["app_installed_team_id"] = "T0001"
+	for _, k := range []string{"private_metadata", "callback_id", "external_id"} {
+		if _, ok := view[k]; !ok {
+			view[k] = ""
+		}
+	}
+	data, _ := json.Marshal(view)
+	s.views = append(s.views, View{ID: id, TriggerID: triggerID, User: t.user, JSON: data})
+	json.NewEncoder(w).Encode(map[string]any{"ok": true, "view": view})
+}
+
+// checkModal returns what breaks one of Slack's documented limits in a modal view, or "".
+func checkModal(view map[string]any) string {
+	if view["type"] != "modal" {
+		return "view type must be modal"
+	}
+	for _, k := range []string{"title", "submit", "close"} {
+		if t, ok := view[k].(map[string]any); ok && utf8.RuneCountInString(str(t["text"])) > 24 {
+			return k + " must be at most 24 characters"
+		}
+	}
+	if _, ok := view["title"].(map[string]any); !ok {
+		return "missing required field: title"
+	}
+	if utf8.RuneCountInString(str(view["private_metadata"])) > 3000 {
+		return "private_metadata must be at most 3000 characters"
+	}
+	blocks, _ := view["blocks"].([]any)
+	if len(blocks) > 100 {
+		return "no more than 100 items allowed [json-pointer:/view/blocks]"
+	}
+	ids := map[string]bool{}
+	for _, b := range blocks {
+		block, _ := b.(map[string]any)
+		if id := str(block["block_id"]); id != "" {
+			if ids[id] {
+				return "duplicate block_id " + id
+			}
+			ids[id] = true
+		}
+		el, _ := block["element"].(map[string]any)
+		limit := map[string]int{"radio_buttons": 10, "static_select": 100}[str(el["type"])]
+		if limit == 0 {
+			continue
+		}
+		opts, _ := el["options"].([]any)
+		if len(opts) > limit {
+			return fmt.Sprintf("%s: no more than %d options allowed", el["type"], limit)
+		}
+		initial, found := el["initial_option"], el["initial_option"] == nil
+		for _, o := range opts {
+			opt, _ := o.(map[string]any)
+			text, _ := opt["text"].(map[string]any)
+			if utf8.RuneCountInString(str(text["text"])) > 75 || utf8.RuneCountInString(str(opt["value"])) > 150 {
+				return "an option's text must be at most 75 characters and its value 150"
+			}
+			if in, ok := initial.(map[string]any); ok && str(in["value"]) == str(opt["value"]) {
+				found = true
+			}
+		}
+		if !found {
+			return "initial_option must be one of the options"
+		}
+	}
+	return ""
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// ViewSubmissionPayload is the view_submission Slack sends when user submits modal v; input holds what the person
+// entered, by block id: a plain_text_input's text, or the value of the option chosen in a select or radio group ("" to
+// choose none). Inputs not in input are left as the modal opened. A value that is no option of its element chooses
+// none: a person can only choose what the modal lists.
+func (s *Slack) ViewSubmissionPayload(v View, user string, input map[string]string) map[string]any {
+	var view map[string]any
+	json.Unmarshal(v.JSON, &view)
+	values := map[string]any{}
+	blocks, _ := view["blocks"].([]any)
+	for _, b := range blocks {
+		block, _ := b.(map[string]any)
+		el, _ := block["element"].(map[string]any)
+		if block["type"] != "input" || el == nil {
+			continue
+		}
+		id, typ := str(block["block_id"]), str(el["type"])
+		entered, given := input[id]
+		state := map[string]any{"type": typ}
+		switch typ {
+		case "plain_text_input":
+			state["value"] = nil
+			if given && entered != "" {
+				state["value"] = entered
+			}
+		case "radio_buttons", "static_select":
+			state["selected_option"] = el["initial_option"]
+			if given {
+				state["selected_option"] = nil
+				opts, _ := el["options"].([]any)
+				for _, o := range opts {
+					if opt, _ := o.(map[string]any); str(opt["value"]) == entered && entered != "" {
+						state["selected_option"] = opt
+					}
+				}
+			}
+		default:
+			continue
+		}
+		values[id] = map[string]any{str(el["action_id"]): state}
+	}
+	view["state"] = map[string]any{"values": values}
+	return map[string]any{
+		"type":          "view_submission",
+		"team":          map[string]any{"id": "T0001", "domain": "orch-test"},
+		"user":          map[string]any{"id": user, "username": user, "name": user, "team_id": "T0001"},
+		"api_app_id":    "A0001",
+		"token":         "verification_token",
+		"trigger_id":    s.Trigger(user),
+		"view":          view,
+		"response_urls": []any{},
+	}
+}
+
+// ViewSubmission is the form body of ViewSubmissionPayload, as Slack posts it to the app's interactivity URL.
+func (s *Slack) ViewSubmission(v View, user string, input map[string]string) []byte {
+	data, _ := json.Marshal(s.ViewSubmissionPayload(v, user, input))
+	return []byte(url.Values{"payload": {string(data)}}.Encode())
 }
 
 func (s *Slack) response(w http.ResponseWriter, r *http.Request) {
@@ -302,7 +557,7 @@ func (s *Slack) Click(m Message, user, actionID, value string) []byte {
 		"channel":      map[string]any{"id": m.Channel},
 		"message":      map[string]any{"ts": m.TS, "thread_ts": m.ThreadTS, "text": m.Text},
 		"response_url": s.ResponseURL("click-" + user),
-		"trigger_id":   "1.2.3",
+		"trigger_id":   s.Trigger(user),
 		"actions": []map[string]any{{"type": "button", "action_id": actionID, "block_id": "b",
 			"value": value, "action_ts": "1700000001.000001"}},
 	}
