@@ -1,6 +1,11 @@
 // Package slackfake is a fake Slack on loopback for tests: the Web API methods orch calls (auth.test,
 // chat.postMessage, chat.update, chat.postEphemeral), response_url webhooks, and request signing for the requests
 // Slack would send to orch.
+//
+// A response_url takes a JSON message with text, blocks, response_type and replace_original, as Slack documents it
+// in "Handling user interaction", section "Sending message responses"
+// (https://docs.slack.dev/interactivity/handling-user-interaction#message_responses); the fake keeps each such
+// message whole (Responses).
 package slackfake
 
 import (
@@ -43,7 +48,7 @@ type Slack struct {
 	mu         sync.Mutex
 	messages   []*Message
 	ephemerals []string
-	responses  []string // texts sent to response_url
+	responses  []Response // messages sent to response_url
 	next       int
 	calls      map[string]int
 	// ratelimit makes the next n Web API calls answer 429 with Retry-After.
@@ -99,7 +104,26 @@ func (s *Slack) Messages() []Message {
 func (s *Slack) Ephemerals() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append(append([]string(nil), s.ephemerals...), s.responses...)
+	out := append([]string(nil), s.ephemerals...)
+	for _, r := range s.responses {
+		out = append(out, r.Text)
+	}
+	return out
+}
+
+// Response is a message sent to a response_url, with the fields Slack documents for it.
+type Response struct {
+	Text            string          `json:"text"`
+	Blocks          json.RawMessage `json:"blocks"`
+	ResponseType    string          `json:"response_type"`
+	ReplaceOriginal bool            `json:"replace_original"`
+}
+
+// Responses returns the messages sent to response_urls, in the order they came.
+func (s *Slack) Responses() []Response {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Response(nil), s.responses...)
 }
 
 // Calls is how often each Web API method was called.
@@ -163,13 +187,11 @@ func (s *Slack) api(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Slack) response(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Text string `json:"text"`
-	}
+	var body Response
 	data, _ := io.ReadAll(r.Body)
 	json.Unmarshal(data, &body)
 	s.mu.Lock()
-	s.responses = append(s.responses, body.Text)
+	s.responses = append(s.responses, body)
 	s.mu.Unlock()
 	w.Write([]byte("ok"))
 }
