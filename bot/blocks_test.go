@@ -297,8 +297,10 @@ func TestBlocksRoundTrip(t *testing.T) {
 	}
 }
 
-// allowedSpan is what orch itself writes in <…>: a user mention, a date and a link to a pull request.
-var allowedSpan = regexp.MustCompile(`<@[UW][A-Z0-9]+>|<!date\^\d+\^\{time_secs\}\|[0-9:]+ UTC>|<https?://[^|<>\s]+\|[A-Za-z ]+>`)
+// allowedSpan is what orch itself writes in <…>: a user mention, a date (a time, or a day and a time) and a link (to a
+// pull request, to a thread).
+var allowedSpan = regexp.MustCompile(`<@[UW][A-Z0-9]+>|<!date\^\d+\^\{time_secs\}\|[0-9:]+ UTC>|` +
+	`<!date\^\d+\^\{date_short_pretty\} at \{time\}\|[0-9-]+ [0-9:]+ UTC>|<https?://[^|<>\s]+\|[A-Za-z ]+>`)
 
 // checkMarkup fails when mrkdwn holds a <…> span orch did not write or a bare &.
 func checkMarkup(t *testing.T, where, s string) {

@@ -29,7 +29,12 @@ func parseCommand(body []byte) (command, error) {
 
 const helpText = "*orch* runs a coding agent through a plan and asks here when it needs you.\n" +
 	"• `/orch run PLAN [--agent NAME] [--sim-scenario FILE]` start a run (PLAN is a path inside the workspace)\n" +
+	"• `/orch do TEXT` ask the agent in your own words; it works on a branch of its own\n" +
 	"• `/orch status [RUN_ID]` how a run is doing (default: the latest)\n" +
+	"• `/orch history` the latest runs started in this channel, with links to their threads\n" +
+	"• `/orch costs [RUN_ID]` what a run cost, per task; without RUN_ID, this channel's latest runs and their total\n" +
+	"• `/orch questions` the questions waiting for your answer, oldest first\n" +
+	"• `/orch logs RUN_ID` a run's latest events\n" +
 	"• `/orch abort RUN_ID` stop a run\n" +
 	"• `/orch help` this message\n" +
 	"Questions come as a message with a button per option; a reply in the run's thread answers in your own words."
@@ -55,6 +60,9 @@ func (s *Server) command(cmd command) (string, error) {
 	if len(words) == 0 || words[0] == "help" {
 		return helpText, nil
 	}
+	if _, ok := lookupCommands[words[0]]; ok {
+		return s.lookup(cmd, words[0], words[1:])
+	}
 	switch words[0] {
 	case "run":
 		if !s.allowed(cmd.UserID) {
@@ -73,7 +81,7 @@ func (s *Server) command(cmd command) (string, error) {
 			return "", err
 		}
 		rel, _ := filepath.Rel(s.cfg.Workspace, req.Plan)
-		return fmt.Sprintf("Starting a run of `%s`… its thread appears in this channel.", rel), nil
+		return fmt.Sprintf("Starting a run of %s… its thread appears in this channel.", echo(rel)), nil
 	case "do":
 		if !s.allowed(cmd.UserID) {
 			s.refused(cmd.UserID, "do", cmd.Text)
@@ -112,9 +120,9 @@ func (s *Server) command(cmd command) (string, error) {
 		if err := s.jobs.submit(func(ctx context.Context) { s.abort(ctx, id, cmd.UserID, reason, cmd.ResponseURL) }); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("Aborting `%s`…", id), nil
+		return fmt.Sprintf("Aborting %s…", echo(id)), nil
 	}
-	return "", fmt.Errorf("unknown command `%s`.\n%s", words[0], helpText)
+	return "", fmt.Errorf("unknown command %s.\n%s", echo(words[0]), helpText)
 }
 
 // responder answers a slash command through its response_url.
@@ -137,7 +145,7 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 		case "--agent", "--sim-scenario":
 			if !hasVal {
 				if i+1 >= len(args) {
-					return req, fmt.Errorf("`%s` needs a value", name)
+					return req, fmt.Errorf("%s needs a value", echo(name))
 				}
 				i++
 				val = args[i]
@@ -148,7 +156,7 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 				switch val {
 				case "claude", "codex", "sim":
 				default:
-					return req, fmt.Errorf("`--agent %s`: from Slack choose claude, codex or sim (command templates are set by the operator with ORCH_AGENT)", val)
+					return req, fmt.Errorf("%s: from Slack choose claude, codex or sim (command templates are set by the operator with ORCH_AGENT)", echo("--agent "+val))
 				}
 				req.Agent = val
 				continue
@@ -160,10 +168,10 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 			req.SimScenario = p
 		default:
 			if strings.HasPrefix(a, "-") {
-				return req, fmt.Errorf("unknown option `%s` (use `--agent NAME` or `--sim-scenario FILE`)", a)
+				return req, fmt.Errorf("unknown option %s (use `--agent NAME` or `--sim-scenario FILE`)", echo(a))
 			}
 			if req.Plan != "" {
-				return req, fmt.Errorf("one plan at a time (got `%s` and `%s`)", filepath.Base(req.Plan), a)
+				return req, fmt.Errorf("one plan at a time (got %s and %s)", echo(filepath.Base(req.Plan)), echo(a))
 			}
 			p, err := s.resolvePlan(a)
 			if err != nil {
@@ -178,8 +186,8 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 	return req, nil
 }
 
-// maxEcho bounds what a reply repeats of what it was given (an error that quotes a request, an id).
-const maxEcho = 2000
+// maxErrorEcho bounds the error a reply passes on (one that quotes a request or a plan).
+const maxErrorEcho = 2000
 
 // unavailableText is what a person hears when orch cannot reach its store: nothing changed, and trying again later
 // is the thing to do.
@@ -194,7 +202,7 @@ func (s *Server) startRun(ctx context.Context, req StartRequest, tell func(conte
 			tell(ctx, unavailableText)
 			return
 		}
-		tell(ctx, "Could not start the run: "+escalation.Bound(err.Error(), maxEcho))
+		tell(ctx, "Could not start the run: "+escalation.Bound(err.Error(), maxErrorEcho))
 		return
 	}
 	if err := s.poster.follow(ctx, run.ID); err != nil {
@@ -270,9 +278,11 @@ func (s *Server) abort(ctx context.Context, id, user, reason, responseURL string
 	s.respond(ctx, responseURL, fmt.Sprintf("Run `%s` is %s.", run.ID, run.Status))
 }
 
-// refused audits an attempt by someone not in ORCH_ALLOWED_USERS.
+// refused audits an attempt by someone not in ORCH_ALLOWED_USERS. The detail (what they typed) is bounded: the audit
+// records the attempt, not whatever it carried.
 func (s *Server) refused(user, what, detail string) {
 	s.log.Warn("refused a Slack user", "user", user, "action", what)
+	detail = cutPlain(detail, maxLine)
 	_ = s.jobs.submit(func(ctx context.Context) {
 		if err := s.poster.auditRefusal(ctx, user, what, detail); err != nil {
 			s.log.Warn("auditing a refusal", "err", err)

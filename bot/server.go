@@ -283,13 +283,13 @@ func (s *Server) resolvePlan(arg string) (string, error) {
 	p = filepath.Clean(p)
 	rel, err := filepath.Rel(s.cfg.Workspace, p)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("`%s` is outside the workspace; plans must be inside it", arg)
+		return "", fmt.Errorf("%s is outside the workspace; plans must be inside it", echo(arg))
 	}
 	// A symlink inside the workspace must not lead out of it either.
 	if real, err := filepath.EvalSymlinks(p); err == nil {
 		wsReal, _ := filepath.EvalSymlinks(s.cfg.Workspace)
 		if rel, err := filepath.Rel(wsReal, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return "", fmt.Errorf("`%s` leads outside the workspace; plans must be inside it", arg)
+			return "", fmt.Errorf("%s leads outside the workspace; plans must be inside it", echo(arg))
 		}
 	}
 	return p, nil

@@ -29,6 +29,11 @@
 // Slack's own SDK tests capture it (bolt-python's view_submission), whose state.values hold each input block's value
 // as Slack reports it (a plain_text_input's value, null when left empty; a select's or radio group's selected_option,
 // the initial_option when untouched).
+//
+// A response_url takes a JSON message with text, blocks, response_type and replace_original, as Slack documents it
+// in "Handling user interaction", section "Sending message responses"
+// (https://docs.slack.dev/interactivity/handling-user-interaction#message_responses); the fake keeps each such
+// message whole (Responses).
 package slackfake
 
 import (
@@ -75,7 +80,7 @@ type Slack struct {
 	mu         sync.Mutex
 	messages   []*Message
 	ephemerals []string
-	responses  []string // texts sent to response_url
+	responses  []Response // messages sent to response_url
 	next       int
 	calls      map[string]int
 	// ratelimit makes the next n Web API calls answer 429 with Retry-After.
@@ -229,7 +234,26 @@ func (s *Slack) replies(w http.ResponseWriter, r *http.Request) {
 func (s *Slack) Ephemerals() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append(append([]string(nil), s.ephemerals...), s.responses...)
+	out := append([]string(nil), s.ephemerals...)
+	for _, r := range s.responses {
+		out = append(out, r.Text)
+	}
+	return out
+}
+
+// Response is a message sent to a response_url, with the fields Slack documents for it.
+type Response struct {
+	Text            string          `json:"text"`
+	Blocks          json.RawMessage `json:"blocks"`
+	ResponseType    string          `json:"response_type"`
+	ReplaceOriginal bool            `json:"replace_original"`
+}
+
+// Responses returns the messages sent to response_urls, in the order they came.
+func (s *Slack) Responses() []Response {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Response(nil), s.responses...)
 }
 
 // Trigger issues a trigger_id for an interaction of user, as Slack sends with a click: views.open exchanges it once,
@@ -509,13 +533,11 @@ func (s *Slack) ViewSubmission(v View, user string, input map[string]string) []b
 }
 
 func (s *Slack) response(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Text string `json:"text"`
-	}
+	var body Response
 	data, _ := io.ReadAll(r.Body)
 	json.Unmarshal(data, &body)
 	s.mu.Lock()
-	s.responses = append(s.responses, body.Text)
+	s.responses = append(s.responses, body)
 	s.mu.Unlock()
 	w.Write([]byte("ok"))
 }

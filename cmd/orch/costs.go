@@ -2,79 +2,12 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/orchrun/orch/jobs"
 )
-
-// costLine is tokens and dollars of one scope (a task, a run, a model).
-type costLine struct {
-	Scope        string  `json:"scope"`
-	Calls        int     `json:"calls"`
-	InputTokens  int64   `json:"input_tokens"`
-	OutputTokens int64   `json:"output_tokens"`
-	CostUSD      float64 `json:"cost_usd"`
-}
-
-func (c *costLine) add(calls int, in, out int64, usd float64) {
-	c.Calls += calls
-	c.InputTokens += in
-	c.OutputTokens += out
-	c.CostUSD += usd
-}
-
-// runCosts is what one run cost: per task (agent and brain apart) and per model.
-type runCosts struct {
-	RunID  string     `json:"run_id"`
-	Status string     `json:"status"`
-	Agent  costLine   `json:"agent"`
-	Brain  costLine   `json:"brain"`
-	Tasks  []taskCost `json:"tasks"`
-	Models []costLine `json:"models"`
-}
-
-type taskCost struct {
-	TaskID   string   `json:"task_id"`
-	Attempts int      `json:"attempts"`
-	Agent    costLine `json:"agent"`
-	Brain    costLine `json:"brain"`
-}
-
-func costsOf(r *jobs.Run) runCosts {
-	rc := runCosts{RunID: r.ID, Status: string(r.Status), Agent: costLine{Scope: "agent"}, Brain: costLine{Scope: "brain"}}
-	models := map[string]*costLine{}
-	model := func(name string) *costLine {
-		if name == "" {
-			name = "(unknown)"
-		}
-		if models[name] == nil {
-			models[name] = &costLine{Scope: name}
-		}
-		return models[name]
-	}
-	for _, t := range r.Tasks {
-		tc := taskCost{TaskID: t.ID, Attempts: len(t.Attempts), Agent: costLine{Scope: "agent"}, Brain: costLine{Scope: "brain"}}
-		for _, a := range t.Attempts {
-			tc.Agent.add(1, a.InputTokens, a.OutputTokens, a.CostUSD)
-			model(a.Model).add(1, a.InputTokens, a.OutputTokens, a.CostUSD)
-			if a.Brain.Calls > 0 {
-				tc.Brain.add(a.Brain.Calls, a.Brain.InputTokens, a.Brain.OutputTokens, a.Brain.CostUSD)
-				model(a.Brain.Model).add(a.Brain.Calls, a.Brain.InputTokens, a.Brain.OutputTokens, a.Brain.CostUSD)
-			}
-		}
-		rc.Agent.add(tc.Agent.Calls, tc.Agent.InputTokens, tc.Agent.OutputTokens, tc.Agent.CostUSD)
-		rc.Brain.add(tc.Brain.Calls, tc.Brain.InputTokens, tc.Brain.OutputTokens, tc.Brain.CostUSD)
-		rc.Tasks = append(rc.Tasks, tc)
-	}
-	for _, m := range models {
-		rc.Models = append(rc.Models, *m)
-	}
-	sort.Slice(rc.Models, func(i, j int) bool { return rc.Models[i].Scope < rc.Models[j].Scope })
-	return rc
-}
 
 func (a *app) costsCmd() *cobra.Command {
 	var asJSON bool
@@ -102,9 +35,9 @@ func (a *app) costsCmd() *cobra.Command {
 			} else if runs, err = b.Store.List(cmd.Context(), limit); err != nil {
 				return err
 			}
-			all := make([]runCosts, len(runs))
+			all := make([]jobs.RunCosts, len(runs))
 			for i, r := range runs {
-				all[i] = costsOf(r)
+				all[i] = r.Costs()
 			}
 			if asJSON {
 				if len(args) == 1 {

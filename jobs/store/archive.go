@@ -71,16 +71,21 @@ type indexEntry struct {
 	Archived int64  `json:"archived"`
 	Ended    int64  `json:"ended,omitempty"` // when it ended (its last change, for a run that never recorded an end)
 	Status   string `json:"status"`
-	// V is indexFields on lines that carry what Find filters on (an empty Plan, Title or User is then empty); lines
-	// written before have 0 and none of them, and Find reads such a run's file when a filter needs one.
-	V     int    `json:"v,omitempty"`
-	Plan  string `json:"plan,omitempty"`  // the run's PlanPath
-	Title string `json:"title,omitempty"` // its PlanTitle
-	User  string `json:"user,omitempty"`  // its Origin.User
+	// V says which of what Find filters on the line carries (an empty field it carries is then empty): indexChannel
+	// on lines with plan, title, user and channel; indexFields on lines written before the channel was added; 0 on
+	// lines with none of them. Find reads such a run's file when a filter needs what its line lacks.
+	V       int    `json:"v,omitempty"`
+	Plan    string `json:"plan,omitempty"`    // the run's PlanPath
+	Title   string `json:"title,omitempty"`   // its PlanTitle
+	User    string `json:"user,omitempty"`    // its Origin.User
+	Channel string `json:"channel,omitempty"` // its Origin.Channel
 }
 
-// indexFields marks an index line that carries plan, title and user.
-const indexFields = 2
+// Versions of an index line: indexFields carries plan, title and user; indexChannel the channel as well.
+const (
+	indexFields  = 2
+	indexChannel = 3
+)
 
 func (a *Archive) runPath(id string) string { return filepath.Join(a.dir, "runs", id+".json.gz") }
 func (a *Archive) indexPath() string        { return filepath.Join(a.dir, "index") }

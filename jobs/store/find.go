@@ -23,6 +23,8 @@ type Query struct {
 	Plan string
 	// User matches runs started by exactly this user (Origin.User).
 	User string
+	// Channel matches runs started in exactly this chat channel (Origin.Channel).
+	Channel string
 }
 
 // StatusOpen is the Query.Status of the runs that wait for a human.
@@ -30,23 +32,37 @@ const StatusOpen = "open"
 
 func (q Query) isZero() bool { return q == Query{} }
 
-// needsDetail reports whether q filters on what an index line written before the filters existed does not hold.
-func (q Query) needsDetail() bool { return q.Plan != "" || q.User != "" }
+// needs is what a run's summary or index line must hold for q to be matched by it alone, on the index lines' scale
+// (indexEntry.V): indexChannel for a channel, indexFields for a plan or a user, 0 for a status. A record written
+// before the filter existed holds less, and the run's document is read instead.
+func (q Query) needs() int {
+	switch {
+	case q.Channel != "":
+		return indexChannel
+	case q.Plan != "" || q.User != "":
+		return indexFields
+	}
+	return 0
+}
 
 // runFacts is what a query is matched against: a run's summary in Redis, or its line in the archive's index.
 type runFacts struct {
-	status            jobs.RunStatus
-	open              bool
-	user, plan, title string
+	status                     jobs.RunStatus
+	open                       bool
+	user, channel, plan, title string
+	// holds is what the record holds, on Query.needs's scale.
+	holds int
 }
 
 func factsOf(r *jobs.Run) runFacts {
 	return runFacts{
-		status: r.Status,
-		open:   !r.Status.Terminal() && (r.Status == jobs.RunParked || r.OpenEscalation() != nil),
-		user:   r.Origin.User,
-		plan:   r.PlanPath,
-		title:  r.PlanTitle,
+		status:  r.Status,
+		open:    !r.Status.Terminal() && (r.Status == jobs.RunParked || r.OpenEscalation() != nil),
+		user:    r.Origin.User,
+		channel: r.Origin.Channel,
+		plan:    r.PlanPath,
+		title:   r.PlanTitle,
+		holds:   indexChannel,
 	}
 }
 
@@ -71,6 +87,9 @@ func (m matcher) match(f runFacts) bool {
 		}
 	}
 	if m.q.User != "" && f.user != m.q.User {
+		return false
+	}
+	if m.q.Channel != "" && f.channel != m.q.Channel {
 		return false
 	}
 	return m.plan == "" || containsFold(f.plan, m.plan) || containsFold(f.title, m.plan)
@@ -110,7 +129,9 @@ func lowerASCII(c byte) byte {
 // transaction as every change to the document, so that filtering the live runs reads a hundred bytes a run rather
 // than decoding each run's document (kilobytes: its tasks, escalations and options). The fields are separated by NUL,
 // which none of them holds (a title, which could, comes last and is taken whole); the first is the summary's version.
-const summaryVersion = "1"
+// Version 2 added the channel; a version 1 summary (status, open, user, plan, title) is still read, and a query on
+// the channel reads such a run's document and writes its summary anew.
+const summaryVersion = "2"
 
 func summarize(r *jobs.Run) string {
 	f := factsOf(r)
@@ -118,16 +139,34 @@ func summarize(r *jobs.Run) string {
 	if f.open {
 		open = "1"
 	}
-	return strings.Join([]string{summaryVersion, string(f.status), open, f.user, f.plan, f.title}, "\x00")
+	return strings.Join([]string{summaryVersion, string(f.status), open, f.user, f.channel, f.plan, f.title}, "\x00")
 }
 
 func parseSummary(s string) (runFacts, bool) {
-	p := strings.SplitN(s, "\x00", 6)
-	if len(p) != 6 || p[0] != summaryVersion {
-		return runFacts{}, false
+	v, rest, _ := strings.Cut(s, "\x00")
+	switch v {
+	case "1":
+		p := strings.SplitN(rest, "\x00", 5)
+		if len(p) != 5 {
+			return runFacts{}, false
+		}
+		return runFacts{status: jobs.RunStatus(p[0]), open: p[1] == "1", user: p[2], plan: p[3], title: p[4],
+			holds: indexFields}, true
+	case summaryVersion:
+		p := strings.SplitN(rest, "\x00", 6)
+		if len(p) != 6 {
+			return runFacts{}, false
+		}
+		return runFacts{status: jobs.RunStatus(p[0]), open: p[1] == "1", user: p[2], channel: p[3], plan: p[4],
+			title: p[5], holds: indexChannel}, true
 	}
-	return runFacts{status: jobs.RunStatus(p[1]), open: p[2] == "1", user: p[3], plan: p[4], title: p[5]}, true
+	return runFacts{}, false
 }
+
+// replaceSummary writes a run's summary in place of the older one Find read (ARGV[2]) unless a change committed
+// meanwhile wrote a newer one.
+var replaceSummary = redis.NewScript(`if redis.call("HGET", KEYS[1], ARGV[1]) == ARGV[2] then
+	return redis.call("HSET", KEYS[1], ARGV[1], ARGV[3]) end return 0`)
 
 // found is a run Find may list, by creation time (ms).
 type found struct {
@@ -226,11 +265,15 @@ func (s *Store) matchLive(ctx context.Context, m matcher, ids []string) ([]bool,
 		return nil, fmt.Errorf("reading run summaries: %w", err)
 	}
 	var missing []int
+	old := map[int]string{} // summaries that hold too little for m, by index in ids
 	for i, v := range sums {
 		str, _ := v.(string)
 		f, ok := parseSummary(str)
-		if !ok {
+		if !ok || f.holds < m.q.needs() {
 			missing = append(missing, i)
+			if ok {
+				old[i] = str
+			}
 			continue
 		}
 		keep[i] = m.match(f)
@@ -238,8 +281,9 @@ func (s *Store) matchLive(ctx context.Context, m matcher, ids []string) ([]bool,
 	if len(missing) == 0 {
 		return keep, nil
 	}
-	// Runs without a summary are matched by their documents, and given one. HSETNX: a change committed meanwhile
-	// wrote the newer summary, which this older one must not replace.
+	// Runs without a summary, or with one that holds too little for m, are matched by their documents, and given
+	// their summary. HSETNX, or a replace of the very summary read: a change committed meanwhile wrote the newer
+	// summary, which this older one must not replace.
 	cmds, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, i := range missing {
 			p.Get(ctx, runKey(ids[i]))
@@ -261,7 +305,11 @@ func (s *Store) matchLive(ctx context.Context, m matcher, ids []string) ([]bool,
 				continue
 			}
 			keep[i] = m.match(factsOf(r))
-			p.HSetNX(ctx, keySummaries, ids[i], summarize(r))
+			if was, ok := old[i]; ok {
+				replaceSummary.Eval(ctx, p, []string{keySummaries}, ids[i], was, summarize(r))
+			} else {
+				p.HSetNX(ctx, keySummaries, ids[i], summarize(r))
+			}
 		}
 		return nil
 	})
@@ -309,9 +357,9 @@ func (s *Store) load(ctx context.Context, page []found) ([]*jobs.Run, error) {
 }
 
 // find returns the n newest archived runs by creation that m matches, newest first, skipping the ids in skip (runs
-// that are live again). A line from before the index held plan, title and user (V 0) is matched by the run's file
-// when m filters on one of them: that reads the file, so such lines cost a file each, once per Find; lines archived
-// since are matched by the line alone. A file that cannot be read is no match, with a warning on log.
+// that are live again). A line from before the index held plan, title and user (V 0), or the channel (V below
+// indexChannel), is matched by the run's file when m filters on what it lacks: that reads the file, so such lines
+// cost a file each, once per Find; lines archived since are matched by the line alone. A file that cannot be read is no match, with a warning on log.
 //
 // It reads the index as the process last read it and what was appended since (see indexCache).
 func (a *Archive) find(m matcher, n int, skip func(string) bool, log *slog.Logger) ([]indexEntry, error) {
@@ -341,9 +389,10 @@ func (a *Archive) top(m matcher, n int, skip func(string) bool, log *slog.Logger
 		if skip(e.ID) || len(top) == n && cmpCreated(e, top[n-1]) < 0 {
 			return true // live again, or too old for the page: no need to match it
 		}
-		f := runFacts{status: jobs.RunStatus(e.Status), user: e.User, plan: e.Plan, title: e.Title}
+		f := runFacts{status: jobs.RunStatus(e.Status), user: e.User, channel: e.Channel, plan: e.Plan, title: e.Title,
+			holds: e.V}
 		// Archived runs are over: none waits for a human.
-		if e.V < indexFields && m.q.needsDetail() {
+		if e.V < m.q.needs() {
 			r, err := a.get(e.ID)
 			switch {
 			case errors.Is(err, jobs.ErrRunNotFound):

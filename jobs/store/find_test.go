@@ -22,9 +22,9 @@ import (
 
 // findRun is one run of the fixture: what it is started with and how it ends.
 type findRun struct {
-	plan, title, user string
-	status            jobs.RunStatus
-	asks              bool // has an escalation nobody answered
+	plan, title, user, channel string
+	status                     jobs.RunStatus
+	asks                       bool // has an escalation nobody answered
 }
 
 // fillFind creates runs of every kind one second apart, archiving the finished ones after each third of them, so that
@@ -37,13 +37,15 @@ func fillFind(t *testing.T, s *Store, c *clock) []*jobs.Run {
 		{"plans/billing.md", "Billing export"}, {"plans/Deploy-API.md", "Deploy the API"}, {"ops/cleanup.md", "Cleanup"},
 	}
 	users := []string{"U1", "U2", ""}
+	channels := []string{"C1", "C2", "C1", ""}
 	statuses := []jobs.RunStatus{jobs.RunCompleted, jobs.RunFailed, jobs.RunParked, jobs.RunCompleted, jobs.RunRunning,
 		jobs.RunAborted, jobs.RunQueued}
 	var all []*jobs.Run
 	for i := range 42 {
 		c.add(time.Second)
 		p := plans[i%len(plans)]
-		fr := findRun{plan: p.path, title: p.title, user: users[(i/3)%len(users)], status: statuses[i%len(statuses)]}
+		fr := findRun{plan: p.path, title: p.title, user: users[(i/3)%len(users)], channel: channels[(i/2)%len(channels)],
+			status: statuses[i%len(statuses)]}
 		fr.asks = fr.status == jobs.RunParked || fr.status == jobs.RunRunning && i%2 == 0
 		all = append(all, makeRun(t, s, fr))
 		if i%14 == 13 {
@@ -59,7 +61,7 @@ func makeRun(t *testing.T, s *Store, fr findRun) *jobs.Run {
 	t.Helper()
 	ctx := context.Background()
 	r := newRun()
-	r.PlanPath, r.PlanTitle, r.Origin = fr.plan, fr.title, jobs.Origin{Kind: "slack", User: fr.user}
+	r.PlanPath, r.PlanTitle, r.Origin = fr.plan, fr.title, jobs.Origin{Kind: "slack", User: fr.user, Channel: fr.channel}
 	if err := s.Create(ctx, r); err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +90,7 @@ func want(all []*jobs.Run, q Query) []string {
 		case q.Status == "open" && (r.Status.Terminal() || r.Status != jobs.RunParked && r.OpenEscalation() == nil),
 			q.Status != "" && q.Status != "open" && string(r.Status) != q.Status,
 			q.User != "" && r.Origin.User != q.User,
+			q.Channel != "" && r.Origin.Channel != q.Channel,
 			q.Plan != "" && !strings.Contains(strings.ToLower(r.PlanPath), strings.ToLower(q.Plan)) &&
 				!strings.Contains(strings.ToLower(r.PlanTitle), strings.ToLower(q.Plan)):
 			continue
@@ -114,6 +117,11 @@ var findQueries = []Query{
 	{Status: "open", Plan: "api", User: "U1"},
 	{Status: "completed", Plan: "deploy", User: "U2"},
 	{Status: "no such status"},
+	{Channel: "C1"},
+	{Channel: "C"}, // exact, not a prefix
+	{Channel: "C2", User: "U1"},
+	{Status: "open", Channel: "C1"},
+	{Status: "failed", Plan: "billing", Channel: "C2"},
 }
 
 // checkFind reads every page of q in pages of size and compares them with want.
@@ -209,8 +217,119 @@ func TestFindLiveRunsWithoutSummaries(t *testing.T) {
 	}
 }
 
-// oldIndexLines rewrites the archive's index as an orch from before filters wrote it, without plan, title and user.
+// summaryBeforeChannels is a run's summary as an orch from before the channel filter wrote it.
+func summaryBeforeChannels(r *jobs.Run) string {
+	f := factsOf(r)
+	open := "0"
+	if f.open {
+		open = "1"
+	}
+	return strings.Join([]string{"1", string(f.status), open, f.user, f.plan, f.title}, "\x00")
+}
+
+// Summaries written before the channel filter have no channel: a channel filter matches those runs by their documents
+// and writes their summaries anew; the other filters still read the old summaries alone.
+func TestFindLiveRunsWithSummariesBeforeChannels(t *testing.T) {
+	for name, open := range archivedStores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, c := open(t)
+			s.archive = nil
+			all := fillFind(t, s, c)
+			for _, r := range all {
+				s.rdb.HSet(ctx, keySummaries, r.ID, summaryBeforeChannels(r))
+			}
+			for _, q := range findQueries {
+				if q.Channel == "" {
+					checkFind(t, s, q, all)
+				}
+			}
+			for _, r := range all {
+				if got := s.rdb.HGet(ctx, keySummaries, r.ID).Val(); got != summaryBeforeChannels(r) {
+					t.Fatalf("a filter without a channel rewrote the summary of %s: %q", r.ID, got)
+				}
+			}
+			for _, q := range findQueries {
+				checkFind(t, s, q, all)
+			}
+			for _, r := range all {
+				if got := s.rdb.HGet(ctx, keySummaries, r.ID).Val(); got != summarize(r) {
+					t.Fatalf("summary of %s = %q, want %q", r.ID, got, summarize(r))
+				}
+			}
+		})
+	}
+}
+
+// A summary written by a change committed while Find read a run's document is not replaced by the one Find derives
+// from the document it read.
+func TestFindKeepsASummaryWrittenMeanwhile(t *testing.T) {
+	for name, open := range archivedStores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, c := open(t)
+			s.archive = nil
+			c.add(time.Second)
+			r := makeRun(t, s, findRun{plan: "plans/billing.md", title: "Billing export", user: "U1", channel: "C1",
+				status: jobs.RunRunning})
+			s.rdb.HSet(ctx, keySummaries, r.ID, summaryBeforeChannels(r))
+			meanwhile := strings.Replace(summarize(r), "running", "completed", 1)
+			hooked := redis.NewClient(s.rdb.(*redis.Client).Options())
+			t.Cleanup(func() { hooked.Close() })
+			hooked.AddHook(beforeScript{fn: func() { s.rdb.HSet(ctx, keySummaries, r.ID, meanwhile) }})
+			hs := New(hooked, c.now)
+			page, _, err := hs.Find(ctx, Query{Channel: "C1"}, 0, 10)
+			if err != nil || !slices.Equal(ids(page), []string{r.ID}) {
+				t.Fatalf("Find = %v, %v", ids(page), err)
+			}
+			if got := s.rdb.HGet(ctx, keySummaries, r.ID).Val(); got != meanwhile {
+				t.Fatalf("the summary written meanwhile was replaced by %q", got)
+			}
+		})
+	}
+}
+
+// beforeScript calls fn before a pipeline that runs a script is sent.
+type beforeScript struct{ fn func() }
+
+func (beforeScript) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (beforeScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (b beforeScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if c.Name() == "eval" || c.Name() == "evalsha" {
+				b.fn()
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// oldIndexLines rewrites the archive's index as an orch from before filters wrote it, without plan, title, user and
+// channel.
 func oldIndexLines(t *testing.T, a *Archive) {
+	t.Helper()
+	rewriteIndex(t, a, func(e map[string]any) {
+		for _, k := range []string{"v", "plan", "title", "user", "channel"} {
+			delete(e, k)
+		}
+	})
+}
+
+// indexLinesBeforeChannels rewrites the archive's index as an orch from before the channel filter wrote it: plan,
+// title and user, but no channel.
+func indexLinesBeforeChannels(t *testing.T, a *Archive) {
+	t.Helper()
+	rewriteIndex(t, a, func(e map[string]any) {
+		delete(e, "channel")
+		e["v"] = indexFields
+	})
+}
+
+// rewriteIndex changes every line of the archive's index with edit.
+func rewriteIndex(t *testing.T, a *Archive, edit func(map[string]any)) {
 	t.Helper()
 	data, err := os.ReadFile(a.indexPath())
 	if err != nil {
@@ -222,9 +341,7 @@ func oldIndexLines(t *testing.T, a *Archive) {
 		if err := json.Unmarshal(line, &e); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []string{"v", "plan", "title", "user"} {
-			delete(e, k)
-		}
+		edit(e)
 		b, _ := json.Marshal(e)
 		old.Write(append(b, '\n'))
 	}
@@ -267,6 +384,46 @@ func TestFindWithOldIndexLines(t *testing.T) {
 			byUser, err := s.archive.find(newMatcher(Query{User: "U1"}), 100, none, s.log)
 			if err != nil || len(byUser) != 1 || byUser[0].ID != all[len(all)-1].ID {
 				t.Fatalf("without the files, a user filter matches only the new line: %v, %v", byUser, err)
+			}
+		})
+	}
+}
+
+// Lines archived before the channel filter hold plan, title and user but no channel: a channel filter reads their
+// runs' files, the other filters still need only the lines.
+func TestFindWithIndexLinesBeforeChannels(t *testing.T) {
+	for name, open := range archivedStores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, c := open(t)
+			all := fillFind(t, s, c)
+			indexLinesBeforeChannels(t, s.archive)
+			if data, _ := os.ReadFile(s.archive.indexPath()); bytes.Contains(data, []byte(`"channel"`)) ||
+				!bytes.Contains(data, []byte(`"plan"`)) {
+				t.Fatal("the index is not as an orch before channels wrote it")
+			}
+			c.add(time.Second)
+			all = append(all, makeRun(t, s, findRun{plan: "plans/billing.md", title: "Billing export", user: "U1",
+				channel: "C1", status: jobs.RunFailed}))
+			if _, err := s.ArchiveFinished(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range findQueries {
+				checkFind(t, s, q, all)
+			}
+
+			runs := filepath.Join(s.archive.Dir(), "runs")
+			if err := os.Rename(runs, runs+".away"); err != nil {
+				t.Fatal(err)
+			}
+			none := func(string) bool { return false }
+			byUser, err := s.archive.find(newMatcher(Query{User: "U1"}), 100, none, s.log)
+			if err != nil || len(byUser) < 2 {
+				t.Fatalf("a user filter by the lines alone: %d, %v", len(byUser), err)
+			}
+			byChannel, err := s.archive.find(newMatcher(Query{Channel: "C1"}), 100, none, s.log)
+			if err != nil || len(byChannel) != 1 || byChannel[0].ID != all[len(all)-1].ID {
+				t.Fatalf("without the files, a channel filter matches only the new line: %v, %v", byChannel, err)
 			}
 		})
 	}
@@ -328,17 +485,24 @@ func TestFindSkipsDamagedRuns(t *testing.T) {
 }
 
 func TestSummaryRoundTrip(t *testing.T) {
-	r := &jobs.Run{Status: jobs.RunRunning, PlanPath: "a/b.md", PlanTitle: "Title with \x00 and \t", Origin: jobs.Origin{User: "U9"},
-		Escalations: []*jobs.Escalation{{ID: "e1"}}}
+	r := &jobs.Run{Status: jobs.RunRunning, PlanPath: "a/b.md", PlanTitle: "Title with \x00 and \t",
+		Origin: jobs.Origin{User: "U9", Channel: "C9"}, Escalations: []*jobs.Escalation{{ID: "e1"}}}
 	f, ok := parseSummary(summarize(r))
 	if want := factsOf(r); !ok || f != want || !f.open {
 		t.Fatalf("parsed %+v, %v; want %+v", f, ok, want)
+	}
+	// A summary from before channels: all but the channel, and it says so.
+	f, ok = parseSummary(summaryBeforeChannels(r))
+	want := factsOf(r)
+	want.channel, want.holds = "", indexFields
+	if !ok || f != want {
+		t.Fatalf("parsed an old summary as %+v, %v; want %+v", f, ok, want)
 	}
 	r.Status = jobs.RunAborted
 	if f, _ := parseSummary(summarize(r)); f.open {
 		t.Fatal("a run that is over waits for nobody")
 	}
-	for _, bad := range []string{"", "1\x00running", "2\x00running\x000\x00\x00\x00"} {
+	for _, bad := range []string{"", "1\x00running", "2\x00running\x000\x00\x00\x00", "3\x00running\x000\x00\x00\x00\x00"} {
 		if _, ok := parseSummary(bad); ok {
 			t.Fatalf("%q parsed", bad)
 		}

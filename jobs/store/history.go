@@ -74,7 +74,8 @@ func (s *Store) archiveRun(ctx context.Context, id string, minAge time.Duration)
 			return err
 		}
 		entry := indexEntry{ID: id, Created: r.CreatedAt.UnixMilli(), Archived: s.now().UnixMilli(), Ended: ended.UnixMilli(),
-			Status: string(r.Status), V: indexFields, Plan: r.PlanPath, Title: r.PlanTitle, User: r.Origin.User}
+			Status: string(r.Status), V: indexChannel, Plan: r.PlanPath, Title: r.PlanTitle, User: r.Origin.User,
+			Channel: r.Origin.Channel}
 		if err := s.archive.put(ar, entry); err != nil {
 			return err
 		}
