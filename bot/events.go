@@ -156,14 +156,20 @@ func (s *Server) threadReply(ctx context.Context, m message, runID string) {
 }
 
 // mentioned handles a message that mentions the bot. In the thread of a run that has not ended it is a reply, as any
-// other; anywhere else it asks for a run of its own words: a follow-up on the run's branch in the thread of a run that
-// ended, a run with the conversation as context in any other thread, a run of the words alone outside threads.
+// other; anywhere else it asks for a run of its own words (see request).
 func (s *Server) mentioned(ctx context.Context, eventID string, m message) {
 	if m.User == "" || m.User == s.botID || !s.firstTime(ctx, eventID, m) {
 		return
 	}
 	m.Text = s.withoutMention(m.Text)
 	tell := func(ctx context.Context, text string) { s.ephemeral(ctx, m.Channel, m.User, text) }
+	s.request(ctx, m, m.User, tell, func(run *jobs.Run) { s.threadReply(ctx, m, run.ID) })
+}
+
+// request starts a run of a message's words for user: a follow-up on the run's branch in the thread of a run that
+// ended, a run with the conversation as context in any other thread, a run of the words alone outside threads. In
+// the thread of a run that has not ended, running calls going instead. tell answers the person.
+func (s *Server) request(ctx context.Context, m message, user string, tell func(context.Context, string), going func(*jobs.Run)) {
 	var parent *jobs.Run
 	if m.inThread() {
 		runID, err := s.poster.runOfThread(ctx, m.Channel, m.ThreadTS)
@@ -182,7 +188,7 @@ func (s *Server) mentioned(ctx context.Context, eventID string, m message) {
 				tell(ctx, unavailableText)
 				return
 			case !run.Status.Terminal():
-				s.threadReply(ctx, m, runID)
+				going(run)
 				return
 			default:
 				parent = run
@@ -193,22 +199,22 @@ func (s *Server) mentioned(ctx context.Context, eventID string, m message) {
 		tell(ctx, "Tell me what to do, e.g. `@orch fix the flaky retry test in jobs`; `/orch help` lists the rest.")
 		return
 	}
-	if !s.allowed(m.User) {
-		s.refused(m.User, "do", m.Text)
+	if !s.allowed(user) {
+		s.refused(user, "do", m.Text)
 		tell(ctx, "You are not allowed to start runs here (ORCH_ALLOWED_USERS).")
 		return
 	}
-	if err := s.limits.take(m.User, m.Channel); err != nil {
+	if err := s.limits.take(user, m.Channel); err != nil {
 		tell(ctx, capitalized(err.Error())+".")
 		return
 	}
 	req := StartRequest{Text: m.Text, FollowUp: parent,
-		Origin: jobs.Origin{Kind: "slack", User: m.User, Channel: m.Channel, ThreadTS: cmp.Or(m.ThreadTS, m.TS)}}
+		Origin: jobs.Origin{Kind: "slack", User: user, Channel: m.Channel, ThreadTS: cmp.Or(m.ThreadTS, m.TS)}}
 	if m.inThread() {
 		var err error
 		if req.Context, err = s.conversation(ctx, m, parent); err != nil {
 			s.log.Warn("reading the conversation of a request", "channel", m.Channel, "err", err)
-			tell(ctx, fmt.Sprintf("I could not read this thread (%s), so the agent starts from your words alone.",
+			tell(ctx, fmt.Sprintf("I could not read this thread (%s), so the agent starts from the words alone.",
 				escalation.Bound(err.Error(), 200)))
 		}
 	}

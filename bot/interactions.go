@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,9 @@ func (s *Server) handleInteraction(w http.ResponseWriter, r *http.Request, body 
 
 // interaction queues the work of a block_actions callback. Other kinds are acknowledged and ignored.
 func (s *Server) interaction(cb slack.InteractionCallback) error {
+	if cb.Type == slack.InteractionTypeMessageAction && cb.CallbackID == ShortcutDoMessage {
+		return s.jobs.submit(func(ctx context.Context) { s.doMessage(ctx, cb) })
+	}
 	if cb.Type != slack.InteractionTypeBlockActions {
 		return nil
 	}
@@ -123,4 +127,21 @@ func (s *Server) clickAllowed(ctx context.Context, act ActionValue, user, channe
 		return false
 	}
 	return true
+}
+
+// ShortcutDoMessage is the callback id of the message shortcut "Ask orch to do this" (deploy/slack-app-manifest.yaml).
+const ShortcutDoMessage = "orch_do_message"
+
+// doMessage starts a run whose task is a message someone chose with the shortcut, as a mention of the bot in it would
+// (the thread as context; a follow-up in the thread of a run that ended). Its answers go to the person through the
+// shortcut's response_url.
+func (s *Server) doMessage(ctx context.Context, cb slack.InteractionCallback) {
+	tell := func(ctx context.Context, text string) { s.respond(ctx, cb.ResponseURL, text) }
+	msg := cb.Message
+	m := message{User: msg.User, Text: s.withoutMention(msg.Text), Channel: cb.Channel.ID, TS: cmp.Or(msg.Timestamp, cb.MessageTs),
+		ThreadTS: msg.ThreadTimestamp}
+	s.request(ctx, m, cb.User.ID, tell, func(run *jobs.Run) {
+		tell(ctx, fmt.Sprintf("Run %s is still going in this thread: answer its question here, or ask again once it has ended to follow it up.",
+			inlineCode(run.ID, maxActionField)))
+	})
 }

@@ -166,7 +166,7 @@ func TestMentionInAFinishedRunsThreadFollowsItUp(t *testing.T) {
 		h.done(first.ID)
 
 		h.fake.Say(h.channel, root.TS, alice, "looks good, but the TTL is hard-coded")
-		asked := h.mention(alice, "make the TTL configurable", root.TS)
+		h.mention(alice, "make the TTL configurable", root.TS)
 		next, nextRoot := h.newRequest(1)
 		req := h.starter.req(1)
 		if req.FollowUp == nil || req.FollowUp.ID != first.ID || req.Origin.ThreadTS != root.TS || next.FollowUpOf != first.ID {
@@ -198,7 +198,6 @@ func TestMentionInAFinishedRunsThreadFollowsItUp(t *testing.T) {
 		if !strings.Contains(text, "follows up `"+first.ID+"`") || !strings.Contains(text, "Follows up run `"+first.ID+"`: <") {
 			t.Errorf("the follow-up's root message does not name the run it follows:\n%s", text)
 		}
-		_ = asked
 	})
 }
 
@@ -367,4 +366,43 @@ func TestQuietHours(t *testing.T) {
 			t.Errorf("ParseQuietHours(%q) accepted", bad)
 		}
 	}
+}
+
+// The message shortcut starts a run of the message's words for whoever chose it, with its thread as context; in the
+// thread of a run still going it says so instead.
+func TestMessageShortcut(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb)
+		alice, bob := h.user("ALICE"), h.user("BOB")
+		shortcut := func(m slackfake.Message, user string) {
+			t.Helper()
+			code, body := h.post("/slack/interactions", h.fake.MessageShortcut(m, user, ShortcutDoMessage), formType)
+			if code != 200 || body != "" {
+				t.Fatalf("shortcut: %d %q", code, body)
+			}
+		}
+		parent := h.fake.Say(h.channel, "", bob, "the retry test fails one run in ten")
+		reply := h.fake.Say(h.channel, parent.TS, bob, "probably the jitter: make it configurable")
+		shortcut(reply, alice)
+		h.newRequest(0)
+		req := h.starter.req(0)
+		if req.Text != "probably the jitter: make it configurable" || req.Origin.User != alice || req.Origin.ThreadTS != parent.TS ||
+			!strings.Contains(req.Context, "<@"+bob+">: the retry test fails one run in ten") || strings.Contains(req.Context, "make it configurable") {
+			t.Fatalf("request = %+v", req)
+		}
+
+		// In the thread of a run that has not ended: nothing starts, the person is told.
+		_, root := h.startRun(alice)
+		inRun := h.fake.Say(h.channel, root.TS, bob, "also rename the flag")
+		shortcut(inRun, alice)
+		h.waitEphemeral("is still going in this thread")
+		if n := h.starter.created(); n != 2 {
+			t.Fatalf("%d runs, want 2", n)
+		}
+		// Another callback id is not orch's: nothing happens.
+		code, _ := h.post("/slack/interactions", h.fake.MessageShortcut(parent, alice, "someone_elses"), formType)
+		if code != 200 {
+			t.Fatalf("an unknown shortcut: %d", code)
+		}
+	})
 }

@@ -28,7 +28,7 @@ type socketSlack struct {
 func newSocketSlack(t *testing.T, fake *slackfake.Slack) *socketSlack {
 	t.Helper()
 	srv := slacktest.NewTestServer(func(c slacktest.Customize) {
-		for _, method := range []string{"auth.test", "chat.postMessage", "chat.update", "chat.postEphemeral", "views.open"} {
+		for _, method := range []string{"auth.test", "chat.postMessage", "chat.update", "chat.postEphemeral", "views.open", "conversations.replies"} {
 			c.Handle("/"+method, func(w http.ResponseWriter, r *http.Request) { forward(w, r, fake.APIURL()+method) })
 		}
 	})
@@ -231,6 +231,46 @@ func TestSocketMode(t *testing.T) {
 			if n := sm.acks(env + h.sfx); n != 1 {
 				t.Errorf("%s acked %d times, want once", env, n)
 			}
+		}
+	})
+}
+
+// Over Socket Mode a mention outside a thread starts a run of its words, and one in a conversation takes the
+// conversation along, as over HTTP; each envelope is acked.
+func TestSocketModeMention(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		var sm *socketSlack
+		h := newHarness(t, rdb, func(h *harness, c *Config) {
+			sm = newSocketSlack(t, h.fake)
+			c.AppToken, c.SigningSecret, c.APIURL = "xapp-1-test", "", sm.GetAPIURL()
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- h.srv.RunSocketMode(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-errc; err != nil {
+				t.Errorf("RunSocketMode: %v", err)
+			}
+		})
+		alice, bob := h.user("ALICE"), h.user("BOB")
+		sm.send(t, template(t, "socketmode_hello_slackgo_test.json"))
+
+		env := "env-mention-" + h.sfx
+		sm.send(t, h.eventFrame(env, h.eventID(), alice, "fix the flaky retry test in jobs", ""))
+		sm.ack(h, env)
+		run, _ := h.newRequest(0)
+		if req := h.starter.req(0); req.Text != "fix the flaky retry test in jobs" || req.Origin.User != alice || run.Request != req.Text {
+			t.Fatalf("request = %+v", req)
+		}
+
+		parent := h.fake.Say(h.channel, "", bob, "the cache test times out on arm64")
+		env = "env-mention-thread-" + h.sfx
+		sm.send(t, h.eventFrame(env, h.eventID(), alice, "look into it", parent.TS))
+		sm.ack(h, env)
+		h.newRequest(1)
+		if req := h.starter.req(1); req.Text != "look into it" || !strings.Contains(req.Context, "<@"+bob+">: the cache test times out on arm64") {
+			t.Fatalf("request = %+v", req)
 		}
 	})
 }

@@ -587,6 +587,33 @@ func (s *Slack) Click(m Message, user, actionID, value string) []byte {
 	return []byte(url.Values{"payload": {string(data)}}.Encode())
 }
 
+// MessageShortcut is the form body of a message shortcut (callbackID) that user chose on message m: a message_action
+// payload, shaped as Slack documents it (docs.slack.dev/reference/interaction-payloads/shortcuts-interaction-payload:
+// type, callback_id, trigger_id, response_url, team, channel, user, message_ts and the message itself).
+func (s *Slack) MessageShortcut(m Message, user, callbackID string) []byte {
+	msg := map[string]any{"type": "message", "text": m.Text, "ts": m.TS}
+	if m.User != "" {
+		msg["user"] = m.User
+	} else {
+		msg["bot_id"], msg["user"] = "BORCH", BotUserID
+	}
+	if m.ThreadTS != "" {
+		msg["thread_ts"] = m.ThreadTS
+	}
+	payload := map[string]any{
+		"type": "message_action", "token": "x", "action_ts": "1700000002.000001", "callback_id": callbackID,
+		"trigger_id":   s.Trigger(user),
+		"team":         map[string]any{"id": "T0001", "domain": "orch-test"},
+		"user":         map[string]any{"id": user, "username": user, "name": user, "team_id": "T0001"},
+		"channel":      map[string]any{"id": m.Channel, "name": "runs"},
+		"message_ts":   m.TS,
+		"message":      msg,
+		"response_url": s.ResponseURL("shortcut-" + user),
+	}
+	data, _ := json.Marshal(payload)
+	return []byte(url.Values{"payload": {string(data)}}.Encode())
+}
+
 // ThreadReply is the Events API body of a reply by user in a thread.
 func ThreadReply(eventID, channel, threadTS, user, text string) []byte {
 	ts := fmt.Sprintf("1700000100.%06d", time.Now().Nanosecond()/1000)
