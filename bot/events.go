@@ -60,6 +60,11 @@ func (s *Server) event(ev slackevents.EventsAPIEvent) error {
 	case *slackevents.AppMentionEvent:
 		m = message{User: in.User, Text: mention.ReplaceAllString(in.Text, ""), Channel: in.Channel, TS: in.TimeStamp,
 			ThreadTS: in.ThreadTimeStamp}
+	case *slackevents.AppHomeOpenedEvent:
+		if in.Tab != "home" {
+			return nil // the Messages tab
+		}
+		return s.jobs.submit(func(ctx context.Context) { s.homeOpened(ctx, outer.EventID, in.User) })
 	default:
 		return nil
 	}

@@ -65,6 +65,12 @@ type Config struct {
 	PollInterval time.Duration
 	// PostInterval is the least time between two posts to one channel (Slack allows about one a second).
 	PostInterval time.Duration
+	// Health is the deployment's health in a few words, shown on the Home tab (Redis, queue, waiting runs). Without
+	// it the Home says whether the store answers.
+	Health func(ctx context.Context) string
+	// HomeInterval is the least time between two refreshes of one person's Home tab after changes; the refresh shows
+	// the state of its moment, however many changes came. Default 10s.
+	HomeInterval time.Duration
 }
 
 // Server is the Slack front end: HTTP endpoints (or Socket Mode) that ack at once and do the work after, and a
@@ -75,6 +81,7 @@ type Server struct {
 	api    *slack.Client
 	jobs   *pool
 	poster *poster
+	homes  *homes
 	botID  string // the bot's own user id, to ignore its messages
 	// teamURL is the workspace's address as auth.test gives it ("https://acme.slack.com/"), for links to threads.
 	teamURL string
@@ -113,6 +120,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.PostInterval <= 0 {
 		cfg.PostInterval = time.Second
 	}
+	if cfg.HomeInterval <= 0 {
+		cfg.HomeInterval = 10 * time.Second
+	}
 	ws, err := filepath.Abs(cfg.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("bot: workspace: %w", err)
@@ -128,6 +138,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Log, api: slack.New(cfg.BotToken, opts...)}
 	s.jobs = newPool(cfg.Workers, cfg.Backlog, cfg.Log)
 	s.poster = newPoster(s)
+	s.homes = newHomes(s)
 	return s, nil
 }
 
@@ -143,13 +154,16 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.jobs.start()
 	s.poster.start()
+	s.homes.start()
 	return nil
 }
 
-// Shutdown drains: acks already given are honoured (their background work finishes), then the poster stops.
+// Shutdown drains: acks already given are honoured (their background work finishes), then the poster stops, then the
+// Home tabs' refreshes (which the poster's events ask for).
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.jobs.shutdown(ctx)
 	s.poster.shutdown()
+	s.homes.shutdown()
 	return err
 }
 
