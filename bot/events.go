@@ -70,6 +70,11 @@ func (s *Server) event(ev slackevents.EventsAPIEvent) error {
 		}
 		m = message{User: in.User, Text: in.Text, Channel: in.Channel, TS: in.TimeStamp, ThreadTS: in.ThreadTimeStamp}
 		mentioned = true
+	case *slackevents.AppHomeOpenedEvent:
+		if in.Tab != "home" {
+			return nil // the Messages tab
+		}
+		return s.jobs.submit(func(ctx context.Context) { s.homeOpened(ctx, outer.EventID, in.User) })
 	default:
 		return nil
 	}

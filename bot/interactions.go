@@ -53,24 +53,37 @@ func (s *Server) interaction(cb slack.InteractionCallback) error {
 			continue
 		}
 		user, responseURL := cb.User.ID, cb.ResponseURL
-		channel, thread, ts := cb.Channel.ID, cb.Container.ThreadTs, cb.Container.MessageTs
-		if channel == "" {
-			channel = cb.Container.ChannelID
-		}
-		if thread == "" {
-			thread = cb.Message.ThreadTimestamp
-		}
 		if act.Kind == kindAnswer {
-			if err := s.answerClick(cb, act, user, channel, thread, ts); err != nil {
+			if err := s.answerClick(cb, act, user); err != nil {
 				return err
 			}
 			continue
 		}
+		if cb.Container.Type == "view" && cb.View.Type == slack.VTHomeTab {
+			// A button on someone's Home: no channel, no message, no response_url; the view says where it is, in two
+			// places that must agree.
+			viewID := cb.Container.ViewID
+			if cb.View.ID != viewID {
+				viewID = ""
+			}
+			if err := s.jobs.submit(func(ctx context.Context) { s.homeClick(ctx, act, user, viewID) }); err != nil {
+				return err
+			}
+			continue
+		}
+		channel, thread, ts := clickedMessage(cb)
 		if err := s.jobs.submit(func(ctx context.Context) { s.click(ctx, act, user, channel, thread, ts, responseURL) }); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// clickedMessage is where the message a button sits on is: its channel, its thread, its ts.
+func clickedMessage(cb slack.InteractionCallback) (channel, thread, ts string) {
+	channel, thread, ts = cmp.Or(cb.Channel.ID, cb.Container.ChannelID), cmp.Or(cb.Container.ThreadTs, cb.Message.ThreadTimestamp),
+		cb.Container.MessageTs
+	return channel, thread, ts
 }
 
 // click resolves an escalation from a button. The button's value is only a claim: the run and escalation are
@@ -79,6 +92,18 @@ func (s *Server) interaction(cb slack.InteractionCallback) error {
 func (s *Server) click(ctx context.Context, act ActionValue, user, channel, thread, ts, responseURL string) {
 	if !s.clickAllowed(ctx, act, user, channel, thread, ts, responseURL) {
 		return
+	}
+	if text := s.resolveClick(ctx, act, user); text != "" {
+		s.respond(ctx, responseURL, text)
+	}
+}
+
+// resolveClick resolves an escalation from a button whose place was checked (a thread message, a Home), and returns
+// what to tell the person who clicked: "" when the poster's update of the question says it all.
+func (s *Server) resolveClick(ctx context.Context, act ActionValue, user string) string {
+	if !s.allowed(user) {
+		s.refused(user, "answer", fmt.Sprintf("run %s escalation %s", act.RunID, act.EscalationID))
+		return notAllowedText
 	}
 	req := escalation.Request{RunID: act.RunID, EscalationID: act.EscalationID, By: user, Via: "slack"}
 	switch act.Kind {
@@ -89,20 +114,21 @@ func (s *Server) click(ctx context.Context, act ActionValue, user, channel, thre
 	case "abort":
 		req.Type, req.Reason = jobs.ResolveAbort, "aborted from Slack"
 	default:
-		return
+		return ""
 	}
 	_, _, err := escalation.Resolve(ctx, s.cfg.Store, s.cfg.Queue, req)
 	switch {
 	case err == nil:
 		// The poster sees the resolution event and updates the message for everyone.
+		return ""
 	case errors.Is(err, escalation.ErrAlreadyResolved), errors.Is(err, escalation.ErrNoOpenEscalation):
-		s.respond(ctx, responseURL, "Already answered: "+err.Error())
+		return "Already answered: " + err.Error()
 	case errors.Is(err, escalation.ErrInvalid), errors.Is(err, jobs.ErrRunNotFound):
 		s.log.Warn("a click that does not match the stored escalation", "run_id", act.RunID, "escalation", act.EscalationID, "err", err)
-		s.respond(ctx, responseURL, "That button does not match the question on record: "+err.Error())
+		return "That button does not match the question on record: " + err.Error()
 	default:
 		s.log.Error("resolving from Slack", "run_id", act.RunID, "err", err)
-		s.respond(ctx, responseURL, unavailableText)
+		return unavailableText
 	}
 }
 

@@ -266,13 +266,31 @@ func (s *Server) openAnswer(ctx context.Context, act ActionValue, user, channel,
 
 // answerClick queues the opening of the answer form for a click on Answer…. A click from a view (the App Home) has no
 // question message to check the click against, and is refused for now.
-func (s *Server) answerClick(cb slack.InteractionCallback, act ActionValue, user, channel, thread, ts string) error {
-	if cb.Container.Type == "view" {
-		s.log.Warn("refusing an Answer… click from a view: only a question's own message opens the form",
-			"run_id", act.RunID, "escalation", act.EscalationID, "user", user, "view_id", cb.Container.ViewID)
-		return nil
-	}
+func (s *Server) answerClick(cb slack.InteractionCallback, act ActionValue, user string) error {
 	trigger, responseURL := cb.TriggerID, cb.ResponseURL
+	if cb.Container.Type == "view" {
+		// A button on someone's Home: accepted only on the view orch last published as that very person's Home. The form
+		// is then the one the question's message would open, checked against the same message.
+		viewID := cb.Container.ViewID
+		if cb.View.ID != viewID {
+			viewID = ""
+		}
+		return s.jobs.submit(func(ctx context.Context) {
+			ok, err := s.homeView(ctx, user, viewID)
+			if err != nil || !ok {
+				s.log.Warn("an Answer… click from a view that is not the clicker's Home", "run_id", act.RunID,
+					"escalation", act.EscalationID, "user", user, "err", err)
+				return
+			}
+			st, err := s.poster.state(ctx, act.RunID)
+			if err != nil {
+				s.log.Warn("opening the answer form from the Home", "run_id", act.RunID, "err", err)
+				return
+			}
+			s.openAnswer(ctx, act, user, st.Channel, st.RootTS, st.Esc[act.EscalationID], trigger, "")
+		})
+	}
+	channel, thread, ts := clickedMessage(cb)
 	return s.jobs.submit(func(ctx context.Context) {
 		s.openAnswer(ctx, act, user, channel, thread, ts, trigger, responseURL)
 	})

@@ -570,8 +570,8 @@ func TestAnswerFormForgedMetadata(t *testing.T) {
 	})
 }
 
-// A click from a view (the App Home) has no question message to check it against: no form opens. A trigger presented
-// after its 3 s is refused by Slack, and the person is told to press again.
+// A click from a view that is not the clicker's Home (here one orch never published) opens no form. A trigger
+// presented after its 3 s is refused by Slack, and the person is told to press again.
 func TestAnswerClickRefused(t *testing.T) {
 	h := newHarness(t, clients(t)["miniredis"])
 	alice := h.user("ALICE")
@@ -589,7 +589,9 @@ func TestAnswerClickRefused(t *testing.T) {
 	if code != http.StatusOK || resp != "" {
 		t.Fatalf("click from a view: %d %q, want a plain ack", code, resp)
 	}
-	h.waitFor("the refusal in the log", func() bool { return strings.Contains(h.logs.String(), "refusing an Answer… click from a view") })
+	h.waitFor("the refusal in the log", func() bool {
+		return strings.Contains(h.logs.String(), "an Answer… click from a view that is not the clicker's Home")
+	})
 
 	body := h.fake.Click(q, alice, ActionAnswer, value)
 	h.fake.Advance(4 * time.Second)
@@ -600,6 +602,29 @@ func TestAnswerClickRefused(t *testing.T) {
 	if n := len(h.fake.Views()); n != 0 {
 		t.Errorf("%d forms opened", n)
 	}
+}
+
+// The Answer… button on the Home opens the form the question's message would open; its submission answers.
+func TestAnswerFormFromTheHome(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb)
+		alice := h.homeUser("ALICE")
+		run, _ := h.startRun(alice)
+		escID, _ := h.escalate(run.ID, "Which cache?", "A) Redis", "B) In-memory")
+		home := h.openHome(alice)
+		h.homeClick(home, alice, ActionAnswer, homeButton(t, home, run.ID, escID, ActionAnswer).Value)
+		h.waitFor("the answer form", func() bool { return len(h.fake.Views()) == 1 })
+		v := h.fake.Views()[0]
+		if v.User != alice {
+			t.Fatalf("the form opened for %s", v.User)
+		}
+		if errs := h.submitForm(v, alice, map[string]string{blockAnswerOption: "B", blockAnswerWords: "keep it small"}); errs != nil {
+			t.Fatalf("errors %v", errs)
+		}
+		if res := h.waitResolved(run.ID, escID); res.Type != jobs.ResolveChoose || res.Key != "B" || res.By != alice || res.Via != "slack" {
+			t.Fatalf("resolution %+v", res)
+		}
+	})
 }
 
 // With the store away, a submission is told so in the form, and nothing changes.

@@ -330,6 +330,7 @@ func (p *poster) linkFollowUp(ctx context.Context, run *jobs.Run) error {
 // event posts what one event means for the thread: a question, its answer, a pause, the end. shown is false for the
 // events that only the progress message reflects.
 func (p *poster) event(ctx context.Context, run *jobs.Run, st *runState, ev jobs.Event) (shown bool, err error) {
+	p.s.homes.event(run, ev) // the Home tabs it changes are refreshed off this path
 	switch b := ev.Body.(type) {
 	case jobs.EscalationEvent:
 		return true, p.question(ctx, run, st, b.EscalationID)

@@ -76,6 +76,12 @@ type Config struct {
 	// after each further NudgeAfter until answered; 0: never. QuietHours hold the nudges back.
 	NudgeAfter time.Duration
 	QuietHours QuietHours
+	// Health is the deployment's health in a few words, shown on the Home tab (Redis, queue, waiting runs). Without
+	// it the Home says whether the store answers.
+	Health func(ctx context.Context) string
+	// HomeInterval is the least time between two refreshes of one person's Home tab after changes; the refresh shows
+	// the state of its moment, however many changes came. Default 10s.
+	HomeInterval time.Duration
 }
 
 // Server is the Slack front end: HTTP endpoints (or Socket Mode) that ack at once and do the work after, and a
@@ -87,6 +93,7 @@ type Server struct {
 	jobs   *pool
 	poster *poster
 	limits *runLimits
+	homes  *homes
 	botID  string // the bot's own user id, to ignore its messages
 	// teamURL is the workspace's address as auth.test gives it ("https://acme.slack.com/"), for links to threads.
 	teamURL string
@@ -125,6 +132,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.PostInterval <= 0 {
 		cfg.PostInterval = time.Second
 	}
+	if cfg.HomeInterval <= 0 {
+		cfg.HomeInterval = 10 * time.Second
+	}
 	ws, err := filepath.Abs(cfg.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("bot: workspace: %w", err)
@@ -141,6 +151,7 @@ func New(cfg Config) (*Server, error) {
 	s.jobs = newPool(cfg.Workers, cfg.Backlog, cfg.Log)
 	s.poster = newPoster(s)
 	s.limits = newRunLimits(cfg.UserRuns, cfg.ChannelRuns, cfg.Now)
+	s.homes = newHomes(s)
 	return s, nil
 }
 
@@ -156,13 +167,16 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.jobs.start()
 	s.poster.start()
+	s.homes.start()
 	return nil
 }
 
-// Shutdown drains: acks already given are honoured (their background work finishes), then the poster stops.
+// Shutdown drains: acks already given are honoured (their background work finishes), then the poster stops, then the
+// Home tabs' refreshes (which the poster's events ask for).
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.jobs.shutdown(ctx)
 	s.poster.shutdown()
+	s.homes.shutdown()
 	return err
 }
 

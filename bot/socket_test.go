@@ -28,7 +28,7 @@ type socketSlack struct {
 func newSocketSlack(t *testing.T, fake *slackfake.Slack) *socketSlack {
 	t.Helper()
 	srv := slacktest.NewTestServer(func(c slacktest.Customize) {
-		for _, method := range []string{"auth.test", "chat.postMessage", "chat.update", "chat.postEphemeral", "views.open", "conversations.replies"} {
+		for _, method := range []string{"auth.test", "chat.postMessage", "chat.update", "chat.postEphemeral", "views.open", "conversations.replies", "views.publish"} {
 			c.Handle("/"+method, func(w http.ResponseWriter, r *http.Request) { forward(w, r, fake.APIURL()+method) })
 		}
 	})
@@ -271,6 +271,54 @@ func TestSocketModeMention(t *testing.T) {
 		h.newRequest(1)
 		if req := h.starter.req(1); req.Text != "look into it" || !strings.Contains(req.Context, "<@"+bob+">: the cache test times out on arm64") {
 			t.Fatalf("request = %+v", req)
+		}
+	})
+}
+
+// Over Socket Mode, app_home_opened arrives in an events_api envelope (slack-go's captured frame, its payload the
+// event Slack sends over HTTP): it is acked, and the viewer's Home is published with the question and its buttons.
+func TestSocketModeHome(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		var sm *socketSlack
+		h := newHarness(t, rdb, func(h *harness, c *Config) {
+			sm = newSocketSlack(t, h.fake)
+			c.AppToken, c.SigningSecret, c.APIURL = "xapp-1-test", "", sm.GetAPIURL()
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- h.srv.RunSocketMode(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-errc; err != nil {
+				t.Errorf("RunSocketMode: %v", err)
+			}
+		})
+		alice := h.homeUser("ALICE")
+		sm.send(t, template(t, "socketmode_hello_slackgo_test.json"))
+		env := "env-run-" + h.sfx
+		sm.send(t, h.slashFrame(env, "run plan.md", alice))
+		sm.ack(h, env)
+		h.waitFor("the run", func() bool { return h.starter.created() == 1 })
+		run := h.starter.run(0)
+		escID, _ := h.escalate(run.ID, "Which cache?", "A) Redis", "B) In-memory")
+
+		f := template(t, "socketmode_events_api_app_mention_slackgo_captured.json")
+		env = "env-home-" + h.sfx
+		f["envelope_id"] = env
+		var payload map[string]any
+		if err := json.Unmarshal(h.fake.AppHomeOpened(h.eventID(), alice), &payload); err != nil {
+			t.Fatal(err)
+		}
+		f["payload"] = payload
+		sm.send(t, f)
+		if ack := sm.ack(h, env); ack["payload"] != nil {
+			t.Errorf("ack of an event carries %v", ack["payload"])
+		}
+		home := h.waitHome(alice, "alice's Home", func(slackfake.Home) bool { return true })
+		homeButton(t, home, run.ID, escID, ActionChoose+":B")
+		homeButton(t, home, run.ID, escID, ActionAnswer)
+		if n := sm.acks(env); n != 1 {
+			t.Errorf("acked %d times, want once", n)
 		}
 	})
 }

@@ -1,6 +1,6 @@
 // Package slackfake is a fake Slack on loopback for tests: the Web API methods orch calls (auth.test,
-// chat.postMessage, chat.update, chat.postEphemeral, conversations.replies, views.open), response_url webhooks, and
-// request signing for the requests Slack would send to orch.
+// chat.postMessage, chat.update, chat.postEphemeral, conversations.replies, views.open, views.publish), response_url
+// webhooks, and request signing for the requests Slack would send to orch.
 //
 // Where each behaviour comes from (Slack's Web API reference, docs.slack.dev/reference/methods/…, as of 2026):
 //   - auth.test: ok, url, team, user, team_id, user_id, bot_id.
@@ -34,6 +34,18 @@
 // in "Handling user interaction", section "Sending message responses"
 // (https://docs.slack.dev/interactivity/handling-user-interaction#message_responses); the fake keeps each such
 // message whole (Responses).
+//
+// views.publish behaves as https://docs.slack.dev/reference/methods/views.publish says: it takes user_id and view as
+// form fields (view a JSON-encoded string) or as a JSON body ("Accepted content types: application/x-www-form-urlencoded,
+// application/json"); it "creates or updates the view that comprises an app's Home tab for a specific user", so the
+// fake keeps the latest view per user, and its id stays the user's from one publish to the next while the hash changes
+// with each; the success response "includes the published view payload" (id, hash, root_view_id, blocks with their
+// block_id…); a missing user_id or view is "invalid_arguments", a hash that is not the stored one "hash_conflict", a
+// view over 250kb "view_too_large" (the method's error table). The app_home_opened body (AppHomeOpened) carries the
+// Home's current view when one was published, as https://docs.slack.dev/reference/events/app_home_opened says; a
+// click on a Home button (HomeClick) is the block_actions payload of a Home tab view in
+// https://docs.slack.dev/reference/interaction-payloads/block_actions-payload: container.type "view", a view, no
+// channel, message or response_url.
 package slackfake
 
 import (
@@ -86,7 +98,10 @@ type Slack struct {
 	// ratelimit makes the next n Web API calls answer 429 with Retry-After.
 	ratelimit  int
 	retryAfter int
-	down       bool
+	// limited makes the next n calls of one method answer 429 (Slack's limits are per method).
+	limited map[string]int
+	down    bool
+	homes   map[string]*Home // user → the latest Home tab published
 
 	// Trigger ids issued (by id: when and to whom), exchanged ones, the clock offset of Advance, the modals opened.
 	triggers  map[string]trigger
@@ -112,9 +127,21 @@ type View struct {
 	JSON      json.RawMessage // the view as opened: orch's view object with Slack's id, team_id, state, hash…
 }
 
+// Home is a user's Home tab as views.publish last left it.
+type Home struct {
+	ID        string
+	Hash      string
+	Blocks    json.RawMessage
+	Publishes int // how often it was published
+}
+
+// Buttons returns the Home's buttons in the order Slack shows them.
+func (h Home) Buttons() []Button { return ButtonList(Message{Blocks: h.Blocks}) }
+
 // New starts a fake Slack; it stops at the end of the test via Close.
 func New() *Slack {
-	s := &Slack{calls: map[string]int{}, next: 1, triggers: map[string]trigger{}, exchanged: map[string]bool{}}
+	s := &Slack{calls: map[string]int{}, next: 1, triggers: map[string]trigger{}, exchanged: map[string]bool{},
+		limited: map[string]int{}, homes: map[string]*Home{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.api)
 	mux.HandleFunc("/response/", s.response)
@@ -136,6 +163,24 @@ func (s *Slack) RateLimit(n, seconds int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ratelimit, s.retryAfter = n, seconds
+}
+
+// RateLimitMethod makes the next n calls of one Web API method fail with 429 and Retry-After: seconds.
+func (s *Slack) RateLimitMethod(method string, n, seconds int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limited[method], s.retryAfter = n, seconds
+}
+
+// HomeOf returns the Home tab last published for user, and whether there is one.
+func (s *Slack) HomeOf(user string) (Home, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.homes[user]
+	if !ok {
+		return Home{}, false
+	}
+	return *h, true
 }
 
 // Down makes every Web API call fail with 503 until Up.
@@ -302,8 +347,12 @@ func (s *Slack) api(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "slack is down", http.StatusServiceUnavailable)
 		return
 	}
-	if s.ratelimit > 0 {
-		s.ratelimit--
+	if s.ratelimit > 0 || s.limited[method] > 0 {
+		if s.limited[method] > 0 {
+			s.limited[method]--
+		} else {
+			s.ratelimit--
+		}
 		retry := s.retryAfter
 		s.mu.Unlock()
 		w.Header().Set("Retry-After", strconv.Itoa(retry))
@@ -338,6 +387,8 @@ func (s *Slack) api(w http.ResponseWriter, r *http.Request) {
 		s.replies(w, r)
 	case "views.open":
 		s.viewsOpen(w, r)
+	case "views.publish":
+		json.NewEncoder(w).Encode(s.publish(r))
 	case "chat.postEphemeral":
 		s.ephemerals = append(s.ephemerals, r.Form.Get("text"))
 		json.NewEncoder(w).Encode(map[string]any{"ok": true, "message_ts": "1700000000.999999"})
@@ -683,4 +734,131 @@ func ButtonList(m Message) []Button {
 		}
 	}
 	return out
+}
+
+// maxView is the largest view views.publish takes ("view_too_large": greater than 250kb).
+const maxView = 250 * 1024
+
+// publish is views.publish; it runs with s.mu held.
+func (s *Slack) publish(r *http.Request) map[string]any {
+	var req struct {
+		UserID string          `json:"user_id"`
+		View   json.RawMessage `json:"view"`
+		Hash   *string         `json:"hash"`
+	}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		data, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(data, &req); err != nil {
+			return map[string]any{"ok": false, "error": "invalid_json"}
+		}
+		// A view may also be sent as a JSON-encoded string inside the JSON body.
+		var str string
+		if json.Unmarshal(req.View, &str) == nil {
+			req.View = json.RawMessage(str)
+		}
+	} else {
+		req.UserID, req.View = r.Form.Get("user_id"), json.RawMessage(r.Form.Get("view"))
+		if r.Form.Has("hash") {
+			h := r.Form.Get("hash")
+			req.Hash = &h
+		}
+	}
+	invalid := func(what string) map[string]any {
+		return map[string]any{"ok": false, "error": "invalid_arguments",
+			"response_metadata": map[string]any{"messages": []string{"invalid `" + what + "`"}}}
+	}
+	if req.UserID == "" {
+		return invalid("user_id")
+	}
+	var view struct {
+		Type            string           `json:"type"`
+		Blocks          []map[string]any `json:"blocks"`
+		PrivateMetadata string           `json:"private_metadata"`
+		CallbackID      string           `json:"callback_id"`
+		ExternalID      string           `json:"external_id"`
+	}
+	if len(req.View) == 0 || string(req.View) == "null" || json.Unmarshal(req.View, &view) != nil {
+		return invalid("view")
+	}
+	if len(req.View) > maxView {
+		return map[string]any{"ok": false, "error": "view_too_large"}
+	}
+	home := s.homes[req.UserID]
+	if req.Hash != nil && (home == nil || *req.Hash != home.Hash) {
+		return map[string]any{"ok": false, "error": "hash_conflict"}
+	}
+	if home == nil {
+		home = &Home{ID: fmt.Sprintf("VHOME%06d", s.next)}
+		s.next++
+		s.homes[req.UserID] = home
+	}
+	// Slack gives each block without a block_id one of its own.
+	for i, b := range view.Blocks {
+		if id, _ := b["block_id"].(string); id == "" {
+			b["block_id"] = fmt.Sprintf("b%d%d", s.next, i)
+		}
+	}
+	if view.Blocks == nil {
+		view.Blocks = []map[string]any{}
+	}
+	blocks, _ := json.Marshal(view.Blocks)
+	home.Publishes++
+	home.Hash = fmt.Sprintf("%d.%08x", time.Now().Unix(), s.next)
+	s.next++
+	home.Blocks = blocks
+	return map[string]any{"ok": true, "view": s.viewObject(home, view.Type, view.PrivateMetadata, view.CallbackID,
+		view.ExternalID)}
+}
+
+// viewObject is a Home as Slack returns it and sends it back in payloads.
+func (s *Slack) viewObject(h *Home, typ, privateMetadata, callbackID, externalID string) map[string]any {
+	return map[string]any{"id": h.ID, "team_id": "T0001", "type": typ, "close": nil, "submit": nil,
+		"blocks": h.Blocks, "private_metadata": privateMetadata, "callback_id": callbackID,
+		"state": map[string]any{"values": map[string]any{}}, "hash": h.Hash, "clear_on_close": false,
+		"notify_on_close": false, "root_view_id": h.ID, "previous_view_id": nil, "app_id": "A0001",
+		"external_id": externalID, "app_installed_team_id": "T0001", "bot_id": "BORCH"}
+}
+
+// AppHomeOpened is the Events API body Slack sends when user opens the app's Home tab: the envelope of
+// event_callback with an app_home_opened event, which carries the Home's view once one was published.
+func (s *Slack) AppHomeOpened(eventID, user string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	ts := fmt.Sprintf("%d.%06d", now.Unix(), now.Nanosecond()/1000)
+	ev := map[string]any{"type": "app_home_opened", "user": user, "channel": "D" + strings.TrimPrefix(user, "U"),
+		"event_ts": ts, "tab": "home"}
+	if h := s.homes[user]; h != nil {
+		ev["view"] = s.viewObject(h, "home", "", "", "")
+	}
+	body := map[string]any{
+		"type": "event_callback", "token": "x", "team_id": "T0001", "api_app_id": "A0001", "event": ev,
+		"event_context": "EC0001", "event_id": eventID, "event_time": now.Unix(),
+		"authorizations": []map[string]any{{"enterprise_id": nil, "team_id": "T0001", "user_id": BotUserID,
+			"is_bot": true, "is_enterprise_install": false}},
+		"is_ext_shared_channel": false, "context_team_id": "T0001", "context_enterprise_id": nil,
+	}
+	data, _ := json.Marshal(body)
+	return data
+}
+
+// HomeClick is the form body of a click by user on a button of Home tab h: its view (h.ID names it; a test forging a
+// click passes another), no channel, no message, no response_url.
+func (s *Slack) HomeClick(h Home, user, actionID, value string) []byte {
+	view := s.viewObject(&h, "home", "", "", "")
+	payload := map[string]any{
+		"type":       "block_actions",
+		"team":       map[string]any{"id": "T0001", "domain": "orch-test"},
+		"user":       map[string]any{"id": user, "username": user, "name": user, "team_id": "T0001"},
+		"api_app_id": "A0001",
+		"token":      "x",
+		"container":  map[string]any{"type": "view", "view_id": h.ID},
+		"trigger_id": s.Trigger(user),
+		"view":       view,
+		"actions": []map[string]any{{"type": "button", "block_id": "b", "action_id": actionID, "value": value,
+			"text":      map[string]any{"type": "plain_text", "text": "button", "emoji": true},
+			"action_ts": fmt.Sprintf("%d.000001", time.Now().Unix())}},
+	}
+	data, _ := json.Marshal(payload)
+	return []byte(url.Values{"payload": {string(data)}}.Encode())
 }

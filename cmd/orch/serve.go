@@ -15,6 +15,7 @@ import (
 
 	"github.com/orchrun/orch/bot"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/runs"
 	"github.com/orchrun/orch/web"
@@ -101,7 +102,7 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 	if !withBot {
 		return a.serveWorker(ctx, addr, b, m)
 	}
-	slack.Store, slack.Queue, slack.Log = b.Store, b.Queue, a.log
+	slack.Store, slack.Queue, slack.Log, slack.Health = b.Store, b.Queue, a.log, healthLine(b)
 	slack.Starter = &slackStarter{runs: &runs.Starter{Store: b.Store, Queue: b.Queue, FindTasks: a.findTasks},
 		base: opts, workspace: ws, git: a.branchRequest(cmd)}
 	// The web view shares the Slack endpoints' address: with ORCH_WEB_TOKEN people sign in; without it, it is
@@ -262,6 +263,18 @@ func (a *app) serveBot(ctx context.Context, addr string, cfg bot.Config, m *metr
 		a.log.Warn("shutting down", "err", err)
 	}
 	return nil
+}
+
+// healthLine is the deployment's health as the Home tab shows it: whether Redis answers, the steps queued for workers,
+// and the runs waiting for a human (the same figures /metrics gives).
+func healthLine(b *store.Backend) func(ctx context.Context) string {
+	return func(ctx context.Context) string {
+		if err := b.Store.Ping(ctx); err != nil {
+			return "Redis does not answer (" + err.Error() + "): nothing moves until it does"
+		}
+		return fmt.Sprintf("Redis answers · %s queued for workers · %s waiting for a human",
+			plural(b.Queue.Size(queue.Steps), "step"), plural(int(parkedRuns(b.Store)), "run"))
+	}
 }
 
 func splitList(s string) []string {
