@@ -158,7 +158,7 @@ func EscalationMessage(r *jobs.Run, e *jobs.Escalation) Message {
 		hint = "Or reply in this thread to deny the call with your reason, which the agent reads."
 	case jobs.TriggerChat:
 		hint = "Reply in this thread to answer the agent: each reply is one turn. *Done* or *Approve* ends the " +
-			"conversation, *Reject* fails the task."
+			"conversation, *Reject* fails the task; to say why, choose Reject in *Answer…* and write the reason."
 	default:
 		if e.Call {
 			hint = "Or reply in this thread with an answer of your own."
