@@ -406,3 +406,37 @@ func TestChartOfAttemptsAndWaits(t *testing.T) {
 		t.Error("a run with nothing to chart has a chart")
 	}
 }
+
+// A run asked for in words shows the request (redacted) where a plan's path would be, and the runs it follows up and
+// that follow it up, as links.
+func TestARequestInWords(t *testing.T) {
+	for name, f := range serve(t, "") {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			first := &jobs.Run{ID: jobs.NewRunID(), PlanTitle: "fix the flaky retry test", Status: jobs.RunCompleted,
+				Request: "fix the flaky retry test\ntoken AKIA0123456789ABCDEF", Origin: jobs.Origin{Kind: "slack", User: "U1"},
+				Tasks: []*jobs.Task{{ID: "1", Title: "fix the flaky retry test", Status: jobs.TaskCompleted}}}
+			next := &jobs.Run{ID: jobs.NewRunID(), PlanTitle: "make the jitter configurable", Status: jobs.RunQueued,
+				Request: "make the jitter configurable", FollowUpOf: first.ID, Origin: jobs.Origin{Kind: "slack", User: "U1"},
+				Tasks: []*jobs.Task{{ID: "1", Title: "make the jitter configurable", Status: jobs.TaskPending}}}
+			first.FollowUps = []string{next.ID}
+			for _, r := range []*jobs.Run{first, next} {
+				if err := f.store.Create(ctx, r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, page, _ := get(t, browser(t), f.srv.URL+"/runs/"+first.ID)
+			if !strings.Contains(page, `<blockquote class="request">fix the flaky retry test`) ||
+				!strings.Contains(page, `followed up by <a href="/runs/`+next.ID+`">`) {
+				t.Errorf("the run page lacks the request or its follow-up:\n%s", page)
+			}
+			if strings.Contains(page, "AKIA0123456789ABCDEF") {
+				t.Error("a secret in the request reached the page")
+			}
+			_, page, _ = get(t, browser(t), f.srv.URL+"/runs/"+next.ID)
+			if !strings.Contains(page, `follows up <a href="/runs/`+first.ID+`">`) {
+				t.Errorf("the follow-up's page does not link the run it follows:\n%s", page)
+			}
+		})
+	}
+}

@@ -70,7 +70,18 @@ func (a *app) printStatus(run *jobs.Run) {
 	w := a.stdout
 	usd, in, out := run.Cost()
 	fmt.Fprintf(w, "Run %s: %s%s\n", run.ID, run.Status, reasonSuffix(run.Reason))
-	fmt.Fprintf(w, "  plan:      %s (%s)\n", run.PlanPath, run.PlanTitle)
+	if run.Request != "" {
+		// Asked in words (Slack's /orch do, a mention): the request's first line stands for the plan.
+		fmt.Fprintf(w, "  request:   %s (asked by %s in Slack)\n", run.PlanTitle, run.Origin.User)
+		if run.FollowUpOf != "" {
+			fmt.Fprintf(w, "  follows:   %s\n", run.FollowUpOf)
+		}
+	} else {
+		fmt.Fprintf(w, "  plan:      %s (%s)\n", run.PlanPath, run.PlanTitle)
+	}
+	if len(run.FollowUps) > 0 {
+		fmt.Fprintf(w, "  followed:  by %s\n", strings.Join(run.FollowUps, ", "))
+	}
 	fmt.Fprintf(w, "  workspace: %s\n", run.Workspace)
 	printBranch(w, run)
 	fmt.Fprintf(w, "  agent:     %s   brain: %s   sandbox: %s   max attempts: %d\n", run.Options.Agent, run.Options.Brain, run.Options.Sandbox, run.Options.MaxAttempts)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -315,7 +316,8 @@ func TestSlackRequestInWordsAndItsFollowUp(t *testing.T) {
 	gitT(t, dir, "commit", "-q", "-m", "first")
 	fake := slackfake.New()
 	t.Cleanup(fake.Close)
-	s := startServeIn(t, dir, fake, "ORCH_REDIS_URL="+isolatedRedis(t), "ORCH_SIM_SCENARIO="+filepath.Join(dir, "words.sim.yaml"),
+	redisURL := isolatedRedis(t)
+	s := startServeIn(t, dir, fake, "ORCH_REDIS_URL="+redisURL, "ORCH_SIM_SCENARIO="+filepath.Join(dir, "words.sim.yaml"),
 		"ORCH_GIT_PUSH=", "ORCH_GITHUB_TOKEN=", "GITHUB_TOKEN=")
 	code, body := s.post("/slack/commands", fake.SlashCommand("do add a line to the log", "U1ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
 	if code != 200 || !strings.Contains(body, "On it: “add a line to the log”") {
@@ -339,7 +341,9 @@ func TestSlackRequestInWordsAndItsFollowUp(t *testing.T) {
 			root = m
 		}
 	}
-	if !strings.Contains(string(root.Blocks), "add a line to the log") || !strings.Contains(string(root.Blocks), "asked by \u003c@U1ALICE\u003e") {
+	var blocks any
+	json.Unmarshal(root.Blocks, &blocks)
+	if text := fmt.Sprint(blocks); !strings.Contains(text, "> add a line to the log") || !strings.Contains(text, "asked by <@U1ALICE>") {
 		t.Fatalf("the root message does not quote the request and who asked: %s", root.Blocks)
 	}
 	if got := gitT(t, dir, "show", "orch/"+first+":log.txt"); got != "base\n"+first {
@@ -374,4 +378,9 @@ func TestSlackRequestInWordsAndItsFollowUp(t *testing.T) {
 		}
 		return false
 	})
+	// The terminal tells the same story.
+	r := orchEnv(t, dir, []string{"ORCH_REDIS_URL=" + redisURL}, nil, "status", first)
+	must(t, r, 0, "request:   add a line to the log (asked by U1ALICE in Slack)", "followed:  by "+next)
+	r = orchEnv(t, dir, []string{"ORCH_REDIS_URL=" + redisURL}, nil, "status", next)
+	must(t, r, 0, "request:   now add one more", "follows:   "+first)
 }
