@@ -392,7 +392,8 @@ func TestMessageShortcut(t *testing.T) {
 		}
 
 		// In the thread of a run that has not ended: nothing starts, the person is told.
-		_, root := h.startRun(alice)
+		running, root := h.startRun(alice)
+		h.waitFor("the run's thread on record", func() bool { return h.idle(running.ID) })
 		inRun := h.fake.Say(h.channel, root.TS, bob, "also rename the flag")
 		shortcut(inRun, alice)
 		h.waitEphemeral("is still going in this thread")

@@ -320,8 +320,8 @@ func TestClaudeQuestionAsSlackButtons(t *testing.T) {
 	for _, b := range slackfake.ButtonList(q) {
 		labels[b.Text] = b.ActionID
 	}
-	// Three buttons with Claude's labels, and Abort.
-	if len(labels) != 4 || labels["Abort"] == "" {
+	// Three buttons with Claude's labels, Answer… (a form for words) and Abort.
+	if len(labels) != 5 || labels["Abort"] == "" || labels["Answer…"] != "orch_answer" {
 		t.Fatalf("buttons: %v", labels)
 	}
 	for _, want := range []string{"Redis (Recommended)", "In-process LRU", "Memcached"} {
