@@ -262,15 +262,42 @@ func TestCommandQuestions(t *testing.T) {
 		// More than fit: the oldest ten, and how many more.
 		for k := range 11 {
 			h.createRun(&jobs.Run{PlanTitle: "Later", Status: jobs.RunParked,
-				Origin:      jobs.Origin{Kind: "cli", User: "carol"},
+				Origin:      jobs.Origin{Kind: "slack", User: h.user("CAROL"), Channel: h.channel},
 				Escalations: []*jobs.Escalation{{ID: "e1", TaskID: "1.1", Question: fmt.Sprintf("Later question %d?", k), CreatedAt: time.Now()}}})
 		}
+		// A run from the terminal has no thread to answer in: its question is not listed.
+		terminal := h.createRun(&jobs.Run{PlanTitle: "Terminal", Status: jobs.RunParked,
+			Origin:      jobs.Origin{Kind: "cli", User: "carol"},
+			Escalations: []*jobs.Escalation{{ID: "e1", TaskID: "1.1", Question: "From the terminal?", CreatedAt: time.Now().Add(-time.Hour)}}})
 		_, got = h.lookup("questions", bob)
 		if n := strings.Count(got, ":raising_hand:"); n != questionsShown {
 			t.Errorf("%d questions shown, want %d:\n%s", n, questionsShown, got)
 		}
 		if !strings.Contains(got, older.ID) || !strings.Contains(got, "_… and ") || !strings.Contains(got, " more_") {
 			t.Errorf("the oldest first and a count of the rest:\n%s", got)
+		}
+		if strings.Contains(got, terminal.ID) {
+			t.Errorf("a question of a run from the terminal is listed:\n%s", got)
+		}
+	})
+}
+
+// Without ORCH_ALLOWED_USERS anyone answers in the channels they are in: /orch questions lists the questions of the
+// runs started in the channel it is typed in and of the caller's own runs, never one of a channel they may not be in.
+func TestCommandQuestionsWithoutAllowedUsers(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb)
+		bob := h.user("BOB")
+		ask := func(user, channel, question string) *jobs.Run {
+			return h.createRun(&jobs.Run{PlanTitle: "Q", Status: jobs.RunParked, Origin: jobs.Origin{Kind: "slack", User: user, Channel: channel},
+				Escalations: []*jobs.Escalation{{ID: "e1", TaskID: "1.1", Question: question, CreatedAt: time.Now()}}})
+		}
+		here := ask(h.user("CAROL"), h.channel, "Asked here?")
+		mine := ask(bob, "CBOBS"+h.sfx, "Bob's own elsewhere?")
+		private := ask(h.user("DAVE"), "CPRIVATE"+h.sfx, "Secret plans?")
+		_, got := h.lookup("questions", bob)
+		if !strings.Contains(got, here.ID) || !strings.Contains(got, mine.ID) || strings.Contains(got, private.ID) {
+			t.Fatalf("want the channel's question and bob's own, not another channel's:\n%s", got)
 		}
 	})
 }

@@ -37,6 +37,8 @@ const (
 	noticeTTL = 2 * time.Minute
 	// healthTimeout bounds the health line's checks: the Home is published without it rather than late.
 	healthTimeout = 2 * time.Second
+	// healthTTL is how long a health line is shown before it is checked again.
+	healthTTL = 5 * time.Second
 )
 
 // homes keeps the Home tabs of the people who opened theirs lately up to date. Changes (a question opened or
@@ -60,6 +62,9 @@ type homes struct {
 	locks   map[string]*sync.Mutex // one publish per person at a time, so the latest state is the last published
 
 	pending map[string]bool // the loop's own: people whose Home waits for its interval
+
+	health   string // the last health line, and when it was checked
+	healthAt time.Time
 }
 
 // notice is a line shown at the top of someone's Home until it expires.
@@ -147,8 +152,11 @@ func (h *homes) pass(ctx context.Context) time.Duration {
 			h.mu.Unlock()
 			return h.s.cfg.HomeInterval
 		}
+		// A question concerns its run's requester and, when ORCH_ALLOWED_USERS names who answers, each of them; with
+		// no list a Home shows only the viewer's own runs' questions (mayAnswer), so the requester is all.
+		everyone := askers && len(h.s.cfg.AllowedUsers) > 0
 		for _, u := range recent {
-			if marked[u] || askers && h.s.allowed(u) {
+			if marked[u] || everyone && h.s.allowed(u) {
 				h.pending[u] = true
 			}
 		}
@@ -166,7 +174,12 @@ func (h *homes) pass(ctx context.Context) time.Duration {
 		}
 		delete(h.pending, u)
 		if err := h.s.publishHome(ctx, u); err != nil && ctx.Err() == nil {
-			h.s.log.Warn("refreshing a Home tab", "user", u, "err", err)
+			// Tried again after the interval (the failed publish counts as one): a Home is not left stale.
+			h.s.log.Warn("refreshing a Home tab; will try again", "user", u, "err", err)
+			h.pending[u] = true
+			if d := h.s.cfg.HomeInterval; wait == 0 || d < wait {
+				wait = d
+			}
 		}
 	}
 	return wait
@@ -258,13 +271,35 @@ func (s *Server) homeClick(ctx context.Context, act ActionValue, user, viewID st
 		s.homes.tell(user, "That button is not on the Home orch last showed you, so it answered nothing: "+
 			"here is your Home as it is now.")
 	default:
-		if text := s.resolveClick(ctx, act, user); text != "" {
+		if text := s.homeQuestion(ctx, act, user); text != "" {
+			s.homes.tell(user, text)
+		} else if text := s.resolveClick(ctx, act, user); text != "" {
 			s.homes.tell(user, text)
 		}
 	}
 	if err := s.publishHome(ctx, user); err != nil {
 		s.log.Warn("publishing a Home tab", "user", user, "err", err)
 	}
+}
+
+// homeQuestion says why user may not answer, from the Home, the question a Home button names ("" when they may):
+// the Home shows only what mayAnswer lets a person see, and a click must not reach further.
+func (s *Server) homeQuestion(ctx context.Context, act ActionValue, user string) string {
+	if !s.allowed(user) {
+		return "" // refused, and audited, as any click of theirs
+	}
+	run, err := s.cfg.Store.Get(ctx, act.RunID)
+	switch {
+	case errors.Is(err, jobs.ErrRunNotFound):
+		return doesNotMatchText
+	case err != nil:
+		s.log.Warn("checking a click on the Home", "run_id", act.RunID, "err", err)
+		return unavailableText
+	case run.Origin.Kind != "slack" || !s.mayAnswer(user, "", run):
+		s.log.Warn("a Home click on a question its user may not answer from there", "user", user, "run_id", act.RunID)
+		return "That question is not yours to answer from here: answer it in its run's thread."
+	}
+	return ""
 }
 
 // publishHome renders user's Home as it is now and publishes it, waiting out Slack's 429s, and remembers the view's id
@@ -313,7 +348,7 @@ func (s *Server) renderHome(ctx context.Context, user string) (slack.HomeTabView
 	h := home{Viewer: user, Notice: s.homes.notice(user), CanAnswer: s.allowed(user), Links: map[string]string{},
 		Now: s.cfg.Now()}
 	h.Health = s.health(ctx)
-	qs, total, err := s.openQuestions(ctx, user, maxHomeQuestions)
+	qs, total, err := s.openQuestions(ctx, user, "", maxHomeQuestions)
 	if err != nil {
 		return slack.HomeTabViewRequest{}, fmt.Errorf("reading the open questions: %w", err)
 	}
@@ -341,15 +376,26 @@ func (s *Server) renderHome(ctx context.Context, user string) (slack.HomeTabView
 
 // health is the deployment's health line: Config.Health's, else whether the store answers.
 func (s *Server) health(ctx context.Context) string {
+	s.homes.mu.Lock()
+	line, at := s.homes.health, s.homes.healthAt
+	s.homes.mu.Unlock()
+	if line != "" && time.Since(at) < healthTTL {
+		return line // the same line for every Home refreshed at once: checked once
+	}
 	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	defer cancel()
-	if s.cfg.Health != nil {
-		return s.cfg.Health(ctx)
+	switch {
+	case s.cfg.Health != nil:
+		line = s.cfg.Health(ctx)
+	case s.cfg.Store.Ping(ctx) != nil:
+		line = "Redis does not answer"
+	default:
+		line = "Redis answers"
 	}
-	if err := s.cfg.Store.Ping(ctx); err != nil {
-		return "Redis does not answer: " + err.Error()
-	}
-	return "Redis answers"
+	s.homes.mu.Lock()
+	s.homes.health, s.homes.healthAt = line, time.Now()
+	s.homes.mu.Unlock()
+	return line
 }
 
 // HomeView is a person's Home tab: a notice when there is one, the deployment's health, the questions waiting on them

@@ -172,9 +172,10 @@ func TestHomeOpened(t *testing.T) {
 			t.Error("a made-up view id counts as alice's Home")
 		}
 
-		// Bob started nothing: his Home says so, and shows the questions anyone may answer.
+		// Bob started nothing: his Home says so. Without ORCH_ALLOWED_USERS anyone answers in the channels they are in,
+		// so a Home, which is no channel, shows only the viewer's own runs' questions: none of alice's.
 		bobHome := h.openHome(bob)
-		if text := homeText(bobHome); !strings.Contains(text, "You have started no run yet") || !strings.Contains(text, "Which TTL?") {
+		if text := homeText(bobHome); !strings.Contains(text, "You have started no run yet") || strings.Contains(text, "Which TTL?") {
 			t.Errorf("bob's Home:\n%s", text)
 		}
 		if bobHome.ID == home.ID {
@@ -188,8 +189,12 @@ func TestHomeOpened(t *testing.T) {
 // was already answered, and by whom.
 func TestHomeClickAnswers(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		h := newHarness(t, rdb)
-		alice, bob := h.homeUser("ALICE"), h.homeUser("BOB")
+		var alice, bob string
+		// ORCH_ALLOWED_USERS names who answers: each of them sees, and may answer, every question on their Home.
+		h := newHarness(t, rdb, func(h *harness, c *Config) {
+			alice, bob = h.homeUser("ALICE"), h.homeUser("BOB")
+			c.AllowedUsers = []string{alice, bob}
+		})
 		run, _ := h.startRun(alice)
 		escID, q := h.escalate(run.ID, "Which cache?", "A) Redis", "B) In-memory")
 		home := h.openHome(bob)
@@ -572,4 +577,24 @@ func TestHomeViewLimits(t *testing.T) {
 			t.Errorf("question %d has no Retry/Abort/Answer… row", i+1)
 		}
 	}
+}
+
+// Without ORCH_ALLOWED_USERS a Home shows only the viewer's own runs' questions, and a click there cannot reach
+// further: a button of alice's question clicked on bob's own Home answers nothing, and bob is told why.
+func TestHomeClickOnAnotherPersonsQuestion(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb)
+		alice, bob := h.homeUser("ALICE"), h.homeUser("BOB")
+		run, _ := h.startRun(alice)
+		escID, _ := h.escalate(run.ID, "Which cache?", "A) Redis", "B) In-memory")
+		b := homeButton(t, h.openHome(alice), run.ID, escID, ActionChoose+":B")
+		home := h.openHome(bob)
+		h.homeClick(home, bob, b.ActionID, b.Value)
+		h.waitHome(bob, "the refusal on bob's Home", func(hm slackfake.Home) bool {
+			return strings.Contains(homeText(hm), "That question is not yours to answer from here")
+		})
+		if res := h.esc(run.ID, escID).Resolution; res != nil {
+			t.Fatalf("bob answered alice's question from his Home: %+v", res)
+		}
+	})
 }

@@ -79,6 +79,9 @@ func (s *Server) interaction(cb slack.InteractionCallback) error {
 	return nil
 }
 
+// doesNotMatchText answers a click whose button is not the question's, or names a question there is no record of.
+const doesNotMatchText = "That button does not match the question on record."
+
 // clickedMessage is where the message a button sits on is: its channel, its thread, its ts.
 func clickedMessage(cb slack.InteractionCallback) (channel, thread, ts string) {
 	channel, thread, ts = cmp.Or(cb.Channel.ID, cb.Container.ChannelID), cmp.Or(cb.Container.ThreadTs, cb.Message.ThreadTimestamp),
@@ -144,7 +147,7 @@ func (s *Server) clickAllowed(ctx context.Context, act ActionValue, user, channe
 	}
 	if !ok {
 		s.log.Warn("a click whose message is not the question's", "run_id", act.RunID, "escalation", act.EscalationID)
-		s.respond(ctx, responseURL, "That button does not match the question on record.")
+		s.respond(ctx, responseURL, doesNotMatchText)
 		return false
 	}
 	if !s.allowed(user) {

@@ -71,7 +71,7 @@ func (s *Server) lookup(cmd command, name string, args []string) (string, error)
 	case "costs":
 		job = func(ctx context.Context) { s.costs(ctx, cmd.ChannelID, id, cmd.ResponseURL) }
 	case "questions":
-		job = func(ctx context.Context) { s.questions(ctx, cmd.UserID, cmd.ResponseURL) }
+		job = func(ctx context.Context) { s.questions(ctx, cmd.UserID, cmd.ChannelID, cmd.ResponseURL) }
 	case "logs":
 		job = func(ctx context.Context) { s.logs(ctx, cmd.ChannelID, id, cmd.ResponseURL) }
 	}
@@ -239,8 +239,8 @@ func brainCost(c jobs.CostLine) string {
 }
 
 // questions answers /orch questions: the open questions user may answer, oldest first.
-func (s *Server) questions(ctx context.Context, user, responseURL string) {
-	qs, n, err := s.openQuestions(ctx, user, questionsShown)
+func (s *Server) questions(ctx context.Context, user, channel, responseURL string) {
+	qs, n, err := s.openQuestions(ctx, user, channel, questionsShown)
 	if err != nil {
 		s.lookupFailed(ctx, responseURL, "listing open questions", err)
 		return

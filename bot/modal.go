@@ -232,7 +232,7 @@ func (s *Server) openAnswer(ctx context.Context, act ActionValue, user, channel,
 	run, err := s.cfg.Store.Get(ctx, act.RunID)
 	switch {
 	case errors.Is(err, jobs.ErrRunNotFound):
-		s.respond(ctx, responseURL, "That button does not match the question on record.")
+		s.respond(ctx, responseURL, doesNotMatchText)
 		return
 	case err != nil:
 		s.log.Warn("opening the answer form", "run_id", act.RunID, "err", err)
@@ -242,7 +242,7 @@ func (s *Server) openAnswer(ctx context.Context, act ActionValue, user, channel,
 	e := run.Escalation(act.EscalationID)
 	switch {
 	case e == nil:
-		s.respond(ctx, responseURL, "That button does not match the question on record.")
+		s.respond(ctx, responseURL, doesNotMatchText)
 		return
 	case e.Resolution != nil:
 		s.respond(ctx, responseURL, alreadyAnswered(e))

@@ -20,9 +20,9 @@ type openQuestion struct {
 // backlog no list in Slack would show whole anyway.
 const maxOpenRuns = 500
 
-// openQuestions returns the open questions that user may answer, oldest first: at most limit of them, and how many
-// there are in all (up to maxOpenRuns runs' worth). Someone outside ORCH_ALLOWED_USERS may answer none.
-func (s *Server) openQuestions(ctx context.Context, user string, limit int) ([]openQuestion, int, error) {
+// openQuestions returns the open questions of Slack runs that user may answer from where they look (channel; "" for
+// the Home), oldest first: at most limit of them, and how many there are in all (up to maxOpenRuns runs' worth).
+func (s *Server) openQuestions(ctx context.Context, user, channel string, limit int) ([]openQuestion, int, error) {
 	if !s.allowed(user) {
 		return nil, 0, nil
 	}
@@ -33,7 +33,7 @@ func (s *Server) openQuestions(ctx context.Context, user string, limit int) ([]o
 			return nil, 0, err
 		}
 		for _, r := range page {
-			if e := r.OpenEscalation(); e != nil {
+			if e := r.OpenEscalation(); e != nil && r.Origin.Kind == "slack" && s.mayAnswer(user, channel, r) {
 				all = append(all, openQuestion{Run: r, Escalation: e})
 			}
 		}
@@ -47,6 +47,20 @@ func (s *Server) openQuestions(ctx context.Context, user string, limit int) ([]o
 	})
 	n := len(all)
 	return all[:min(n, max(limit, 0))], n, nil
+}
+
+// mayAnswer reports whether user may see and answer run r's questions away from its thread (the Home, /orch questions
+// in channel; "" for none). Someone in ORCH_ALLOWED_USERS may answer every run's. Without that list, which lets anyone
+// answer in the channels they are in, a person sees only the questions of the runs they started and, in a channel, of
+// the runs started there: never a question of a channel they may not be in.
+func (s *Server) mayAnswer(user, channel string, r *jobs.Run) bool {
+	switch {
+	case !s.allowed(user):
+		return false
+	case len(s.cfg.AllowedUsers) > 0:
+		return true
+	}
+	return r.Origin.User == user || channel != "" && r.Origin.Channel == channel
 }
 
 // threadLink is a link to a message in a channel (a run's root message opens its thread), or "" when Slack did not
