@@ -23,7 +23,7 @@ func parseCommand(body []byte) (command, error) {
 	if err != nil {
 		return command{}, err
 	}
-	return command{Text: v.Get("text"), UserID: v.Get("user_id"), ChannelID: v.Get("channel_id"),
+	return command{Text: unescapeSlack(v.Get("text")), UserID: v.Get("user_id"), ChannelID: v.Get("channel_id"),
 		ResponseURL: v.Get("response_url"), TeamID: v.Get("team_id")}, nil
 }
 

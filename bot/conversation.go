@@ -48,7 +48,7 @@ func (s *Server) conversation(ctx context.Context, m message, parent *jobs.Run) 
 		if msg.BotID != "" || msg.User == s.botID {
 			who = "orch"
 		}
-		line := who + ": " + strings.TrimSpace(escalation.Bound(msg.Text, maxContextMessage))
+		line := who + ": " + strings.TrimSpace(escalation.Bound(unescapeSlack(msg.Text), maxContextMessage))
 		if size+len(line) > maxContextBytes {
 			break
 		}

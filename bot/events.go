@@ -134,9 +134,21 @@ func (s *Server) reply(ctx context.Context, eventID string, m message) {
 	s.threadReply(ctx, m, runID)
 }
 
+// unescapeSlack undoes the escaping Slack applies to what people write (docs.slack.dev/messaging/formatting-message-text,
+// "Escaping text": &, < and > arrive as &amp;, &lt; and &gt;), so that an agent reads "a < b && c" as it was typed.
+// Slack's own markup (<@U123>, <https://…|…>) is left as it is.
+func unescapeSlack(s string) string {
+	if !strings.Contains(s, "&") {
+		return s
+	}
+	return slackUnescaper.Replace(s)
+}
+
+var slackUnescaper = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
+
 // threadReply handles a person's message in run runID's thread.
 func (s *Server) threadReply(ctx context.Context, m message, runID string) {
-	text := strings.TrimSpace(m.Text)
+	text := strings.TrimSpace(unescapeSlack(m.Text))
 	if text == "" {
 		return
 	}
@@ -213,7 +225,7 @@ func (s *Server) request(ctx context.Context, m message, user string, tell func(
 		tell(ctx, capitalized(err.Error())+".")
 		return
 	}
-	req := StartRequest{Text: m.Text, FollowUp: parent,
+	req := StartRequest{Text: unescapeSlack(m.Text), FollowUp: parent,
 		Origin: jobs.Origin{Kind: "slack", User: user, Channel: m.Channel, ThreadTS: cmp.Or(m.ThreadTS, m.TS)}}
 	if m.inThread() {
 		var err error

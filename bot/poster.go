@@ -13,6 +13,7 @@ import (
 	"github.com/slack-go/slack"
 	"golang.org/x/time/rate"
 
+	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/backoff"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
@@ -207,6 +208,9 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 		return p.mirror.Unfollow(ctx, runID) // nowhere to post
 	}
 	if err := p.root(ctx, run, &st); err != nil {
+		if code, ok := unpostable(err); ok {
+			return p.cannotPost(ctx, run, st.Channel, code)
+		}
 		return err
 	}
 	if err := p.pointer(ctx, run, &st); err != nil {
@@ -254,6 +258,44 @@ func (p *poster) root(ctx context.Context, run *jobs.Run, st *runState) error {
 		return err
 	}
 	return p.mirror.SetThread(ctx, threadKey(st.Channel, ts), run.ID)
+}
+
+// unpostable reports whether err says the bot can never post in the channel (chat.postMessage's errors for a channel
+// it is not in, that does not exist for it, or that is archived), and Slack's code for it.
+func unpostable(err error) (string, bool) {
+	var se slack.SlackErrorResponse
+	if !errors.As(err, &se) {
+		return "", false
+	}
+	switch se.Err {
+	case "not_in_channel", "channel_not_found", "is_archived":
+		return se.Err, true
+	}
+	return "", false
+}
+
+// cannotPost ends a run that can have no thread: nobody would see it or could answer its questions, while its agent
+// spends. The run is aborted with the reason, whoever asked for it is told by direct message, and the poster stops
+// following it.
+func (p *poster) cannotPost(ctx context.Context, run *jobs.Run, channel, code string) error {
+	reason := fmt.Sprintf("orch cannot post in channel %s (%s): invite the bot there (/invite @orch), or ask in a channel it is in", channel, code)
+	p.s.log.Error("a run's channel takes no message from the bot; aborting the run", "run_id", run.ID, "channel", channel, "err", code)
+	if _, err := escalation.Abort(ctx, p.s.cfg.Store, p.s.cfg.Queue, run.ID, "orch", "slack", reason); err != nil &&
+		!errors.Is(err, escalation.ErrNoOpenEscalation) {
+		return fmt.Errorf("aborting run %s, which cannot be posted: %w", run.ID, err)
+	}
+	if o := run.Origin; o.Kind == "slack" && slackUserID.MatchString(o.User) {
+		text := fmt.Sprintf("Run %s (%s) was stopped: %s.", inlineCode(run.ID, maxActionField), escapeCut(planTitle(run), maxLine, false),
+			escapeCut(reason, maxLine*2, false))
+		if _, err := p.post(ctx, o.User, "", newMessage(escapeCut("Run "+run.ID+" was stopped: "+reason, maxFallbackText, false),
+			[]slack.Block{sectionBlock(text)})); err != nil {
+			p.s.log.Warn("telling a requester their run was stopped", "run_id", run.ID, "err", err)
+		}
+	}
+	if err := p.save(ctx, run.ID, fieldFinal, "1"); err != nil {
+		return err
+	}
+	return p.mirror.Unfollow(ctx, run.ID)
 }
 
 // rootMessage is the run's root message, with a link to the conversation it was asked in when it was asked in one.

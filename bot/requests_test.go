@@ -283,7 +283,7 @@ func TestNudges(t *testing.T) {
 				switch {
 				case m.Channel == h.channel && m.ThreadTS == root.TS && strings.HasPrefix(m.Text, "Still waiting for an answer"):
 					inThread = append(inThread, m)
-				case m.Channel == alice:
+				case m.Channel == slackfake.DMChannel(alice):
 					direct = append(direct, m)
 				}
 			}
@@ -405,5 +405,60 @@ func TestMessageShortcut(t *testing.T) {
 		if code != 200 {
 			t.Fatalf("an unknown shortcut: %d", code)
 		}
+	})
+}
+
+// Slack escapes &, < and > in what people write; the agent gets the words as they were typed, and the root message
+// shows them so (escaped once, for Slack).
+func TestRequestsAreUnescaped(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb)
+		alice, bob := h.user("ALICE"), h.user("BOB")
+		// As Slack holds and sends them.
+		parent := h.fake.Say(h.channel, "", bob, "it fails when a &lt; b &amp;&amp; c &gt; 0")
+		h.mention(alice, "make `a &lt; b` hold &amp; add a test", parent.TS)
+		_, root := h.newRequest(0)
+		req := h.starter.req(0)
+		if req.Text != "make `a < b` hold & add a test" || !strings.Contains(req.Context, "it fails when a < b && c > 0") {
+			t.Fatalf("request %q, context %q", req.Text, req.Context)
+		}
+		if text := blocksText(root); !strings.Contains(text, "> make `a &lt; b` hold &amp; add a test") || strings.Contains(text, "&amp;lt;") {
+			t.Errorf("root message blocks: %s", text)
+		}
+		if got := h.command("do fix a &lt; b", alice); !strings.Contains(got, "On it: “fix a &lt; b”") {
+			t.Errorf("ack %q", got)
+		}
+		h.newRequest(1)
+		if req := h.starter.req(1); req.Text != "fix a < b" {
+			t.Errorf("/orch do request %q", req.Text)
+		}
+	})
+}
+
+// A run started in a channel the bot is not in can have no thread: it is stopped at once, with the reason, and
+// whoever asked for it is told by direct message.
+func TestARunWhereTheBotCannotPost(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		// The poster aborts the run from its pass over it, holding its lock: the harness must not make the store's
+		// write wait for that lock.
+		h := newHarness(t, rdb, withoutSerializing)
+		alice := h.user("ALICE")
+		h.fake.Leave(h.channel)
+		h.command("do fix the flaky retry test", alice)
+		h.waitFor("the starter to create the run", func() bool { return h.starter.created() == 1 })
+		run := h.starter.run(0)
+		h.waitFor("the run to be stopped", func() bool { return h.run(run.ID).Status == jobs.RunAborted })
+		if r := h.run(run.ID); !strings.Contains(r.Reason, "orch cannot post in channel "+h.channel+" (not_in_channel): invite the bot there") {
+			t.Errorf("reason %q", r.Reason)
+		}
+		h.waitFor("the direct message", func() bool {
+			for _, m := range h.fake.Messages() {
+				if m.Channel == slackfake.DMChannel(alice) && strings.Contains(blocksText(m), "Run `"+run.ID+"` (fix the flaky retry test) was stopped") {
+					return true
+				}
+			}
+			return false
+		})
+		h.waitFor("the poster to stop following the run", func() bool { return !h.following(run.ID) })
 	})
 }

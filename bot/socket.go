@@ -43,7 +43,7 @@ func (s *Server) socketEvent(client *socketmode.Client, ev socketmode.Event) {
 		if !ok || ev.Request == nil {
 			return
 		}
-		text, err := s.command(command{Text: sc.Text, UserID: sc.UserID, ChannelID: sc.ChannelID,
+		text, err := s.command(command{Text: unescapeSlack(sc.Text), UserID: sc.UserID, ChannelID: sc.ChannelID,
 			ResponseURL: sc.ResponseURL, TeamID: sc.TeamID})
 		if err != nil {
 			text = err.Error()

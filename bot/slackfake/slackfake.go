@@ -5,13 +5,15 @@
 // Where each behaviour comes from (Slack's Web API reference, docs.slack.dev/reference/methods/…, as of 2026):
 //   - auth.test: ok, url, team, user, team_id, user_id, bot_id.
 //   - chat.postMessage: a message gets a ts unique in its channel; a user id as the channel posts to the app's direct
-//     messages with that user (the fake keeps it under that id).
+//     messages with that user, a conversation of its own (D…) the response names (DMChannel); in a channel the bot is
+//     not in (Leave) chat.postMessage, chat.update and chat.postEphemeral fail with not_in_channel.
 //   - conversations.replies: channel and ts are required; ts must be an existing message's, else thread_not_found
 //     (channel_not_found for a channel it never saw); the parent comes first, then the replies oldest first; a
 //     message with no replies returns itself alone; cursor pagination through response_metadata.next_cursor with
 //     has_more, an unknown cursor is invalid_cursor; limit defaults to 1000 (Tier 3 internal apps; the 15-message
 //     cap applies only to commercially distributed non-Marketplace apps).
-//   - People's messages exist in Slack before Slack sends their events: tests add them with Say.
+//   - People's messages exist in Slack before Slack sends their events: tests add them with Say, their text as Slack
+//     holds and sends it (&, < and > escaped as &amp;, &lt;, &gt;; docs.slack.dev/messaging/formatting-message-text).
 //
 // views.open (https://docs.slack.dev/reference/methods/views.open) exchanges a trigger_id for a modal: it takes
 // trigger_id and view (a JSON-encoded string in a form, an object in a JSON body; both content types are accepted),
@@ -102,6 +104,7 @@ type Slack struct {
 	limited map[string]int
 	down    bool
 	homes   map[string]*Home // user → the latest Home tab published
+	left    map[string]bool  // channels the bot is not in
 
 	// Trigger ids issued (by id: when and to whom), exchanged ones, the clock offset of Advance, the modals opened.
 	triggers  map[string]trigger
@@ -141,7 +144,7 @@ func (h Home) Buttons() []Button { return ButtonList(Message{Blocks: h.Blocks}) 
 // New starts a fake Slack; it stops at the end of the test via Close.
 func New() *Slack {
 	s := &Slack{calls: map[string]int{}, next: 1, triggers: map[string]trigger{}, exchanged: map[string]bool{},
-		limited: map[string]int{}, homes: map[string]*Home{}}
+		limited: map[string]int{}, homes: map[string]*Home{}, left: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.api)
 	mux.HandleFunc("/response/", s.response)
@@ -198,6 +201,49 @@ func (s *Slack) Messages() []Message {
 		out[i] = *m
 	}
 	return out
+}
+
+// chat answers chat.postMessage, chat.update and chat.postEphemeral.
+func (s *Slack) chat(w http.ResponseWriter, r *http.Request, method string) {
+	switch method {
+	case "chat.postMessage":
+		m := &Message{Channel: DMChannel(r.Form.Get("channel")), ThreadTS: r.Form.Get("thread_ts"), Text: r.Form.Get("text"),
+			Blocks: json.RawMessage(r.Form.Get("blocks")), Posted: time.Now()}
+		m.TS = fmt.Sprintf("1700000000.%06d", s.next)
+		s.next++
+		s.messages = append(s.messages, m)
+		json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS})
+	case "chat.update":
+		for _, m := range s.messages {
+			if m.Channel == r.Form.Get("channel") && m.TS == r.Form.Get("ts") {
+				m.Text, m.Blocks = r.Form.Get("text"), json.RawMessage(r.Form.Get("blocks"))
+				m.Updates++
+				json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS})
+				return
+			}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "message_not_found"})
+	case "chat.postEphemeral":
+		s.ephemerals = append(s.ephemerals, r.Form.Get("text"))
+		json.NewEncoder(w).Encode(map[string]any{"ok": true, "message_ts": "1700000000.999999"})
+	}
+}
+
+// DMChannel is the channel chat.postMessage posts to for channel: a user's id (U…, W…) stands for the app's direct
+// messages with that user, a conversation of its own (D…) that the response names; any other channel is itself.
+func DMChannel(channel string) string {
+	if len(channel) > 1 && (channel[0] == 'U' || channel[0] == 'W') {
+		return "D" + channel[1:]
+	}
+	return channel
+}
+
+// Leave takes the bot out of a channel: posting there fails with not_in_channel, as it does in a channel the bot was
+// never invited to.
+func (s *Slack) Leave(channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.left[channel] = true
 }
 
 // Say records a message a person wrote in channel (in threadTS's thread when set), as Slack holds it before it sends
@@ -366,32 +412,19 @@ func (s *Slack) api(w http.ResponseWriter, r *http.Request) {
 	case "auth.test":
 		json.NewEncoder(w).Encode(map[string]any{"ok": true, "url": TeamURL, "team": "Orch Test",
 			"user": "orch", "team_id": "T0001", "user_id": BotUserID, "bot_id": "BORCH"})
-	case "chat.postMessage":
-		m := &Message{Channel: r.Form.Get("channel"), ThreadTS: r.Form.Get("thread_ts"), Text: r.Form.Get("text"),
-			Blocks: json.RawMessage(r.Form.Get("blocks")), Posted: time.Now()}
-		m.TS = fmt.Sprintf("1700000000.%06d", s.next)
-		s.next++
-		s.messages = append(s.messages, m)
-		json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS})
-	case "chat.update":
-		for _, m := range s.messages {
-			if m.Channel == r.Form.Get("channel") && m.TS == r.Form.Get("ts") {
-				m.Text, m.Blocks = r.Form.Get("text"), json.RawMessage(r.Form.Get("blocks"))
-				m.Updates++
-				json.NewEncoder(w).Encode(map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS})
-				return
-			}
+	case "chat.postMessage", "chat.update", "chat.postEphemeral":
+		if s.left[r.Form.Get("channel")] {
+			// The methods' "not_in_channel": a channel the bot is not a member of.
+			json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "not_in_channel"})
+			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "message_not_found"})
+		s.chat(w, r, method)
 	case "conversations.replies":
 		s.replies(w, r)
 	case "views.open":
 		s.viewsOpen(w, r)
 	case "views.publish":
 		json.NewEncoder(w).Encode(s.publish(r))
-	case "chat.postEphemeral":
-		s.ephemerals = append(s.ephemerals, r.Form.Get("text"))
-		json.NewEncoder(w).Encode(map[string]any{"ok": true, "message_ts": "1700000000.999999"})
 	default:
 		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "unknown_method"})
 	}
