@@ -73,11 +73,13 @@ func (s *Server) command(cmd command) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if err := s.limits.take(cmd.UserID, cmd.ChannelID); err != nil {
+		refund, err := s.limits.take(cmd.UserID, cmd.ChannelID)
+		if err != nil {
 			return "", err
 		}
 		req.Origin = jobs.Origin{Kind: "slack", User: cmd.UserID, Channel: cmd.ChannelID}
-		if err := s.jobs.submit(func(ctx context.Context) { s.startRun(ctx, req, s.responder(cmd.ResponseURL)) }); err != nil {
+		if err := s.jobs.submit(func(ctx context.Context) { s.startRun(ctx, req, s.responder(cmd.ResponseURL), refund) }); err != nil {
+			refund()
 			return "", err
 		}
 		rel, _ := filepath.Rel(s.cfg.Workspace, req.Plan)
@@ -91,14 +93,16 @@ func (s *Server) command(cmd command) (string, error) {
 		if text == "" {
 			return "", errors.New("what should the agent do? e.g. `/orch do fix the flaky retry test in jobs`")
 		}
-		if err := s.limits.take(cmd.UserID, cmd.ChannelID); err != nil {
+		refund, err := s.limits.take(cmd.UserID, cmd.ChannelID)
+		if err != nil {
 			return "", err
 		}
 		req := StartRequest{Text: text, Origin: jobs.Origin{Kind: "slack", User: cmd.UserID, Channel: cmd.ChannelID}}
-		if err := s.jobs.submit(func(ctx context.Context) { s.startRun(ctx, req, s.responder(cmd.ResponseURL)) }); err != nil {
+		if err := s.jobs.submit(func(ctx context.Context) { s.startRun(ctx, req, s.responder(cmd.ResponseURL), refund) }); err != nil {
+			refund()
 			return "", err
 		}
-		return fmt.Sprintf("On it: “%s”. Its thread appears in this channel.", escapeCut(headLine(text), 80, false)), nil
+		return fmt.Sprintf("On it: “%s”. Its thread appears in this channel.", escapeCut(headLine(escalation.Redact(text)), 80, false)), nil
 	case "status":
 		id := ""
 		if len(words) > 1 {
@@ -194,9 +198,11 @@ const maxErrorEcho = 2000
 const unavailableText = "orch cannot reach its store (Redis) right now, so nothing was changed: try again in a moment."
 
 // startRun starts a run and follows it; tell says what went wrong to whoever asked.
-func (s *Server) startRun(ctx context.Context, req StartRequest, tell func(context.Context, string)) {
+// A run that could not start gives its place under the limits back (refund).
+func (s *Server) startRun(ctx context.Context, req StartRequest, tell func(context.Context, string), refund func()) {
 	run, err := s.cfg.Starter.Start(ctx, req)
 	if err != nil {
+		refund()
 		if s.cfg.Store.Ping(ctx) != nil {
 			s.log.Warn("starting a run", "err", err)
 			tell(ctx, unavailableText)
@@ -282,7 +288,7 @@ func (s *Server) abort(ctx context.Context, id, user, reason, responseURL string
 // records the attempt, not whatever it carried.
 func (s *Server) refused(user, what, detail string) {
 	s.log.Warn("refused a Slack user", "user", user, "action", what)
-	detail = cutPlain(detail, maxLine)
+	detail = cutPlain(escalation.Redact(detail), maxLine)
 	_ = s.jobs.submit(func(ctx context.Context) {
 		if err := s.poster.auditRefusal(ctx, user, what, detail); err != nil {
 			s.log.Warn("auditing a refusal", "err", err)

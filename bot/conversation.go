@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/backoff"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -16,7 +18,7 @@ import (
 const (
 	maxContextBytes    = 12 << 10
 	maxContextMessage  = 2000 // bytes of one message
-	maxConversationPgs = 3    // pages of conversations.replies (200 messages each)
+	maxConversationPgs = 10   // pages of conversations.replies (200 messages each); the last messages are kept
 )
 
 // conversation is the context of a request made in a thread: for a follow-up, what the run it follows did and where
@@ -69,8 +71,20 @@ func (s *Server) threadMessages(ctx context.Context, channel, threadTS string) (
 	var all []slack.Message
 	cursor := ""
 	for range maxConversationPgs {
-		page, more, next, err := s.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
-			ChannelID: channel, Timestamp: threadTS, Limit: 200, Cursor: cursor})
+		var page []slack.Message
+		var more bool
+		var next string
+		// Slack's 429s are waited out (Retry-After), as the poster's are; other errors are the caller's.
+		err := backoff.Retry{Tries: slackTries}.Do(ctx, func(ctx context.Context) error {
+			var err error
+			page, more, next, err = s.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+				ChannelID: channel, Timestamp: threadTS, Limit: 200, Cursor: cursor})
+			var rl *slack.RateLimitedError
+			if errors.As(err, &rl) {
+				return backoff.After(err, rl.RetryAfter)
+			}
+			return backoff.Permanent(err)
+		})
 		if err != nil {
 			return all, fmt.Errorf("conversations.replies: %w", err)
 		}

@@ -154,7 +154,7 @@ func (s *Server) threadReply(ctx context.Context, m message, runID string) {
 	}
 	if !s.allowed(m.User) {
 		s.refused(m.User, "answer", "run "+runID)
-		s.ephemeral(ctx, m.Channel, m.User, "You are not allowed to answer here (ORCH_ALLOWED_USERS).")
+		s.ephemeral(ctx, m.Channel, m.ThreadTS, m.User, notAllowedText)
 		return
 	}
 	run, err := s.cfg.Store.Get(ctx, runID)
@@ -164,7 +164,7 @@ func (s *Server) threadReply(ctx context.Context, m message, runID string) {
 	e := run.OpenEscalation()
 	if e == nil {
 		if t := run.Current(); t != nil && t.Kind == jobs.KindChat && run.Status == jobs.RunRunning {
-			s.ephemeral(ctx, m.Channel, m.User, "The agent is still working on its reply; answer it once it has replied.")
+			s.ephemeral(ctx, m.Channel, m.ThreadTS, m.User, "The agent is still working on its reply; answer it once it has replied.")
 		}
 		return // conversation in the thread, not an answer
 	}
@@ -179,7 +179,7 @@ func (s *Server) mentioned(ctx context.Context, eventID string, m message) {
 		return
 	}
 	m.Text = s.withoutMention(m.Text)
-	tell := func(ctx context.Context, text string) { s.ephemeral(ctx, m.Channel, m.User, text) }
+	tell := func(ctx context.Context, text string) { s.ephemeral(ctx, m.Channel, m.ThreadTS, m.User, text) }
 	s.request(ctx, m, m.User, tell, func(run *jobs.Run) { s.threadReply(ctx, m, run.ID) })
 }
 
@@ -188,7 +188,8 @@ func (s *Server) mentioned(ctx context.Context, eventID string, m message) {
 // the thread of a run that has not ended, running calls going instead. tell answers the person.
 func (s *Server) request(ctx context.Context, m message, user string, tell func(context.Context, string), going func(*jobs.Run)) {
 	var parent *jobs.Run
-	if m.inThread() {
+	// A reply, or a message with replies (the shortcut on a thread's parent): the thread is its conversation.
+	if m.ThreadTS != "" {
 		runID, err := s.poster.runOfThread(ctx, m.Channel, m.ThreadTS)
 		if err != nil {
 			s.log.Warn("looking up a thread's run", "err", err)
@@ -221,21 +222,21 @@ func (s *Server) request(ctx context.Context, m message, user string, tell func(
 		tell(ctx, "You are not allowed to start runs here (ORCH_ALLOWED_USERS).")
 		return
 	}
-	if err := s.limits.take(user, m.Channel); err != nil {
+	refund, err := s.limits.take(user, m.Channel)
+	if err != nil {
 		tell(ctx, capitalized(err.Error())+".")
 		return
 	}
 	req := StartRequest{Text: unescapeSlack(m.Text), FollowUp: parent,
 		Origin: jobs.Origin{Kind: "slack", User: user, Channel: m.Channel, ThreadTS: cmp.Or(m.ThreadTS, m.TS)}}
-	if m.inThread() {
-		var err error
+	if m.ThreadTS != "" {
 		if req.Context, err = s.conversation(ctx, m, parent); err != nil {
 			s.log.Warn("reading the conversation of a request", "channel", m.Channel, "err", err)
 			tell(ctx, fmt.Sprintf("I could not read this thread (%s), so the agent starts from the words alone.",
 				escalation.Bound(err.Error(), 200)))
 		}
 	}
-	s.startRun(ctx, req, tell)
+	s.startRun(ctx, req, tell, refund)
 }
 
 // capitalized is s with its first letter in upper case: an error's text as a sentence.
@@ -262,17 +263,23 @@ func (s *Server) answer(ctx context.Context, m message, req escalation.Request) 
 	_, _, err := escalation.Resolve(ctx, s.cfg.Store, s.cfg.Queue, req)
 	switch {
 	case errors.Is(err, escalation.ErrInvalid):
-		s.ephemeral(ctx, m.Channel, m.User, err.Error())
+		s.ephemeral(ctx, m.Channel, m.ThreadTS, m.User, err.Error())
 	case err != nil && !errors.Is(err, escalation.ErrAlreadyResolved) && !errors.Is(err, escalation.ErrNoOpenEscalation):
 		s.log.Error("answering from a thread reply", "run_id", req.RunID, "err", err)
-		s.ephemeral(ctx, m.Channel, m.User, unavailableText)
+		s.ephemeral(ctx, m.Channel, m.ThreadTS, m.User, unavailableText)
 	}
 }
 
-func (s *Server) ephemeral(ctx context.Context, channel, user, text string) {
+// ephemeral shows text to user alone, in the thread threadTS of channel ("" for the channel itself): where they wrote
+// what it answers.
+func (s *Server) ephemeral(ctx context.Context, channel, threadTS, user, text string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := s.api.PostEphemeralContext(ctx, channel, user, slack.MsgOptionText(text, false)); err != nil {
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	if threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(threadTS))
+	}
+	if _, err := s.api.PostEphemeralContext(ctx, channel, user, opts...); err != nil {
 		s.log.Warn("posting an ephemeral message", "err", err)
 	}
 }

@@ -65,8 +65,8 @@ func newRunLimits(user, channel Limit, now func() time.Time) *runLimits {
 }
 
 // take spends one new run of user's and of channel's, or none and says why: which limit, and when the next run may
-// start.
-func (l *runLimits) take(user, channel string) error {
+// start. refund gives the run back, for one that did not start after all.
+func (l *runLimits) take(user, channel string) (refund func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -84,12 +84,18 @@ func (l *runLimits) take(user, channel string) error {
 			for _, t := range taken {
 				t.CancelAt(now)
 			}
-			return fmt.Errorf("that is more new runs than %s may start here (%s): the next can start in %s",
+			return nil, fmt.Errorf("that is more new runs than %s may start here (%s): the next can start in %s",
 				k.who, k.lim, humanDuration(wait.Round(time.Second)))
 		}
 		taken = append(taken, r)
 	}
-	return nil
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, t := range taken {
+			t.CancelAt(l.now())
+		}
+	}, nil
 }
 
 func (l *runLimits) limiter(key string, lim Limit, now time.Time) *rate.Limiter {

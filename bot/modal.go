@@ -275,7 +275,7 @@ func (s *Server) answerClick(cb slack.InteractionCallback, act ActionValue, user
 		if cb.View.ID != viewID {
 			viewID = ""
 		}
-		return s.jobs.submit(func(ctx context.Context) {
+		return s.urgent.submit(func(ctx context.Context) {
 			ok, err := s.homeView(ctx, user, viewID)
 			if err != nil || !ok {
 				s.log.Warn("an Answer… click from a view that is not the clicker's Home", "run_id", act.RunID,
@@ -291,7 +291,7 @@ func (s *Server) answerClick(cb slack.InteractionCallback, act ActionValue, user
 		})
 	}
 	channel, thread, ts := clickedMessage(cb)
-	return s.jobs.submit(func(ctx context.Context) {
+	return s.urgent.submit(func(ctx context.Context) {
 		s.openAnswer(ctx, act, user, channel, thread, ts, trigger, responseURL)
 	})
 }
@@ -311,7 +311,7 @@ func (s *Server) handleSubmission(w http.ResponseWriter, r *http.Request, cb sla
 // socketSubmission answers a view_submission over Socket Mode: the ack carries the response. The work goes to the
 // background workers (bounded, drained on shutdown) so that the envelopes behind it are not held up.
 func (s *Server) socketSubmission(client *socketmode.Client, req *socketmode.Request, cb slack.InteractionCallback) {
-	err := s.jobs.submit(func(ctx context.Context) {
+	err := s.urgent.submit(func(ctx context.Context) {
 		if resp := s.submission(ctx, cb); resp != nil {
 			s.ack(client, req, resp)
 			return

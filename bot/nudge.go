@@ -62,7 +62,11 @@ func (q QuietHours) Quiet(t time.Time) bool {
 	if q.From == q.To {
 		return false
 	}
-	t = t.In(q.Loc)
+	loc := q.Loc
+	if loc == nil {
+		loc = time.Local
+	}
+	t = t.In(loc)
 	since := time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute + time.Duration(t.Second())*time.Second
 	if q.From < q.To {
 		return since >= q.From && since < q.To

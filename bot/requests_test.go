@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -245,6 +246,21 @@ func TestRunLimits(t *testing.T) {
 		if n := h.starter.created(); n != 3 {
 			t.Fatalf("%d runs started, want 3", n)
 		}
+
+		// A request that does not become a run gives its place back.
+		dave := h.user("DAVE")
+		h2 := newHarness(t, rdb, func(h *harness, c *Config) { c.UserRuns, c.Now = Limit{N: 1, Per: time.Hour}, func() time.Time { return now } })
+		h2.starter.mu.Lock()
+		h2.starter.refuse = errors.New("the plan does not parse")
+		h2.starter.mu.Unlock()
+		h2.command("do one", dave)
+		h2.waitEphemeral("Could not start the run: the plan does not parse")
+		h2.starter.mu.Lock()
+		h2.starter.refuse = nil
+		h2.starter.mu.Unlock()
+		if got := h2.command("do one again", dave); !strings.Contains(got, "On it") {
+			t.Fatalf("after a request that started nothing: %q", got)
+		}
 	})
 }
 
@@ -391,19 +407,31 @@ func TestMessageShortcut(t *testing.T) {
 			t.Fatalf("request = %+v", req)
 		}
 
+		// On a thread's parent: its thread is the conversation.
+		shortcut(parent, alice)
+		h.newRequest(1)
+		if req := h.starter.req(1); req.Text != "the retry test fails one run in ten" || req.Origin.ThreadTS != parent.TS ||
+			!strings.Contains(req.Context, "<@"+bob+">: probably the jitter: make it configurable") {
+			t.Fatalf("request on the parent = %+v", req)
+		}
+
 		// In the thread of a run that has not ended: nothing starts, the person is told.
 		running, root := h.startRun(alice)
 		h.waitFor("the run's thread on record", func() bool { return h.idle(running.ID) })
 		inRun := h.fake.Say(h.channel, root.TS, bob, "also rename the flag")
 		shortcut(inRun, alice)
 		h.waitEphemeral("is still going in this thread")
-		if n := h.starter.created(); n != 2 {
-			t.Fatalf("%d runs, want 2", n)
+		if n := h.starter.created(); n != 3 {
+			t.Fatalf("%d runs, want 3", n)
 		}
 		// Another callback id is not orch's: nothing happens.
 		code, _ := h.post("/slack/interactions", h.fake.MessageShortcut(parent, alice, "someone_elses"), formType)
 		if code != 200 {
 			t.Fatalf("an unknown shortcut: %d", code)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if n := h.starter.created(); n != 3 {
+			t.Fatalf("%d runs after a shortcut that is not orch's, want 3", n)
 		}
 	})
 }

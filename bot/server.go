@@ -84,6 +84,12 @@ type Config struct {
 	HomeInterval time.Duration
 }
 
+// The pool of deadline-bound work: a few workers, and a short backlog beyond which Slack's deadline would pass anyway.
+const (
+	urgentWorkers = 4
+	urgentBacklog = 64
+)
+
 // Server is the Slack front end: HTTP endpoints (or Socket Mode) that ack at once and do the work after, and a
 // poster that keeps each run's thread up to date.
 type Server struct {
@@ -91,6 +97,7 @@ type Server struct {
 	log    *slog.Logger
 	api    *slack.Client
 	jobs   *pool
+	urgent *pool
 	poster *poster
 	limits *runLimits
 	homes  *homes
@@ -149,6 +156,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Log, api: slack.New(cfg.BotToken, opts...)}
 	s.jobs = newPool(cfg.Workers, cfg.Backlog, cfg.Log)
+	// Work Slack holds a deadline over (a form to open within its trigger's 3 s, a form submission to answer within
+	// 3 s) has workers of its own: it never waits behind a backlog of other work.
+	s.urgent = newPool(urgentWorkers, urgentBacklog, cfg.Log)
 	s.poster = newPoster(s)
 	s.limits = newRunLimits(cfg.UserRuns, cfg.ChannelRuns, cfg.Now)
 	s.homes = newHomes(s)
@@ -166,6 +176,7 @@ func (s *Server) Start(ctx context.Context) error {
 		s.teamURL = strings.TrimSuffix(u, "/") + "/"
 	}
 	s.jobs.start()
+	s.urgent.start()
 	s.poster.start()
 	s.homes.start()
 	return nil
@@ -174,7 +185,7 @@ func (s *Server) Start(ctx context.Context) error {
 // Shutdown drains: acks already given are honoured (their background work finishes), then the poster stops, then the
 // Home tabs' refreshes (which the poster's events ask for).
 func (s *Server) Shutdown(ctx context.Context) error {
-	err := s.jobs.shutdown(ctx)
+	err := errors.Join(s.urgent.shutdown(ctx), s.jobs.shutdown(ctx))
 	s.poster.shutdown()
 	s.homes.shutdown()
 	return err

@@ -665,6 +665,7 @@ type testStarter struct {
 
 	mu      sync.Mutex
 	gate    chan struct{}
+	refuse  error // what Start says instead of starting a run, when set
 	reqs    []StartRequest
 	runs    []*jobs.Run
 	ctxErrs []error
@@ -677,8 +678,11 @@ func newTestStarter(h *harness) *testStarter {
 func (s *testStarter) Start(ctx context.Context, req StartRequest) (*jobs.Run, error) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
-	gate := s.gate
+	gate, refuse := s.gate, s.refuse
 	s.mu.Unlock()
+	if refuse != nil {
+		return nil, refuse
+	}
 	s.entered <- req
 	if gate != nil {
 		select {

@@ -683,6 +683,8 @@ func (s *Slack) MessageShortcut(m Message, user, callbackID string) []byte {
 	}
 	if m.ThreadTS != "" {
 		msg["thread_ts"] = m.ThreadTS
+	} else if s.hasReplies(m) {
+		msg["thread_ts"] = m.TS // a thread's parent carries its own ts as thread_ts
 	}
 	payload := map[string]any{
 		"type": "message_action", "token": "x", "action_ts": "1700000002.000001", "callback_id": callbackID,
@@ -696,6 +698,17 @@ func (s *Slack) MessageShortcut(m Message, user, callbackID string) []byte {
 	}
 	data, _ := json.Marshal(payload)
 	return []byte(url.Values{"payload": {string(data)}}.Encode())
+}
+
+func (s *Slack) hasReplies(m Message) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.messages {
+		if r.Channel == m.Channel && r.ThreadTS == m.TS && r.TS != m.TS {
+			return true
+		}
+	}
+	return false
 }
 
 // ThreadReply is the Events API body of a reply by user in a thread.
