@@ -249,7 +249,9 @@ func TestRunLimits(t *testing.T) {
 
 		// A request that does not become a run gives its place back.
 		dave := h.user("DAVE")
-		h2 := newHarness(t, rdb, func(h *harness, c *Config) { c.UserRuns, c.Now = Limit{N: 1, Per: time.Hour}, func() time.Time { return now } })
+		h2 := newHarness(t, rdb, func(h *harness, c *Config) {
+			c.UserRuns, c.Now = Limit{N: 1, Per: time.Hour}, func() time.Time { return now }
+		})
 		h2.starter.mu.Lock()
 		h2.starter.refuse = errors.New("the plan does not parse")
 		h2.starter.mu.Unlock()
