@@ -101,7 +101,7 @@ func (p *poster) nudge(ctx context.Context, run *jobs.Run, st *runState) error {
 	where := ""
 	if link := p.s.threadLink(st.Channel, st.Esc[e.ID]); link != "" {
 		link += "?thread_ts=" + st.RootTS + "&cid=" + st.Channel
-		where = " <" + link + "|Answer it>"
+		where = " " + slackLink(link, "Answer it")
 	}
 	label := escapeCut(taskLabel(run, e.TaskID), maxLine, false)
 	text := fmt.Sprintf(":bell: Still waiting for an answer after %s: *%s* — %s%s", humanDuration(waited.Round(time.Minute)),

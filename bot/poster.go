@@ -306,9 +306,9 @@ func (p *poster) rootMessage(run *jobs.Run) Message {
 		return m
 	}
 	if link := p.s.threadLink(o.Channel, o.ThreadTS); link != "" {
-		what := "Asked in <" + link + "|a conversation>"
+		what := "Asked in " + slackLink(link, "a conversation")
 		if run.FollowUpOf != "" {
-			what = "Follows up run " + inlineCode(run.FollowUpOf, maxActionField) + ": <" + link + "|its thread>"
+			what = "Follows up run " + inlineCode(run.FollowUpOf, maxActionField) + ": " + slackLink(link, "its thread")
 		}
 		m.Blocks = append(m.Blocks, contextBlock(what))
 	}
@@ -330,7 +330,7 @@ func (p *poster) pointer(ctx context.Context, run *jobs.Run, st *runState) error
 	}
 	where := "its thread is in this channel"
 	if link := p.s.threadLink(st.Channel, st.RootTS); link != "" {
-		where = "<" + link + "|follow it in its thread>"
+		where = slackLink(link, "follow it in its thread")
 	}
 	text := fmt.Sprintf("On it: run %s, %s.", inlineCode(run.ID, maxActionField), where)
 	if run.FollowUpOf != "" {

@@ -328,7 +328,7 @@ func TestNudges(t *testing.T) {
 		at(61*time.Minute, 1)
 		inThread, direct := nudges()
 		link := slackfake.TeamURL + "archives/" + h.channel + "/p" + strings.Replace(question.TS, ".", "", 1) +
-			"?thread_ts=" + root.TS + "&cid=" + h.channel
+			"?thread_ts=" + root.TS + "&amp;cid=" + h.channel // & escaped in mrkdwn
 		if text := blocksText(inThread[0]); !strings.Contains(text, "Still waiting for an answer after 1h 1m") ||
 			!strings.Contains(text, "Which cache?") || !strings.Contains(text, link) {
 			t.Errorf("nudge in the thread: %q", text)
