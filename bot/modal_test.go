@@ -645,20 +645,7 @@ func TestAnswerFormStoreAway(t *testing.T) {
 // Over Socket Mode: a click opens the form; a submission's ack carries the form's errors, or closes it.
 func TestAnswerFormSocketMode(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		var sm *socketSlack
-		h := newHarness(t, rdb, func(h *harness, c *Config) {
-			sm = newSocketSlack(t, h.fake)
-			c.AppToken, c.SigningSecret, c.APIURL = "xapp-1-test", "", sm.GetAPIURL()
-		})
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- h.srv.RunSocketMode(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-errc; err != nil {
-				t.Errorf("RunSocketMode: %v", err)
-			}
-		})
+		h, sm := socketHarness(t, rdb)
 		sm.send(t, template(t, "socketmode_hello_slackgo_test.json"))
 		alice, bob := h.user("ALICE"), h.user("BOB")
 		env := "env-run-" + h.sfx

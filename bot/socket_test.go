@@ -145,24 +145,32 @@ func (h *harness) eventFrame(envelopeID, eventID, user, text, threadTS string) m
 	return f
 }
 
+// socketHarness is the bot serving Slack over Socket Mode (SLACK_APP_TOKEN, no signing secret) against a Socket Mode
+// Slack whose Web API is the fake, until the test ends.
+func socketHarness(t *testing.T, rdb redis.UniversalClient) (*harness, *socketSlack) {
+	t.Helper()
+	var sm *socketSlack
+	h := newHarness(t, rdb, func(h *harness, c *Config) {
+		sm = newSocketSlack(t, h.fake)
+		c.AppToken, c.SigningSecret, c.APIURL = "xapp-1-test", "", sm.GetAPIURL()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- h.srv.RunSocketMode(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("RunSocketMode: %v", err)
+		}
+	})
+	return h, sm
+}
+
 // Over Socket Mode, each envelope is acked with its envelope_id and handled as its HTTP twin is: a slash command (its
 // answer in the ack), a click, a thread reply.
 func TestSocketMode(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		var sm *socketSlack
-		h := newHarness(t, rdb, func(h *harness, c *Config) {
-			sm = newSocketSlack(t, h.fake)
-			c.AppToken, c.SigningSecret, c.APIURL = "xapp-1-test", "", sm.GetAPIURL()
-		})
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- h.srv.RunSocketMode(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-errc; err != nil {
-				t.Errorf("RunSocketMode: %v", err)
-			}
-		})
+		h, sm := socketHarness(t, rdb)
 		alice, bob := h.user("ALICE"), h.user("BOB")
 		sm.send(t, template(t, "socketmode_hello_slackgo_test.json"))
 
@@ -239,20 +247,7 @@ func TestSocketMode(t *testing.T) {
 // conversation along, as over HTTP; each envelope is acked.
 func TestSocketModeMention(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		var sm *socketSlack
-		h := newHarness(t, rdb, func(h *harness, c *Config) {
-			sm = newSocketSlack(t, h.fake)
-			c.AppToken, c.SigningSecret, c.APIURL = "xapp-1-test", "", sm.GetAPIURL()
-		})
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- h.srv.RunSocketMode(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-errc; err != nil {
-				t.Errorf("RunSocketMode: %v", err)
-			}
-		})
+		h, sm := socketHarness(t, rdb)
 		alice, bob := h.user("ALICE"), h.user("BOB")
 		sm.send(t, template(t, "socketmode_hello_slackgo_test.json"))
 
@@ -279,20 +274,7 @@ func TestSocketModeMention(t *testing.T) {
 // event Slack sends over HTTP): it is acked, and the viewer's Home is published with the question and its buttons.
 func TestSocketModeHome(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		var sm *socketSlack
-		h := newHarness(t, rdb, func(h *harness, c *Config) {
-			sm = newSocketSlack(t, h.fake)
-			c.AppToken, c.SigningSecret, c.APIURL = "xapp-1-test", "", sm.GetAPIURL()
-		})
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- h.srv.RunSocketMode(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-errc; err != nil {
-				t.Errorf("RunSocketMode: %v", err)
-			}
-		})
+		h, sm := socketHarness(t, rdb)
 		alice := h.homeUser("ALICE")
 		sm.send(t, template(t, "socketmode_hello_slackgo_test.json"))
 		env := "env-run-" + h.sfx
