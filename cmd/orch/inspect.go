@@ -209,7 +209,7 @@ func (a *app) historyCmd() *cobra.Command {
 					}
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t$%.4f\t%s\n", r.ID, r.Status, r.CreatedAt.Local().Format(time.DateTime),
-					r.Duration(time.Now()).Round(time.Second), done, len(r.Tasks), usd, r.PlanPath)
+					r.Duration(time.Now()).Round(time.Second), done, len(r.Tasks), usd, planOf(r))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -477,4 +477,16 @@ func (a *app) escalationLogCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per entry")
 	return cmd
+}
+
+// planOf names what a run ran: its plan's path, or for a run asked in words (Slack) the request's first line, quoted.
+func planOf(r *jobs.Run) string {
+	if r.PlanPath == "" && r.Request != "" {
+		title := r.PlanTitle
+		if runes := []rune(title); len(runes) > 60 {
+			title = string(runes[:57]) + "…"
+		}
+		return "“" + title + "”"
+	}
+	return r.PlanPath
 }

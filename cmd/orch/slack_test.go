@@ -383,4 +383,6 @@ func TestSlackRequestInWordsAndItsFollowUp(t *testing.T) {
 	must(t, r, 0, "request:   add a line to the log (asked by U1ALICE in Slack)", "followed:  by "+next)
 	r = orchEnv(t, dir, []string{"ORCH_REDIS_URL=" + redisURL}, nil, "status", next)
 	must(t, r, 0, "request:   now add one more", "follows:   "+first)
+	r = orchEnv(t, dir, []string{"ORCH_REDIS_URL=" + redisURL}, nil, "history")
+	must(t, r, 0, "“now add one more”", "“add a line to the log”")
 }
