@@ -49,7 +49,7 @@ func (f *Fallback) Interpret(ctx context.Context, output string) (Interpretation
 		if in, ok := ExplicitMarkers(output); ok {
 			return in, nil
 		}
-		if strings.TrimSpace(output) == "" {
+		if strings.TrimSpace(withoutForms(output)) == "" {
 			return f.heuristic().Interpret(ctx, output)
 		}
 	}

@@ -65,6 +65,8 @@ func (j *judge) interpret(ctx context.Context, output string) (Interpretation, e
 	if budget <= 0 {
 		budget = defaultMaxOutputBytes
 	}
+	// The prompt's closing form read back ("QUESTION: <your question>") would read as the agent's question.
+	output = withoutForms(output)
 	var total Usage
 	for shrinks := 0; ; shrinks++ {
 		text, omitted := clipMiddle(output, budget)

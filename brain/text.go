@@ -35,7 +35,8 @@ var spanRe = lazyRE("\uE000(\\d+)\uE001")
 
 // doc is one agent output, read three ways.
 type doc struct {
-	// text is the output with orch's GUIDANCE echo lines removed and quotes and newlines normalised.
+	// text is the output with orch's GUIDANCE echo lines and form lines removed and quotes and newlines
+	// normalised.
 	text string
 	// lines are text's lines.
 	lines []string
@@ -80,10 +81,11 @@ func newDoc(output string) *doc {
 	if !utf8.ValidString(output) {
 		output = strings.ToValidUTF8(output, "\uFFFD")
 	}
-	raw := strings.Split(quoteReplacer.Replace(output), "\n")
+	// An agent may echo the prompt's closing form ("QUESTION: <your question>"), and the simulated agent echoes
+	// the guidance orch gave it: that is orch's voice, not the agent's.
+	raw := dropForms(strings.Split(quoteReplacer.Replace(output), "\n"))
 	lines := raw[:0]
 	for _, l := range raw {
-		// The simulated agent echoes the guidance orch gave it; that is orch's voice, not the agent's.
 		if guidanceLineRe.MatchString(l) {
 			continue
 		}

@@ -194,6 +194,8 @@ var settleRetry = backoff.Retry{Policy: backoff.Policy{Initial: 200 * time.Milli
 type outcome struct {
 	ran        bool // the agent ran in this step (not a re-judgement of saved output)
 	said       jobs.Pending
+	own        string       // said's text without the copies of the prompt it holds (brain.WithoutEcho)
+	echoed     bool         // said's text held such copies
 	usage      agent.Result // the agent's tokens, cost, model and session, when it ran
 	duration   time.Duration
 	interp     brain.Interpretation
@@ -243,7 +245,10 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 	if out.paused != nil && len(out.secrets) == 0 {
 		return out, nil // a person decides the call: there is nothing to judge yet
 	}
-	out.custom = customTriggers(r.Options.Escalation.Triggers, out.said.Text)
+	// What the agent said in its own words: an agent may send orch's prompt back (a CLI that echoes its input),
+	// and the prompt's closing form would read as a question the agent asks.
+	out.own, out.echoed = brain.WithoutEcho(out.said.Text, agent.BuildPrompt(promptOf(&task)))
+	out.custom = customTriggers(r.Options.Escalation.Triggers, out.own)
 	bn, err := w.cfg.Brain(r.Options)
 	if err != nil {
 		out.execErr = fmt.Errorf("brain: %w", err)
@@ -271,11 +276,7 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 		out.execErr = fmt.Errorf("agent %q: %w", r.Options.Agent, err)
 		return nil
 	}
-	guidance := append([]string(nil), task.Guidance...)
-	if task.RetryGuidance != "" {
-		guidance = append(guidance, task.RetryGuidance)
-	}
-	pt := agent.PromptTask{ID: task.ID, Title: task.Title, Description: task.Description}
+	pt, guidance := promptOf(&task)
 	req := agent.Request{RunID: r.ID, TaskID: task.ID, Attempt: at.n, SessionID: task.SessionID, Workspace: at.dir,
 		Prompt: agent.BuildPrompt(pt, guidance)}
 	if task.Kind == jobs.KindChat {
@@ -335,6 +336,15 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	return nil
 }
 
+// promptOf is what an attempt at task is told: the task and the guidance it was given.
+func promptOf(task *jobs.Task) (agent.PromptTask, []string) {
+	guidance := append([]string(nil), task.Guidance...)
+	if task.RetryGuidance != "" {
+		guidance = append(guidance, task.RetryGuidance)
+	}
+	return agent.PromptTask{ID: task.ID, Title: task.Title, Description: task.Description}, guidance
+}
+
 // judge asks the brain what the agent's output means and, for a failure under the cap, what to do. The error is
 // the brain's unavailability; any other trouble with the brain's replies has been handled by its fallback.
 func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Task, out *outcome) error {
@@ -346,9 +356,11 @@ func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Ta
 	case said.OOMKilled:
 		out.interp = brain.Interpretation{Status: brain.StatusFailed, Summary: "out of memory",
 			Error: "the agent was killed for running out of memory"}
+	case out.echoed && strings.TrimSpace(out.own) == "":
+		out.interp = brain.Echoed()
 	default:
 		bctx, span := telemetry.Tracer().Start(ctx, "orch.brain.interpret")
-		in, err := bn.Interpret(bctx, said.Text)
+		in, err := bn.Interpret(bctx, out.own)
 		endBrain(span, in.Usage, string(in.Status), in.Fallback, err)
 		out.brainUsage = out.brainUsage.Add(brainUsage(in.Usage))
 		if err != nil {
@@ -361,7 +373,7 @@ func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Ta
 		if out.interp.Status == brain.StatusCompleted && !said.Success {
 			// The brain read success into the text, but the process says otherwise: trust the process.
 			out.interp.Status = brain.StatusFailed
-			out.interp.Error = brain.FailureOf(said.Text)
+			out.interp.Error = brain.FailureOf(out.own)
 		}
 		if out.interp.Status == brain.StatusFailed && !said.Success {
 			// What the agent CLI itself reported ("authentication_failed: Not logged in") is what tells a
