@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel"
 
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/jobs"
@@ -124,6 +126,10 @@ func (a *app) backend(cmd *cobra.Command) (*store.Backend, error) {
 	}
 	if telemetry.Enabled(a.env) {
 		if a.stopTracing == nil {
+			// The exporter's own complaints (an endpoint that does not answer, a setting it cannot read) go through
+			// orch's log, which takes the credentials out, not straight to stderr.
+			otel.SetLogger(logr.FromSlogHandler(a.log.Handler()))
+			otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { a.log.Warn("tracing", "err", err) }))
 			stop, err := telemetry.Setup(cmd.Context(), "orch")
 			if err != nil {
 				a.log.Warn("tracing is off", "err", err)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -260,6 +261,13 @@ func describeRedis(url, stateDir string) string {
 // not parse is named, with its credentials hidden, and exits 2.
 func (a *app) checkEnvironment(cmd *cobra.Command) error {
 	s := a.set
+	for _, k := range secretEnv {
+		// A credential pasted with its line break or a space around it would fail much later, at the first call that
+		// sends it (a pull request at the end of a run): refused here, without echoing it.
+		if v := a.env(k); v != "" && strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+			return usageErr("%s holds a space, a tab or a line break: set it to the credential alone", k)
+		}
+	}
 	if v := s.lookup(cmd, "redis", "ORCH_REDIS_URL", "redis", s.file.Redis, ""); v.v != "" {
 		if _, err := redis.ParseURL(v.v); err != nil {
 			return usageErr("%s: %s is not a Redis URL (%s): want redis://HOST:PORT[/DB] or rediss://…, with USER:PASSWORD@ before HOST when it needs them",
@@ -270,6 +278,23 @@ func (a *app) checkEnvironment(cmd *cobra.Command) error {
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
 		if err := a.checkHTTPURL(k, a.env(k)); err != nil {
 			return err
+		}
+	}
+	for _, k := range headerEnv {
+		// The exporter logs a header it cannot read, value and all: orch refuses it first, and shows no value.
+		v := a.env(k)
+		if v == "" {
+			continue
+		}
+		for i, pair := range strings.Split(v, ",") {
+			name, val, ok := strings.Cut(pair, "=")
+			name = strings.TrimSpace(name)
+			if !ok || name == "" || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || strings.ContainsRune(":()<>@,;\\\"/[]?={}", r) }) {
+				return usageErr("%s: header %d is not NAME=VALUE (its text is not shown: it may hold a credential)", k, i+1)
+			}
+			if _, err := url.PathUnescape(val); err != nil {
+				return usageErr("%s: the value of header %s has a %% that is not followed by two hex digits (escape it as %%25)", k, name)
+			}
 		}
 	}
 	repo := s.lookup(cmd, "repo", "ORCH_REPO", "git.repo", s.file.Git.Repo, "")
@@ -304,12 +329,17 @@ func (a *app) checkHTTPURL(name, v string) error {
 	if v == "" {
 		return nil
 	}
+	// A webhook's URL is its credential, path and all: it is named, never shown.
+	shown := " " + oneLine(redactURL(v), 200)
+	if name == "ORCH_NOTIFY_WEBHOOK" {
+		shown = ""
+	}
 	u, err := url.Parse(strings.TrimSpace(v))
 	switch {
 	case err != nil:
-		return usageErr("%s: %s is not a URL (%s)", name, oneLine(redactURL(v), 200), a.secrets.scrub(urlErrorDetail(err)))
+		return usageErr("%s:%s is not a URL (%s)", name, shown, a.secrets.scrub(urlErrorDetail(err)))
 	case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
-		return usageErr("%s: %s is not a URL: want http(s)://HOST/…", name, oneLine(redactURL(v), 200))
+		return usageErr("%s:%s is not a URL: want http(s)://HOST/…", name, shown)
 	}
 	return nil
 }

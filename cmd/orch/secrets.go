@@ -73,6 +73,11 @@ func (ss *secrets) addURL(raw string, pathIsSecret bool) {
 	if pathIsSecret {
 		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && len(u.Path) > 1 {
 			ss.add(u.Path)
+		} else if _, rest, found := strings.Cut(strings.TrimSpace(raw), "://"); found {
+			rest = rest[userinfoEnd(rest)+1:]
+			if i := strings.IndexByte(rest, '/'); i >= 0 {
+				ss.add(rest[i:])
+			}
 		}
 	}
 }
@@ -106,11 +111,13 @@ func collectSecrets(env func(string) string, args []string) secrets {
 	}
 	for _, k := range headerEnv {
 		for _, kv := range strings.Split(env(k), ",") {
-			if _, v, ok := strings.Cut(kv, "="); ok {
-				ss.add(v)
-				if d, err := url.QueryUnescape(v); err == nil && d != v {
-					ss.add(d)
-				}
+			_, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				v = kv // "Authorization: Bearer …", written wrong, is all credential
+			}
+			ss.add(v)
+			if d, err := url.PathUnescape(v); err == nil && d != v {
+				ss.add(d)
 			}
 		}
 	}
