@@ -111,3 +111,23 @@ func TestSecretsInBadSettingsAppearNowhere(t *testing.T) {
 		})
 	}
 }
+
+// A run that clones keeps its repository's URL whole, so that any worker can clone it; what orch prints of the run
+// shows it without its password, in JSON as in text.
+func TestACloneURLsPasswordIsNotPrinted(t *testing.T) {
+	t.Parallel()
+	const secret = "Hunter2Clone"
+	dir := workdir(t)
+	repo := fmt.Sprintf("https://u:%s@127.0.0.1:%d/r.git", secret, freePort(t))
+	r := orchEnv(t, dir, []string{"ORCH_BRAIN=heuristic", "ORCH_REPO=" + repo}, nil, "run", "--json", "--agent", "sim", "examples/plans/hello.md")
+	must(t, r, 3) // the clone fails: a configuration escalation
+	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"history", "--json"}, {"escalation", "show", "--json"}} {
+		out := orch(t, dir, "", args...)
+		if out.code != 0 || strings.Contains(out.stdout+out.stderr, secret) {
+			t.Errorf("orch %s: want exit 0 and no password, got %s", strings.Join(args, " "), out)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, secret) {
+		t.Errorf("orch run printed the password:\n%s", r)
+	}
+}
