@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel"
 
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/jobs"
@@ -34,6 +36,8 @@ type app struct {
 	log     *slog.Logger
 	// stopTracing flushes and stops tracing, when OTEL_EXPORTER_OTLP_ENDPOINT turned it on.
 	stopTracing func(context.Context) error
+	// secrets are the credentials this process was given: no error or log line prints them.
+	secrets secrets
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -57,12 +61,17 @@ func (a *app) root() *cobra.Command {
 				return err
 			}
 			a.set = set
+			a.secrets.loaded(set.file)
 			if a.log, err = newLogger(a.stderr, cmd.Name(), a.env("ORCH_LOG_LEVEL"), a.env("ORCH_LOG_FORMAT"), isTerminal(a.stderr)); err != nil {
 				return err
 			}
+			a.log = slog.New(scrubHandler{a.log.Handler(), a.secrets})
 			// go-redis logs dial failures on its own; orch reports them once, as an error a person can act on.
 			redis.SetLogger(redisLogger{a.log})
-			return nil
+			if cmd.Name() == "sim-agent" {
+				return nil // runs inside a sandbox, for an orch that checked its settings already
+			}
+			return a.checkEnvironment(cmd)
 		},
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -117,6 +126,10 @@ func (a *app) backend(cmd *cobra.Command) (*store.Backend, error) {
 	}
 	if telemetry.Enabled(a.env) {
 		if a.stopTracing == nil {
+			// The exporter's own complaints (an endpoint that does not answer, a setting it cannot read) go through
+			// orch's log, which takes the credentials out, not straight to stderr.
+			otel.SetLogger(logr.FromSlogHandler(a.log.Handler()))
+			otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { a.log.Warn("tracing", "err", err) }))
 			stop, err := telemetry.Setup(cmd.Context(), "orch")
 			if err != nil {
 				a.log.Warn("tracing is off", "err", err)
@@ -194,11 +207,8 @@ type workerSettings struct {
 func (a *app) workerSettings(cmd *cobra.Command) (workerSettings, error) {
 	var ws workerSettings
 	var err error
-	if ws.concurrency, err = a.set.int(cmd, "concurrency", "ORCH_CONCURRENCY", a.set.file.Concurrency, 2); err != nil {
+	if ws.concurrency, err = a.set.atLeast(cmd, "concurrency", "ORCH_CONCURRENCY", "concurrency", a.set.file.Concurrency, 2, 1); err != nil {
 		return ws, err
-	}
-	if ws.concurrency < 1 {
-		return ws, usageErr("--concurrency must be at least 1, got %d", ws.concurrency)
 	}
 	if v := a.env("ORCH_POLL_INTERVAL"); v != "" {
 		if ws.poll, err = time.ParseDuration(v); err != nil || ws.poll <= 0 {

@@ -61,18 +61,23 @@ func (a *app) chooseBrain(cmd *cobra.Command) (brainChoice, error) {
 // detector's value, unless set.
 func (a *app) brainTuning(cmd *cobra.Command) (llmOnly bool, threshold float64, err error) {
 	fc := a.set.file
-	v := a.set.str(cmd, "llm-only", "ORCH_LLM_ONLY", strconv.FormatBool(fc.LLMOnly), "false")
-	if llmOnly, err = strconv.ParseBool(strings.TrimSpace(v)); err != nil {
-		return false, 0, usageErr("--llm-only %q: want true or false", oneLine(v, 40))
+	file := ""
+	if fc.LLMOnly {
+		file = "true"
 	}
-	def := ""
-	if fc.SimilarityThreshold != 0 {
-		def = strconv.FormatFloat(fc.SimilarityThreshold, 'g', -1, 64)
+	v := a.set.lookup(cmd, "llm-only", "ORCH_LLM_ONLY", "llm_only", file, "false")
+	if llmOnly, err = strconv.ParseBool(strings.TrimSpace(v.v)); err != nil {
+		return false, 0, usageErr("--llm-only %q: want true or false%s", oneLine(v.v, 40), v.suffix())
 	}
-	v = a.set.str(cmd, "similarity-threshold", "ORCH_SIMILARITY_THRESHOLD", def, "0.8")
-	threshold, err = strconv.ParseFloat(strings.TrimSpace(v), 64)
+	file = ""
+	if fc.SimilarityThreshold != nil {
+		// A 0 written in orch.yaml is a value, and refused below: it would make every two failures "the same".
+		file = strconv.FormatFloat(*fc.SimilarityThreshold, 'g', -1, 64)
+	}
+	v = a.set.lookup(cmd, "similarity-threshold", "ORCH_SIMILARITY_THRESHOLD", "similarity_threshold", file, "0.8")
+	threshold, err = strconv.ParseFloat(strings.TrimSpace(v.v), 64)
 	if err != nil || !(threshold > 0 && threshold <= 1) {
-		return false, 0, usageErr("--similarity-threshold %q: want a ratio above 0 and at most 1 (e.g. 0.8)", oneLine(v, 40))
+		return false, 0, usageErr("--similarity-threshold %q: want a ratio above 0 and at most 1 (e.g. 0.8)%s", oneLine(v.v, 40), v.suffix())
 	}
 	return llmOnly, threshold, nil
 }

@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
@@ -25,15 +29,12 @@ func (a *app) escalationPolicy(cmd *cobra.Command) (jobs.EscalationPolicy, error
 	p := jobs.EscalationPolicy{TimeoutDefault: fc.TimeoutDefault, Reminders: fc.Reminders, Fallback: fc.Fallback,
 		Triggers: fc.Triggers}
 	var err error
-	if p.MaxPerTask, err = a.set.int(cmd, "max-escalations", "ORCH_MAX_ESCALATIONS", fc.MaxPerTask, 5); err != nil {
+	if p.MaxPerTask, err = a.set.atLeast(cmd, "max-escalations", "ORCH_MAX_ESCALATIONS", "escalation.max_per_task", fc.MaxPerTask, 5, 1); err != nil {
 		return p, err
 	}
-	if p.MaxPerTask < 1 {
-		return p, usageErr("--max-escalations must be at least 1, got %d", p.MaxPerTask)
-	}
-	if v := a.set.str(cmd, "escalation-timeout", "ORCH_ESCALATION_TIMEOUT", fc.Timeout, "0"); v != "0" && v != "" {
-		if p.Timeout, err = time.ParseDuration(v); err != nil || p.Timeout < 0 {
-			return p, usageErr("--escalation-timeout: %q is not a duration (e.g. 1h; 0 waits forever)", v)
+	if v := a.set.lookup(cmd, "escalation-timeout", "ORCH_ESCALATION_TIMEOUT", "escalation.timeout", fc.Timeout, "0"); v.v != "0" && v.v != "" {
+		if p.Timeout, err = time.ParseDuration(strings.TrimSpace(v.v)); err != nil || p.Timeout < 0 {
+			return p, usageErr("--escalation-timeout: %q is not a duration (e.g. 1h; 0 waits forever)%s", oneLine(v.v, 40), v.suffix())
 		}
 	}
 	if f := cmd.Flags().Lookup("timeout-default"); f != nil && f.Changed {
@@ -70,16 +71,17 @@ type fileConfig struct {
 	// LLMOnly sends every output to the LLM brain, markers included (--llm-only).
 	LLMOnly bool `yaml:"llm_only"`
 	// SimilarityThreshold is the error similarity from which failures count as the same (0.8 when unset).
-	SimilarityThreshold float64   `yaml:"similarity_threshold"`
-	Sandbox             string    `yaml:"sandbox"`
-	Image               string    `yaml:"image"`
-	Redis               string    `yaml:"redis"`
-	StateDir            string    `yaml:"state_dir"`
-	Workspace           string    `yaml:"workspace"`
-	MaxAttempts         int       `yaml:"max_attempts"`
-	AgentTimeout        string    `yaml:"agent_timeout"`
-	Concurrency         int       `yaml:"concurrency"`
-	Git                 gitConfig `yaml:"git"`
+	SimilarityThreshold *float64 `yaml:"similarity_threshold"`
+	Sandbox             string   `yaml:"sandbox"`
+	Image               string   `yaml:"image"`
+	Redis               string   `yaml:"redis"`
+	StateDir            string   `yaml:"state_dir"`
+	Workspace           string   `yaml:"workspace"`
+	// MaxAttempts and Concurrency are pointers so that a 0 written in the file is refused, not taken for unset.
+	MaxAttempts  *int      `yaml:"max_attempts"`
+	AgentTimeout string    `yaml:"agent_timeout"`
+	Concurrency  *int      `yaml:"concurrency"`
+	Git          gitConfig `yaml:"git"`
 	// History says what is kept of the runs that are over.
 	History struct {
 		Keep keepSetting `yaml:"keep"`
@@ -88,7 +90,7 @@ type fileConfig struct {
 	// false).
 	Permissions *permissionsConfig `yaml:"permissions"`
 	Escalation  struct {
-		MaxPerTask     int                  `yaml:"max_per_task"`
+		MaxPerTask     *int                 `yaml:"max_per_task"`
 		Timeout        string               `yaml:"timeout"`
 		TimeoutDefault bool                 `yaml:"timeout_default"`
 		Reminders      int                  `yaml:"reminders"`
@@ -165,43 +167,68 @@ func loadSettings(path string, env func(string) string) (*settings, error) {
 	return s, nil
 }
 
-// str returns flag name if set, else env key, else the orch.yaml value, else def.
-func (s *settings) str(cmd *cobra.Command, flag, envKey, fileVal, def string) string {
+// setting is one setting as resolved: its text, and the layer it came from when that was not the flag, so that an error
+// about it names what the person wrote ("ORCH_MAX_ATTEMPTS", "orch.yaml max_attempts").
+type setting struct {
+	v    string
+	from string // "" for the flag or the default
+}
+
+// suffix says where a bad value came from, for the end of an error message.
+func (s setting) suffix() string {
+	if s.from == "" {
+		return ""
+	}
+	return " (from " + s.from + ")"
+}
+
+// lookup returns flag name if set, else env key, else the orch.yaml value (fileKey names it), else def.
+func (s *settings) lookup(cmd *cobra.Command, flag, envKey, fileKey, fileVal, def string) setting {
 	if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
-		return f.Value.String()
+		return setting{v: f.Value.String()}
 	}
 	if envKey != "" {
 		if v := s.env(envKey); v != "" {
-			return v
+			return setting{v: v, from: envKey}
 		}
 	}
 	if fileVal != "" {
-		return fileVal
+		return setting{v: fileVal, from: "orch.yaml " + fileKey}
 	}
 	if f := cmd.Flags().Lookup(flag); f != nil && f.Value.String() != "" {
-		return f.Value.String()
+		return setting{v: f.Value.String()}
 	}
-	return def
+	return setting{v: def}
 }
 
-func (s *settings) int(cmd *cobra.Command, flag, envKey string, fileVal, def int) (int, error) {
+// str returns flag name if set, else env key, else the orch.yaml value, else def.
+func (s *settings) str(cmd *cobra.Command, flag, envKey, fileVal, def string) string {
+	return s.lookup(cmd, flag, envKey, "", fileVal, def).v
+}
+
+// atLeast resolves a whole number that must be min or more: zero and negative values are refused wherever they come
+// from (a 0 in orch.yaml included: fileVal is nil only when the file does not set it).
+func (s *settings) atLeast(cmd *cobra.Command, flag, envKey, fileKey string, fileVal *int, def, min int) (int, error) {
 	fv := ""
-	if fileVal != 0 {
-		fv = strconv.Itoa(fileVal)
+	if fileVal != nil {
+		fv = strconv.Itoa(*fileVal)
 	}
-	v := s.str(cmd, flag, envKey, fv, strconv.Itoa(def))
-	n, err := strconv.Atoi(strings.TrimSpace(v))
+	v := s.lookup(cmd, flag, envKey, fileKey, fv, strconv.Itoa(def))
+	n, err := strconv.Atoi(strings.TrimSpace(v.v))
 	if err != nil {
-		return 0, usageErr("--%s: %q is not a number", flag, v)
+		return 0, usageErr("--%s: %q is not a number%s", flag, oneLine(v.v, 40), v.suffix())
+	}
+	if n < min {
+		return 0, usageErr("--%s must be at least %d, got %d%s", flag, min, n, v.suffix())
 	}
 	return n, nil
 }
 
-func (s *settings) duration(cmd *cobra.Command, flag, envKey, fileVal string, def time.Duration) (time.Duration, error) {
-	v := s.str(cmd, flag, envKey, fileVal, def.String())
-	d, err := time.ParseDuration(strings.TrimSpace(v))
+func (s *settings) duration(cmd *cobra.Command, flag, envKey, fileKey, fileVal string, def time.Duration) (time.Duration, error) {
+	v := s.lookup(cmd, flag, envKey, fileKey, fileVal, def.String())
+	d, err := time.ParseDuration(strings.TrimSpace(v.v))
 	if err != nil || d <= 0 {
-		return 0, usageErr("--%s: %q is not a positive duration (e.g. 30m)", flag, v)
+		return 0, usageErr("--%s: %q is not a positive duration (e.g. 30m)%s", flag, oneLine(v.v, 40), v.suffix())
 	}
 	return d, nil
 }
@@ -229,19 +256,98 @@ func describeRedis(url, stateDir string) string {
 	return fmt.Sprintf("embedded store in %s", stateDir)
 }
 
-// redactURL hides a password in a Redis URL.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
+// checkEnvironment checks the settings every command shares, before the command reads or writes anything: the URLs
+// orch is given (Redis, the repository, the web services it calls) and the address it serves on. A URL that does
+// not parse is named, with its credentials hidden, and exits 2.
+func (a *app) checkEnvironment(cmd *cobra.Command) error {
+	s := a.set
+	for _, k := range secretEnv {
+		// A credential pasted with its line break or a space around it would fail much later, at the first call that
+		// sends it (a pull request at the end of a run): refused here, without echoing it.
+		if v := a.env(k); v != "" && strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+			return usageErr("%s holds a space, a tab or a line break: set it to the credential alone", k)
+		}
 	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return u
+	if v := s.lookup(cmd, "redis", "ORCH_REDIS_URL", "redis", s.file.Redis, ""); v.v != "" {
+		if _, err := redis.ParseURL(v.v); err != nil {
+			return usageErr("%s: %s is not a Redis URL (%s): want redis://HOST:PORT[/DB] or rediss://…, with USER:PASSWORD@ before HOST when it needs them",
+				settingName(v, "--redis"), oneLine(redactURL(v.v), 200), a.secrets.scrub(urlErrorDetail(err)))
+		}
 	}
-	user, _, hasPass := strings.Cut(userinfo, ":")
-	if !hasPass {
-		return u
+	for _, k := range []string{"SLACK_API_URL", "ORCH_GITHUB_API_URL", "ORCH_NOTIFY_WEBHOOK", "OTEL_EXPORTER_OTLP_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
+		if err := a.checkHTTPURL(k, a.env(k)); err != nil {
+			return err
+		}
 	}
-	return scheme + "://" + user + ":***@" + host
+	for _, k := range headerEnv {
+		// The exporter logs a header it cannot read, value and all: orch refuses it first, and shows no value.
+		v := a.env(k)
+		if v == "" {
+			continue
+		}
+		for i, pair := range strings.Split(v, ",") {
+			name, val, ok := strings.Cut(pair, "=")
+			name = strings.TrimSpace(name)
+			if !ok || name == "" || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || strings.ContainsRune(":()<>@,;\\\"/[]?={}", r) }) {
+				return usageErr("%s: header %d is not NAME=VALUE (its text is not shown: it may hold a credential)", k, i+1)
+			}
+			if _, err := url.PathUnescape(val); err != nil {
+				return usageErr("%s: the value of header %s has a %% that is not followed by two hex digits (escape it as %%25)", k, name)
+			}
+		}
+	}
+	repo := s.lookup(cmd, "repo", "ORCH_REPO", "git.repo", s.file.Git.Repo, "")
+	push := s.lookup(cmd, "", "ORCH_GIT_PUSH", "git.push", s.file.Git.Push, "")
+	for _, g := range []struct {
+		v    setting
+		flag string
+	}{{repo, "--repo"}, {push, "ORCH_GIT_PUSH"}} {
+		// A remote's name, a path and scp-like user@host:path are not URLs; what says it is one must parse.
+		if !strings.Contains(g.v.v, "://") {
+			continue
+		}
+		if u, err := url.Parse(strings.TrimSpace(g.v.v)); err != nil || (u.Host == "" && u.Scheme != "file") {
+			detail := "no host"
+			if err != nil {
+				detail = a.secrets.scrub(urlErrorDetail(err))
+			}
+			return usageErr("%s: %s is not a git URL (%s)", settingName(g.v, g.flag), oneLine(redactURL(g.v.v), 200), detail)
+		}
+	}
+	if v := a.env("ORCH_HTTP_ADDR"); v != "" {
+		_, port, err := net.SplitHostPort(v)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+			return usageErr("ORCH_HTTP_ADDR: %q: want HOST:PORT or :PORT, e.g. :3000", oneLine(v, 80))
+		}
+	}
+	return nil
+}
+
+// checkHTTPURL checks a setting that holds an http(s) URL, when it is set.
+func (a *app) checkHTTPURL(name, v string) error {
+	if v == "" {
+		return nil
+	}
+	// A webhook's URL is its credential, path and all: it is named, never shown.
+	shown := " " + oneLine(redactURL(v), 200)
+	if name == "ORCH_NOTIFY_WEBHOOK" {
+		shown = ""
+	}
+	u, err := url.Parse(strings.TrimSpace(v))
+	switch {
+	case err != nil:
+		return usageErr("%s:%s is not a URL (%s)", name, shown, a.secrets.scrub(urlErrorDetail(err)))
+	case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
+		return usageErr("%s:%s is not a URL: want http(s)://HOST/…", name, shown)
+	}
+	return nil
+}
+
+// settingName names where a setting came from for an error: its env variable or orch.yaml key, else the flag.
+func settingName(v setting, flag string) string {
+	if v.from != "" {
+		return v.from
+	}
+	return flag
 }

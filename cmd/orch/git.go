@@ -122,6 +122,18 @@ func (a *app) diffCmd() *cobra.Command {
 	return cmd
 }
 
+// shownRun is run as orch prints it: the repository's URL, which the run keeps whole so that any worker can clone it,
+// without its password.
+func shownRun(run *jobs.Run) *jobs.Run {
+	if run.Git == nil || run.Git.URL == "" {
+		return run
+	}
+	r, g := *run, *run.Git
+	g.URL = redactURL(g.URL)
+	r.Git = &g
+	return &r
+}
+
 // printBranch is the part of `orch status` that says where a run's work is.
 func printBranch(w io.Writer, run *jobs.Run) {
 	g := run.Git

@@ -62,7 +62,8 @@ func (a *app) healthCmd() *cobra.Command {
 					mark = "FAIL"
 					failed = append(failed, c.part)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", c.part, mark, c.detail)
+				// A check's detail quotes what a library said, which may quote a URL or a token.
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", c.part, mark, a.secrets.scrub(c.detail))
 			}
 			tw.Flush()
 			if len(failed) > 0 {

@@ -40,7 +40,7 @@ func (a *app) statusCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return printJSON(a.stdout, run)
+				return printJSON(a.stdout, shownRun(run))
 			}
 			a.printStatus(run)
 			return nil
@@ -188,7 +188,11 @@ func (a *app) historyCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return printJSON(a.stdout, runs)
+				shown := make([]*jobs.Run, len(runs))
+				for i, r := range runs {
+					shown[i] = shownRun(r)
+				}
+				return printJSON(a.stdout, shown)
 			}
 			if len(runs) == 0 {
 				if page > 1 {

@@ -65,11 +65,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Notify, not Ignore: an ignored SIGPIPE would be inherited by the agents orch starts.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	app := newApp(stdin, stdout, stderr)
+	app.secrets = collectSecrets(app.env, args)
 	err := app.root().ExecuteContext(ctx)
 	app.flushTracing()
 	code := exitCode(err, app.started)
 	if err != nil && !errors.Is(err, errSilent) {
-		fmt.Fprintln(stderr, "orch: "+err.Error())
+		// Whatever the error quotes (a library's included), the credentials orch was given are not printed.
+		fmt.Fprintln(stderr, "orch: "+app.secrets.scrub(err.Error()))
 	}
 	return code
 }

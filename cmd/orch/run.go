@@ -113,19 +113,14 @@ func (a *app) baseOptions(cmd *cobra.Command, sandbox string) (jobs.Options, str
 	if o.LLMOnly, o.SimilarityThreshold, err = a.brainTuning(cmd); err != nil {
 		return o, "", "", err
 	}
-	if o.MaxAttempts, err = s.int(cmd, "max-attempts", "ORCH_MAX_ATTEMPTS", fc.MaxAttempts, 3); err != nil {
+	// A task gets at least one attempt: 0 is refused from every layer rather than read as "unset" or "never".
+	if o.MaxAttempts, err = s.atLeast(cmd, "max-attempts", "ORCH_MAX_ATTEMPTS", "max_attempts", fc.MaxAttempts, 3, 1); err != nil {
 		return o, "", "", err
 	}
-	if o.MaxAttempts < 1 {
-		return o, "", "", usageErr("--max-attempts must be at least 1, got %d", o.MaxAttempts)
-	}
-	if o.MaxE2EFixAttempts, err = s.int(cmd, "max-e2e-fix-attempts", "ORCH_MAX_E2E_FIX_ATTEMPTS", 0, jobs.DefaultMaxE2EFixAttempts); err != nil {
+	if o.MaxE2EFixAttempts, err = s.atLeast(cmd, "max-e2e-fix-attempts", "ORCH_MAX_E2E_FIX_ATTEMPTS", "", nil, jobs.DefaultMaxE2EFixAttempts, 1); err != nil {
 		return o, "", "", err
 	}
-	if o.MaxE2EFixAttempts < 1 {
-		return o, "", "", usageErr("--max-e2e-fix-attempts must be at least 1, got %d", o.MaxE2EFixAttempts)
-	}
-	if o.AgentTimeout, err = s.duration(cmd, "agent-timeout", "ORCH_AGENT_TIMEOUT", fc.AgentTimeout, 0); err != nil {
+	if o.AgentTimeout, err = s.duration(cmd, "agent-timeout", "ORCH_AGENT_TIMEOUT", "agent_timeout", fc.AgentTimeout, 0); err != nil {
 		return o, "", "", err
 	}
 	bc, err := a.chooseBrain(cmd)
@@ -160,11 +155,10 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 	if err != nil {
 		return err
 	}
-	var wk workerSettings
-	if !h.detach {
-		if wk, err = a.workerSettings(cmd); err != nil {
-			return err
-		}
+	// Checked with --detach too, although no worker runs here: a bad value is refused wherever it would not apply.
+	wk, err := a.workerSettings(cmd)
+	if err != nil {
+		return err
 	}
 	p, err := runs.Prepare(ctx, runs.Request{Plan: planPath, Task: onlyTask, Options: opts, Workspace: ws,
 		Origin: jobs.Origin{Kind: "cli", User: whoami()}, Git: a.branchRequest(cmd)}, a.findTasks)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -46,7 +47,12 @@ type dockerSettings struct {
 	instance string
 	// user runs the agents ("uid:gid"); empty: the owner of each run's workspace.
 	user string
+	// warmPool is how many idle containers a long-running worker keeps started (ORCH_DOCKER_WARM_POOL; 0: none).
+	warmPool int
 }
+
+// maxWarmPool bounds the idle containers one worker keeps: each holds memory on the engine.
+const maxWarmPool = 64
 
 var (
 	instancePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
@@ -63,7 +69,15 @@ func (a *app) dockerSettings(cmd *cobra.Command) (dockerSettings, error) {
 		return s, usageErr("ORCH_INSTANCE: %q: want up to 63 letters, digits, '_', '.' or '-'", s.instance)
 	}
 	if s.user != "" && !userPattern.MatchString(s.user) {
-		return s, usageErr("ORCH_SANDBOX_USER: %q: want a numeric uid:gid, e.g. 1000:1000", s.user)
+		return s, usageErr("ORCH_SANDBOX_USER: %q: want a numeric uid:gid, e.g. 1000:1000", oneLine(s.user, 40))
+	}
+	s.warmPool = 1
+	if v := strings.TrimSpace(a.env("ORCH_DOCKER_WARM_POOL")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxWarmPool {
+			return s, usageErr("ORCH_DOCKER_WARM_POOL: %q: want a number of containers from 0 (none kept) to %d", oneLine(v, 40), maxWarmPool)
+		}
+		s.warmPool = n
 	}
 	return s, nil
 }

@@ -81,41 +81,62 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 			return err
 		}
 	}
+	addr := a.env("ORCH_HTTP_ADDR")
+	if addr == "" {
+		addr = ":3000"
+	}
+	// The address is taken before the worker starts: a worker that took a run and then found its port busy would
+	// have to give the run back.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("listening on %s (ORCH_HTTP_ADDR): %w", addr, err))
+	}
+	defer ln.Close()
 	b, err := a.backend(cmd)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	m := newMetrics(b)
+	// The bot proves its token (auth.test) before the worker takes any work: a bot refused by Slack leaves no run
+	// half taken.
+	var srv *bot.Server
+	var view http.Handler
+	if withBot {
+		slack.Store, slack.Queue, slack.Log, slack.Health = b.Store, b.Queue, a.log, healthLine(b)
+		slack.Starter = &slackStarter{runs: &runs.Starter{Store: b.Store, Queue: b.Queue, FindTasks: a.findTasks},
+			base: opts, workspace: ws, git: a.branchRequest(cmd)}
+		// The web view shares the Slack endpoints' address: with ORCH_WEB_TOKEN people sign in; without it, it is
+		// served only when that address is this machine's alone.
+		if token := a.env("ORCH_WEB_TOKEN"); web.CheckAddr(addr, token) == nil {
+			if view, err = a.webView(b, token); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(a.stderr, "orch: no web view on %s: set ORCH_WEB_TOKEN to serve it there\n", addr)
+		}
+		if srv, err = bot.New(slack); err != nil {
+			return withCode(exitUsage, err)
+		}
+		if err := srv.Start(ctx); err != nil {
+			return withCode(exitUsage, err)
+		}
+	}
 	if withWorker {
-		e, err := a.startServiceWorker(cmd, b, wk, opts, ws)
+		e, err := a.startServiceWorker(b, wk, opts, ws)
 		if err != nil {
+			if srv != nil {
+				srv.Shutdown(context.Background())
+			}
 			return err
 		}
 		defer e.Shutdown()
 	}
 	fmt.Fprintf(a.stderr, "orch: %s; agent %s, sandbox %s, workspace %s\n", brainNote, opts.Agent, opts.Sandbox, ws)
-	addr := a.env("ORCH_HTTP_ADDR")
-	if addr == "" {
-		addr = ":3000"
-	}
 	if !withBot {
-		return a.serveWorker(ctx, addr, b, m)
+		return a.serveWorker(ctx, ln, b, m)
 	}
-	slack.Store, slack.Queue, slack.Log, slack.Health = b.Store, b.Queue, a.log, healthLine(b)
-	slack.Starter = &slackStarter{runs: &runs.Starter{Store: b.Store, Queue: b.Queue, FindTasks: a.findTasks},
-		base: opts, workspace: ws, git: a.branchRequest(cmd)}
-	// The web view shares the Slack endpoints' address: with ORCH_WEB_TOKEN people sign in; without it, it is
-	// served only when that address is this machine's alone.
-	var view http.Handler
-	if token := a.env("ORCH_WEB_TOKEN"); web.CheckAddr(addr, token) == nil {
-		if view, err = a.webView(b, token); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(a.stderr, "orch: no web view on %s: set ORCH_WEB_TOKEN to serve it there\n", addr)
-	}
-	return a.serveBot(ctx, addr, slack, m, view)
+	return a.serveBot(ctx, ln, srv, slack.AppToken != "", m, view)
 }
 
 // slackConfig reads the bot's settings from the environment.
@@ -130,9 +151,10 @@ func (a *app) slackConfig(ws string) (bot.Config, error) {
 		return c, usageErr("SLACK_SIGNING_SECRET is not set: without it orch would accept forged requests (or set SLACK_APP_TOKEN for Socket Mode)")
 	}
 	if v := a.env("ORCH_SLACK_POST_INTERVAL"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return c, usageErr("ORCH_SLACK_POST_INTERVAL: %q is not a duration", v)
+		// 0 would not mean "no pacing" (Slack answers a burst with 429s) but the default: refused, not guessed at.
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			return c, usageErr("ORCH_SLACK_POST_INTERVAL: %q: want a positive duration, e.g. 1s", oneLine(v, 40))
 		}
 		c.PostInterval = d
 	}
@@ -170,17 +192,14 @@ const (
 
 // startServiceWorker starts the worker of `orch serve` and `orch worker`: with the Docker sandbox its engine and
 // image are checked before it takes any work, a warm pool is kept, and stray containers are reaped.
-func (a *app) startServiceWorker(cmd *cobra.Command, b *store.Backend, wk workerSettings, opts jobs.Options, ws string) (*engine, error) {
+func (a *app) startServiceWorker(b *store.Backend, wk workerSettings, opts jobs.Options, ws string) (*engine, error) {
 	e, err := a.startWorker(b, wk)
 	if err != nil {
 		return nil, err
 	}
 	if opts.Sandbox == "docker" {
 		e.dockers.root = ws
-		if e.dockers.pool, err = a.set.int(cmd, "", "ORCH_DOCKER_WARM_POOL", 0, 1); err != nil {
-			e.Shutdown()
-			return nil, err
-		}
+		e.dockers.pool = wk.docker.warmPool
 		if _, err := e.dockers.forRun(opts); err != nil {
 			e.Shutdown()
 			return nil, withCode(exitUsage, err)
@@ -191,7 +210,7 @@ func (a *app) startServiceWorker(cmd *cobra.Command, b *store.Backend, wk worker
 }
 
 // serveWorker serves a worker's metrics and health until ctx is done.
-func (a *app) serveWorker(ctx context.Context, addr string, b *store.Backend, m *metrics) error {
+func (a *app) serveWorker(ctx context.Context, ln net.Listener, b *store.Backend, m *metrics) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -201,10 +220,6 @@ func (a *app) serveWorker(ctx context.Context, addr string, b *store.Backend, m 
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("listening on %s: %w", addr, err))
-	}
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go httpSrv.Serve(ln)
 	fmt.Fprintf(a.stderr, "orch: worker running (metrics on http://%s/metrics); stop with Ctrl-C\n", ln.Addr())
@@ -216,19 +231,7 @@ func (a *app) serveWorker(ctx context.Context, addr string, b *store.Backend, m 
 }
 
 // serveBot serves Slack (HTTP endpoints, or Socket Mode) and the metrics until ctx is done, then drains.
-func (a *app) serveBot(ctx context.Context, addr string, cfg bot.Config, m *metrics, view http.Handler) error {
-	srv, err := bot.New(cfg)
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		return withCode(exitUsage, err)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		srv.Shutdown(context.Background())
-		return withCode(exitUsage, fmt.Errorf("listening on %s: %w", addr, err))
-	}
+func (a *app) serveBot(ctx context.Context, ln net.Listener, srv *bot.Server, socketMode bool, m *metrics, view http.Handler) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.handler())
 	if view != nil {
@@ -241,7 +244,7 @@ func (a *app) serveBot(ctx context.Context, addr string, cfg bot.Config, m *metr
 	}
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go httpSrv.Serve(ln)
-	if cfg.AppToken != "" {
+	if socketMode {
 		fmt.Fprintf(a.stderr, "orch: Slack over Socket Mode; health on http://%s/healthz\n", ln.Addr())
 		go func() {
 			if err := srv.RunSocketMode(ctx); err != nil {

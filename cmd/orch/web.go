@@ -39,6 +39,12 @@ func (a *app) webCmd() *cobra.Command {
 					return err
 				}
 			}
+			// The address is taken first: a worker must not take a run for a view that cannot serve.
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return withCode(exitUsage, fmt.Errorf("listening on %s: %w", addr, err))
+			}
+			defer ln.Close()
 			b, err := a.backend(cmd)
 			if err != nil {
 				return err
@@ -54,10 +60,6 @@ func (a *app) webCmd() *cobra.Command {
 			h, err := a.webView(b, token)
 			if err != nil {
 				return err
-			}
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return withCode(exitUsage, fmt.Errorf("listening on %s: %w", addr, err))
 			}
 			srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 			go srv.Serve(ln)
