@@ -93,7 +93,7 @@ func TestTemplateCommand(t *testing.T) {
 			want: []string{"agent", "--msg=" + evilPrompt, "--task=2.3"},
 		},
 		{
-			tmpl: `cmd:./run.sh --run {run_id} -n{attempt} -C '{workspace}' "task {task_id} of {run_id}"`,
+			tmpl:      `cmd:./run.sh --run {run_id} -n{attempt} -C '{workspace}' "task {task_id} of {run_id}"`,
 			want:      []string{"./run.sh", "--run", "r9", "-n4", "-C", "/w s", "task 2.3 of r9"},
 			wantStdin: evilPrompt,
 		},

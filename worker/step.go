@@ -192,17 +192,17 @@ var settleRetry = backoff.Retry{Policy: backoff.Policy{Initial: 200 * time.Milli
 
 // outcome is what one attempt produced and what orch decided about it.
 type outcome struct {
-	ran        bool // the agent ran in this step (not a re-judgement of saved output)
-	said       jobs.Pending
-	usage      agent.Result // the agent's tokens, cost, model and session, when it ran
-	duration   time.Duration
-	interp     brain.Interpretation
-	decision   *brain.Decision // for failures
-	secrets    []string
-	execErr    error // the sandbox could not run the agent at all
+	ran      bool // the agent ran in this step (not a re-judgement of saved output)
+	said     jobs.Pending
+	usage    agent.Result // the agent's tokens, cost, model and session, when it ran
+	duration time.Duration
+	interp   brain.Interpretation
+	decision *brain.Decision // for failures
+	secrets  []string
+	execErr  error // the sandbox could not run the agent at all
 	// inputErr says execErr is about what the agent was to be given (agent.ErrInput, sandbox.ErrInput): a prompt no
 	// argument can hold, a NUL byte. Nothing is misconfigured and no retry can help.
-	inputErr bool
+	inputErr   bool
 	brainNote  string
 	brainUsage jobs.BrainUsage
 	// unavailable is set when the brain could not judge: the run stops with the output saved for later.
