@@ -23,6 +23,9 @@ type Request struct {
 type Command struct {
 	Args []string // Args[0] is the program
 	Env  []string // KEY=VALUE added to the sandbox's environment: always ORCH_RUN_ID, ORCH_TASK_ID, ORCH_ATTEMPT
+	// Stdin is what the process reads on its standard input, byte for byte: the prompt, for every CLI that reads it
+	// from there (an argument cannot hold a NUL byte nor more than MaxArgLen bytes). "" gives it no input at all.
+	Stdin string
 }
 
 // Result is what the agent said.

@@ -25,19 +25,24 @@ func TestClaudeCommand(t *testing.T) {
 	}{
 		{
 			name:     "zero config",
-			wantArgs: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "do it"},
+			wantArgs: []string{"claude", "-p", "--output-format", "stream-json", "--verbose"},
 		},
 		{
 			name:    "model, resume and extra args",
 			cfg:     ClaudeConfig{Binary: "/opt/claude", Model: "claude-sonnet-4-6", ExtraArgs: []string{"--max-turns", "30"}},
 			session: "9ac571b5-8e1c-4a26-8639-9f2c9697cbae",
 			wantArgs: []string{"/opt/claude", "-p", "--output-format", "stream-json", "--verbose", "--model", "claude-sonnet-4-6",
-				"--resume", "9ac571b5-8e1c-4a26-8639-9f2c9697cbae", "--max-turns", "30", "do it"},
+				"--resume", "9ac571b5-8e1c-4a26-8639-9f2c9697cbae", "--max-turns", "30"},
 		},
 		{
-			name:     "a prompt that looks like an option comes after --",
+			name:     "a prompt that looks like an option is no option on stdin",
 			prompt:   "- [ ] fix the build",
-			wantArgs: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--", "- [ ] fix the build"},
+			wantArgs: []string{"claude", "-p", "--output-format", "stream-json", "--verbose"},
+		},
+		{
+			name:     "a prompt no argument could hold goes on stdin as it is",
+			prompt:   "nul \x00 here\x00, bad utf-8 \xff\xfe, controls \x1b[31m\r\b and " + strings.Repeat("x", 1<<20),
+			wantArgs: []string{"claude", "-p", "--output-format", "stream-json", "--verbose"},
 		},
 	}
 	for _, tt := range tests {
@@ -57,8 +62,20 @@ func TestClaudeCommand(t *testing.T) {
 			if !reflect.DeepEqual(cmd.Env, wantEnv) {
 				t.Errorf("env %q, want %q", cmd.Env, wantEnv)
 			}
+			if cmd.Stdin != r.Prompt {
+				t.Errorf("stdin is not the prompt (%d bytes, want %d)", len(cmd.Stdin), len(r.Prompt))
+			}
 		})
 	}
+	t.Run("a paused call is resumed with nothing on stdin", func(t *testing.T) {
+		cmd, err := NewClaude(ClaudeConfig{}).Command(Request{TaskID: "1", SessionID: "s1", ResumePaused: true, Prompt: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cmd.Stdin != "" {
+			t.Errorf("stdin %q, want none", cmd.Stdin)
+		}
+	})
 	t.Run("an empty prompt is refused", func(t *testing.T) {
 		if _, err := NewClaude(ClaudeConfig{}).Command(Request{TaskID: "1"}); !errors.Is(err, errEmptyPrompt) {
 			t.Errorf("err = %v, want errEmptyPrompt", err)
@@ -81,9 +98,10 @@ func buildFakeClaude(t *testing.T) (dir string) {
 }
 
 type fakeInvocation struct {
-	Args []string          `json:"args"`
-	Dir  string            `json:"dir"`
-	Env  map[string]string `json:"env"`
+	Args  []string          `json:"args"`
+	Dir   string            `json:"dir"`
+	Env   map[string]string `json:"env"`
+	Stdin *string           `json:"stdin"`
 }
 
 // runFake runs cmd as the sandbox would (no shell, cmd.Env added to the environment, the workspace as the
@@ -102,6 +120,9 @@ func runFake(t *testing.T, a Adapter, cmd Command, workspace, transcript string,
 	)
 	var errBuf bytes.Buffer
 	c.Stderr = &errBuf
+	if cmd.Stdin != "" {
+		c.Stdin = strings.NewReader(cmd.Stdin)
+	}
 	stdout, err := c.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +176,7 @@ func TestClaudeRunsFakeBinary(t *testing.T) {
 			name:       "new session",
 			cfg:        ClaudeConfig{Model: "claude-sonnet-4-6"},
 			transcript: "02_stream_claude-2.1.63.jsonl",
-			wantArgs:   []string{"-p", "--output-format", "stream-json", "--verbose", "--model", "claude-sonnet-4-6", prompt},
+			wantArgs:   []string{"-p", "--output-format", "stream-json", "--verbose", "--model", "claude-sonnet-4-6"},
 			check: func(t *testing.T, r Result) {
 				if !r.Success || r.SessionID != "e9ccd9f0-820e-4fad-98d9-d89e6d771b96" || r.OutputTokens != 5307 {
 					t.Errorf("got %+v", r)
@@ -169,7 +190,7 @@ func TestClaudeRunsFakeBinary(t *testing.T) {
 			transcript: "04b_auth_401.jsonl",
 			exit:       1,
 			wantArgs: []string{"-p", "--output-format", "stream-json", "--verbose",
-				"--resume", "e9ccd9f0-820e-4fad-98d9-d89e6d771b96", "--permission-mode", "bypassPermissions", prompt},
+				"--resume", "e9ccd9f0-820e-4fad-98d9-d89e6d771b96", "--permission-mode", "bypassPermissions"},
 			check: func(t *testing.T, r Result) {
 				if r.Success || !strings.Contains(strings.Join(r.Errors, "\n"), "API error 401: Invalid API key") {
 					t.Errorf("got %+v", r)
@@ -179,7 +200,7 @@ func TestClaudeRunsFakeBinary(t *testing.T) {
 		{
 			name:       "interrupted: exit 0 without a result line",
 			transcript: "04b_sigint_no_result.jsonl",
-			wantArgs:   []string{"-p", "--output-format", "stream-json", "--verbose", prompt},
+			wantArgs:   []string{"-p", "--output-format", "stream-json", "--verbose"},
 			check: func(t *testing.T, r Result) {
 				if r.Success {
 					t.Errorf("exit 0 without a result line counted as success: %+v", r)
@@ -191,7 +212,7 @@ func TestClaudeRunsFakeBinary(t *testing.T) {
 			transcript: os.DevNull,
 			exit:       1,
 			stderr:     "When using --print, --output-format=stream-json requires --verbose",
-			wantArgs:   []string{"-p", "--output-format", "stream-json", "--verbose", prompt},
+			wantArgs:   []string{"-p", "--output-format", "stream-json", "--verbose"},
 			check: func(t *testing.T, r Result) {
 				if r.Success || !strings.Contains(r.Text, "requires --verbose") {
 					t.Errorf("got %+v", r)
@@ -216,8 +237,8 @@ func TestClaudeRunsFakeBinary(t *testing.T) {
 			if !reflect.DeepEqual(inv.Args, tt.wantArgs) {
 				t.Errorf("argv\n got %q\nwant %q", inv.Args, tt.wantArgs)
 			}
-			if got := inv.Args[len(inv.Args)-1]; got != prompt {
-				t.Errorf("last argument %q, want the prompt", got)
+			if inv.Stdin == nil || *inv.Stdin != prompt {
+				t.Errorf("stdin %v, want the prompt", inv.Stdin)
 			}
 			wantEnv := map[string]string{"ORCH_RUN_ID": "run-7", "ORCH_TASK_ID": "1.1", "ORCH_ATTEMPT": "2"}
 			if !reflect.DeepEqual(inv.Env, wantEnv) {

@@ -35,8 +35,8 @@ func NewSim(cfg SimConfig) *Sim { return &Sim{cfg: cfg} }
 // Name implements Adapter.
 func (s *Sim) Name() string { return "sim" }
 
-// Command returns: BINARY sim-agent --scenario SCENARIO -p PROMPT. The task and attempt travel in the
-// environment (ORCH_TASK_ID, ORCH_ATTEMPT), as they do for every agent.
+// Command returns: BINARY sim-agent --scenario SCENARIO -p, with the prompt on standard input as for Claude Code.
+// The task and attempt travel in the environment (ORCH_TASK_ID, ORCH_ATTEMPT), as they do for every agent.
 func (s *Sim) Command(req Request) (Command, error) {
 	switch {
 	case s.cfg.Binary == "":
@@ -46,8 +46,12 @@ func (s *Sim) Command(req Request) (Command, error) {
 	case req.Prompt == "":
 		return Command{}, fmt.Errorf("sim command: %w", errEmptyPrompt)
 	}
-	args := []string{s.cfg.Binary, "sim-agent", "--scenario", s.cfg.Scenario, "-p", req.Prompt}
-	return Command{Args: args, Env: env(req)}, nil
+	cmd := Command{Args: []string{s.cfg.Binary, "sim-agent", "--scenario", s.cfg.Scenario, "-p"}, Env: env(req),
+		Stdin: req.Prompt}
+	if err := checkCommand(cmd, ""); err != nil {
+		return Command{}, fmt.Errorf("sim command: %w", err)
+	}
+	return cmd, nil
 }
 
 // NewParser implements Adapter: the sim speaks Claude Code's stream-json.

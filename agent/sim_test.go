@@ -17,10 +17,10 @@ func TestSimCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantArgs := []string{"/orch/bin/orch", "sim-agent", "--scenario", "/ws/plans/feature.sim.yaml", "-p", "-p looks like a flag"}
+	wantArgs := []string{"/orch/bin/orch", "sim-agent", "--scenario", "/ws/plans/feature.sim.yaml", "-p"}
 	wantEnv := []string{"ORCH_RUN_ID=r1", "ORCH_TASK_ID=1.1", "ORCH_ATTEMPT=2"}
-	if !reflect.DeepEqual(cmd.Args, wantArgs) || !reflect.DeepEqual(cmd.Env, wantEnv) {
-		t.Errorf("got %q %q\nwant %q %q", cmd.Args, cmd.Env, wantArgs, wantEnv)
+	if !reflect.DeepEqual(cmd.Args, wantArgs) || !reflect.DeepEqual(cmd.Env, wantEnv) || cmd.Stdin != "-p looks like a flag" {
+		t.Errorf("got %q %q stdin %q\nwant %q %q and the prompt on stdin", cmd.Args, cmd.Env, cmd.Stdin, wantArgs, wantEnv)
 	}
 	for _, cfg := range []SimConfig{{Scenario: "s"}, {Binary: "orch"}} {
 		if _, err := NewSim(cfg).Command(Request{Prompt: "x"}); err == nil {

@@ -27,7 +27,12 @@ var (
 // would split it (single and double quotes, backslash escapes) but no shell ever runs it: the placeholders
 // {prompt}, {task_id}, {run_id}, {attempt} and {workspace} are substituted inside the resulting arguments,
 // so a prompt is always exactly one argument, whatever it contains. A template without {prompt} gets the
-// prompt as its last argument.
+// prompt on its standard input, byte for byte and of any size; {prompt} puts it in an argument, which holds
+// at most MaxArgLen bytes and no NUL byte: a prompt that does not fit is refused with ErrInput, never cut.
+//
+// There is no placeholder naming a file that holds the prompt: the Docker sandbox shares nothing with the agent
+// but the workspace, and a file written there would be part of the task's work (and of its commit). A CLI that
+// wants a file can be given one by a shell: cmd:sh -c 'cat > "$TMPDIR/prompt" && tool --file "$TMPDIR/prompt"'.
 func NewTemplate(tmpl string) (*Template, error) {
 	words, err := splitWords(strings.TrimPrefix(tmpl, "cmd:"))
 	if err != nil {
@@ -67,17 +72,25 @@ func (t *Template) Command(req Request) (Command, error) {
 		"{attempt}", strconv.Itoa(req.Attempt),
 		"{workspace}", req.Workspace,
 	)
-	args := make([]string, 0, len(t.words)+1)
+	args := make([]string, 0, len(t.words))
 	for _, w := range t.words {
 		args = append(args, r.Replace(w))
-	}
-	if !t.hasPrompt {
-		args = append(args, req.Prompt)
 	}
 	if args[0] == "" {
 		return Command{}, errors.New("template command: the program name is empty")
 	}
-	return Command{Args: args, Env: env(req)}, nil
+	cmd := Command{Args: args, Env: env(req)}
+	if !t.hasPrompt {
+		cmd.Stdin = req.Prompt
+	}
+	inArgs := ""
+	if t.hasPrompt {
+		inArgs = req.Prompt
+	}
+	if err := checkCommand(cmd, inArgs); err != nil {
+		return Command{}, fmt.Errorf("template command: %w", err)
+	}
+	return cmd, nil
 }
 
 // NewParser implements Adapter.

@@ -76,8 +76,9 @@ const evilPrompt = "it's \"quoted\" and 'single'\nsecond line\t$(rm -rf /) `rebo
 func TestTemplateCommand(t *testing.T) {
 	req := Request{RunID: "r9", TaskID: "2.3", Attempt: 4, Prompt: evilPrompt, Workspace: "/w s"}
 	tests := []struct {
-		tmpl string
-		want []string
+		tmpl      string
+		want      []string
+		wantStdin string
 	}{
 		{
 			tmpl: "cmd:aider --yes --message {prompt}",
@@ -92,12 +93,14 @@ func TestTemplateCommand(t *testing.T) {
 			want: []string{"agent", "--msg=" + evilPrompt, "--task=2.3"},
 		},
 		{
-			tmpl: `cmd:./run.sh --run {run_id} -n{attempt} -C '{workspace}' "task {task_id} of {run_id}"`,
-			want: []string{"./run.sh", "--run", "r9", "-n4", "-C", "/w s", "task 2.3 of r9", evilPrompt},
+			tmpl:      `cmd:./run.sh --run {run_id} -n{attempt} -C '{workspace}' "task {task_id} of {run_id}"`,
+			want:      []string{"./run.sh", "--run", "r9", "-n4", "-C", "/w s", "task 2.3 of r9"},
+			wantStdin: evilPrompt,
 		},
 		{
-			tmpl: `cmd:codex exec --json --skip-git-repo-check`,
-			want: []string{"codex", "exec", "--json", "--skip-git-repo-check", evilPrompt},
+			tmpl:      `cmd:codex exec --json --skip-git-repo-check -`,
+			want:      []string{"codex", "exec", "--json", "--skip-git-repo-check", "-"},
+			wantStdin: evilPrompt,
 		},
 	}
 	for _, tt := range tests {
@@ -112,6 +115,9 @@ func TestTemplateCommand(t *testing.T) {
 			}
 			if !reflect.DeepEqual(cmd.Args, tt.want) {
 				t.Errorf("args\n got %q\nwant %q", cmd.Args, tt.want)
+			}
+			if cmd.Stdin != tt.wantStdin {
+				t.Errorf("stdin %q, want %q", cmd.Stdin, tt.wantStdin)
 			}
 			wantEnv := []string{"ORCH_RUN_ID=r9", "ORCH_TASK_ID=2.3", "ORCH_ATTEMPT=4"}
 			if !reflect.DeepEqual(cmd.Env, wantEnv) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
@@ -38,7 +39,17 @@ type Enqueuer interface {
 }
 
 // Validate checks a request on its own, before any state is read.
+//
+// An answer's text may become guidance that is put in every later prompt of the task, so what can never reach an
+// agent intact is refused here, while the question is still open and can be answered again, rather than found at the
+// next start of the agent, when it would fail every attempt after it: a NUL byte (text has none; the store and every
+// command-line argument would not carry it), and bytes that are not UTF-8 (the store keeps text as JSON, which would
+// replace them). Control characters, however many and whatever else the text holds, are passed as they are: the
+// prompt reaches the agent on its standard input, of any size.
 func (q Request) Validate() error {
+	if err := checkText(q.Text); err != nil {
+		return err
+	}
 	switch q.Type {
 	case jobs.ResolveChoose:
 		if strings.TrimSpace(q.Key) == "" {
@@ -59,6 +70,26 @@ func (q Request) Validate() error {
 	case jobs.ResolveResume, jobs.ResolveRetry:
 	default:
 		return fmt.Errorf("%w: unknown resolution %q", ErrInvalid, q.Type)
+	}
+	return nil
+}
+
+// checkText refuses an answer that cannot reach an agent as written. The message says where, never echoes the text.
+func checkText(s string) error {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return fmt.Errorf("%w: the answer holds a NUL byte (at byte %d), which cannot be passed to an agent; "+
+			"send it again without it", ErrInvalid, i)
+	}
+	if !utf8.ValidString(s) {
+		i := 0
+		for i < len(s) {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			i += n
+		}
+		return fmt.Errorf("%w: the answer is not UTF-8 text (invalid byte at byte %d); send it again as UTF-8", ErrInvalid, i)
 	}
 	return nil
 }

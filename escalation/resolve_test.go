@@ -212,6 +212,13 @@ func TestResolveRejectsInvalid(t *testing.T) {
 		}, escalation.Request{Type: jobs.ResolveChoose, Key: "A"}, escalation.ErrInvalid, []string{"--answer"}},
 		{"unknown escalation id", choiceSpec, escalation.Request{Type: jobs.ResolveResume, EscalationID: "e9"},
 			escalation.ErrInvalid, []string{"e9"}},
+		// Guidance with a NUL byte would be in every later prompt of the task: refused while the question is open.
+		{"an answer with a NUL byte", choiceSpec, escalation.Request{Type: jobs.ResolveAnswer, Text: "use\x00redis"},
+			escalation.ErrInvalid, []string{"NUL byte (at byte 3)", "cannot be passed to an agent", "again without it"}},
+		{"a chosen option's text with a NUL byte", choiceSpec, escalation.Request{Type: jobs.ResolveChoose, Key: "A",
+			Text: "\x00"}, escalation.ErrInvalid, []string{"NUL byte"}},
+		{"an answer that is not UTF-8", choiceSpec, escalation.Request{Type: jobs.ResolveAnswer, Text: "caf\xe9 au lait"},
+			escalation.ErrInvalid, []string{"not UTF-8 text (invalid byte at byte 3)", "as UTF-8"}},
 	}
 	for _, sc := range stores(t) {
 		t.Run(sc.name, func(t *testing.T) {
@@ -244,6 +251,27 @@ func TestResolveRejectsInvalid(t *testing.T) {
 						t.Errorf("enqueued %v for a rejected resolution", c)
 					}
 				})
+			}
+		})
+	}
+}
+
+// TestResolveKeepsAnswerAsWritten: control characters and size are no reason to refuse an answer, and what becomes
+// guidance is the answer byte for byte (it reaches the agent on stdin).
+func TestResolveKeepsAnswerAsWritten(t *testing.T) {
+	text := "\x1b[31mred\x1b[0m\r\n\ttab\b\x7f\x01 " + strings.Repeat("three hundred kibibytes of guidance ", 300<<10/36)
+	for _, sc := range stores(t) {
+		t.Run(sc.name, func(t *testing.T) {
+			run := newRun(t, sc)
+			open(t, sc.store, run.ID, choiceSpec())
+			_, esc, err := escalation.Resolve(context.Background(), sc.store, &fakeQueue{}, escalation.Request{RunID: run.ID,
+				Type: jobs.ResolveAnswer, Text: text, By: "alice", Via: "cli"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			task := mustGet(t, sc.store, run.ID).Task(esc.TaskID)
+			if n := len(task.Guidance); n != 1 || !strings.Contains(task.Guidance[0], text) {
+				t.Fatalf("the guidance (%d items) does not hold the %d-byte answer as written", n, len(text))
 			}
 		})
 	}

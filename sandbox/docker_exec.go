@@ -50,8 +50,8 @@ type target struct {
 // (Spec.Timeout) or a cancelled ctx kills the run's container, and with it whatever else runs in it; the next Exec
 // of the run starts it again. The first is reported as Result.TimedOut, the second as ctx's error.
 func (d *Docker) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Result, error) {
-	if len(spec.Args) == 0 || spec.Args[0] == "" {
-		return Result{}, ErrNoCommand
+	if err := checkSpec(spec); err != nil {
+		return Result{}, err
 	}
 	if err := checkRunID(spec.RunID); err != nil {
 		return Result{}, err
@@ -213,6 +213,7 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 	}
 	// No User: an exec runs as the container's, the one it was created for (the workspace's owner, or cfg.User).
 	ex, err := d.cli.ExecCreate(ctx, t.id, client.ExecCreateOptions{
+		AttachStdin:  spec.Stdin != nil,
 		AttachStdout: true,
 		AttachStderr: true,
 		Env:          mergeEnv(d.cfg.Env, spec.Env),
@@ -277,11 +278,31 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 		}
 	}()
 
+	// The input goes in while the output comes out (either may fill a pipe and wait for the other), then the write
+	// side is closed: the engine closes the process's stdin, which reads EOF. A process that exits without reading it
+	// all ends the write with an error that means nothing.
+	wrote := make(chan struct{})
+	if spec.Stdin != nil {
+		go func() {
+			defer close(wrote)
+			if _, err := att.Conn.Write(spec.Stdin); err == nil {
+				_ = att.CloseWrite()
+			}
+		}()
+	} else {
+		close(wrote)
+	}
 	stdout := &lineWriter{fn: onLine}
 	stderr := &tailBuffer{max: stderrTail}
 	_, copyErr := stdcopy.StdCopy(stdout, stderr, att.Reader)
 	close(done)
 	wg.Wait()
+	select {
+	case <-wrote:
+	default:
+		att.Close() // the output has ended: so has the process, and a write it never read ends here
+		<-wrote
+	}
 	stdout.flush()
 
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)

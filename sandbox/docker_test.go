@@ -711,8 +711,10 @@ func TestDockerSimAgent(t *testing.T) {
 	}
 	var lines []string
 	res, err := d.Exec(context.Background(), Spec{RunID: newRunID(t, d), TaskID: "1.1", Dir: ws,
-		Args: []string{OrchPath, "sim-agent", "--scenario", filepath.Join(ws, "s.sim.yaml"), "-p", "hi"},
-		Env:  []string{"ORCH_TASK_ID=1.1", "ORCH_ATTEMPT=2"}}, func(b []byte) { lines = append(lines, string(b)) })
+		// The prompt on stdin, as the sim adapter gives it: its guidance comes back in the reply.
+		Args:  []string{OrchPath, "sim-agent", "--scenario", filepath.Join(ws, "s.sim.yaml"), "-p"},
+		Stdin: []byte(agentPromptWithGuidance),
+		Env:   []string{"ORCH_TASK_ID=1.1", "ORCH_ATTEMPT=2"}}, func(b []byte) { lines = append(lines, string(b)) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -725,13 +727,19 @@ func TestDockerSimAgent(t *testing.T) {
 			result = l
 		}
 	}
-	if !strings.Contains(result, `"subtype":"success"`) || !strings.Contains(result, `Hello from the sandbox\n`+strings.Split(testOwner(), ":")[0]) {
+	if !strings.Contains(result, `"subtype":"success"`) || !strings.Contains(result, `Hello from the sandbox\n`+strings.Split(testOwner(), ":")[0]) ||
+		!strings.Contains(result, `GUIDANCE: use the \u001b escape`) {
 		t.Errorf("no successful result line with the reply and its sh output in:\n%s", strings.Join(lines, "\n"))
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "made.txt")); err != nil || string(b) != "x\n" {
 		t.Errorf("made.txt = %q, %v", b, err)
 	}
 }
+
+// agentPromptWithGuidance is a prompt as agent.BuildPrompt writes it, with one item of guidance.
+const agentPromptWithGuidance = "You are working on one task.\n\n## Guidance for this attempt\n\n" +
+	"This guidance was given after earlier attempts at this task. Follow it; where it conflicts with the task above, the guidance wins.\n\n" +
+	"> use the \x1b escape\n"
 
 func TestDockerReadOnlyMounts(t *testing.T) {
 	shared := t.TempDir()

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -51,8 +52,8 @@ func NewLocal(cfg LocalConfig) *Local {
 // valid during the call). A process that ran and exited non-zero is not an error; an error means the process could
 // not be run at all.
 func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Result, error) {
-	if len(spec.Args) == 0 || spec.Args[0] == "" {
-		return Result{}, ErrNoCommand
+	if err := checkSpec(spec); err != nil {
+		return Result{}, err
 	}
 	runCtx := ctx
 	var cancel context.CancelFunc = func() {}
@@ -103,6 +104,11 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 	stdout := &lineWriter{fn: onLine}
 	stderr := &tailBuffer{max: stderrTail}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if spec.Stdin != nil {
+		// Copied by os/exec while the process runs (the shim passes its stdin on): a process that exits without
+		// reading it all is not an error (EPIPE is ignored).
+		cmd.Stdin = bytes.NewReader(spec.Stdin)
+	}
 	var killer *time.Timer
 	cmd.Cancel = func() error {
 		pgid := cmd.Process.Pid

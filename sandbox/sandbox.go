@@ -5,6 +5,8 @@ package sandbox
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -16,6 +18,9 @@ type Spec struct {
 	Args []string
 	// Env holds KEY=VALUE pairs added to the sandbox's base environment.
 	Env []string
+	// Stdin is what the process reads on its standard input, byte for byte and of any size; nil gives it none (EOF at
+	// once). It is how an agent gets a prompt an argument could not hold.
+	Stdin []byte
 	// Dir is the workspace the process works in.
 	Dir string
 	// Timeout bounds the process's wall-clock time; zero means no bound other than the context.
@@ -41,6 +46,44 @@ type Result struct {
 
 // ErrNoCommand is returned for a Spec without a program.
 var ErrNoCommand = errors.New("sandbox: no command to run")
+
+// ErrInput is returned for a Spec whose arguments or environment no process can be given (a NUL byte, a string
+// longer than the kernel passes): nothing was started, and starting it again would fail the same way.
+var ErrInput = errors.New("sandbox: the command cannot be given to a process")
+
+// maxArgLen is Linux's MAX_ARG_STRLEN less the terminating NUL: a longer argument or environment string fails exec
+// with E2BIG.
+const maxArgLen = 32*4096 - 1
+
+// checkSpec refuses what exec would refuse with EINVAL or E2BIG (the engine's runtime too, for Docker), so that it is
+// told apart from a program that is missing or broken. Strings are named by position, never echoed: they may be a
+// prompt of megabytes.
+func checkSpec(spec Spec) error {
+	if len(spec.Args) == 0 || spec.Args[0] == "" {
+		return ErrNoCommand
+	}
+	for i, a := range spec.Args {
+		if err := checkExecString(a, fmt.Sprintf("argument %d", i)); err != nil {
+			return err
+		}
+	}
+	for i, kv := range spec.Env {
+		if err := checkExecString(kv, fmt.Sprintf("environment entry %d", i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkExecString(s, what string) error {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return fmt.Errorf("%w: %s holds a NUL byte (at byte %d)", ErrInput, what, i)
+	}
+	if len(s) > maxArgLen {
+		return fmt.Errorf("%w: %s is %d bytes, more than the %d one can hold", ErrInput, what, len(s), maxArgLen)
+	}
+	return nil
+}
 
 // stderrTail bounds how much stderr is kept: enough to explain a failure, not enough to exhaust memory.
 const stderrTail = 64 << 10

@@ -90,6 +90,7 @@ func (w *Worker) facts(r *jobs.Run, t *jobs.Task, out *outcome) facts {
 		output: out.said.Text, unavailable: out.unavailable != nil}
 	if out.execErr != nil {
 		f.sandboxErr = escalation.Redact(out.execErr.Error())
+		f.inputErr = out.inputErr
 	}
 	f.routed = func() bool { return w.failureRoute(r, t, escalation.Redact(out.interp.Error)) }
 	return f

@@ -192,16 +192,19 @@ var settleRetry = backoff.Retry{Policy: backoff.Policy{Initial: 200 * time.Milli
 
 // outcome is what one attempt produced and what orch decided about it.
 type outcome struct {
-	ran        bool // the agent ran in this step (not a re-judgement of saved output)
-	said       jobs.Pending
-	own        string       // said's text without the copies of the prompt it holds (brain.WithoutEcho)
-	echoed     bool         // said's text held such copies
-	usage      agent.Result // the agent's tokens, cost, model and session, when it ran
-	duration   time.Duration
-	interp     brain.Interpretation
-	decision   *brain.Decision // for failures
-	secrets    []string
-	execErr    error // the sandbox could not run the agent at all
+	ran      bool // the agent ran in this step (not a re-judgement of saved output)
+	said     jobs.Pending
+	own      string       // said's text without the copies of the prompt it holds (brain.WithoutEcho)
+	echoed   bool         // said's text held such copies
+	usage    agent.Result // the agent's tokens, cost, model and session, when it ran
+	duration time.Duration
+	interp   brain.Interpretation
+	decision *brain.Decision // for failures
+	secrets  []string
+	execErr  error // the sandbox could not run the agent at all
+	// inputErr says execErr is about what the agent was to be given (agent.ErrInput, sandbox.ErrInput): a prompt no
+	// argument can hold, a NUL byte. Nothing is misconfigured and no retry can help.
+	inputErr   bool
 	brainNote  string
 	brainUsage jobs.BrainUsage
 	// unavailable is set when the brain could not judge: the run stops with the output saved for later.
@@ -299,6 +302,7 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	cmd, err := ad.Command(req)
 	if err != nil {
 		out.execErr = fmt.Errorf("building the %s command: %w", ad.Name(), err)
+		out.inputErr = errors.Is(err, agent.ErrInput)
 		return nil
 	}
 	sb, err := w.sandboxFor(r.Options)
@@ -314,7 +318,11 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	}
 	ectx, span := telemetry.Tracer().Start(ctx, "orch.sandbox.exec", trace.WithAttributes(
 		attribute.String("sandbox.kind", sandboxKind(r.Options)), attribute.String("agent", ad.Name())))
-	res, err := sb.Exec(ectx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env,
+	var stdin []byte
+	if cmd.Stdin != "" {
+		stdin = []byte(cmd.Stdin)
+	}
+	res, err := sb.Exec(ectx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env, Stdin: stdin,
 		Dir: at.dir, Timeout: r.AgentTimeout(&task), Recovered: at.recovered}, parser.Line)
 	endExec(span, res, err)
 	if ctx.Err() != nil {
@@ -324,6 +332,7 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	out.said.ExitCode = res.ExitCode
 	if err != nil {
 		out.execErr = err
+		out.inputErr = errors.Is(err, sandbox.ErrInput)
 		return nil
 	}
 	result := parser.Finish(res.ExitCode, res.Stderr)

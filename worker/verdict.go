@@ -43,6 +43,7 @@ type facts struct {
 	custom      []escalation.Spec
 	output      string // what the agent said
 	sandboxErr  string // orch could not run the agent (redacted)
+	inputErr    bool   // …because of what it was to be given, not because anything is misconfigured
 	unavailable bool   // the brain could not judge
 	// routed reports whether the pipeline sends a failure of the task somewhere (asked only for a failure that stops).
 	routed func() bool
@@ -69,6 +70,14 @@ func judgeAttempt(f facts) verdict {
 	switch {
 	case f.unavailable:
 		return verdict{kind: vPause}
+	case f.sandboxErr != "" && f.inputErr:
+		// Not a configuration error: the configuration is not what is wrong, and a person told to fix it would look in
+		// vain. The same input fails the same way on every attempt, so this is asked once, as a permanent failure.
+		return verdict{kind: vSandboxError, status: "error", specs: []escalation.Spec{{Trigger: jobs.TriggerPermanent,
+			Source: "orch", Error: f.sandboxErr,
+			Question: fmt.Sprintf("Task %s cannot be given to the agent: %s. Another attempt would fail the same way: "+
+				"abort the run (and start it again with an agent that reads its prompt from standard input), or force "+
+				"the task to continue if its work is done.", f.taskID, f.sandboxErr)}}}
 	case f.sandboxErr != "":
 		return verdict{kind: vSandboxError, status: "error", specs: []escalation.Spec{{Trigger: jobs.TriggerConfig,
 			Source: "orch", Error: f.sandboxErr,

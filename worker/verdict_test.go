@@ -82,6 +82,10 @@ func TestJudgeAttempt(t *testing.T) {
 		{name: "the brain unavailable pauses the run", f: facts{unavailable: true, interp: failed("x")}, kind: vPause},
 		{name: "the agent could not run", f: facts{sandboxErr: "exec: claude: not found"},
 			kind: vSandboxError, status: "error", triggers: "config", question: "Task 1.1 could not run: exec: claude: not found"},
+		// A prompt no argument can hold is nothing a person can fix in the configuration: never a config escalation.
+		{name: "the agent could not be given its input", f: facts{inputErr: true,
+			sandboxErr: "building the cmd command: template command: the agent's input cannot be passed to its process: the prompt holds a NUL byte"},
+			kind: vSandboxError, status: "error", triggers: "permanent", question: "Task 1.1 cannot be given to the agent: building"},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {

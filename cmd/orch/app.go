@@ -264,7 +264,9 @@ func newAgent(opts jobs.Options, self string) (agent.Adapter, error) {
 	case opts.Agent == "claude":
 		return agent.NewClaude(agent.ClaudeConfig{Model: opts.AgentModel, Hook: hookFor(opts, self)}), nil
 	case opts.Agent == "codex":
-		return agent.NewTemplate("codex exec --skip-git-repo-check {prompt}")
+		// "-": the prompt is read from stdin (codex exec --help: "If not provided as an argument (or if `-` is used),
+		// instructions are read from stdin"), where it may be of any size.
+		return agent.NewTemplate("codex exec --skip-git-repo-check -")
 	case opts.Agent == "sim":
 		if opts.Sandbox == "docker" {
 			self = sandbox.OrchPath // the static binary mounted into the container

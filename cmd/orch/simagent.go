@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"strconv"
 
@@ -10,18 +12,33 @@ import (
 )
 
 // simAgentCmd is the simulated agent: a real process in the sandbox that plays a scenario file and speaks Claude
-// Code's stream-json. It accepts claude's output flags so that a command line built for claude also works.
+// Code's stream-json. It takes its prompt as claude -p does: the argument, or else standard input, byte for byte
+// (orch gives it there: an argument cannot hold every prompt). It accepts claude's output flags so that a command
+// line built for claude also works.
 func (a *app) simAgentCmd() *cobra.Command {
-	var scenario, prompt, format string
-	var verbose bool
+	var scenario, format string
+	var printMode, verbose bool
 	cmd := &cobra.Command{
-		Use:    "sim-agent --scenario FILE -p PROMPT",
+		Use:    "sim-agent --scenario FILE -p [PROMPT]",
 		Short:  "Play a scenario file as a Claude-Code-compatible agent (for demos and tests)",
 		Hidden: true,
 		Args:   args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if prompt == "" && len(args) == 1 {
+			var prompt string
+			if len(args) == 1 {
 				prompt = args[0]
+			} else {
+				in, err := io.ReadAll(io.LimitReader(a.stdin, maxSimPrompt+1))
+				if err != nil {
+					return fmt.Errorf("sim-agent: reading the prompt from stdin: %w", err)
+				}
+				if len(in) > maxSimPrompt {
+					return usageErr("sim-agent: the prompt on stdin is larger than %d MiB", maxSimPrompt>>20)
+				}
+				prompt = string(in)
+			}
+			if prompt == "" {
+				return usageErr("sim-agent: no prompt: give it as an argument or on stdin")
 			}
 			if scenario == "" {
 				scenario = a.env("ORCH_SIM_SCENARIO")
@@ -54,8 +71,11 @@ func (a *app) simAgentCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&scenario, "scenario", "", "scenario file (env ORCH_SIM_SCENARIO)")
-	f.StringVarP(&prompt, "print", "p", "", "the prompt")
+	f.BoolVarP(&printMode, "print", "p", true, "accepted for compatibility with claude (the prompt is the argument, else stdin)")
 	f.StringVar(&format, "output-format", "stream-json", "accepted for compatibility with claude")
 	f.BoolVar(&verbose, "verbose", false, "accepted for compatibility with claude")
 	return cmd
 }
+
+// maxSimPrompt bounds the prompt the sim agent reads: more than any plan (10 MiB) with its guidance.
+const maxSimPrompt = 64 << 20

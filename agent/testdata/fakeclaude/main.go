@@ -1,7 +1,8 @@
 // Command fakeclaude stands in for the claude CLI in tests. It has two modes.
 //
-// Replay mode (FAKE_CLAUDE_MODEL unset): it records its argv, working directory and ORCH_* environment as JSON in
-// $FAKE_CLAUDE_ARGS, copies $FAKE_CLAUDE_TRANSCRIPT to stdout and $FAKE_CLAUDE_STDERR to stderr, and exits with
+// Replay mode (FAKE_CLAUDE_MODEL unset): it records its argv, working directory, ORCH_* environment and standard input
+// (when that is not a terminal or a device: the prompt, as a real claude -p reads it there when no prompt argument is
+// given — cli-reference, "Process piped content") as JSON in $FAKE_CLAUDE_ARGS, copies $FAKE_CLAUDE_TRANSCRIPT to stdout and $FAKE_CLAUDE_STDERR to stderr, and exits with
 // $FAKE_CLAUDE_EXIT (default 0).
 //
 // Model mode (FAKE_CLAUDE_MODEL set to a JSON script or @file): it plays a scripted model inside an independent
@@ -84,6 +85,8 @@ type Invocation struct {
 	Args []string          `json:"args"`
 	Dir  string            `json:"dir"`
 	Env  map[string]string `json:"env"`
+	// Stdin is what the process read on its standard input; absent when that was a terminal or a device (/dev/null).
+	Stdin *string `json:"stdin,omitempty"`
 }
 
 func main() {
@@ -103,6 +106,14 @@ func run() error {
 		return err
 	}
 	inv := Invocation{Args: os.Args[1:], Dir: dir, Env: map[string]string{}}
+	if st, err := os.Stdin.Stat(); err == nil && st.Mode()&(os.ModeCharDevice|os.ModeDevice) == 0 {
+		data, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return fmt.Errorf("reading stdin: %w", err)
+		}
+		in := string(data)
+		inv.Stdin = &in
+	}
 	for _, k := range []string{"ORCH_RUN_ID", "ORCH_TASK_ID", "ORCH_ATTEMPT"} {
 		if v, ok := os.LookupEnv(k); ok {
 			inv.Env[k] = v
