@@ -50,7 +50,7 @@ func testEchoedPrompt(t *testing.T, rdb redis.UniversalClient) {
 	}
 
 	t.Run("echo only", func(t *testing.T) {
-		h := newHarness(t, rdb, script(t, `printf '%s\n' "$1"`), nil)
+		h := newHarness(t, rdb, script(t, `cat`), nil)
 		b := &recordingBrain{}
 		withBrain(h, b)
 		r := h.newRun(t, "1.1")
@@ -76,7 +76,7 @@ func testEchoedPrompt(t *testing.T, rdb redis.UniversalClient) {
 	})
 
 	t.Run("echo, then a real question", func(t *testing.T) {
-		h := newHarness(t, rdb, script(t, `printf '%s\n\n' "$1"
+		h := newHarness(t, rdb, script(t, `cat; printf '\n\n'
 case "$ORCH_ATTEMPT" in
 1) printf 'I read the service.\n\nQUESTION: Which store?\nOPTIONS:\nA) Redis\nB) Memory\nRECOMMENDATION: B\n' ;;
 *) echo "Implemented it. All 4 tests pass." ;;
