@@ -66,6 +66,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	app := newApp(stdin, stdout, stderr)
 	err := app.root().ExecuteContext(ctx)
+	app.flushLog()
 	app.flushTracing()
 	code := exitCode(err, app.started)
 	if err != nil && !errors.Is(err, errSilent) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,7 +51,7 @@ const maxKinds = 512
 // and WithGroup share its memory of what was logged.
 type Handler struct {
 	next   slog.Handler
-	prefix string // the attributes and groups added by WithAttrs and WithGroup, as part of every key
+	prefix string // the attributes and groups added by WithAttrs and WithGroup, as they are in every key
 	s      *state
 }
 
@@ -184,23 +185,29 @@ func (h *Handler) Flush() {
 }
 
 // key is what records of one kind have in common: their level, message and attributes with what varies between
-// repeats of one failure (numbers, addresses, ports, ids) taken out.
+// repeats of one failure (numbers, addresses, ports, ids) taken out. An attribute named as an id ("id", "run_id")
+// is kept whole: records about two runs are two kinds.
 func (h *Handler) key(r slog.Record) string {
 	var b strings.Builder
 	b.WriteString(r.Level.String())
 	b.WriteByte('|')
 	b.WriteString(h.prefix)
 	b.WriteByte('|')
-	b.WriteString(r.Message)
+	b.WriteString(Normalize(r.Message))
 	r.Attrs(func(a slog.Attr) bool { writeAttr(&b, a); return true })
-	return Normalize(b.String())
+	return b.String()
 }
 
+// writeAttr writes a's key and value, normalized unless a names an id.
 func writeAttr(b *strings.Builder, a slog.Attr) {
 	b.WriteByte(' ')
 	b.WriteString(a.Key)
 	b.WriteByte('=')
-	b.WriteString(a.Value.Resolve().String())
+	v := a.Value.Resolve().String()
+	if a.Key != "id" && !strings.HasSuffix(a.Key, "_id") {
+		v = Normalize(v)
+	}
+	b.WriteString(strconv.Quote(v))
 }
 
 var variable = []struct {

@@ -186,11 +186,13 @@ func TestDistinctRecordsAreNotMerged(t *testing.T) {
 	log.Error("Dequeue error: connection refused", "component", "redis")
 	log.Error("Dequeue error: NOSCRIPT no matching script", "component", "asynq")
 	log.With("queue", "steps").Error("Dequeue error: connection refused", "component", "asynq")
+	log.Warn("run.failed", "run_id", "r-abcdef2345", "reason", "sandbox: exit 1")
+	log.Warn("run.failed", "run_id", "r-abcdef2346", "reason", "sandbox: exit 2")
 	for range 3 {
 		log.Info("task.started", "run_id", "r-1", "task_id", "1.1")
 	}
-	if got := lines(); len(got) != 9 {
-		t.Fatalf("%d lines, want 9 (6 distinct errors, 3 info lines): %+v", len(got), got)
+	if got := lines(); len(got) != 11 {
+		t.Fatalf("%d lines, want 11 (6 distinct errors, 2 runs failed, 3 info lines): %+v", len(got), got)
 	}
 }
 
