@@ -34,6 +34,9 @@ type app struct {
 	started bool // a command's RunE was reached: errors after this are not command-line errors
 	set     *settings
 	log     *slog.Logger
+	// redis knows whether Redis answers, from this process's commands; the one-shot commands' log and their outage
+	// notes go by it.
+	redis *redisWatch
 	// stopTracing flushes and stops tracing, when OTEL_EXPORTER_OTLP_ENDPOINT turned it on.
 	stopTracing func(context.Context) error
 	// secrets are the credentials this process was given: no error or log line prints them.
@@ -41,7 +44,7 @@ type app struct {
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
-	return &app{stdin: stdin, stdout: stdout, stderr: stderr, env: os.Getenv}
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, env: os.Getenv, redis: &redisWatch{}}
 }
 
 func (a *app) root() *cobra.Command {
@@ -62,11 +65,14 @@ func (a *app) root() *cobra.Command {
 			}
 			a.set = set
 			a.secrets.loaded(set.file)
-			if a.log, err = newLogger(a.stderr, cmd.Name(), a.env("ORCH_LOG_LEVEL"), a.env("ORCH_LOG_FORMAT"), isTerminal(a.stderr)); err != nil {
+			if a.log, err = newLogger(a.stderr, cmd.Name(), a.env("ORCH_LOG_LEVEL"), a.env("ORCH_LOG_FORMAT"),
+				isTerminal(a.stderr), a.redis); err != nil {
 				return err
 			}
+			// The secrets orch was given are scrubbed before anything else sees a record, the summarizing included.
 			a.log = slog.New(scrubHandler{a.log.Handler(), a.secrets})
-			// go-redis logs dial failures on its own; orch reports them once, as an error a person can act on.
+			// go-redis logs dial failures on its own, many a second while Redis is away; orch reports them once, as
+			// an error a person can act on, and its log summarizes the library's repeats.
 			redis.SetLogger(redisLogger{a.log})
 			if cmd.Name() == "sim-agent" {
 				return nil // runs inside a sandbox, for an orch that checked its settings already
@@ -119,6 +125,7 @@ func (a *app) backend(cmd *cobra.Command) (*store.Backend, error) {
 		}
 		return nil, withCode(exitUsage, err)
 	}
+	b.Redis.AddHook(a.redis)
 	// What this process commits is logged by the services, and by the one-shot commands when asked to
 	// (ORCH_LOG_LEVEL=info or debug): at their default level their terminal output says it already.
 	if a.log.Enabled(cmd.Context(), slog.LevelInfo) {
@@ -297,6 +304,28 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// outage is what a follower of a run says when the store the command's flags name stops answering.
+func (a *app) outage(cmd *cobra.Command) outage {
+	o := outage{patience: storePatience, held: a.redis.takeHeld}
+	url := a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, "")
+	if url == "" {
+		o.store = "The store in " + a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch")
+	} else if opt, err := redis.ParseURL(url); err == nil {
+		o.store = "Redis at " + opt.Addr
+	}
+	return o
+}
+
+// flushLog says what the log counted and did not say yet (repeats of an error), before the process ends.
+func (a *app) flushLog() {
+	if a.log == nil {
+		return
+	}
+	if f, ok := a.log.Handler().(interface{ Flush() }); ok {
+		f.Flush()
+	}
 }
 
 // flushTracing sends the spans not sent yet: a command that ends right after a change (a resolution from the

@@ -5,7 +5,10 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/repeatlog"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -15,7 +18,11 @@ var longRunning = map[string]bool{"serve": true, "bot": true, "worker": true}
 // newLogger is the process's logger. Services log at info, as JSON unless stderr is a terminal (where people read
 // text); the one-shot commands log warnings and errors as text, since their output is for the person at the
 // terminal. ORCH_LOG_LEVEL and ORCH_LOG_FORMAT (json or text) override.
-func newLogger(w io.Writer, command, level, format string, terminal bool) (*slog.Logger, error) {
+//
+// Whatever is logged is redacted, and a failure that repeats (Redis away, as the queue library's loops report it
+// several times a second) is logged once, then summarized once per window. While watch says Redis is away, a
+// one-shot command at its default level holds its warnings back: the terminal's outage note says what orch waits for.
+func newLogger(w io.Writer, command, level, format string, terminal bool, watch *redisWatch) (*slog.Logger, error) {
 	lvl := slog.LevelWarn
 	asJSON := false
 	if longRunning[command] {
@@ -36,10 +43,32 @@ func newLogger(w io.Writer, command, level, format string, terminal bool) (*slog
 		return nil, usageErr("ORCH_LOG_FORMAT %q: want json or text", format)
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if asJSON {
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts)), nil
+	h = repeatlog.New(h, repeatlog.Config{Window: repeatWindow, Redact: escalation.Redact, Summarize: summarized})
+	if watch != nil && !longRunning[command] && level == "" {
+		h = heldBack{next: h, watch: watch}
+	}
+	return slog.New(h), nil
+}
+
+// repeatWindow is how long the log counts repeats of a failure before it says how many there were.
+const repeatWindow = 30 * time.Second
+
+// summarized picks the records whose repeats are counted rather than logged: warnings and errors, and whatever the
+// libraries say (they are tagged with their component). Records naming two runs (run_id) are never taken for one.
+func summarized(r slog.Record) bool {
+	if r.Level >= slog.LevelWarn {
+		return true
+	}
+	lib := false
+	r.Attrs(func(a slog.Attr) bool {
+		lib = a.Key == "component"
+		return !lib
+	})
+	return lib
 }
 
 // logEvents logs what happens to runs as it is committed, with run_id and task_id on every line: runs, tasks,

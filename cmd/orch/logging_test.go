@@ -26,7 +26,7 @@ func TestNewLogger(t *testing.T) {
 	}
 	for _, c := range cases {
 		var buf bytes.Buffer
-		log, err := newLogger(&buf, c.command, c.level, c.format, c.terminal)
+		log, err := newLogger(&buf, c.command, c.level, c.format, c.terminal, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +41,7 @@ func TestNewLogger(t *testing.T) {
 		}
 	}
 	for _, bad := range [][2]string{{"loud", ""}, {"", "xml"}} {
-		if _, err := newLogger(&bytes.Buffer{}, "serve", bad[0], bad[1], false); err == nil || exitCode(err, true) != exitUsage {
+		if _, err := newLogger(&bytes.Buffer{}, "serve", bad[0], bad[1], false, nil); err == nil || exitCode(err, true) != exitUsage {
 			t.Errorf("level %q format %q: err = %v, want a usage error", bad[0], bad[1], err)
 		}
 	}

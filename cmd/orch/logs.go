@@ -86,7 +86,8 @@ func (a *app) followLog(cmd *cobra.Command, b *store.Backend, run *jobs.Run, r *
 		r.spin(a.stdout)
 		defer r.stopSpinning()
 	}
-	for u := range runs.Follow(ctx, b.Store, run.ID, runs.FollowOptions{}) {
+	r.outage = a.outage(cmd)
+	for u := range runs.Follow(ctx, b.Store, run.ID, runs.FollowOptions{Patience: storePatience}) {
 		r.update(u)
 		switch {
 		case u.Err != nil:

@@ -67,6 +67,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
 	app.secrets = collectSecrets(app.env, args)
 	err := app.root().ExecuteContext(ctx)
+	app.flushLog()
 	app.flushTracing()
 	code := exitCode(err, app.started)
 	if err != nil && !errors.Is(err, errSilent) {

@@ -379,9 +379,9 @@ func TestRedisRestartKeepsParkedRun(t *testing.T) {
 	waitOutput(t, out, "Your response")
 	time.Sleep(1500 * time.Millisecond) // appendfsync everysec: the question is on disk
 	rs.kill()
-	waitOutput(t, out, "Redis does not answer")
+	waitOutput(t, out, "does not answer")
 	rs.start()
-	waitOutput(t, out, "Redis is back")
+	waitOutput(t, out, "is back after")
 	fmt.Fprintln(stdin, "B")
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

@@ -20,6 +20,8 @@ type renderer struct {
 	runID string // the run orch's own notes are about, once known
 	// progress is the spinner line of a terminal; nil elsewhere.
 	progress *progress
+	// outage says what a follower waits for when the store stops answering.
+	outage outage
 }
 
 func newRenderer(out io.Writer, asJSON bool) *renderer { return &renderer{out: out, json: asJSON} }
@@ -72,9 +74,9 @@ func (r *renderer) update(u runs.Update) {
 	case u.Event != nil:
 		r.event(*u.Event)
 	case u.Outage != nil:
-		r.note(fmt.Sprintf("Redis does not answer (%v); waiting for it to come back…", u.Outage))
+		r.note(r.outage.away(u.Outage))
 	case u.Back > 0:
-		r.note(fmt.Sprintf("Redis is back after %s.", u.Back.Round(time.Second)))
+		r.note(r.outage.back(u.Back))
 	}
 }
 

@@ -356,7 +356,8 @@ func (a *app) drive(cmd *cobra.Command, b *store.Backend, wk workerSettings, run
 	if !h.json && isTerminal(a.stdout) {
 		r.spin(a.stdout) // a person watches: show what runs between the event lines
 	}
-	status, err := att.Attend(ctx, runs.Follow(ctx, b.Store, runID, runs.FollowOptions{From: from}))
+	r.outage = a.outage(cmd)
+	status, err := att.Attend(ctx, runs.Follow(ctx, b.Store, runID, runs.FollowOptions{From: from, Patience: storePatience}))
 	r.stopSpinning()
 	stop()
 	cctx, cancel := background()

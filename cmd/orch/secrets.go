@@ -231,6 +231,13 @@ func (h scrubHandler) WithGroup(name string) slog.Handler {
 	return scrubHandler{h.Handler.WithGroup(name), h.secrets}
 }
 
+// Flush writes what the handler it wraps holds back (the summaries of repeated records), when it holds anything.
+func (h scrubHandler) Flush() {
+	if f, ok := h.Handler.(interface{ Flush() }); ok {
+		f.Flush()
+	}
+}
+
 // attr scrubs the text of an attribute: strings, errors, Stringers, and groups of them.
 func (ss secrets) attr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
