@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // ClaudeConfig configures the Claude Code adapter. Its zero value runs "claude" with the CLI's default model.
@@ -33,11 +34,11 @@ func NewClaude(cfg ClaudeConfig) *Claude {
 func (c *Claude) Name() string { return "claude" }
 
 // Command returns: claude -p --output-format stream-json --verbose [--model M] [--resume SESSION]
-// [--settings JSON [--permission-mode MODE]] [extra…], with the prompt on standard input. With -p and no prompt
-// argument Claude Code reads the prompt from stdin (code.claude.com/docs/en/cli-reference, "Process piped content";
-// "Error: Input must be provided either through stdin or as a prompt argument when using --print" otherwise): an
-// argument could hold neither a NUL byte nor more than 128 KiB, and a prompt starting with "-" would be taken for
-// an option. stream-json rather than json: it is one object per line, so output survives a killed process, and
+// [--settings JSON [--permission-mode MODE]] [extra…] PROMPT, the documented command line, for a prompt an argument
+// can hold; a longer one (or one no argument can carry) goes on standard input instead, with no prompt argument: with
+// -p and no prompt argument Claude Code reads the prompt from stdin (code.claude.com/docs/en/cli-reference, "Process
+// piped content"; "Error: Input must be provided either through stdin or as a prompt argument when using --print"
+// otherwise), whatever its size. stream-json rather than json: it is one object per line, so output survives a killed process, and
 // --print refuses stream-json without --verbose. With a permission policy, the settings carry orch's hook and
 // rules, and the hook's state goes in the environment (HookEnv). A session paused at a deferred call is resumed
 // with no prompt and nothing on stdin: the hook then decides the call again (code.claude.com/docs/en/hooks,
@@ -71,10 +72,20 @@ func (c *Claude) Command(req Request) (Command, error) {
 	}
 	args = append(args, c.cfg.ExtraArgs...)
 	cmd := Command{Args: args, Env: env}
-	if !req.ResumePaused {
+	inArgs := ""
+	switch {
+	case req.ResumePaused:
+	case promptFitsArgument(req.Prompt):
+		// The CLI's option parser takes a prompt such as "- [ ] fix it" for an unknown option and exits; "--" ends
+		// the options. Only then, so the usual command line stays the documented one.
+		if strings.HasPrefix(req.Prompt, "-") {
+			cmd.Args = append(cmd.Args, "--")
+		}
+		cmd.Args, inArgs = append(cmd.Args, req.Prompt), req.Prompt
+	default:
 		cmd.Stdin = req.Prompt
 	}
-	if err := checkCommand(cmd, ""); err != nil {
+	if err := checkCommand(cmd, inArgs); err != nil {
 		return Command{}, fmt.Errorf("claude command: %w", err)
 	}
 	return cmd, nil

@@ -22,27 +22,35 @@ func TestClaudeCommand(t *testing.T) {
 		session  string
 		prompt   string
 		wantArgs []string
+		stdin    bool // the prompt goes on stdin, not as the last argument
 	}{
 		{
 			name:     "zero config",
-			wantArgs: []string{"claude", "-p", "--output-format", "stream-json", "--verbose"},
+			wantArgs: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "do it"},
 		},
 		{
 			name:    "model, resume and extra args",
 			cfg:     ClaudeConfig{Binary: "/opt/claude", Model: "claude-sonnet-4-6", ExtraArgs: []string{"--max-turns", "30"}},
 			session: "9ac571b5-8e1c-4a26-8639-9f2c9697cbae",
 			wantArgs: []string{"/opt/claude", "-p", "--output-format", "stream-json", "--verbose", "--model", "claude-sonnet-4-6",
-				"--resume", "9ac571b5-8e1c-4a26-8639-9f2c9697cbae", "--max-turns", "30"},
+				"--resume", "9ac571b5-8e1c-4a26-8639-9f2c9697cbae", "--max-turns", "30", "do it"},
 		},
 		{
-			name:     "a prompt that looks like an option is no option on stdin",
+			name:     "a prompt that looks like an option comes after --",
 			prompt:   "- [ ] fix the build",
-			wantArgs: []string{"claude", "-p", "--output-format", "stream-json", "--verbose"},
+			wantArgs: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--", "- [ ] fix the build"},
 		},
 		{
 			name:     "a prompt no argument could hold goes on stdin as it is",
 			prompt:   "nul \x00 here\x00, bad utf-8 \xff\xfe, controls \x1b[31m\r\b and " + strings.Repeat("x", 1<<20),
 			wantArgs: []string{"claude", "-p", "--output-format", "stream-json", "--verbose"},
+			stdin:    true,
+		},
+		{
+			name:     "a prompt longer than an argument should carry goes on stdin",
+			prompt:   strings.Repeat("y", promptArgLimit+1),
+			wantArgs: []string{"claude", "-p", "--output-format", "stream-json", "--verbose"},
+			stdin:    true,
 		},
 	}
 	for _, tt := range tests {
@@ -62,8 +70,8 @@ func TestClaudeCommand(t *testing.T) {
 			if !reflect.DeepEqual(cmd.Env, wantEnv) {
 				t.Errorf("env %q, want %q", cmd.Env, wantEnv)
 			}
-			if cmd.Stdin != r.Prompt {
-				t.Errorf("stdin is not the prompt (%d bytes, want %d)", len(cmd.Stdin), len(r.Prompt))
+			if want := map[bool]string{true: r.Prompt}[tt.stdin]; cmd.Stdin != want {
+				t.Errorf("stdin is %d bytes, want %d (the prompt on stdin: %v)", len(cmd.Stdin), len(want), tt.stdin)
 			}
 		})
 	}
@@ -176,7 +184,7 @@ func TestClaudeRunsFakeBinary(t *testing.T) {
 			name:       "new session",
 			cfg:        ClaudeConfig{Model: "claude-sonnet-4-6"},
 			transcript: "02_stream_claude-2.1.63.jsonl",
-			wantArgs:   []string{"-p", "--output-format", "stream-json", "--verbose", "--model", "claude-sonnet-4-6"},
+			wantArgs:   []string{"-p", "--output-format", "stream-json", "--verbose", "--model", "claude-sonnet-4-6", prompt},
 			check: func(t *testing.T, r Result) {
 				if !r.Success || r.SessionID != "e9ccd9f0-820e-4fad-98d9-d89e6d771b96" || r.OutputTokens != 5307 {
 					t.Errorf("got %+v", r)
@@ -190,7 +198,7 @@ func TestClaudeRunsFakeBinary(t *testing.T) {
 			transcript: "04b_auth_401.jsonl",
 			exit:       1,
 			wantArgs: []string{"-p", "--output-format", "stream-json", "--verbose",
-				"--resume", "e9ccd9f0-820e-4fad-98d9-d89e6d771b96", "--permission-mode", "bypassPermissions"},
+				"--resume", "e9ccd9f0-820e-4fad-98d9-d89e6d771b96", "--permission-mode", "bypassPermissions", prompt},
 			check: func(t *testing.T, r Result) {
 				if r.Success || !strings.Contains(strings.Join(r.Errors, "\n"), "API error 401: Invalid API key") {
 					t.Errorf("got %+v", r)
@@ -200,7 +208,7 @@ func TestClaudeRunsFakeBinary(t *testing.T) {
 		{
 			name:       "interrupted: exit 0 without a result line",
 			transcript: "04b_sigint_no_result.jsonl",
-			wantArgs:   []string{"-p", "--output-format", "stream-json", "--verbose"},
+			wantArgs:   []string{"-p", "--output-format", "stream-json", "--verbose", prompt},
 			check: func(t *testing.T, r Result) {
 				if r.Success {
 					t.Errorf("exit 0 without a result line counted as success: %+v", r)
@@ -212,7 +220,7 @@ func TestClaudeRunsFakeBinary(t *testing.T) {
 			transcript: os.DevNull,
 			exit:       1,
 			stderr:     "When using --print, --output-format=stream-json requires --verbose",
-			wantArgs:   []string{"-p", "--output-format", "stream-json", "--verbose"},
+			wantArgs:   []string{"-p", "--output-format", "stream-json", "--verbose", prompt},
 			check: func(t *testing.T, r Result) {
 				if r.Success || !strings.Contains(r.Text, "requires --verbose") {
 					t.Errorf("got %+v", r)
@@ -237,8 +245,8 @@ func TestClaudeRunsFakeBinary(t *testing.T) {
 			if !reflect.DeepEqual(inv.Args, tt.wantArgs) {
 				t.Errorf("argv\n got %q\nwant %q", inv.Args, tt.wantArgs)
 			}
-			if inv.Stdin == nil || *inv.Stdin != prompt {
-				t.Errorf("stdin %v, want the prompt", inv.Stdin)
+			if got := inv.Args[len(inv.Args)-1]; got != prompt {
+				t.Errorf("last argument %q, want the prompt", got)
 			}
 			wantEnv := map[string]string{"ORCH_RUN_ID": "run-7", "ORCH_TASK_ID": "1.1", "ORCH_ATTEMPT": "2"}
 			if !reflect.DeepEqual(inv.Env, wantEnv) {

@@ -28,6 +28,16 @@ const (
 	maxCommandLen = 1 << 20
 )
 
+// promptArgLimit is the longest prompt an adapter that can take its prompt either way passes as an argument: well
+// under MaxArgLen, so the rest of the command line and the environment fit beside it.
+const promptArgLimit = 64 << 10
+
+// promptFitsArgument reports whether a prompt goes as a command-line argument for an adapter that takes it either way:
+// short enough, and without a NUL byte, which no argument can carry. Anything else goes on standard input.
+func promptFitsArgument(prompt string) bool {
+	return len(prompt) <= promptArgLimit && !strings.ContainsRune(prompt, 0)
+}
+
 // checkCommand refuses a command that could not be started because of what it carries. prompt is the prompt when it
 // is in the arguments ("" when it goes on stdin): it is named apart, being what a person can do something about; other
 // strings are named by their position.

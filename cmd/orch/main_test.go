@@ -491,9 +491,8 @@ func TestClaudeAgentWithFakeCLI(t *testing.T) {
 		"run", "--agent", "claude", "--brain", "heuristic", "examples/plans/hello.md")
 	must(t, ok, 0, "Invoking Claude Code", "Task 1.1: COMPLETED", "Task 1.2: COMPLETED", "$0.9437")
 	var inv struct {
-		Args  []string          `json:"args"`
-		Env   map[string]string `json:"env"`
-		Stdin string            `json:"stdin"`
+		Args []string          `json:"args"`
+		Env  map[string]string `json:"env"`
 	}
 	data, err := os.ReadFile(argsFile)
 	if err != nil {
@@ -501,13 +500,10 @@ func TestClaudeAgentWithFakeCLI(t *testing.T) {
 	}
 	json.Unmarshal(data, &inv)
 	got := strings.Join(inv.Args, " ")
-	for _, want := range []string{"-p", "--output-format stream-json", "--verbose"} {
+	for _, want := range []string{"-p", "--output-format stream-json", "--verbose", "Task 1.2: Check the greeting"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("claude was called without %q: %q", want, got)
 		}
-	}
-	if strings.Contains(got, "Task 1.2") || !strings.Contains(inv.Stdin, "Task 1.2: Check the greeting") {
-		t.Errorf("the prompt is not on claude's stdin (args %q, stdin %q)", got, inv.Stdin)
 	}
 	if inv.Env["ORCH_TASK_ID"] != "1.2" || inv.Env["ORCH_ATTEMPT"] != "1" || inv.Env["ORCH_RUN_ID"] != runID(t, ok) {
 		t.Errorf("env = %v", inv.Env)
