@@ -212,7 +212,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // verified reads the body (bounded) and checks Slack's signature before anything else: a request that fails gets
-// 401 and changes nothing.
+// 401 and changes nothing, and so does one received before (notReplayed).
 func (s *Server) verified(next func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
@@ -231,7 +231,7 @@ func (s *Server) verified(next func(w http.ResponseWriter, r *http.Request, body
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		next(w, r, body)
+		s.notReplayed(w, r, body, next)
 	}
 }
 
