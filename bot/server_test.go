@@ -1360,7 +1360,7 @@ func TestCommandAbort(t *testing.T) {
 				t.Errorf("/orch abort: %q", got)
 			}
 			h.command("abort r-nosuchrun1", alice)
-			h.waitEphemeral("Could not abort: run not found")
+			h.waitEphemeral("Could not abort: no such run `r-nosuchrun1`")
 		})
 	})
 }

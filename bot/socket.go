@@ -63,7 +63,7 @@ func (s *Server) socketEvent(client *socketmode.Client, ev socketmode.Event) {
 		if err != nil {
 			text = err.Error()
 		}
-		s.ack(client, ev.Request, map[string]string{"response_type": "ephemeral", "text": text})
+		s.ack(client, ev.Request, map[string]string{"response_type": "ephemeral", "text": replyText(text)})
 	case socketmode.EventTypeInteractive:
 		cb, ok := ev.Data.(slack.InteractionCallback)
 		if !ok || ev.Request == nil {
@@ -74,7 +74,7 @@ func (s *Server) socketEvent(client *socketmode.Client, ev socketmode.Event) {
 			return
 		}
 		if err := s.interaction(cb); err != nil {
-			s.ack(client, ev.Request, map[string]string{"response_type": "ephemeral", "text": err.Error()})
+			s.ack(client, ev.Request, map[string]string{"response_type": "ephemeral", "text": replyText(err.Error())})
 			return
 		}
 		s.ack(client, ev.Request, nil)
