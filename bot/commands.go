@@ -104,11 +104,18 @@ func (s *Server) command(cmd command) (string, error) {
 		}
 		return fmt.Sprintf("On it: “%s”. Its thread appears in this channel.", escapeCut(headLine(escalation.Redact(text)), 80, false)), nil
 	case "status":
+		if !s.allowed(cmd.UserID) {
+			s.refused(cmd.UserID, "status", cmd.Text)
+			return "", errors.New("you are not allowed to look at runs here (ORCH_ALLOWED_USERS)")
+		}
 		id := ""
 		if len(words) > 1 {
 			id = words[1]
 		}
-		if err := s.jobs.submit(func(ctx context.Context) { s.status(ctx, id, cmd.ResponseURL) }); err != nil {
+		if id != "" && !isRunID(id) {
+			return "", fmt.Errorf("%s is not a run id (run ids look like `r-k3j9x2m4qa`): `/orch status [RUN_ID]`", echo(id))
+		}
+		if err := s.jobs.submit(func(ctx context.Context) { s.status(ctx, id, cmd.UserID, cmd.ChannelID, cmd.ResponseURL) }); err != nil {
 			return "", err
 		}
 		return "Looking it up…", nil
@@ -120,7 +127,12 @@ func (s *Server) command(cmd command) (string, error) {
 			s.refused(cmd.UserID, "abort", cmd.Text)
 			return "", errors.New("you are not allowed to abort runs here (ORCH_ALLOWED_USERS)")
 		}
-		id, reason := words[1], strings.TrimSpace(strings.Join(words[2:], " "))
+		id := words[1]
+		if !isRunID(id) {
+			return "", fmt.Errorf("%s is not a run id (run ids look like `r-k3j9x2m4qa`): `/orch abort RUN_ID [REASON]`", echo(id))
+		}
+		// The reason is kept with the run, its audit and its events, and shown wherever the run is: a few lines at most.
+		reason := cutPlain(escalation.Redact(strings.Join(words[2:], " ")), maxReason)
 		if err := s.jobs.submit(func(ctx context.Context) { s.abort(ctx, id, cmd.UserID, reason, cmd.ResponseURL) }); err != nil {
 			return "", err
 		}
@@ -190,8 +202,12 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 	return req, nil
 }
 
-// maxErrorEcho bounds the error a reply passes on (one that quotes a request or a plan).
-const maxErrorEcho = 2000
+const (
+	// maxErrorEcho bounds the error a reply passes on (one that quotes a request or a plan).
+	maxErrorEcho = 2000
+	// maxReason bounds the reason given for an abort: it is kept with the run and shown wherever the run is.
+	maxReason = 500
+)
 
 // unavailableText is what a person hears when orch cannot reach its store: nothing changed, and trying again later
 // is the thing to do.
@@ -216,7 +232,8 @@ func (s *Server) startRun(ctx context.Context, req StartRequest, tell func(conte
 	}
 }
 
-func (s *Server) status(ctx context.Context, id, responseURL string) {
+// status answers /orch status: a run's status, and its open question when user may see it from channel (mayAnswer).
+func (s *Server) status(ctx context.Context, id, user, channel, responseURL string) {
 	var run *jobs.Run
 	var err error
 	if id == "" {
@@ -225,22 +242,28 @@ func (s *Server) status(ctx context.Context, id, responseURL string) {
 		run, err = s.cfg.Store.Get(ctx, id)
 	}
 	switch {
+	case errors.Is(err, jobs.ErrRunNotFound) && id == "":
+		s.respond(ctx, responseURL, "No run was started from Slack yet: `/orch run PLAN` starts one.")
+		return
 	case errors.Is(err, jobs.ErrRunNotFound):
-		s.respond(ctx, responseURL, "No such run: "+err.Error())
+		s.respond(ctx, responseURL, fmt.Sprintf("No such run: %s. `/orch history` lists this channel's runs.", echo(id)))
 		return
 	case err != nil:
 		s.log.Warn("looking up a run's status", "run_id", id, "err", err)
 		s.respond(ctx, responseURL, unavailableText)
 		return
 	}
-	s.respond(ctx, responseURL, statusText(run))
+	s.respond(ctx, responseURL, statusText(run, s.mayAnswer(user, channel, run)))
 }
 
-func statusText(r *jobs.Run) string {
+// statusText is a run's status in a few lines; its open question is shown when showQuestion (the reader may see it),
+// else only that there is one, and where.
+func statusText(r *jobs.Run, showQuestion bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run `%s` (%s): *%s*", r.ID, r.PlanTitle, r.Status)
+	fmt.Fprintf(&b, "Run %s (%s): *%s*", inlineCode(r.ID, maxActionField), escapeCut(planTitle(r), maxLine, false),
+		escapeCut(string(r.Status), 40, false))
 	if r.Reason != "" {
-		fmt.Fprintf(&b, " — %s", r.Reason)
+		fmt.Fprintf(&b, " — %s", escapeCut(headLine(r.Reason), maxLine, false))
 	}
 	done := 0
 	for _, t := range r.Tasks {
@@ -250,20 +273,16 @@ func statusText(r *jobs.Run) string {
 	}
 	fmt.Fprintf(&b, "\n%d of %d tasks done", done, len(r.Tasks))
 	if t := r.Current(); t != nil && !r.Status.Terminal() {
-		fmt.Fprintf(&b, "; now: %s %s (%s)", t.ID, t.Title, t.Status)
+		fmt.Fprintf(&b, "; now: %s (%s)", escapeCut(t.ID+" "+t.Title, maxLine, false), escapeCut(string(t.Status), 40, false))
 	}
 	if e := r.OpenEscalation(); e != nil {
-		fmt.Fprintf(&b, "\nWaiting for an answer (%s): %s", e.Trigger, firstLineOf(e.Question))
+		if showQuestion {
+			fmt.Fprintf(&b, "\nWaiting for an answer (%s): %s", escapeCut(string(e.Trigger), 40, false), questionHead(e))
+		} else {
+			b.WriteString("\nWaiting for an answer: the question is in the run's thread, for the people of its channel.")
+		}
 	}
 	return b.String()
-}
-
-func firstLineOf(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	if len(line) > 200 {
-		line = line[:200] + "…"
-	}
-	return line
 }
 
 func (s *Server) abort(ctx context.Context, id, user, reason, responseURL string) {
@@ -272,16 +291,19 @@ func (s *Server) abort(ctx context.Context, id, user, reason, responseURL string
 	}
 	run, err := escalation.Abort(ctx, s.cfg.Store, s.cfg.Queue, id, user, "slack", reason)
 	switch {
-	case errors.Is(err, jobs.ErrRunNotFound), errors.Is(err, escalation.ErrNoOpenEscalation),
-		errors.Is(err, escalation.ErrAlreadyResolved), errors.Is(err, escalation.ErrInvalid):
-		s.respond(ctx, responseURL, "Could not abort: "+err.Error())
+	case errors.Is(err, jobs.ErrRunNotFound):
+		s.respond(ctx, responseURL, fmt.Sprintf("Could not abort: no such run %s.", echo(id)))
+		return
+	case errors.Is(err, escalation.ErrNoOpenEscalation), errors.Is(err, escalation.ErrAlreadyResolved),
+		errors.Is(err, escalation.ErrInvalid):
+		s.respond(ctx, responseURL, "Could not abort: "+escalation.Bound(err.Error(), maxErrorEcho))
 		return
 	case err != nil:
 		s.log.Warn("aborting a run", "run_id", id, "err", err)
 		s.respond(ctx, responseURL, unavailableText)
 		return
 	}
-	s.respond(ctx, responseURL, fmt.Sprintf("Run `%s` is %s.", run.ID, run.Status))
+	s.respond(ctx, responseURL, fmt.Sprintf("Run %s is %s.", inlineCode(run.ID, maxActionField), escapeCut(string(run.Status), 40, false)))
 }
 
 // refused audits an attempt by someone not in ORCH_ALLOWED_USERS. The detail (what they typed) is bounded: the audit

@@ -275,7 +275,7 @@ func (s *Server) answer(ctx context.Context, m message, req escalation.Request) 
 func (s *Server) ephemeral(ctx context.Context, channel, threadTS, user, text string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	opts := []slack.MsgOption{slack.MsgOptionText(replyText(text), false)}
 	if threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(threadTS))
 	}

@@ -347,7 +347,7 @@ func (s *Server) respondMessage(ctx context.Context, responseURL string, m Messa
 	if responseURL == "" {
 		return
 	}
-	err := slack.PostWebhookContext(ctx, responseURL, &slack.WebhookMessage{Text: m.Text,
+	err := slack.PostWebhookContext(ctx, responseURL, &slack.WebhookMessage{Text: replyText(m.Text),
 		Blocks: &slack.Blocks{BlockSet: m.Blocks}, ResponseType: "ephemeral"})
 	if err != nil {
 		s.log.Warn("answering through response_url", "err", err)

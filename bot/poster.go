@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
-	"golang.org/x/time/rate"
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/backoff"
@@ -59,23 +58,23 @@ type poster struct {
 	done     chan struct{}
 	stopOnce sync.Once
 
-	mu       sync.Mutex
-	limiters map[string]*rate.Limiter // per channel: Slack allows about one message a second
+	pace *pacer // per channel: Slack allows about one message a second
 }
 
 func newPoster(s *Server) *poster {
 	return &poster{s: s, mirror: s.cfg.Store.Mirror(mirrorName), stop: make(chan struct{}), done: make(chan struct{}),
-		limiters: map[string]*rate.Limiter{}}
+		pace: newPacer(s.cfg.PostInterval, s.log)}
 }
 
 func (p *poster) start() {
 	go p.loop()
 }
 
-// shutdown stops the loop after the pass in progress.
+// shutdown stops the loop after the pass in progress, then drops the progress updates not sent yet.
 func (p *poster) shutdown() {
 	p.stopOnce.Do(func() { close(p.stop) })
 	<-p.done
+	p.pace.shutdown()
 }
 
 func (p *poster) loop() {
@@ -123,6 +122,11 @@ func (p *poster) follow(ctx context.Context, runID string) error {
 	return p.mirror.Follow(ctx, runID)
 }
 
+// syncWorkers is how many runs' threads a pass brings up to date at once. Their calls to Slack wait in their
+// channels' lines (pacer), so that a channel's questions and ends go first: a run whose turn has not come does not
+// keep the runs of other channels waiting, nor the other runs of its own channel from their place in the line.
+const syncWorkers = 16
+
 // pass brings every followed run's thread up to date.
 func (p *poster) pass(ctx context.Context) {
 	ids, err := p.mirror.Followed(ctx)
@@ -132,13 +136,21 @@ func (p *poster) pass(ctx context.Context) {
 		}
 		return
 	}
+	var wg sync.WaitGroup
+	workers := make(chan struct{}, syncWorkers)
+	defer wg.Wait()
 	for _, id := range ids {
-		if ctx.Err() != nil {
+		select {
+		case <-ctx.Done():
 			return
+		case workers <- struct{}{}:
 		}
-		if err := p.sync(ctx, id); err != nil && ctx.Err() == nil {
-			p.s.log.Warn("updating a run's Slack thread; will try again", "run_id", id, "err", err)
-		}
+		wg.Go(func() {
+			defer func() { <-workers }()
+			if err := p.sync(ctx, id); err != nil && ctx.Err() == nil {
+				p.s.log.Warn("updating a run's Slack thread; will try again", "run_id", id, "err", err)
+			}
+		})
 	}
 }
 
@@ -430,22 +442,46 @@ func (p *poster) final(ctx context.Context, run *jobs.Run, st *runState) error {
 }
 
 // progress posts or updates the progress message: one update however many events came, so a busy run does not
-// flood the thread.
+// flood the thread. The first progress message is a post in the thread, made at once, so that it keeps its place
+// (before the question or the end that follows it); its updates are left to the channel's pace, which sends each
+// progress message's latest state when nothing more important waits.
 func (p *poster) progress(ctx context.Context, run *jobs.Run, st *runState) error {
+	if st.ProgressTS != "" {
+		runID, channel, ts := run.ID, st.Channel, st.ProgressTS
+		p.pace.progress(channel, ts, func(ctx context.Context) error { return p.sendProgress(ctx, runID, channel, ts) })
+		return nil
+	}
 	recent, err := p.s.cfg.Store.Recent(ctx, run.ID, recentEvents)
 	if err != nil {
 		return err
 	}
-	msg := ProgressMessage(run, recent)
-	if st.ProgressTS == "" {
-		ts, err := p.post(ctx, st.Channel, st.RootTS, msg)
-		if err != nil {
-			return err
-		}
-		st.ProgressTS = ts
-		return p.save(ctx, run.ID, fieldProgressTS, ts)
+	ts, err := p.post(ctx, st.Channel, st.RootTS, ProgressMessage(run, recent))
+	if err != nil {
+		return err
 	}
-	return p.update(ctx, st.Channel, st.ProgressTS, msg)
+	st.ProgressTS = ts
+	return p.save(ctx, run.ID, fieldProgressTS, ts)
+}
+
+// sendProgress updates a run's progress message (ts in channel) to show the run as it is now. It runs in the channel's
+// turn (pacer), so it calls Slack directly.
+func (p *poster) sendProgress(ctx context.Context, runID, channel, ts string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	run, err := p.s.cfg.Store.Get(ctx, runID)
+	if errors.Is(err, jobs.ErrRunNotFound) {
+		return nil // pruned meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	recent, err := p.s.cfg.Store.Recent(ctx, runID, recentEvents)
+	if err != nil {
+		return err
+	}
+	m := ProgressMessage(run, recent)
+	_, _, _, err = p.s.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...))
+	return err
 }
 
 // post sends a message (in a thread when threadTS is set) and returns its ts.
@@ -477,35 +513,40 @@ const slackTries = 6
 // call makes one Web API call within Slack's pace for the channel, waiting out a 429's Retry-After. Other errors are
 // returned at once: the next pass tries again.
 func (p *poster) call(ctx context.Context, channel string, fn func(context.Context) error) error {
-	pace := p.limiter(channel)
 	retry := backoff.Retry{Tries: slackTries, OnRetry: func(_ int, _ error, wait time.Duration) {
 		p.s.log.Info("Slack asked to slow down", "channel", channel, "retry_after", wait)
 	}}
 	return retry.Do(ctx, func(ctx context.Context) error {
-		if err := pace.Wait(ctx); err != nil {
+		release, err := p.pace.turn(ctx, channel)
+		if err != nil {
 			return backoff.Permanent(err)
 		}
+		defer release()
 		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
-		err := fn(cctx)
-		var rl *slack.RateLimitedError
-		if errors.As(err, &rl) {
-			return backoff.After(err, rl.RetryAfter)
+		err = fn(cctx)
+		if wait, limited := retryAfter(err); limited {
+			p.pace.slowDown(channel, wait)
+			return backoff.After(err, wait)
 		}
 		return backoff.Permanent(err)
 	})
 }
 
-// limiter is the channel's pace: one call per PostInterval, none saved up.
-func (p *poster) limiter(channel string) *rate.Limiter {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	l := p.limiters[channel]
-	if l == nil {
-		l = rate.NewLimiter(rate.Every(p.s.cfg.PostInterval), 1)
-		p.limiters[channel] = l
+// transient reports whether a Web API call that failed with err may succeed as it is later: Slack asked to slow down or
+// did not answer, rather than refusing the call (an error of its own, such as message_not_found).
+func transient(err error) bool {
+	var se slack.SlackErrorResponse
+	return err != nil && !errors.As(err, &se)
+}
+
+// retryAfter reports whether err is Slack's 429, and how long it asked to wait.
+func retryAfter(err error) (time.Duration, bool) {
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return rl.RetryAfter, true
 	}
-	return l
+	return 0, false
 }
 
 // once reports whether key is seen for the first time (within a day).

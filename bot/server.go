@@ -212,7 +212,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // verified reads the body (bounded) and checks Slack's signature before anything else: a request that fails gets
-// 401 and changes nothing.
+// 401 and changes nothing, and so does one received before (notReplayed).
 func (s *Server) verified(next func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
@@ -231,7 +231,7 @@ func (s *Server) verified(next func(w http.ResponseWriter, r *http.Request, body
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		next(w, r, body)
+		s.notReplayed(w, r, body, next)
 	}
 }
 
@@ -279,10 +279,17 @@ func (s *Server) allowed(user string) bool {
 	return false
 }
 
+// maxReplyText bounds every answer the bot gives a person (an ack, a response_url answer, an ephemeral message):
+// each echo of what they sent is bounded where it is made, and this is the last line should one be missed.
+const maxReplyText = 4000
+
+// replyText is an answer's text within maxReplyText.
+func replyText(text string) string { return escalation.Bound(text, maxReplyText) }
+
 // reply writes a response Slack shows to the requester only.
 func reply(w http.ResponseWriter, text string) {
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]string{"response_type": "ephemeral", "text": text})
+	json.NewEncoder(w).Encode(map[string]string{"response_type": "ephemeral", "text": replyText(text)})
 }
 
 // respond sends a delayed ephemeral answer through a request's response_url.
@@ -290,7 +297,7 @@ func (s *Server) respond(ctx context.Context, responseURL, text string) {
 	if responseURL == "" {
 		return
 	}
-	err := slack.PostWebhookContext(ctx, responseURL, &slack.WebhookMessage{Text: text, ResponseType: "ephemeral"})
+	err := slack.PostWebhookContext(ctx, responseURL, &slack.WebhookMessage{Text: replyText(text), ResponseType: "ephemeral"})
 	if err != nil {
 		s.log.Warn("answering through response_url", "err", err)
 	}

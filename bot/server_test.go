@@ -850,7 +850,6 @@ func TestVerify(t *testing.T) {
 // The official vector through the endpoint, with the server's clock at the vector's time: it is a slash command with
 // no text, so it gets the help; five minutes and a second later the same request is a replay and gets 401.
 func TestSigningVectorThroughEndpoint(t *testing.T) {
-	rdb := clients(t)["miniredis"]
 	body := testdata(t, "signing_example_body.txt")
 	for _, tt := range []struct {
 		name string
@@ -862,7 +861,8 @@ func TestSigningVectorThroughEndpoint(t *testing.T) {
 		{"5m1s later", time.Unix(1531420618, 0).Add(5*time.Minute + time.Second), http.StatusUnauthorized},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, rdb, func(h *harness, c *Config) {
+			// A store of its own: the vector seen once is a replay to the same store.
+			h := newHarness(t, clients(t)["miniredis"], func(h *harness, c *Config) {
 				c.SigningSecret = vectorSecret
 				c.Now = func() time.Time { return tt.now }
 			})
@@ -1360,7 +1360,7 @@ func TestCommandAbort(t *testing.T) {
 				t.Errorf("/orch abort: %q", got)
 			}
 			h.command("abort r-nosuchrun1", alice)
-			h.waitEphemeral("Could not abort: run not found")
+			h.waitEphemeral("Could not abort: no such run `r-nosuchrun1`")
 		})
 	})
 }

@@ -36,7 +36,22 @@ func (s *Server) RunSocketMode(ctx context.Context) error {
 	}
 }
 
+// socketEvent handles an envelope. Envelopes carry no signature, but an envelope delivered twice (Slack sends again one
+// it did not see acked) is handled once, by its envelope_id: the second is acked and nothing is done.
 func (s *Server) socketEvent(client *socketmode.Client, ev socketmode.Event) {
+	unsee := func() {}
+	switch ev.Type {
+	case socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive, socketmode.EventTypeEventsAPI:
+		if ev.Request == nil || ev.Request.EnvelopeID == "" {
+			break
+		}
+		var first bool
+		if first, unsee = s.seenOnce(context.Background(), envelopeKey(ev.Request.EnvelopeID)); !first {
+			s.log.Info("socket mode: an envelope delivered again; acknowledged, nothing done", "type", ev.Type)
+			s.ack(client, ev.Request, nil)
+			return
+		}
+	}
 	switch ev.Type {
 	case socketmode.EventTypeSlashCommand:
 		sc, ok := ev.Data.(slack.SlashCommand)
@@ -48,7 +63,7 @@ func (s *Server) socketEvent(client *socketmode.Client, ev socketmode.Event) {
 		if err != nil {
 			text = err.Error()
 		}
-		s.ack(client, ev.Request, map[string]string{"response_type": "ephemeral", "text": text})
+		s.ack(client, ev.Request, map[string]string{"response_type": "ephemeral", "text": replyText(text)})
 	case socketmode.EventTypeInteractive:
 		cb, ok := ev.Data.(slack.InteractionCallback)
 		if !ok || ev.Request == nil {
@@ -59,7 +74,7 @@ func (s *Server) socketEvent(client *socketmode.Client, ev socketmode.Event) {
 			return
 		}
 		if err := s.interaction(cb); err != nil {
-			s.ack(client, ev.Request, map[string]string{"response_type": "ephemeral", "text": err.Error()})
+			s.ack(client, ev.Request, map[string]string{"response_type": "ephemeral", "text": replyText(err.Error())})
 			return
 		}
 		s.ack(client, ev.Request, nil)
@@ -69,6 +84,7 @@ func (s *Server) socketEvent(client *socketmode.Client, ev socketmode.Event) {
 			return
 		}
 		if err := s.event(e); err != nil {
+			unsee()
 			return // not acked: Slack delivers it again
 		}
 		s.ack(client, ev.Request, nil)

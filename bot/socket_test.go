@@ -83,6 +83,19 @@ func (s *socketSlack) ack(h *harness, envelopeID string) map[string]any {
 	return ack
 }
 
+// acksOf are the bot's acknowledgements of an envelope, in the order it sent them.
+func (s *socketSlack) acksOf(envelopeID string) []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for _, f := range s.frames {
+		if f["envelope_id"] == envelopeID {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func (s *socketSlack) acks(envelopeID string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -645,10 +645,12 @@ func Request(baseURL, path, secret string, body []byte, contentType string) *htt
 	return req
 }
 
-// SlashCommand is the form body of `/orch TEXT` typed by user in channel.
+// SlashCommand is the form body of `/orch TEXT` typed by user in channel. Each carries a trigger_id of its own, as
+// every slash command Slack sends does (docs.slack.dev/interactivity/implementing-slash-commands, "trigger_id"): two
+// commands typed alike are two different bodies.
 func (s *Slack) SlashCommand(text, user, channel string) []byte {
 	v := url.Values{"command": {"/orch"}, "text": {text}, "user_id": {user}, "user_name": {user},
-		"channel_id": {channel}, "team_id": {"T0001"}, "response_url": {s.ResponseURL("cmd")}, "trigger_id": {"1.2.3"}}
+		"channel_id": {channel}, "team_id": {"T0001"}, "response_url": {s.ResponseURL("cmd")}, "trigger_id": {s.Trigger(user)}}
 	return []byte(v.Encode())
 }
 

@@ -154,6 +154,15 @@ func (m *Mirror) Once(ctx context.Context, key string, ttl time.Duration) (bool,
 	return first, nil
 }
 
+// Unsee undoes Once for key: the next Once with it is a first time again. It is for a request that was seen but not
+// taken (refused as busy), which its sender will send again as it was.
+func (m *Mirror) Unsee(ctx context.Context, key string) error {
+	if err := m.rdb.Del(ctx, m.onceKey(key)).Err(); err != nil {
+		return fmt.Errorf("forgetting that %s was seen: %w", key, err)
+	}
+	return nil
+}
+
 // Forget deletes what the front end kept of runs that are gone: their state, locks, threads, and their place among the
 // runs followed.
 func (m *Mirror) Forget(ctx context.Context, runIDs []string) error {

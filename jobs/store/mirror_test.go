@@ -259,6 +259,16 @@ func TestMirrorOnce(t *testing.T) {
 			if first, err := m.Once(ctx, "event:Ev1", time.Minute); err != nil || !first {
 				t.Fatalf("a key whose time ran out: first = %v, %v; want true", first, err)
 			}
+			// Unseen, a key is a first again; other keys stay seen.
+			if err := m.Unsee(ctx, "event:Ev1"); err != nil {
+				t.Fatal(err)
+			}
+			if first, err := m.Once(ctx, "event:Ev1", time.Minute); err != nil || !first {
+				t.Fatalf("an unseen key: first = %v, %v; want true", first, err)
+			}
+			if first, err := m.Once(ctx, "event:Ev1", time.Minute); err != nil || first {
+				t.Fatalf("a key seen again after Unsee: first = %v, %v; want false", first, err)
+			}
 		})
 	}
 }

@@ -1,0 +1,139 @@
+package bot
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// sends records what a pacer sent, in order.
+type sends struct {
+	mu   sync.Mutex
+	done []string
+}
+
+func (s *sends) add(what string) {
+	s.mu.Lock()
+	s.done = append(s.done, what)
+	s.mu.Unlock()
+}
+
+func (s *sends) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.done)
+}
+
+func (s *sends) progress(what string) progressUpdate {
+	return func(context.Context) error { s.add(what); return nil }
+}
+
+// waitUntil polls cond for up to 10 seconds.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waiting is how many calls wait for a turn in channel key.
+func (p *pacer) waiting(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.lane(key).waiters)
+}
+
+// A progress update replaced before its turn is never sent: of three updates of one message left while the channel was
+// busy, only the last goes, once; another message's update goes too.
+func TestPacerSendsOnlyTheLatestProgress(t *testing.T) {
+	p := newPacer(time.Millisecond, slog.New(slog.DiscardHandler))
+	defer p.shutdown()
+	var s sends
+	release, err := p.turn(context.Background(), "C1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.progress("C1", "m1", s.progress("m1 v1"))
+	p.progress("C1", "m2", s.progress("m2 v1"))
+	p.progress("C1", "m1", s.progress("m1 v2"))
+	p.progress("C1", "m1", s.progress("m1 v3"))
+	if got := s.list(); len(got) != 0 {
+		t.Fatalf("sent %v while the channel was busy", got)
+	}
+	release()
+	waitUntil(t, "the progress to be sent", func() bool { return p.pending("C1") == 0 && len(s.list()) == 2 })
+	if got := s.list(); !slices.Equal(got, []string{"m1 v3", "m2 v1"}) {
+		t.Errorf("sent %v, want the latest of m1 (first queued), then m2", got)
+	}
+}
+
+// A call that shapes a thread goes before progress left earlier: progress takes only the turns nobody wanted.
+func TestPacerImportantFirst(t *testing.T) {
+	p := newPacer(time.Millisecond, slog.New(slog.DiscardHandler))
+	defer p.shutdown()
+	var s sends
+	release, err := p.turn(context.Background(), "C1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.progress("C1", "m1", s.progress("progress"))
+	done := make(chan error, 2)
+	for i, name := range []string{"final 1", "final 2"} {
+		go func() {
+			r, err := p.turn(context.Background(), "C1")
+			if err == nil {
+				s.add(name)
+				r()
+			}
+			done <- err
+		}()
+		waitUntil(t, name+" in line", func() bool { return p.waiting("C1") == i+1 })
+	}
+	release()
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "the progress", func() bool { return len(s.list()) == 3 })
+	if got := s.list(); !slices.Equal(got, []string{"final 1", "final 2", "progress"}) {
+		t.Errorf("sent %v, want the calls in line first, in the order they came, then the progress", got)
+	}
+}
+
+// A call waiting in line returns when its context ends, and gives no turn away.
+func TestPacerTurnCancelled(t *testing.T) {
+	p := newPacer(time.Millisecond, slog.New(slog.DiscardHandler))
+	defer p.shutdown()
+	release, err := p.turn(context.Background(), "C1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		r, err := p.turn(ctx, "C1")
+		if err == nil {
+			r()
+		}
+		errc <- err
+	}()
+	waitUntil(t, "the call in line", func() bool { return p.waiting("C1") == 1 })
+	cancel()
+	if err := <-errc; err != context.Canceled {
+		t.Fatalf("turn = %v, want context.Canceled", err)
+	}
+	release()
+	if r, err := p.turn(context.Background(), "C1"); err != nil {
+		t.Fatal(err)
+	} else {
+		r()
+	}
+}
