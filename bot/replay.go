@@ -37,7 +37,7 @@ const (
 func (s *Server) seenOnce(ctx context.Context, key string) (first bool, unsee func()) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), replayCheckTimeout)
 	defer cancel()
-	first, err := s.poster.once(ctx, key)
+	first, err := s.poster.mirror.Once(ctx, key, replayTTL)
 	if err != nil {
 		s.log.Warn("the store does not answer; a Slack request is handled without checking whether it was received before",
 			"err", err)
