@@ -61,17 +61,7 @@ func TestOutageIsOneLineOnTheTerminal(t *testing.T) {
 		!strings.Contains(during, "Redis at "+addr+" is back after") {
 		t.Fatalf("the outage is not told as what orch waits for:\n%s", during)
 	}
-	fmt.Fprintln(stdin, "B")
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil || !strings.Contains(out.String(), "Task 1.1: COMPLETED") {
-			t.Fatalf("the run did not complete after the outage (%v):\n%s", err, out.String())
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatalf("the run did not end:\n%s", out.String())
-	}
+	answerAndComplete(t, stdin, cmd, out, "B")
 }
 
 // Redis killed under `orch worker`: its JSON log says each kind of failure once, not once per try of each of the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -382,17 +383,7 @@ func TestRedisRestartKeepsParkedRun(t *testing.T) {
 	waitOutput(t, out, "does not answer")
 	rs.start()
 	waitOutput(t, out, "is back after")
-	fmt.Fprintln(stdin, "B")
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil || !strings.Contains(out.String(), "Task 1.1: COMPLETED") {
-			t.Fatalf("the run did not complete after the restart (%v):\n%s", err, out.String())
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatalf("the run did not end:\n%s", out.String())
-	}
+	answerAndComplete(t, stdin, cmd, out, "B")
 }
 
 // Redis killed and started again while an agent works: the agent's outcome waits for Redis and is saved once it is
@@ -491,4 +482,20 @@ func TestServeSIGTERMDrains(t *testing.T) {
 	// A new serve in the same place picks the step up and finishes the run.
 	s2 := startServeIn(t, dir, fake)
 	s2.waitFor("the final message", func(m []slackfake.Message) bool { return finalMsg(m, "completed") })
+}
+
+// answerAndComplete answers the question a run waits on at its terminal and waits for the run to complete.
+func answerAndComplete(t *testing.T, stdin io.Writer, cmd *exec.Cmd, out *syncBuffer, answer string) {
+	t.Helper()
+	fmt.Fprintln(stdin, answer)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "Task 1.1: COMPLETED") {
+			t.Fatalf("the run did not complete after the answer (%v):\n%s", err, out.String())
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the run did not end:\n%s", out.String())
+	}
 }
