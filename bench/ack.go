@@ -62,20 +62,24 @@ func measureAck(ctx context.Context, r *rig, rounds int) (ackResult, error) {
 	}
 	defer stop()
 
-	click := fake.Click(slackfake.Message{Channel: "C1", TS: "1700000000.000001", ThreadTS: "1700000000.000000"}, "U1",
-		bot.ActionChoose+":B", bot.ActionValue{RunID: "r-nosuchrun1", EscalationID: "e1", Kind: "choose", Key: "B"}.Encode())
+	// Each request is one Slack could send: its own trigger_id, so its own body and signature (a byte-identical
+	// request is a replay, which orch refuses).
+	click := func() []byte {
+		return fake.Click(slackfake.Message{Channel: "C1", TS: "1700000000.000001", ThreadTS: "1700000000.000000"}, "U1",
+			bot.ActionChoose+":B", bot.ActionValue{RunID: "r-nosuchrun1", EscalationID: "e1", Kind: "choose", Key: "B"}.Encode())
+	}
 	endpoints := []struct {
 		name, path string
-		body       []byte
+		body       func() []byte
 	}{
-		{"/orch status", "/slack/commands", fake.SlashCommand("status r-nosuchrun1", "U1", "C1")},
+		{"/orch status", "/slack/commands", func() []byte { return fake.SlashCommand("status r-nosuchrun1", "U1", "C1") }},
 		{"button click", "/slack/interactions", click},
 	}
 	var all []time.Duration
 	note := fmt.Sprintf("%d rounds of %d concurrent signed requests per endpoint, over loopback HTTP with keep-alive "+
 		"(one unmeasured round first opens the connections), against the bot's real handler with a real Redis and a "+
 		"fake Slack Web API. ack_* is the handler time: from the request reaching orch's handler to the ack written "+
-		"(signature check, body read, parse, hand-off to the background pool), both endpoints together.", rounds, ackConcurrency)
+		"(body read, signature check, the replay check in Redis, parse, hand-off to the background pool), both endpoints together.", rounds, ackConcurrency)
 	for _, ep := range endpoints {
 		rtt, err := fire(ctx, url, ep.path, ep.body, rounds, handlerTimes)
 		if err != nil {
@@ -92,7 +96,7 @@ func measureAck(ctx context.Context, r *rig, rounds int) (ackResult, error) {
 
 // fire sends rounds of ackConcurrency concurrent signed requests and returns every round trip. Each request is built
 // and signed before its clock starts, as Slack signs before it sends.
-func fire(ctx context.Context, base, path string, body []byte, rounds int, handlerTimes *durations) ([]time.Duration, error) {
+func fire(ctx context.Context, base, path string, body func() []byte, rounds int, handlerTimes *durations) ([]time.Duration, error) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ackConcurrency}, Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
 	rtt := &durations{}
@@ -107,7 +111,7 @@ func fire(ctx context.Context, base, path string, body []byte, rounds int, handl
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				req := slackfake.Request(base, path, signingSecret, body, formContentType).WithContext(ctx)
+				req := slackfake.Request(base, path, signingSecret, body(), formContentType).WithContext(ctx)
 				start := time.Now()
 				resp, err := client.Do(req)
 				d := time.Since(start)
