@@ -219,8 +219,12 @@ func TestHomeClickAnswers(t *testing.T) {
 			t.Errorf("the Home of a click that answered tells it was already answered:\n%s", homeText(after))
 		}
 
-		// The same button again, as bob's client may still show it.
-		h.homeClick(home, bob, b.ActionID, b.Value)
+		// The same button again, as a client still showing the Home would send it once it shows the refreshed one (the
+		// view orch published last: Slack's documentation does not say whether a Home keeps its view id, and a click
+		// from a view orch has since replaced is refused with the Home as it is now).
+		stale := after
+		stale.Blocks = home.Blocks
+		h.homeClick(stale, bob, b.ActionID, b.Value)
 		told := h.waitHome(bob, "the Home to say it was already answered", func(hm slackfake.Home) bool {
 			return strings.Contains(homeText(hm), "Already answered")
 		})
@@ -267,8 +271,8 @@ func TestHomeClickForgedView(t *testing.T) {
 				if got, _ := h.fake.HomeOf(alice); got.Publishes != aliceHome.Publishes {
 					t.Errorf("alice's Home was republished for %s's click", c.user)
 				}
-				if told.ID != own.ID {
-					t.Errorf("the refusal went to view %s, not %s's Home %s", told.ID, c.user, own.ID)
+				if told.Publishes != own.Publishes+1 {
+					t.Errorf("%s's Home was published %d times for one refusal", c.user, told.Publishes-own.Publishes)
 				}
 			})
 		}
@@ -421,8 +425,8 @@ func TestFakeHome(t *testing.T) {
 	first := post(url.Values{"user_id": {"U1"}, "view": {`{"type":"home","blocks":[{"type":"divider"}]}`}})
 	second := post(url.Values{"user_id": {"U1"}, "view": {`{"type":"home","blocks":[]}`}})
 	v1, v2 := first["view"].(map[string]any), second["view"].(map[string]any)
-	if v1["id"] != v2["id"] || v1["hash"] == v2["hash"] {
-		t.Errorf("two publishes: %v then %v; want the same view, a new hash", v1, v2)
+	if v1["id"] == v2["id"] || v1["hash"] == v2["hash"] {
+		t.Errorf("two publishes: %v then %v; want a new id and a new hash (the fake promises no id that stays)", v1, v2)
 	}
 	if out := post(url.Values{"user_id": {"U1"}, "hash": {v1["hash"].(string)}, "view": {`{"type":"home","blocks":[]}`}}); out["error"] != "hash_conflict" {
 		t.Errorf("publish with a stale hash = %v, want hash_conflict", out)

@@ -40,8 +40,8 @@
 // views.publish behaves as https://docs.slack.dev/reference/methods/views.publish says: it takes user_id and view as
 // form fields (view a JSON-encoded string) or as a JSON body ("Accepted content types: application/x-www-form-urlencoded,
 // application/json"); it "creates or updates the view that comprises an app's Home tab for a specific user", so the
-// fake keeps the latest view per user, and its id stays the user's from one publish to the next while the hash changes
-// with each; the success response "includes the published view payload" (id, hash, root_view_id, blocks with their
+// fake keeps the latest view per user, with a new hash each publish, and a new id too (the documentation does not say
+// whether the id stays, so the fake gives orch no id to rely on); the success response "includes the published view payload" (id, hash, root_view_id, blocks with their
 // block_id…); a missing user_id or view is "invalid_arguments", a hash that is not the stored one "hash_conflict", a
 // view over 250kb "view_too_large" (the method's error table). The app_home_opened body (AppHomeOpened) carries the
 // Home's current view when one was published, as https://docs.slack.dev/reference/events/app_home_opened says; a
@@ -836,10 +836,13 @@ func (s *Slack) publish(r *http.Request) map[string]any {
 		return map[string]any{"ok": false, "error": "hash_conflict"}
 	}
 	if home == nil {
-		home = &Home{ID: fmt.Sprintf("VHOME%06d", s.next)}
-		s.next++
+		home = &Home{}
 		s.homes[req.UserID] = home
 	}
+	// Slack's documentation does not say whether a Home keeps its view id from one publish to the next: the fake
+	// gives each publish a new one, so that nothing in orch can come to rely on it staying.
+	home.ID = fmt.Sprintf("VHOME%06d", s.next)
+	s.next++
 	// Slack gives each block without a block_id one of its own.
 	for i, b := range view.Blocks {
 		if id, _ := b["block_id"].(string); id == "" {
