@@ -241,17 +241,14 @@ func (s *Server) homeOpened(ctx context.Context, eventID, user string) {
 	}
 }
 
-// homeView reports whether viewID is the view orch last published as user's Home: a click that claims to come from
-// someone's Home must come from that one, not from another person's, nor from a view id made up.
+// homeView reports whether viewID is one of the views orch last published as user's Home (a refresh may have replaced
+// the one clicked on a moment before): a click that claims to come from someone's Home must come from theirs, not
+// from another person's, nor from a view id made up.
 func (s *Server) homeView(ctx context.Context, user, viewID string) (bool, error) {
 	if user == "" || viewID == "" {
 		return false, nil
 	}
-	known, err := s.poster.mirror.View(ctx, user)
-	if err != nil {
-		return false, err
-	}
-	return known != "" && known == viewID, nil
+	return s.poster.mirror.ShownView(ctx, user, viewID)
 }
 
 // homeClick answers a question from a button on someone's Home, then republishes the Home, the outcome at its top

@@ -29,7 +29,7 @@ func (h *harness) homeUser(name string) string {
 	u := h.user(name)
 	h.t.Cleanup(func() {
 		ctx := context.Background()
-		h.rdb.Del(ctx, "orch:"+mirrorName+":view:"+u)
+		h.rdb.Del(ctx, "orch:"+mirrorName+":views:"+u)
 		h.rdb.ZRem(ctx, "orch:"+mirrorName+":viewers", u)
 	})
 	return u
@@ -219,12 +219,9 @@ func TestHomeClickAnswers(t *testing.T) {
 			t.Errorf("the Home of a click that answered tells it was already answered:\n%s", homeText(after))
 		}
 
-		// The same button again, as a client still showing the Home would send it once it shows the refreshed one (the
-		// view orch published last: Slack's documentation does not say whether a Home keeps its view id, and a click
-		// from a view orch has since replaced is refused with the Home as it is now).
-		stale := after
-		stale.Blocks = home.Blocks
-		h.homeClick(stale, bob, b.ActionID, b.Value)
+		// The same button again, from the Home as bob's client may still show it: a view orch has replaced since (with
+		// the fake, as maybe with Slack, each publish is a view of its own id) is still one orch showed him.
+		h.homeClick(home, bob, b.ActionID, b.Value)
 		told := h.waitHome(bob, "the Home to say it was already answered", func(hm slackfake.Home) bool {
 			return strings.Contains(homeText(hm), "Already answered")
 		})

@@ -2,40 +2,52 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// What a front end keeps of the people who look at a view of their own (Slack's App Home tab): the id of the view it
-// last showed each person, in the string "view:<person>" under the front end's prefix, and who looked lately, in the
-// sorted set "viewers" (person → Unix time of the last look). Both expire: a view id with its ttl, a look after the
-// ttl given to LookedSince's reader, and the set itself when nobody has looked for that long.
+// What a front end keeps of the people who look at a view of their own (Slack's App Home tab): the ids of the views it
+// last showed each person, newest first, in the list "views:<person>" under the front end's prefix, and who looked
+// lately, in the sorted set "viewers" (person → Unix time of the last look). Both expire: the views with their ttl, a
+// look after the ttl given to LookedSince's reader, and the set itself when nobody has looked for that long.
 
-func (m *Mirror) viewKey(person string) string { return m.prefix + "view:" + person }
-func (m *Mirror) viewersKey() string           { return m.prefix + "viewers" }
+func (m *Mirror) viewsKey(person string) string { return m.prefix + "views:" + person }
+func (m *Mirror) viewersKey() string            { return m.prefix + "viewers" }
 
-// SetView records viewID as the view last shown to person, for ttl.
+// keptViews is how many of the views last shown to a person are remembered: a view can be replaced while its person
+// clicks on it (a refresh published a moment before), and what they clicked on was still orch's.
+const keptViews = 5
+
+// SetView records viewID as the view last shown to person, for ttl, beside the few shown before it.
 func (m *Mirror) SetView(ctx context.Context, person, viewID string, ttl time.Duration) error {
-	if err := m.rdb.Set(ctx, m.viewKey(person), viewID, ttl).Err(); err != nil {
+	key := m.viewsKey(person)
+	_, err := m.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.LRem(ctx, key, 0, viewID)
+		p.LPush(ctx, key, viewID)
+		p.LTrim(ctx, key, 0, keptViews-1)
+		p.Expire(ctx, key, ttl)
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("recording the view of %s: %w", person, err)
 	}
 	return nil
 }
 
-// View returns the id of the view last shown to person, or "" when none is on record.
-func (m *Mirror) View(ctx context.Context, person string) (string, error) {
-	id, err := m.rdb.Get(ctx, m.viewKey(person)).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil
+// ShownView reports whether viewID is one of the views last shown to person.
+func (m *Mirror) ShownView(ctx context.Context, person, viewID string) (bool, error) {
+	if viewID == "" {
+		return false, nil
 	}
+	ids, err := m.rdb.LRange(ctx, m.viewsKey(person), 0, keptViews-1).Result()
 	if err != nil {
-		return "", fmt.Errorf("reading the view of %s: %w", person, err)
+		return false, fmt.Errorf("reading the views of %s: %w", person, err)
 	}
-	return id, nil
+	return slices.Contains(ids, viewID), nil
 }
 
 // Looked records that person looked at their view at time at. Looks older than ttl are dropped as it goes, and the

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -13,21 +14,37 @@ func TestMirrorViewers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			m := testMirror(t, b.rdb)
-			if id, err := m.View(ctx, "UALICE"); err != nil || id != "" {
-				t.Fatalf("View before any = %q, %v; want none", id, err)
+			shown := func(person, id string) bool {
+				t.Helper()
+				ok, err := m.ShownView(ctx, person, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ok
 			}
-			if err := m.SetView(ctx, "UALICE", "V1", time.Hour); err != nil {
+			if shown("UALICE", "V1") || shown("UALICE", "") {
+				t.Fatal("a view shown before any was recorded")
+			}
+			for i := 1; i <= keptViews+1; i++ {
+				if err := m.SetView(ctx, "UALICE", fmt.Sprintf("V%d", i), time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := m.SetView(ctx, "UBOB", "VB", time.Second); err != nil {
 				t.Fatal(err)
 			}
-			if err := m.SetView(ctx, "UBOB", "V2", time.Second); err != nil {
-				t.Fatal(err)
+			// The last few views are alice's; the oldest beyond them, and bob's, are not.
+			for i := 2; i <= keptViews+1; i++ {
+				if !shown("UALICE", fmt.Sprintf("V%d", i)) {
+					t.Errorf("alice's view V%d is not among the last shown", i)
+				}
 			}
-			if id, _ := m.View(ctx, "UALICE"); id != "V1" {
-				t.Errorf("alice's view = %q, want V1", id)
+			if shown("UALICE", "V1") || shown("UALICE", "VB") || shown("UBOB", "V6") {
+				t.Error("a view beyond the last few, or another person's, counts as shown")
 			}
 			b.pass(1500 * time.Millisecond)
-			if id, _ := m.View(ctx, "UBOB"); id != "" {
-				t.Errorf("bob's view = %q after its ttl, want none", id)
+			if shown("UBOB", "VB") {
+				t.Error("bob's view still counts after its ttl")
 			}
 
 			now := time.Now()
