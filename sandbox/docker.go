@@ -20,7 +20,6 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 )
 
@@ -120,14 +119,17 @@ type DockerConfig struct {
 	// an exec instead of a create and a start (see BenchmarkDockerStart). Default 0: off. Keep it small (1–4 per
 	// worker): the pool only has to cover the runs that start within the second it takes to replace a claimed
 	// container, while every idle one holds its processes, its page cache and an engine slot. A container cannot get
-	// a mount or a user after it is created, so pool containers mount WorkspaceRoot and run as its owner (or User),
-	// and a run claims one only when its workspace is inside the root, has that same owner, and (a linked worktree)
-	// has its repository's git directory inside the root too. The agent can then see the other workspaces under the
-	// root: use the pool only when runs on this engine may see each other's. The other runs get containers of their
-	// own.
+	// a mount or a user after it is created, so a pool container is made for WorkspaceRoot itself — mounted as a run's
+	// container would mount it, run as its owner (or User) — and only a run whose workspace is WorkspaceRoot, with
+	// nothing else to mount (a plain directory used in place), claims one: its container is then exactly the one it
+	// would have been given. Runs in worktrees of their own get containers of their own, made for them.
 	WarmPool int
-	// WorkspaceRoot is the host directory that holds every run's workspace; required by WarmPool.
+	// WorkspaceRoot is the workspace pool containers are made for; required by WarmPool.
 	WorkspaceRoot string
+	// Hide are host directories of orch's own (the state directory, where the store's journal and every run's
+	// worktree live) that a container whose workspace holds them must not see: each is covered by an empty read-only
+	// tmpfs. Directories outside a container's workspace are not mounted anyway.
+	Hide []string
 	// PoolCheckEvery is how often the pool is checked and refilled besides after each claim. Default 30s.
 	PoolCheckEvery time.Duration
 
@@ -269,6 +271,12 @@ func fillDockerDefaults(cfg *DockerConfig) error {
 		}
 		cfg.WorkspaceRoot = filepath.Clean(cfg.WorkspaceRoot)
 	}
+	for i, p := range cfg.Hide {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("docker: hidden directory %q is not an absolute path", p)
+		}
+		cfg.Hide[i] = filepath.Clean(p)
+	}
 	for i, p := range cfg.ReadOnly {
 		if !filepath.IsAbs(p) {
 			return fmt.Errorf("docker: read-only mount %q is not an absolute path", p)
@@ -378,21 +386,7 @@ func (d *Docker) createOptions(cs createSpec) client.ContainerCreateOptions {
 	if cfg.Instance != "" {
 		labels[LabelInstance] = cfg.Instance
 	}
-	mounts := []mount.Mount{{Type: mount.TypeBind, Source: cs.workspace, Target: cs.workspace}}
-	for _, g := range cs.gitDirs {
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: g, Target: g})
-		// The repository's configuration stays read-only: a filter, an fsmonitor or an ssh command set there would
-		// run on the host the next time orch (or the user) runs git in the repository.
-		if cfg := filepath.Join(g, "config"); regularFile(cfg) {
-			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: cfg, Target: cfg, ReadOnly: true})
-		}
-	}
-	if cfg.OrchBinary != "" {
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: cfg.OrchBinary, Target: OrchPath, ReadOnly: true})
-	}
-	for _, p := range cfg.ReadOnly {
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: p, Target: p, ReadOnly: true})
-	}
+	mounts := d.mounts(cs.workspace, cs.needs)
 	// A tmpfs mounted over a directory of the image would take that directory's owner and mode; the agent's user
 	// must own /tmp whatever the image says. exec, against the engine's default noexec: `go test` and other build
 	// tools run the binaries they build from the temporary directory.
@@ -484,6 +478,8 @@ func (d *Docker) remove(ctx context.Context, idOrName string) error {
 // poolConfigHash names the settings of a pool container: containers made with other settings are not claimed.
 func (d *Docker) poolConfigHash() string {
 	opts := d.createOptions(createSpec{workspace: d.cfg.WorkspaceRoot, needs: needs{user: d.poolAs}})
+	// The hidden directories are in the mounts, and the mounts in the hash: a pool made before a directory was hidden
+	// is not claimed.
 	b, err := json.Marshal(struct {
 		C *container.Config
 		H *container.HostConfig

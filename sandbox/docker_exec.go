@@ -14,9 +14,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/events"
-	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 )
 
@@ -70,7 +68,7 @@ func (d *Docker) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resu
 	if d.cfg.PerTask {
 		return d.execPerTask(ctx, spec, dir, onLine)
 	}
-	t, err := d.runContainer(ctx, spec.RunID, spec.TaskID, dir)
+	t, err := d.runContainer(ctx, spec, dir)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
@@ -82,7 +80,8 @@ func (d *Docker) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resu
 
 // runContainer returns the run's container, started. It looks the container up by name on every call, so a run
 // resumed by another worker finds the container the first one made.
-func (d *Docker) runContainer(ctx context.Context, runID, taskID, dir string) (target, error) {
+func (d *Docker) runContainer(ctx context.Context, spec Spec, dir string) (target, error) {
+	runID := spec.RunID
 	unlock, err := d.runs.lock(ctx, runID)
 	if err != nil {
 		return target{}, err
@@ -92,11 +91,11 @@ func (d *Docker) runContainer(ctx context.Context, runID, taskID, dir string) (t
 	fresh := false
 	for range 4 {
 		info, err := d.cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+		n, nerr := d.needsOf(dir, spec.ReadOnly)
+		if nerr != nil {
+			return target{}, nerr
+		}
 		if cerrdefs.IsNotFound(err) {
-			n, err := d.needsOf(dir)
-			if err != nil {
-				return target{}, err
-			}
 			if d.pool != nil && d.pool.fits(dir, n) {
 				id, err := d.pool.claim(ctx, name)
 				if err != nil && ctx.Err() == nil {
@@ -108,7 +107,7 @@ func (d *Docker) runContainer(ctx context.Context, runID, taskID, dir string) (t
 				}
 			}
 			_, err = d.create(ctx, createSpec{name: name, workspace: dir, needs: n,
-				labels: map[string]string{LabelRunID: runID, LabelTaskID: taskID}})
+				labels: map[string]string{LabelRunID: runID, LabelTaskID: spec.TaskID}})
 			if err != nil && !cerrdefs.IsConflict(err) { // a conflict: another worker made it meanwhile
 				return target{}, err
 			}
@@ -124,8 +123,14 @@ func (d *Docker) runContainer(ctx context.Context, runID, taskID, dir string) (t
 			// its instance (an upgrade), or a foreign one by chance. Neither is this backend's to take or remove.
 			return target{}, fmt.Errorf("sandbox: container %s is not this deployment's (its %s is not %q); remove it (docker rm -f %s) to let the run go on", name, LabelInstance, d.cfg.Instance, name)
 		}
-		if !mountsWorkspace(c.Mounts, dir) {
-			return target{}, fmt.Errorf("sandbox: container %s does not mount workspace %s (the run's workspace changed?); release the run to start over", name, dir)
+		if !d.mountsAsMade(c.Mounts, dir, n) {
+			// Made for other directories (the run's workspace moved), or by an older orch that mounted more: the
+			// workspace is on the host, so a container made now loses nothing of the run's work.
+			d.log.Warn("docker: the run's container does not mount what the run needs now; making it again", "name", name)
+			if err := d.remove(ctx, c.ID); err != nil {
+				return target{}, err
+			}
+			continue
 		}
 		switch {
 		case c.State == nil:
@@ -155,18 +160,8 @@ func within(root, dir string) bool {
 	return root != "" && (dir == root || strings.HasPrefix(dir, root+string(filepath.Separator)))
 }
 
-// mountsWorkspace reports whether a read-write bind mount at its own host path covers dir.
-func mountsWorkspace(mounts []container.MountPoint, dir string) bool {
-	for _, m := range mounts {
-		if m.Type == mount.TypeBind && m.RW && filepath.Clean(m.Source) == filepath.Clean(m.Destination) && within(filepath.Clean(m.Destination), dir) {
-			return true
-		}
-	}
-	return false
-}
-
 func (d *Docker) execPerTask(ctx context.Context, spec Spec, dir string, onLine func([]byte)) (Result, error) {
-	n, err := d.needsOf(dir)
+	n, err := d.needsOf(dir, spec.ReadOnly)
 	if err != nil {
 		return Result{}, err
 	}

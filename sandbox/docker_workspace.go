@@ -4,22 +4,31 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 )
 
-// needs is what a workspace asks of the container that runs its agent.
+// A container sees its run and nothing else: the run's workspace, read-write, at its own path; the directories orch
+// names for the run (Spec.ReadOnly: the repository's objects, which the agent's own git borrows), read-only; orch's
+// own binary and the configured read-only paths. Nothing is chosen by what the workspace holds: a `.git` file, a
+// `commondir`, an alternates file are the agent's to write, and a mount that followed one would hand the agent what
+// they name. Inside the workspace, orch's own directories (DockerConfig.Hide: the state directory, which holds the
+// store's journal and every run's worktree) are covered by an empty read-only tmpfs.
+
+// needs is what a run asks of the container that runs its agent.
 type needs struct {
 	// user runs the agent, as "uid:gid": DockerConfig.User, or else the owner of the workspace, so that the agent
 	// can write there whatever its mode, and what it writes belongs to whoever owns the rest.
 	user string
-	// gitDirs are git directories outside the workspace that git needs to work in it (see gitDirs), mounted
-	// read-write at their own paths.
-	gitDirs []string
+	// readOnly are host directories mounted read-only at their own paths (Spec.ReadOnly, checked).
+	readOnly []string
 }
 
-// needsOf reads what the workspace dir needs.
-func (d *Docker) needsOf(dir string) (needs, error) {
-	n := needs{user: d.cfg.User, gitDirs: gitDirs(dir)}
+// needsOf reads what the workspace dir and the run's read-only directories need.
+func (d *Docker) needsOf(dir string, readOnly []string) (needs, error) {
+	n := needs{user: d.cfg.User}
 	if n.user == "" {
 		u, err := owner(dir)
 		if err != nil {
@@ -27,83 +36,96 @@ func (d *Docker) needsOf(dir string) (needs, error) {
 		}
 		n.user = u
 	}
+	for _, p := range readOnly {
+		if err := checkReadOnly(dir, p); err != nil {
+			return needs{}, err
+		}
+		if !slices.Contains(n.readOnly, filepath.Clean(p)) {
+			n.readOnly = append(n.readOnly, filepath.Clean(p))
+		}
+	}
 	return n, nil
 }
 
-// gitDirs returns the repository's git directory when dir is a linked worktree (`git worktree add`): its .git is a
-// file "gitdir: <common dir>/worktrees/<name>", and that admin directory lives in the repository's git directory
-// (the common dir, named by its file commondir), which may be anywhere on the host. Nothing is needed for a plain
-// repository (.git a directory in the workspace) or for no repository at all.
-//
-// These files are the agent's to write as much as git's (the workspace is writable in the container, and so is the
-// common dir once mounted), and what they name is mounted read-write: they are believed only when they describe one
-// worktree of one real repository, i.e. the admin directory is outside the workspace, inside a directory that has
-// HEAD, objects and refs, names that directory as its commondir and names this workspace's .git as its gitdir, and
-// the path of the common dir holds no symbolic link (the engine would follow it). Anything else mounts nothing, and git in the container fails as it would with a
-// broken worktree.
-func gitDirs(dir string) []string {
-	dotGit := filepath.Join(dir, ".git")
-	s, ok := readSmall(dotGit)
-	if !ok {
-		return nil
+// checkReadOnly refuses a read-only directory that would show the agent more than it: one that holds the workspace
+// (its other files, other runs' worktrees beside it), the root, a path through a symbolic link (the engine would
+// follow it where orch did not look), or what is not a directory.
+func checkReadOnly(dir, p string) error {
+	switch {
+	case !filepath.IsAbs(p):
+		return fmt.Errorf("sandbox: read-only directory %q is not an absolute path", p)
+	case filepath.Clean(p) == "/" || within(filepath.Clean(p), dir):
+		return fmt.Errorf("sandbox: read-only directory %s holds the workspace %s: the agent would see beside it", p, dir)
 	}
-	p, ok := strings.CutPrefix(s, "gitdir:")
-	if !ok {
-		return nil
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("sandbox: read-only directory: %w", err)
 	}
-	admin := resolvePath(dir, strings.TrimSpace(p))
-	common := filepath.Dir(filepath.Dir(admin))
-	if filepath.Base(filepath.Dir(admin)) != "worktrees" || within(dir, admin) || within(dir, common) {
-		return nil
+	if !fi.IsDir() {
+		return fmt.Errorf("sandbox: read-only directory %s is not a directory", p)
 	}
-	if c, ok := readSmall(filepath.Join(admin, "commondir")); !ok || resolvePath(admin, c) != common {
-		return nil
+	if real, err := filepath.EvalSymlinks(p); err != nil || real != filepath.Clean(p) {
+		return fmt.Errorf("sandbox: read-only directory %s goes through a symbolic link", p)
 	}
-	if g, ok := readSmall(filepath.Join(admin, "gitdir")); !ok || !samePath(resolvePath(admin, g), dotGit) {
-		return nil
-	}
-	for _, f := range []string{"HEAD", "objects", "refs"} {
-		if _, err := os.Stat(filepath.Join(common, f)); err != nil {
-			return nil
+	return nil
+}
+
+// hidden are the directories of DockerConfig.Hide inside the workspace dir, covered in its container.
+func (d *Docker) hidden(dir string) []string {
+	var out []string
+	for _, h := range d.cfg.Hide {
+		if h != dir && within(dir, h) {
+			out = append(out, h)
 		}
 	}
-	if real, err := filepath.EvalSymlinks(common); err != nil || real != common {
-		return nil
-	}
-	return []string{common}
+	return out
 }
 
-// readSmall returns the trimmed content of a regular file of at most 4 KiB: git's pointer files are one line, and a
-// FIFO or a huge file put there by the agent must not hang or load the worker.
-func readSmall(path string) (string, bool) {
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 4<<10 {
-		return "", false
+// mounts are a container's mounts for workspace dir: the workspace, the run's read-only directories, orch's own
+// directories inside the workspace covered, the orch binary and the configured read-only paths.
+func (d *Docker) mounts(dir string, n needs) []mount.Mount {
+	cfg := d.cfg
+	ms := []mount.Mount{{Type: mount.TypeBind, Source: dir, Target: dir}}
+	for _, p := range n.readOnly {
+		ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: p, Target: p, ReadOnly: true})
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", false
+	for _, h := range d.hidden(dir) {
+		ms = append(ms, mount.Mount{Type: mount.TypeTmpfs, Target: h, ReadOnly: true,
+			TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o500}})
 	}
-	return strings.TrimSpace(string(b)), true
+	if cfg.OrchBinary != "" {
+		ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: cfg.OrchBinary, Target: OrchPath, ReadOnly: true})
+	}
+	for _, p := range cfg.ReadOnly {
+		ms = append(ms, mount.Mount{Type: mount.TypeBind, Source: p, Target: p, ReadOnly: true})
+	}
+	return ms
 }
 
-// samePath reports whether a and b name the same file once symbolic links are followed (git writes real paths, the
-// workspace may be given through a link).
-func samePath(a, b string) bool {
-	ra, err := filepath.EvalSymlinks(a)
-	if err != nil {
-		return false
+// mountsAsMade reports whether a container's mounts are what a container made now for dir and n would have: the
+// workspace its only writable bind mount, every read-only directory there, every hidden directory covered. A
+// container made by an older orch (which mounted a repository's git directory writable) or for other directories is
+// not reused.
+func (d *Docker) mountsAsMade(got []container.MountPoint, dir string, n needs) bool {
+	want := d.mounts(dir, n)
+	for _, m := range got {
+		if m.Type == mount.TypeBind && m.RW && !(filepath.Clean(m.Source) == dir && filepath.Clean(m.Destination) == dir) {
+			return false
+		}
 	}
-	rb, err := filepath.EvalSymlinks(b)
-	return err == nil && ra == rb
-}
-
-// resolvePath returns p, relative to base unless it is absolute, cleaned.
-func resolvePath(base, p string) string {
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(base, p)
+	for _, w := range want {
+		found := false
+		for _, m := range got {
+			if filepath.Clean(m.Destination) == w.Target && string(m.Type) == string(w.Type) && m.RW == !w.ReadOnly {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
 	}
-	return filepath.Clean(p)
+	return true
 }
 
 // regularFile reports whether p is a regular file (not a link, not a directory).

@@ -4,48 +4,12 @@ import (
 	"context"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
-
-// gitRepo makes a repository with one commit in a new directory and a linked worktree of it at wt (branch b1),
-// with the host's git, and returns the repository's git directory.
-func gitRepo(t *testing.T, wt string) (common string) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs git")
-	}
-	repo := filepath.Join(t.TempDir(), "repo")
-	git := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com",
-			"-c", "init.defaultBranch=main"}, args...)...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	if err := os.MkdirAll(repo, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	git(repo, "init", "-q")
-	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("hi\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	git(repo, "add", "README")
-	git(repo, "commit", "-q", "-m", "first")
-	if err := os.MkdirAll(filepath.Dir(wt), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	git(repo, "worktree", "add", "-q", wt, "-b", "b1")
-	return filepath.Join(repo, ".git")
-}
 
 // chownAll gives everything under the directories to testOwner, as if that user had made them.
 func chownAll(t *testing.T, dirs ...string) {
@@ -66,97 +30,57 @@ func chownAll(t *testing.T, dirs ...string) {
 	}
 }
 
-func TestGitDirs(t *testing.T) {
-	wt := filepath.Join(t.TempDir(), "state", "worktrees", "run-1")
-	common := gitRepo(t, wt)
-	admin := filepath.Join(common, "worktrees", "run-1")
-	write := func(path, s string) {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+// The directories a run's container mounts are the ones orch names, checked: never one that holds the workspace (it
+// would show the agent what lies beside it), the root, a path through a symbolic link, or a file.
+func TestNeedsOfChecksReadOnly(t *testing.T) {
+	d := &Docker{cfg: DockerConfig{User: "1000:1000"}}
+	top := t.TempDir()
+	ws := filepath.Join(top, "state", "worktrees", "r-1")
+	objects := filepath.Join(top, "repo", ".git", "objects")
+	for _, dir := range []string{ws, objects} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-
-	if got := gitDirs(wt); !slices.Equal(got, []string{common}) {
-		t.Errorf("linked worktree: %v, want [%s]", got, common)
-	}
-	if got := gitDirs(filepath.Dir(common)); got != nil {
-		t.Errorf("the repository itself (.git a directory): %v", got)
-	}
-	if got := gitDirs(t.TempDir()); got != nil {
-		t.Errorf("no repository: %v", got)
-	}
-
-	// Relative paths, as `git worktree add --relative-paths` writes them.
-	rel, err := filepath.Rel(wt, admin)
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(top, "file"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	back, err := filepath.Rel(admin, filepath.Join(wt, ".git"))
-	if err != nil {
+	if err := os.Symlink(objects, filepath.Join(top, "link")); err != nil {
 		t.Fatal(err)
 	}
-	write(filepath.Join(wt, ".git"), "gitdir: "+rel+"\n")
-	write(filepath.Join(admin, "gitdir"), back+"\n")
-	if got := gitDirs(wt); !slices.Equal(got, []string{common}) {
-		t.Errorf("relative paths: %v, want [%s]", got, common)
+	n, err := d.needsOf(ws, []string{objects, objects + "/"})
+	if err != nil || !slices.Equal(n.readOnly, []string{objects}) {
+		t.Fatalf("the repository's objects: %v, %v", n.readOnly, err)
 	}
-
-	// What the agent could write instead: none of it is mounted.
-	t.Run("forged", func(t *testing.T) {
-		other := t.TempDir()
-		for name, setup := range map[string]func(){
-			"another worktree's admin directory": func() { write(filepath.Join(other, ".git"), "gitdir: "+admin+"\n") },
-			"the host's root":                    func() { write(filepath.Join(other, ".git"), "gitdir: /\n") },
-			"a directory of a real repository": func() {
-				write(filepath.Join(other, ".git"), "gitdir: "+filepath.Join(common, "objects")+"\n")
-			},
-			"an admin directory inside the workspace": func() {
-				// other/x/worktrees/w names other/.git back and calls ../.. (other/x) its common dir.
-				a := filepath.Join(other, "x", "worktrees", "w")
-				if err := os.MkdirAll(a, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				write(filepath.Join(a, "commondir"), "../..\n")
-				write(filepath.Join(a, "gitdir"), filepath.Join(other, ".git")+"\n")
-				for _, d := range []string{"objects", "refs"} {
-					if err := os.MkdirAll(filepath.Join(other, "x", d), 0o755); err != nil {
-						t.Fatal(err)
-					}
-				}
-				write(filepath.Join(other, "x", "HEAD"), "ref: refs/heads/main\n")
-				write(filepath.Join(other, ".git"), "gitdir: "+a+"\n")
-			},
-			"a FIFO": func() {
-				if err := syscall.Mkfifo(filepath.Join(other, ".git"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			},
-		} {
-			_ = os.RemoveAll(filepath.Join(other, ".git"))
-			setup()
-			if got := gitDirs(other); got != nil {
-				t.Errorf("%s: mounts %v", name, got)
-			}
+	for name, p := range map[string]string{
+		"relative":                   "repo/.git/objects",
+		"the root":                   "/",
+		"the directory of worktrees": filepath.Join(top, "state", "worktrees"),
+		"the workspace itself":       ws,
+		"a symbolic link":            filepath.Join(top, "link"),
+		"a file":                     filepath.Join(top, "file"),
+		"missing":                    filepath.Join(top, "nope"),
+	} {
+		if _, err := d.needsOf(ws, []string{p}); err == nil {
+			t.Errorf("%s (%s) was accepted", name, p)
 		}
-	})
+	}
 }
 
 func TestPoolFits(t *testing.T) {
 	root := t.TempDir()
 	p := &pool{d: &Docker{cfg: DockerConfig{WorkspaceRoot: root}, poolAs: "1000:1000"}}
-	in, out := filepath.Join(root, "ws"), filepath.Join(t.TempDir(), "ws")
 	for _, c := range []struct {
 		name string
 		dir  string
 		n    needs
 		want bool
 	}{
-		{"inside, same owner", in, needs{user: "1000:1000"}, true},
-		{"outside", out, needs{user: "1000:1000"}, false},
-		{"another owner", in, needs{user: "0:0"}, false},
-		{"worktree of a repository inside", in, needs{user: "1000:1000", gitDirs: []string{filepath.Join(root, "repo", ".git")}}, true},
-		{"worktree of a repository elsewhere", in, needs{user: "1000:1000", gitDirs: []string{"/srv/repo/.git"}}, false},
+		{"the root itself, its owner", root, needs{user: "1000:1000"}, true},
+		{"inside the root: it would see the rest", filepath.Join(root, "ws"), needs{user: "1000:1000"}, false},
+		{"outside", filepath.Join(t.TempDir(), "ws"), needs{user: "1000:1000"}, false},
+		{"another owner", root, needs{user: "0:0"}, false},
+		{"with a repository's objects to mount", root, needs{user: "1000:1000", readOnly: []string{"/srv/repo/.git/objects"}}, false},
 	} {
 		if got := p.fits(c.dir, c.n); got != c.want {
 			t.Errorf("%s: fits = %v", c.name, got)
@@ -215,24 +139,96 @@ func TestDockerUserOverride(t *testing.T) {
 	}
 }
 
-// A linked worktree outside its repository: git in the container needs the repository's git directory, mounted at
-// its own path and writable, all but its configuration, which names programs the host's git would run.
-func TestDockerLinkedWorktree(t *testing.T) {
-	wt := filepath.Join(t.TempDir(), "state", "worktrees", "run-1")
-	common := gitRepo(t, wt)
-	chownAll(t, filepath.Dir(common), wt)
-	d := newTestDocker(t, DockerConfig{})
-	res := execOK(t, d, Spec{RunID: newRunID(t, d), Dir: wt}, `
-cat .git
-cat `+common+`/worktrees/run-1/HEAD
-echo probe > `+common+`/probe && echo common=rw
-echo work > file && echo ws=rw
-echo '[core] fsmonitor = evil' >> `+common+`/config 2>/dev/null || echo config=ro`)
-	want := "gitdir: " + common + "/worktrees/run-1\nref: refs/heads/b1\ncommon=rw\nws=rw\nconfig=ro\n"
+// A run's container sees its worktree (read-write), the repository's objects (read-only) and nothing else of the
+// host: not the repository's refs, hooks or config, not other runs' worktrees, not the state directory that holds
+// them — whatever the worktree's .git says — so nothing the agent does there reaches the repository.
+func TestDockerSeesItsRunOnly(t *testing.T) {
+	top := t.TempDir()
+	repo := filepath.Join(top, "repo", ".git")
+	state := filepath.Join(top, "repo", ".orch")
+	wt := filepath.Join(state, "worktrees", "r-1")
+	other := filepath.Join(state, "worktrees", "r-2")
+	for _, d := range []string{filepath.Join(repo, "objects", "ab"), filepath.Join(repo, "refs", "heads"),
+		filepath.Join(repo, "hooks"), wt, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		filepath.Join(repo, "objects", "ab", "cdef"):    "an object",
+		filepath.Join(repo, "refs", "heads", "main"):    "1111111111111111111111111111111111111111\n",
+		filepath.Join(repo, "config"):                   "[core]\n\tbare = false\n",
+		filepath.Join(other, "secret.txt"):              "another run's work",
+		filepath.Join(state, "journal"):                 "the store",
+		filepath.Join(wt, ".git"):                       "gitdir: " + repo + "\n", // the agent's forged link
+		filepath.Join(top, "repo", "user-file.txt"):     "the user's checkout",
+		filepath.Join(top, "repo", ".orch", "lock"):     "",
+		filepath.Join(top, "repo", ".git", "HEAD"):      "ref: refs/heads/main\n",
+		filepath.Join(top, "repo", ".git", "commondir"): "",
+	}
+	for p, c := range files {
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chownAll(t, top)
+	d := newTestDocker(t, DockerConfig{Hide: []string{state}})
+	res := execOK(t, d, Spec{RunID: newRunID(t, d), Dir: wt, ReadOnly: []string{filepath.Join(repo, "objects")}}, `
+cat `+repo+`/objects/ab/cdef && echo
+echo probe > `+repo+`/objects/probe 2>/dev/null || echo objects=ro
+for f in refs hooks config HEAD commondir; do test -e `+repo+`/$f || echo no-$f; done
+mkdir -p `+repo+`/hooks 2>/dev/null && echo '#!/bin/sh' > `+repo+`/hooks/post-checkout 2>/dev/null || echo hooks=unwritable
+test -e `+other+` || echo no-other-run
+test -e `+state+`/journal || echo no-journal
+test -e `+filepath.Join(top, "repo", "user-file.txt")+` || echo no-checkout
+echo work > file && echo ws=rw`)
+	want := "an object\nobjects=ro\nno-refs\nno-hooks\nno-config\nno-HEAD\nno-commondir\nhooks=unwritable\n" +
+		"no-other-run\nno-journal\nno-checkout\nws=rw\n"
 	if got := string(res.Stdout); got != want {
 		t.Errorf("got %q, want %q (stderr %q)", got, want, res.Stderr)
 	}
-	if got := fileOwner(t, filepath.Join(common, "probe")); got != testOwner() {
-		t.Errorf("the file written in the git directory belongs to %s, want %s", got, testOwner())
+	for p, c := range files {
+		if data, err := os.ReadFile(p); err != nil || string(data) != c {
+			t.Errorf("%s changed on the host: %q, %v", p, data, err)
+		}
+	}
+	for _, p := range []string{filepath.Join(repo, "objects", "probe"), filepath.Join(repo, "hooks", "post-checkout")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was written on the host", p)
+		}
+	}
+
+	// A plain workspace that holds the state directory: the state directory is covered.
+	plain := workspace(t, "")
+	inside := filepath.Join(plain, ".orch")
+	if err := os.MkdirAll(filepath.Join(inside, "worktrees", "r-9"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(inside, "journal"), []byte("the store"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chownAll(t, plain)
+	d2 := newTestDocker(t, DockerConfig{Hide: []string{inside}})
+	res = execOK(t, d2, Spec{RunID: newRunID(t, d2), Dir: plain}, `ls -A `+inside+`; echo x > `+inside+`/journal 2>/dev/null || echo state=ro; echo ok > mine && echo ws=rw`)
+	if got := string(res.Stdout); got != "state=ro\nws=rw\n" {
+		t.Errorf("a plain workspace's state directory in the container: %q (stderr %q)", got, res.Stderr)
+	}
+	if data, _ := os.ReadFile(filepath.Join(inside, "journal")); string(data) != "the store" {
+		t.Errorf("the journal changed: %q", data)
+	}
+}
+
+// A run's container made for another workspace (the run's worktree moved) is made again, not refused.
+func TestDockerRemakesAContainerForOtherDirectories(t *testing.T) {
+	d := newTestDocker(t, DockerConfig{})
+	run := newRunID(t, d)
+	one, two := workspace(t, ""), workspace(t, "")
+	execOK(t, d, Spec{RunID: run, Dir: one}, "true")
+	first := inspectRun(t, d, run).ID
+	if res := execOK(t, d, Spec{RunID: run, Dir: two}, "pwd; test -e "+one+" || echo no-old"); string(res.Stdout) != two+"\nno-old\n" {
+		t.Errorf("got %q", res.Stdout)
+	}
+	if inspectRun(t, d, run).ID == first {
+		t.Error("the container made for the other workspace was reused")
 	}
 }

@@ -144,19 +144,10 @@ func (p *pool) add(ctx context.Context) error {
 	return err
 }
 
-// fits reports whether a pool container can run the agent of workspace dir: it mounts WorkspaceRoot and nothing
-// else, and runs as one user, both decided before any workspace was known.
+// fits reports whether a pool container is the container the agent of workspace dir would be given: made for
+// WorkspaceRoot itself, as its user, with nothing else to mount. A workspace inside the root would see the rest of it.
 func (p *pool) fits(dir string, n needs) bool {
-	root := p.d.cfg.WorkspaceRoot
-	if !within(root, dir) || n.user != p.d.poolAs {
-		return false
-	}
-	for _, g := range n.gitDirs {
-		if !within(root, g) {
-			return false
-		}
-	}
-	return true
+	return dir == p.d.cfg.WorkspaceRoot && n.user == p.d.poolAs && len(n.readOnly) == 0
 }
 
 // idle lists the paused, unclaimed pool containers made with this backend's settings.

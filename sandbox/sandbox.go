@@ -23,6 +23,10 @@ type Spec struct {
 	Stdin []byte
 	// Dir is the workspace the process works in.
 	Dir string
+	// ReadOnly are directories outside the workspace the process needs to read (the repository's objects, which the
+	// agent's own git borrows). Docker mounts them read-only at the same paths when it makes the run's container; the
+	// local sandbox has nothing to do for them.
+	ReadOnly []string
 	// Timeout bounds the process's wall-clock time; zero means no bound other than the context.
 	Timeout time.Duration
 	// Recovered says the run's previous attempt ended with its worker (a crash): whatever that attempt left running

@@ -3,10 +3,8 @@ package worker
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
@@ -47,24 +45,25 @@ func lineAround(s string, i int) string {
 	return strings.TrimSpace(s[start:end])
 }
 
-// workspaceChanges lists what the task changed, when the workspace is a git repository: the files (git status) and
-// a summary of the changes (git diff --stat). A workspace that is not a repository has nothing to show; a slow git is
-// not waited for.
-func workspaceChanges(ctx context.Context, dir string) (files []string, diff string) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	status, err := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain", "--untracked-files=all").Output()
-	if err != nil {
-		return nil, ""
+// examine looks at the run's worktree after the agent worked, before anything of it is judged, committed or
+// pushed: what the agent did to the git that orch trusts, what the work changes, and whether it adds a secret to the
+// repository. A worktree that cannot be examined is said in the log; its work is still judged, and CommitTask does not
+// trust it either.
+func (w *Worker) examine(ctx context.Context, at *attempt, out *outcome) {
+	if at.wt == nil || w.cfg.Workspaces == nil {
+		return
 	}
-	for _, line := range strings.Split(strings.TrimRight(string(status), "\n"), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			files = append(files, line)
-		}
+	ex, err := w.cfg.Workspaces.Examine(ctx, *at.wt)
+	if err != nil && ctx.Err() == nil {
+		w.log.Warn("examining the run's worktree after the agent", "run_id", at.run.ID, "err", err)
 	}
-	stat, err := exec.CommandContext(ctx, "git", "-C", dir, "diff", "--stat", "HEAD").Output()
-	if err == nil {
-		diff = strings.TrimSpace(string(stat))
-	}
-	return files, diff
+	out.tampered = ex.Tampered
+	out.files, out.diff = ex.Files, ex.Stat
+	out.leaked = escalation.Secrets(ex.Added)
+}
+
+// security reports whether the attempt raised a security question: a secret in what the agent said or in what its
+// work adds, or the git orch trusts tampered with. It stands before everything else, an approval included.
+func (o *outcome) security() bool {
+	return len(o.secrets) > 0 || len(o.tampered) > 0 || len(o.leaked) > 0
 }

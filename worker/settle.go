@@ -16,7 +16,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 	now := w.cfg.Store.Now()
 	a := recordAttempt(r, t, c, out)
 	t.Paused = nil
-	if out.paused != nil && len(out.secrets) == 0 && out.execErr == nil {
+	if out.paused != nil && !out.security() && out.execErr == nil {
 		w.pauseAt(r, t, c, a, out.paused, now)
 		return
 	}
@@ -86,7 +86,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 // facts gathers what the verdict on an attempt is made from.
 func (w *Worker) facts(r *jobs.Run, t *jobs.Task, out *outcome) facts {
 	f := facts{taskID: t.ID, failures: t.Failures, maxAttempts: r.MaxAttempts(t), threshold: w.threshold(r),
-		interp: out.interp, decision: out.decision, similarity: out.similarity, secrets: out.secrets, custom: out.custom,
+		interp: out.interp, decision: out.decision, similarity: out.similarity, secrets: out.secrets, tampered: out.tampered, leaked: out.leaked, custom: out.custom,
 		output: out.said.Text, unavailable: out.unavailable != nil}
 	if out.execErr != nil {
 		f.sandboxErr = escalation.Redact(out.execErr.Error())

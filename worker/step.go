@@ -201,7 +201,10 @@ type outcome struct {
 	interp   brain.Interpretation
 	decision *brain.Decision // for failures
 	secrets  []string
-	execErr  error // the sandbox could not run the agent at all
+	// tampered lists what the agent changed that would point orch's git elsewhere; leaked the kinds of secret the
+	// work adds to the repository (workspace.Examination).
+	tampered, leaked []string
+	execErr          error // the sandbox could not run the agent at all
 	// inputErr says execErr is about what the agent was to be given (agent.ErrInput, sandbox.ErrInput): a prompt no
 	// argument can hold, a NUL byte. Nothing is misconfigured and no retry can help.
 	inputErr   bool
@@ -245,7 +248,8 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 		return out, nil // the human reads the reply and judges it: no brain
 	}
 	out.secrets = escalation.Secrets(out.said.Text)
-	if out.paused != nil && len(out.secrets) == 0 {
+	w.examine(ctx, at, out)
+	if out.paused != nil && !out.security() {
 		return out, nil // a person decides the call: there is nothing to judge yet
 	}
 	// What the agent said in its own words: an agent may send orch's prompt back (a CLI that echoes its input),
@@ -262,10 +266,6 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 			return nil, ctx.Err()
 		}
 		out.unavailable = err
-	}
-	if out.interp.Status != brain.StatusCompleted || len(out.secrets) > 0 || len(out.custom) > 0 {
-		// A person will look: show them what the task changed.
-		out.files, out.diff = workspaceChanges(ctx, at.dir)
 	}
 	return out, nil
 }
@@ -322,8 +322,12 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	if cmd.Stdin != "" {
 		stdin = []byte(cmd.Stdin)
 	}
+	var readOnly []string
+	if at.wt != nil {
+		readOnly = at.wt.ReadOnly
+	}
 	res, err := sb.Exec(ectx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env, Stdin: stdin,
-		Dir: at.dir, Timeout: r.AgentTimeout(&task), Recovered: at.recovered}, parser.Line)
+		Dir: at.dir, ReadOnly: readOnly, Timeout: r.AgentTimeout(&task), Recovered: at.recovered}, parser.Line)
 	endExec(span, res, err)
 	if ctx.Err() != nil {
 		return ctx.Err()

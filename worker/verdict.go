@@ -40,6 +40,8 @@ type facts struct {
 	decision    *brain.Decision // the brain's retry/escalate advice, for a failure
 	similarity  float64         // mean similarity of the recent errors, this one included
 	secrets     []string        // kinds of secret found in the agent's output
+	tampered    []string        // what the agent changed that orch's git would have trusted
+	leaked      []string        // kinds of secret found in what the agent's work adds to the repository
 	custom      []escalation.Spec
 	output      string // what the agent said
 	sandboxErr  string // orch could not run the agent (redacted)
@@ -114,6 +116,21 @@ func beside(f facts) []escalation.Spec {
 			Question: fmt.Sprintf("The agent's output on task %s contains what looks like a secret (%s). It was redacted "+
 				"everywhere orch keeps or shows it. Rotate the credential, then decide whether to continue.", f.taskID,
 				strings.Join(f.secrets, ", ")),
+			Output: f.output})
+	}
+	if len(f.tampered) > 0 {
+		extra = append(extra, escalation.Spec{Trigger: jobs.TriggerSecurity, Source: "orch",
+			Question: fmt.Sprintf("On task %s the agent changed git's files outside its own work, where orch or your own "+
+				"git would have followed them:\n- %s\nNothing of it was used: the agent's git was made anew, orch's "+
+				"own is untouched, and the task's files are kept in the run's worktree, not committed. Look at what "+
+				"the agent did, then decide whether to continue.", f.taskID, strings.Join(f.tampered, "\n- ")),
+			Output: f.output})
+	}
+	if len(f.leaked) > 0 {
+		extra = append(extra, escalation.Spec{Trigger: jobs.TriggerSecurity, Source: "orch",
+			Question: fmt.Sprintf("The work of task %s adds what looks like a secret to the repository (%s). Nothing "+
+				"was committed or pushed. Have it removed (and rotate the credential if it is real), then decide "+
+				"whether to continue.", f.taskID, strings.Join(f.leaked, ", ")),
 			Output: f.output})
 	}
 	return append(extra, f.custom...)

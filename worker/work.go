@@ -130,7 +130,7 @@ func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, af
 			d.taskID, d.commit = t.ID, sha
 		}
 	}
-	st, err := workspace.StatOf(ctx, wt.Top, g.BaseCommit)
+	st, err := w.cfg.Workspaces.Stat(ctx, *wt, g.BaseCommit)
 	if err != nil {
 		d.fail(before.ID, "", "reading what the branch holds", err)
 		return d

@@ -2,9 +2,12 @@
 // branch, where each completed task becomes a commit; in a plain directory, the directory itself, held by one run at
 // a time.
 //
-// The user's checkout is never changed. A worktree shares the repository's objects and refs but has its own HEAD,
-// index and files; orch creates the run's branch, commits on it in the worktree, and removes the worktree (never the
-// branch) when the run ends. Everything here runs the real git (2.25 or later, for `worktree` and `rev-list`).
+// The user's checkout is never changed, and nothing in a run's worktree is trusted: the agent may have written any
+// of it. A run's worktree is a directory of files with a git repository of the agent's own inside (its `.git`,
+// borrowing the repository's objects read-only), so that the agent's git works and changes nothing outside the run;
+// orch keeps its own git directory for the run elsewhere, with a configuration it writes, and every git command orch
+// runs names its git directory and work tree outright. The run's branch lives in the repository, moved by orch alone.
+// Everything here runs the real git (2.25 or later).
 package workspace
 
 import (
@@ -12,10 +15,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // ErrNotRepository says a directory is not inside a git repository.
@@ -53,22 +60,365 @@ func (e *gitError) Error() string {
 
 func (e *gitError) Unwrap() error { return e.err }
 
-// git runs git in dir and returns its standard output, trimmed. Repositories orch works in may belong to another
-// user than orch's own (a service running as root on a user's checkout): they are trusted on the command line, the
-// one place git takes safe.directory from besides the user's and the system's configuration. Nothing prompts: a
-// remote that wants a password fails at once.
-func git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	// Hooks and an fsmonitor are programs the repository names: the agent could have written them (a Docker agent
-	// writes the repository's git directory), and orch runs none of them.
-	full := append([]string{"-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
+// A git command orch runs on the host is one of three kinds, by what it may read:
+//
+//   - in a run (add, read-tree, write-tree, commit-tree, diff of the worktree): the git directory is orch's own for
+//     the run (outside the worktree, never given to a sandbox), the work tree is named outright, the objects are the
+//     repository's object directory, and the configuration is the file orch writes in its git directory and nothing
+//     else — no system, global or repository configuration, no include of anything;
+//   - on the repository (update-ref, rev-parse, for-each-ref, clone and fetch of a mirror, push): the repository's
+//     git directory named outright, its own configuration (the owner's), with every key that makes git run a program
+//     overridden on the command line, an empty work tree of orch's;
+//   - over the network (clone, fetch, push, ls-remote) besides: the system and global configuration too (credential
+//     helpers, proxies are set there), only the protocol the remote's URL uses, and a deadline on silence.
+//
+// Nothing is discovered: no command looks for a `.git` file or directory, a `commondir` or a `gitdir` file, which is
+// how an agent's worktree could point orch's git at a configuration the agent wrote.
+
+// gitCmd is one git command to run.
+type gitCmd struct {
+	// gitDir is the git directory (--git-dir); workTree the work tree (--work-tree), which is also where git runs.
+	gitDir, workTree string
+	// objects is the object directory when it is not the git directory's own (GIT_OBJECT_DIRECTORY), alternates
+	// more object directories to read (GIT_ALTERNATE_OBJECT_DIRECTORIES).
+	objects    string
+	alternates []string
+	// userConfig reads the system and the global configuration besides the git directory's own: network commands,
+	// for the credential helpers and proxies people set there.
+	userConfig bool
+	// remote is the URL a network command talks to: only its protocol is allowed, and the command gets a deadline
+	// on silence (Manager.Stall).
+	remote string
+	// stall is how long a network command may go without a byte on stderr (its progress) before it is killed.
+	stall time.Duration
+	// plain runs git outside any repository (init): no git directory, no work tree.
+	plain bool
+	// owner is a path whose owner git runs as, when orch runs as root on someone else's repository.
+	owner string
+	env   []string
+	stdin io.Reader
+	// stdout receives the output; nil keeps it, trimmed, as the result.
+	stdout io.Writer
+}
+
+// safety are the settings every git command orch runs gets on its command line, which wins over every configuration
+// file: no program named by a configuration runs (hooks, fsmonitor, pager, editor, external diff, signing, automatic
+// maintenance), submodules are never entered, and another user's repository is not refused (orch runs as root on a
+// user's checkout). The configuration keys that run programs are listed, with where git documents them, in
+// execkeys.go; the ones a command of orch's could reach are set here, the others orch never runs a command that
+// reads.
+var safety = []string{
+	"safe.directory=*",
+	"core.hooksPath=/dev/null",
+	"core.fsmonitor=false",
+	"core.pager=cat",
+	"core.editor=false",
+	"sequence.editor=false",
+	"core.untrackedCache=false",
+	"diff.external=",
+	"commit.gpgSign=false",
+	"tag.gpgSign=false",
+	"push.gpgSign=false",
+	"log.showSignature=false",
+	"gc.auto=0",
+	"maintenance.auto=false",
+	"submodule.recurse=false",
+	"fetch.recurseSubmodules=false",
+	"push.recurseSubmodules=no",
+	"diff.ignoreSubmodules=all",
+	"status.submoduleSummary=false",
+	"checkout.workers=0", // as many as there are CPUs: most of a big checkout is the kernel making files
+}
+
+// offline are the settings of a command that talks to no remote: no transport at all, no credential helper.
+var offline = []string{"protocol.allow=never", "credential.helper=", "core.sshCommand=", "core.gitProxy=",
+	"core.askPass="}
+
+// baseEnv is the environment of every git command orch runs: made here, not inherited, so that nothing of orch's own
+// (its tokens) reaches a program git runs, and nothing in orch's environment redirects git (GIT_DIR,
+// GIT_CONFIG_PARAMETERS, GIT_EXTERNAL_DIFF…).
+func baseEnv() []string {
+	env := []string{"LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "PAGER=cat", "GIT_EDITOR=false",
+		"GIT_NO_REPLACE_OBJECTS=1", "GIT_ATTR_NOSYSTEM=1", "GIT_OPTIONAL_LOCKS=0", "GIT_NO_LAZY_FETCH=1"}
+	for _, k := range []string{"PATH", "TZ"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// networkEnv is what a network command needs of orch's environment besides: where the user's configuration and keys
+// are (HOME), the ssh agent, proxies and certificates, and the operator's own choice of ssh command.
+var networkEnv = []string{"HOME", "USER", "LOGNAME", "SSH_AUTH_SOCK", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT",
+	"http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_SSL_NO_VERIFY", "GIT_PROXY_SSL_CAINFO",
+	"XDG_CONFIG_HOME"}
+
+// DefaultStall is how long a network git command may go silent before it is taken for a remote that does not
+// answer. Progress (which git prints to stderr as objects count, compress and transfer) resets it, so a long clone
+// that moves is never cut short.
+const DefaultStall = 45 * time.Second
+
+// run runs c with args and returns its standard output, trimmed (or "" when c.stdout takes it).
+func (c gitCmd) run(ctx context.Context, args ...string) (string, error) {
+	full := make([]string, 0, 2*(len(safety)+len(offline))+8+len(args))
+	for _, kv := range safety {
+		full = append(full, "-c", kv)
+	}
+	if c.remote == "" {
+		for _, kv := range offline {
+			full = append(full, "-c", kv)
+		}
+	} else {
+		for _, kv := range protocolRules(c.remote) {
+			full = append(full, "-c", kv)
+		}
+	}
+	full = append(full, "--no-pager")
+	dir := c.workTree
+	if dir == "" {
+		// A git directory named without a work tree takes the current directory for one: an empty directory of its
+		// own, where no attributes file and no file of anyone's lies.
+		var err error
+		if dir, err = emptyDir(); err != nil {
+			return "", err
+		}
+	}
+	if !c.plain {
+		full = append(full, "--git-dir="+c.gitDir, "--work-tree="+dir)
+	}
+	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
-	cmd.Env = append(cmd.Env, env...)
-	if cmd.SysProcAttr = asOwner(dir); cmd.SysProcAttr != nil {
-		// Another user's git cannot read root's configuration; orch sets what it needs on the command line.
-		cmd.Env = append(cmd.Env, "HOME=/", "GIT_CONFIG_GLOBAL=/dev/null")
+	cmd.Env = append(baseEnv(), c.env...)
+	if !c.plain {
+		// The git directory is its own common directory: a "commondir" file written into it (git follows one to the
+		// directory whose config, refs and hooks it then uses) is not read.
+		cmd.Env = append(cmd.Env, "GIT_COMMON_DIR="+c.gitDir)
 	}
+	if c.objects != "" {
+		cmd.Env = append(cmd.Env, "GIT_OBJECT_DIRECTORY="+c.objects)
+	}
+	if len(c.alternates) > 0 {
+		cmd.Env = append(cmd.Env, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+strings.Join(c.alternates, string(os.PathListSeparator)))
+	}
+	if c.userConfig {
+		for _, k := range networkEnv {
+			if v, ok := os.LookupEnv(k); ok {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+		}
+	} else {
+		home, err := emptyDir()
+		if err != nil {
+			return "", err
+		}
+		// HOME and XDG_CONFIG_HOME lead git to per-user ignore and attributes files: an empty directory has none.
+		cmd.Env = append(cmd.Env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+home,
+			"XDG_CONFIG_HOME="+home)
+	}
+	if c.owner != "" {
+		if cmd.SysProcAttr = asOwner(c.owner); cmd.SysProcAttr != nil && c.userConfig {
+			// Another user's git cannot read root's configuration; the network needs nothing of it.
+			cmd.Env = append(cmd.Env, "HOME=/", "GIT_CONFIG_GLOBAL=/dev/null")
+		}
+	}
+	cmd.Stdin = c.stdin
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if c.stdout != nil {
+		cmd.Stdout = c.stdout
+	}
+	stderr := &stallWriter{}
+	cmd.Stderr = stderr
+	var stalled *stallWatch
+	if c.remote != "" {
+		stall := c.stall
+		if stall <= 0 {
+			stall = DefaultStall
+		}
+		stalled = watchStall(cmd, stderr, stall)
+	}
+	err := cmd.Start()
+	if err == nil {
+		if stalled != nil {
+			stalled.start()
+		}
+		err = cmd.Wait()
+		if stalled != nil {
+			stalled.stop()
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		if stalled != nil && stalled.fired() {
+			return "", fmt.Errorf("%s did not answer for %s (git %s): %w", redactURL(c.remote), stalled.after,
+				args[0], ErrStalled)
+		}
+		return "", &gitError{args: args, stderr: stderr.String(), err: err}
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// ErrStalled says a remote stopped answering in the middle of a git command.
+var ErrStalled = errors.New("the remote does not answer")
+
+// protocolRules allows the one protocol url uses and nothing else: no `ext::` command, no remote helper, no other
+// transport a configuration's url.<base>.insteadOf could rewrite the URL to.
+func protocolRules(url string) []string {
+	rules := []string{"protocol.allow=never"}
+	if p := protocolOf(url); p != "" {
+		rules = append(rules, "protocol."+p+".allow=always")
+	}
+	return rules
+}
+
+// protocolOf is the git protocol a URL names: "https", "http", "ssh", "git" or "file"; "" for what orch does not
+// speak (a remote helper's "name::address", an unknown scheme).
+func protocolOf(url string) string {
+	if scheme, _, ok := strings.Cut(url, "://"); ok {
+		switch scheme = strings.ToLower(scheme); scheme {
+		case "https", "http", "ssh", "git", "file":
+			return scheme
+		case "git+ssh", "ssh+git":
+			return "ssh"
+		}
+		return ""
+	}
+	if strings.Contains(url, "::") {
+		return "" // transport::address, a remote helper
+	}
+	// git's own rule: a colon before any slash is the scp-like ssh syntax, host:path; otherwise a local path.
+	colon, slash := strings.IndexByte(url, ':'), strings.IndexByte(url, '/')
+	if colon > 0 && (slash < 0 || colon < slash) && !filepath.IsAbs(url) {
+		return "ssh"
+	}
+	return "file"
+}
+
+// stallWriter keeps the tail of what git prints on stderr and notes when it last printed.
+type stallWriter struct {
+	mu   sync.Mutex
+	buf  []byte
+	last time.Time
+}
+
+// stderrKeep bounds what is kept of git's stderr: its last lines say what went wrong; progress goes on for long.
+const stderrKeep = 16 << 10
+
+func (w *stallWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if over := len(w.buf) - stderrKeep; over > 0 {
+		w.buf = append(w.buf[:0], w.buf[over:]...)
+	}
+	w.last = time.Now()
+	return len(p), nil
+}
+
+func (w *stallWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// Progress lines end in carriage returns: the last state of each is what a person would have seen.
+	var lines []string
+	for _, l := range strings.Split(string(w.buf), "\n") {
+		if i := strings.LastIndexByte(strings.TrimRight(l, "\r"), '\r'); i >= 0 {
+			l = l[i+1:]
+		}
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (w *stallWriter) quiet() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return time.Since(w.last)
+}
+
+// stallWatch kills a command that prints nothing for after.
+type stallWatch struct {
+	cmd   *exec.Cmd
+	out   *stallWriter
+	after time.Duration
+	done  chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	fire  bool
+}
+
+func watchStall(cmd *exec.Cmd, out *stallWriter, after time.Duration) *stallWatch {
+	return &stallWatch{cmd: cmd, out: out, after: after, done: make(chan struct{})}
+}
+
+func (s *stallWatch) start() {
+	s.out.Write(nil) // the clock starts with the command
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(min(s.after/4, time.Second))
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-tick.C:
+				if s.out.quiet() >= s.after {
+					s.mu.Lock()
+					s.fire = true
+					s.mu.Unlock()
+					_ = s.cmd.Process.Kill()
+					return
+				}
+			}
+		}
+	}()
+}
+
+func (s *stallWatch) stop() {
+	close(s.done)
+	s.wg.Wait()
+}
+
+func (s *stallWatch) fired() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fire
+}
+
+// emptyDir is an empty directory of orch's own, for git commands that must not have a work tree: created once per
+// process, readable by everyone (git may run as a repository's owner), never written.
+var emptyDir = sync.OnceValues(func() (string, error) {
+	d, err := os.MkdirTemp("", "orch-git-empty-")
+	if err != nil {
+		return "", fmt.Errorf("making an empty directory for git: %w", err)
+	}
+	return d, os.Chmod(d, 0o555)
+})
+
+// userGit runs git in the user's own checkout at dir, found from there as the user's git finds it: the user's
+// repository, before or beside any run. Only commands that read refs and settings run this way.
+func userGit(ctx context.Context, dir string, args ...string) (string, error) {
+	full := make([]string, 0, 2*(len(safety)+len(offline))+len(args)+1)
+	for _, kv := range append(append([]string(nil), safety...), offline...) {
+		full = append(full, "-c", kv)
+	}
+	full = append(append(full, "--no-pager"), args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Dir = dir
+	home, err := emptyDir()
+	if err != nil {
+		return "", err
+	}
+	cmd.Env = append(baseEnv(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+home,
+		"XDG_CONFIG_HOME="+home)
+	cmd.SysProcAttr = asOwner(dir)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -85,7 +435,7 @@ func Toplevel(ctx context.Context, dir string) (string, error) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return "", ErrNotRepository // without git, every directory is a plain one
 	}
-	out, err := git(ctx, dir, nil, "rev-parse", "--show-toplevel")
+	out, err := userGit(ctx, dir, "rev-parse", "--show-toplevel")
 	if err != nil {
 		var ge *gitError
 		if errors.As(err, &ge) && strings.Contains(ge.stderr, "not a git repository") {
@@ -104,7 +454,7 @@ func Resolve(ctx context.Context, dir, ref string) (string, error) {
 	if strings.HasPrefix(ref, "-") {
 		return "", fmt.Errorf("%q is not a git ref", ref)
 	}
-	out, err := git(ctx, dir, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+	out, err := userGit(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
 	if err != nil || out == "" {
 		return "", fmt.Errorf("%q names no commit in %s", ref, dir)
 	}
@@ -113,7 +463,7 @@ func Resolve(ctx context.Context, dir, ref string) (string, error) {
 
 // CurrentBranch names what HEAD is at in the repository at dir: its branch, or the commit when HEAD is detached.
 func CurrentBranch(ctx context.Context, dir, commit string) string {
-	if name, err := git(ctx, dir, nil, "symbolic-ref", "--quiet", "--short", "HEAD"); err == nil && name != "" {
+	if name, err := userGit(ctx, dir, "symbolic-ref", "--quiet", "--short", "HEAD"); err == nil && name != "" {
 		return name
 	}
 	return Short(commit)
@@ -121,7 +471,20 @@ func CurrentBranch(ctx context.Context, dir, commit string) string {
 
 // RemoteURL is the URL of remote name in the repository at dir.
 func RemoteURL(ctx context.Context, dir, name string) (string, error) {
-	return git(ctx, dir, nil, "remote", "get-url", "--", name)
+	return userGit(ctx, dir, "remote", "get-url", "--", name)
+}
+
+// commonDir is the git directory that holds the objects and refs of the user's repository whose work tree is top:
+// its .git, or, when top is itself a linked worktree or a submodule's checkout, the directory that names.
+func commonDir(ctx context.Context, top string) (string, error) {
+	out, err := userGit(ctx, top, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return "", fmt.Errorf("finding the git directory of %s: %w", top, err)
+	}
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(top, out)
+	}
+	return filepath.Clean(out), nil
 }
 
 // Stat is what a branch holds against its base.
@@ -131,26 +494,6 @@ type Stat struct {
 	FilesChanged int
 	Insertions   int
 	Deletions    int
-}
-
-// StatOf compares the worktree's HEAD with base: how many commits, files, lines.
-func StatOf(ctx context.Context, dir, base string) (Stat, error) {
-	head, err := git(ctx, dir, nil, "rev-parse", "HEAD")
-	if err != nil {
-		return Stat{}, err
-	}
-	st := Stat{Head: head}
-	n, err := git(ctx, dir, nil, "rev-list", "--count", base+"..HEAD")
-	if err != nil {
-		return Stat{}, err
-	}
-	st.Commits, _ = strconv.Atoi(n)
-	short, err := git(ctx, dir, nil, "diff", "--shortstat", base, "HEAD")
-	if err != nil {
-		return Stat{}, err
-	}
-	st.FilesChanged, st.Insertions, st.Deletions = parseShortstat(short)
-	return st, nil
 }
 
 // parseShortstat reads " 3 files changed, 10 insertions(+), 2 deletions(-)"; either count may be missing.
@@ -176,29 +519,6 @@ func parseShortstat(s string) (files, ins, del int) {
 	return files, ins, del
 }
 
-// Dirty reports whether the worktree at dir has changes not committed (untracked files included).
-func Dirty(ctx context.Context, dir string) (bool, error) {
-	out, err := git(ctx, dir, nil, "status", "--porcelain", "--untracked-files=all")
-	return out != "", err
-}
-
-// Commit records everything the worktree at dir holds as one commit by who, with message msg, and returns the new
-// commit; "" when there was nothing to commit (no empty commits). The repository's hooks do not run: the commit
-// records the agent's work as it is, and the team's own checks judge it on the branch.
-func Commit(ctx context.Context, dir string, who Identity, msg string) (string, error) {
-	if _, err := git(ctx, dir, nil, "add", "--all"); err != nil {
-		return "", err
-	}
-	if _, err := git(ctx, dir, nil, "diff", "--cached", "--quiet"); err == nil {
-		return "", nil
-	}
-	if _, err := git(ctx, dir, who.env(), "-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify",
-		"--cleanup=verbatim", "-m", msg); err != nil {
-		return "", err
-	}
-	return git(ctx, dir, nil, "rev-parse", "HEAD")
-}
-
 // TaskMessage is the commit message of a task: subject "Task <id>: <title>", the brain's summary, and the trailers
 // that tie the commit to its run.
 func TaskMessage(runID, taskID, title, summary string) string {
@@ -220,4 +540,26 @@ func firstLine(s string) string {
 		s = s[:200]
 	}
 	return s
+}
+
+// Short is how orch abbreviates a commit in what it tells people: 12 hex digits.
+func Short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+// redactURL drops the credentials from a URL before it goes into a message.
+func redactURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		if slash := strings.Index(rest, "/"); slash < 0 || at < slash {
+			rest = rest[at+1:]
+		}
+	}
+	return scheme + "://" + rest
 }

@@ -7,3 +7,5 @@ import "syscall"
 func asOwner(string) *syscall.SysProcAttr { return nil }
 
 func giveTo(string, string) error { return nil }
+
+const oNoFollow = 0

@@ -33,3 +33,6 @@ func giveTo(path, like string) error {
 	}
 	return os.Chown(path, int(a.Credential.Uid), int(a.Credential.Gid))
 }
+
+// oNoFollow opens a file only when it is not a symbolic link.
+const oNoFollow = syscall.O_NOFOLLOW

@@ -10,30 +10,36 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/orchrun/orch/jobs"
 )
 
-// Manager keeps the worktrees of the runs a worker works on, and the mirrors of the repositories its runs clone.
+// Manager keeps the worktrees of the runs a worker works on, orch's own git directories of those runs, and the
+// mirrors of the repositories its runs clone.
 type Manager struct {
-	// Root holds what the manager makes: Root/worktrees/<run id>, and Root/mirrors/<hash>.git for runs that clone.
+	// Root holds what the manager makes: Root/worktrees/<run id> (the files, and the agent's own .git),
+	// Root/gitdirs/<run id> (orch's git directory of the run), and Root/mirrors/<hash>.git for runs that clone.
 	Root string
 	// Author signs orch's commits. Default DefaultIdentity.
 	Author Identity
 	// Log hears about worktrees brought back in line with their run. Default: discarded.
 	Log *slog.Logger
-	// Spares is how many worktrees of a run that ended are kept per repository, clean and detached, for the next
-	// run: its worktree is then a spare moved into place and switched to the new branch, which rewrites only the
-	// files that differ, instead of every file of the repository checked out anew (on 10,000 files, tens of
-	// milliseconds instead of most of a second). 0 keeps none.
+	// Spares is how many worktrees of a run that ended are kept per repository, clean, for the next run: its worktree
+	// is then a spare moved into place and switched to the new commit, which rewrites only the files that differ,
+	// instead of every file of the repository checked out anew (on 10,000 files, tens of milliseconds instead of most
+	// of a second). 0 keeps none.
 	Spares int
+	// Stall is how long a network git command (clone, fetch, push) may go without a sign of progress before its
+	// remote is taken for one that does not answer, and the command fails saying so. Default DefaultStall.
+	Stall time.Duration
 
-	// mu serialises this process's changes to a repository's worktree list and branches: two runs starting at once
-	// in one repository must not prune each other's worktree half-made.
+	// mu serialises this process's changes to worktrees and branches: two runs starting at once on one repository
+	// must not take the same spare.
 	mu sync.Mutex
 }
 
@@ -41,10 +47,27 @@ type Manager struct {
 type Worktree struct {
 	// Top is the worktree's top directory; Dir is where the agent works (Top, or the workspace's place in it).
 	Top, Dir string
+	// ReadOnly are the directories outside the worktree that the agent's git reads: the repository's object
+	// directories. A sandbox that shows the agent only its worktree shows it these too, read-only.
+	ReadOnly []string
+
+	repo   *repository
+	git    runGitDir
+	branch string
+	// print is the repository's print when the worktree was checked out (gitdir.go).
+	print map[string]string
+}
+
+// agent is the agent's own git in the worktree.
+func (m *Manager) agent(wt Worktree) agentGit {
+	return agentGit{dir: filepath.Join(wt.Top, ".git"), repo: wt.repo, branch: wt.branch, who: m.author()}
 }
 
 // Path is where run runID's worktree is.
 func (m *Manager) Path(runID string) string { return filepath.Join(m.Root, "worktrees", runID) }
+
+// gitDirPath is where orch's git directory of run runID is.
+func (m *Manager) gitDirPath(runID string) string { return filepath.Join(m.Root, "gitdirs", runID) }
 
 func (m *Manager) log() *slog.Logger {
 	if m.Log == nil {
@@ -60,11 +83,24 @@ func (m *Manager) author() Identity {
 	return m.Author
 }
 
-// Checkout returns run runID's worktree on branch g.Branch, making it when it is missing: from the branch where the
-// branch exists (a run resumed after its worktree was removed, or by another worker), else as a new branch at the
-// run's base. A worktree whose HEAD is not g.Head (the run moved on elsewhere, or a commit was made that the run
-// never recorded) is brought to g.Head: the run's record is the truth. g.BaseCommit is filled in when the run has
-// none yet (a run that clones learns its base on the first worker that runs it).
+// inRun is a git command in a run's worktree, through orch's own git directory of the run.
+func (m *Manager) inRun(wt Worktree, env ...string) gitCmd {
+	return gitCmd{gitDir: wt.git.path, workTree: wt.Top, objects: wt.repo.objects, owner: wt.repo.owner, env: env}
+}
+
+// onRepo is a command on the repository's refs.
+func onRepo(r *repository) gitCmd { return gitCmd{gitDir: r.dir, owner: r.owner} }
+
+// online is a network command of the repository's, with remote url.
+func (m *Manager) online(r *repository, url string) gitCmd {
+	return gitCmd{gitDir: r.dir, owner: r.owner, userConfig: true, remote: url, stall: m.Stall}
+}
+
+// Checkout returns run runID's worktree at the run's head on branch g.Branch, making it when it is missing: from a
+// spare worktree when there is one, else checked out anew; the branch is set in the repository to the run's head (or
+// its base). A worktree that is not at g.Head (the run moved on elsewhere, or a commit was made that the run never
+// recorded) is brought to g.Head: the run's record is the truth. g.BaseCommit is filled in when the run has none yet
+// (a run that clones learns its base on the first worker that runs it).
 func (m *Manager) Checkout(ctx context.Context, runID string, g *jobs.Git) (Worktree, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -77,55 +113,90 @@ func (m *Manager) Checkout(ctx context.Context, runID string, g *jobs.Git) (Work
 			return Worktree{}, err
 		}
 	}
+	start := g.Head
+	if start == "" {
+		start = g.BaseCommit
+	}
 	path := m.Path(runID)
-	wt := Worktree{Top: path, Dir: filepath.Join(path, g.Dir)}
-	if isWorktree(path) {
-		if err := m.align(ctx, repo, path, g); err != nil {
+	wt := Worktree{Top: path, Dir: filepath.Join(path, g.Dir), ReadOnly: repo.readOnly, repo: repo,
+		git: runGitDir{path: m.gitDirPath(runID), repo: repo}, branch: g.Branch}
+	if m.isRunTree(wt) {
+		if err := m.align(ctx, wt, start); err != nil {
 			return Worktree{}, err
 		}
+		wt.print = repo.print()
 		return wt, m.mkdirWorkspace(wt)
 	}
 	if err := m.prepareRoot(repo); err != nil {
 		return Worktree{}, err
 	}
-	// A directory without its .git file is what a crash in the middle of making it left: start it again.
-	if err := os.RemoveAll(path); err != nil {
-		return Worktree{}, fmt.Errorf("removing the half-made worktree %s: %w", path, err)
-	}
-	if _, err := git(ctx, repo, nil, "worktree", "prune"); err != nil {
+	// What is there is what a crash in the middle of making it left, or a worktree of an older orch: start again.
+	m.discard(ctx, repo, wt.Top, wt.git.path)
+	if err := m.setBranch(ctx, repo, g.Branch, start); err != nil {
 		return Worktree{}, err
 	}
-	start := g.Head
-	if start == "" {
-		start = g.BaseCommit
-	}
-	exists := false
-	if _, err := git(ctx, repo, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+g.Branch); err == nil {
-		exists = true
-		if err := m.takeBranch(ctx, repo, path, g.Branch); err != nil {
-			return Worktree{}, err
-		}
-	}
-	if m.takeSpare(ctx, repo, path, g.Branch, start) {
-		return wt, m.mkdirWorkspace(wt)
-	}
-	if exists {
-		// The branch is there (the run was here before, or another worker pushed it): it must hold the run's head.
-		if _, err := git(ctx, repo, nil, "branch", "--force", "--no-track", g.Branch, start); err != nil {
-			return Worktree{}, err
-		}
-		_, err = git(ctx, repo, nil, "-c", "checkout.workers=0", "worktree", "add", "--quiet", path, g.Branch)
-		if err != nil {
+	if !m.takeSpare(ctx, wt, start) {
+		if err := m.checkoutAnew(ctx, wt, start); err != nil {
+			m.discard(ctx, repo, wt.Top, wt.git.path)
 			return Worktree{}, fmt.Errorf("making the run's worktree: %w", err)
 		}
-		return wt, m.mkdirWorkspace(wt)
 	}
-	// Files are written by as many workers as there are CPUs: most of a big checkout is the kernel making files.
-	if _, err := git(ctx, repo, nil, "-c", "checkout.workers=0", "worktree", "add", "--quiet", "--no-track", "-b", g.Branch,
-		path, start); err != nil {
-		return Worktree{}, fmt.Errorf("making the run's worktree: %w", err)
+	if err := m.remakeAgentGit(wt, start); err != nil {
+		return Worktree{}, err
 	}
+	wt.print = repo.print()
 	return wt, m.mkdirWorkspace(wt)
+}
+
+// isRunTree reports whether the run's worktree and orch's git directory of it are both there.
+func (m *Manager) isRunTree(wt Worktree) bool {
+	fi, err := os.Lstat(wt.Top)
+	if err != nil || !fi.IsDir() || wt.git.head() == "" {
+		return false
+	}
+	// An older orch's worktree is a linked worktree of the repository, its .git a file that git made.
+	if fi, err := os.Lstat(filepath.Join(wt.Top, ".git")); err == nil && fi.Mode().IsRegular() {
+		if _, err := os.Lstat(filepath.Join(wt.git.path, "index")); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// checkoutAnew makes the worktree from nothing: orch's git directory at start, every file checked out.
+func (m *Manager) checkoutAnew(ctx context.Context, wt Worktree, start string) error {
+	if err := mkdirOwned(wt.Top, wt.repo.owner); err != nil {
+		return err
+	}
+	if err := wt.git.write(start); err != nil {
+		return err
+	}
+	_, err := m.inRun(wt).run(ctx, "read-tree", "--reset", "-u", start)
+	return err
+}
+
+// remakeAgentGit makes the agent's own git anew at head, with orch's index of the same files.
+func (m *Manager) remakeAgentGit(wt Worktree, head string) error {
+	index, err := os.ReadFile(filepath.Join(wt.git.path, "index"))
+	if err != nil {
+		index = nil // the agent's git reads every file once instead
+	}
+	if err := m.agent(wt).make(head, index); err != nil {
+		return fmt.Errorf("making the agent's git in the run's worktree: %w", err)
+	}
+	return nil
+}
+
+// setBranch points the run's branch in the repository at sha. The branch is the run's own: orch alone moves it, to
+// what the run recorded.
+func (m *Manager) setBranch(ctx context.Context, repo *repository, branch, sha string) error {
+	if _, err := onRepo(repo).run(ctx, "check-ref-format", "refs/heads/"+branch); err != nil {
+		return fmt.Errorf("the run's branch %q is not a valid branch name", branch)
+	}
+	if _, err := onRepo(repo).run(ctx, "update-ref", "-m", "orch", "refs/heads/"+branch, sha); err != nil {
+		return fmt.Errorf("moving the run's branch %s: %w", branch, err)
+	}
+	return nil
 }
 
 // mkdirWorkspace makes the workspace's directory in the worktree when the base commit does not have it (a directory
@@ -134,39 +205,53 @@ func (m *Manager) mkdirWorkspace(wt Worktree) error {
 	if wt.Dir == wt.Top {
 		return nil
 	}
-	if err := os.MkdirAll(wt.Dir, 0o755); err != nil {
+	if err := mkdirOwned(wt.Dir, wt.repo.owner); err != nil {
 		return fmt.Errorf("making the workspace's directory in the run's worktree: %w", err)
 	}
-	return giveTo(wt.Dir, wt.Top)
+	return nil
+}
+
+// repoKey names a repository in the names of its spares.
+func repoKey(r *repository) string {
+	sum := sha256.Sum256([]byte(r.dir))
+	return hex.EncodeToString(sum[:6])
 }
 
 // spares are the spare worktrees of repo.
-func (m *Manager) spares(repo string) []string {
-	sum := sha256.Sum256([]byte(repo))
-	found, _ := filepath.Glob(filepath.Join(m.Root, "worktrees", ".spare-"+hex.EncodeToString(sum[:6])+"-*"))
+func (m *Manager) spares(repo *repository) []string {
+	found, _ := filepath.Glob(filepath.Join(m.Root, "worktrees", ".spare-"+repoKey(repo)+"-*"))
 	return found
 }
 
-// takeSpare makes a spare worktree of repo the run's, at path on branch (made or moved to start). It reports whether
-// there was one to take.
-func (m *Manager) takeSpare(ctx context.Context, repo, path, branch, start string) bool {
-	for _, spare := range m.spares(repo) {
-		if !isWorktree(spare) {
-			_ = os.RemoveAll(spare)
+// takeSpare makes a spare worktree of the repository the run's, at start. It reports whether there was one to take.
+func (m *Manager) takeSpare(ctx context.Context, wt Worktree, start string) bool {
+	for _, spare := range m.spares(wt.repo) {
+		spareGit := filepath.Join(m.Root, "gitdirs", filepath.Base(spare))
+		old := runGitDir{path: spareGit, repo: wt.repo}.head()
+		if old == "" {
+			m.discard(ctx, wt.repo, spare, spareGit) // half made, or an older orch's
 			continue
 		}
-		if _, err := git(ctx, repo, nil, "worktree", "move", spare, path); err != nil {
-			m.log().Warn("a spare worktree could not be taken; removing it", "worktree", spare, "err", err)
-			m.discard(ctx, repo, spare)
+		if err := os.Rename(spare, wt.Top); err != nil {
+			m.discard(ctx, wt.repo, spare, spareGit)
 			continue
 		}
-		if _, err := git(ctx, path, nil, "checkout", "--quiet", "--force", "--no-track", "-B", branch, start); err != nil {
-			m.log().Warn("a spare worktree could not switch to the run's branch; removing it", "worktree", path, "err", err)
-			m.discard(ctx, repo, path)
+		if err := os.Rename(spareGit, wt.git.path); err != nil {
+			m.discard(ctx, wt.repo, wt.Top, spareGit)
 			continue
 		}
-		if _, err := git(ctx, path, nil, "clean", "-ffdxq"); err != nil {
-			m.discard(ctx, repo, path)
+		// The index is the spare's clean checkout of old: a two-tree read rewrites the files that differ.
+		if _, err := m.inRun(wt).run(ctx, "read-tree", "-m", "-u", old, start); err != nil {
+			m.log().Warn("a spare worktree could not switch to the run's commit; removing it", "worktree", wt.Top, "err", err)
+			m.discard(ctx, wt.repo, wt.Top, wt.git.path)
+			continue
+		}
+		if _, err := m.inRun(wt).run(ctx, "clean", "-ffdxq"); err != nil {
+			m.discard(ctx, wt.repo, wt.Top, wt.git.path)
+			continue
+		}
+		if err := wt.git.write(start); err != nil {
+			m.discard(ctx, wt.repo, wt.Top, wt.git.path)
 			continue
 		}
 		return true
@@ -174,32 +259,47 @@ func (m *Manager) takeSpare(ctx context.Context, repo, path, branch, start strin
 	return false
 }
 
-// keepSpare makes the worktree at path, of a run that ended, a spare of repo when there is room: clean, detached from
-// the run's branch. It reports whether it did.
-func (m *Manager) keepSpare(ctx context.Context, repo, path string) bool {
-	if len(m.spares(repo)) >= m.Spares {
+// keepSpare makes the worktree of a run that ended a spare of its repository when there is room: its files as its
+// head has them, nothing else, no agent's git. It reports whether it did.
+func (m *Manager) keepSpare(ctx context.Context, wt Worktree) bool {
+	if len(m.spares(wt.repo)) >= m.Spares {
 		return false
 	}
-	if _, err := git(ctx, path, nil, "checkout", "--quiet", "--detach"); err != nil {
+	head := wt.git.head()
+	if head == "" || wt.git.write(head) != nil {
 		return false
 	}
-	if _, err := git(ctx, path, nil, "reset", "--quiet", "--hard"); err != nil {
+	if _, err := m.inRun(wt).run(ctx, "read-tree", "--reset", "-u", head); err != nil {
 		return false
 	}
-	if _, err := git(ctx, path, nil, "clean", "-ffdxq"); err != nil {
+	if _, err := m.inRun(wt).run(ctx, "clean", "-ffdxq"); err != nil {
 		return false
 	}
-	sum := sha256.Sum256([]byte(repo))
-	spare := filepath.Join(m.Root, "worktrees", ".spare-"+hex.EncodeToString(sum[:6])+"-"+randomSuffix())
-	_, err := git(ctx, repo, nil, "worktree", "move", path, spare)
-	return err == nil
+	if err := os.RemoveAll(filepath.Join(wt.Top, ".git")); err != nil {
+		return false
+	}
+	name := ".spare-" + repoKey(wt.repo) + "-" + randomSuffix()
+	if err := os.Rename(wt.git.path, filepath.Join(m.Root, "gitdirs", name)); err != nil {
+		return false
+	}
+	if err := os.Rename(wt.Top, filepath.Join(m.Root, "worktrees", name)); err != nil {
+		_ = os.RemoveAll(filepath.Join(m.Root, "gitdirs", name))
+		return false
+	}
+	return true
 }
 
-// discard removes a worktree, whatever state it is in.
-func (m *Manager) discard(ctx context.Context, repo, path string) {
-	if _, err := git(ctx, repo, nil, "worktree", "remove", "--force", "--force", path); err != nil {
-		_ = os.RemoveAll(path)
-		_, _ = git(ctx, repo, nil, "worktree", "prune")
+// discard removes a worktree and orch's git directory of it, whatever state they are in. A worktree an older orch
+// made is a linked worktree of the repository: the repository forgets it too.
+func (m *Manager) discard(ctx context.Context, repo *repository, top, gitDir string) {
+	linked := false
+	if fi, err := os.Lstat(filepath.Join(top, ".git")); err == nil && fi.Mode().IsRegular() {
+		linked = true
+	}
+	_ = os.RemoveAll(top)
+	_ = os.RemoveAll(gitDir)
+	if linked {
+		_, _ = onRepo(repo).run(ctx, "worktree", "prune")
 	}
 }
 
@@ -209,82 +309,92 @@ func randomSuffix() string {
 	return hex.EncodeToString(b[:])
 }
 
-// takeBranch removes another worktree of the run's branch: a run has one step at a time, so a worktree of its branch
-// elsewhere on this machine (another worker's directory, on the same repository) was left by a step that is over.
-func (m *Manager) takeBranch(ctx context.Context, repo, path, branch string) error {
-	out, err := git(ctx, repo, nil, "worktree", "list", "--porcelain")
-	if err != nil {
-		return err
-	}
-	var at string
-	for _, line := range strings.Split(out, "\n") {
-		if p, ok := strings.CutPrefix(line, "worktree "); ok {
-			at = p
-		}
-		if line == "branch refs/heads/"+branch && at != path {
-			m.log().Warn("removing another worktree of the run's branch", "worktree", at, "branch", branch)
-			if _, err := git(ctx, repo, nil, "worktree", "remove", "--force", at); err != nil {
-				return fmt.Errorf("the run's branch is checked out in %s: %w", at, err)
-			}
+// align brings the worktree to head when orch's git directory says it is elsewhere. Work not committed there is of a
+// step whose outcome was never saved, or of the run's state before another worker moved it on: it goes. A worktree
+// already at head keeps what it holds (a retried attempt sees what the last one left), and its agent's git is made
+// anew only when it is gone.
+func (m *Manager) align(ctx context.Context, wt Worktree, head string) error {
+	at := wt.git.head()
+	if len(wt.git.changed("")) > 0 {
+		if err := wt.git.write(at); err != nil { // orch's own configuration, whatever was written over it
+			return err
 		}
 	}
-	return nil
-}
-
-// align brings the worktree at path to g.Head when it is elsewhere. Work not committed there is of a step whose
-// outcome was never saved, or of the run's state before another worker moved it on: it goes.
-func (m *Manager) align(ctx context.Context, repo, path string, g *jobs.Git) error {
-	if g.Head == "" {
+	if at == head {
+		if fi, err := os.Lstat(filepath.Join(wt.Top, ".git")); err != nil || !fi.IsDir() {
+			return m.remakeAgentGit(wt, head)
+		}
 		return nil
 	}
-	head, err := git(ctx, path, nil, "rev-parse", "HEAD")
-	if err != nil {
+	if !hasCommit(ctx, wt.repo, head) {
+		return fmt.Errorf("the run's branch is at %s, which %s does not have (was it pushed?)", Short(head), wt.repo.dir)
+	}
+	m.log().Warn("the run's worktree was not where the run is; moving it there", "worktree", wt.Top,
+		"was", Short(at), "now", Short(head))
+	if _, err := m.inRun(wt).run(ctx, "read-tree", "--reset", "-u", head); err != nil {
 		return err
 	}
-	if head == g.Head {
-		return nil
-	}
-	if !hasCommit(ctx, repo, g.Head) {
-		return fmt.Errorf("the run's branch is at %s, which %s does not have (was it pushed?)", Short(g.Head), repo)
-	}
-	m.log().Warn("the run's worktree was not where the run is; moving it there", "worktree", path,
-		"was", Short(head), "now", Short(g.Head))
-	if _, err := git(ctx, path, nil, "reset", "--hard", "--quiet", g.Head); err != nil {
+	if _, err := m.inRun(wt).run(ctx, "clean", "-fdq"); err != nil {
 		return err
 	}
-	_, err = git(ctx, path, nil, "clean", "-fdq")
-	return err
+	if err := wt.git.write(head); err != nil {
+		return err
+	}
+	if err := m.setBranch(ctx, wt.repo, wt.branch, head); err != nil {
+		return err
+	}
+	return m.remakeAgentGit(wt, head)
 }
 
 // repository is the repository a run's worktree belongs to: the user's own, or this worker's mirror of the run's URL,
 // cloned on first use and brought up to date.
-func (m *Manager) repository(ctx context.Context, runID string, g *jobs.Git) (string, error) {
+func (m *Manager) repository(ctx context.Context, runID string, g *jobs.Git) (*repository, error) {
 	if g.URL == "" {
 		if g.Repo == "" {
-			return "", errors.New("the run has no repository")
+			return nil, errors.New("the run has no repository")
 		}
-		return g.Repo, nil
+		dir, err := commonDir(ctx, g.Repo)
+		if err != nil {
+			return nil, err
+		}
+		return openRepository(ctx, dir, g.Repo)
 	}
 	mirror := m.mirror(g.URL)
 	if _, err := os.Stat(filepath.Join(mirror, "HEAD")); err != nil {
 		if err := m.clone(ctx, g.URL, mirror); err != nil {
-			return "", err
-		}
-	} else if g.BaseCommit != "" && isWorktree(m.Path(runID)) && (g.Head == "" || hasCommit(ctx, mirror, g.Head)) {
-		return mirror, nil // the run was here last: nothing to fetch
-	}
-	// The remote's branches, the run's own included when another worker pushed it, under refs/remotes/origin.
-	if _, err := git(ctx, mirror, nil, "fetch", "--quiet", "--prune", "origin",
-		"+refs/heads/*:refs/remotes/origin/*"); err != nil {
-		return "", fmt.Errorf("fetching %s: %w", redactURL(g.URL), err)
-	}
-	if g.Head != "" {
-		if !hasCommit(ctx, mirror, g.Head) {
-			return "", fmt.Errorf("the run's branch %s is at %s, which %s does not have: it was not pushed from the worker that made it",
-				g.Branch, Short(g.Head), redactURL(g.URL))
+			return nil, err
 		}
 	}
-	return mirror, nil
+	repo, err := openRepository(ctx, mirror, mirror)
+	if err != nil {
+		return nil, err
+	}
+	if g.BaseCommit != "" && runID != "" && m.isRunTree(Worktree{Top: m.Path(runID),
+		git: runGitDir{path: m.gitDirPath(runID), repo: repo}}) && (g.Head == "" || hasCommit(ctx, repo, g.Head)) {
+		return repo, nil // the run was here last: nothing to fetch
+	}
+	if err := m.fetch(ctx, repo, g.URL); err != nil {
+		return nil, err
+	}
+	if g.Head != "" && !hasCommit(ctx, repo, g.Head) {
+		return nil, fmt.Errorf("the run's branch %s is at %s, which %s does not have: it was not pushed from the worker that made it",
+			g.Branch, Short(g.Head), redactURL(g.URL))
+	}
+	return repo, nil
+}
+
+// mirrorRefspecs are what a mirror keeps of its remote: the branches (the run's own included, when another worker
+// pushed it) under refs/remotes/origin, and the tags.
+var mirrorRefspecs = []string{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}
+
+// fetch brings the mirror repo up to date with its remote.
+func (m *Manager) fetch(ctx context.Context, repo *repository, url string) error {
+	args := append([]string{"fetch", "--quiet", "--progress", "--prune", "--no-tags", "--no-write-fetch-head", "origin"},
+		mirrorRefspecs...)
+	if _, err := m.online(repo, url).run(ctx, args...); err != nil {
+		return fmt.Errorf("fetching %s: %w", redactURL(url), err)
+	}
+	return nil
 }
 
 // mirror is where this manager keeps its mirror of url.
@@ -293,13 +403,18 @@ func (m *Manager) mirror(url string) string {
 	return filepath.Join(m.Root, "mirrors", hex.EncodeToString(sum[:8])+".git")
 }
 
-func hasCommit(ctx context.Context, repo, sha string) bool {
-	_, err := git(ctx, repo, nil, "cat-file", "-e", sha+"^{commit}")
+func hasCommit(ctx context.Context, repo *repository, sha string) bool {
+	_, err := onRepo(repo).run(ctx, "cat-file", "-e", sha+"^{commit}")
 	return err == nil
 }
 
-// clone makes a bare mirror of url at dir, atomically: a half-made clone is never taken for a mirror.
+// clone makes a bare mirror of url at dir, atomically: a half-made clone is never taken for a mirror. It is made as
+// an empty repository of orch's (no hooks, no template) that fetches from url, so that nothing of the remote's but
+// objects and refs ever reaches it.
 func (m *Manager) clone(ctx context.Context, url, dir string) error {
+	if protocolOf(url) == "" {
+		return fmt.Errorf("cloning %s: orch speaks git over https, http, ssh, git and local paths, not this URL's transport", redactURL(url))
+	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return err
 	}
@@ -308,8 +423,29 @@ func (m *Manager) clone(ctx context.Context, url, dir string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := git(ctx, filepath.Dir(dir), nil, "clone", "--bare", "--quiet", "--", url, tmp); err != nil {
+	empty, err := emptyDir()
+	if err != nil {
+		return err
+	}
+	init := gitCmd{plain: true}
+	if _, err := init.run(ctx, "init", "--bare", "--quiet", "--template="+empty, tmp); err != nil {
 		return fmt.Errorf("cloning %s: %w", redactURL(url), err)
+	}
+	repo := &repository{dir: tmp, objects: filepath.Join(tmp, "objects")}
+	for _, kv := range [][]string{{"remote.origin.url", url}, {"remote.origin.fetch", mirrorRefspecs[0]},
+		{"gc.auto", "0"}} {
+		if _, err := onRepo(repo).run(ctx, "config", "--file", filepath.Join(tmp, "config"), kv[0], kv[1]); err != nil {
+			return fmt.Errorf("cloning %s: %w", redactURL(url), err)
+		}
+	}
+	if err := m.fetch(ctx, repo, url); err != nil {
+		return fmt.Errorf("cloning %s: %w", redactURL(url), errors.Unwrap(err))
+	}
+	// The remote's HEAD, for runs that start from it.
+	if head, err := m.online(repo, url).run(ctx, "ls-remote", "--symref", "origin", "HEAD"); err == nil {
+		if ref, _, ok := strings.Cut(strings.TrimPrefix(head, "ref: "), "\t"); ok && strings.HasPrefix(ref, "refs/heads/") {
+			_, _ = onRepo(repo).run(ctx, "symbolic-ref", "HEAD", ref)
+		}
 	}
 	if err := os.Rename(tmp, dir); err != nil && !isExist(err) {
 		return err
@@ -322,16 +458,16 @@ func isExist(err error) bool {
 }
 
 // resolveBase is the commit the run's branch starts from.
-func (m *Manager) resolveBase(ctx context.Context, repo string, g *jobs.Git) (string, error) {
+func (m *Manager) resolveBase(ctx context.Context, repo *repository, g *jobs.Git) (string, error) {
 	base := g.Base
 	if base == "" {
 		base = "HEAD"
 	}
 	if g.URL == "" {
-		return Resolve(ctx, repo, base)
+		return Resolve(ctx, g.Repo, base)
 	}
 	if base == "HEAD" {
-		out, err := git(ctx, repo, nil, "ls-remote", "--quiet", "origin", "HEAD")
+		out, err := m.online(repo, g.URL).run(ctx, "ls-remote", "--quiet", "origin", "HEAD")
 		if err != nil {
 			return "", fmt.Errorf("asking %s for its HEAD: %w", redactURL(g.URL), err)
 		}
@@ -340,171 +476,267 @@ func (m *Manager) resolveBase(ctx context.Context, repo string, g *jobs.Git) (st
 		}
 		return "", fmt.Errorf("%s has no HEAD (an empty repository?)", redactURL(g.URL))
 	}
-	if sha, err := Resolve(ctx, repo, "refs/remotes/origin/"+base); err == nil {
-		return sha, nil
+	if strings.HasPrefix(base, "-") {
+		return "", fmt.Errorf("%q is not a git ref", base)
 	}
-	return Resolve(ctx, repo, base)
+	for _, ref := range []string{"refs/remotes/origin/" + base, base} {
+		if sha, err := onRepo(repo).run(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}"); err == nil && sha != "" {
+			return sha, nil
+		}
+	}
+	return "", fmt.Errorf("%q names no commit in %s", base, redactURL(g.URL))
 }
 
-// prepareRoot makes the manager's directory, and keeps it out of git's sight when it lies inside a repository (the
-// state directory is usually in the user's checkout).
-func (m *Manager) prepareRoot(repo string) error {
-	trees := filepath.Join(m.Root, "worktrees")
-	if err := os.MkdirAll(trees, 0o755); err != nil {
-		return fmt.Errorf("making the worktree directory: %w", err)
+// prepareRoot makes the manager's directories, and keeps them out of git's sight when they lie inside a repository
+// (the state directory is usually in the user's checkout).
+func (m *Manager) prepareRoot(repo *repository) error {
+	for _, d := range []string{"worktrees", "gitdirs"} {
+		if err := mkdirOwned(filepath.Join(m.Root, d), repo.owner); err != nil {
+			return fmt.Errorf("making the worktree directory: %w", err)
+		}
 	}
 	ignore := filepath.Join(m.Root, ".gitignore")
 	if _, err := os.Stat(ignore); errors.Is(err, os.ErrNotExist) {
-		if err := os.WriteFile(ignore, []byte("# orch's own: worktrees of runs, mirrors\n*\n"), 0o644); err != nil {
+		if err := os.WriteFile(ignore, []byte("# orch's own: worktrees of runs, their git directories, mirrors\n*\n"), 0o644); err != nil {
 			return err
 		}
-	}
-	// git makes the run's worktree as the repository's owner: in a directory that owner can write. What orch makes
-	// inside the user's checkout is the user's to remove.
-	mine := []string{trees}
-	if rel, err := filepath.Rel(repo, m.Root); err == nil && !strings.HasPrefix(rel, "..") {
-		mine = append(mine, m.Root, ignore)
-	}
-	for _, p := range mine {
-		if err := giveTo(p, repo); err != nil {
-			return fmt.Errorf("giving %s to the repository's owner: %w", p, err)
+		// What orch makes inside the user's checkout is the user's to remove.
+		if rel, err := filepath.Rel(repo.owner, m.Root); err == nil && !strings.HasPrefix(rel, "..") {
+			if err := giveTo(ignore, repo.owner); err != nil {
+				return err
+			}
+			if err := giveTo(m.Root, repo.owner); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// CommitTask commits the worktree's changes as task taskID of run runID and returns the commit ("" when the task
-// changed nothing).
+// CommitTask commits the worktree's files as task taskID of run runID and returns the commit of the task: orch's
+// commit on top of the commits the agent made itself (kept when they continue the run's branch, imported without
+// running the agent's git: agentcommits.go), the agent's last commit when it committed everything itself, or "" when
+// the task changed nothing. The run's branch moves to it, and the agent's git starts again from it.
 func (m *Manager) CommitTask(ctx context.Context, wt Worktree, runID, taskID, title, summary string) (string, error) {
-	return Commit(ctx, wt.Top, m.author(), TaskMessage(runID, taskID, title, summary))
+	head := wt.git.head()
+	if head == "" {
+		return "", fmt.Errorf("orch's git directory of run %s has no HEAD", runID)
+	}
+	if err := wt.git.write(head); err != nil {
+		return "", err
+	}
+	parent := head
+	if len(m.agent(wt).tampered()) == 0 {
+		if imported, err := m.importAgentCommits(ctx, wt, head); err != nil {
+			m.log().Warn("the agent's own commits could not be kept; its files are committed", "run_id", runID, "err", err)
+		} else if imported != "" {
+			parent = imported
+		}
+	}
+	tree, err := m.stage(ctx, wt)
+	if err != nil {
+		return "", err
+	}
+	commit := ""
+	if same, err := m.sameTree(ctx, wt, tree, parent); err != nil {
+		return "", err
+	} else if !same {
+		commit, err = m.inRun(wt, m.author().env()...).run(ctx, "commit-tree", tree, "-p", parent, "-m",
+			TaskMessage(runID, taskID, title, summary))
+		if err != nil {
+			return "", err
+		}
+	} else if parent != head {
+		commit = parent
+	}
+	if commit == "" {
+		return "", nil
+	}
+	if err := m.moveTo(ctx, wt, commit); err != nil {
+		return "", err
+	}
+	return commit, nil
 }
 
-// Push sends the worktree's HEAD to branch on remote. The branch is the run's own: it is forced, so that a run
-// resumed from its recorded head after a crash replaces commits that the run never recorded.
+// moveTo makes commit the run's head: orch's git directory, the run's branch, the agent's git.
+func (m *Manager) moveTo(ctx context.Context, wt Worktree, commit string) error {
+	if err := wt.git.write(commit); err != nil {
+		return err
+	}
+	if err := m.setBranch(ctx, wt.repo, wt.branch, commit); err != nil {
+		return err
+	}
+	return m.remakeAgentGit(wt, commit)
+}
+
+// stage records the worktree's files in orch's index and returns their tree.
+func (m *Manager) stage(ctx context.Context, wt Worktree) (string, error) {
+	if _, err := m.inRun(wt).run(ctx, "add", "--all", "--ignore-errors"); err != nil {
+		return "", fmt.Errorf("recording the worktree's files: %w", err)
+	}
+	return m.inRun(wt).run(ctx, "write-tree")
+}
+
+// sameTree reports whether commit holds tree.
+func (m *Manager) sameTree(ctx context.Context, wt Worktree, tree, commit string) (bool, error) {
+	t, err := m.inRun(wt).run(ctx, "rev-parse", "--verify", "--quiet", commit+"^{tree}")
+	return t == tree, err
+}
+
+// Stat compares the worktree's head with base: how many commits, files, lines.
+func (m *Manager) Stat(ctx context.Context, wt Worktree, base string) (Stat, error) {
+	head := wt.git.head()
+	if head == "" {
+		return Stat{}, errors.New("orch's git directory of the run has no HEAD")
+	}
+	st := Stat{Head: head}
+	n, err := m.inRun(wt).run(ctx, "rev-list", "--count", base+".."+head)
+	if err != nil {
+		return Stat{}, err
+	}
+	st.Commits, _ = strconv.Atoi(n)
+	short, err := m.inRun(wt).run(ctx, "diff", "--no-ext-diff", "--no-textconv", "--shortstat", base, head, "--")
+	if err != nil {
+		return Stat{}, err
+	}
+	st.FilesChanged, st.Insertions, st.Deletions = parseShortstat(short)
+	return st, nil
+}
+
+// Push sends the run's head to branch on remote. The branch is the run's own: it is forced, so that a run resumed
+// from its recorded head after a crash replaces commits that the run never recorded.
 func (m *Manager) Push(ctx context.Context, wt Worktree, remote, branch string) error {
-	if _, err := git(ctx, wt.Top, nil, "push", "--quiet", "--force", remote, "HEAD:refs/heads/"+branch); err != nil {
+	head := wt.git.head()
+	if head == "" {
+		return errors.New("orch's git directory of the run has no HEAD")
+	}
+	url, err := onRepo(wt.repo).run(ctx, "remote", "get-url", "--push", "--", remote)
+	if err != nil {
+		return fmt.Errorf("pushing %s: the repository has no remote %q: %w", branch, remote, err)
+	}
+	if _, err := m.online(wt.repo, url).run(ctx, "push", "--quiet", "--progress", "--force", "--no-verify", remote,
+		head+":refs/heads/"+branch); err != nil {
 		return fmt.Errorf("pushing %s to %s: %w", branch, remote, err)
 	}
 	return nil
 }
 
-// Remove removes run runID's worktree; the branch stays. Work left uncommitted in it (a run that failed or was
-// aborted mid-task) is kept first as a commit on top of the branch under refs/orch/unfinished/<run id>, which is
-// returned ("" when there was none).
+// Remove removes run runID's worktree and orch's git directory of it; the branch stays. Work left uncommitted in it
+// (a run that failed or was aborted mid-task) is kept first as a commit on top of the branch under
+// refs/orch/unfinished/<run id>, which is returned ("" when there was none).
 func (m *Manager) Remove(ctx context.Context, runID string, g *jobs.Git) (unfinished string, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	path := m.Path(runID)
-	repo := g.Repo
-	if g.URL != "" {
-		repo = m.mirror(g.URL)
+	path, gitDir := m.Path(runID), m.gitDirPath(runID)
+	repo, rerr := m.openKnown(ctx, g)
+	if rerr != nil {
+		// The repository is gone: nothing can be kept in it.
+		return "", errors.Join(os.RemoveAll(path), os.RemoveAll(gitDir))
 	}
-	if !isWorktree(path) {
-		if err := os.RemoveAll(path); err != nil {
-			return "", err
-		}
-		if _, err := os.Stat(repo); err == nil {
-			_, err = git(ctx, repo, nil, "worktree", "prune")
-			return "", err
-		}
+	wt := Worktree{Top: path, Dir: path, repo: repo, git: runGitDir{path: gitDir, repo: repo}, branch: g.Branch}
+	if !m.isRunTree(wt) {
+		m.discard(ctx, repo, path, gitDir)
 		return "", nil
 	}
-	if dirty, err := Dirty(ctx, path); err == nil && dirty {
-		unfinished, err = saveUnfinished(ctx, path, runID, m.author())
-		if err != nil {
-			return "", fmt.Errorf("keeping the run's uncommitted work: %w", err)
-		}
+	if unfinished, err = m.saveUnfinished(ctx, wt, runID); err != nil {
+		return "", fmt.Errorf("keeping the run's uncommitted work: %w", err)
 	}
-	if m.keepSpare(ctx, repo, path) {
+	if m.keepSpare(ctx, wt) {
 		return unfinished, nil
 	}
-	if _, err := git(ctx, repo, nil, "worktree", "remove", "--force", path); err != nil {
-		if rerr := os.RemoveAll(path); rerr != nil {
-			return unfinished, errors.Join(err, rerr)
-		}
-		_, err = git(ctx, repo, nil, "worktree", "prune")
-		return unfinished, err
-	}
-	return unfinished, nil
+	return unfinished, errors.Join(os.RemoveAll(path), os.RemoveAll(gitDir))
 }
 
-// saveUnfinished commits what the worktree holds without moving its branch, and names the commit with a ref of its
-// own.
-func saveUnfinished(ctx context.Context, dir, runID string, who Identity) (string, error) {
-	if _, err := git(ctx, dir, nil, "add", "--all"); err != nil {
+// openKnown opens the repository of a run without reaching any remote: the user's, or this worker's mirror.
+func (m *Manager) openKnown(ctx context.Context, g *jobs.Git) (*repository, error) {
+	if g.URL != "" {
+		return openRepository(ctx, m.mirror(g.URL), m.mirror(g.URL))
+	}
+	if g.Repo == "" {
+		return nil, errors.New("the run has no repository")
+	}
+	dir, err := commonDir(ctx, g.Repo)
+	if err != nil {
+		return nil, err
+	}
+	return openRepository(ctx, dir, g.Repo)
+}
+
+// saveUnfinished commits what the worktree holds, when it differs from the run's head, without moving the run's
+// branch, and names the commit with a ref of its own.
+func (m *Manager) saveUnfinished(ctx context.Context, wt Worktree, runID string) (string, error) {
+	head := wt.git.head()
+	if err := wt.git.write(head); err != nil {
 		return "", err
 	}
-	tree, err := git(ctx, dir, nil, "write-tree")
+	tree, err := m.stage(ctx, wt)
 	if err != nil {
 		return "", err
 	}
-	c, err := git(ctx, dir, who.env(), "commit-tree", tree, "-p", "HEAD", "-m",
+	if same, err := m.sameTree(ctx, wt, tree, head); err != nil || same {
+		return "", err
+	}
+	c, err := m.inRun(wt, m.author().env()...).run(ctx, "commit-tree", tree, "-p", head, "-m",
 		fmt.Sprintf("Unfinished work of run %s\n\nOrch-Run: %s\n", runID, runID))
 	if err != nil {
 		return "", err
 	}
 	ref := "refs/orch/unfinished/" + runID
-	if _, err := git(ctx, dir, nil, "update-ref", ref, c); err != nil {
+	if _, err := onRepo(wt.repo).run(ctx, "update-ref", "-m", "orch", ref, c); err != nil {
 		return "", err
 	}
 	return ref, nil
 }
 
-// isWorktree reports whether path is a linked worktree: it holds a .git file.
-func isWorktree(path string) bool {
-	fi, err := os.Stat(filepath.Join(path, ".git"))
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// Short is how orch abbreviates a commit in what it tells people: 12 hex digits.
-func Short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
-}
-
-// redactURL drops the credentials from a URL before it goes into a message.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		if slash := strings.Index(rest, "/"); slash < 0 || at < slash {
-			rest = rest[at+1:]
-		}
-	}
-	return scheme + "://" + rest
-}
-
 // Diff writes the run's work, its branch against its base, to out: the patch, or with stat git's diffstat. A run that
-// clones its repository is read from this machine's mirror, brought up to date first.
+// clones its repository is read from this machine's mirror, brought up to date first. Nothing the repository or the
+// run's files configure runs: no external diff, no textconv.
 func (m *Manager) Diff(ctx context.Context, g *jobs.Git, stat bool, out io.Writer) error {
-	repo := g.Repo
-	if g.URL != "" {
-		m.mu.Lock()
-		var err error
-		repo, err = m.repository(ctx, "", g)
-		m.mu.Unlock()
-		if err != nil {
-			return err
-		}
+	m.mu.Lock()
+	repo, err := m.repository(ctx, "", g)
+	m.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	head := g.Head
 	if head == "" {
 		head = g.BaseCommit // nothing done yet
 	}
-	args := []string{"-c", "safe.directory=*", "-C", repo, "diff"}
+	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-color"}
 	if stat {
 		args = append(args, "--stat")
 	}
-	cmd := exec.CommandContext(ctx, "git", append(args, g.BaseCommit, head, "--")...)
-	cmd.Stdout = out
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return &gitError{args: []string{"diff", Short(g.BaseCommit), Short(head)}, stderr: stderr.String(), err: err}
+	view, err := m.view(repo)
+	if err != nil {
+		return err
+	}
+	c := gitCmd{gitDir: view, objects: repo.objects, owner: repo.owner, stdout: out}
+	if _, err := c.run(ctx, append(args, g.BaseCommit, head, "--")...); err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) {
+			ge.args = []string{"diff", Short(g.BaseCommit), Short(head)}
+		}
+		return err
 	}
 	return nil
+}
+
+// view is a git directory of orch's for reading a repository's objects with orch's configuration alone: the diffs
+// of runs that are over, which have no git directory of their own any more.
+func (m *Manager) view(repo *repository) (string, error) {
+	dir := filepath.Join(m.Root, "gitdirs", ".view-"+repoKey(repo))
+	d := runGitDir{path: dir, repo: repo}
+	if len(d.changed("")) == 0 {
+		return dir, nil
+	}
+	if err := m.prepareRoot(repo); err != nil {
+		return "", err
+	}
+	if err := mkdirOwned(filepath.Join(dir, "refs"), repo.owner); err != nil {
+		return "", err
+	}
+	if err := writeOwned(filepath.Join(dir, "config"), repo.configText(false), repo.owner); err != nil {
+		return "", err
+	}
+	return dir, writeOwned(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/none\n"), repo.owner)
 }

@@ -153,7 +153,7 @@ func TestNothingToCommitMakesNoCommit(t *testing.T) {
 	if err != nil || sha != "" {
 		t.Fatalf("commit of nothing: %q, %v", sha, err)
 	}
-	st, err := StatOf(ctx, wt.Top, g.BaseCommit)
+	st, err := m.Stat(ctx, wt, g.BaseCommit)
 	if err != nil || st.Commits != 0 || st.FilesChanged != 0 {
 		t.Fatalf("stat %+v, %v", st, err)
 	}
@@ -165,7 +165,7 @@ func TestNothingToCommitMakesNoCommit(t *testing.T) {
 	if _, err := m.CommitTask(ctx, wt, "r-1", "1", "t", ""); err != nil {
 		t.Fatal(err)
 	}
-	st, err = StatOf(ctx, wt.Top, g.BaseCommit)
+	st, err = m.Stat(ctx, wt, g.BaseCommit)
 	if err != nil || st.Commits != 2 || st.FilesChanged != 2 || st.Insertions != 3 || st.Deletions != 1 {
 		t.Fatalf("stat %+v, %v", st, err)
 	}
@@ -343,8 +343,8 @@ func TestWhatOrchMakesBelongsToTheRepositorysOwner(t *testing.T) {
 	}
 }
 
-// A run picked up by another worker of the same machine whose worktrees live elsewhere: the branch moves to the new
-// worktree.
+// A run picked up by another worker of the same machine whose worktrees live elsewhere, and back: each worker's
+// worktree is brought to the run's head when the run comes to it, with the other's work in it.
 func TestAnotherWorkerOnTheMachineTakesTheBranch(t *testing.T) {
 	ctx := context.Background()
 	repo := userRepo(t)
@@ -365,8 +365,22 @@ func TestAnotherWorkerOnTheMachineTakesTheBranch(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(wt2.Dir, "a.txt")); err != nil {
 		t.Fatalf("the second worktree lacks the run's work: %v", err)
 	}
-	if _, err := os.Stat(wt.Top); !os.IsNotExist(err) {
-		t.Fatalf("the first worktree is still there: %v", err)
+	write(t, wt2.Dir, "b.txt", "b\n")
+	if g.Head, err = two.CommitTask(ctx, wt2, "r-1", "2", "t", ""); err != nil {
+		t.Fatal(err)
+	}
+	wt, err = one.Checkout(ctx, "r-1", g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(wt.Dir, "b.txt")); err != nil {
+		t.Fatalf("the first worktree, back in use, lacks the second worker's work: %v", err)
+	}
+	if head := run(t, wt.Dir, "rev-parse", "HEAD"); head != g.Head {
+		t.Fatalf("the agent's git in the first worktree is at %s, the run at %s", head, g.Head)
+	}
+	if got := run(t, repo, "rev-parse", g.Branch); got != g.Head {
+		t.Fatalf("the run's branch is at %s, the run at %s", got, g.Head)
 	}
 }
 
@@ -390,7 +404,7 @@ func TestTheNextRunTakesASpareWorktree(t *testing.T) {
 	if ref, err := m.Remove(ctx, "r-a", a); err != nil || ref == "" {
 		t.Fatalf("remove: %q, %v", ref, err)
 	}
-	if n := len(m.spares(repo)); n != 1 {
+	if n := len(spareList(t, m, repo)); n != 1 {
 		t.Fatalf("%d spares after the run, want 1", n)
 	}
 	b := newGit(t, repo, "r-b")
@@ -398,7 +412,7 @@ func TestTheNextRunTakesASpareWorktree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(m.spares(repo)); n != 0 {
+	if n := len(spareList(t, m, repo)); n != 0 {
 		t.Fatalf("%d spares after a run took one", n)
 	}
 	for _, f := range []string{"a.txt", "left-over.txt"} {
@@ -433,7 +447,7 @@ func TestTheNextRunTakesASpareWorktree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(m.spares(repo)); n != 1 {
+	if n := len(spareList(t, m, repo)); n != 1 {
 		t.Fatalf("%d spares, want at most 1", n)
 	}
 }
@@ -452,4 +466,18 @@ func TestAWorkspaceDirectoryTheBaseLacks(t *testing.T) {
 	if fi, err := os.Stat(wt.Dir); err != nil || !fi.IsDir() || wt.Dir != filepath.Join(wt.Top, "services", "new") {
 		t.Fatalf("the workspace's directory %s: %v", wt.Dir, err)
 	}
+}
+
+// spareList is the manager's spares of the user's repository at repo.
+func spareList(t *testing.T, m *Manager, repo string) []string {
+	t.Helper()
+	dir, err := commonDir(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := openRepository(context.Background(), dir, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.spares(r)
 }

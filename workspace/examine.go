@@ -1,0 +1,108 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"strings"
+)
+
+// Examination is what orch sees of a run's worktree after its agent worked, before anything is committed or pushed.
+type Examination struct {
+	// Tampered lists, in words a person can act on, what the agent changed that points git outside the worktree or at
+	// programs: its .git made a link to another git directory, orch's git directory of the run rewritten, the
+	// repository's hooks or program-running settings changed. Empty when nothing was. The agent's git is made anew
+	// (its commits are not kept) and orch's git directory rewritten, so that nothing of it outlives the examination.
+	Tampered []string
+	// Files lists the files the work changes against the run's head ("M\tpath", as git diff --name-status says),
+	// and Stat is git's diffstat of it.
+	Files []string
+	Stat  string
+	// Added is what the work adds, bounded: the added lines of its diff against the run's head, and the messages of the
+	// commits the agent made. It is what is searched for secrets before anything is committed or pushed.
+	Added string
+}
+
+// maxAdded bounds Examination.Added.
+const maxAdded = 8 << 20
+
+// Examine looks at the run's worktree after its agent worked (see Examination). The commits the agent made are
+// imported into the repository, without moving any ref, so that their messages can be read; CommitTask moves the
+// branch to them once the task is done.
+func (m *Manager) Examine(ctx context.Context, wt Worktree) (Examination, error) {
+	var ex Examination
+	head := wt.git.head()
+	a := m.agent(wt)
+	ex.Tampered = append(ex.Tampered, a.tampered()...)
+	ex.Tampered = append(ex.Tampered, wt.git.changed(head)...)
+	if wt.print != nil {
+		ex.Tampered = append(ex.Tampered, changedSince(wt.print, wt.repo.print())...)
+	}
+	if head == "" {
+		return ex, nil
+	}
+	if err := wt.git.write(head); err != nil {
+		return ex, err
+	}
+	tip := ""
+	if len(ex.Tampered) > 0 {
+		if err := m.remakeAgentGit(wt, head); err != nil {
+			return ex, err
+		}
+	} else if t, err := m.importAgentCommits(ctx, wt, head); err == nil {
+		tip = t
+	} else {
+		m.log().Warn("the agent's own commits could not be read", "worktree", wt.Top, "err", err)
+	}
+	if _, err := m.stage(ctx, wt); err != nil {
+		return ex, err
+	}
+	names, err := m.inRun(wt).run(ctx, "diff-index", "--cached", "--name-status", "--no-renames", head, "--")
+	if err != nil {
+		return ex, err
+	}
+	for _, line := range strings.Split(names, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			ex.Files = append(ex.Files, line)
+		}
+	}
+	if ex.Stat, err = m.inRun(wt).run(ctx, "diff-index", "--cached", "--stat", "--no-ext-diff", "--no-textconv", head, "--"); err != nil {
+		return ex, err
+	}
+	var added bytes.Buffer
+	if tip != "" {
+		c := m.inRun(wt)
+		c.stdout = &capped{w: &added, n: maxAdded / 2}
+		if _, err := c.run(ctx, "log", "--format=%B", tip, "^"+head, "--"); err != nil {
+			return ex, err
+		}
+	}
+	var patch bytes.Buffer
+	c := m.inRun(wt)
+	c.stdout = &capped{w: &patch, n: maxAdded - int64(added.Len())}
+	if _, err := c.run(ctx, "diff-index", "--cached", "-p", "-U0", "--no-ext-diff", "--no-textconv", "--no-color", head, "--"); err != nil {
+		return ex, err
+	}
+	for _, line := range strings.SplitAfter(patch.String(), "\n") {
+		if strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++ ") {
+			added.WriteString(line[1:])
+		}
+	}
+	ex.Added = added.String()
+	return ex, nil
+}
+
+// capped keeps the first n bytes written to it and drops the rest, so that a command's output of any size costs no
+// more than n.
+type capped struct {
+	w interface{ Write([]byte) (int, error) }
+	n int64
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.n > 0 {
+		k := min(int64(len(p)), c.n)
+		c.w.Write(p[:k])
+		c.n -= k
+	}
+	return len(p), nil
+}
