@@ -186,6 +186,9 @@ func (c gitCmd) run(ctx context.Context, args ...string) (string, error) {
 		}
 	}
 	if !c.plain {
+		if err := noCommondir(c.gitDir); err != nil {
+			return "", err
+		}
 		full = append(full, "--git-dir="+c.gitDir, "--work-tree="+dir)
 	}
 	full = append(full, args...)
@@ -402,22 +405,33 @@ var emptyDir = sync.OnceValues(func() (string, error) {
 	return d, os.Chmod(d, 0o555)
 })
 
-// userGit runs git in the user's own checkout at dir, found from there as the user's git finds it: the user's
-// repository, before or beside any run. Only commands that read refs and settings run this way.
+// userGit runs git in the user's own checkout at dir: the user's repository, before or beside any run. Only
+// commands that read refs and settings run this way. When dir is the top of a checkout whose .git is a directory,
+// that directory is named outright (a "commondir" written into it is not followed); otherwise git finds the
+// repository from dir as the user's git does.
 func userGit(ctx context.Context, dir string, args ...string) (string, error) {
-	full := make([]string, 0, 2*(len(safety)+len(offline))+len(args)+1)
+	full := make([]string, 0, 2*(len(safety)+len(offline))+len(args)+3)
 	for _, kv := range append(append([]string(nil), safety...), offline...) {
 		full = append(full, "-c", kv)
 	}
-	full = append(append(full, "--no-pager"), args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Dir = dir
+	full = append(full, "--no-pager")
 	home, err := emptyDir()
 	if err != nil {
 		return "", err
 	}
-	cmd.Env = append(baseEnv(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+home,
+	env := append(baseEnv(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+home,
 		"XDG_CONFIG_HOME="+home)
+	if dotGit := filepath.Join(dir, ".git"); isDir(dotGit) {
+		if err := noCommondir(dotGit); err != nil {
+			return "", err
+		}
+		full = append(full, "--git-dir="+dotGit, "--work-tree="+dir)
+		env = append(env, "GIT_COMMON_DIR="+dotGit)
+	}
+	full = append(full, args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Dir = dir
+	cmd.Env = env
 	cmd.SysProcAttr = asOwner(dir)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -475,8 +489,13 @@ func RemoteURL(ctx context.Context, dir, name string) (string, error) {
 }
 
 // commonDir is the git directory that holds the objects and refs of the user's repository whose work tree is top:
-// its .git, or, when top is itself a linked worktree or a submodule's checkout, the directory that names.
+// its .git directory, whatever files in it say (a "commondir" there is no part of a repository's own git directory:
+// git would follow it elsewhere); or, when top is itself a linked worktree or a submodule's checkout (its .git a
+// file), the directory git finds from it.
 func commonDir(ctx context.Context, top string) (string, error) {
+	if dotGit := filepath.Join(top, ".git"); isDir(dotGit) {
+		return dotGit, nil
+	}
 	out, err := userGit(ctx, top, "rev-parse", "--git-common-dir")
 	if err != nil {
 		return "", fmt.Errorf("finding the git directory of %s: %w", top, err)
@@ -485,6 +504,27 @@ func commonDir(ctx context.Context, top string) (string, error) {
 		out = filepath.Join(top, out)
 	}
 	return filepath.Clean(out), nil
+}
+
+// noCommondir refuses a git directory that holds a "commondir" file. Only the administrative directory of a linked
+// worktree has one; in a repository's own git directory (or one of orch's) it is planted, and git would take refs
+// from the directory it names whatever GIT_COMMON_DIR says (its files ref store reads the file itself): orch's
+// branch would be written, and its base read, elsewhere.
+func noCommondir(gitDir string) error {
+	p := filepath.Join(gitDir, "commondir")
+	if _, err := os.Lstat(p); err != nil {
+		return nil
+	}
+	s, _ := readSmall(p)
+	return fmt.Errorf("the git directory %s holds a commondir file (naming %q), which would make git use another "+
+		"repository's refs: it is not git's own doing there; remove it (and look for what else was changed) before "+
+		"orch works in this repository again", gitDir, oneLine(s))
+}
+
+// isDir reports whether p is a directory, not through a symbolic link.
+func isDir(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.IsDir()
 }
 
 // Stat is what a branch holds against its base.

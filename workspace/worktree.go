@@ -190,7 +190,7 @@ func (m *Manager) remakeAgentGit(wt Worktree, head string) error {
 // setBranch points the run's branch in the repository at sha. The branch is the run's own: orch alone moves it, to
 // what the run recorded.
 func (m *Manager) setBranch(ctx context.Context, repo *repository, branch, sha string) error {
-	if _, err := onRepo(repo).run(ctx, "check-ref-format", "refs/heads/"+branch); err != nil {
+	if _, err := (gitCmd{plain: true}).run(ctx, "check-ref-format", "refs/heads/"+branch); err != nil {
 		return fmt.Errorf("the run's branch %q is not a valid branch name", branch)
 	}
 	if _, err := onRepo(repo).run(ctx, "update-ref", "-m", "orch", "refs/heads/"+branch, sha); err != nil {
@@ -387,9 +387,10 @@ func (m *Manager) repository(ctx context.Context, runID string, g *jobs.Git) (*r
 // pushed it) under refs/remotes/origin, and the tags.
 var mirrorRefspecs = []string{"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"}
 
-// fetch brings the mirror repo up to date with its remote.
+// fetch brings the mirror repo up to date with its remote, by the run's URL: nothing of the mirror's configuration
+// chooses where to fetch from or with what program.
 func (m *Manager) fetch(ctx context.Context, repo *repository, url string) error {
-	args := append([]string{"fetch", "--quiet", "--progress", "--prune", "--no-tags", "--no-write-fetch-head", "origin"},
+	args := append([]string{"fetch", "--quiet", "--progress", "--prune", "--no-tags", "--no-write-fetch-head", "--", url},
 		mirrorRefspecs...)
 	if _, err := m.online(repo, url).run(ctx, args...); err != nil {
 		return fmt.Errorf("fetching %s: %w", redactURL(url), err)
@@ -442,7 +443,7 @@ func (m *Manager) clone(ctx context.Context, url, dir string) error {
 		return fmt.Errorf("cloning %s: %w", redactURL(url), errors.Unwrap(err))
 	}
 	// The remote's HEAD, for runs that start from it.
-	if head, err := m.online(repo, url).run(ctx, "ls-remote", "--symref", "origin", "HEAD"); err == nil {
+	if head, err := m.online(repo, url).run(ctx, "ls-remote", "--symref", "--", url, "HEAD"); err == nil {
 		if ref, _, ok := strings.Cut(strings.TrimPrefix(head, "ref: "), "\t"); ok && strings.HasPrefix(ref, "refs/heads/") {
 			_, _ = onRepo(repo).run(ctx, "symbolic-ref", "HEAD", ref)
 		}
@@ -467,7 +468,7 @@ func (m *Manager) resolveBase(ctx context.Context, repo *repository, g *jobs.Git
 		return Resolve(ctx, g.Repo, base)
 	}
 	if base == "HEAD" {
-		out, err := m.online(repo, g.URL).run(ctx, "ls-remote", "--quiet", "origin", "HEAD")
+		out, err := m.online(repo, g.URL).run(ctx, "ls-remote", "--quiet", "--", g.URL, "HEAD")
 		if err != nil {
 			return "", fmt.Errorf("asking %s for its HEAD: %w", redactURL(g.URL), err)
 		}
@@ -558,12 +559,13 @@ func (m *Manager) CommitTask(ctx context.Context, wt Worktree, runID, taskID, ti
 	return commit, nil
 }
 
-// moveTo makes commit the run's head: orch's git directory, the run's branch, the agent's git.
+// moveTo makes commit the run's head: the run's branch first (when that fails, nothing has moved), then orch's git
+// directory and the agent's git.
 func (m *Manager) moveTo(ctx context.Context, wt Worktree, commit string) error {
-	if err := wt.git.write(commit); err != nil {
+	if err := m.setBranch(ctx, wt.repo, wt.branch, commit); err != nil {
 		return err
 	}
-	if err := m.setBranch(ctx, wt.repo, wt.branch, commit); err != nil {
+	if err := wt.git.write(commit); err != nil {
 		return err
 	}
 	return m.remakeAgentGit(wt, commit)
@@ -614,7 +616,9 @@ func (m *Manager) Push(ctx context.Context, wt Worktree, remote, branch string) 
 	if err != nil {
 		return fmt.Errorf("pushing %s: the repository has no remote %q: %w", branch, remote, err)
 	}
-	if _, err := m.online(wt.repo, url).run(ctx, "push", "--quiet", "--progress", "--force", "--no-verify", remote,
+	// To the remote's URL, not its name: a remote's receivepack, vcs or proxy settings are programs and transports
+	// the repository's configuration would choose.
+	if _, err := m.online(wt.repo, url).run(ctx, "push", "--quiet", "--progress", "--force", "--no-verify", "--", url,
 		head+":refs/heads/"+branch); err != nil {
 		return fmt.Errorf("pushing %s to %s: %w", branch, remote, err)
 	}
