@@ -287,7 +287,7 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 	} else {
 		close(wrote)
 	}
-	stdout := &lineWriter{fn: onLine}
+	stdout := newOutput(onLine)
 	stderr := &tailBuffer{max: stderrTail}
 	_, copyErr := stdcopy.StdCopy(stdout, stderr, att.Reader)
 	close(done)
@@ -303,12 +303,13 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
 	defer cancel()
 	res := Result{
-		Stdout:   stdout.all,
-		Stderr:   stderr.buf,
-		Duration: time.Since(start),
-		ExitCode: d.execExitCode(ictx, ex.ID),
-		TimedOut: timedOut.Load(),
+		Stderr:      stderr.buf,
+		StderrBytes: stderr.total,
+		Duration:    time.Since(start),
+		ExitCode:    d.execExitCode(ictx, ex.ID),
+		TimedOut:    timedOut.Load(),
 	}
+	stdout.fill(&res)
 	if cancelled.Load() || ctx.Err() != nil {
 		return res, ctx.Err()
 	}

@@ -101,7 +101,7 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 	cmd.Env = append(append(append([]string(nil), base...), spec.Env...), mark)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	dieWithParent(cmd.SysProcAttr, deathSignal)
-	stdout := &lineWriter{fn: onLine}
+	stdout := newOutput(onLine)
 	stderr := &tailBuffer{max: stderrTail}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if spec.Stdin != nil {
@@ -146,11 +146,12 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 	stdout.flush()
 
 	res := Result{
-		Stdout:   stdout.all,
-		Stderr:   stderr.buf,
-		Duration: time.Since(start),
-		ExitCode: cmd.ProcessState.ExitCode(),
+		Stderr:      stderr.buf,
+		StderrBytes: stderr.total,
+		Duration:    time.Since(start),
+		ExitCode:    cmd.ProcessState.ExitCode(),
 	}
+	stdout.fill(&res)
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		res.Signal = ws.Signal().String()
 	}

@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -37,13 +36,21 @@ type Spec struct {
 // Result is how the process ended.
 type Result struct {
 	ExitCode int
-	// Stdout is everything the process printed, in full: agents print lines of megabytes and the brain reads them all.
+	// Stdout is what is kept of what the process printed: all of it up to 4 MiB, else its first and its last 2 MiB
+	// with a line between them saying how many bytes were left out ("[… N bytes of output not kept …]").
 	Stdout []byte
-	// Stderr is the tail of what the process printed on stderr (bounded).
-	Stderr    []byte
-	Duration  time.Duration
-	TimedOut  bool
-	OOMKilled bool
+	// StdoutBytes is how many bytes the process printed on stdout; StdoutNotKept how many of them Stdout leaves out.
+	StdoutBytes, StdoutNotKept int64
+	// LinesCut counts the stdout lines longer than MaxLine: each was handed to onLine cut to its first MaxLine bytes.
+	// LineBytesCut is what they had beyond that: printed, counted, never handed over.
+	LinesCut     int
+	LineBytesCut int64
+	// Stderr is the last 64 KiB of what the process printed on stderr; StderrBytes counts all of it.
+	Stderr      []byte
+	StderrBytes int64
+	Duration    time.Duration
+	TimedOut    bool
+	OOMKilled   bool
 	// Signal names the signal that killed the process, if one did.
 	Signal string
 }
@@ -92,45 +99,22 @@ func checkExecString(s, what string) error {
 // stderrTail bounds how much stderr is kept: enough to explain a failure, not enough to exhaust memory.
 const stderrTail = 64 << 10
 
-// tailBuffer keeps the last max bytes written to it.
+// tailBuffer keeps the last max bytes written to it, and counts them all.
 type tailBuffer struct {
-	buf []byte
-	max int
+	buf   []byte
+	max   int
+	total int64
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	t.total += int64(n)
+	if len(p) > t.max {
+		p = p[len(p)-t.max:]
+	}
 	t.buf = append(t.buf, p...)
 	if over := len(t.buf) - t.max; over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
 	}
-	return len(p), nil
-}
-
-// lineWriter hands every complete line (without its newline) to fn and keeps everything written.
-type lineWriter struct {
-	all     []byte
-	pending int // start of the unfinished line in all
-	fn      func([]byte)
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.all = append(w.all, p...)
-	for {
-		i := bytes.IndexByte(w.all[w.pending:], '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		if w.fn != nil {
-			w.fn(w.all[w.pending : w.pending+i])
-		}
-		w.pending += i + 1
-	}
-}
-
-// flush hands over a last line that had no newline.
-func (w *lineWriter) flush() {
-	if w.pending < len(w.all) && w.fn != nil {
-		w.fn(w.all[w.pending:])
-	}
-	w.pending = len(w.all)
+	return n, nil
 }
