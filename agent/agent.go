@@ -89,9 +89,25 @@ func env(req Request) []string {
 }
 
 // Output kept from an agent is bounded: a runaway process must not take the worker's memory with it, and the
-// brain reads at most a few kilobytes anyway.
+// brain reads at most a few kilobytes anyway. A parser holds a bounded amount whatever lines it is given: the text,
+// the errors, the identifiers and the calls it keeps are bounded here, and what it holds of one line (a result, a
+// pretty-printed value being gathered) by the length of the lines it is given, which the sandbox bounds (8 MiB).
 const (
 	maxKeptText   = 1 << 20
 	maxStderrKept = 2 << 10
 	maxErrorLen   = 4 << 10
+	// maxErrorsKept bounds the distinct errors kept: a CLI reports a handful, and an agent printing error lines in
+	// a loop must not fill orch's memory with them. The rest are counted.
+	maxErrorsKept = 64
+	// maxIdentLen bounds an identifier kept from the output (a session, message or tool call id, a model name, a
+	// version): real ones are tens of bytes, and a longer one is not one.
+	maxIdentLen = 256
 )
+
+// ident is s when it can be an identifier, else "".
+func ident(s string) string {
+	if len(s) > maxIdentLen {
+		return ""
+	}
+	return s
+}

@@ -21,19 +21,24 @@ type claudeParser struct {
 	deltas    boundedText // stream_event text deltas, for runs cut off before a whole message arrived
 	plain     boundedText // lines that are not stream-json, kept as text
 
-	msgUsage  map[string]usage // by message id (one per turn): the CLI repeats a message's usage on each of its content lines
-	anonUsage usage            // assistant lines without a message id
+	msgUsage map[string]usage // by message id (one per turn): the CLI repeats a message's usage on each of its content lines
+	// folded sums the usage of the messages msgUsage held when it was full, foldedTurns counts them.
+	folded      usage
+	foldedTurns int
+	anonUsage   usage // assistant lines without a message id
 
-	errs    []string              // in order of first appearance
+	errs    errorList
 	retries map[string]*retryInfo // by status and error, so a retry storm stays one line
 
 	res     *resultInfo // the last result line
 	unknown int
 
-	version string          // the CLI's version, from the init line
-	calls   map[string]Call // tool calls by id, to name what was denied
-	denied  []Call          // calls orch's hook refused for want of an approval
-	onTool  func(Call)
+	version   string          // the CLI's version, from the init line
+	calls     map[string]Call // the latest tool calls by id, to name what was denied (keepCall)
+	callOrder []string        // their ids, oldest first
+	callBytes int             // what they hold
+	denied    []Call          // calls orch's hook refused for want of an approval
+	onTool    func(Call)
 
 	// A JSON value pretty-printed over several lines (the json output format, hand-made fixtures) is
 	// gathered here until its brackets balance.
@@ -79,8 +84,14 @@ type retryInfo struct {
 	count int
 }
 
-// maxPending bounds a multi-line JSON value; past it the lines are kept as text.
-const maxPending = 64 << 20
+// maxPending bounds a multi-line JSON value; past it the lines are kept as text. It is the sandbox's bound on one
+// line (sandbox.MaxLine): a value pretty-printed over lines is held to what the same value gets on one.
+const maxPending = 8 << 20
+
+// maxMessagesKept bounds the messages whose usage is kept by id. A session has hundreds of turns; past the bound the
+// usage kept so far is summed and the map starts again, so a message whose lines straddle that moment (once in
+// thousands) counts twice.
+const maxMessagesKept = 4096
 
 func newClaudeParser() *claudeParser {
 	return &claudeParser{msgUsage: map[string]usage{}, retries: map[string]*retryInfo{}, calls: map[string]Call{}}
@@ -187,7 +198,7 @@ func (p *claudeParser) value(t []byte) bool {
 }
 
 func (p *claudeParser) object(m map[string]json.RawMessage, raw []byte) {
-	if sid := jsonString(m["session_id"]); sid != "" {
+	if sid := ident(jsonString(m["session_id"])); sid != "" {
 		p.sessionID = sid
 	}
 	typ := jsonString(m["type"])
@@ -231,10 +242,10 @@ func guessType(m map[string]json.RawMessage) string {
 func (p *claudeParser) system(m map[string]json.RawMessage) {
 	switch jsonString(m["subtype"]) {
 	case "init":
-		if model := jsonString(m["model"]); model != "" {
+		if model := ident(jsonString(m["model"])); model != "" {
 			p.initModel = model
 		}
-		if v := jsonString(m["claude_code_version"]); v != "" {
+		if v := ident(jsonString(m["claude_code_version"])); v != "" {
 			p.version = v
 		}
 	case "api_retry":
@@ -263,15 +274,18 @@ func (p *claudeParser) apiRetry(m map[string]json.RawMessage) {
 	if mx, ok := jsonInt(m["max_retries"]); ok {
 		attempt += "/" + strconv.FormatInt(mx, 10)
 	}
-	key := strings.Join(what, " ")
+	key := clipError(strings.Join(what, " "))
 	ri := p.retries[key]
 	if ri == nil {
-		ri = &retryInfo{index: len(p.errs)}
+		i := p.errs.push("")
+		if i < 0 {
+			return
+		}
+		ri = &retryInfo{index: i}
 		p.retries[key] = ri
-		p.errs = append(p.errs, "")
 	}
 	ri.count++
-	p.errs[ri.index] = fmt.Sprintf("api_retry: %s (%s, last attempt %s)", key, plural(ri.count, "retry", "retries"), attempt)
+	p.errs.errs[ri.index] = fmt.Sprintf("api_retry: %s (%s, last attempt %s)", key, plural(ri.count, "retry", "retries"), attempt)
 }
 
 func plural(n int, one, many string) string {
@@ -281,23 +295,35 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
+// messageUsage records the usage of message id, folding what is kept into a sum when the map is full.
+func (p *claudeParser) messageUsage(id string, u usage) {
+	if _, ok := p.msgUsage[id]; !ok && len(p.msgUsage) >= maxMessagesKept {
+		for _, v := range p.msgUsage {
+			p.folded.add(v)
+		}
+		p.foldedTurns += len(p.msgUsage)
+		clear(p.msgUsage)
+	}
+	p.msgUsage[id] = u
+}
+
 func (p *claudeParser) assistantLine(m map[string]json.RawMessage) {
 	msg := jsonObject(m["message"])
 	p.toolUses(msg["content"])
 	texts := contentTexts(msg["content"])
 	// "<synthetic>" messages are made up by the CLI without calling a model: no model, no usage, no turn.
-	model := jsonString(msg["model"])
+	model := ident(jsonString(msg["model"]))
 	if model != "" && model != "<synthetic>" {
 		p.lastModel = model
 	}
 	if model != "<synthetic>" {
 		raw, hasUsage := msg["usage"]
-		switch id := jsonString(msg["id"]); {
+		switch id := ident(jsonString(msg["id"])); {
 		case id != "" && hasUsage:
-			p.msgUsage[id] = decodeUsage(raw)
+			p.messageUsage(id, decodeUsage(raw))
 		case id != "":
 			if _, seen := p.msgUsage[id]; !seen {
-				p.msgUsage[id] = usage{} // still a turn
+				p.messageUsage(id, usage{}) // still a turn
 			}
 		case hasUsage:
 			p.anonUsage.add(decodeUsage(raw))
@@ -309,7 +335,7 @@ func (p *claudeParser) assistantLine(m map[string]json.RawMessage) {
 		if t := strings.Join(texts, " "); t != "" {
 			e += ": " + t
 		}
-		p.errs = appendUnique(p.errs, e)
+		p.errs.add(e)
 		return
 	}
 	// Sub-agent chatter (parent_tool_use_id set) is not the answer either.
@@ -337,7 +363,7 @@ func (p *claudeParser) userLine(m map[string]json.RawMessage) {
 	}
 	for _, t := range contentTexts(jsonObject(m["message"])["content"]) {
 		if strings.HasPrefix(t, interrupted) {
-			p.errs = appendUnique(p.errs, t)
+			p.errs.add(t)
 		}
 	}
 }
@@ -374,11 +400,13 @@ func (p *claudeParser) result(m map[string]json.RawMessage) {
 	}
 	var errs []json.RawMessage
 	if json.Unmarshal(m["errors"], &errs) == nil {
+		var kept errorList
 		for _, e := range errs {
 			if s := jsonText(e); s != "" {
-				r.errors = appendUnique(r.errors, s)
+				kept.add(s)
 			}
 		}
+		r.errors = kept.list()
 	}
 	var topCost float64
 	for model, raw := range jsonObject(m["modelUsage"]) {
@@ -434,13 +462,13 @@ func (p *claudeParser) Finish(exitCode int, stderr []byte) Result {
 	}
 	r := Result{Unknown: p.unknown, SessionID: p.sessionID, Model: p.initModel, Version: p.version}
 	r.Denied = append(r.Denied, p.denied...)
-	var total usage
+	total := p.folded
 	for _, u := range p.msgUsage {
 		total.add(u)
 	}
 	total.add(p.anonUsage)
-	r.NumTurns = len(p.msgUsage)
-	errs := append([]string(nil), p.errs...)
+	r.NumTurns = p.foldedTurns + len(p.msgUsage)
+	errs := p.errs.list()
 
 	res := p.res
 	if res != nil {

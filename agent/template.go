@@ -170,7 +170,7 @@ type plainParser struct {
 	codex      boundedText // codex agent messages
 	sessionID  string
 	tokens     usage
-	errs       []string
+	errs       errorList
 	turnFailed bool
 }
 
@@ -206,7 +206,7 @@ func (p *plainParser) codexLine(t []byte) bool {
 	}
 	switch ev.Type {
 	case "thread.started":
-		p.sessionID = ev.ThreadID
+		p.sessionID = ident(ev.ThreadID)
 	case "turn.started", "item.started", "item.updated", "item.plan.delta", "request_user_input":
 	case "item.completed":
 		switch ev.Item.Type {
@@ -241,7 +241,7 @@ func (p *plainParser) codexLine(t []byte) bool {
 
 func (p *plainParser) addErr(e string) {
 	if e != "" {
-		p.errs = appendUnique(p.errs, e)
+		p.errs.add(e)
 	}
 }
 
@@ -259,7 +259,7 @@ func (p *plainParser) Finish(exitCode int, stderr []byte) Result {
 	if p.codex.Len() > 0 {
 		r.Text = strings.TrimSpace(p.codex.String())
 	}
-	errs := append([]string(nil), p.errs...)
+	errs := p.errs.list()
 	if !r.Success {
 		if exitCode != 0 {
 			errs = append(errs, fmt.Sprintf("exit status %d", exitCode))

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -103,9 +104,47 @@ func withErrors(text string, errs []string) string {
 // whole answer into an error field.
 func clipErrors(errs []string) []string {
 	for i, e := range errs {
-		if len(e) > maxErrorLen {
-			errs[i] = string(trimPartialRune([]byte(e[:maxErrorLen]))) + "…"
-		}
+		errs[i] = clipError(e)
+	}
+	return errs
+}
+
+func clipError(e string) string {
+	if len(e) > maxErrorLen {
+		return string(trimPartialRune([]byte(e[:maxErrorLen]))) + "…"
+	}
+	return e
+}
+
+// errorList keeps the distinct errors a CLI reports, in order of first appearance: each clipped, at most
+// maxErrorsKept of them, the others counted.
+type errorList struct {
+	errs []string
+	more int // reports not kept
+}
+
+// add adds e unless it is there already.
+func (l *errorList) add(e string) {
+	if e = clipError(e); !slices.Contains(l.errs, e) {
+		l.push(e)
+	}
+}
+
+// push appends e and returns its index; when the list is full it counts e and returns -1.
+func (l *errorList) push(e string) int {
+	if len(l.errs) >= maxErrorsKept {
+		l.more++
+		return -1
+	}
+	l.errs = append(l.errs, e)
+	return len(l.errs) - 1
+}
+
+// list is the errors kept, and a last one counting those that were not.
+func (l *errorList) list() []string {
+	errs := append([]string(nil), l.errs...)
+	if l.more > 0 {
+		errs = append(errs, fmt.Sprintf("%d more error reports not kept", l.more))
 	}
 	return errs
 }

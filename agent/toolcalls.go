@@ -15,8 +15,17 @@ type ToolWatcher interface {
 	WatchTools(fn func(Call))
 }
 
-// maxCallsKept bounds the calls a parser remembers to match denials against their inputs.
-const maxCallsKept = 4096
+// The calls a parser remembers to match refusals against their inputs are the latest ones, within these bounds: the
+// hook refuses a call as the agent makes it, and the refusal's tool result comes right after the call.
+const (
+	maxCallsKept = 4096
+	// maxCallBytes bounds the inputs they hold: a refused call's input is what a person reads to approve it, and
+	// 8 MiB holds thousands of commands or a few whole files being written.
+	maxCallBytes = 8 << 20
+	// maxDeniedKept bounds the refused calls reported: each is put to a person, and a session with more than this
+	// refused is one to look at as a whole.
+	maxDeniedKept = 64
+)
 
 // WatchTools implements ToolWatcher.
 func (p *claudeParser) WatchTools(fn func(Call)) { p.onTool = fn }
@@ -40,9 +49,7 @@ func (p *claudeParser) toolUses(content json.RawMessage) {
 			continue
 		}
 		c := Call{ID: b.ID, Tool: b.Name, Input: append(json.RawMessage(nil), b.Input...)}
-		if len(p.calls) < maxCallsKept && c.ID != "" {
-			p.calls[c.ID] = c
-		}
+		p.keepCall(c)
 		if p.onTool != nil {
 			p.onTool(c)
 		}
@@ -103,8 +110,28 @@ func (p *claudeParser) resultCalls(m map[string]json.RawMessage, r *resultInfo) 
 	}
 }
 
-// appendCall adds c unless a call with its id is there already.
+// keepCall remembers c, forgetting the oldest calls beyond the bounds.
+func (p *claudeParser) keepCall(c Call) {
+	size := len(c.ID) + len(c.Tool) + len(c.Input)
+	if _, seen := p.calls[c.ID]; seen || c.ID != ident(c.ID) || c.ID == "" || size > maxCallBytes {
+		return
+	}
+	p.calls[c.ID] = c
+	p.callOrder = append(p.callOrder, c.ID)
+	p.callBytes += size
+	for len(p.callOrder) > maxCallsKept || p.callBytes > maxCallBytes {
+		old := p.calls[p.callOrder[0]]
+		p.callBytes -= len(old.ID) + len(old.Tool) + len(old.Input)
+		delete(p.calls, old.ID)
+		p.callOrder = p.callOrder[1:]
+	}
+}
+
+// appendCall adds c unless a call with its id is there already, or maxDeniedKept calls are.
 func appendCall(calls []Call, c Call) []Call {
+	if len(calls) >= maxDeniedKept {
+		return calls
+	}
 	for _, x := range calls {
 		if c.ID != "" && x.ID == c.ID {
 			return calls
