@@ -91,7 +91,7 @@ func env(req Request) []string {
 // Output kept from an agent is bounded: a runaway process must not take the worker's memory with it, and the
 // brain reads at most a few kilobytes anyway. A parser holds a bounded amount whatever lines it is given: the text,
 // the errors, the identifiers and the calls it keeps are bounded here, and what it holds of one line (a result, a
-// pretty-printed value being gathered) by the length of the lines it is given, which the sandbox bounds (8 MiB).
+// pretty-printed value being gathered) by the length of the lines it is given, which the sandbox bounds (4 MiB).
 const (
 	maxKeptText   = 1 << 20
 	maxStderrKept = 2 << 10

@@ -12,7 +12,7 @@ import (
 )
 
 // maxLine is the longest line the sandbox hands a parser (sandbox.MaxLine).
-const maxLine = 8 << 20
+const maxLine = 4 << 20
 
 // What a parser may hold after one of the streams below: its texts (three of 1.5 MiB at most), errors and maps fill
 // a few megabytes; the calls it remembers (maxCallBytes) or a value it gathers over lines (maxPending) add theirs.
@@ -44,10 +44,10 @@ func TestParsersHoldBoundedMemory(t *testing.T) {
 		{"claude: a retry storm of distinct errors", claude, 1500, func(i int) string {
 			return fmt.Sprintf(`{"type":"system","subtype":"api_retry","error_status":500,"error":"e%d %s","attempt":1}`, i, long)
 		}, holdsLittle},
-		{"claude: a result line of 70,000 errors", claude, 1, func(i int) string {
+		{"claude: a result line of 30,000 errors", claude, 1, func(i int) string {
 			var b strings.Builder
 			b.WriteString(`{"type":"result","subtype":"error_during_execution","is_error":true,"errors":[`)
-			for j := range 70_000 {
+			for j := range 30_000 {
 				if j > 0 {
 					b.WriteByte(',')
 				}

@@ -86,7 +86,7 @@ type retryInfo struct {
 
 // maxPending bounds a multi-line JSON value; past it the lines are kept as text. It is the sandbox's bound on one
 // line (sandbox.MaxLine): a value pretty-printed over lines is held to what the same value gets on one.
-const maxPending = 8 << 20
+const maxPending = 4 << 20
 
 // maxMessagesKept bounds the messages whose usage is kept by id. A session has hundreds of turns; past the bound the
 // usage kept so far is summed and the map starts again, so a message whose lines straddle that moment (once in

@@ -13,11 +13,14 @@ const (
 	// and the rest of it, up to its newline, is counted, never held. Claude Code's stream-json puts each message on
 	// one line, and the lines orch must read whole are the ones the model writes: an assistant message, a tool call's
 	// input, and the final result line, which holds the agent's whole answer. A model writes at most its output-token
-	// limit per message (64k to 128k tokens, 256 to 512 KiB of English), which JSON's escapes can at most multiply by
-	// six (a control character as \u00XX): 3 MiB. 8 MiB keeps every such line whole with room to spare. The lines it
-	// cuts are tool results holding a large file or an image (base64; the API takes up to 5 MB per image): orch only
-	// looks in those for its hook's refusal, which a refusal's own short line carries.
-	MaxLine = 8 << 20
+	// limit per message (64k to 128k tokens: 256 to 512 KiB of English, about 1 MiB as JSON when it is all newlines
+	// and quotes to escape), so 4 MiB keeps every such line whole four times over. The lines it cuts are tool
+	// results holding a large file or an image (base64; the API takes up to 5 MB per image), where orch only looks
+	// for its hook's refusal, which a refusal's own short line carries. The bound is also what keeps orch's memory
+	// flat: decoding a line costs the claude parser about five times its length for a moment (encoding/json copies
+	// every value it decodes, and the parser decodes fields one by one), so 200 MB of 4 MiB lines peak at about
+	// 120 MB of resident memory where 8 MiB lines reached 180 MB (bench: orch_run_rss_200mb_mb).
+	MaxLine = 4 << 20
 	// keptHead and keptTail are how much of the start and of the end of stdout Result.Stdout keeps; the middle of a
 	// longer output is counted, not stored. The parser has read every line by the end, so what is kept is for a
 	// person or a test to look at: a whole transcript of ordinary size (4 MiB is thousands of stream-json lines, or
