@@ -339,7 +339,7 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 		out.inputErr = errors.Is(err, sandbox.ErrInput)
 		return nil
 	}
-	result := parser.Finish(res.ExitCode, res.Stderr)
+	result := w.withOutputNote(r.ID, task.ID, parser.Finish(res.ExitCode, res.Stderr), res)
 	out.usage = result
 	w.defers.saw(result.Version)
 	out.paused = pausedCalls(result, perms, homeDir())
