@@ -36,15 +36,16 @@ type counts struct {
 	concurrent    int   // runs at once on one repository
 	history       []int // finished runs in the embedded store's workspaces, smallest first
 	historyTimes  int   // samples of each command in each of them
+	outputMB      int   // megabytes an agent prints to orch run
 }
 
 var (
 	fullCounts = counts{ackRounds: 25, resumes: 100, approvals: 50, resumesSlow: 20, parked: 10000, stepRuns: 100, stepTasks: 20,
 		dockerSamples: 20, worktrees: 20, concurrent: 16,
-		history: []int{100, 10000}, historyTimes: 15}
+		history: []int{100, 10000}, historyTimes: 15, outputMB: 200}
 	quickCounts = counts{ackRounds: 2, resumes: 5, approvals: 3, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20,
 		dockerSamples: 3, worktrees: 3, concurrent: 4,
-		history: []int{100, 1000}, historyTimes: 3}
+		history: []int{100, 1000}, historyTimes: 3, outputMB: 20}
 )
 
 func main() {
@@ -195,6 +196,13 @@ func run(ctx context.Context, c counts, mode string) (*Results, error) {
 	res.WebRunsPageMsAt10k, res.WebRunsFilteredMsAt10k = roundTo(hist.web.list, 2), roundTo(hist.web.filtered, 2)
 	res.WebRunPageMs = roundTo(hist.web.run, 2)
 	res.Notes.Web = hist.web.note
+
+	step(fmt.Sprintf("output: orch run's peak memory while its agent prints %d MB", c.outputMB))
+	output, err := measureOutputRSS(ctx, r, c.outputMB)
+	if err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	res.RunRSS200MBOutputMB, res.Notes.Output = roundPtr(output.peakMB, 1), output.note
 
 	res.Machine = machine(srv.Version(ctx))
 	if err := res.check(c.parked); err != nil {

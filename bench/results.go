@@ -53,8 +53,11 @@ type Results struct {
 	WebRunsPageMsAt10k     float64 `json:"web_runs_page_ms_at_10k"`
 	WebRunsFilteredMsAt10k float64 `json:"web_runs_filtered_ms_at_10k"`
 	WebRunPageMs           float64 `json:"web_run_page_ms"`
-	Machine                Machine `json:"machine"`
-	Notes                  Notes   `json:"notes"`
+	// RunRSS200MBOutputMB is orch run's peak resident memory, in MiB, while its agent prints 200 MB (the largest of
+	// three shapes of output); null where the OS does not report it.
+	RunRSS200MBOutputMB *float64 `json:"run_rss_200mb_output_mb"`
+	Machine             Machine  `json:"machine"`
+	Notes               Notes    `json:"notes"`
 }
 
 // Machine is where the numbers were measured.
@@ -84,6 +87,7 @@ type Notes struct {
 	Worktrees string `json:"worktrees"`
 	History   string `json:"history"`
 	Web       string `json:"web"`
+	Output    string `json:"output"`
 }
 
 func machine(redisVersion string) Machine {
@@ -150,6 +154,9 @@ func (r *Results) check(wantParked int) error {
 	}
 	if (r.DockerColdStartP50Ms == nil) != (r.DockerWarmStartP50Ms == nil) {
 		errs = append(errs, errors.New("one Docker time without the other"))
+	}
+	if v := r.RunRSS200MBOutputMB; v != nil && !(*v > 0) {
+		errs = append(errs, fmt.Errorf("run_rss_200mb_output_mb = %v", *v))
 	}
 	for _, v := range []*float64{r.DockerColdStartP50Ms, r.DockerWarmStartP50Ms} {
 		if v != nil && !(*v > 0) {

@@ -19,7 +19,7 @@ const (
 	// for its hook's refusal, which a refusal's own short line carries. The bound is also what keeps orch's memory
 	// flat: decoding a line costs the claude parser about five times its length for a moment (encoding/json copies
 	// every value it decodes, and the parser decodes fields one by one), so 200 MB of 4 MiB lines peak at about
-	// 120 MB of resident memory where 8 MiB lines reached 180 MB (bench: orch_run_rss_200mb_mb).
+	// 120 MB of resident memory where 8 MiB lines reached 180 MB (bench: run_rss_200mb_output_mb).
 	MaxLine = 4 << 20
 	// keptHead and keptTail are how much of the start and of the end of stdout Result.Stdout keeps; the middle of a
 	// longer output is counted, not stored. The parser has read every line by the end, so what is kept is for a
