@@ -49,6 +49,9 @@ type dockerSettings struct {
 	user string
 	// warmPool is how many idle containers a long-running worker keeps started (ORCH_DOCKER_WARM_POOL; 0: none).
 	warmPool int
+	// hide are orch's own directories (the state directory, the worktrees' root) that no container sees, should a
+	// workspace hold them.
+	hide []string
 }
 
 // maxWarmPool bounds the idle containers one worker keeps: each holds memory on the engine.
@@ -70,6 +73,12 @@ func (a *app) dockerSettings(cmd *cobra.Command) (dockerSettings, error) {
 	}
 	if s.user != "" && !userPattern.MatchString(s.user) {
 		return s, usageErr("ORCH_SANDBOX_USER: %q: want a numeric uid:gid, e.g. 1000:1000", oneLine(s.user, 40))
+	}
+	for _, dir := range []string{a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch"),
+		a.set.str(cmd, "", "ORCH_WORKTREES", a.set.file.Git.Worktrees, "")} {
+		if abs, err := filepath.Abs(dir); err == nil && dir != "" {
+			s.hide = append(s.hide, abs)
+		}
 	}
 	s.warmPool = 1
 	if v := strings.TrimSpace(a.env("ORCH_DOCKER_WARM_POOL")); v != "" {
@@ -117,13 +126,11 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 	if opts.Sandbox != "docker" {
 		return nil, fmt.Errorf("unknown sandbox %q", opts.Sandbox)
 	}
-	// A scenario inside the workspace root is mounted with it already; one elsewhere needs its own mount, so its own
-	// sandbox. The API key goes only to claude runs, and orch's own binary only into sim and claude runs' containers, so they
+	// The scenario is mounted on its own, read-only: a container sees its run's workspace alone, and a run in a
+	// repository works in a worktree that is not where the scenario lies. So each scenario has its own sandbox. The
+	// API key goes only to claude runs, and orch's own binary only into sim and claude runs' containers, so they
 	// have their own sandboxes too.
 	scenario := opts.SimScenario
-	if d.root != "" && within(d.root, scenario) {
-		scenario = ""
-	}
 	claude, sim := opts.Agent == "claude", opts.Agent == "sim"
 	key := fmt.Sprintf("%s\x00%s\x00%t\x00%t", opts.Image, scenario, claude, sim)
 	d.mu.Lock()
@@ -138,12 +145,13 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 		Network:  d.a.env("ORCH_DOCKER_NETWORK"),
 		Instance: d.instance,
 		Logger:   d.a.log,
+		Hide:     d.hide,
 	}
 	if (sim || claude) && isStatic(d.self) {
 		// The sim agent is orch, and claude runs orch as its permission hook; other agents' containers do not see it.
 		cfg.OrchBinary = d.self
 	}
-	if d.pool > 0 && d.root != "" && scenario == "" {
+	if d.pool > 0 && d.root != "" {
 		cfg.WarmPool, cfg.WorkspaceRoot = d.pool, d.root
 	}
 	if scenario != "" {
@@ -229,10 +237,4 @@ func checkDocker(opts jobs.Options, self string) error {
 		return usageErr("scenario %s: %v", opts.SimScenario, err)
 	}
 	return nil
-}
-
-// within reports whether path is inside dir.
-func within(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

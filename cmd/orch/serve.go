@@ -19,6 +19,7 @@ import (
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/runs"
 	"github.com/orchrun/orch/web"
+	"github.com/orchrun/orch/workspace"
 )
 
 // The long-running commands: the Slack front end and the worker, together or apart.
@@ -200,6 +201,13 @@ func (a *app) startServiceWorker(b *store.Backend, wk workerSettings, opts jobs.
 	if opts.Sandbox == "docker" {
 		e.dockers.root = ws
 		e.dockers.pool = wk.docker.warmPool
+		if _, err := workspace.Toplevel(context.Background(), ws); err == nil && e.dockers.pool > 0 {
+			// Runs in a repository work in worktrees of their own, each in a container made for it: a pooled
+			// container, made before its run, could only show a run the whole workspace.
+			a.log.Info("the warm pool is not used: the workspace is a git repository, whose runs get containers of their own",
+				"workspace", ws)
+			e.dockers.pool = 0
+		}
 		if _, err := e.dockers.forRun(opts); err != nil {
 			e.Shutdown()
 			return nil, withCode(exitUsage, err)
