@@ -244,11 +244,11 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 			return out, nil
 		}
 	}
+	out.secrets = escalation.Secrets(out.said.Text)
+	w.examine(ctx, at, out)
 	if task.Kind == jobs.KindChat {
 		return out, nil // the human reads the reply and judges it: no brain
 	}
-	out.secrets = escalation.Secrets(out.said.Text)
-	w.examine(ctx, at, out)
 	if out.paused != nil && !out.security() {
 		return out, nil // a person decides the call: there is nothing to judge yet
 	}
