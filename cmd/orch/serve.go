@@ -81,6 +81,9 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		if slack, err = a.slackConfig(ws); err != nil {
 			return err
 		}
+		if err := web.CheckPublicURL(a.env("ORCH_PUBLIC_URL")); err != nil {
+			return usageErr("%v", err)
+		}
 	}
 	addr := a.env("ORCH_HTTP_ADDR")
 	if addr == "" {
@@ -113,6 +116,7 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 			if view, err = a.webView(b, token); err != nil {
 				return err
 			}
+			a.noteWebNames(addr, token)
 		} else {
 			fmt.Fprintf(a.stderr, "orch: no web view on %s: set ORCH_WEB_TOKEN to serve it there\n", addr)
 		}
@@ -245,6 +249,7 @@ func (a *app) serveBot(ctx context.Context, ln net.Listener, srv *bot.Server, so
 	if view != nil {
 		mux.Handle("/slack/", srv.Handler())
 		mux.Handle("GET /healthz", srv.Handler())
+		// Only the view's own routes check the Host header: Slack, monitors and probes reach the rest under any name.
 		mux.Handle("/", view)
 		fmt.Fprintf(a.stderr, "orch: web view on http://%s/\n", ln.Addr())
 	} else {
