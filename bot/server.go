@@ -20,6 +20,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/httpdeadline"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -50,6 +51,9 @@ type Config struct {
 	AppToken string
 	// APIURL is the base URL of Slack's Web API, ending with "/" (tests and proxies set it).
 	APIURL string
+	// HTTPTimeout bounds one Web API call, whatever the caller's context allows. Default 30s: Slack answers in well
+	// under a second, and a Slack that accepts a connection and says nothing must become an error that names it.
+	HTTPTimeout time.Duration
 	// Workspace is the directory plans resolve in; anything outside it is refused.
 	Workspace string
 	// AllowedUsers may start runs and answer; empty means anyone in the channel.
@@ -142,12 +146,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HomeInterval <= 0 {
 		cfg.HomeInterval = 10 * time.Second
 	}
+	if cfg.HTTPTimeout <= 0 {
+		cfg.HTTPTimeout = httpdeadline.Request
+	}
 	ws, err := filepath.Abs(cfg.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("bot: workspace: %w", err)
 	}
 	cfg.Workspace = ws
-	opts := []slack.Option{}
+	// Socket Mode's websocket is bounded by slack-go: its handshake by 45 s, its silence by the pings Slack sends
+	// (none for 30 s ends the connection, which is then opened again); what opens it is a Web API call, bounded here.
+	opts := []slack.Option{slack.OptionHTTPClient(httpdeadline.Client(cfg.HTTPTimeout))}
 	if cfg.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
 	}
@@ -329,7 +338,7 @@ func (s *Server) resolvePlan(arg string) (string, error) {
 
 // AuthTest checks a bot token with Slack's auth.test and returns the bot's user and team names.
 func AuthTest(ctx context.Context, token, apiURL string) (user, team string, err error) {
-	var opts []slack.Option
+	opts := []slack.Option{slack.OptionHTTPClient(httpdeadline.Client(0))}
 	if apiURL != "" {
 		opts = append(opts, slack.OptionAPIURL(apiURL))
 	}
