@@ -34,7 +34,7 @@ const (
 )
 
 // ErrIdle is wrapped by the error of a stream whose peer stayed silent for longer than its idle bound.
-var ErrIdle = errors.New("the peer stopped answering")
+var ErrIdle = errors.New("silent for too long")
 
 // Transport is http.DefaultTransport's behaviour (proxies from the environment, HTTP/2, keep-alive) with the
 // connection and TLS handshake bounded, and the wait for a response's header bounded by header (ResponseHeader when
