@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -23,9 +22,10 @@ func TestSilentSlack(t *testing.T) {
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { rdb.Close() })
+	var logs syncBuffer
 	cfg := Config{SigningSecret: testSecret, BotToken: "xoxb-test", APIURL: "http://" + addr + "/api/", Workspace: t.TempDir(),
 		Store: store.New(rdb, nil), Queue: queue.New(rdb), Starter: nopStarter{}, HTTPTimeout: 300 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Log: slog.New(slog.NewTextHandler(&logs, nil))}
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +38,15 @@ func TestSilentSlack(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("the client's deadline did not end the call")
+	}
+
+	// A command's response_url is posted to with the same deadline; the log names its host, not its path.
+	srv.respond(ctx, "http://"+addr+"/commands/T0001/1234/response-secret", "done")
+	if ctx.Err() != nil {
+		t.Fatal("the client's deadline did not end the response_url post")
+	}
+	if l := logs.String(); !strings.Contains(l, "answering through response_url") || !strings.Contains(l, addr) || strings.Contains(l, "response-secret") {
+		t.Errorf("log:\n%s\nwant the failed post, naming %s and not the URL's path", l, addr)
 	}
 
 	cfg.HTTPTimeout = 0

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -100,6 +101,7 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	api    *slack.Client
+	http   *http.Client // the Web API's client, which response_url posts use too
 	jobs   *pool
 	urgent *pool
 	poster *poster
@@ -156,14 +158,15 @@ func New(cfg Config) (*Server, error) {
 	cfg.Workspace = ws
 	// Socket Mode's websocket is bounded by slack-go: its handshake by 45 s, its silence by the pings Slack sends
 	// (none for 30 s ends the connection, which is then opened again); what opens it is a Web API call, bounded here.
-	opts := []slack.Option{slack.OptionHTTPClient(httpdeadline.Client(cfg.HTTPTimeout))}
+	hc := httpdeadline.Client(cfg.HTTPTimeout)
+	opts := []slack.Option{slack.OptionHTTPClient(hc)}
 	if cfg.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
 	}
 	if cfg.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(cfg.AppToken))
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, api: slack.New(cfg.BotToken, opts...)}
+	s := &Server{cfg: cfg, log: cfg.Log, api: slack.New(cfg.BotToken, opts...), http: hc}
 	s.jobs = newPool(cfg.Workers, cfg.Backlog, cfg.Log)
 	// Work Slack holds a deadline over (a form to open within its trigger's 3 s, a form submission to answer within
 	// 3 s) has workers of its own: it never waits behind a backlog of other work.
@@ -306,9 +309,18 @@ func (s *Server) respond(ctx context.Context, responseURL, text string) {
 	if responseURL == "" {
 		return
 	}
-	err := slack.PostWebhookContext(ctx, responseURL, &slack.WebhookMessage{Text: replyText(text), ResponseType: "ephemeral"})
+	err := slack.PostWebhookCustomHTTPContext(ctx, responseURL, s.http, &slack.WebhookMessage{Text: replyText(text), ResponseType: "ephemeral"})
 	if err != nil {
-		s.log.Warn("answering through response_url", "err", err)
+		// A response_url answers for its command without a token: its path is left out of the log.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		host := ""
+		if u, perr := url.Parse(responseURL); perr == nil {
+			host = u.Host
+		}
+		s.log.Warn("answering through response_url", "host", host, "err", err)
 	}
 }
 
