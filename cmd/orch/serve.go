@@ -31,7 +31,7 @@ func (a *app) serveCmd() *cobra.Command {
 			"worker. Env: SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_APP_TOKEN, SLACK_API_URL, ORCH_HTTP_ADDR,\n" +
 			"ORCH_WORKSPACE, ORCH_ALLOWED_USERS, ORCH_REDIS_URL, ORCH_AGENT, ORCH_BRAIN, ORCH_SANDBOX, ORCH_SANDBOX_USER,\n" +
 			"ORCH_INSTANCE; each run's branch: ORCH_REPO, ORCH_GIT_BASE, ORCH_GIT_PUSH, ORCH_GIT_AUTHOR, ORCH_WORKTREES,\n" +
-			"ORCH_GITHUB_TOKEN.",
+			"ORCH_GITHUB_TOKEN; the web view beside the Slack endpoints: ORCH_WEB_TOKEN, ORCH_PUBLIC_URL.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd, true, true) },
 	}
