@@ -275,7 +275,7 @@ func (a *app) checkEnvironment(cmd *cobra.Command) error {
 		}
 	}
 	for _, k := range []string{"SLACK_API_URL", "ORCH_GITHUB_API_URL", "ORCH_NOTIFY_WEBHOOK", "OTEL_EXPORTER_OTLP_ENDPOINT",
-		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ORCH_PUBLIC_URL"} {
 		if err := a.checkHTTPURL(k, a.env(k)); err != nil {
 			return err
 		}
