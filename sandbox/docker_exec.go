@@ -19,6 +19,9 @@ import (
 )
 
 const (
+	// setupTimeout bounds what comes before an exec: finding the run's container, creating, claiming, starting it.
+	// No image is pulled here (the image was checked at start), so a minute covers a loaded engine.
+	setupTimeout = time.Minute
 	// killTimeout bounds a kill or an inspect made after the caller's context is gone.
 	killTimeout = 15 * time.Second
 	// streamGrace is how long the output stream may stay open after a timeout killed the container.
@@ -87,6 +90,10 @@ func (d *Docker) runContainer(ctx context.Context, spec Spec, dir string) (targe
 		return target{}, err
 	}
 	defer unlock()
+	// Finding, making or starting the container is not the task's work: an engine that stops answering is an error
+	// within setupTimeout, not after the task's timeout.
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
 	name := runContainerName(runID)
 	fresh := false
 	for range 4 {
@@ -166,8 +173,10 @@ func (d *Docker) execPerTask(ctx context.Context, spec Spec, dir string, onLine 
 		return Result{}, err
 	}
 	name := fmt.Sprintf("%s%s-t%s-%s", namePrefix, spec.RunID, nameSafe(spec.TaskID), randomHex(3))
-	id, err := d.create(ctx, createSpec{name: name, workspace: dir, needs: n,
+	cctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	id, err := d.create(cctx, createSpec{name: name, workspace: dir, needs: n,
 		labels: map[string]string{LabelRunID: spec.RunID, LabelTaskID: spec.TaskID}})
+	cancel()
 	defer func() {
 		// By name: a create cut short by ctx may still have made the container.
 		if err := d.remove(context.WithoutCancel(ctx), name); err != nil {
