@@ -31,6 +31,9 @@ const maxAdded = 8 << 20
 func (m *Manager) Examine(ctx context.Context, wt Worktree) (Examination, error) {
 	var ex Examination
 	head := wt.git.head()
+	if wt.at != nil {
+		head = *wt.at
+	}
 	a := m.agent(wt)
 	ex.Tampered = append(ex.Tampered, a.tampered()...)
 	ex.Tampered = append(ex.Tampered, wt.git.changed(head)...)
