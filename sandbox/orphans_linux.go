@@ -69,3 +69,91 @@ func markedProcesses(mark string) []int {
 	}
 	return pids
 }
+
+// descendants lists the live processes below root in the process tree (its children, theirs, and so on), read from
+// /proc. Zombies are left out: they have ended, hold nothing and have no children (an exiting process's children are
+// handed on before it becomes a zombie).
+func descendants(root int) []int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	names, _ := d.Readdirnames(-1) // unsorted: the order does not matter, the sort would cost
+	d.Close()
+	children := map[int][]int{}
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		ppid, live := parentOf(name)
+		if live {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out []int
+	seen := map[int]bool{root: true} // the files were read at different moments: never follow a loop
+	for queue := children[root]; len(queue) > 0; queue = queue[1:] {
+		if pid := queue[0]; !seen[pid] {
+			seen[pid] = true
+			out = append(out, pid)
+			queue = append(queue, children[pid]...)
+		}
+	}
+	return out
+}
+
+// parentOf reads the parent of process pid from /proc/<pid>/stat, and whether the process still runs (it is not a
+// zombie, and has not gone meanwhile).
+func parentOf(pid string) (ppid int, live bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// "pid (comm) state ppid ...": comm is the program's name, which may hold spaces and parentheses; the last ')'
+	// ends it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 || f[0][0] == 'Z' || f[0][0] == 'X' {
+		return 0, false
+	}
+	ppid, err = strconv.Atoi(string(f[1]))
+	return ppid, err == nil
+}
+
+// killDescendants kills every process below the calling process with SIGKILL, and does it again until a look finds
+// none: a process may fork while it is being killed (its child appears after the look that found the parent), and
+// a killed process's children are handed to the nearest subreaper up the tree (the shim) and found by the next look.
+// reap collects those that were the caller's own children. It gives up after wait, when a process does not die (one
+// stuck in the kernel, in uninterruptible sleep), and returns how many it killed and how many were left.
+func killDescendants(reap func(), wait time.Duration) (killed, left int) {
+	self := os.Getpid()
+	seen := map[int]bool{}
+	deadline := time.Now().Add(wait)
+	for {
+		reap()
+		pids := descendants(self)
+		if len(pids) == 0 {
+			return len(seen), 0
+		}
+		if time.Now().After(deadline) {
+			return len(seen), len(pids)
+		}
+		for _, pid := range pids {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				seen[pid] = true
+			}
+		}
+		time.Sleep(time.Millisecond) // SIGKILL is delivered at once, but the process takes a moment to exit
+	}
+}
+
+// signalDescendants sends sig to every process below the calling process, once.
+func signalDescendants(sig syscall.Signal) {
+	for _, pid := range descendants(os.Getpid()) {
+		_ = syscall.Kill(pid, sig)
+	}
+}
