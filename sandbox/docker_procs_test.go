@@ -98,6 +98,7 @@ func TestDockerExecEndsWithItsWorker(t *testing.T) {
 	ws := workspace(t, "")
 	killHelperWorker(t, run, ws, false, envTestOrchBinary+"="+shim,
 		envTestScript+"="+detachInContainer+`echo $$ > agent.pid; echo ready; exec /bin/sleep 300`)
+	killed := time.Now()
 	spec := Spec{RunID: run, TaskID: "check", Dir: ws}
 	var left string
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
@@ -108,6 +109,7 @@ func TestDockerExecEndsWithItsWorker(t *testing.T) {
 			t.Fatalf("60s after its worker was killed, the exec's processes still run: %s", left)
 		}
 	}
+	t.Logf("the exec's processes were gone within %v of the kill (one look takes an exec)", time.Since(killed).Round(time.Millisecond))
 	if cs := runContainers(t, d, run); len(cs) != 1 || cs[0].State != "running" {
 		t.Errorf("the run's container is not the one the worker used, running: %+v", cs)
 	}

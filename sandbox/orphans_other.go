@@ -15,7 +15,7 @@ func killMarked(mark string) int { return 0 }
 
 // killDescendants finds nothing where there is no /proc: the shim's agent ends alone, and what it started goes
 // with the process group Local.Exec kills.
-func killDescendants(reap func(), wait time.Duration) (killed, left int) {
+func killDescendants(reap func() (children bool), wait time.Duration) (killed, left int) {
 	reap()
 	return 0, 0
 }

@@ -45,7 +45,7 @@ func sleeperRuns(pid int) bool {
 	if err != nil || strings.TrimSpace(string(comm)) != "sleep" {
 		return false
 	}
-	_, live := parentOf(strconv.Itoa(pid))
+	_, live := parentOf(strconv.Itoa(pid), make([]byte, 256))
 	return live
 }
 

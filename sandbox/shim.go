@@ -161,17 +161,19 @@ func RunShim(args []string) int {
 
 	var status syscall.WaitStatus
 	ended := false
-	reap := func() {
+	// reap collects every child that has ended, and says whether the shim has children left.
+	reap := func() (children bool) {
 		for {
 			var ws syscall.WaitStatus
 			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-			if err == syscall.EINTR {
+			switch {
+			case err == syscall.EINTR:
 				continue
-			}
-			if pid <= 0 || err != nil {
-				return
-			}
-			if pid == agent.Pid {
+			case err != nil: // ECHILD: none at all
+				return false
+			case pid == 0: // some, all running
+				return true
+			case pid == agent.Pid:
 				status, ended = ws, true
 			}
 		}
