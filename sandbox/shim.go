@@ -53,9 +53,9 @@ const ShimCommand = "sandbox-shim"
 // run" (an error) from "ran and failed" (an exit status).
 //
 // What the shim does not catch: a process that asks something outside the agent's tree to run it (a daemon it
-// talks to, a service manager, cron, another container's engine) is that daemon's descendant, not the shim's; and a
-// shim killed with SIGKILL, or stopped, hands its descendants to init. Local.Exec and the Docker backend each have
-// a backstop for the second (see there).
+// talks to, a service manager, cron, a container engine) is that daemon's descendant, not the shim's; a shim that
+// is killed hands its descendants to init, and one that is stopped kills nothing. Local.Exec and the Docker backend
+// each have a backstop for those two (see there).
 
 // shimReport is the file descriptor on which the shim reports a failure to start the program (-report).
 const shimReport = 3
