@@ -124,6 +124,7 @@ func TestLocalDetachedProcessEndsWithTheWorker(t *testing.T) {
 func TestLocalAgentRunsAsTheWorkspaceOwner(t *testing.T) {
 	needRoot(t)
 	const uid, gid = 12345, 12345 // no entry in /etc/passwd: the home is one orch makes
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(os.TempDir(), homesDir, strconv.Itoa(uid))) })
 	for name, shim := range map[string][]string{"direct": nil, "shim": testShim()} {
 		t.Run(name, func(t *testing.T) {
 			ws, err := os.MkdirTemp("", "orch-owner-")
