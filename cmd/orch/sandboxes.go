@@ -128,11 +128,10 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 	}
 	// The scenario is mounted on its own, read-only: a container sees its run's workspace alone, and a run in a
 	// repository works in a worktree that is not where the scenario lies. So each scenario has its own sandbox. The
-	// API key goes only to claude runs, and orch's own binary only into sim and claude runs' containers, so they
-	// have their own sandboxes too.
+	// API key goes only to claude runs, so they have their own sandboxes too.
 	scenario := opts.SimScenario
-	claude, sim := opts.Agent == "claude", opts.Agent == "sim"
-	key := fmt.Sprintf("%s\x00%s\x00%t\x00%t", opts.Image, scenario, claude, sim)
+	claude := opts.Agent == "claude"
+	key := fmt.Sprintf("%s\x00%s\x00%t", opts.Image, scenario, claude)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if dk, ok := d.open[key]; ok {
@@ -147,9 +146,17 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 		Logger:   d.a.log,
 		Hide:     d.hide,
 	}
-	if (sim || claude) && isStatic(d.self) {
-		// The sim agent is orch, and claude runs orch as its permission hook; other agents' containers do not see it.
+	if isStatic(d.self) {
+		// Every agent runs under orch's shim (sandbox.RunShim), which ends what the agent starts with its exec and
+		// with this worker; the sim agent is orch, and claude runs orch as its permission hook.
 		cfg.OrchBinary = d.self
+	} else {
+		// A dynamically linked orch may not run in the image (no libc, or another one): no shim. What an agent
+		// leaves running lives on in the run's container until the run is parked or ends, and the exec of a worker
+		// that dies runs on until the run is taken up again or reaped (sandbox.Docker.Exec).
+		d.a.log.Warn("docker: this orch binary is dynamically linked and cannot run in the containers; an agent's " +
+			"background processes outlive its task in the run's container, and its exec outlives a worker that dies " +
+			"(build a static orch: make build, or CGO_ENABLED=0 go build ./cmd/orch)")
 	}
 	if d.pool > 0 && d.root != "" {
 		cfg.WarmPool, cfg.WorkspaceRoot = d.pool, d.root
