@@ -36,8 +36,9 @@ var (
 	hostEnv = []string{
 		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR",
 		"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", // where CLIs keep their own settings
-		// CA bundles: OpenSSL, Node (Claude Code), Python requests, curl, git.
+		// CA bundles: OpenSSL, Node (Claude Code), Python requests, curl, git, the AWS SDKs (Bedrock).
 		"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
+		"AWS_CA_BUNDLE",
 		// The settings of an instrumented Go binary (coverage counters, the race detector): orch's own binary runs
 		// beside the agent as the sandbox's shim, the sim agent and the permission hook, and is built so in tests.
 		"GOCOVERDIR", "GORACE",
