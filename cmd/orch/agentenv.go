@@ -2,6 +2,7 @@ package main
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -14,13 +15,11 @@ import (
 // The agent is given an allowlist of orch's environment (sandbox.AgentEnv), in both sandboxes. More is passed on
 // purpose by name, with orch.yaml agent_env or ORCH_AGENT_ENV; orch's own credentials never, whatever asks for them.
 
-// ownPrefixes and ownNames are orch's own settings and credentials: Slack's, GitHub's, the web and API tokens, the
-// Redis URL, the notification webhook, the telemetry exporter's headers, the Docker engine. An agent given one could
-// act as orch, or as root on the host.
-var (
-	ownPrefixes = []string{"ORCH_", "SLACK_", "OTEL_EXPORTER_OTLP_"}
-	ownNames    = []string{"GITHUB_TOKEN", "DOCKER_HOST"}
-)
+// ownPrefixes name orch's own settings; the credentials orch reads (secretEnv, urlEnv, headerEnv: Slack's, GitHub's,
+// the web token, the Redis URL, the notification webhook, the telemetry exporter's endpoints and headers) are its own
+// too, and so is the Docker engine orch drives. An agent given one could act as orch, or as root on the host. The
+// Anthropic key is the claude agent's own credential as much as the brain's: it may be passed to another agent CLI.
+var ownPrefixes = []string{"ORCH_", "SLACK_"}
 
 var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -55,12 +54,11 @@ func ownVariable(name string) bool {
 			return true
 		}
 	}
-	for _, n := range ownNames {
-		if name == n {
-			return true
-		}
+	if name == "ANTHROPIC_API_KEY" {
+		return false
 	}
-	return false
+	return slices.Contains(secretEnv, name) || slices.Contains(urlEnv, name) || slices.Contains(headerEnv, name) ||
+		name == "DOCKER_HOST"
 }
 
 // envAgent is the agent CLI whose own credential and settings a run's agent is given: claude's, codex's, or none

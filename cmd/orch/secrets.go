@@ -126,11 +126,6 @@ func collectSecrets(env func(string) string, environ []string, args []string) se
 			}
 		}
 	}
-	for _, pair := range strings.Split(env("ORCH_API_TOKENS"), ",") {
-		if _, tok, ok := strings.Cut(pair, ":"); ok {
-			ss.add("ORCH_API_TOKENS", "token", tok)
-		}
-	}
 	for _, kv := range environ {
 		k, v, ok := strings.Cut(kv, "=")
 		v = strings.TrimSpace(v)
