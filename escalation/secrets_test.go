@@ -109,7 +109,40 @@ func TestRedactorFind(t *testing.T) {
 			}
 		}
 	}
+	for _, text := range []string{"the token is " + webToken + " and " + "ghp_" + strings.Repeat("aB3d", 9), "nothing"} {
+		taken, found := r.Take(text)
+		if taken != r.Redact(text) || !slices.Equal(found, r.Find(text)) {
+			t.Errorf("Take(%.30q) = %q, %q; want Redact and Find: %q, %q", text, taken, found, r.Redact(text), r.Find(text))
+		}
+	}
 	if got := r.FindValues("password = hunter22 and " + webToken); !slices.Equal(got, []string{"the value of ORCH_WEB_TOKEN"}) {
 		t.Errorf("FindValues = %q: want orch's secret alone, not the pattern's find", got)
+	}
+}
+
+// What redaction by value costs on an agent's output at the size orch keeps of it (1 MiB), with as many secrets as a
+// server's orch holds with a few passed to the agent.
+func BenchmarkRedactor(b *testing.B) {
+	var secrets []escalation.Secret
+	for i := range 40 {
+		secrets = append(secrets, escalation.Secret{Name: "SECRET_" + strconv.Itoa(i), Value: "v4lue-" + strconv.Itoa(i) + "-" + strings.Repeat("k", 20)})
+	}
+	r := escalation.NewRedactor(secrets)
+	text := strings.Repeat("compiling package 42 of 97: ok, all tests pass in 0.31s\n", (1<<20)/56)
+	for _, c := range []struct {
+		name string
+		fn   func(string)
+	}{
+		{"take", func(s string) { r.Take(s) }},
+		{"values", func(s string) { r.RedactValues(s) }},
+		{"find values", func(s string) { r.FindValues(s) }},
+		{"patterns", func(s string) { escalation.Redact(s) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				c.fn(text)
+			}
+		})
 	}
 }

@@ -54,8 +54,9 @@ func (in *intake) call(c agent.Call) agent.Call {
 // holds is noted wherever it is; a credential the patterns know, in the agent's answer text.
 func (in *intake) result(res agent.Result, stderr string) (agent.Result, string) {
 	rd := in.w.cfg.Secrets
-	in.note(rd.Find(res.Text))
-	res.Text = rd.Redact(res.Text)
+	text, found := rd.Take(res.Text)
+	in.note(found)
+	res.Text = text
 	errs := make([]string, len(res.Errors))
 	for i, e := range res.Errors {
 		in.note(rd.FindValues(e))
