@@ -18,7 +18,8 @@ import (
 
 // LocalConfig configures the local backend. The zero value works.
 type LocalConfig struct {
-	// Env is the base environment of every process; nil inherits orch's own.
+	// Env is the base environment of every process (AgentEnv makes it). nil gives what AgentEnv gives any agent on
+	// the host from orch's own environment, never the whole of it: orch's credentials are there.
 	Env []string
 	// KillGrace is how long an agent stopped by a timeout or a cancel gets between SIGTERM and SIGKILL: its process
 	// group, or with the shim everything it started. Default 3s.
@@ -127,7 +128,7 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 	cmd.Dir = spec.Dir
 	base := l.cfg.Env
 	if base == nil {
-		base = cmd.Environ()
+		base = AgentEnv(os.Environ(), EnvPolicy{})
 	}
 	cmd.Env = append(append(append([]string(nil), base...), spec.Env...), mark)
 	if as != nil {

@@ -244,7 +244,7 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 			return out, nil
 		}
 	}
-	out.secrets = escalation.Secrets(out.said.Text)
+	// The secrets in what the agent said were found as it entered orch (runAgent).
 	w.examine(ctx, at, out)
 	if task.Kind == jobs.KindChat {
 		return out, nil // the human reads the reply and judges it: no brain
@@ -311,10 +311,11 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 		return nil
 	}
 	parser := ad.NewParser()
+	in := &intake{w: w}
 	if tw, ok := parser.(agent.ToolWatcher); ok {
 		watch, stop := w.watchTools(ctx, r.ID, task.ID)
 		defer stop()
-		tw.WatchTools(watch)
+		tw.WatchTools(in.watch(watch))
 	}
 	ectx, span := telemetry.Tracer().Start(ctx, "orch.sandbox.exec", trace.WithAttributes(
 		attribute.String("sandbox.kind", sandboxKind(r.Options)), attribute.String("agent", ad.Name())))
@@ -339,13 +340,14 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 		out.inputErr = errors.Is(err, sandbox.ErrInput)
 		return nil
 	}
-	result := parser.Finish(res.ExitCode, res.Stderr)
+	// What the agent said becomes orch's here, with the secrets it holds named (a security escalation) and taken out.
+	result, stderr := in.result(parser.Finish(res.ExitCode, res.Stderr), lastLines(strings.TrimSpace(string(res.Stderr)), 5))
+	out.secrets = in.secrets()
 	out.usage = result
 	w.defers.saw(result.Version)
 	out.paused = pausedCalls(result, perms, homeDir())
 	out.said = jobs.Pending{Text: result.Text, Success: result.Success, Errors: result.Errors, ExitCode: res.ExitCode,
-		Signal: res.Signal, Stderr: lastLines(strings.TrimSpace(string(res.Stderr)), 5), TimedOut: res.TimedOut,
-		OOMKilled: res.OOMKilled}
+		Signal: res.Signal, Stderr: stderr, TimedOut: res.TimedOut, OOMKilled: res.OOMKilled}
 	return nil
 }
 

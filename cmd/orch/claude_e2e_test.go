@@ -68,6 +68,11 @@ type claudeStep struct {
 	Text  string         `json:"text,omitempty"`
 }
 
+// fakeClaudeEnv are the fake claude's own settings: the agent is given them on purpose, as it is given nothing of
+// orch's environment beyond the allowlist.
+const fakeClaudeEnv = "FAKE_CLAUDE_MODEL,FAKE_CLAUDE_LOG,FAKE_CLAUDE_VERSION,FAKE_CLAUDE_ARGS,FAKE_CLAUDE_TRANSCRIPT," +
+	"FAKE_CLAUDE_STDERR,FAKE_CLAUDE_EXIT"
+
 // claudeSetup is the environment of a process that runs the fake claude with model m: on PATH, with a home and a
 // Claude config directory of its own (never the user's), and a log of every claude process.
 func claudeSetup(t *testing.T, m claudeModel) (env []string, log string) {
@@ -81,7 +86,8 @@ func claudeSetup(t *testing.T, m claudeModel) (env []string, log string) {
 	log = filepath.Join(t.TempDir(), "claude.log")
 	return []string{"PATH=" + filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
-		"FAKE_CLAUDE_MODEL=" + string(model), "FAKE_CLAUDE_LOG=" + log, "FAKE_CLAUDE_VERSION=2.1.186"}, log
+		"FAKE_CLAUDE_MODEL=" + string(model), "FAKE_CLAUDE_LOG=" + log, "FAKE_CLAUDE_VERSION=2.1.186",
+		"ORCH_AGENT_ENV=" + fakeClaudeEnv}, log
 }
 
 // claudeProc is one claude process as the fake logs it.

@@ -77,6 +77,7 @@ type fileConfig struct {
 	Redis               string   `yaml:"redis"`
 	StateDir            string   `yaml:"state_dir"`
 	Workspace           string   `yaml:"workspace"`
+	AgentEnv            []string `yaml:"agent_env"` // given to agents besides the allowlist (ORCH_AGENT_ENV)
 	// MaxAttempts and Concurrency are pointers so that a 0 written in the file is refused, not taken for unset.
 	MaxAttempts  *int      `yaml:"max_attempts"`
 	AgentTimeout string    `yaml:"agent_timeout"`
@@ -314,6 +315,9 @@ func (a *app) checkEnvironment(cmd *cobra.Command) error {
 			}
 			return usageErr("%s: %s is not a git URL (%s)", settingName(g.v, g.flag), oneLine(redactURL(g.v.v), 200), detail)
 		}
+	}
+	if _, err := a.agentPass(cmd); err != nil {
+		return err
 	}
 	if v := a.env("ORCH_HTTP_ADDR"); v != "" {
 		_, port, err := net.SplitHostPort(v)

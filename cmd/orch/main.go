@@ -66,7 +66,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Notify, not Ignore: an ignored SIGPIPE would be inherited by the agents orch starts.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	app := newApp(stdin, stdout, stderr)
-	app.secrets = collectSecrets(app.env, args)
+	app.secrets = collectSecrets(app.env, app.environ(), args)
 	err := app.root().ExecuteContext(ctx)
 	app.flushLog()
 	app.flushTracing()

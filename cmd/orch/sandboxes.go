@@ -52,6 +52,8 @@ type dockerSettings struct {
 	// hide are orch's own directories (the state directory, the worktrees' root) that no container sees, should a
 	// workspace hold them.
 	hide []string
+	// agentPass names what agents are given of orch's environment besides the allowlist (orch.yaml agent_env).
+	agentPass []string
 }
 
 // maxWarmPool bounds the idle containers one worker keeps: each holds memory on the engine.
@@ -127,11 +129,10 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 		return nil, fmt.Errorf("unknown sandbox %q", opts.Sandbox)
 	}
 	// The scenario is mounted on its own, read-only: a container sees its run's workspace alone, and a run in a
-	// repository works in a worktree that is not where the scenario lies. So each scenario has its own sandbox. The
-	// API key goes only to claude runs, so they have their own sandboxes too.
+	// repository works in a worktree that is not where the scenario lies. So each scenario has its own sandbox. An
+	// agent CLI's own credential goes only to that CLI's runs, so they have their own sandboxes too.
 	scenario := opts.SimScenario
-	claude := opts.Agent == "claude"
-	key := fmt.Sprintf("%s\x00%s\x00%t", opts.Image, scenario, claude)
+	key := fmt.Sprintf("%s\x00%s\x00%s", opts.Image, scenario, envAgent(opts))
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if dk, ok := d.open[key]; ok {
@@ -166,9 +167,9 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 		// workspace itself, which is mounted already).
 		cfg.ReadOnly = append(cfg.ReadOnly, scenario)
 	}
-	if key := d.a.env("ANTHROPIC_API_KEY"); key != "" && claude {
-		cfg.Env = append(cfg.Env, "ANTHROPIC_API_KEY="+key)
-	}
+	// The image gives PATH, HOME and the rest of what a program needs there: the agent is given the allowlist's part
+	// that is the same on both sides, and its CLI's own credential and settings.
+	cfg.Env = sandbox.AgentEnv(d.a.environ(), sandbox.EnvPolicy{Container: true, Agent: envAgent(opts), Pass: d.agentPass})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dk, err := sandbox.NewDocker(ctx, cfg)
