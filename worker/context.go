@@ -57,7 +57,10 @@ func (w *Worker) examine(ctx context.Context, at *attempt, out *outcome) {
 	if err != nil && ctx.Err() == nil {
 		w.log.Warn("examining the run's worktree after the agent", "run_id", at.run.ID, "err", err)
 	}
-	out.tampered = ex.Tampered
+	out.tampered = make([]string, len(ex.Tampered))
+	for i, t := range ex.Tampered {
+		out.tampered[i] = w.cfg.Secrets.Redact(t)
+	}
 	// Names the agent chose: shown to people, so redacted like everything else it wrote.
 	out.files = make([]string, len(ex.Files))
 	for i, f := range ex.Files {

@@ -267,6 +267,12 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 		}
 		out.unavailable = err
 	}
+	if at.wt == nil && (out.interp.Status != brain.StatusCompleted || out.security() || len(out.custom) > 0) {
+		// A person will look at a workspace used in place: show them what git sees changed there.
+		for _, f := range workspace.PlainChanges(ctx, at.dir) {
+			out.files = append(out.files, w.cfg.Secrets.Redact(f))
+		}
+	}
 	return out, nil
 }
 
