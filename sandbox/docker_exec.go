@@ -139,9 +139,10 @@ func (d *Docker) runContainer(ctx context.Context, spec Spec, dir string) (targe
 			// its instance (an upgrade), or a foreign one by chance. Neither is this backend's to take or remove.
 			return target{}, fmt.Errorf("sandbox: container %s is not this deployment's (its %s is not %q); remove it (docker rm -f %s) to let the run go on", name, LabelInstance, d.cfg.Instance, name)
 		}
-		if !d.mountsAsMade(c.Mounts, dir, n) {
-			// Made for other directories (the run's workspace moved), or by an older orch that mounted more: the
-			// workspace is on the host, so a container made now loses nothing of the run's work.
+		if !d.mountsAsMade(c.Mounts, dir, n) || c.Config.Labels[LabelBinary] != d.binary {
+			// Made for other directories (the run's workspace moved), by an older orch that mounted more, or with
+			// another orch binary: the workspace is on the host, so a container made now loses nothing of the run's
+			// work.
 			d.log.Warn("docker: the run's container does not mount what the run needs now; making it again", "name", name)
 			if err := d.remove(ctx, c.ID); err != nil {
 				return target{}, err
