@@ -646,6 +646,10 @@ func TestDockerWarmPool(t *testing.T) {
 		if c := inspectRun(t, d2, run); c.Config.Labels[LabelPool] == "1" || c.Config.User != "0:0" {
 			t.Errorf("a run as another user got container of user %q (pool %q)", c.Config.User, c.Config.Labels[LabelPool])
 		}
+		if err := d2.Release(ctx, run, true); err != nil {
+			t.Error(err)
+		}
+		d2.Close() // its client's connections are not the pool's goroutines, counted below
 	}
 
 	// Close removes the idle containers and stops the refill goroutine; claimed ones stay with their runs.
