@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,8 +24,8 @@ import (
 const benchLabel = "orch.bench"
 
 type dockerResult struct {
-	cold, warm *float64 // p50 in ms; nil without an engine
-	note       string
+	cold, warm, repo *float64 // p50 in ms; nil without an engine
+	note             string
 }
 
 // measureDocker times a new run's first process in the Docker sandbox, p50 of samples each: a cold start (create and
@@ -47,21 +48,39 @@ func measureDocker(ctx context.Context, r *rig, samples int) (dockerResult, erro
 		return dockerResult{}, err
 	}
 	labels := map[string]string{benchLabel: session}
-	// Pool containers mount the directory that holds the workspaces and run as its owner, who owns the workspaces made
-	// in it too: every run can claim one.
 	root, err := os.MkdirTemp(r.tmp, "docker-")
 	if err != nil {
 		return dockerResult{}, err
 	}
+	// A plain workspace: a directory of its own per run.
+	plain := func() (string, []string, error) {
+		ws, err := os.MkdirTemp(root, "ws-")
+		return ws, nil, err
+	}
+	// A run in a repository: its worktree, and the repository's objects, mounted read-only beside it.
+	objects := filepath.Join(root, "repo.git", "objects")
+	if err := os.MkdirAll(objects, 0o755); err != nil {
+		return dockerResult{}, err
+	}
+	inRepo := func() (string, []string, error) {
+		ws, err := os.MkdirTemp(root, "worktree-")
+		return ws, []string{objects}, err
+	}
+	// The pool serves the one workspace its containers were made for: a plain directory used in place.
+	inPlace := func() (string, []string, error) { return root, nil, nil }
 
 	coldBackend, err := sandbox.NewDocker(ctx, sandbox.DockerConfig{Host: host, Image: image, Labels: labels})
 	if err != nil {
 		return dockerResult{}, err
 	}
 	defer coldBackend.Close()
-	cold, err := firstExecs(ctx, coldBackend, root, samples, func() error { return nil })
+	cold, err := firstExecs(ctx, coldBackend, plain, samples, func() error { return nil })
 	if err != nil {
 		return dockerResult{}, fmt.Errorf("cold start: %w", err)
+	}
+	repo, err := firstExecs(ctx, coldBackend, inRepo, samples, func() error { return nil })
+	if err != nil {
+		return dockerResult{}, fmt.Errorf("a repository run's start: %w", err)
 	}
 
 	const poolSize = 2
@@ -71,17 +90,21 @@ func measureDocker(ctx context.Context, r *rig, samples int) (dockerResult, erro
 		return dockerResult{}, err
 	}
 	defer warmBackend.Close()
-	warm, err := firstExecs(ctx, warmBackend, root, samples, func() error { return waitPool(ctx, cli, session, poolSize) })
+	warm, err := firstExecs(ctx, warmBackend, inPlace, samples, func() error { return waitPool(ctx, cli, session, poolSize) })
 	if err != nil {
 		return dockerResult{}, fmt.Errorf("warm start: %w", err)
 	}
 
-	c, w := percentileMs(cold, 0.5), percentileMs(warm, 0.5)
-	note := fmt.Sprintf("%d samples each, p50 (p90: cold %.0f ms, warm %.0f ms), on a busybox image FROM scratch with "+
-		"the sandbox's production settings; each sample is a new run's first Exec of `true`, released after. Cold: "+
-		"create + start the run's container + exec. Warm: claim one of %d paused pool containers (unpause, rename) + "+
-		"exec, with the pool refilled before each sample.", samples, percentileMs(cold, 0.9), percentileMs(warm, 0.9), poolSize)
-	return dockerResult{cold: &c, warm: &w, note: note}, nil
+	c, w, rp := percentileMs(cold, 0.5), percentileMs(warm, 0.5), percentileMs(repo, 0.5)
+	note := fmt.Sprintf("%d samples each, p50 (p90: cold %.0f ms, warm %.0f ms, repository %.0f ms), on a busybox image "+
+		"FROM scratch with the sandbox's production settings; each sample is a new run's first Exec of `true`, "+
+		"released after. Cold: create + start the run's container (a plain workspace) + exec. Repository: the same for a "+
+		"run in a repository, whose container mounts its worktree and the repository's objects read-only; the warm pool "+
+		"never serves these runs, since a container made before its run could only show it more than its worktree. "+
+		"Warm: claim one of %d paused pool containers (unpause, rename) + exec, for a run in the plain workspace the "+
+		"pool's containers were made for, with the pool refilled before each sample.", samples, percentileMs(cold, 0.9),
+		percentileMs(warm, 0.9), percentileMs(repo, 0.9), poolSize)
+	return dockerResult{cold: &c, warm: &w, repo: &rp, note: note}, nil
 }
 
 func dockerClient(ctx context.Context, host string) (*client.Client, error) {
@@ -102,21 +125,22 @@ func dockerClient(ctx context.Context, host string) (*client.Client, error) {
 	return cli, nil
 }
 
-// firstExecs times samples first Execs of new runs, each in a fresh workspace under root; before runs (unmeasured)
-// ahead of each.
-func firstExecs(ctx context.Context, d *sandbox.Docker, root string, samples int, before func() error) ([]time.Duration, error) {
+// firstExecs times samples first Execs of new runs, each in the workspace (and with the read-only directories) that
+// where gives; before runs (unmeasured) ahead of each.
+func firstExecs(ctx context.Context, d *sandbox.Docker, where func() (string, []string, error), samples int,
+	before func() error) ([]time.Duration, error) {
 	var out []time.Duration
 	for i := range samples {
 		if err := before(); err != nil {
 			return nil, err
 		}
-		ws, err := os.MkdirTemp(root, "ws-")
+		ws, ro, err := where()
 		if err != nil {
 			return nil, err
 		}
 		run := fmt.Sprintf("bench-%s-%d", randomHex(3), i)
 		start := time.Now()
-		res, err := d.Exec(ctx, sandbox.Spec{RunID: run, Dir: ws, Args: []string{"true"}}, nil)
+		res, err := d.Exec(ctx, sandbox.Spec{RunID: run, Dir: ws, ReadOnly: ro, Args: []string{"true"}}, nil)
 		elapsed := time.Since(start)
 		if err != nil || res.ExitCode != 0 {
 			return nil, fmt.Errorf("exec true: exit %d, %v, %s", res.ExitCode, err, res.Stderr)

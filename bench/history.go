@@ -182,12 +182,13 @@ func copyRun(ctx context.Context, s *store.Store, model *jobs.Run, n int) error 
 func (r *rig) timeRunStart(ctx context.Context, ws string, i int) (time.Duration, error) {
 	mark := filepath.Join(r.tmp, fmt.Sprintf("agent-started-%d", i))
 	agent := filepath.Join(r.tmp, "agent-start.sh")
-	script := "#!/bin/sh\ndate +%s%N > \"$ORCH_BENCH_MARK\"\necho 'Done: the work is complete.'\n"
+	script := "#!/bin/sh\ndate +%s%N > \"$BENCH_AGENT_MARK\"\necho 'Done: the work is complete.'\n"
 	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
 		return 0, err
 	}
 	t0 := time.Now()
-	out, err := r.orchIn(ctx, ws, []string{"ORCH_BENCH_MARK=" + mark}, "run", "--agent", "cmd:"+agent+" {prompt}",
+	// The agent is given what it needs of orch's environment on purpose, as any cmd: agent is.
+	out, err := r.orchIn(ctx, ws, []string{"BENCH_AGENT_MARK=" + mark, "ORCH_AGENT_ENV=BENCH_AGENT_MARK"}, "run", "--agent", "cmd:"+agent+" {prompt}",
 		"--brain", "heuristic", "plans/one.md")
 	if err != nil {
 		return 0, fmt.Errorf("%v\n%s", err, out)

@@ -172,6 +172,7 @@ func run(ctx context.Context, c counts, mode string) (*Results, error) {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
 	res.DockerColdStartP50Ms, res.DockerWarmStartP50Ms = roundPtr(docker.cold, 1), roundPtr(docker.warm, 1)
+	res.DockerRepoStartP50Ms = roundPtr(docker.repo, 1)
 	res.Notes.Docker = docker.note
 
 	step("worktrees: a run's worktree on 100 and 10,000 files; runs at once on one repository")

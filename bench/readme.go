@@ -102,6 +102,7 @@ func rows(r *Results) []row {
 		{"overhead_ms_per_step", num(r.OverheadMsPerStep), "≤ 5", le(r.OverheadMsPerStep, 5)},
 		{"docker_cold_start_p50_ms", optional(r.DockerColdStartP50Ms), "—", "—"},
 		{"docker_warm_start_p50_ms", optional(r.DockerWarmStartP50Ms), "—", "—"},
+		{"docker_repo_start_p50_ms", optional(r.DockerRepoStartP50Ms), "—", "—"},
 		{"worktree_setup_p50_ms", num(r.WorktreeSetupP50Ms) + " (10,000 files)", "≤ 300", le(r.WorktreeSetupP50Ms, 300)},
 		{"worktree_setup_100_files_p50_ms", num(r.WorktreeSetup100FilesP50Ms), "—", "—"},
 		{"worktree_setup_cold_p50_ms", num(r.WorktreeSetupColdP50Ms) + " (10,000 files, no spare)", "—", "—"},

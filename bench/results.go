@@ -32,6 +32,8 @@ type Results struct {
 	OverheadMsPerStep      float64  `json:"overhead_ms_per_step"`
 	DockerColdStartP50Ms   *float64 `json:"docker_cold_start_p50_ms"`
 	DockerWarmStartP50Ms   *float64 `json:"docker_warm_start_p50_ms"`
+	// DockerRepoStartP50Ms is a run in a repository: its worktree and the repository's objects, never from the pool.
+	DockerRepoStartP50Ms *float64 `json:"docker_repo_start_p50_ms"`
 	// WorktreeSetupP50Ms is a run's worktree on a repository of 10,000 files; the 100-file one beside it.
 	WorktreeSetupP50Ms         float64 `json:"worktree_setup_p50_ms"`
 	WorktreeSetup100FilesP50Ms float64 `json:"worktree_setup_100_files_p50_ms"`
@@ -152,13 +154,13 @@ func (r *Results) check(wantParked int) error {
 	if r.ParkedWorkerSlotsBusy < 0 {
 		errs = append(errs, fmt.Errorf("parked_worker_slots_busy = %d", r.ParkedWorkerSlotsBusy))
 	}
-	if (r.DockerColdStartP50Ms == nil) != (r.DockerWarmStartP50Ms == nil) {
-		errs = append(errs, errors.New("one Docker time without the other"))
+	if (r.DockerColdStartP50Ms == nil) != (r.DockerWarmStartP50Ms == nil) || (r.DockerColdStartP50Ms == nil) != (r.DockerRepoStartP50Ms == nil) {
+		errs = append(errs, errors.New("one Docker time without the others"))
 	}
 	if v := r.RunRSS200MBOutputMB; v != nil && !(*v > 0) {
 		errs = append(errs, fmt.Errorf("run_rss_200mb_output_mb = %v", *v))
 	}
-	for _, v := range []*float64{r.DockerColdStartP50Ms, r.DockerWarmStartP50Ms} {
+	for _, v := range []*float64{r.DockerColdStartP50Ms, r.DockerWarmStartP50Ms, r.DockerRepoStartP50Ms} {
 		if v != nil && !(*v > 0) {
 			errs = append(errs, fmt.Errorf("a Docker time of %v ms", *v))
 		}

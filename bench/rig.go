@@ -31,7 +31,8 @@ type rig struct {
 	orchBin string
 	tmp     string
 	log     *slog.Logger
-	// claude is the claude binary of runs with the claude agent, and env the agents' environment (nil: the bench's).
+	// claude is the claude binary of runs with the claude agent, and env the agents' environment (nil: the local
+	// sandbox's allowlist of the bench's).
 	claude string
 	env    []string
 }

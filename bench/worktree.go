@@ -102,16 +102,19 @@ func measureWorktrees(ctx context.Context, tmp string, samples, n int) (worktree
 			res.isolated++
 		}
 	}
-	res.note = fmt.Sprintf("Manager.Checkout of a new run's worktree (branch orch/<run> made from the base, the files "+
-		"in place), %d samples on each of two generated repositories of one commit: 100 files and 10,000 files of ~1 KiB "+
-		"in 100 directories; each run's worktree given back (Manager.Remove) before the next run. As workers run it, "+
-		"with two spare worktrees per repository (an ended run's worktree, cleaned and detached, moved into place and "+
-		"switched to the new branch; the first run, which finds no spare, is not counted): 100 files p50 %.1f ms (max "+
-		"%.1f), 10,000 files p50 %.1f ms (max %.1f). Without spares (every worktree checked out anew, by git's parallel "+
-		"checkout: a worker's first run on a repository) on 10,000 files: p50 %.1f ms (max %.1f); most of it is the "+
-		"kernel creating and later deleting the files. Then %d runs at once on the 100-file repository, each making its "+
-		"worktree, writing its own run id into the same file and committing it: %d branches held exactly their own "+
-		"content and changed nothing else.",
+	res.note = fmt.Sprintf("Manager.Checkout of a new run's worktree, with the isolation of the trust boundary: branch "+
+		"orch/<run> set in the repository, orch's own git directory of the run (HEAD, a configuration it writes, the "+
+		"index), the files in place, and the agent's own git repository made in the worktree's .git (borrowing the "+
+		"repository's objects, with a copy of orch's index so that its git status starts clean); %d samples on each of "+
+		"two generated repositories of one commit: 100 files and 10,000 files of ~1 KiB in 100 directories; each run's "+
+		"worktree given back (Manager.Remove) before the next run. As workers run it, with two spare worktrees per "+
+		"repository (an ended run's files and index, cleaned, moved into place and switched to the new commit by a "+
+		"two-tree read-tree; the first run, which finds no spare, is not counted): 100 files p50 %.1f ms (max %.1f), "+
+		"10,000 files p50 %.1f ms (max %.1f). Without spares (every file checked out anew by git's parallel checkout: a "+
+		"worker's first run on a repository) on 10,000 files: p50 %.1f ms (max %.1f); most of it is the kernel creating "+
+		"and later deleting the files. Then %d runs at once on the 100-file repository, each making its worktree, "+
+		"writing its own run id into the same file and committing it: %d branches held exactly their own content and "+
+		"changed nothing else.",
 		samples, res.small, percentileMs(times["100/2"], 1), res.large, percentileMs(times["10000/2"], 1), res.cold,
 		percentileMs(times["10000/0"], 1), n, res.isolated)
 	return res, nil

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/httpdeadline"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -50,6 +52,9 @@ type Config struct {
 	AppToken string
 	// APIURL is the base URL of Slack's Web API, ending with "/" (tests and proxies set it).
 	APIURL string
+	// HTTPTimeout bounds one Web API call, whatever the caller's context allows. Default 30s: Slack answers in well
+	// under a second, and a Slack that accepts a connection and says nothing must become an error that names it.
+	HTTPTimeout time.Duration
 	// Workspace is the directory plans resolve in; anything outside it is refused.
 	Workspace string
 	// AllowedUsers may start runs and answer; empty means anyone in the channel.
@@ -96,6 +101,7 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	api    *slack.Client
+	http   *http.Client // the Web API's client, which response_url posts use too
 	jobs   *pool
 	urgent *pool
 	poster *poster
@@ -142,19 +148,25 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HomeInterval <= 0 {
 		cfg.HomeInterval = 10 * time.Second
 	}
+	if cfg.HTTPTimeout <= 0 {
+		cfg.HTTPTimeout = httpdeadline.Request
+	}
 	ws, err := filepath.Abs(cfg.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("bot: workspace: %w", err)
 	}
 	cfg.Workspace = ws
-	opts := []slack.Option{}
+	// Socket Mode's websocket is bounded by slack-go: its handshake by 45 s, its silence by the pings Slack sends
+	// (none for 30 s ends the connection, which is then opened again); what opens it is a Web API call, bounded here.
+	hc := httpdeadline.Client(cfg.HTTPTimeout)
+	opts := []slack.Option{slack.OptionHTTPClient(hc)}
 	if cfg.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
 	}
 	if cfg.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(cfg.AppToken))
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, api: slack.New(cfg.BotToken, opts...)}
+	s := &Server{cfg: cfg, log: cfg.Log, api: slack.New(cfg.BotToken, opts...), http: hc}
 	s.jobs = newPool(cfg.Workers, cfg.Backlog, cfg.Log)
 	// Work Slack holds a deadline over (a form to open within its trigger's 3 s, a form submission to answer within
 	// 3 s) has workers of its own: it never waits behind a backlog of other work.
@@ -297,9 +309,18 @@ func (s *Server) respond(ctx context.Context, responseURL, text string) {
 	if responseURL == "" {
 		return
 	}
-	err := slack.PostWebhookContext(ctx, responseURL, &slack.WebhookMessage{Text: replyText(text), ResponseType: "ephemeral"})
+	err := slack.PostWebhookCustomHTTPContext(ctx, responseURL, s.http, &slack.WebhookMessage{Text: replyText(text), ResponseType: "ephemeral"})
 	if err != nil {
-		s.log.Warn("answering through response_url", "err", err)
+		// A response_url answers for its command without a token: its path is left out of the log.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		host := ""
+		if u, perr := url.Parse(responseURL); perr == nil {
+			host = u.Host
+		}
+		s.log.Warn("answering through response_url", "host", host, "err", err)
 	}
 }
 
@@ -329,7 +350,7 @@ func (s *Server) resolvePlan(arg string) (string, error) {
 
 // AuthTest checks a bot token with Slack's auth.test and returns the bot's user and team names.
 func AuthTest(ctx context.Context, token, apiURL string) (user, team string, err error) {
-	var opts []slack.Option
+	opts := []slack.Option{slack.OptionHTTPClient(httpdeadline.Client(0))}
 	if apiURL != "" {
 		opts = append(opts, slack.OptionAPIURL(apiURL))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/orchrun/orch/internal/backoff"
+	"github.com/orchrun/orch/internal/httpdeadline"
 )
 
 // AnthropicConfig configures the Messages API brain. Only APIKey is required.
@@ -23,8 +24,14 @@ type AnthropicConfig struct {
 	BaseURL string
 	// MaxTokens bounds each reply (default 4096: a long plan's task list fits).
 	MaxTokens int64
-	// HTTPClient makes the requests (default: the SDK's).
+	// HTTPClient makes the requests. Default: one whose connection and TLS handshake are bounded, and whose stream
+	// may not fall silent for longer than IdleTimeout.
 	HTTPClient *http.Client
+	// IdleTimeout is the longest the API may stay silent during a call — before its answer starts, or between two
+	// parts of it — before the call fails naming it (default 30 s). A call has no bound on the whole: the answer is
+	// read as a stream, so a long answer that keeps coming is never cut, and an API that says nothing is found out
+	// within IdleTimeout.
+	IdleTimeout time.Duration
 	// MaxOutputBytes bounds the agent output in the interpret prompt (default 600 KB: Haiku's 200k tokens).
 	MaxOutputBytes int
 	// Sleep waits between tries; it must return ctx's error early when ctx is done. Tests record the waits.
@@ -58,6 +65,12 @@ func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = httpdeadline.Idle
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = httpdeadline.StreamClient(cfg.IdleTimeout)
+	}
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithAPIKey(cfg.APIKey),
@@ -66,9 +79,7 @@ func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
+	opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	a := &Anthropic{cfg: cfg, client: anthropic.NewClient(opts...)}
 	a.j = judge{via: viaAnthropic, maxOutput: cfg.MaxOutputBytes, send: a.send}
 	return a, nil
@@ -101,9 +112,9 @@ func (a *Anthropic) send(ctx context.Context, conv []turn) (reply, error) {
 	}
 	params := anthropic.MessageNewParams{Model: anthropic.Model(a.cfg.Model), MaxTokens: a.cfg.MaxTokens, Messages: msgs}
 	return withRetry(ctx, "anthropic messages", a.cfg.Sleep, func(ctx context.Context) (reply, error) {
-		res, err := a.client.Messages.New(ctx, params)
+		res, err := a.stream(ctx, params)
 		if err != nil {
-			return reply{}, a.classify(err)
+			return reply{}, err
 		}
 		var text strings.Builder
 		for _, b := range res.Content {
@@ -127,6 +138,28 @@ func (a *Anthropic) send(ctx context.Context, conv []turn) (reply, error) {
 	})
 }
 
+// stream asks for the message as a stream of events and puts it together. A stream lets the HTTP client bound the
+// API's silence rather than the whole call: a long answer takes as long as it takes, an API that does not answer
+// is an error within IdleTimeout.
+func (a *Anthropic) stream(ctx context.Context, params anthropic.MessageNewParams) (*anthropic.Message, error) {
+	s := a.client.Messages.NewStreaming(ctx, params)
+	defer s.Close()
+	var msg anthropic.Message
+	for s.Next() {
+		if err := msg.Accumulate(s.Current()); err != nil {
+			return nil, &tryError{msg: "anthropic messages: the stream did not make a message: " + err.Error(), retryable: true, cause: err}
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, a.classify(err)
+	}
+	if msg.StopReason == "" {
+		// The connection ended cleanly before message_delta said why the message stopped: the answer is cut.
+		return nil, &tryError{msg: "anthropic messages: the stream ended before the message did", retryable: true}
+	}
+	return &msg, nil
+}
+
 // classify says what a failed request means for the next try. Overload, rate limits, server errors and
 // lost connections may pass; a refused key, billing, a missing model need a human (ErrUnavailable at once);
 // a request the API rejects as such (400, 413) would be rejected again (ErrInvalidReply: the heuristic answers).
@@ -138,6 +171,19 @@ func (a *Anthropic) classify(err error) error {
 	}
 	status := apiErr.StatusCode
 	etype, emsg := apiErrorBody(apiErr.RawJSON())
+	if status < 300 {
+		// An error event inside a stream that had begun: its type says what the status would have.
+		switch etype {
+		case "overloaded_error":
+			status = 529
+		case "rate_limit_error":
+			status = http.StatusTooManyRequests
+		case "api_error", "":
+			status = http.StatusInternalServerError
+		case "invalid_request_error":
+			status = http.StatusBadRequest
+		}
+	}
 	desc := strconv.Itoa(status)
 	if etype != "" {
 		desc += " " + etype

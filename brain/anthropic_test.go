@@ -13,10 +13,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/orchrun/orch/internal/httpdeadline/deadlinetest"
 )
 
 // fakeMessagesAPI is an httptest server speaking POST /v1/messages. It answers the n-th request with the
-// n-th scripted reply (the last one repeating) and records every request.
+// n-th scripted reply (the last one repeating) and records every request. A request with "stream": true gets its
+// message as server-sent events, as the API streams it (docs.claude.com/en/api/messages-streaming: message_start,
+// content_block_start, pings, content_block_delta, content_block_stop, message_delta with the stop reason and the
+// output tokens, message_stop); errors before the stream are the same JSON envelope with its status either way.
 type fakeMessagesAPI struct {
 	t       *testing.T
 	srv     *httptest.Server
@@ -30,6 +36,7 @@ type apiRequest struct {
 	body   struct {
 		Model     string `json:"model"`
 		MaxTokens int64  `json:"max_tokens"`
+		Stream    bool   `json:"stream"`
 		Messages  []struct {
 			Role    string `json:"role"`
 			Content []struct {
@@ -67,7 +74,7 @@ func newFakeMessagesAPI(t *testing.T, replies ...func(w http.ResponseWriter, r *
 		f.reqs = append(f.reqs, req)
 		n := len(f.reqs)
 		f.mu.Unlock()
-		f.replies[min(n, len(f.replies))-1](w, r)
+		f.replies[min(n, len(f.replies))-1](w, r.WithContext(context.WithValue(r.Context(), streamKey{}, req.body.Stream)))
 	}))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -79,9 +86,43 @@ func (f *fakeMessagesAPI) requests() []apiRequest {
 	return append([]apiRequest(nil), f.reqs...)
 }
 
+// streamKey marks a request that asked for a stream.
+type streamKey struct{}
+
+func streaming(r *http.Request) bool { b, _ := r.Context().Value(streamKey{}).(bool); return b }
+
+// sse writes one server-sent event.
+func sse(w http.ResponseWriter, event string, data any) {
+	b, _ := json.Marshal(data)
+	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+	w.(http.Flusher).Flush()
+}
+
 // okReply answers with a message whose text is text, and usage of 1000 tokens in, 50 out.
 func okReply(text string) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if streaming(r) {
+			w.Header().Set("content-type", "text/event-stream")
+			w.Header().Set("request-id", "req_test")
+			sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
+				"id": "msg_test", "type": "message", "role": "assistant", "model": DefaultModel, "content": []any{},
+				"stop_reason": nil, "stop_sequence": nil,
+				"usage": map[string]any{"input_tokens": 1000, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}})
+			sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+			sse(w, "ping", map[string]any{"type": "ping"})
+			half := len(text) / 2
+			for half > 0 && half < len(text) && !utf8.RuneStart(text[half]) {
+				half--
+			}
+			for _, part := range []string{text[:half], text[half:]} {
+				sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": part}})
+			}
+			sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+			sse(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil},
+				"usage": map[string]any{"output_tokens": 50}})
+			sse(w, "message_stop", map[string]any{"type": "message_stop"})
+			return
+		}
 		w.Header().Set("content-type", "application/json")
 		w.Header().Set("request-id", "req_test")
 		b, _ := json.Marshal(map[string]any{
@@ -523,5 +564,85 @@ func TestNewAnthropicNeedsAKey(t *testing.T) {
 	_, err := NewAnthropic(AnthropicConfig{})
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "API key") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// An API that accepts the connection and never answers is an error naming it once the configured silence has passed
+// (short here), on every try; the default bound on silence is within a minute.
+func TestAnthropicSilentAPI(t *testing.T) {
+	addr := deadlinetest.Silent(t)
+	s := &sleeps{}
+	a, err := NewAnthropic(AnthropicConfig{APIKey: "sk-test-key", BaseURL: "http://" + addr, Sleep: s.sleep, IdleTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard against a hang, not a bound
+	defer cancel()
+	_, err = a.Interpret(ctx, "some output")
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), addr) || strings.Contains(err.Error(), "sk-test-key") {
+		t.Fatalf("error %v, want ErrUnavailable naming %s", err, addr)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the bound on silence did not end the call")
+	}
+	if n := len(s.waits()); n != maxTries-1 {
+		t.Errorf("%d waits between tries, want %d: a silent API is tried again", n, maxTries-1)
+	}
+
+	a, err = NewAnthropic(AnthropicConfig{APIKey: "sk-test-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := a.cfg.IdleTimeout; d <= 0 || d > time.Minute || a.cfg.HTTPClient == nil {
+		t.Errorf("the default bound on silence is %v (client %v), want within a minute", d, a.cfg.HTTPClient)
+	}
+}
+
+// A stream that begins and then falls silent, or that carries an overload error, is tried again.
+func TestAnthropicStreamFailures(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	silentAfterStart := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("content-type", "text/event-stream")
+		sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
+			"id": "msg_test", "type": "message", "role": "assistant", "model": DefaultModel, "content": []any{},
+			"usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}})
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}
+	overloaded := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("content-type", "text/event-stream")
+		sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
+			"id": "msg_test", "type": "message", "role": "assistant", "model": DefaultModel, "content": []any{},
+			"usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}})
+		sse(w, "error", map[string]any{"type": "error", "error": map[string]any{"type": "overloaded_error", "message": "Overloaded"}})
+	}
+	cut := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("content-type", "text/event-stream")
+		sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
+			"id": "msg_test", "type": "message", "role": "assistant", "model": DefaultModel, "content": []any{},
+			"usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}})
+	}
+	f := newFakeMessagesAPI(t, silentAfterStart, overloaded, cut, okReply(needsHelpJSON))
+	s := &sleeps{}
+	a := newTestAnthropic(t, f, s, func(c *AnthropicConfig) { c.IdleTimeout = 300 * time.Millisecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := a.Interpret(ctx, "some output"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "ended before") {
+		t.Fatalf("error %v, want the third try's failure after two retried ones", err)
+	}
+	if n := len(f.requests()); n != maxTries {
+		t.Errorf("%d requests, want %d", n, maxTries)
+	}
+	got, err := a.Interpret(ctx, "some output")
+	if err != nil || got.Status != StatusNeedsHelp {
+		t.Fatalf("after the failures: %+v, %v", got, err)
+	}
+	for i, r := range f.requests() {
+		if !r.body.Stream {
+			t.Errorf("request %d did not ask for a stream", i+1)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package escalation
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -28,18 +29,27 @@ var secretPatterns = []struct {
 
 // Redact replaces every secret in s with a marker naming its kind.
 func Redact(s string) string {
+	return redactPatterns(s, nil)
+}
+
+// redactPatterns is Redact, and adds to kinds (when not nil) the kind of each secret it replaced that was not a
+// redaction already: what Secrets would name, found in the same pass.
+func redactPatterns(s string, kinds *[]string) string {
 	for _, p := range secretPatterns {
-		switch p.name {
-		case "url-password":
-			s = p.re.ReplaceAllString(s, "${1}:[REDACTED]@")
-		case "aws-secret", "password-assignment":
-			s = p.re.ReplaceAllStringFunc(s, func(m string) string {
+		replace := func(m string) string {
+			if kinds != nil && !strings.Contains(m, "[REDACTED") && !slices.Contains(*kinds, p.name) {
+				*kinds = append(*kinds, p.name)
+			}
+			switch p.name {
+			case "url-password":
+				return p.re.ReplaceAllString(m, "${1}:[REDACTED]@")
+			case "aws-secret", "password-assignment":
 				loc := p.re.FindStringSubmatchIndex(m)
 				return m[:loc[3]] + "=[REDACTED:" + p.name + "]"
-			})
-		default:
-			s = p.re.ReplaceAllString(s, "[REDACTED:"+p.name+"]")
+			}
+			return "[REDACTED:" + p.name + "]"
 		}
+		s = p.re.ReplaceAllStringFunc(s, replace)
 	}
 	return s
 }

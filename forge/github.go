@@ -16,30 +16,35 @@ import (
 	"time"
 
 	"github.com/google/go-github/v92/github"
+
+	"github.com/orchrun/orch/internal/httpdeadline"
 )
 
 // DefaultAPIURL is GitHub's REST API.
 const DefaultAPIURL = "https://api.github.com/"
 
-// defaultTimeout bounds one request when the caller brings no http.Client of its own.
+// defaultTimeout bounds one request when the caller brings no http.Client of its own; the connection, the TLS
+// handshake and the wait for the response's header have their own, shorter bounds (httpdeadline).
 const defaultTimeout = 30 * time.Second
 
 // GitHub opens pull requests with one token. Make it with NewGitHub; it is safe for concurrent use.
 type GitHub struct {
 	client *github.Client
 	now    func() time.Time // when a rate limit that names a duration ends
+	host   string           // the API's host, which errors name
 }
 
 // NewGitHub is a client of the REST API at apiURL ("" is DefaultAPIURL; anything else is a GitHub Enterprise server,
 // "https://HOST" or "https://HOST/api/v3/", or a test server) that authenticates with token. httpClient nil is a
-// client whose requests time out after 30 seconds. The token appears in no error and no log.
+// client whose requests time out after 30 seconds, and whose connection and wait for an answer are bounded shorter. The token appears in no error and no log.
 func NewGitHub(token, apiURL string, httpClient *http.Client) (*GitHub, error) {
 	if strings.TrimSpace(token) == "" {
 		return nil, errors.New("no GitHub token: set one to open pull requests")
 	}
 	if httpClient == nil {
-		httpClient = &http.Client{Timeout: defaultTimeout}
+		httpClient = httpdeadline.Client(defaultTimeout)
 	}
+	host := "api.github.com"
 	opts := []github.ClientOptionsFunc{
 		github.WithHTTPClient(httpClient),
 		github.WithAuthToken(token),
@@ -56,12 +61,13 @@ func NewGitHub(token, apiURL string, httpClient *http.Client) (*GitHub, error) {
 		// The enterprise mechanism adds /api/v3/ to a server's URL (not to an api.* host), as GitHub Enterprise
 		// Server serves its REST API there; uploads are not used.
 		opts = append(opts, github.WithEnterpriseURLs(u.String(), u.String()))
+		host = u.Host
 	}
 	c, err := github.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("making the GitHub client: %w", err)
 	}
-	return &GitHub{client: c, now: time.Now}, nil
+	return &GitHub{client: c, now: time.Now, host: host}, nil
 }
 
 // PullRequest is what OpenDraft opens: Head, a branch of Owner/Repo, into its branch Base.
@@ -194,7 +200,7 @@ func (g *GitHub) explain(op string, pr PullRequest, err error) error {
 		er    *github.ErrorResponse
 	)
 	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("%s: %w", op, err)
 	case errors.As(err, &rl):
 		at := rl.Rate.Reset.Time
@@ -213,7 +219,11 @@ func (g *GitHub) explain(op string, pr PullRequest, err error) error {
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return fmt.Errorf("%s: GitHub could not be reached: %w", op, ue.Err)
+		// The URL is left out (the host says which GitHub); the deadline that passed, if one did, is said.
+		if ue.Timeout() {
+			return fmt.Errorf("%s: GitHub at %s did not answer in time: %w", op, g.host, ue.Err)
+		}
+		return fmt.Errorf("%s: GitHub could not be reached at %s: %w", op, g.host, ue.Err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/forge/githubfake"
+	"github.com/orchrun/orch/internal/httpdeadline"
+	"github.com/orchrun/orch/internal/httpdeadline/deadlinetest"
 )
 
 const token = "ghp_test0123456789secret"
@@ -362,5 +364,32 @@ func TestOpenDraftHonoursContext(t *testing.T) {
 	}
 	if n := len(gh.Pulls("acme", "app")); n != 0 {
 		t.Errorf("%d pull requests opened", n)
+	}
+}
+
+// A GitHub that accepts the connection and never answers is an error naming it, after the client's deadline: the
+// one given here (short, for the test), or the default, which is within a minute.
+func TestOpenDraftSilentGitHub(t *testing.T) {
+	addr := deadlinetest.Silent(t)
+	g, err := NewGitHub(token, "http://"+addr, httpdeadline.Client(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard against a hang, not a bound
+	defer cancel()
+	_, err = g.OpenDraft(ctx, draft)
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "GitHub") || strings.Contains(err.Error(), token) {
+		t.Fatalf("error %v, want one naming GitHub at %s, without the token", err, addr)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the client's deadline did not end the call")
+	}
+
+	g, err = NewGitHub(token, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := g.client.Client().Timeout; d <= 0 || d > time.Minute {
+		t.Errorf("the default client's timeout is %v, want within a minute", d)
 	}
 }

@@ -24,7 +24,17 @@ const (
 // already redacted when they were saved; @mentions are defused so that opening the pull request notifies no one. The
 // body fits GitHub's limit (MaxBody): what does not fit is cut at a line, with a note saying where the rest is.
 func Summary(r *jobs.Run) (title, body string) {
-	return summaryTitle(r), boundBody(summaryBody(r), r.ID)
+	return SummaryRedacted(r, nil)
+}
+
+// SummaryRedacted is Summary with redact applied to the title and the body before they are bounded: orch's own
+// secrets, known by value, are taken out of what a person wrote in an answer as of what the agent said (which was
+// redacted where it entered orch already). A nil redact changes nothing.
+func SummaryRedacted(r *jobs.Run, redact func(string) string) (title, body string) {
+	if redact == nil {
+		redact = func(s string) string { return s }
+	}
+	return boundTitle(redact(summaryTitle(r))), boundBody(redact(summaryBody(r)), r.ID)
 }
 
 func summaryTitle(r *jobs.Run) string {

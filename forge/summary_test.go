@@ -172,3 +172,32 @@ func TestSummaryFitsGitHub(t *testing.T) {
 		t.Errorf("only %d tasks fit", n)
 	}
 }
+
+// What a person pasted into an answer, or a plan's title, goes into a public pull request: orch's own secrets are
+// taken out first, and the body still fits GitHub when the marker is longer than the value it replaces.
+func TestSummaryRedacted(t *testing.T) {
+	const token = "w3b-t0ken"
+	r := completedRun()
+	r.PlanTitle = "Deploy with " + token
+	r.Escalations[0].Resolution = &jobs.Resolution{Type: jobs.ResolveAnswer, By: "alice", Via: "web", At: t0,
+		Text: "use " + token + " to sign in"}
+	redact := strings.NewReplacer(token, "[REDACTED:ORCH_WEB_TOKEN]").Replace
+	title, body := SummaryRedacted(r, redact)
+	if strings.Contains(title+body, token) {
+		t.Fatalf("the secret is in the pull request:\n%s\n%s", title, body)
+	}
+	if !strings.Contains(title, "[REDACTED:ORCH_WEB_TOKEN]") || !strings.Contains(body, "use [REDACTED:ORCH_WEB_TOKEN] to sign in") {
+		t.Errorf("title %q, body:\n%s", title, body)
+	}
+	if plainTitle, plain := Summary(r); !strings.Contains(plainTitle+plain, token) {
+		t.Error("Summary without a redactor changed the texts")
+	}
+
+	for i := range 60 {
+		r.Tasks = append(r.Tasks, &jobs.Task{ID: "t" + string(rune('a'+i%26)), Title: "Task", Status: jobs.TaskCompleted,
+			Summary: strings.Repeat(token+" ", 1000)})
+	}
+	if _, body := SummaryRedacted(r, redact); len(body) > MaxBody || strings.Contains(body, token) {
+		t.Errorf("body of %d bytes (GitHub takes %d), holding the secret: %t", len(body), MaxBody, strings.Contains(body, token))
+	}
+}

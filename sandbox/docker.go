@@ -36,6 +36,8 @@ const (
 	// LabelPoolConfig holds a hash of the settings a pool container was created with, so that a worker never claims a
 	// container made for another image, workspace root or set of limits.
 	LabelPoolConfig = "orch.pool_config"
+	// LabelBinary holds a hash of the orch binary mounted into the container (DockerConfig.OrchBinary).
+	LabelBinary = "orch.binary"
 
 	namePrefix     = "orch-"
 	poolNamePrefix = "orch-pool-"
@@ -94,9 +96,11 @@ type DockerConfig struct {
 	// entrypoint is its own init; without an init nothing reaps the agent's orphaned children.
 	NoInit bool
 
-	// OrchBinary is a host path of a static orch binary, mounted read-only at OrchPath so that the sim agent runs in
-	// any image with a shell. Empty mounts nothing. A dynamically linked binary is refused: the image has no libc to
-	// load it with.
+	// OrchBinary is a host path of a static orch binary, mounted read-only at OrchPath: every exec runs under its shim
+	// (RunShim), which ends what the agent leaves running with the exec and with its worker; the sim agent and
+	// claude's permission hook are orch too. Empty mounts nothing (and runs no shim). A dynamically linked binary is
+	// refused: the image has no libc to load it with. Containers carry a hash of the binary (LabelBinary): one made
+	// with another orch (an upgrade while a run was parked) is made again, since a file mount keeps the old binary.
 	OrchBinary string
 	// ReadOnly lists host paths mounted read-only at the same path in the container (a toolchain, a shared cache).
 	ReadOnly []string
@@ -149,6 +153,7 @@ type Docker struct {
 	runs    keyedMutex
 	pool    *pool  // nil when WarmPool is 0
 	poolAs  string // the user of pool containers: cfg.User or the owner of WorkspaceRoot
+	binary  string // the hash of OrchBinary (LabelBinary)
 	hash    string // poolConfigHash
 	wg      sync.WaitGroup
 	closing sync.Once
@@ -168,7 +173,7 @@ var (
 )
 
 // reservedLabels are orch's own: DockerConfig.Labels cannot set them.
-var reservedLabels = []string{LabelRunID, LabelTaskID, LabelPool, LabelPoolConfig, LabelInstance}
+var reservedLabels = []string{LabelRunID, LabelTaskID, LabelPool, LabelPoolConfig, LabelInstance, LabelBinary}
 
 // NewDocker checks cfg, connects to the engine (negotiating the API version down to what the engine speaks, 1.40 at
 // least) and checks that it answers and has the image. With WarmPool set it starts filling the pool; Close stops it.
@@ -201,6 +206,12 @@ func NewDocker(ctx context.Context, cfg DockerConfig) (*Docker, error) {
 		return nil, fmt.Errorf("docker: inspecting image %q: %w", cfg.Image, err)
 	}
 	d := &Docker{cfg: cfg, cli: cli, host: host, log: cfg.Logger, poolAs: cfg.User}
+	if cfg.OrchBinary != "" {
+		if d.binary, err = fileHash(cfg.OrchBinary); err != nil {
+			_ = cli.Close()
+			return nil, fmt.Errorf("docker: reading OrchBinary: %w", err)
+		}
+	}
 	if cfg.WorkspaceRoot != "" && d.poolAs == "" {
 		if d.poolAs, err = owner(cfg.WorkspaceRoot); err != nil {
 			_ = cli.Close()
@@ -386,6 +397,9 @@ func (d *Docker) createOptions(cs createSpec) client.ContainerCreateOptions {
 	if cfg.Instance != "" {
 		labels[LabelInstance] = cfg.Instance
 	}
+	if d.binary != "" {
+		labels[LabelBinary] = d.binary
+	}
 	mounts := d.mounts(cs.workspace, cs.needs)
 	// A tmpfs mounted over a directory of the image would take that directory's owner and mode; the agent's user
 	// must own /tmp whatever the image says. exec, against the engine's default noexec: `go test` and other build
@@ -508,6 +522,20 @@ func (d *Docker) labelFilters(extra ...string) client.Filters {
 // mine reports whether a container with these labels belongs to this deployment's instance.
 func (d *Docker) mine(labels map[string]string) bool {
 	return labels[LabelInstance] == d.cfg.Instance
+}
+
+// fileHash is a short hash of a file's content.
+func fileHash(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
 
 func randomHex(n int) string {

@@ -19,6 +19,9 @@ import (
 )
 
 const (
+	// setupTimeout bounds what comes before an exec: finding the run's container, creating, claiming, starting it.
+	// No image is pulled here (the image was checked at start), so a minute covers a loaded engine.
+	setupTimeout = time.Minute
 	// killTimeout bounds a kill or an inspect made after the caller's context is gone.
 	killTimeout = 15 * time.Second
 	// streamGrace is how long the output stream may stay open after a timeout killed the container.
@@ -47,6 +50,15 @@ type target struct {
 // A process that ran and exited non-zero is not an error; an error means it could not be run at all. A timeout
 // (Spec.Timeout) or a cancelled ctx kills the run's container, and with it whatever else runs in it; the next Exec
 // of the run starts it again. The first is reported as Result.TimedOut, the second as ctx's error.
+//
+// With DockerConfig.OrchBinary (a static orch, mounted at OrchPath), the process runs under the shim (RunShim):
+// everything it starts, however it detaches, is killed when it exits, and when the worker dies (the engine closes
+// the exec's stdin when the connection that attached it drops, and the shim reads that as the worker's death). An
+// exec that ends by a signal has its container killed as well, since the agent may have killed its shim. Without
+// the binary (a dynamically linked orch cannot run in an arbitrary image) there is no shim: what the agent leaves
+// running in the background lives on in the run's container, beside the run's next tasks, until the run is parked
+// or ends, or a timeout kills the container; and the exec of a worker that died runs on until the run is taken up
+// again (Spec.Recovered removes the container) or Reap removes it.
 func (d *Docker) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Result, error) {
 	if err := checkSpec(spec); err != nil {
 		return Result{}, err
@@ -87,6 +99,10 @@ func (d *Docker) runContainer(ctx context.Context, spec Spec, dir string) (targe
 		return target{}, err
 	}
 	defer unlock()
+	// Finding, making or starting the container is not the task's work: an engine that stops answering is an error
+	// within setupTimeout, not after the task's timeout.
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
 	name := runContainerName(runID)
 	fresh := false
 	for range 4 {
@@ -123,9 +139,10 @@ func (d *Docker) runContainer(ctx context.Context, spec Spec, dir string) (targe
 			// its instance (an upgrade), or a foreign one by chance. Neither is this backend's to take or remove.
 			return target{}, fmt.Errorf("sandbox: container %s is not this deployment's (its %s is not %q); remove it (docker rm -f %s) to let the run go on", name, LabelInstance, d.cfg.Instance, name)
 		}
-		if !d.mountsAsMade(c.Mounts, dir, n) {
-			// Made for other directories (the run's workspace moved), or by an older orch that mounted more: the
-			// workspace is on the host, so a container made now loses nothing of the run's work.
+		if !d.mountsAsMade(c.Mounts, dir, n) || c.Config.Labels[LabelBinary] != d.binary {
+			// Made for other directories (the run's workspace moved), by an older orch that mounted more, or with
+			// another orch binary: the workspace is on the host, so a container made now loses nothing of the run's
+			// work.
 			d.log.Warn("docker: the run's container does not mount what the run needs now; making it again", "name", name)
 			if err := d.remove(ctx, c.ID); err != nil {
 				return target{}, err
@@ -166,8 +183,10 @@ func (d *Docker) execPerTask(ctx context.Context, spec Spec, dir string, onLine 
 		return Result{}, err
 	}
 	name := fmt.Sprintf("%s%s-t%s-%s", namePrefix, spec.RunID, nameSafe(spec.TaskID), randomHex(3))
-	id, err := d.create(ctx, createSpec{name: name, workspace: dir, needs: n,
+	cctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	id, err := d.create(cctx, createSpec{name: name, workspace: dir, needs: n,
 		labels: map[string]string{LabelRunID: spec.RunID, LabelTaskID: spec.TaskID}})
+	cancel()
 	defer func() {
 		// By name: a create cut short by ctx may still have made the container.
 		if err := d.remove(context.WithoutCancel(ctx), name); err != nil {
@@ -206,14 +225,23 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 	if !t.fresh {
 		oomBase = d.oomCount(ctx, t.id)
 	}
+	// With orch's binary in the container, the agent runs under the shim (RunShim): everything it starts ends with
+	// the exec, and with the worker, whose connection holds the shim's lifeline (its stdin, so always attached).
+	// Without it, see Exec.
+	shim := d.cfg.OrchBinary != ""
+	cmd := spec.Args
+	if shim {
+		cmd = append([]string{OrchPath, ShimCommand, "-stdin", strconv.Itoa(len(spec.Stdin)), "--", spec.Args[0]},
+			spec.Args...)
+	}
 	// No User: an exec runs as the container's, the one it was created for (the workspace's owner, or cfg.User).
 	ex, err := d.cli.ExecCreate(ctx, t.id, client.ExecCreateOptions{
-		AttachStdin:  spec.Stdin != nil,
+		AttachStdin:  shim || spec.Stdin != nil,
 		AttachStdout: true,
 		AttachStderr: true,
 		Env:          mergeEnv(d.cfg.Env, spec.Env),
 		WorkingDir:   dir,
-		Cmd:          spec.Args,
+		Cmd:          cmd,
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -273,14 +301,16 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 		}
 	}()
 
-	// The input goes in while the output comes out (either may fill a pipe and wait for the other), then the write
-	// side is closed: the engine closes the process's stdin, which reads EOF. A process that exits without reading it
-	// all ends the write with an error that means nothing.
+	// The input goes in while the output comes out (either may fill a pipe and wait for the other). Without the
+	// shim the write side is then closed: the engine closes the process's stdin, which reads EOF. With it, the shim
+	// ends the agent's input itself after the announced length, and the write side stays open until the exec has
+	// ended: its end (this process dying, or the connection dropping) is the end of the shim's lifeline. A process
+	// that exits without reading it all ends the write with an error that means nothing.
 	wrote := make(chan struct{})
-	if spec.Stdin != nil {
+	if spec.Stdin != nil || shim {
 		go func() {
 			defer close(wrote)
-			if _, err := att.Conn.Write(spec.Stdin); err == nil {
+			if _, err := att.Conn.Write(spec.Stdin); err == nil && !shim {
 				_ = att.CloseWrite()
 			}
 		}()
@@ -325,12 +355,22 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 	if (res.ExitCode == 126 || res.ExitCode == 127) && bytes.HasPrefix(res.Stdout, []byte(ociExecFailed)) {
 		return res, fmt.Errorf("starting %s: %s", spec.Args[0], bytes.TrimSpace(res.Stdout))
 	}
+	if shim && res.ExitCode == shimCannotStart && bytes.HasPrefix(res.Stdout, []byte(shimStartFailed)) {
+		return res, fmt.Errorf("starting %s: %s", spec.Args[0], bytes.TrimSpace(res.Stdout[len(shimStartFailed):]))
+	}
 	// 137 is 128+SIGKILL, what the kernel's OOM killer sends; -1 is a process whose end the engine missed.
 	if res.ExitCode == 137 || res.ExitCode == -1 {
 		if d.oomKilled(ictx, t, ex.ID, oomBase, start) {
 			res.OOMKilled = true
 			res.Signal = "killed"
 		}
+	}
+	if shim && (res.ExitCode > 128 || res.ExitCode == -1) {
+		// Killed by a signal, as the engine tells it: the agent (the shim passes that on, having killed everything
+		// below it), or the shim itself, which the agent can do (it runs as the same user). Nothing then killed what
+		// the agent left, and nothing tells the two apart: the container goes, with everything in it; the run's next
+		// Exec starts it again.
+		d.kill(ictx, t)
 	}
 	return res, nil
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -44,6 +45,7 @@ func TestMain(m *testing.M) {
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
 	code := m.Run()
+	removeStaticShim()
 	if os.Getenv(envTestHelper) == "" {
 		cleanupDockerTests()
 	}
@@ -248,6 +250,15 @@ func workspace(t testing.TB, parent string) string {
 	t.Helper()
 	if parent == "" {
 		parent = t.TempDir()
+		if os.Geteuid() == 0 {
+			// The directories the test made above it are root's, mode 0700: the owner must pass them, as a local
+			// agent runs as the owner.
+			for _, d := range []string{parent, filepath.Dir(parent)} {
+				if err := os.Chmod(d, 0o711); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 	}
 	dir, err := os.MkdirTemp(parent, "ws-")
 	if err != nil {

@@ -509,12 +509,14 @@ func TestDockerRecoveredRemovesTheDeadWorkersContainer(t *testing.T) {
 }
 
 // killHelperWorker starts a worker process (TestDockerHelperWorker) that runs a long task of run in workspace ws, and
-// kills it with SIGKILL once the task runs.
-func killHelperWorker(t *testing.T, run, ws string, perTask bool) {
+// kills it with SIGKILL once the task runs. env may name the worker's orch binary (envTestOrchBinary) and its task's
+// script (envTestScript).
+func killHelperWorker(t *testing.T, run, ws string, perTask bool, env ...string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDockerHelperWorker$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envTestHelper+"="+run, envTestSession+"="+testSession,
 		"ORCH_SANDBOX_TEST_WS="+ws, "ORCH_SANDBOX_TEST_PER_TASK="+strconv.FormatBool(perTask))
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -555,9 +557,14 @@ func TestDockerHelperWorker(t *testing.T) {
 	if run == "" {
 		t.Skip("the helper process of killHelperWorker")
 	}
-	d := newTestDocker(t, DockerConfig{PerTask: os.Getenv("ORCH_SANDBOX_TEST_PER_TASK") == "true"})
+	d := newTestDocker(t, DockerConfig{PerTask: os.Getenv("ORCH_SANDBOX_TEST_PER_TASK") == "true",
+		OrchBinary: os.Getenv(envTestOrchBinary)})
+	script := "echo ready; sleep 300"
+	if s := os.Getenv(envTestScript); s != "" {
+		script = s
+	}
 	_, _ = d.Exec(context.Background(), Spec{RunID: run, TaskID: "1", Dir: os.Getenv("ORCH_SANDBOX_TEST_WS"),
-		Args: []string{"/bin/sh", "-c", "echo ready; sleep 300"}}, func(b []byte) {
+		Args: []string{"/bin/sh", "-c", script}}, func(b []byte) {
 		if string(b) == "ready" {
 			os.Stdout.WriteString("HELPER READY\n")
 		}
@@ -639,6 +646,10 @@ func TestDockerWarmPool(t *testing.T) {
 		if c := inspectRun(t, d2, run); c.Config.Labels[LabelPool] == "1" || c.Config.User != "0:0" {
 			t.Errorf("a run as another user got container of user %q (pool %q)", c.Config.User, c.Config.Labels[LabelPool])
 		}
+		if err := d2.Release(ctx, run, true); err != nil {
+			t.Error(err)
+		}
+		d2.Close() // its client's connections are not the pool's goroutines, counted below
 	}
 
 	// Close removes the idle containers and stops the refill goroutine; claimed ones stay with their runs.
@@ -755,7 +766,7 @@ func TestDockerReadOnlyMounts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(shared, "tool"), []byte("v1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := newTestDocker(t, DockerConfig{OrchBinary: "/bin/busybox", ReadOnly: []string{shared}})
+	d := newTestDocker(t, DockerConfig{OrchBinary: staticShim(t), ReadOnly: []string{shared}})
 	res := execOK(t, d, Spec{RunID: newRunID(t, d), Dir: workspace(t, "")},
 		"cat "+shared+"/tool; touch "+shared+"/new 2>/dev/null || echo shared=ro; [ -x "+OrchPath+" ] && echo orch=x; "+
 			"touch "+OrchPath+" 2>/dev/null || echo orch=ro")

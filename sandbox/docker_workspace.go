@@ -127,9 +127,3 @@ func (d *Docker) mountsAsMade(got []container.MountPoint, dir string, n needs) b
 	}
 	return true
 }
-
-// regularFile reports whether p is a regular file (not a link, not a directory).
-func regularFile(p string) bool {
-	fi, err := os.Lstat(p)
-	return err == nil && fi.Mode().IsRegular()
-}

@@ -232,3 +232,29 @@ func TestDockerRemakesAContainerForOtherDirectories(t *testing.T) {
 		t.Error("the container made for the other workspace was reused")
 	}
 }
+
+// A run's container made with another orch binary (an upgrade while the run was parked) is made again: a file mount
+// keeps the old binary, whose shim would not understand the new orch.
+func TestDockerRemakesAContainerOfAnotherBinary(t *testing.T) {
+	shim := staticShim(t)
+	other := filepath.Join(t.TempDir(), "orch")
+	data, err := os.ReadFile(shim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same program with a byte more at its end: another binary by its hash, one that still runs.
+	if err := os.WriteFile(other, append(data, 0), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws := workspace(t, "")
+	one := newTestDocker(t, DockerConfig{OrchBinary: shim})
+	run := newRunID(t, one)
+	execOK(t, one, Spec{RunID: run, Dir: ws}, "true")
+	first := inspectRun(t, one, run)
+	two := newTestDocker(t, DockerConfig{OrchBinary: other})
+	execOK(t, two, Spec{RunID: run, Dir: ws}, "true")
+	second := inspectRun(t, two, run)
+	if second.ID == first.ID || second.Config.Labels[LabelBinary] == first.Config.Labels[LabelBinary] {
+		t.Fatalf("the container of the old binary was reused: %s %v", second.ID, second.Config.Labels)
+	}
+}

@@ -14,7 +14,7 @@ import (
 )
 
 // testShimArg makes the test binary run RunShim (TestMain): the local sandbox's shim in these tests.
-const testShimArg = "sandbox-shim"
+const testShimArg = ShimCommand
 
 // testShim is the shim prefix of the tests: this test binary.
 func testShim() []string { return []string{os.Args[0], testShimArg} }

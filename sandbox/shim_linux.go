@@ -6,6 +6,15 @@ import (
 	"unsafe"
 )
 
+// setSubreaper makes the calling process the child subreaper of everything it starts (prctl(2),
+// PR_SET_CHILD_SUBREAPER, Linux 3.4): a descendant whose parent dies is handed to it instead of to init.
+func setSubreaper() error {
+	if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0, 0, 0, 0); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
 // raise kills the process with sig. The Go runtime handles most signals itself (SIGUSR1 is ignored, SIGSEGV sent by
 // kill is ignored, SIGABRT dumps goroutines and exits 2), so the signal's default action is restored behind its back
 // first: the kernel then ends the process as it ended the agent.

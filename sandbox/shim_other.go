@@ -3,10 +3,15 @@
 package sandbox
 
 import (
+	"errors"
 	"os/signal"
 	"syscall"
 	"time"
 )
+
+// setSubreaper fails where the kernel has no child subreapers: the shim then ends its agent alone, and the agent's
+// process group goes with Local.Exec's kill.
+func setSubreaper() error { return errors.New("no child subreaper on this platform") }
 
 // raise kills the process with sig where the Go runtime lets it (SIGTERM, SIGINT, SIGHUP, SIGKILL); for other
 // signals the shim exits with 128+sig, as a shell reports them.

@@ -3,7 +3,9 @@
 // follows a run's event stream so the page updates without a reload.
 //
 // Access: with no token the view serves loopback clients only, as the person running orch; with ORCH_WEB_TOKEN it
-// serves anyone who signs in with the token. Every form carries a CSRF token, and answers go through the same atomic
+// serves anyone who signs in with the token. Either way it answers only to its own names (localhost and loopback
+// addresses; with a token, the host of ORCH_PUBLIC_URL too), which is what stops a page elsewhere from reaching it
+// through DNS rebinding. Every form carries a CSRF token, and answers go through the same atomic
 // resolution as the terminal and Slack, so the first answer wins wherever it comes from.
 package web
 
@@ -40,6 +42,9 @@ type Config struct {
 	Queue escalation.Enqueuer
 	// Token is ORCH_WEB_TOKEN: when set, people sign in with it; when empty, only loopback clients are served.
 	Token string
+	// PublicURL is ORCH_PUBLIC_URL, where people reach the view from elsewhere: with Token set, its host is served
+	// besides the loopback names (see servedHost).
+	PublicURL string
 	// AllowedUsers may answer when the person is known (ORCH_ALLOWED_USERS); empty means anyone signed in.
 	AllowedUsers []string
 	// LocalUser answers for a loopback view without a token: the person running orch.
@@ -53,6 +58,8 @@ type Server struct {
 	cfg   Config
 	key   []byte // signs sessions and CSRF tokens
 	pages map[string]*template.Template
+	// public is the host of PublicURL, served with a token besides the loopback names; "" when there is none.
+	public string
 }
 
 // ErrNeedsToken is returned for a view bound beyond loopback without ORCH_WEB_TOKEN.
@@ -94,7 +101,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.LocalUser == "" {
 		cfg.LocalUser = "local"
 	}
-	s := &Server{cfg: cfg, pages: map[string]*template.Template{}}
+	public, err := publicName(cfg.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, pages: map[string]*template.Template{}, public: public}
 	if cfg.Token != "" {
 		// Sessions survive a restart and work across replicas: the key derives from the token they all share.
 		mac := hmac.New(sha256.New, []byte(cfg.Token))
@@ -115,7 +126,8 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler routes the view's pages. Mount it at "/" beside other handlers: its routes are /, /runs/…, /questions,
-// /login, /logout and /static/….
+// /login, /logout and /static/…. Every one of them answers only to the view's own names (see hosts.go); the handlers
+// mounted beside it (Slack's endpoints, health, metrics) are reached under any name.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(assets, "static")
@@ -128,7 +140,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /runs/{id}", s.signedIn(s.handleRun))
 	mux.HandleFunc("POST /runs/{id}/answer", s.signedIn(s.handleAnswer))
 	mux.HandleFunc("GET /runs/{id}/events", s.signedIn(s.handleEvents))
-	return s.secured(s.local(mux))
+	return s.secured(s.hosts(s.local(mux)))
 }
 
 // secured sets the headers every page gets: no framing, no sniffing, scripts and styles only from the view itself.

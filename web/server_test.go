@@ -225,6 +225,7 @@ func TestLoopbackOnlyWithoutAToken(t *testing.T) {
 	h := s.Handler()
 	for _, remote := range []string{"10.1.2.3:5555", "[2001:db8::1]:443", "192.168.0.9:80"} {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Host = "127.0.0.1:3080" // a name the view answers to: the client's address is what is refused
 		req.RemoteAddr = remote
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -233,6 +234,7 @@ func TestLoopbackOnlyWithoutAToken(t *testing.T) {
 		}
 	}
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Host = "127.0.0.1:3080"
 	req.RemoteAddr = "127.0.0.1:5555"
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

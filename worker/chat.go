@@ -54,6 +54,13 @@ func (w *Worker) settleChat(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outc
 	now := w.cfg.Store.Now()
 	a := recordAttempt(r, t, c, out)
 	t.Pending = nil
+	if out.security() {
+		// The turn is not shown as the agent's reply: a person decides about what it did first, and an answer sends
+		// the agent back to the conversation.
+		a.Status = "held"
+		w.escalate(r, t, c, out, beside(w.facts(r, t, out)), now)
+		return
+	}
 	text := strings.TrimSpace(out.said.Text)
 	if !out.said.Success {
 		text = strings.TrimSpace(text + "\n\n(the agent did not finish cleanly: " + strings.Join(failureParts(&out.said), "; ") + ")")

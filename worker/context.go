@@ -57,9 +57,17 @@ func (w *Worker) examine(ctx context.Context, at *attempt, out *outcome) {
 	if err != nil && ctx.Err() == nil {
 		w.log.Warn("examining the run's worktree after the agent", "run_id", at.run.ID, "err", err)
 	}
-	out.tampered = ex.Tampered
-	out.files, out.diff = ex.Files, ex.Stat
-	out.leaked = escalation.Secrets(ex.Added)
+	out.tampered = make([]string, len(ex.Tampered))
+	for i, t := range ex.Tampered {
+		out.tampered[i] = w.cfg.Secrets.Redact(t)
+	}
+	// Names the agent chose: shown to people, so redacted like everything else it wrote.
+	out.files = make([]string, len(ex.Files))
+	for i, f := range ex.Files {
+		out.files[i] = w.cfg.Secrets.Redact(f)
+	}
+	out.diff = w.cfg.Secrets.Redact(ex.Stat)
+	out.leaked = w.cfg.Secrets.Find(ex.Added)
 }
 
 // security reports whether the attempt raised a security question: a secret in what the agent said or in what its

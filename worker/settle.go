@@ -40,7 +40,9 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		w.escalate(r, t, c, out, v.specs, now)
 		return
 	}
-	a.Summary, a.Error = escalation.Redact(out.interp.Summary), escalation.Redact(out.interp.Error)
+	// The brain read redacted text; its words are redacted all the same, as they become a commit message and a
+	// pull request's body.
+	a.Summary, a.Error = w.cfg.Secrets.Redact(out.interp.Summary), w.cfg.Secrets.Redact(out.interp.Error)
 	if v.failed {
 		t.Failures++
 		t.Errors = append(t.Errors, bound(a.Error))

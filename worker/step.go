@@ -244,11 +244,11 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 			return out, nil
 		}
 	}
+	// The secrets in what the agent said were found as it entered orch (runAgent).
+	w.examine(ctx, at, out)
 	if task.Kind == jobs.KindChat {
 		return out, nil // the human reads the reply and judges it: no brain
 	}
-	out.secrets = escalation.Secrets(out.said.Text)
-	w.examine(ctx, at, out)
 	if out.paused != nil && !out.security() {
 		return out, nil // a person decides the call: there is nothing to judge yet
 	}
@@ -266,6 +266,12 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 			return nil, ctx.Err()
 		}
 		out.unavailable = err
+	}
+	if at.wt == nil && (out.interp.Status != brain.StatusCompleted || out.security() || len(out.custom) > 0) {
+		// A person will look at a workspace used in place: show them what git sees changed there.
+		for _, f := range workspace.PlainChanges(ctx, at.dir) {
+			out.files = append(out.files, w.cfg.Secrets.Redact(f))
+		}
 	}
 	return out, nil
 }
@@ -311,10 +317,11 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 		return nil
 	}
 	parser := ad.NewParser()
+	in := &intake{w: w}
 	if tw, ok := parser.(agent.ToolWatcher); ok {
 		watch, stop := w.watchTools(ctx, r.ID, task.ID)
 		defer stop()
-		tw.WatchTools(watch)
+		tw.WatchTools(in.watch(watch))
 	}
 	ectx, span := telemetry.Tracer().Start(ctx, "orch.sandbox.exec", trace.WithAttributes(
 		attribute.String("sandbox.kind", sandboxKind(r.Options)), attribute.String("agent", ad.Name())))
@@ -339,13 +346,14 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 		out.inputErr = errors.Is(err, sandbox.ErrInput)
 		return nil
 	}
-	result := w.withOutputNote(r.ID, task.ID, parser.Finish(res.ExitCode, res.Stderr), res)
+	// What the agent said becomes orch's here, with the secrets it holds named (a security escalation) and taken out.
+	result, stderr := in.result(w.withOutputNote(r.ID, task.ID, parser.Finish(res.ExitCode, res.Stderr), res), lastLines(strings.TrimSpace(string(res.Stderr)), 5))
+	out.secrets = in.secrets()
 	out.usage = result
 	w.defers.saw(result.Version)
 	out.paused = pausedCalls(result, perms, homeDir())
 	out.said = jobs.Pending{Text: result.Text, Success: result.Success, Errors: result.Errors, ExitCode: res.ExitCode,
-		Signal: res.Signal, Stderr: lastLines(strings.TrimSpace(string(res.Stderr)), 5), TimedOut: res.TimedOut,
-		OOMKilled: res.OOMKilled}
+		Signal: res.Signal, Stderr: stderr, TimedOut: res.TimedOut, OOMKilled: res.OOMKilled}
 	return nil
 }
 

@@ -70,6 +70,10 @@ type Config struct {
 	// Host names this machine in the holds on plain workspaces (a directory is the same one only on one host).
 	// Default: the host name.
 	Host string
+	// Secrets knows the secrets orch holds by value. What the agent says is checked against them (a find is a
+	// security escalation) and has them taken out where it enters orch, before anything judges, keeps or shows it.
+	// nil: secrets are found and taken out by pattern alone.
+	Secrets *escalation.Redactor
 }
 
 // Worker processes orch's tasks. Start it, then Shutdown.

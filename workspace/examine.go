@@ -3,7 +3,11 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Examination is what orch sees of a run's worktree after its agent worked, before anything is committed or pushed.
@@ -31,6 +35,9 @@ const maxAdded = 8 << 20
 func (m *Manager) Examine(ctx context.Context, wt Worktree) (Examination, error) {
 	var ex Examination
 	head := wt.git.head()
+	if wt.at != nil {
+		head = *wt.at
+	}
 	a := m.agent(wt)
 	ex.Tampered = append(ex.Tampered, a.tampered()...)
 	ex.Tampered = append(ex.Tampered, wt.git.changed(head)...)
@@ -105,4 +112,50 @@ func (c *capped) Write(p []byte) (int, error) {
 		c.n -= k
 	}
 	return len(p), nil
+}
+
+// PlainChanges lists what git would call changed in a workspace used in place that is a repository without a first
+// commit (its runs have no branch to work on): its staged and untracked files, as `git status --porcelain` says them.
+// Its git directory is the agent's to write, so git reads it only as data: the index is copied, the objects borrowed,
+// and the configuration is an empty one of orch's, so that no filter, fsmonitor or hook of it runs. nil when dir has no
+// .git directory, or git cannot tell within a few seconds.
+func PlainChanges(ctx context.Context, dir string) []string {
+	dotGit := filepath.Join(dir, ".git")
+	if !isDir(dotGit) || !isDir(filepath.Join(dotGit, "objects")) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	tmp, err := os.MkdirTemp("", "orch-status-")
+	if err != nil {
+		return nil
+	}
+	defer os.RemoveAll(tmp)
+	repo := &repository{dir: dotGit, objects: filepath.Join(dotGit, "objects"), owner: dir}
+	d := runGitDir{path: tmp, repo: repo}
+	if err := d.write("ref: refs/heads/none"); err != nil {
+		return nil
+	}
+	if index, ok := readRaw(filepath.Join(dotGit, "index"), 64<<20); ok {
+		_ = writeOwned(filepath.Join(tmp, "index"), index, dir)
+	}
+	_ = filepath.WalkDir(tmp, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			err = giveTo(p, dir)
+		}
+		return err
+	})
+	_ = os.Chmod(tmp, 0o755)
+	c := gitCmd{gitDir: tmp, workTree: dir, objects: repo.objects, owner: dir}
+	out, err := c.run(ctx, "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=all")
+	if err != nil {
+		return nil
+	}
+	var files []string
+	for _, line := range strings.Split(out, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			files = append(files, line)
+		}
+	}
+	return files
 }

@@ -227,6 +227,11 @@ func (c gitCmd) run(ctx context.Context, args ...string) (string, error) {
 			cmd.Env = append(cmd.Env, "HOME=/", "GIT_CONFIG_GLOBAL=/dev/null")
 		}
 	}
+	// git runs helpers of its own (git-remote-http, ssh, index-pack): the whole group goes when the command is
+	// stopped, or a helper left behind would hold its pipes, and the wait, open.
+	inGroup(cmd)
+	cmd.Cancel = func() error { return killGroup(cmd) }
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Stdin = c.stdin
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
@@ -376,7 +381,7 @@ func (s *stallWatch) start() {
 					s.mu.Lock()
 					s.fire = true
 					s.mu.Unlock()
-					_ = s.cmd.Process.Kill()
+					_ = killGroup(s.cmd)
 					return
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -39,6 +40,10 @@ type repository struct {
 	config []string
 	// owner is a path whose owner git runs as (the user's checkout, or the mirror).
 	owner string
+	// remotes are the URLs of the repository's remotes ("remote.NAME.url=URL", pushurl too), which the agent's git
+	// knows under the same names: a push the agent is allowed (an approval) goes where the user's would. Nothing
+	// else of a remote's is copied (its receivepack, uploadpack, vcs or proxy would choose a program).
+	remotes []string
 }
 
 // copiedConfig are the keys of the repository's configuration that orch's own and the agent's git take over: how the
@@ -67,6 +72,15 @@ func openRepository(ctx context.Context, dir, owner string) (*repository, error)
 		if k, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok && slices.Contains(copiedConfig, k) &&
 			!strings.ContainsAny(v, "\n\"\\") {
 			r.config = append(r.config, k+"="+v)
+		}
+	}
+	out, err = r.git("config", "--file", filepath.Join(dir, "config"), "--get-regexp", `^remote\..*\.(url|pushurl)$`).run(ctx)
+	if err == nil {
+		for _, line := range strings.Split(out, "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+			if ok && !strings.ContainsAny(k+v, "\n\x00") && !strings.Contains(k, "=") {
+				r.remotes = append(r.remotes, k+"="+v)
+			}
 		}
 	}
 	r.readOnly = objectDirs(r.objects)
@@ -123,11 +137,20 @@ func (r *repository) configText(bare bool, extra ...string) []byte {
 	var order []string
 	add := func(kv string) {
 		k, v, _ := strings.Cut(kv, "=")
-		sec, key, _ := strings.Cut(k, ".")
-		if _, ok := sections[sec]; !ok {
-			order = append(order, sec)
+		header := ""
+		if i, j := strings.IndexByte(k, '.'), strings.LastIndexByte(k, '.'); i == j {
+			header = "[" + k[:i] + "]"
+		} else {
+			header = fmt.Sprintf("[%s %s]", k[:i], quoteConfig(k[i+1:j]))
 		}
-		sections[sec] = append(sections[sec], fmt.Sprintf("\t%s = %s\n", key, v))
+		key := k[strings.LastIndexByte(k, '.')+1:]
+		if _, ok := sections[header]; !ok {
+			order = append(order, header)
+		}
+		if strings.ContainsAny(v, " \t#;\"\\") {
+			v = quoteConfig(v)
+		}
+		sections[header] = append(sections[header], fmt.Sprintf("\t%s = %s\n", key, v))
 	}
 	version := "0"
 	for _, kv := range r.config {
@@ -145,9 +168,9 @@ func (r *repository) configText(bare bool, extra ...string) []byte {
 		add(kv)
 	}
 	var b bytes.Buffer
-	for _, sec := range order {
-		fmt.Fprintf(&b, "[%s]\n", sec)
-		for _, line := range sections[sec] {
+	for _, h := range order {
+		b.WriteString(h + "\n")
+		for _, line := range sections[h] {
 			b.WriteString(line)
 		}
 	}
@@ -259,7 +282,7 @@ func (a agentGit) make(head string, index []byte) error {
 	}
 	files := map[string][]byte{
 		"HEAD":                    []byte("ref: refs/heads/" + a.branch + "\n"),
-		"config":                  a.repo.configText(false, "user.name="+quoteConfig(a.who.Name), "user.email="+quoteConfig(a.who.Email)),
+		"config":                  a.repo.configText(false, append(a.repo.remotes, "user.name="+a.who.Name, "user.email="+a.who.Email)...),
 		"objects/info/alternates": a.alternates(),
 		"refs/heads/" + a.branch:  []byte(head + "\n"),
 	}
@@ -392,21 +415,26 @@ func readSmall(path string) (string, bool) {
 }
 
 func readBounded(path string, max int64) (string, bool) {
+	b, ok := readRaw(path, max)
+	return strings.TrimSpace(string(b)), ok
+}
+
+// readRaw returns the bytes of a regular file of at most max bytes that is not a symbolic link.
+func readRaw(path string, max int64) ([]byte, bool) {
 	fi, err := os.Lstat(path)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > max {
-		return "", false
+		return nil, false
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
 	if err != nil {
-		return "", false
+		return nil, false
 	}
 	defer f.Close()
-	b := make([]byte, max+1)
-	n, _ := f.Read(b)
-	if int64(n) > max {
-		return "", false
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil || int64(len(b)) > max {
+		return nil, false
 	}
-	return strings.TrimSpace(string(b[:n])), true
+	return b, true
 }
 
 // repoPrint is what of the repository's git directory would make git run a program for its owner or for orch: the

@@ -4,6 +4,7 @@ package workspace
 
 import (
 	"os"
+	"os/exec"
 	"syscall"
 )
 
@@ -36,3 +37,19 @@ func giveTo(path, like string) error {
 
 // oNoFollow opens a file only when it is not a symbolic link.
 const oNoFollow = syscall.O_NOFOLLOW
+
+// inGroup starts cmd as the leader of a process group of its own, whatever else its SysProcAttr says.
+func inGroup(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+}
+
+// killGroup kills cmd's process group.
+func killGroup(cmd *exec.Cmd) error {
+	if cmd.Process == nil {
+		return nil
+	}
+	return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+}

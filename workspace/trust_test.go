@@ -3,13 +3,19 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/orchrun/orch/jobs"
 )
 
 // The tests of this file play an agent that wants orch's git to run its programs on the host, or to take its
@@ -489,5 +495,95 @@ func TestTheAgentsHeadIsReadAsData(t *testing.T) {
 	}
 	if got := a.head(); got != "" {
 		t.Errorf("a HEAD that is a symbolic link: read %q", got)
+	}
+}
+
+// silentServer accepts connections on a loopback port and never answers; it is closed when the test ends.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// A remote that accepts the connection and never answers is an error that names it, after the stall deadline,
+// over every transport orch speaks to such a server; a push to one is too.
+func TestARemoteThatNeverAnswersIsAnError(t *testing.T) {
+	if DefaultStall <= 0 || DefaultStall > time.Minute {
+		t.Fatalf("DefaultStall is %s: a remote that does not answer must be an error within a minute", DefaultStall)
+	}
+	ctx := context.Background()
+	addr := silentServer(t)
+	for _, url := range []string{"http://" + addr + "/repo.git", "git://" + addr + "/repo.git"} {
+		m := &Manager{Root: t.TempDir(), Stall: 2 * time.Second}
+		done := make(chan error, 1)
+		go func() {
+			_, err := m.Checkout(ctx, "r-1", &jobs.Git{URL: url, Branch: "orch/r-1"})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !errors.Is(err, ErrStalled) || !strings.Contains(err.Error(), addr) {
+				t.Errorf("%s: %v", url, err)
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("%s: the clone of a silent remote still waits after 2 minutes", url)
+		}
+	}
+
+	// A run whose remote stops answering after it was cloned: its push fails the same way.
+	repo, m, _, wt := firstRun(t)
+	m.Stall = 2 * time.Second
+	run(t, repo, "remote", "add", "silent", "http://"+addr+"/repo.git")
+	write(t, wt.Dir, "a.txt", "a\n")
+	if _, err := m.CommitTask(ctx, wt, "r-1", "1", "t", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Push(ctx, wt, "silent", "orch/r-1"); err == nil || !errors.Is(err, ErrStalled) {
+		t.Errorf("push to a silent remote: %v", err)
+	}
+}
+
+func TestProtocolOf(t *testing.T) {
+	for url, want := range map[string]string{
+		"https://github.com/o/r.git":  "https",
+		"HTTP://127.0.0.1/r":          "http",
+		"ssh://git@host/r":            "ssh",
+		"git@github.com:o/r.git":      "ssh",
+		"git://host/r":                "git",
+		"/srv/git/r.git":              "file",
+		"file:///srv/git/r.git":       "file",
+		"../r.git":                    "file",
+		"ext::sh -c touch% /tmp/x":    "",
+		"fd::17":                      "",
+		"evil::https://example.com/r": "",
+		"gopher://host/r":             "",
+	} {
+		if got := protocolOf(url); got != want {
+			t.Errorf("protocolOf(%q) = %q, want %q", url, got, want)
+		}
 	}
 }

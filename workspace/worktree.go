@@ -54,8 +54,10 @@ type Worktree struct {
 	repo   *repository
 	git    runGitDir
 	branch string
-	// print is the repository's print when the worktree was checked out (gitdir.go).
+	// print is the repository's print when the worktree was checked out (gitdir.go), and at the commit orch's git
+	// directory was at then: what the agent found, whatever it wrote since.
 	print map[string]string
+	at    *string
 }
 
 // agent is the agent's own git in the worktree.
@@ -124,7 +126,7 @@ func (m *Manager) Checkout(ctx context.Context, runID string, g *jobs.Git) (Work
 		if err := m.align(ctx, wt, start); err != nil {
 			return Worktree{}, err
 		}
-		wt.print = repo.print()
+		wt.print, wt.at = repo.print(), &start
 		return wt, m.mkdirWorkspace(wt)
 	}
 	if err := m.prepareRoot(repo); err != nil {
@@ -144,7 +146,7 @@ func (m *Manager) Checkout(ctx context.Context, runID string, g *jobs.Git) (Work
 	if err := m.remakeAgentGit(wt, start); err != nil {
 		return Worktree{}, err
 	}
-	wt.print = repo.print()
+	wt.print, wt.at = repo.print(), &start
 	return wt, m.mkdirWorkspace(wt)
 }
 
@@ -567,6 +569,9 @@ func (m *Manager) moveTo(ctx context.Context, wt Worktree, commit string) error 
 	}
 	if err := wt.git.write(commit); err != nil {
 		return err
+	}
+	if wt.at != nil {
+		*wt.at = commit
 	}
 	return m.remakeAgentGit(wt, commit)
 }

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/orchrun/orch/agent"
+	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/sandbox"
@@ -31,6 +32,7 @@ type app struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	env     func(string) string
+	environ func() []string
 	started bool // a command's RunE was reached: errors after this are not command-line errors
 	set     *settings
 	log     *slog.Logger
@@ -41,10 +43,12 @@ type app struct {
 	stopTracing func(context.Context) error
 	// secrets are the credentials this process was given: no error or log line prints them.
 	secrets secrets
+	// redactor knows the same secrets, for what an agent says: it is redacted where it enters orch.
+	redactor *escalation.Redactor
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
-	return &app{stdin: stdin, stdout: stdout, stderr: stderr, env: os.Getenv, redis: &redisWatch{}}
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, env: os.Getenv, environ: os.Environ, redis: &redisWatch{}}
 }
 
 func (a *app) root() *cobra.Command {
@@ -65,6 +69,7 @@ func (a *app) root() *cobra.Command {
 			}
 			a.set = set
 			a.secrets.loaded(set.file)
+			a.redactor = a.secrets.redactor()
 			if a.log, err = newLogger(a.stderr, cmd.Name(), a.env("ORCH_LOG_LEVEL"), a.env("ORCH_LOG_FORMAT"),
 				isTerminal(a.stderr), a.redis); err != nil {
 				return err
@@ -209,6 +214,8 @@ type workerSettings struct {
 	trees       *workspace.Manager
 	prs         func(ctx context.Context, r *jobs.Run) (string, error)
 	docker      dockerSettings
+	// agentPass names what agents are given of orch's environment besides the allowlist.
+	agentPass []string
 }
 
 func (a *app) workerSettings(cmd *cobra.Command) (workerSettings, error) {
@@ -231,6 +238,10 @@ func (a *app) workerSettings(cmd *cobra.Command) (workerSettings, error) {
 	if ws.docker, err = a.dockerSettings(cmd); err != nil {
 		return ws, err
 	}
+	if ws.agentPass, err = a.agentPass(cmd); err != nil {
+		return ws, err
+	}
+	ws.docker.agentPass = ws.agentPass
 	return ws, nil
 }
 
@@ -241,12 +252,19 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 		return nil, fmt.Errorf("locating the orch binary for the sim agent: %w", err)
 	}
 	dk := newDockers(a, self, ws.docker)
+	// A local sandbox per agent CLI, each giving its agents the allowlist of orch's environment with that CLI's own
+	// credential and settings; so local runs are served by SandboxFor too.
+	local := newLocals([]string{self, shimCommand}, a.environ, ws.agentPass)
 	w, err := worker.New(worker.Config{
 		PollInterval: ws.poll,
 		Store:        b.Store,
 		Queue:        b.Queue,
-		Sandbox:      sandbox.NewLocal(sandbox.LocalConfig{Shim: []string{self, shimCommand}}),
-		SandboxFor:   dk.forRun,
+		SandboxFor: func(opts jobs.Options) (worker.Sandbox, error) {
+			if opts.Sandbox == "" || opts.Sandbox == "local" {
+				return local.forRun(opts), nil
+			}
+			return dk.forRun(opts)
+		},
 		Brain: func(opts jobs.Options) (worker.Brain, error) {
 			return brains{apiKey: a.env("ANTHROPIC_API_KEY")}.forRun(opts)
 		},
@@ -255,6 +273,7 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 		Concurrency:  ws.concurrency,
 		Workspaces:   ws.trees,
 		PullRequests: ws.prs,
+		Secrets:      a.redactor,
 	})
 	if err != nil {
 		return nil, err

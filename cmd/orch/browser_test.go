@@ -304,7 +304,8 @@ func TestBrowserFromAnotherAddressMustSignIn(t *testing.T) {
 	t.Parallel()
 	ip := localIPv4(t)
 	ctx := newBrowser(t)
-	_, id, port := parkedWebRun(t, "0.0.0.0:%d", "ORCH_WEB_TOKEN=browser-test-token")
+	// The view answers to the name the browser uses (here an address of this machine) once ORCH_PUBLIC_URL names it.
+	_, id, port := parkedWebRun(t, "0.0.0.0:%d", "ORCH_WEB_TOKEN=browser-test-token", "ORCH_PUBLIC_URL=http://"+ip+"/")
 	base := fmt.Sprintf("http://%s:%d", ip, port)
 
 	open(ctx, t, base+"/runs/"+id)

@@ -68,6 +68,11 @@ type claudeStep struct {
 	Text  string         `json:"text,omitempty"`
 }
 
+// fakeClaudeEnv are the fake claude's own settings: the agent is given them on purpose, as it is given nothing of
+// orch's environment beyond the allowlist.
+const fakeClaudeEnv = "FAKE_CLAUDE_MODEL,FAKE_CLAUDE_LOG,FAKE_CLAUDE_VERSION,FAKE_CLAUDE_ARGS,FAKE_CLAUDE_TRANSCRIPT," +
+	"FAKE_CLAUDE_STDERR,FAKE_CLAUDE_EXIT"
+
 // claudeSetup is the environment of a process that runs the fake claude with model m: on PATH, with a home and a
 // Claude config directory of its own (never the user's), and a log of every claude process.
 func claudeSetup(t *testing.T, m claudeModel) (env []string, log string) {
@@ -81,7 +86,8 @@ func claudeSetup(t *testing.T, m claudeModel) (env []string, log string) {
 	log = filepath.Join(t.TempDir(), "claude.log")
 	return []string{"PATH=" + filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
-		"FAKE_CLAUDE_MODEL=" + string(model), "FAKE_CLAUDE_LOG=" + log, "FAKE_CLAUDE_VERSION=2.1.186"}, log
+		"FAKE_CLAUDE_MODEL=" + string(model), "FAKE_CLAUDE_LOG=" + log, "FAKE_CLAUDE_VERSION=2.1.186",
+		"ORCH_AGENT_ENV=" + fakeClaudeEnv}, log
 }
 
 // claudeProc is one claude process as the fake logs it.
@@ -438,7 +444,6 @@ func TestClaudeWorksUnderTheDockerDefaults(t *testing.T) {
 	t.Parallel()
 	base, bin := dockerSetup(t)
 	dir, _ := claudeWorkspace(t)
-	log := filepath.Join(dir, ".git", "claude.log") // the repository's git directory is mounted into the container
 	model, _ := json.Marshal(claudeModel{Turns: [][]claudeStep{{
 		{Tool: "Write", Input: map[string]any{"file_path": "{{cwd}}/hello.txt", "content": "hello\n"}},
 		{Tool: "Bash", Input: map[string]any{"command": "grep -q hello hello.txt && echo 'ok: 1 test passed'"}},
@@ -454,7 +459,7 @@ func TestClaudeWorksUnderTheDockerDefaults(t *testing.T) {
 	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM "+base+"\nCOPY claude /bin/claude\nCOPY model.json /etc/fake-claude-model.json\n"+
 		"RUN mkdir -p /home/agent/.claude && chmod 1777 /home/agent /home/agent/.claude\n"+
 		"ENV HOME=/home/agent CLAUDE_CONFIG_DIR=/home/agent/.claude FAKE_CLAUDE_VERSION=2.1.186 "+
-		"FAKE_CLAUDE_MODEL=@/etc/fake-claude-model.json FAKE_CLAUDE_LOG="+log+"\nVOLUME /home/agent\n"), 0o644)
+		"FAKE_CLAUDE_MODEL=@/etc/fake-claude-model.json\nVOLUME /home/agent\n"), 0o644)
 	image := "orch-cmd-test-claude:" + strings.ToLower(filepath.Base(ctx))
 	if out, err := exec.Command("docker", "build", "-q", "-t", image, ctx).CombinedOutput(); err != nil {
 		t.Fatalf("building the claude image: %v\n%s", err, out)
@@ -471,9 +476,10 @@ func TestClaudeWorksUnderTheDockerDefaults(t *testing.T) {
 	if got := gitT(t, dir, "show", "orch/"+id+":hello.txt"); got != "hello" {
 		t.Fatalf("the branch holds hello.txt = %q", got)
 	}
-	procs := claudeLog(t, log)
-	if len(procs) != 1 || !slices.Equal(procs[0].hookDecisions(), []string{"Write=allow", "Bash=allow"}) {
-		t.Fatalf("claude processes: %+v", procs)
+	// The container sees nothing of the host to leave a log in: the hook's allowing both calls shows in the file
+	// written and in the test's output, which the agent reports.
+	if !strings.Contains(r.stdout, "ok: 1 test passed") {
+		t.Fatalf("the Bash call's output is not in what the agent said:\n%s", r.stdout)
 	}
 	if left := orchContainers(t, id); left != "" {
 		t.Fatalf("containers left after the run: %s", left)

@@ -77,6 +77,7 @@ type fileConfig struct {
 	Redis               string   `yaml:"redis"`
 	StateDir            string   `yaml:"state_dir"`
 	Workspace           string   `yaml:"workspace"`
+	AgentEnv            []string `yaml:"agent_env"` // given to agents besides the allowlist (ORCH_AGENT_ENV)
 	// MaxAttempts and Concurrency are pointers so that a 0 written in the file is refused, not taken for unset.
 	MaxAttempts  *int      `yaml:"max_attempts"`
 	AgentTimeout string    `yaml:"agent_timeout"`
@@ -275,7 +276,7 @@ func (a *app) checkEnvironment(cmd *cobra.Command) error {
 		}
 	}
 	for _, k := range []string{"SLACK_API_URL", "ORCH_GITHUB_API_URL", "ORCH_NOTIFY_WEBHOOK", "OTEL_EXPORTER_OTLP_ENDPOINT",
-		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ORCH_PUBLIC_URL"} {
 		if err := a.checkHTTPURL(k, a.env(k)); err != nil {
 			return err
 		}
@@ -314,6 +315,9 @@ func (a *app) checkEnvironment(cmd *cobra.Command) error {
 			}
 			return usageErr("%s: %s is not a git URL (%s)", settingName(g.v, g.flag), oneLine(redactURL(g.v.v), 200), detail)
 		}
+	}
+	if _, err := a.agentPass(cmd); err != nil {
+		return err
 	}
 	if v := a.env("ORCH_HTTP_ADDR"); v != "" {
 		_, port, err := net.SplitHostPort(v)

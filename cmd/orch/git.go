@@ -218,7 +218,7 @@ func (a *app) pullRequests() (func(ctx context.Context, r *jobs.Run) (string, er
 		if err != nil {
 			return "", err
 		}
-		title, body := forge.Summary(r)
+		title, body := forge.SummaryRedacted(r, a.redactor.Redact)
 		return gh.OpenDraft(ctx, forge.PullRequest{Owner: owner, Repo: repo, Head: g.Branch, Base: base, Title: title, Body: body})
 	}, nil
 }

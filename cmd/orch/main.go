@@ -29,7 +29,7 @@ const (
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == shimCommand {
-		// The local sandbox's shim between a worker and its agent: no command line, signals or exit codes of orch's.
+		// The sandbox's shim between a worker and its agent: no command line, signals or exit codes of orch's.
 		os.Exit(sandbox.RunShim(os.Args[2:]))
 	}
 	if len(os.Args) > 1 && os.Args[1] == hookCommand {
@@ -38,8 +38,9 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// shimCommand is the hidden first argument that makes orch the local sandbox's shim (sandbox.LocalConfig.Shim).
-const shimCommand = "sandbox-shim"
+// shimCommand is the hidden first argument that makes orch the sandbox's shim (sandbox.RunShim): between a local
+// worker and its agent (sandbox.LocalConfig.Shim), and between the engine and every agent in a Docker container.
+const shimCommand = sandbox.ShimCommand
 
 // hookCommand is the hidden first argument that makes orch Claude Code's PreToolUse hook (agent.RunHook): Claude
 // Code runs it for every tool call, so it starts without the command line's machinery.
@@ -65,7 +66,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Notify, not Ignore: an ignored SIGPIPE would be inherited by the agents orch starts.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	app := newApp(stdin, stdout, stderr)
-	app.secrets = collectSecrets(app.env, args)
+	app.secrets = collectSecrets(app.env, app.environ(), args)
 	err := app.root().ExecuteContext(ctx)
 	app.flushLog()
 	app.flushTracing()

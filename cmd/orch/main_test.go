@@ -486,7 +486,7 @@ func TestClaudeAgentWithFakeCLI(t *testing.T) {
 	argsFile := filepath.Join(t.TempDir(), "args.json")
 	path := "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")
 
-	ok := orchEnv(t, dir, []string{path, "FAKE_CLAUDE_ARGS=" + argsFile,
+	ok := orchEnv(t, dir, []string{path, "ORCH_AGENT_ENV=" + fakeClaudeEnv, "FAKE_CLAUDE_ARGS=" + argsFile,
 		"FAKE_CLAUDE_TRANSCRIPT=" + filepath.Join(transcripts, "02_stream_claude-2.1.63.jsonl")}, nil,
 		"run", "--agent", "claude", "--brain", "heuristic", "examples/plans/hello.md")
 	must(t, ok, 0, "Invoking Claude Code", "Task 1.1: COMPLETED", "Task 1.2: COMPLETED", "$0.9437")
@@ -510,7 +510,7 @@ func TestClaudeAgentWithFakeCLI(t *testing.T) {
 	}
 
 	// Signed out: no retry can fix that, so orch asks at once instead of burning attempts.
-	out := orchEnv(t, dir, []string{path, "FAKE_CLAUDE_EXIT=1",
+	out := orchEnv(t, dir, []string{path, "ORCH_AGENT_ENV=" + fakeClaudeEnv, "FAKE_CLAUDE_EXIT=1",
 		"FAKE_CLAUDE_TRANSCRIPT=" + filepath.Join(transcripts, "04e_not_logged_in.jsonl")}, nil,
 		"run", "--agent", "claude", "--brain", "heuristic", "examples/plans/hello.md")
 	must(t, out, 3, "Task 1.1: FAILED (attempt 1/3)", "NEEDS HUMAN INPUT", "Not logged in")

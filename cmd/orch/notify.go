@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"runtime"
 	"time"
 
+	"github.com/orchrun/orch/internal/httpdeadline"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -24,6 +27,9 @@ type notifier struct {
 	client  *http.Client
 }
 
+// webhookTimeout bounds one post to the webhook: a notification is worth a few seconds, not a stuck run.
+const webhookTimeout = 5 * time.Second
+
 // notifyAfter is how long a question waits at the prompt before orch taps the person on the shoulder.
 const notifyAfter = 30 * time.Second
 
@@ -34,7 +40,7 @@ func (a *app) notifier(h *humanFlags) *notifier {
 	if h.noNotify {
 		return nil
 	}
-	n := &notifier{webhook: a.env("ORCH_NOTIFY_WEBHOOK"), log: a.log, client: &http.Client{Timeout: 5 * time.Second}}
+	n := &notifier{webhook: a.env("ORCH_NOTIFY_WEBHOOK"), log: a.log, client: httpdeadline.Client(webhookTimeout)}
 	switch runtime.GOOS {
 	case "darwin":
 		n.desktop = true
@@ -95,6 +101,14 @@ func (n *notifier) post(ctx context.Context, text string) error {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := n.client.Do(req)
 	if err != nil {
+		// The webhook's URL is its credential: the error names its host only.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			if ue.Timeout() {
+				return fmt.Errorf("the webhook at %s did not answer in time: %w", req.URL.Host, ue.Err)
+			}
+			return fmt.Errorf("the webhook at %s could not be reached: %w", req.URL.Host, ue.Err)
+		}
 		return err
 	}
 	resp.Body.Close()

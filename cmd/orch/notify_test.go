@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,6 +11,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/orchrun/orch/internal/httpdeadline"
+	"github.com/orchrun/orch/internal/httpdeadline/deadlinetest"
 )
 
 // A terminal run that parks with nobody to answer taps its person on the shoulder: a desktop notification where a
@@ -63,4 +69,32 @@ func TestNotifyWhenParked(t *testing.T) {
 	// The webhook fails: logged, not fatal.
 	r = orchEnv(t, dir, env, nil, "run", "--agent", "sim", "examples/plans/ambiguous_task.md")
 	must(t, r, 3, "notification webhook", "500")
+}
+
+// A webhook that accepts the connection and never answers is an error naming its host, never its URL (the URL is
+// the credential), after the client's deadline: a short one here, the default within a minute.
+func TestNotifyWebhookThatNeverAnswers(t *testing.T) {
+	addr := deadlinetest.Silent(t)
+	secret := "/services/T0000/B0000/notify-secret-path"
+	n := &notifier{webhook: "http://" + addr + secret, log: slog.New(slog.DiscardHandler), client: httpdeadline.Client(300 * time.Millisecond)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard against a hang, not a bound
+	defer cancel()
+	err := n.post(ctx, "orch: run r-1 needs you")
+	if err == nil || !strings.Contains(err.Error(), addr) || strings.Contains(err.Error(), "notify-secret-path") {
+		t.Fatalf("error %v, want one naming %s and not the URL's path", err, addr)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the client's deadline did not end the call")
+	}
+
+	a := newApp(nil, io.Discard, io.Discard)
+	a.env = func(k string) string {
+		if k == "ORCH_NOTIFY_WEBHOOK" {
+			return "http://" + addr + secret
+		}
+		return ""
+	}
+	if d := a.notifier(&humanFlags{}).client.Timeout; d <= 0 || d > time.Minute {
+		t.Errorf("the webhook's default deadline is %v, want within a minute", d)
+	}
 }

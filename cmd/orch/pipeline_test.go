@@ -317,7 +317,8 @@ func TestClaudeInteractiveResumesSession(t *testing.T) {
   start -> talk -> exit
 }`), 0o644)
 	r := orchEnv(t, dir, []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"FAKE_CLAUDE_ARGS=" + argsFile, "FAKE_CLAUDE_TRANSCRIPT=" + transcript}, strings.NewReader("Call it retry.\n/done\n"),
+		"ORCH_AGENT_ENV=" + fakeClaudeEnv, "FAKE_CLAUDE_ARGS=" + argsFile, "FAKE_CLAUDE_TRANSCRIPT=" + transcript},
+		strings.NewReader("Call it retry.\n/done\n"),
 		"run", "--agent", "claude", "--brain", "heuristic", dot)
 	must(t, r, 0, "ended the conversation: /done", "completed")
 	var inv struct {

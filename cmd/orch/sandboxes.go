@@ -49,6 +49,11 @@ type dockerSettings struct {
 	user string
 	// warmPool is how many idle containers a long-running worker keeps started (ORCH_DOCKER_WARM_POOL; 0: none).
 	warmPool int
+	// hide are orch's own directories (the state directory, the worktrees' root) that no container sees, should a
+	// workspace hold them.
+	hide []string
+	// agentPass names what agents are given of orch's environment besides the allowlist (orch.yaml agent_env).
+	agentPass []string
 }
 
 // maxWarmPool bounds the idle containers one worker keeps: each holds memory on the engine.
@@ -70,6 +75,12 @@ func (a *app) dockerSettings(cmd *cobra.Command) (dockerSettings, error) {
 	}
 	if s.user != "" && !userPattern.MatchString(s.user) {
 		return s, usageErr("ORCH_SANDBOX_USER: %q: want a numeric uid:gid, e.g. 1000:1000", oneLine(s.user, 40))
+	}
+	for _, dir := range []string{a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch"),
+		a.set.str(cmd, "", "ORCH_WORKTREES", a.set.file.Git.Worktrees, "")} {
+		if abs, err := filepath.Abs(dir); err == nil && dir != "" {
+			s.hide = append(s.hide, abs)
+		}
 	}
 	s.warmPool = 1
 	if v := strings.TrimSpace(a.env("ORCH_DOCKER_WARM_POOL")); v != "" {
@@ -117,15 +128,11 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 	if opts.Sandbox != "docker" {
 		return nil, fmt.Errorf("unknown sandbox %q", opts.Sandbox)
 	}
-	// A scenario inside the workspace root is mounted with it already; one elsewhere needs its own mount, so its own
-	// sandbox. The API key goes only to claude runs, and orch's own binary only into sim and claude runs' containers, so they
-	// have their own sandboxes too.
+	// The scenario is mounted on its own, read-only: a container sees its run's workspace alone, and a run in a
+	// repository works in a worktree that is not where the scenario lies. So each scenario has its own sandbox. An
+	// agent CLI's own credential goes only to that CLI's runs, so they have their own sandboxes too.
 	scenario := opts.SimScenario
-	if d.root != "" && within(d.root, scenario) {
-		scenario = ""
-	}
-	claude, sim := opts.Agent == "claude", opts.Agent == "sim"
-	key := fmt.Sprintf("%s\x00%s\x00%t\x00%t", opts.Image, scenario, claude, sim)
+	key := fmt.Sprintf("%s\x00%s\x00%s", opts.Image, scenario, envAgent(opts))
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if dk, ok := d.open[key]; ok {
@@ -138,12 +145,21 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 		Network:  d.a.env("ORCH_DOCKER_NETWORK"),
 		Instance: d.instance,
 		Logger:   d.a.log,
+		Hide:     d.hide,
 	}
-	if (sim || claude) && isStatic(d.self) {
-		// The sim agent is orch, and claude runs orch as its permission hook; other agents' containers do not see it.
+	if isStatic(d.self) {
+		// Every agent runs under orch's shim (sandbox.RunShim), which ends what the agent starts with its exec and
+		// with this worker; the sim agent is orch, and claude runs orch as its permission hook.
 		cfg.OrchBinary = d.self
+	} else {
+		// A dynamically linked orch may not run in the image (no libc, or another one): no shim. What an agent
+		// leaves running lives on in the run's container until the run is parked or ends, and the exec of a worker
+		// that dies runs on until the run is taken up again or reaped (sandbox.Docker.Exec).
+		d.a.log.Warn("docker: this orch binary is dynamically linked and cannot run in the containers; an agent's " +
+			"background processes outlive its task in the run's container, and its exec outlives a worker that dies " +
+			"(build a static orch: make build, or CGO_ENABLED=0 go build ./cmd/orch)")
 	}
-	if d.pool > 0 && d.root != "" && scenario == "" {
+	if d.pool > 0 && d.root != "" {
 		cfg.WarmPool, cfg.WorkspaceRoot = d.pool, d.root
 	}
 	if scenario != "" {
@@ -151,9 +167,9 @@ func (d *dockers) forRun(opts jobs.Options) (worker.Sandbox, error) {
 		// workspace itself, which is mounted already).
 		cfg.ReadOnly = append(cfg.ReadOnly, scenario)
 	}
-	if key := d.a.env("ANTHROPIC_API_KEY"); key != "" && claude {
-		cfg.Env = append(cfg.Env, "ANTHROPIC_API_KEY="+key)
-	}
+	// The image gives PATH, HOME and the rest of what a program needs there: the agent is given the allowlist's part
+	// that is the same on both sides, and its CLI's own credential and settings.
+	cfg.Env = sandbox.AgentEnv(d.a.environ(), sandbox.EnvPolicy{Container: true, Agent: envAgent(opts), Pass: d.agentPass})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dk, err := sandbox.NewDocker(ctx, cfg)
@@ -229,10 +245,4 @@ func checkDocker(opts jobs.Options, self string) error {
 		return usageErr("scenario %s: %v", opts.SimScenario, err)
 	}
 	return nil
-}
-
-// within reports whether path is inside dir.
-func within(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

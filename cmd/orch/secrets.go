@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,30 +36,27 @@ var urlFlags = []string{"redis", "repo"}
 // password is hidden by its place in the URL anyway (redactURL, escalation.Redact).
 const minSecret = 4
 
-// secrets are the credentials this process was given, by value.
-type secrets []string
+// secrets are the credentials this process was given, by value, each with where it came from.
+type secrets []escalation.Secret
 
-// add adds s, as written and as Go quotes it (%q escapes what an error message would).
-func (ss *secrets) add(s string) {
+// add adds s, the part of name's value that is a credential ("" for the whole).
+func (ss *secrets) add(name, part, s string) {
 	s = strings.TrimSpace(s)
 	if len(s) < minSecret {
 		return
 	}
-	*ss = append(*ss, s)
-	if q := strconv.Quote(s); q[1:len(q)-1] != s {
-		*ss = append(*ss, q[1:len(q)-1])
-	}
+	*ss = append(*ss, escalation.Secret{Name: name, Part: part, Value: s})
 }
 
 // addURL adds the credentials of a URL: its password (as written and decoded), a user name long enough to be a
 // token (https://TOKEN@github.com/…), and the path of a notification webhook, which is its credential.
-func (ss *secrets) addURL(raw string, pathIsSecret bool) {
+func (ss *secrets) addURL(name, raw string, pathIsSecret bool) {
 	user, pass, hasPass, ok := urlUserinfo(raw)
 	if ok {
 		if hasPass {
-			ss.addPassword(pass)
+			ss.addPassword(name, pass)
 		} else if len(user) >= tokenLength {
-			ss.add(user)
+			ss.add(name, "token", user)
 		}
 	}
 	// A password with an unescaped '@' or '/' parses as a URL, but not as the person meant: the url package takes part
@@ -66,17 +64,17 @@ func (ss *secrets) addURL(raw string, pathIsSecret bool) {
 	if _, rest, found := strings.Cut(strings.TrimSpace(raw), "://"); found {
 		if at := userinfoEnd(rest); at >= 0 {
 			if _, p, has := strings.Cut(rest[:at], ":"); has {
-				ss.addPassword(p)
+				ss.addPassword(name, p)
 			}
 		}
 	}
 	if pathIsSecret {
 		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && len(u.Path) > 1 {
-			ss.add(u.Path)
+			ss.add(name, "path", u.Path)
 		} else if _, rest, found := strings.Cut(strings.TrimSpace(raw), "://"); found {
 			rest = rest[userinfoEnd(rest)+1:]
 			if i := strings.IndexByte(rest, '/'); i >= 0 {
-				ss.add(rest[i:])
+				ss.add(name, "path", rest[i:])
 			}
 		}
 	}
@@ -84,14 +82,14 @@ func (ss *secrets) addURL(raw string, pathIsSecret bool) {
 
 // addPassword adds a URL's password, as written, decoded, and in the pieces that the URL's delimiters cut it into,
 // for an error that quotes the host or the path that a misread password became.
-func (ss *secrets) addPassword(p string) {
-	ss.add(p)
+func (ss *secrets) addPassword(name, p string) {
+	ss.add(name, "password", p)
 	if d, err := url.PathUnescape(p); err == nil && d != p {
-		ss.add(d)
+		ss.add(name, "password", d)
 	}
 	if strings.ContainsAny(p, "@/:?#") {
 		for _, piece := range strings.FieldsFunc(p, func(r rune) bool { return strings.ContainsRune("@/:?#", r) }) {
-			ss.add(piece)
+			ss.add(name, "password", piece)
 		}
 	}
 }
@@ -99,15 +97,22 @@ func (ss *secrets) addPassword(p string) {
 // tokenLength is from how many characters a user name alone in a URL is taken for a token.
 const tokenLength = 20
 
+// credentialName matches the names of variables that hold a credential by the usual naming: *_TOKEN, *_SECRET*,
+// *PASSWORD*, *_API_KEY, *_ACCESS_KEY, *_KEY.
+var credentialName = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|API_?KEY|ACCESS_KEY|PRIVATE_KEY|_KEY$)`)
+
 // collectSecrets gathers the credentials of the environment and of the command line args; loaded adds orch.yaml's
-// when it is read.
-func collectSecrets(env func(string) string, args []string) secrets {
+// when it is read. Besides the variables orch reads itself, every variable of environ whose name says it holds a
+// credential is one (an agent CLI's key, one passed to the agent on purpose, one the person had set), unless its value
+// is a path (the file holds the credential, not the name of it); and so is the password of any URL in environ (a
+// proxy's).
+func collectSecrets(env func(string) string, environ []string, args []string) secrets {
 	var ss secrets
 	for _, k := range secretEnv {
-		ss.add(env(k))
+		ss.add(k, "", env(k))
 	}
 	for _, k := range urlEnv {
-		ss.addURL(env(k), k == "ORCH_NOTIFY_WEBHOOK")
+		ss.addURL(k, env(k), k == "ORCH_NOTIFY_WEBHOOK")
 	}
 	for _, k := range headerEnv {
 		for _, kv := range strings.Split(env(k), ",") {
@@ -115,19 +120,33 @@ func collectSecrets(env func(string) string, args []string) secrets {
 			if !ok {
 				v = kv // "Authorization: Bearer …", written wrong, is all credential
 			}
-			ss.add(v)
+			ss.add(k, "header value", v)
 			if d, err := url.PathUnescape(v); err == nil && d != v {
-				ss.add(d)
+				ss.add(k, "header value", d)
 			}
+		}
+	}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		v = strings.TrimSpace(v)
+		if !ok || slices.Contains(secretEnv, k) || slices.Contains(urlEnv, k) || slices.Contains(headerEnv, k) {
+			continue
+		}
+		if strings.Contains(v, "://") {
+			ss.addURL(k, v, false)
+		}
+		if credentialName.MatchString(k) && len(v) >= escalation.MinSecretLen && !strings.HasPrefix(v, "/") &&
+			!strings.HasPrefix(v, "~") && !strings.HasPrefix(v, "./") {
+			ss.add(k, "", v)
 		}
 	}
 	for i, a := range args {
 		for _, f := range urlFlags {
 			switch {
 			case a == "--"+f && i+1 < len(args):
-				ss.addURL(args[i+1], false)
+				ss.addURL("--"+f, args[i+1], false)
 			case strings.HasPrefix(a, "--"+f+"="):
-				ss.addURL(strings.TrimPrefix(a, "--"+f+"="), false)
+				ss.addURL("--"+f, strings.TrimPrefix(a, "--"+f+"="), false)
 			}
 		}
 	}
@@ -136,20 +155,33 @@ func collectSecrets(env func(string) string, args []string) secrets {
 
 // loaded adds the URLs orch.yaml names.
 func (ss *secrets) loaded(f fileConfig) {
-	ss.addURL(f.Redis, false)
-	ss.addURL(f.Git.Repo, false)
-	ss.addURL(f.Git.Push, false)
+	ss.addURL("orch.yaml redis", f.Redis, false)
+	ss.addURL("orch.yaml git.repo", f.Git.Repo, false)
+	ss.addURL("orch.yaml git.push", f.Git.Push, false)
 }
 
-// scrub takes every known secret out of s, then whatever escalation.Redact recognises as one.
+// scrub takes every known secret out of s, as written and as Go quotes it (%q escapes what an error message would),
+// then whatever escalation.Redact recognises as one.
 func (ss secrets) scrub(s string) string {
+	var values []string
+	for _, x := range ss {
+		values = append(values, x.Value)
+		if q := strconv.Quote(x.Value); q[1:len(q)-1] != x.Value {
+			values = append(values, q[1:len(q)-1])
+		}
+	}
 	// Longest first: a secret that holds another is taken out whole.
-	sorted := slices.Clone(ss)
-	slices.SortFunc(sorted, func(a, b string) int { return len(b) - len(a) })
-	for _, v := range sorted {
+	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range values {
 		s = strings.ReplaceAll(s, v, "***")
 	}
 	return escalation.Redact(s)
+}
+
+// redactor is what takes the same secrets out of what an agent says, where it enters orch; it names a secret it
+// finds by where orch got it.
+func (ss secrets) redactor() *escalation.Redactor {
+	return escalation.NewRedactor(ss)
 }
 
 // urlUserinfo splits the userinfo of a URL, even one that does not parse: the URL package's own reading when it

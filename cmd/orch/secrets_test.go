@@ -36,7 +36,7 @@ func TestSecretsScrub(t *testing.T) {
 		"SLACK_API_URL":              "http://u:Hunter2%41pi@[::1/",
 		"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20Hunter2Otel,x-written-wrong: Hunter2Wrong",
 	}
-	ss := collectSecrets(func(k string) string { return env[k] }, []string{"status", "--redis", "redis://:Hunter2Flag@h:1/0", "--repo=https://u:Hunter2Repo@h/r"})
+	ss := collectSecrets(func(k string) string { return env[k] }, nil, []string{"status", "--redis", "redis://:Hunter2Flag@h:1/0", "--repo=https://u:Hunter2Repo@h/r"})
 	text := `parse "redis://:p@ss/Hunter2Redis@127.0.0.1:6379/0": path /Hunter2Redis@127.0.0.1; token tok-Hunter2Bot; ` +
 		`Post "https://hooks.example.com/services/T0/B0/Hunter2Hook": refused; "http://u:Hunter2%41pi@[::1/" and Hunter2Api; ` +
 		`Bearer Hunter2Otel; x-written-wrong: Hunter2Wrong; Hunter2Flag; Hunter2Repo`
@@ -51,7 +51,7 @@ func TestSecretsScrub(t *testing.T) {
 		t.Fatal("no secrets, no change")
 	}
 	var tiny secrets
-	tiny.add("abc") // shorter than minSecret: it would take ordinary words with it
+	tiny.add("X", "", "abc") // shorter than minSecret: it would take ordinary words with it
 	if len(tiny) != 0 {
 		t.Fatalf("a %d-character value was taken for a secret", len("abc"))
 	}
@@ -62,7 +62,7 @@ func TestSecretsScrub(t *testing.T) {
 func TestScrubHandler(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	ss := secrets{"Hunter2Log"}
+	ss := secrets{{Name: "X", Value: "Hunter2Log"}}
 	log := slog.New(scrubHandler{slog.NewJSONHandler(&buf, nil), ss}).With("url", "redis://:Hunter2Log@h")
 	log.Warn("dialing Hunter2Log", "err", errors.New("refused Hunter2Log"), slog.Group("g", "k", "v Hunter2Log"))
 	log.WithGroup("grp").Error("x", "s", "Hunter2Log")

@@ -19,6 +19,7 @@ import (
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/runs"
 	"github.com/orchrun/orch/web"
+	"github.com/orchrun/orch/workspace"
 )
 
 // The long-running commands: the Slack front end and the worker, together or apart.
@@ -30,7 +31,7 @@ func (a *app) serveCmd() *cobra.Command {
 			"worker. Env: SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_APP_TOKEN, SLACK_API_URL, ORCH_HTTP_ADDR,\n" +
 			"ORCH_WORKSPACE, ORCH_ALLOWED_USERS, ORCH_REDIS_URL, ORCH_AGENT, ORCH_BRAIN, ORCH_SANDBOX, ORCH_SANDBOX_USER,\n" +
 			"ORCH_INSTANCE; each run's branch: ORCH_REPO, ORCH_GIT_BASE, ORCH_GIT_PUSH, ORCH_GIT_AUTHOR, ORCH_WORKTREES,\n" +
-			"ORCH_GITHUB_TOKEN.",
+			"ORCH_GITHUB_TOKEN; the web view beside the Slack endpoints: ORCH_WEB_TOKEN, ORCH_PUBLIC_URL.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd, true, true) },
 	}
@@ -80,6 +81,9 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		if slack, err = a.slackConfig(ws); err != nil {
 			return err
 		}
+		if err := web.CheckPublicURL(a.env("ORCH_PUBLIC_URL")); err != nil {
+			return usageErr("%v", err)
+		}
 	}
 	addr := a.env("ORCH_HTTP_ADDR")
 	if addr == "" {
@@ -112,6 +116,7 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 			if view, err = a.webView(b, token); err != nil {
 				return err
 			}
+			a.noteWebNames(addr, token)
 		} else {
 			fmt.Fprintf(a.stderr, "orch: no web view on %s: set ORCH_WEB_TOKEN to serve it there\n", addr)
 		}
@@ -200,6 +205,13 @@ func (a *app) startServiceWorker(b *store.Backend, wk workerSettings, opts jobs.
 	if opts.Sandbox == "docker" {
 		e.dockers.root = ws
 		e.dockers.pool = wk.docker.warmPool
+		if _, err := workspace.Toplevel(context.Background(), ws); err == nil && e.dockers.pool > 0 {
+			// Runs in a repository work in worktrees of their own, each in a container made for it: a pooled
+			// container, made before its run, could only show a run the whole workspace.
+			a.log.Info("the warm pool is not used: the workspace is a git repository, whose runs get containers of their own",
+				"workspace", ws)
+			e.dockers.pool = 0
+		}
 		if _, err := e.dockers.forRun(opts); err != nil {
 			e.Shutdown()
 			return nil, withCode(exitUsage, err)
@@ -237,6 +249,7 @@ func (a *app) serveBot(ctx context.Context, ln net.Listener, srv *bot.Server, so
 	if view != nil {
 		mux.Handle("/slack/", srv.Handler())
 		mux.Handle("GET /healthz", srv.Handler())
+		// Only the view's own routes check the Host header: Slack, monitors and probes reach the rest under any name.
 		mux.Handle("/", view)
 		fmt.Fprintf(a.stderr, "orch: web view on http://%s/\n", ln.Addr())
 	} else {

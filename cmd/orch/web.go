@@ -22,13 +22,17 @@ func (a *app) webCmd() *cobra.Command {
 		Short: "Serve the web view of the runs in this store",
 		Long: "Serve the web view: the runs, what each is doing, the questions that wait and the forms that answer\n" +
 			"them. It listens on 127.0.0.1:3080 unless --addr says otherwise; an address beyond this machine needs\n" +
-			"ORCH_WEB_TOKEN, which people then sign in with. Unless --no-worker, a worker runs here too, so a run\n" +
-			"answered in the browser goes on. Env: ORCH_WEB_TOKEN, ORCH_ALLOWED_USERS.",
+			"ORCH_WEB_TOKEN, which people then sign in with. It answers to localhost names only, and with the token to\n" +
+			"the host of ORCH_PUBLIC_URL too. Unless --no-worker, a worker runs here too, so a run answered in the\n" +
+			"browser goes on. Env: ORCH_WEB_TOKEN, ORCH_PUBLIC_URL, ORCH_ALLOWED_USERS.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			addr, _ := cmd.Flags().GetString("addr")
 			token := a.env("ORCH_WEB_TOKEN")
 			if err := web.CheckAddr(addr, token); err != nil {
+				return usageErr("%v", err)
+			}
+			if err := web.CheckPublicURL(a.env("ORCH_PUBLIC_URL")); err != nil {
 				return usageErr("%v", err)
 			}
 			noWorker, _ := cmd.Flags().GetBool("no-worker")
@@ -64,6 +68,7 @@ func (a *app) webCmd() *cobra.Command {
 			srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 			go srv.Serve(ln)
 			fmt.Fprintf(a.stderr, "orch: web view on http://%s/ ; stop with Ctrl-C\n", ln.Addr())
+			a.noteWebNames(addr, token)
 			<-cmd.Context().Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -78,10 +83,22 @@ func (a *app) webCmd() *cobra.Command {
 
 // webView is the web view of a store, as orch web, orch serve and orch bot serve it.
 func (a *app) webView(b *store.Backend, token string) (http.Handler, error) {
-	s, err := web.New(web.Config{Store: b.Store, Queue: b.Queue, Token: token, AllowedUsers: splitList(a.env("ORCH_ALLOWED_USERS")),
-		LocalUser: whoami(), Log: a.log})
+	s, err := web.New(web.Config{Store: b.Store, Queue: b.Queue, Token: token, PublicURL: a.env("ORCH_PUBLIC_URL"),
+		AllowedUsers: splitList(a.env("ORCH_ALLOWED_USERS")), LocalUser: whoami(), Log: a.log})
 	if err != nil {
-		return nil, err
+		return nil, withCode(exitUsage, err)
 	}
 	return s.Handler(), nil
+}
+
+// noteWebNames says at start which names a view bound beyond this machine will not answer to, so that the person
+// who set it up learns it before the first refused request.
+func (a *app) noteWebNames(addr, token string) {
+	public := a.env("ORCH_PUBLIC_URL")
+	switch {
+	case token == "" && public != "":
+		fmt.Fprintln(a.stderr, "orch: the web view answers to localhost names only: ORCH_PUBLIC_URL is served only with ORCH_WEB_TOKEN set")
+	case token != "" && public == "" && web.CheckAddr(addr, "") != nil:
+		fmt.Fprintln(a.stderr, "orch: the web view answers to localhost names only: set ORCH_PUBLIC_URL to the address people use to reach it")
+	}
 }

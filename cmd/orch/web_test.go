@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orchrun/orch/bot/slackfake"
 )
 
 // A run parked in the terminal is answered from `orch web` in the embedded store: the answer is the browser's, the
@@ -73,4 +75,67 @@ func fetch(t *testing.T, c *http.Client, u string) string {
 		t.Fatalf("GET %s: %d\n%s", u, resp.StatusCode, b)
 	}
 	return string(b)
+}
+
+// The web view answers only to its own names wherever it is served; the endpoints beside it (Slack's, health,
+// metrics) answer under any name, as Slack and monitors reach them under whatever name routes to the host.
+func TestWebViewAnswersOnlyToItsNames(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, "ORCH_WEB_TOKEN=names-test-token", "ORCH_PUBLIC_URL=https://orch.example.test/")
+	waitOutput(t, s.out, "web view on http://")
+	do := func(method, path, host string, body []byte) (int, string, http.Header) {
+		t.Helper()
+		var req *http.Request
+		if strings.HasPrefix(path, "/slack/") {
+			req = slackfake.Request(s.url, path, testSecret, body, "application/x-www-form-urlencoded")
+		} else {
+			req, _ = http.NewRequest(method, s.url+path, nil)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header
+	}
+	for _, host := range []string{"orch.example.test", "orch.example.test:443", "localhost:3000", "127.0.0.1"} {
+		if code, page, _ := do("GET", "/login", host, nil); code != http.StatusOK {
+			t.Errorf("GET /login under %s: %d\n%s", host, code, page)
+		}
+	}
+	code, page, h := do("GET", "/login", "evil.example:3000", nil)
+	if code != http.StatusMisdirectedRequest || !strings.Contains(page, "orch.example.test (ORCH_PUBLIC_URL)") {
+		t.Errorf("GET /login under a foreign name: %d %q", code, page)
+	}
+	if sc := h.Values("Set-Cookie"); len(sc) > 0 {
+		t.Errorf("a foreign name got cookies: %q", sc)
+	}
+	if code, body, _ := do("POST", "/slack/commands", "evil.example", s.slack.SlashCommand("help", "U123ALICE", "C0RUNS")); code != http.StatusOK {
+		t.Errorf("a signed Slack command under another name: %d %q", code, body)
+	}
+	for _, path := range []string{"/healthz", "/metrics"} {
+		if code, body, _ := do("GET", path, "monitor.internal", nil); code != http.StatusOK {
+			t.Errorf("GET %s under another name: %d %q", path, code, body)
+		}
+	}
+
+	// `orch web` without a token: loopback names only, and a bad ORCH_PUBLIC_URL is refused before anything starts.
+	dir := workdir(t)
+	port := freePort(t)
+	_, out := startOrch(t, dir, nil, "web", "--no-worker", "--addr", fmt.Sprintf("127.0.0.1:%d", port))
+	waitOutput(t, out, "web view on http://")
+	req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", port), nil)
+	req.Host = fmt.Sprintf("evil.example:%d", port)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest || len(resp.Header.Values("Set-Cookie")) > 0 {
+		t.Errorf("orch web under a foreign name: %d, cookies %q", resp.StatusCode, resp.Header.Values("Set-Cookie"))
+	}
+	r := orchEnv(t, dir, []string{"ORCH_PUBLIC_URL=http://:8080/"}, nil, "web", "--no-worker", "--addr", "127.0.0.1:0")
+	must(t, r, 2, "ORCH_PUBLIC_URL")
 }

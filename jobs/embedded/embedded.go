@@ -10,12 +10,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/orchrun/orch/internal/owned"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,9 +26,10 @@ import (
 //
 // Redis clients must connect through Dial, which is what makes the handover work.
 type Embedded struct {
-	dir  string
-	log  *slog.Logger
-	lock *os.File // the directory's lock file, open for the Embedded's lifetime; held while serving
+	dir   string
+	files *owned.Dir // the directory, open for the Embedded's lifetime: every file is made and read through it
+	log   *slog.Logger
+	lock  *os.File // the directory's lock file, open for the Embedded's lifetime; held while serving
 
 	mu      sync.Mutex
 	own     *owner // nil while another process serves the directory
@@ -57,29 +58,36 @@ const (
 // Open opens the embedded store in dir, creating it if needed. If no other orch process serves dir, this one does:
 // it loads what was saved, moving aside any damaged file (see Warnings). Otherwise it uses the serving process's
 // store, after waiting briefly for one that is handing over.
+//
+// The directory and every file the store makes in it are made through an owned.Dir: when orch runs as root in a
+// directory of someone else's (a user's repository), they are that someone's, and nothing the store does there
+// follows a link out of the directory.
 func Open(dir string, log *slog.Logger) (*Embedded, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating state dir: %w", err)
-	}
-	lf, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	files, err := owned.OpenDir(dir, 0o700)
 	if err != nil {
-		return nil, fmt.Errorf("opening state dir lock: %w", err)
+		return nil, fmt.Errorf("opening state dir: %w", err)
 	}
-	e := &Embedded{dir: dir, log: log, lock: lf, dialed: map[string]bool{}}
+	lf, err := files.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		files.Close()
+		return nil, fileError("opening state dir lock", files.Path(lockFile), err)
+	}
+	e := &Embedded{dir: dir, files: files, log: log, lock: lf, dialed: map[string]bool{}}
 	deadline := time.Now().Add(handoverWait)
 	for {
 		took, err := e.takeOver()
 		if err != nil {
 			lf.Close()
+			files.Close()
 			return nil, err
 		}
 		if took {
 			return e, nil
 		}
-		a, err := readAddr(dir)
+		a, err := readAddr(files)
 		if err == nil {
 			var conn net.Conn
 			if conn, err = net.DialTimeout("tcp", a.addr, 2*time.Second); err == nil {
@@ -90,6 +98,7 @@ func Open(dir string, log *slog.Logger) (*Embedded, error) {
 		}
 		if time.Now().After(deadline) {
 			lf.Close()
+			files.Close()
 			who := "another orch process"
 			if a.pid > 0 {
 				who += fmt.Sprintf(" (pid %d)", a.pid)
@@ -109,7 +118,7 @@ func (e *Embedded) takeOver() (bool, error) {
 	if !locked {
 		return false, nil
 	}
-	o, warnings, err := startOwner(e.dir, e.log)
+	o, warnings, err := startOwner(e.dir, e.files, e.log)
 	if err != nil {
 		unlock(e.lock)
 		return false, err
@@ -143,7 +152,7 @@ func (e *Embedded) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	if e.own != nil {
 		return d.DialContext(ctx, "tcp", e.own.addr)
 	}
-	a, err := readAddr(e.dir)
+	a, err := readAddr(e.files)
 	if err != nil {
 		return nil, dialError(fmt.Errorf("another orch process holds state dir %s but its address is unreadable: %v", e.dir, err))
 	}
@@ -284,6 +293,7 @@ func (e *Embedded) Close() error {
 		unlock(e.lock)
 	}
 	e.lock.Close()
+	e.files.Close()
 	return err
 }
 
@@ -293,8 +303,8 @@ type served struct {
 	pid         int
 }
 
-func readAddr(dir string) (served, error) {
-	data, err := os.ReadFile(filepath.Join(dir, addrFile))
+func readAddr(files *owned.Dir) (served, error) {
+	data, err := files.ReadFile(addrFile)
 	if err != nil {
 		return served{}, err
 	}

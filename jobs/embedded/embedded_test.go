@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orchrun/orch/internal/owned"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -486,12 +487,17 @@ func TestDamagedSnapshotIsMovedAside(t *testing.T) {
 func TestMovedAsideNeverOverwritten(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, snapshotFile)
+	files, err := owned.OpenDir(dir, 0o700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
 	stamp := time.Now().UTC().Format("20060102T150405Z")
 	for i := range 3 {
 		if err := os.WriteFile(path, []byte(fmt.Sprint(i)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := moveAside(path, stamp); err != nil {
+		if _, err := moveAside(files, snapshotFile, stamp); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,18 +3,20 @@ package embedded
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/orchrun/orch/internal/owned"
 )
 
 // loaded is what loadState restored, and what the files on disk need next.
 type loaded struct {
 	gen        uint64 // the highest generation on disk: the next snapshot takes gen+1
-	journal    string // the journal to keep appending to; "" when the files must be rewritten first
+	journal    string // name of the journal to keep appending to; "" when the files must be rewritten first
 	journalEnd int64  // offset just after its last intact record
 	snapSize   int64
 	snapKeys   int  // keys in the snapshot
@@ -22,34 +24,34 @@ type loaded struct {
 	warnings   []string
 }
 
-// loadState restores into mr the last good state saved in dir: the newest intact snapshot, with the records of its
+// loadState restores into mr the last good state saved in files: the newest intact snapshot, with the records of its
 // journal up to the first damaged one. A damaged file is moved aside (never overwritten, never deleted) and reported
 // in warnings, which say what orch started from; only a file that cannot be read at all (an I/O error) fails.
-func loadState(dir string, mr *miniredis.Miniredis) (*loaded, error) {
+func loadState(files *owned.Dir, mr *miniredis.Miniredis) (*loaded, error) {
 	l := &loaded{}
 	stamp := time.Now().UTC().Format("20060102T150405Z")
-	removeTemps(dir)
+	removeTemps(files)
 	var problems []string // what was wrong, each completed below with what orch started from
 	deadlines := map[string]int64{}
 
 	type journal struct {
-		path string
-		data []byte
-		gen  uint64
+		name, path string
+		data       []byte
+		gen        uint64
 	}
 	var journals []*journal
 	for _, name := range []string{journalFile, prevJournalFile} {
-		path := filepath.Join(dir, name)
-		data, err := os.ReadFile(path)
+		path := files.Path(name)
+		data, err := files.ReadFile(name)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
+			return nil, fileError("reading", path, err)
 		}
 		gen, err := readJournalHeader(data)
 		if err != nil {
-			moved, merr := moveAside(path, stamp)
+			moved, merr := moveAside(files, name, stamp)
 			if merr != nil {
 				return nil, merr
 			}
@@ -58,19 +60,19 @@ func loadState(dir string, mr *miniredis.Miniredis) (*loaded, error) {
 			continue
 		}
 		l.gen = max(l.gen, gen)
-		journals = append(journals, &journal{path, data, gen})
+		journals = append(journals, &journal{name, path, data, gen})
 	}
 
 	var base *snapshot
 	var basePath string
 	for _, name := range []string{snapshotFile, prevSnapshotFile} {
-		path := filepath.Join(dir, name)
-		data, err := os.ReadFile(path)
+		path := files.Path(name)
+		data, err := files.ReadFile(name)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
+			return nil, fileError("reading", path, err)
 		}
 		snap, err := decodeSnapshot(data)
 		if err == nil {
@@ -80,7 +82,7 @@ func loadState(dir string, mr *miniredis.Miniredis) (*loaded, error) {
 		if err != nil {
 			mr.FlushAll()
 			clear(deadlines)
-			moved, merr := moveAside(path, stamp)
+			moved, merr := moveAside(files, name, stamp)
 			if merr != nil {
 				return nil, merr
 			}
@@ -102,7 +104,7 @@ func loadState(dir string, mr *miniredis.Miniredis) (*loaded, error) {
 		case base != nil && base.JournalGen > 0 && j.gen == base.JournalGen && replay == nil:
 			replay = j
 		case base == nil || j.gen > base.JournalGen:
-			moved, err := moveAside(j.path, stamp)
+			moved, err := moveAside(files, j.name, stamp)
 			if err != nil {
 				return nil, err
 			}
@@ -139,7 +141,7 @@ func loadState(dir string, mr *miniredis.Miniredis) (*loaded, error) {
 		}
 		switch {
 		case scan.damage != nil:
-			moved, err := moveAside(replay.path, stamp)
+			moved, err := moveAside(files, replay.name, stamp)
 			if err != nil {
 				return nil, err
 			}
@@ -148,15 +150,15 @@ func loadState(dir string, mr *miniredis.Miniredis) (*loaded, error) {
 			l.compact = true
 		case scan.torn:
 			// The last save of a process that stopped in the middle of it; nobody was told it was saved.
-			if err := os.Truncate(replay.path, scan.good); err != nil {
+			if err := truncate(files, replay.name, scan.good); err != nil {
 				l.compact = true // the rewrite leaves the torn bytes behind with the old journal
 			}
 			startedFrom += " and its journal " + replay.path
 		default:
 			startedFrom += " and its journal " + replay.path
 		}
-		if filepath.Base(replay.path) == journalFile && !l.compact {
-			l.journal, l.journalEnd = replay.path, scan.good
+		if replay.name == journalFile && !l.compact {
+			l.journal, l.journalEnd = replay.name, scan.good
 		}
 	}
 	l.compact = l.compact || l.journal == ""
@@ -255,40 +257,54 @@ func applyRecord(mr *miniredis.Miniredis, r *journalRecord, deadlines map[string
 	return nil
 }
 
-// moveAside renames a damaged file to <name>.damaged-<UTC time>, never replacing a file already there.
-func moveAside(path, stamp string) (string, error) {
+// moveAside renames the damaged file name to <name>.damaged-<UTC time>, never replacing a file already there, and
+// returns the new path.
+func moveAside(files *owned.Dir, name, stamp string) (string, error) {
 	for i := 1; ; i++ {
-		target := path + ".damaged-" + stamp
+		target := name + ".damaged-" + stamp
 		if i > 1 {
 			target += fmt.Sprintf("-%d", i)
 		}
 		// A hard link fails rather than replace an existing file, which a rename would do silently.
-		err := os.Link(path, target)
+		err := files.Link(name, target)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
 		if err != nil {
-			if _, serr := os.Lstat(target); serr == nil {
+			if _, serr := files.Lstat(target); serr == nil {
 				continue
 			}
-			err = os.Rename(path, target)
+			err = files.Rename(name, target)
 		} else {
-			err = os.Remove(path)
+			err = files.Remove(name)
 		}
 		if err != nil {
-			return "", fmt.Errorf("%s is damaged and could not be moved aside (%v): move it away yourself", path, err)
+			return "", fmt.Errorf("%s is damaged and could not be moved aside (%v): move it away yourself", files.Path(name), bare(err))
 		}
-		return target, syncDir(filepath.Dir(path))
+		return files.Path(target), syncDir(files)
 	}
 }
 
-// removeTemps removes the temporary files of writes that a process ended before finishing (see writeTemp); the
-// caller holds the directory's lock, so nobody is writing them.
-func removeTemps(dir string) {
-	for _, name := range []string{snapshotFile, journalFile, addrFile, ownersFile} {
-		tmps, _ := filepath.Glob(filepath.Join(dir, name+".tmp*"))
+// truncate cuts the file name back to size.
+func truncate(files *owned.Dir, name string, size int64) error {
+	f, err := files.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// removeTemps removes the temporary files of writes that a process ended before finishing (see writeTemp, and
+// owned.Dir.OpenFile for the lock's); the caller holds the directory's lock, so nobody is writing them.
+func removeTemps(files *owned.Dir) {
+	for _, name := range []string{snapshotFile, journalFile, addrFile, ownersFile, lockFile} {
+		tmps, _ := fs.Glob(files.FS(), name+".tmp*")
 		for _, t := range tmps {
-			os.Remove(t)
+			files.Remove(t)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/alicebob/miniredis/v2/server"
+	"github.com/orchrun/orch/internal/owned"
 )
 
 const (
@@ -41,7 +41,8 @@ const (
 // owner is the part of Embedded that exists while this process serves the store: the server, the saver and the
 // files. One save pass runs at a time (sem): the background saver, Sync, ORCH.SYNC and Close take turns.
 type owner struct {
-	dir   string
+	dir   string     // for messages
+	files *owned.Dir // the directory, through which every file is made and read
 	log   *slog.Logger
 	mr    *miniredis.Miniredis
 	addr  string
@@ -71,13 +72,13 @@ type owner struct {
 
 // startOwner serves the store in dir; the caller holds the directory's lock. It loads the saved state, makes the
 // files on disk whole again if they were not, and publishes the server's address.
-func startOwner(dir string, log *slog.Logger) (*owner, []string, error) {
+func startOwner(dir string, files *owned.Dir, log *slog.Logger) (*owner, []string, error) {
 	o := &owner{
-		dir: dir, log: log, token: newToken(), mr: miniredis.NewMiniRedis(),
+		dir: dir, files: files, log: log, token: newToken(), mr: miniredis.NewMiniRedis(),
 		sem: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		compactMin: compactAtLeast, warned: map[string]bool{},
 	}
-	ld, err := loadState(dir, o.mr)
+	ld, err := loadState(files, o.mr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,7 +105,7 @@ func startOwner(dir string, log *slog.Logger) (*owner, []string, error) {
 	if ld.compact {
 		err = o.compact(c.keys)
 	} else {
-		o.journal, err = openJournal(ld.journal, ld.journalEnd)
+		o.journal, err = openJournal(files, ld.journal, ld.journalEnd)
 		o.marks = make(map[string]*mark, len(c.keys))
 		for i := range c.keys {
 			m, _, _ := markKey(&c.keys[i], nil)
@@ -129,7 +130,7 @@ func startOwner(dir string, log *slog.Logger) (*owner, []string, error) {
 		return nil, nil, err
 	}
 	addr := fmt.Sprintf("%s\n%d\n%s\n", o.addr, os.Getpid(), o.token)
-	if err := writeFileAtomic(filepath.Join(dir, addrFile), []byte(addr)); err != nil {
+	if err := writeFileAtomic(files, addrFile, []byte(addr)); err != nil {
 		return nil, nil, err
 	}
 	started = true
@@ -244,7 +245,7 @@ func (o *owner) close() error {
 	if o.journal != nil {
 		o.journal.f.Close()
 	}
-	os.Remove(filepath.Join(o.dir, addrFile))
+	o.files.Remove(addrFile)
 	if err != nil {
 		return fmt.Errorf("%w; the changes since the last save are lost", err)
 	}
@@ -260,8 +261,8 @@ type ownerLine struct {
 	pid          int
 }
 
-func readOwners(dir string) []ownerLine {
-	data, err := os.ReadFile(filepath.Join(dir, ownersFile))
+func readOwners(files *owned.Dir) []ownerLine {
+	data, err := files.ReadFile(ownersFile)
 	if err != nil {
 		return nil
 	}
@@ -278,19 +279,19 @@ func readOwners(dir string) []ownerLine {
 	return out
 }
 
-func writeOwners(dir string, lines []ownerLine) error {
+func writeOwners(files *owned.Dir, lines []ownerLine) error {
 	lines = lines[max(0, len(lines)-ownersKept):]
 	var b strings.Builder
 	for _, l := range lines {
 		fmt.Fprintf(&b, "%s %d %s\n", l.token, l.pid, l.state)
 	}
-	return writeFileAtomic(filepath.Join(dir, ownersFile), []byte(b.String()))
+	return writeFileAtomic(files, ownersFile, []byte(b.String()))
 }
 
 // recordStart adds this process to the owners file, marking the one before it lost if it never closed, and returns
 // the tokens of all the lost ones.
 func (o *owner) recordStart() (map[string]int, error) {
-	lines := readOwners(o.dir)
+	lines := readOwners(o.files)
 	if n := len(lines); n > 0 && lines[n-1].state == "serving" {
 		lines[n-1].state = "lost"
 	}
@@ -300,17 +301,17 @@ func (o *owner) recordStart() (map[string]int, error) {
 			lost[l.token] = l.pid
 		}
 	}
-	return lost, writeOwners(o.dir, append(lines, ownerLine{token: o.token, pid: os.Getpid(), state: "serving"}))
+	return lost, writeOwners(o.files, append(lines, ownerLine{token: o.token, pid: os.Getpid(), state: "serving"}))
 }
 
 func (o *owner) recordEnd() error {
-	lines := readOwners(o.dir)
+	lines := readOwners(o.files)
 	for i := range lines {
 		if lines[i].token == o.token {
 			lines[i].state = "closed"
 		}
 	}
-	return writeOwners(o.dir, lines)
+	return writeOwners(o.files, lines)
 }
 
 func newToken() string {

@@ -9,12 +9,13 @@ import (
 	"hash"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orchrun/orch/internal/owned"
 )
 
 // A save pass reads the whole store in one transaction, compares every key with what was last persisted, and
@@ -377,37 +378,36 @@ func (o *owner) compact(keys []snapshotKey) error {
 	if err != nil {
 		return err
 	}
-	snapTmp, err := writeTemp(o.dir, snapshotFile, data)
+	snapTmp, err := writeTemp(o.files, snapshotFile, data)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(snapTmp) // a no-op once renamed
-	journalTmp, err := writeTemp(o.dir, journalFile, journalHeader(gen))
+	defer o.files.Remove(snapTmp) // a no-op once renamed
+	journalTmp, err := writeTemp(o.files, journalFile, journalHeader(gen))
 	if err != nil {
 		return err
 	}
-	defer os.Remove(journalTmp)
+	defer o.files.Remove(journalTmp)
 	if o.journal != nil {
 		o.journal.broken = true // until the new one is in place, appending to the old one would be wrong
 	}
-	path := func(name string) string { return filepath.Join(o.dir, name) }
 	for _, mv := range []struct {
 		from, to string
 		optional bool // the pair being replaced may be incomplete: a fresh directory, or a damaged file moved aside
 	}{
-		{path(snapshotFile), path(prevSnapshotFile), true},
-		{path(journalFile), path(prevJournalFile), true},
-		{snapTmp, path(snapshotFile), false},
-		{journalTmp, path(journalFile), false},
+		{snapshotFile, prevSnapshotFile, true},
+		{journalFile, prevJournalFile, true},
+		{snapTmp, snapshotFile, false},
+		{journalTmp, journalFile, false},
 	} {
-		if err := os.Rename(mv.from, mv.to); err != nil && !(mv.optional && errors.Is(err, os.ErrNotExist)) {
-			return fileError("writing", mv.to, err)
+		if err := o.files.Rename(mv.from, mv.to); err != nil && !(mv.optional && errors.Is(err, os.ErrNotExist)) {
+			return fileError("writing", o.files.Path(mv.to), err)
 		}
-		if err := syncDir(o.dir); err != nil {
+		if err := syncDir(o.files); err != nil {
 			return err
 		}
 	}
-	j, err := openJournal(filepath.Join(o.dir, journalFile), int64(journalHeaderLen))
+	j, err := openJournal(o.files, journalFile, int64(journalHeaderLen))
 	if err != nil {
 		return err
 	}
@@ -426,15 +426,16 @@ func (o *owner) compact(keys []snapshotKey) error {
 // journalWriter appends records to the journal.
 type journalWriter struct {
 	f    *os.File
-	path string
-	size int64 // offset just after the last record written and synced
+	path string // for messages
+	size int64  // offset just after the last record written and synced
 	// broken: a failed fsync may have lost what it was to make durable, and the file cannot be trusted to hold the
 	// records before it; the next pass writes a new snapshot instead.
 	broken bool
 }
 
-func openJournal(path string, end int64) (*journalWriter, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+func openJournal(files *owned.Dir, name string, end int64) (*journalWriter, error) {
+	path := files.Path(name)
+	f, err := files.OpenFile(name, os.O_WRONLY, 0)
 	if err != nil {
 		return nil, fileError("opening", path, err)
 	}
@@ -461,10 +462,11 @@ func (j *journalWriter) append(payload []byte) error {
 	return nil
 }
 
-// writeTemp writes data to a new temporary file next to name, synced, and returns its path.
-func writeTemp(dir, name string, data []byte) (string, error) {
-	path := filepath.Join(dir, name)
-	tmp, err := os.CreateTemp(dir, name+".tmp*")
+// writeTemp writes data to a new temporary file next to name, synced, and returns its name. Every file of the store
+// comes into place by a rename of one of these, already the directory owner's (see owned.Dir.CreateTemp).
+func writeTemp(files *owned.Dir, name string, data []byte) (string, error) {
+	path := files.Path(name)
+	tmp, tmpName, err := files.CreateTemp(".", name+".tmp*")
 	if err != nil {
 		return "", fileError("writing", path, err)
 	}
@@ -476,44 +478,44 @@ func writeTemp(dir, name string, data []byte) (string, error) {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
+		files.Remove(tmpName)
 		return "", fileError("writing", path, err)
 	}
-	return tmp.Name(), nil
+	return tmpName, nil
 }
 
-// writeFileAtomic replaces path with data: a crash leaves the old file or the new one.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := writeTemp(filepath.Dir(path), filepath.Base(path), data)
+// writeFileAtomic replaces the file name with data: a crash leaves the old file or the new one.
+func writeFileAtomic(files *owned.Dir, name string, data []byte) error {
+	tmp, err := writeTemp(files, name, data)
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fileError("writing", path, err)
+	if err := files.Rename(tmp, name); err != nil {
+		files.Remove(tmp)
+		return fileError("writing", files.Path(name), err)
 	}
 	return nil
 }
 
-// syncDir makes the renames and creations in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fileError("syncing", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fileError("syncing", dir, err)
+// syncDir makes the renames and creations in the directory durable.
+func syncDir(files *owned.Dir) error {
+	if err := files.SyncDir("."); err != nil {
+		return fileError("syncing", files.Path("."), err)
 	}
 	return nil
 }
 
 // fileError says what could not be done to which file, and why, naming the file once.
 func fileError(doing, path string, err error) error {
+	return fmt.Errorf("%s %s: %w", doing, path, bare(err))
+}
+
+// bare is err without the file name it carries (a relative one, in the directory), which the message names better.
+func bare(err error) error {
 	if pe, ok := errors.AsType[*os.PathError](err); ok {
-		err = pe.Err
+		return pe.Err
 	} else if le, ok := errors.AsType[*os.LinkError](err); ok {
-		err = le.Err
+		return le.Err
 	}
-	return fmt.Errorf("%s %s: %w", doing, path, err)
+	return err
 }

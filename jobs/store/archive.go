@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orchrun/orch/internal/owned"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -90,6 +92,13 @@ const (
 func (a *Archive) runPath(id string) string { return filepath.Join(a.dir, "runs", id+".json.gz") }
 func (a *Archive) indexPath() string        { return filepath.Join(a.dir, "index") }
 
+// The names of the archive's files in the directory it is in (see withLock).
+func (a *Archive) name(parts ...string) string {
+	return filepath.Join(append([]string{filepath.Base(a.dir)}, parts...)...)
+}
+func (a *Archive) runName(id string) string { return a.name("runs", id+".json.gz") }
+func (a *Archive) indexName() string        { return a.name("index") }
+
 // validID reports whether id can name a run's file: run ids are short words of letters, digits, '-' and '_'. Anything
 // else (a path, a name from a forged request) is no run at all.
 func validID(id string) bool {
@@ -115,27 +124,35 @@ func (a *Archive) put(ar *archivedRun, e indexEntry) error {
 	if err := zw.Close(); err != nil {
 		return fmt.Errorf("compressing run %s for the archive: %w", e.ID, err)
 	}
-	if err := os.MkdirAll(filepath.Join(a.dir, "runs"), 0o700); err != nil {
-		return fmt.Errorf("creating the archive: %w", err)
-	}
 	line, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	return a.withLock(func() error {
-		if err := writeFileAtomic(a.runPath(e.ID), buf.Bytes()); err != nil {
+	return a.withLock(func(d *owned.Dir) error {
+		if err := d.MkdirAll(a.name("runs"), 0o700); err != nil {
+			return fmt.Errorf("creating the archive: %w", err)
+		}
+		if err := writeFileAtomic(d, a.runName(e.ID), buf.Bytes()); err != nil {
 			return err
 		}
-		return appendSync(a.indexPath(), append(line, '\n'))
+		return appendSync(d, a.indexName(), append(line, '\n'))
 	})
 }
 
-// withLock runs fn holding the archive's lock, which orders writers of the index across processes.
-func (a *Archive) withLock(fn func() error) error {
-	if err := os.MkdirAll(a.dir, 0o700); err != nil {
+// withLock runs fn holding the archive's lock, which orders writers of the index across processes. Everything the
+// archive writes goes through d, the directory the archive is in (the state directory) held open: when orch runs as
+// root in someone else's directory, what it makes there is theirs, and no link they put in it leads anywhere else
+// (see owned.Dir).
+func (a *Archive) withLock(fn func(d *owned.Dir) error) error {
+	d, err := owned.OpenDir(filepath.Dir(a.dir), 0o700)
+	if err != nil {
+		return fmt.Errorf("opening the archive's directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.MkdirAll(a.name(), 0o700); err != nil {
 		return fmt.Errorf("creating the archive: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(a.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := d.OpenFile(a.name("lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("locking the archive: %w", err)
 	}
@@ -144,11 +161,12 @@ func (a *Archive) withLock(fn func() error) error {
 		return fmt.Errorf("locking the archive: %w", err)
 	}
 	defer unlockFile(f)
-	return fn()
+	return fn(d)
 }
 
-func appendSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+func appendSync(d *owned.Dir, name string, data []byte) error {
+	path := d.Path(name)
+	f, err := d.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -166,14 +184,16 @@ func appendSync(path string, data []byte) error {
 	return nil
 }
 
-// writeFileAtomic replaces path with data so that a crash at any point leaves either the old file or the new one,
-// whole: the data goes to a temporary file beside it, is synced, renamed over path, and the directory is synced.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+// writeFileAtomic replaces the file name in d with data so that a crash at any point leaves either the old file or
+// the new one, whole: the data goes to a temporary file beside it (already the owner's, see owned.Dir.CreateTemp),
+// is synced, renamed over name, and the directory is synced.
+func writeFileAtomic(d *owned.Dir, name string, data []byte) error {
+	path := d.Path(name)
+	tmp, tmpName, err := d.CreateTemp(filepath.Dir(name), filepath.Base(name)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name())
+	defer d.Remove(tmpName)
 	_, err = tmp.Write(data)
 	if err == nil {
 		err = tmp.Sync()
@@ -182,15 +202,12 @@ func writeFileAtomic(path string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+		err = d.Rename(tmpName, name)
 	}
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync() // the rename itself: without it a crash may bring the old file back
-		d.Close()
-	}
+	d.SyncDir(filepath.Dir(name)) // the rename itself: without it a crash may bring the old file back
 	return nil
 }
 
@@ -392,7 +409,7 @@ func (a *Archive) prune(keep Keep, now time.Time) ([]string, error) {
 		return nil, nil
 	}
 	var gone []string
-	err := a.withLock(func() error {
+	err := a.withLock(func(d *owned.Dir) error {
 		var all []indexEntry
 		if err := a.newest(func() int64 { return -1 }, func(e indexEntry) bool { all = append(all, e); return true }); err != nil {
 			return err
@@ -416,7 +433,7 @@ func (a *Archive) prune(keep Keep, now time.Time) ([]string, error) {
 			return nil
 		}
 		// The index first: a crash after it leaves files nothing lists, which the next prune removes.
-		if err := writeFileAtomic(a.indexPath(), kept.Bytes()); err != nil {
+		if err := writeFileAtomic(d, a.indexName(), kept.Bytes()); err != nil {
 			return err
 		}
 		listed := make(map[string]bool, len(all))
@@ -426,14 +443,14 @@ func (a *Archive) prune(keep Keep, now time.Time) ([]string, error) {
 		for _, id := range gone {
 			listed[id] = false
 		}
-		return a.removeUnlisted(listed)
+		return a.removeUnlisted(d, listed)
 	})
 	return gone, err
 }
 
 // removeUnlisted deletes the run files the index does not list (listed[id] false or absent).
-func (a *Archive) removeUnlisted(listed map[string]bool) error {
-	entries, err := os.ReadDir(filepath.Join(a.dir, "runs"))
+func (a *Archive) removeUnlisted(d *owned.Dir, listed map[string]bool) error {
+	entries, err := fs.ReadDir(d.FS(), a.name("runs"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("reading the archive: %w", err)
 	}
@@ -442,7 +459,7 @@ func (a *Archive) removeUnlisted(listed map[string]bool) error {
 		if !ok || listed[id] {
 			continue
 		}
-		if err := os.Remove(filepath.Join(a.dir, "runs", de.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := d.Remove(a.name("runs", de.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing run %s from the archive: %w", id, err)
 		}
 	}
