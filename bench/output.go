@@ -48,7 +48,8 @@ func measureOutputRSS(ctx context.Context, r *rig, mb int) (outputResult, error)
 		{name: "lines", agent: fmt.Sprintf(`cmd:sh -c "yes %s | head -c %d; echo Done."`, strings.Repeat("0123456789", 10)[:99], bytes)},
 		{name: "one endless line", agent: fmt.Sprintf(`cmd:sh -c "head -c %d /dev/zero | tr '\0' a; echo; echo Done."`, bytes)},
 		{name: "stream-json", agent: "claude", env: []string{
-			"PATH=" + filepath.Dir(fake) + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKE_CLAUDE_TRANSCRIPT=" + transcript}},
+			"PATH=" + filepath.Dir(fake) + string(os.PathListSeparator) + os.Getenv("PATH"), "FAKE_CLAUDE_TRANSCRIPT=" + transcript,
+			"ORCH_AGENT_ENV=FAKE_CLAUDE_TRANSCRIPT"}}, // agents get orch's environment only by name
 	}
 	var res outputResult
 	var parts []string
