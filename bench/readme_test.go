@@ -68,11 +68,12 @@ func TestPercentileIsNearestRank(t *testing.T) {
 }
 
 func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
-	cold, warm := 300.0, 90.0
+	cold, warm, repo := 300.0, 90.0, 320.0
 	good := Results{AckP50Ms: 0.02, AckP99Ms: 0.2, ResumeP50Ms: 21, ResumeP99Ms: 45, ResumeAsynqDefaultP50Ms: 1000,
 		ApprovalResumeP50Ms: 24, ApprovalResumeP99Ms: 60,
 		ParkedRuns: 10, ParkedRedisBytesPerRun: 3000, ResumeAllSeconds: 1, StepsPerSecond: 300,
-		OverheadMsPerStep: 2, DockerColdStartP50Ms: &cold, DockerWarmStartP50Ms: &warm, WorktreeSetupP50Ms: 120,
+		OverheadMsPerStep: 2, DockerColdStartP50Ms: &cold, DockerWarmStartP50Ms: &warm, DockerRepoStartP50Ms: &repo,
+		WorktreeSetupP50Ms:         120,
 		WorktreeSetup100FilesP50Ms: 15, WorktreeSetupColdP50Ms: 700, ConcurrentRuns: 16, ConcurrentRunsIsolated: 16,
 		EmbeddedStatusMsAt10k: 40, EmbeddedStatusMsAt100: 35, EmbeddedRunStartMsAt10k: 150, EmbeddedStateBytesPerFinishedRun: 2500,
 		WebRunsPageMsAt10k: 20, WebRunsFilteredMsAt10k: 30, WebRunPageMs: 5}

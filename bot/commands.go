@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
@@ -102,7 +103,7 @@ func (s *Server) command(cmd command) (string, error) {
 			refund()
 			return "", err
 		}
-		return fmt.Sprintf("On it: “%s”. Its thread appears in this channel.", escapeCut(headLine(escalation.Redact(text)), 80, false)), nil
+		return fmt.Sprintf("On it: “%s”. Its thread appears in this channel.", escapeCut(headLine(redactHead(text, 80)), 80, false)), nil
 	case "status":
 		if !s.allowed(cmd.UserID) {
 			s.refused(cmd.UserID, "status", cmd.Text)
@@ -132,7 +133,7 @@ func (s *Server) command(cmd command) (string, error) {
 			return "", fmt.Errorf("%s is not a run id (run ids look like `r-k3j9x2m4qa`): `/orch abort RUN_ID [REASON]`", echo(id))
 		}
 		// The reason is kept with the run, its audit and its events, and shown wherever the run is: a few lines at most.
-		reason := cutPlain(escalation.Redact(strings.Join(words[2:], " ")), maxReason)
+		reason := cutPlain(redactHead(strings.Join(words[2:], " "), maxReason), maxReason)
 		if err := s.jobs.submit(func(ctx context.Context) { s.abort(ctx, id, cmd.UserID, reason, cmd.ResponseURL) }); err != nil {
 			return "", err
 		}
@@ -310,10 +311,27 @@ func (s *Server) abort(ctx context.Context, id, user, reason, responseURL string
 // records the attempt, not whatever it carried.
 func (s *Server) refused(user, what, detail string) {
 	s.log.Warn("refused a Slack user", "user", user, "action", what)
-	detail = cutPlain(escalation.Redact(detail), maxLine)
+	detail = cutPlain(redactHead(detail, maxLine), maxLine)
 	_ = s.jobs.submit(func(ctx context.Context) {
 		if err := s.poster.auditRefusal(ctx, user, what, detail); err != nil {
 			s.log.Warn("auditing a refusal", "err", err)
 		}
 	})
 }
+
+// redactHead is the redacted start of s, for a text of which at most n bytes are kept: the patterns cost about a
+// second a megabyte, and an ack must not wait on a megabyte nobody will see. A margin beyond n keeps a credential
+// that starts within the kept part whole for the patterns to find.
+func redactHead(s string, n int) string {
+	if limit := n + redactMargin; len(s) > limit {
+		for limit > 0 && !utf8.RuneStart(s[limit]) {
+			limit--
+		}
+		s = s[:limit]
+	}
+	return escalation.Redact(s)
+}
+
+// redactMargin is how far past what is kept redactHead reads: longer than any credential the patterns know (a private
+// key block is the longest, a few kilobytes).
+const redactMargin = 16 << 10
