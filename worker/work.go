@@ -322,7 +322,7 @@ func (w *Worker) letGo(ctx context.Context, r *jobs.Run, final bool) error {
 	if !final || w.cfg.Workspaces == nil {
 		return nil
 	}
-	if _, err := os.Stat(w.cfg.Workspaces.Path(r.ID)); errors.Is(err, os.ErrNotExist) {
+	if !w.cfg.Workspaces.Has(r.ID) {
 		return nil
 	}
 	// A worker shutting down right after the run ended (orch run exits then) must not leave the worktree half
@@ -349,17 +349,25 @@ func (w *Worker) SweepWorktrees(ctx context.Context) (int, error) {
 	if w.cfg.Workspaces == nil {
 		return 0, nil
 	}
-	entries, err := os.ReadDir(filepath.Join(w.cfg.Workspaces.Root, "worktrees"))
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
+	// A run's worktree and orch's git directory of it: either may be what a crash left of the pair.
+	var entries []os.DirEntry
+	seen := map[string]bool{}
+	for _, d := range []string{"worktrees", "gitdirs"} {
+		list, err := os.ReadDir(filepath.Join(w.cfg.Workspaces.Root, d))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, err
+		}
+		for _, e := range list {
+			if !seen[e.Name()] {
+				seen[e.Name()] = true
+				entries = append(entries, e)
+			}
+		}
 	}
 	n := 0
 	var errs []error
 	for _, e := range entries {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") { // spares are the manager's own
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") { // spares and views are the manager's own
 			continue
 		}
 		r, err := w.cfg.Store.Get(ctx, e.Name())

@@ -68,6 +68,16 @@ func (m *Manager) agent(wt Worktree) agentGit {
 // Path is where run runID's worktree is.
 func (m *Manager) Path(runID string) string { return filepath.Join(m.Root, "worktrees", runID) }
 
+// Has reports whether this manager holds anything of run runID: its worktree, or orch's git directory of it.
+func (m *Manager) Has(runID string) bool {
+	for _, p := range []string{m.Path(runID), m.gitDirPath(runID)} {
+		if _, err := os.Lstat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // gitDirPath is where orch's git directory of run runID is.
 func (m *Manager) gitDirPath(runID string) string { return filepath.Join(m.Root, "gitdirs", runID) }
 
