@@ -63,24 +63,19 @@ func openRepository(ctx context.Context, dir, owner string) (*repository, error)
 	}
 	// --file reads that one file: no include is followed (git-config(1), --includes defaults to off with --file).
 	out, err := r.git("config", "--file", filepath.Join(dir, "config"), "--get-regexp",
-		`^(core\.(filemode|symlinks|ignorecase|precomposeunicode|protecthfs|protectntfs)|extensions\.objectformat)$`).run(ctx)
+		`^(core\.(filemode|symlinks|ignorecase|precomposeunicode|protecthfs|protectntfs)|extensions\.objectformat|remote\..*\.(url|pushurl))$`).run(ctx)
 	var ge *gitError
 	if err != nil && !(errors.As(err, &ge) && ge.stderr == "") { // exit 1 with nothing said: none of the keys is set
 		return nil, fmt.Errorf("reading %s/config: %w", dir, err)
 	}
 	for _, line := range strings.Split(out, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok && slices.Contains(copiedConfig, k) &&
-			!strings.ContainsAny(v, "\n\"\\") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		switch {
+		case !ok || strings.ContainsAny(k+v, "\n\x00") || strings.Contains(k, "="):
+		case slices.Contains(copiedConfig, k) && !strings.ContainsAny(v, "\"\\"):
 			r.config = append(r.config, k+"="+v)
-		}
-	}
-	out, err = r.git("config", "--file", filepath.Join(dir, "config"), "--get-regexp", `^remote\..*\.(url|pushurl)$`).run(ctx)
-	if err == nil {
-		for _, line := range strings.Split(out, "\n") {
-			k, v, ok := strings.Cut(strings.TrimSpace(line), " ")
-			if ok && !strings.ContainsAny(k+v, "\n\x00") && !strings.Contains(k, "=") {
-				r.remotes = append(r.remotes, k+"="+v)
-			}
+		case strings.HasPrefix(k, "remote."):
+			r.remotes = append(r.remotes, k+"="+v)
 		}
 	}
 	r.readOnly = objectDirs(r.objects)

@@ -587,3 +587,17 @@ func TestProtocolOf(t *testing.T) {
 		}
 	}
 }
+
+// branchName agrees with git check-ref-format on the names it is asked about (and refuses a leading dash, as git
+// branch does).
+func TestBranchNameAgreesWithGit(t *testing.T) {
+	for _, name := range []string{"orch/r-k3j9x2m4qa", "orch/r-1.2_x", "main", "a/b/c", "orch/../x", "orch/.hidden",
+		"orch/x.lock", "orch//x", "orch/x/", "/orch", "orch/x y", "orch/x~1", "orch/x^", "orch/x:y", "orch/x?",
+		"orch/x*", "orch/x[", "orch/x\\y", "orch/x@{1}", "@", "orch/x.", "orch/\x01", "-orch", "orch/-x", "orch/x@y"} {
+		err := exec.Command("git", "check-ref-format", "refs/heads/"+name).Run()
+		want := err == nil && !strings.HasPrefix(name, "-") // git branch refuses those too
+		if got := branchName(name); got != want {
+			t.Errorf("branchName(%q) = %v, git says %v", name, got, want)
+		}
+	}
+}

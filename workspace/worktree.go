@@ -202,13 +202,34 @@ func (m *Manager) remakeAgentGit(wt Worktree, head string) error {
 // setBranch points the run's branch in the repository at sha. The branch is the run's own: orch alone moves it, to
 // what the run recorded.
 func (m *Manager) setBranch(ctx context.Context, repo *repository, branch, sha string) error {
-	if _, err := (gitCmd{plain: true}).run(ctx, "check-ref-format", "refs/heads/"+branch); err != nil {
+	if !branchName(branch) {
 		return fmt.Errorf("the run's branch %q is not a valid branch name", branch)
 	}
 	if _, err := onRepo(repo).run(ctx, "update-ref", "-m", "orch", "refs/heads/"+branch, sha); err != nil {
 		return fmt.Errorf("moving the run's branch %s: %w", branch, err)
 	}
 	return nil
+}
+
+// branchName reports whether name is a branch name git accepts (git-check-ref-format(1)): components that do not
+// start with a dot or end with ".lock", no "..", "@{", control character, space or any of ~^:?*[\, no leading,
+// trailing or doubled slash.
+func branchName(name string) bool {
+	if name == "" || strings.HasSuffix(name, ".") || strings.Contains(name, "..") ||
+		strings.Contains(name, "@{") || strings.ContainsAny(name, " ~^:?*[\\") || strings.HasPrefix(name, "-") {
+		return false
+	}
+	for _, c := range name {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == "" || strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock") {
+			return false
+		}
+	}
+	return true
 }
 
 // mkdirWorkspace makes the workspace's directory in the worktree when the base commit does not have it (a directory
