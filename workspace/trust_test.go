@@ -5,16 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/orchrun/orch/internal/httpdeadline/deadlinetest"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -498,37 +497,6 @@ func TestTheAgentsHeadIsReadAsData(t *testing.T) {
 	}
 }
 
-// silentServer accepts connections on a loopback port and never answers; it is closed when the test ends.
-func silentServer(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
 // A remote that accepts the connection and never answers is an error that names it, after the stall deadline,
 // over every transport orch speaks to such a server; a push to one is too.
 func TestARemoteThatNeverAnswersIsAnError(t *testing.T) {
@@ -536,7 +504,7 @@ func TestARemoteThatNeverAnswersIsAnError(t *testing.T) {
 		t.Fatalf("DefaultStall is %s: a remote that does not answer must be an error within a minute", DefaultStall)
 	}
 	ctx := context.Background()
-	addr := silentServer(t)
+	addr := deadlinetest.Silent(t)
 	for _, url := range []string{"http://" + addr + "/repo.git", "git://" + addr + "/repo.git"} {
 		m := &Manager{Root: t.TempDir(), Stall: 2 * time.Second}
 		done := make(chan error, 1)
