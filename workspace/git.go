@@ -130,9 +130,10 @@ var safety = []string{
 	"checkout.workers=0", // as many as there are CPUs: most of a big checkout is the kernel making files
 }
 
-// offline are the settings of a command that talks to no remote: no transport at all, no credential helper.
+// offline are the settings of a command that talks to no remote: no transport at all, no credential helper, and no
+// per-user attributes or ignore file (their defaults are under HOME).
 var offline = []string{"protocol.allow=never", "credential.helper=", "core.sshCommand=", "core.gitProxy=",
-	"core.askPass="}
+	"core.askPass=", "core.attributesFile=/dev/null", "core.excludesFile=/dev/null"}
 
 // baseEnv is the environment of every git command orch runs: made here, not inherited, so that nothing of orch's own
 // (its tokens) reaches a program git runs, and nothing in orch's environment redirects git (GIT_DIR,
@@ -178,12 +179,9 @@ func (c gitCmd) run(ctx context.Context, args ...string) (string, error) {
 	full = append(full, "--no-pager")
 	dir := c.workTree
 	if dir == "" {
-		// A git directory named without a work tree takes the current directory for one: an empty directory of its
-		// own, where no attributes file and no file of anyone's lies.
-		var err error
-		if dir, err = emptyDir(); err != nil {
-			return "", err
-		}
+		// A git directory named without a work tree takes the current directory for one: the git directory itself,
+		// where no command orch runs this way looks for files.
+		dir = c.gitDir
 	}
 	if !c.plain {
 		if err := noCommondir(c.gitDir); err != nil {
@@ -213,13 +211,9 @@ func (c gitCmd) run(ctx context.Context, args ...string) (string, error) {
 			}
 		}
 	} else {
-		home, err := emptyDir()
-		if err != nil {
-			return "", err
-		}
-		// HOME and XDG_CONFIG_HOME lead git to per-user ignore and attributes files: an empty directory has none.
-		cmd.Env = append(cmd.Env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+home,
-			"XDG_CONFIG_HOME="+home)
+		// No configuration of the user's or the system's; the per-user ignore and attributes files HOME would lead
+		// to are /dev/null (offline).
+		cmd.Env = append(cmd.Env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+dir)
 	}
 	if c.owner != "" {
 		if cmd.SysProcAttr = asOwner(c.owner); cmd.SysProcAttr != nil && c.userConfig {
@@ -400,16 +394,6 @@ func (s *stallWatch) fired() bool {
 	return s.fire
 }
 
-// emptyDir is an empty directory of orch's own, for git commands that must not have a work tree: created once per
-// process, readable by everyone (git may run as a repository's owner), never written.
-var emptyDir = sync.OnceValues(func() (string, error) {
-	d, err := os.MkdirTemp("", "orch-git-empty-")
-	if err != nil {
-		return "", fmt.Errorf("making an empty directory for git: %w", err)
-	}
-	return d, os.Chmod(d, 0o555)
-})
-
 // userGit runs git in the user's own checkout at dir: the user's repository, before or beside any run. Only
 // commands that read refs and settings run this way. When dir is the top of a checkout whose .git is a directory,
 // that directory is named outright (a "commondir" written into it is not followed); otherwise git finds the
@@ -420,12 +404,7 @@ func userGit(ctx context.Context, dir string, args ...string) (string, error) {
 		full = append(full, "-c", kv)
 	}
 	full = append(full, "--no-pager")
-	home, err := emptyDir()
-	if err != nil {
-		return "", err
-	}
-	env := append(baseEnv(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+home,
-		"XDG_CONFIG_HOME="+home)
+	env := append(baseEnv(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+dir)
 	if dotGit := filepath.Join(dir, ".git"); isDir(dotGit) {
 		if err := noCommondir(dotGit); err != nil {
 			return "", err

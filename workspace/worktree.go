@@ -457,12 +457,8 @@ func (m *Manager) clone(ctx context.Context, url, dir string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	empty, err := emptyDir()
-	if err != nil {
-		return err
-	}
-	init := gitCmd{plain: true}
-	if _, err := init.run(ctx, "init", "--bare", "--quiet", "--template="+empty, tmp); err != nil {
+	init := gitCmd{plain: true, workTree: tmp}
+	if _, err := init.run(ctx, "init", "--bare", "--quiet", "--template=", tmp); err != nil {
 		return fmt.Errorf("cloning %s: %w", redactURL(url), err)
 	}
 	repo := &repository{dir: tmp, objects: filepath.Join(tmp, "objects")}
