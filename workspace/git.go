@@ -91,7 +91,8 @@ type gitCmd struct {
 	remote string
 	// stall is how long a network command may go without a byte on stderr (its progress) before it is killed.
 	stall time.Duration
-	// plain runs git outside any repository (init): no git directory, no work tree.
+	// plain names no git directory or work tree: git runs in workTree and finds its repository from there as the
+	// user's git would (the user's own checkout), or works outside any (init).
 	plain bool
 	// owner is a path whose owner git runs as, when orch runs as root on someone else's repository.
 	owner string
@@ -399,33 +400,11 @@ func (s *stallWatch) fired() bool {
 // that directory is named outright (a "commondir" written into it is not followed); otherwise git finds the
 // repository from dir as the user's git does.
 func userGit(ctx context.Context, dir string, args ...string) (string, error) {
-	full := make([]string, 0, 2*(len(safety)+len(offline))+len(args)+3)
-	for _, kv := range append(append([]string(nil), safety...), offline...) {
-		full = append(full, "-c", kv)
-	}
-	full = append(full, "--no-pager")
-	env := append(baseEnv(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+dir)
+	c := gitCmd{plain: true, workTree: dir, owner: dir}
 	if dotGit := filepath.Join(dir, ".git"); isDir(dotGit) {
-		if err := noCommondir(dotGit); err != nil {
-			return "", err
-		}
-		full = append(full, "--git-dir="+dotGit, "--work-tree="+dir)
-		env = append(env, "GIT_COMMON_DIR="+dotGit)
+		c = gitCmd{gitDir: dotGit, workTree: dir, owner: dir}
 	}
-	full = append(full, args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.SysProcAttr = asOwner(dir)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		return "", &gitError{args: args, stderr: stderr.String(), err: err}
-	}
-	return strings.TrimSpace(stdout.String()), nil
+	return c.run(ctx, args...)
 }
 
 // Toplevel is the root of the work tree that holds dir, or ErrNotRepository.
