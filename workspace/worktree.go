@@ -273,6 +273,11 @@ func (m *Manager) takeSpare(ctx context.Context, wt Worktree, start string) bool
 			m.discard(ctx, wt.repo, wt.Top, spareGit)
 			continue
 		}
+		// A spare lies in the manager's root, which a local agent can write: orch's configuration again first.
+		if err := wt.git.write(old); err != nil {
+			m.discard(ctx, wt.repo, wt.Top, wt.git.path)
+			continue
+		}
 		// The index is the spare's clean checkout of old: a two-tree read rewrites the files that differ.
 		if _, err := m.inRun(wt).run(ctx, "read-tree", "-m", "-u", old, start); err != nil {
 			m.log().Warn("a spare worktree could not switch to the run's commit; removing it", "worktree", wt.Top, "err", err)
@@ -462,8 +467,8 @@ func (m *Manager) clone(ctx context.Context, url, dir string) error {
 		return fmt.Errorf("cloning %s: %w", redactURL(url), err)
 	}
 	repo := &repository{dir: tmp, objects: filepath.Join(tmp, "objects")}
-	for _, kv := range [][]string{{"remote.origin.url", url}, {"remote.origin.fetch", mirrorRefspecs[0]},
-		{"gc.auto", "0"}} {
+	// The remote's name is for a push to "origin" (a run's Push); fetches name the URL and the refspecs themselves.
+	for _, kv := range [][]string{{"remote.origin.url", url}, {"gc.auto", "0"}} {
 		if _, err := onRepo(repo).run(ctx, "config", "--file", filepath.Join(tmp, "config"), kv[0], kv[1]); err != nil {
 			return fmt.Errorf("cloning %s: %w", redactURL(url), err)
 		}
@@ -622,6 +627,9 @@ func (m *Manager) Stat(ctx context.Context, wt Worktree, base string) (Stat, err
 	head := wt.git.head()
 	if head == "" {
 		return Stat{}, errors.New("orch's git directory of the run has no HEAD")
+	}
+	if err := wt.git.write(head); err != nil {
+		return Stat{}, err
 	}
 	st := Stat{Head: head}
 	n, err := m.inRun(wt).run(ctx, "rev-list", "--count", base+".."+head)
