@@ -144,6 +144,22 @@ func (r *Redactor) Find(s string) []string {
 	return append(found, Secrets(r.RedactValues(s))...)
 }
 
+// placedKinds are the patterns that know a secret by where it is written (after "password=", inside a URL), not by
+// the shape its issuer gave it: in files a change adds they are mostly examples and test fixtures.
+var placedKinds = []string{"url-password", "password-assignment"}
+
+// FindInWork names what a change to the repository adds that must not be committed: the secrets r holds, by value,
+// and credentials the patterns know by their own shape (cloud keys, private keys, issuers' tokens, JWTs).
+func (r *Redactor) FindInWork(s string) []string {
+	found := r.FindValues(s)
+	for _, kind := range Secrets(r.RedactValues(s)) {
+		if !slices.Contains(placedKinds, kind) {
+			found = append(found, kind)
+		}
+	}
+	return found
+}
+
 // Take is Redact and Find at once: s redacted, and the names of what was taken out of it. The patterns, which cost far
 // more than the values, run once.
 func (r *Redactor) Take(s string) (string, []string) {

@@ -118,6 +118,15 @@ func TestRedactorFind(t *testing.T) {
 	if got := r.FindValues("password = hunter22 and " + webToken); !slices.Equal(got, []string{"the value of ORCH_WEB_TOKEN"}) {
 		t.Errorf("FindValues = %q: want orch's secret alone, not the pattern's find", got)
 	}
+	// In work a task adds: orch's secrets and credentials by their shape, not a fixture's password.
+	work := "DB_PASSWORD=changeme123\nurl: postgres://app:example-pass@db/app\nkey: ghp_" + strings.Repeat("aB3d", 9) +
+		"\nweb: " + webToken + "\n"
+	if got, want := r.FindInWork(work), []string{"the value of ORCH_WEB_TOKEN", "github-token"}; !slices.Equal(got, want) {
+		t.Errorf("FindInWork = %q, want %q", got, want)
+	}
+	if got := r.FindInWork("password: changeme123\n"); got != nil {
+		t.Errorf("FindInWork of a fixture's password = %q", got)
+	}
 }
 
 // What redaction by value costs on an agent's output at the size orch keeps of it (1 MiB), with as many secrets as a

@@ -67,7 +67,7 @@ func (w *Worker) examine(ctx context.Context, at *attempt, out *outcome) {
 		out.files[i] = w.cfg.Secrets.Redact(f)
 	}
 	out.diff = w.cfg.Secrets.Redact(ex.Stat)
-	out.leaked = w.cfg.Secrets.Find(ex.Added)
+	out.leaked = w.cfg.Secrets.FindInWork(ex.Added)
 }
 
 // security reports whether the attempt raised a security question: a secret in what the agent said or in what its
