@@ -114,6 +114,17 @@ type GitErrorEvent struct {
 	Error string `json:"error"`
 }
 
+// AttemptLostEvent: an attempt's result was dropped, and nothing of it reached the branch. Either the worker that ran
+// it finished after it had lost the step to another (a partition from Redis outlasted its lease and the step was
+// rescued), or the worker that took a finished attempt over found that its work had stayed on a machine that is gone,
+// and the task runs again.
+type AttemptLostEvent struct {
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason"`
+	Owner   string `json:"owner,omitempty"`     // the delivery that ran the attempt
+	Now     string `json:"now_owner,omitempty"` // the delivery that has the step now
+}
+
 // WorkspaceBusyEvent: the run's workspace is a plain directory another run holds; the run waits for it.
 type WorkspaceBusyEvent struct {
 	Workspace string `json:"workspace"`
@@ -390,6 +401,7 @@ func (CheckpointSavedEvent) Kind() string    { return "checkpoint_saved" }
 func (BranchPushedEvent) Kind() string       { return "branch_pushed" }
 func (GitErrorEvent) Kind() string           { return "git_error" }
 func (WorkspaceBusyEvent) Kind() string      { return "workspace_busy" }
+func (AttemptLostEvent) Kind() string        { return "attempt_lost" }
 func (AgentActivityEvent) Kind() string      { return "agent_activity" }
 func (b UnknownEvent) Kind() string          { return b.Type }
 
@@ -402,7 +414,7 @@ var kinds = func() map[string]reflect.Type {
 		EscalationTimeoutEvent{}, PipelineStartedEvent{}, PipelineCompletedEvent{}, PipelineFailedEvent{},
 		StageStartedEvent{}, StageCompletedEvent{}, StageFailedEvent{}, StageRetryingEvent{}, InterviewStartedEvent{},
 		InterviewCompletedEvent{}, InterviewTimeoutEvent{}, CheckpointSavedEvent{}, BranchPushedEvent{}, GitErrorEvent{},
-		WorkspaceBusyEvent{}, AgentActivityEvent{}} {
+		WorkspaceBusyEvent{}, AgentActivityEvent{}, AttemptLostEvent{}} {
 		m[b.Kind()] = reflect.TypeOf(b)
 	}
 	return m

@@ -49,6 +49,7 @@ func everyKind() []Body {
 		GitErrorEvent{Error: "pushing: rejected"},
 		WorkspaceBusyEvent{Workspace: "/w", Run: "r-0", Status: "parked"},
 		AgentActivityEvent{Calls: []string{"Bash: npm test", "Edit: src/x.go"}, More: 3},
+		AttemptLostEvent{Attempt: 2, Reason: "lost", Owner: "step:r-1:3", Now: "step:r-1:3:rescue"},
 	}
 }
 

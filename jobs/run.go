@@ -189,6 +189,10 @@ type Git struct {
 	// last got.
 	Push   string `json:"push,omitempty"`
 	Pushed string `json:"pushed,omitempty"`
+	// Moving lists the commits that a step's owner was about to put on the branch (in the repository and on Push)
+	// since Head was recorded: the branch may hold one of them when its owner died or lost the step before saving.
+	// Only the step's current owner may move the branch from one of these; anything else there is someone else's.
+	Moving []string `json:"moving,omitempty"`
 	// PullRequest is the URL of the draft pull request opened for the run.
 	PullRequest string `json:"pull_request,omitempty"`
 	// Unfinished is a ref holding the work left uncommitted in the worktree of a run that did not complete.
@@ -257,8 +261,9 @@ type Task struct {
 	Commit   string     `json:"commit,omitempty"`
 	Attempts []*Attempt `json:"attempts,omitempty"`
 	Summary  string     `json:"summary,omitempty"`
-	// Pending is an agent's output still waiting for the brain's judgement (the brain was unavailable): a resumed
-	// step judges it instead of running the agent again.
+	// Pending is what the agent of the task's last attempt said, kept from the moment its process ended until the
+	// attempt is settled: a delivery of the step that finds it (the worker died before the settlement, or the brain
+	// was unavailable) judges it instead of running the agent again.
 	Pending *Pending `json:"pending,omitempty"`
 	// Paused is the tool call the task's agent session waits at for a person.
 	Paused *Paused `json:"paused,omitempty"`
@@ -293,7 +298,7 @@ type Checkpoint struct {
 // MaxCompleted bounds Checkpoint.Completed: a pipeline that loops for a day keeps its recent history only.
 const MaxCompleted = 1000
 
-// Pending is what the agent said on an attempt the brain has not judged yet.
+// Pending is what the agent said on an attempt that is not settled yet, and what orch found in it as it came in.
 type Pending struct {
 	Text      string   `json:"text"`
 	Success   bool     `json:"success"`
@@ -303,6 +308,18 @@ type Pending struct {
 	Stderr    string   `json:"stderr,omitempty"`
 	TimedOut  bool     `json:"timed_out,omitempty"`
 	OOMKilled bool     `json:"oom_killed,omitempty"`
+	// Secrets names the kinds of secret found in what the agent said (the text holds them redacted).
+	Secrets []string `json:"secrets,omitempty"`
+	// Paused is the tool call the agent stopped at for a person, when it did.
+	Paused *Paused `json:"paused,omitempty"`
+	// Tampered and Leaked are what examining the worktree after the agent found (worker.outcome): the git orch
+	// trusts changed, the kinds of secret the work adds. A later delivery's own look cannot see a change made before it
+	// came.
+	Tampered []string `json:"tampered,omitempty"`
+	Leaked   []string `json:"leaked,omitempty"`
+	// Work is the git tree of the worktree's files as the agent left them (a run with a branch): a later delivery
+	// judges the saved output only where the worktree still holds this work.
+	Work string `json:"work,omitempty"`
 }
 
 // Attempt is one execution of a task.

@@ -23,10 +23,12 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 	v := judgeAttempt(w.facts(r, t, out))
 	if v.kind == vPause {
 		// Nothing is decided without the brain, and nothing is lost: the output waits in the run for the resume.
-		said := out.said
-		said.Text = escalation.Bound(escalation.Redact(said.Text), maxPending)
-		said.Stderr = escalation.Redact(said.Stderr)
-		t.Pending = &said
+		if t.Pending == nil { // kept when the agent ended (keep), unless the outcome came some other way
+			said := out.said
+			said.Text = escalation.Bound(escalation.Redact(said.Text), maxPending)
+			said.Stderr = escalation.Redact(said.Stderr)
+			t.Pending = &said
+		}
 		r.Status = jobs.RunPaused
 		r.Reason = "Brain unavailable: " + escalation.Redact(out.unavailable.Error())
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunPausedEvent{Reason: r.Reason}))
@@ -107,6 +109,21 @@ func (w *Worker) escalate(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcom
 	escalation.Escalate(r, t, c, specs, now)
 }
 
+// recordUsage writes what the agent's run cost onto attempt a of task t, when the agent ran in this delivery (a
+// delivery that took a finished attempt over finds it recorded already).
+func recordUsage(t *jobs.Task, a *jobs.Attempt, out *outcome) {
+	if !out.ran {
+		return
+	}
+	a.Duration = out.duration
+	a.ExitCode = out.said.ExitCode
+	a.InputTokens, a.OutputTokens = out.usage.InputTokens, out.usage.OutputTokens
+	a.CostUSD, a.Model = out.usage.CostUSD, out.usage.Model
+	if out.usage.SessionID != "" {
+		t.SessionID = out.usage.SessionID
+	}
+}
+
 // recordAttempt writes what the attempt cost and said onto its record, and notes a brain that fell back.
 // A task with no attempt record lost it with a store holder killed before the record reached disk: the outcome gets a
 // record of its own rather than nothing (or a panic).
@@ -116,15 +133,7 @@ func recordAttempt(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) *job
 		t.Started = max(t.Started, 1)
 	}
 	a := t.Attempts[len(t.Attempts)-1]
-	if out.ran {
-		a.Duration = out.duration
-		a.ExitCode = out.said.ExitCode
-		a.InputTokens, a.OutputTokens = out.usage.InputTokens, out.usage.OutputTokens
-		a.CostUSD, a.Model = out.usage.CostUSD, out.usage.Model
-		if out.usage.SessionID != "" {
-			t.SessionID = out.usage.SessionID
-		}
-	}
+	recordUsage(t, a, out)
 	a.Brain = a.Brain.Add(out.brainUsage)
 	if out.brainNote != "" {
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.BrainFallbackEvent{Reason: escalation.Redact(out.brainNote)}))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,10 @@ type attempt struct {
 	// wt is the run's worktree, when the run has a branch; dir is where the agent works.
 	wt  *workspace.Worktree
 	dir string
+	// owner is the delivery that runs the attempt (its asynq task id) and seq the run's step: together with n they
+	// fence everything the attempt saves (fence.go).
+	owner string
+	seq   int64
 }
 
 // handleStep runs one attempt of the run's current task: it marks the attempt started, runs the agent and judges
@@ -55,38 +60,62 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
 	self, _ := asynq.GetTaskID(ctx)
-	var at attempt
-	var holder string
-	run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
-		h, herr := w.mayStart(ctx, r, p.Seq)
-		if herr != nil {
-			return herr
+	// Twice at most: a delivery that took over a finished attempt whose work stayed on a lost machine starts the task's
+	// next attempt itself.
+	for range 2 {
+		var at attempt
+		var holder string
+		run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
+			h, herr := w.mayStart(ctx, r, p.Seq)
+			if herr != nil {
+				return herr
+			}
+			if holder = h; holder != "" {
+				return errWait
+			}
+			return w.beginAttempt(ctx, r, c, p.Seq, self, &at)
+		})
+		if errors.Is(err, errWait) {
+			return w.waitForWorkspace(ctx, p.RunID, p.Seq, holder)
 		}
-		if holder = h; holder != "" {
-			return errWait
+		if errors.Is(err, errOwned) {
+			w.log.Info("step already running under another delivery; leaving it to that one", "run_id", p.RunID,
+				"seq", p.Seq, "delivery", self)
+			return nil
 		}
-		return w.beginAttempt(ctx, r, c, p.Seq, self, &at)
-	})
-	if errors.Is(err, errWait) {
-		return w.waitForWorkspace(ctx, p.RunID, p.Seq, holder)
+		if err != nil || at.run == nil {
+			return w.after(ctx, p.RunID, run, err)
+		}
+		actx, span := startAttempt(ctx, p, &at)
+		out, err := w.execute(actx, &at)
+		endAttempt(span, out, err)
+		if errors.Is(err, errWorkGone) {
+			if err := w.redo(ctx, &at); err != nil {
+				return w.ended(ctx, &at, nil, err)
+			}
+			continue
+		}
+		if err == nil {
+			// What follows (the next step's enqueue) carries the attempt's trace.
+			run, err = w.saveOutcome(actx, &at, out)
+			ctx = actx
+		}
+		return w.ended(ctx, &at, run, err)
 	}
-	if errors.Is(err, errOwned) {
-		w.log.Info("step already running under another delivery; leaving it to that one", "run_id", p.RunID,
-			"seq", p.Seq, "delivery", self)
+	return fmt.Errorf("step %d of run %s: the task's work was lost twice in one delivery", p.Seq, p.RunID)
+}
+
+// ended finishes a delivery whose attempt ran: a delivery that lost its step says so and changes nothing more; an
+// interruption (shutdown) goes back to asynq, which runs the step again.
+func (w *Worker) ended(ctx context.Context, at *attempt, run *jobs.Run, err error) error {
+	switch {
+	case errors.Is(err, errLost):
+		w.dropLost(ctx, at)
 		return nil
+	case err != nil && !errors.Is(err, errStale) && !errors.Is(err, jobs.ErrRunNotFound):
+		return err
 	}
-	if err != nil || at.run == nil {
-		return w.after(ctx, p.RunID, run, err)
-	}
-	actx, span := startAttempt(ctx, p, &at)
-	out, err := w.execute(actx, &at)
-	endAttempt(span, out, err)
-	if err != nil {
-		return err // interrupted: asynq runs the step again
-	}
-	// What follows (the next step's enqueue) carries the attempt's trace.
-	run, err = w.saveOutcome(actx, p, &at, out)
-	return w.after(actx, p.RunID, run, err)
+	return w.after(ctx, at.run.ID, run, err)
 }
 
 // errWait ends a step's first transaction, changing nothing, when the run must wait for its workspace.
@@ -114,8 +143,21 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 	if r.Status != jobs.RunRunning || r.Seq != seq || task == nil {
 		return errStale
 	}
+	recovered := task.Status == jobs.TaskRunning
+	if recovered || task.Pending != nil {
+		gone, err := w.ownerGone(ctx, task, self)
+		if err != nil {
+			return err
+		}
+		if !gone {
+			return errOwned
+		}
+	}
 	if task.Pending != nil && len(task.Attempts) > 0 {
-		*at = attempt{run: r, task: *task, n: task.Started, started: now, rejudge: true}
+		// The agent of the last attempt finished and what it said was kept: the attempt is settled, not run again.
+		task.Attempts[len(task.Attempts)-1].Owner = self
+		*at = attempt{run: r, task: *task, n: task.Attempts[len(task.Attempts)-1].N, started: now, rejudge: true,
+			owner: self, seq: seq}
 		return nil
 	}
 	if task.Kind == jobs.KindGate {
@@ -125,16 +167,6 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 			return nil
 		}
 		return errStale
-	}
-	recovered := task.Status == jobs.TaskRunning
-	if recovered {
-		gone, err := w.ownerGone(ctx, task, self)
-		if err != nil {
-			return err
-		}
-		if !gone {
-			return errOwned
-		}
 	}
 	r.Waiting = ""
 	task.Started++
@@ -146,25 +178,19 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 		started.Turn = agentTurns(task) + 1
 	}
 	c.Emit(jobs.NewEvent(r.ID, task.ID, started))
-	*at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered}
+	*at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered, owner: self, seq: seq}
 	return nil
 }
 
-// saveOutcome settles the attempt's outcome on the run. The agent's work is done and cannot be taken back: Redis
-// restarting (a deploy, a failover) must not make asynq run it again. So it keeps trying for a while; the step's
-// sequence check keeps a late save from doing harm.
-func (w *Worker) saveOutcome(ctx context.Context, p queue.Payload, at *attempt, out *outcome) (*jobs.Run, error) {
-	save := settleRetry
-	save.OnRetry = func(n int, err error, _ time.Duration) {
-		if n == 1 {
-			w.log.Warn("saving the outcome of a step; trying again until Redis answers", "run_id", p.RunID, "err", err)
-		}
-	}
+// saveOutcome settles the attempt's outcome on the run, with what it did to the run's branch. The agent's work is done
+// and cannot be taken back: Redis restarting (a deploy, a failover) must not make asynq run it again, so the save
+// keeps trying for a while (Worker.save); the attempt's fence keeps a late or stale save from doing harm.
+func (w *Worker) saveOutcome(ctx context.Context, at *attempt, out *outcome) (*jobs.Run, error) {
 	settle := func(r *jobs.Run, c *jobs.Change) error {
-		task := r.Current()
-		if r.Status != jobs.RunRunning || r.Seq != p.Seq || task == nil || task.ID != at.task.ID {
-			return errStale // someone aborted the run while the agent worked
+		if err := at.fence(r); err != nil {
+			return err // someone aborted the run while the agent worked, or the step is another delivery's now
 		}
+		task := r.Current()
 		if task.Kind == jobs.KindChat {
 			w.settleChat(r, task, c, out)
 		} else {
@@ -172,20 +198,14 @@ func (w *Worker) saveOutcome(ctx context.Context, p queue.Payload, at *attempt, 
 		}
 		return nil
 	}
-	settle = recorded(w.deliver(ctx, at.wt, at.run, preview(at.run, settle)), settle)
-	var run *jobs.Run
-	err := save.Do(ctx, func(ctx context.Context) error {
-		var err error
-		run, err = w.cfg.Store.Update(ctx, p.RunID, settle)
-		if errors.Is(err, errStale) || errors.Is(err, jobs.ErrRunNotFound) {
-			return backoff.Permanent(err)
-		}
-		return err
-	})
-	return run, err
+	d, err := w.deliver(ctx, at.wt, at.run, preview(at.run, settle), at.fence)
+	if err != nil {
+		return nil, err
+	}
+	return w.save(ctx, at.run.ID, recorded(d, settle))
 }
 
-// settleRetry is how a step keeps trying to save its outcome while Redis is away, before it gives the step back to
+// settleRetry is how a step keeps trying to save what it did while Redis is away, before it gives the step back to
 // the queue.
 var settleRetry = backoff.Retry{Policy: backoff.Policy{Initial: 200 * time.Millisecond, Factor: 2, Max: 5 * time.Second},
 	Patience: 2 * time.Minute}
@@ -225,6 +245,7 @@ type outcome struct {
 func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 	r, task := at.run, at.task
 	out := &outcome{}
+	learns := r.Git != nil && r.Git.BaseCommit == ""
 	wt, err := w.worktree(ctx, r)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -233,9 +254,16 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 		out.execErr = err
 		return out, nil
 	}
+	if learns {
+		if err := w.recordBase(ctx, at); err != nil {
+			return nil, err
+		}
+	}
 	at.wt, at.dir = wt, workdir(r, wt)
 	if at.rejudge {
-		out.said = *task.Pending
+		if err := w.takeBack(ctx, at, out); err != nil {
+			return nil, err
+		}
 	} else {
 		if err := w.runAgent(ctx, at, out); err != nil {
 			return nil, err
@@ -243,9 +271,12 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 		if out.execErr != nil {
 			return out, nil
 		}
+		// The secrets in what the agent said were found as it entered orch (runAgent).
+		w.examine(ctx, at, out)
+		if err := w.keep(ctx, at, out); err != nil {
+			return nil, err
+		}
 	}
-	// The secrets in what the agent said were found as it entered orch (runAgent).
-	w.examine(ctx, at, out)
 	if task.Kind == jobs.KindChat {
 		return out, nil // the human reads the reply and judges it: no brain
 	}
@@ -274,6 +305,64 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 		}
 	}
 	return out, nil
+}
+
+// recordBase saves the base commit the run's worktree was just made from, before any agent works on it: a run that
+// clones learns its base on the first worker that runs it, and a later attempt on another worker must start from the
+// same commit, not from wherever the remote's HEAD is by then, nor from a commit a lost attempt left.
+func (w *Worker) recordBase(ctx context.Context, at *attempt) error {
+	base := at.run.Git.BaseCommit
+	_, err := w.save(ctx, at.run.ID, func(r *jobs.Run, c *jobs.Change) error {
+		if err := at.fence(r); err != nil {
+			return err
+		}
+		if r.Git == nil || r.Git.BaseCommit != "" {
+			return errStale // recorded already
+		}
+		r.Git.BaseCommit = base
+		return nil
+	})
+	if errors.Is(err, errStale) {
+		if r, gerr := w.cfg.Store.Get(ctx, at.run.ID); gerr == nil && r.Git != nil && r.Git.BaseCommit == base {
+			return nil
+		}
+	}
+	return err
+}
+
+// takeBack makes out what the finished attempt at took over had: what its agent said and what was found in it, its
+// work in the worktree. errWorkGone says the work is not on this worker (it stayed on a machine that is gone).
+func (w *Worker) takeBack(ctx context.Context, at *attempt, out *outcome) error {
+	kept := *at.task.Pending
+	out.said, out.secrets, out.paused = kept, kept.Secrets, kept.Paused
+	if at.wt != nil && kept.Work != "" {
+		ok, err := w.cfg.Workspaces.Recover(ctx, *at.wt, kept.Work)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			w.log.Warn("taking back the work of a finished attempt", "run_id", at.run.ID, "err", err)
+		}
+		if !ok {
+			return errWorkGone
+		}
+	}
+	w.examine(ctx, at, out)
+	// What was found when the agent ended stands: a change made to orch's git before this delivery came is not seen by
+	// its own look.
+	out.tampered = union(kept.Tampered, out.tampered)
+	out.leaked = union(kept.Leaked, out.leaked)
+	return nil
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // runAgent runs one agent process and records what it said.

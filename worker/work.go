@@ -82,7 +82,22 @@ func (w *Worker) transition(ctx context.Context, runID string, fn func(*jobs.Run
 		w.log.Warn("the run's worktree is not available; its work is not committed now", "run_id", runID, "err", err)
 		return w.cfg.Store.Update(ctx, runID, fn)
 	}
-	return w.cfg.Store.Update(ctx, runID, recorded(w.deliver(ctx, wt, before, preview(before, fn)), fn))
+	// The run must still be where the transition found it when its branch moves: a second answer, or a step, may have
+	// moved it on meanwhile.
+	unmoved := func(r *jobs.Run) error {
+		if r.Seq != before.Seq || r.Status != before.Status {
+			return errStale
+		}
+		return nil
+	}
+	d, err := w.deliver(ctx, wt, before, preview(before, fn), unmoved)
+	if errors.Is(err, errStale) {
+		return w.cfg.Store.Update(ctx, runID, fn) // fn says what it makes of the run as it is now
+	}
+	if err != nil {
+		return nil, err
+	}
+	return w.cfg.Store.Update(ctx, runID, recorded(d, fn))
 }
 
 // errDeliver ends a transaction that must wait for work in the run's worktree.
@@ -111,10 +126,13 @@ func finishes(before, after *jobs.Run) bool {
 }
 
 // deliver does in the worktree what going from before to after needs: the commit of the task it finishes, the
-// branch's numbers, the push, the pull request. It returns nil when there is nothing to do (no worktree).
-func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, after *jobs.Run) *delivery {
+// branch's numbers, the branch moved to the commit and pushed, the pull request of the run it completes. It returns nil
+// when there is nothing to do (no worktree). Before the branch moves anywhere another worker could see, fence is
+// checked and the commit recorded as one the run is moving to (Worker.intend): a stale delivery learns it lost its
+// step there (errLost, errStale) and moves nothing.
+func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, after *jobs.Run, fence func(*jobs.Run) error) (*delivery, error) {
 	if wt == nil || before.Git == nil || after == nil {
-		return nil
+		return nil, nil
 	}
 	d := &delivery{}
 	if before.Git.BaseCommit != "" {
@@ -133,18 +151,37 @@ func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, af
 	st, err := w.cfg.Workspaces.Stat(ctx, *wt, g.BaseCommit)
 	if err != nil {
 		d.fail(before.ID, "", "reading what the branch holds", err)
-		return d
+		return d, nil
 	}
-	d.stat = st
-	if g.Push != "" && st.Commits > 0 && st.Head != g.Pushed && (d.commit != "" || after.Status.Terminal()) {
-		if err := w.cfg.Workspaces.Push(ctx, *wt, g.Push, g.Branch); err != nil {
-			d.fail(before.ID, d.taskID, "pushing the run's branch", err)
-		} else {
-			d.pushed = st.Head
-			d.events = append(d.events, jobs.NewEvent(before.ID, d.taskID, jobs.BranchPushedEvent{Remote: g.Push,
-				Branch: g.Branch, Commit: workspace.Short(st.Head)}))
+	from := g.Head
+	if from == "" {
+		from = g.BaseCommit
+	}
+	push := g.Push != "" && st.Commits > 0 && st.Head != g.Pushed && (d.commit != "" || after.Status.Terminal())
+	if st.Head != from || push {
+		moving, err := w.intend(ctx, before.ID, fence, st.Head)
+		if err != nil {
+			return nil, err
+		}
+		if st.Head != from {
+			if err := w.cfg.Workspaces.MoveBranch(ctx, *wt, from, moving); err != nil {
+				// The task's commit is not on the branch: it is not the task's.
+				d.fail(before.ID, d.taskID, "moving the run's branch to the task's commit", err)
+				d.commit = ""
+				return d, nil
+			}
+		}
+		if push {
+			if err := w.cfg.Workspaces.Push(ctx, *wt, g.Push, g.Branch, g.Pushed, moving); err != nil {
+				d.fail(before.ID, d.taskID, "pushing the run's branch", err)
+			} else {
+				d.pushed = st.Head
+				d.events = append(d.events, jobs.NewEvent(before.ID, d.taskID, jobs.BranchPushedEvent{Remote: g.Push,
+					Branch: g.Branch, Commit: workspace.Short(st.Head)}))
+			}
 		}
 	}
+	d.stat = st
 	// The pull request is of the branch as pushed: no push, no pull request.
 	if after.Status == jobs.RunCompleted && w.cfg.PullRequests != nil && g.PullRequest == "" && st.Commits > 0 &&
 		g.Push != "" && (d.pushed != "" || g.Pushed == st.Head) {
@@ -155,7 +192,7 @@ func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, af
 		}
 		d.pr = url
 	}
-	return d
+	return d, nil
 }
 
 func (d *delivery) fail(runID, taskID, what string, err error) {
@@ -179,6 +216,9 @@ func record(r *jobs.Run, d *delivery) {
 	}
 	if d.pushed != "" {
 		g.Pushed = d.pushed
+	}
+	if d.stat.Head != "" && (g.Push == "" || g.Pushed == d.stat.Head) {
+		g.Moving = nil // the branch is where the run says, here and on the remote: no move of a dead step's is left
 	}
 	if d.pr != "" {
 		g.PullRequest = d.pr

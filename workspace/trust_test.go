@@ -212,21 +212,26 @@ func TestOrchsGitRunsNothingTheRepositoryOrTheAgentConfigures(t *testing.T) {
 	}
 	// A commondir in the repository's git directory would have git read refs elsewhere (it does, whatever
 	// GIT_COMMON_DIR says): orch refuses to work there until a person removed it.
-	if _, err := mgr.CommitTask(ctx, wt, "r-1", "1", "t", ""); err == nil || !strings.Contains(err.Error(), "holds a commondir file") {
+	if _, err := commitTask(ctx, mgr, wt, "r-1", "1", "t", ""); err == nil || !strings.Contains(err.Error(), "holds a commondir file") {
 		t.Fatalf("a commit with a commondir planted in the repository: %v", err)
 	}
 	if err := os.Remove(filepath.Join(common, "commondir")); err != nil {
 		t.Fatal(err)
 	}
-	sha, err := mgr.CommitTask(ctx, wt, "r-1", "1", "t", "")
-	if err != nil || sha == "" {
-		t.Fatalf("commit: %q, %v", sha, err)
+	// The task's commit was made in orch's own git directory of the run; the branch moves once the repository is
+	// sound again.
+	if err := mgr.MoveBranch(ctx, wt, g.BaseCommit, nil); err != nil {
+		t.Fatal(err)
+	}
+	sha := wt.git.head()
+	if sha == g.BaseCommit || run(t, repo, "rev-parse", g.Branch) != sha {
+		t.Fatalf("the branch is not at the task's commit %s", sha)
 	}
 	g.Head = sha
 	if _, err := mgr.Stat(ctx, wt, g.BaseCommit); err != nil {
 		t.Fatal(err)
 	}
-	if err := mgr.Push(ctx, wt, "origin", g.Branch); err == nil {
+	if err := mgr.Push(ctx, wt, "origin", g.Branch, "", nil); err == nil {
 		t.Error("a push through the repository's own ext:: rewrite of its remote succeeded")
 	}
 	var diff bytes.Buffer
@@ -291,7 +296,7 @@ func TestARedirectedDotGitRunsNothingAndLosesNothing(t *testing.T) {
 	if fi, err := os.Lstat(filepath.Join(wt.Top, ".git")); err != nil || !fi.IsDir() {
 		t.Fatalf("the agent's git was not made anew: %v", err)
 	}
-	sha, err := mgr.CommitTask(ctx, wt, "r-1", "1", "t", "")
+	sha, err := commitTask(ctx, mgr, wt, "r-1", "1", "t", "")
 	if err != nil || sha == "" {
 		t.Fatalf("commit: %q, %v", sha, err)
 	}
@@ -346,7 +351,7 @@ func TestTheAgentsCommitsAreImportedAsData(t *testing.T) {
 	if !strings.Contains(ex.Added, "the agent's second") || !strings.Contains(ex.Added, "3\n") {
 		t.Fatalf("what the work adds lacks the agent's messages or lines:\n%s", ex.Added)
 	}
-	sha, err := mgr.CommitTask(ctx, wt, "r-1", "1", "t", "")
+	sha, err := commitTask(ctx, mgr, wt, "r-1", "1", "t", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +386,7 @@ func TestTheAgentsCommitsAreImportedAsData(t *testing.T) {
 	if err != nil || len(ex.Tampered) != 1 || !strings.Contains(ex.Tampered[0], "borrows objects from elsewhere") {
 		t.Fatalf("examine: %v, %q", err, ex.Tampered)
 	}
-	if _, err := mgr.CommitTask(ctx, wt, "r-1", "2", "t", ""); err != nil {
+	if _, err := commitTask(ctx, mgr, wt, "r-1", "2", "t", ""); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("git", "-C", repo, "cat-file", "-e", secretCommit+"^{tree}").CombinedOutput(); err == nil {
@@ -394,7 +399,7 @@ func TestTheAgentsCommitsAreImportedAsData(t *testing.T) {
 	run(t, wt.Dir, "commit", "-q", "-m", "rewritten")
 	rewritten := run(t, wt.Dir, "rev-parse", "HEAD")
 	write(t, wt.Dir, "four.txt", "4\n")
-	sha, err = mgr.CommitTask(ctx, wt, "r-1", "3", "t", "")
+	sha, err = commitTask(ctx, mgr, wt, "r-1", "3", "t", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,10 +532,10 @@ func TestARemoteThatNeverAnswersIsAnError(t *testing.T) {
 	m.Stall = 2 * time.Second
 	run(t, repo, "remote", "add", "silent", "http://"+addr+"/repo.git")
 	write(t, wt.Dir, "a.txt", "a\n")
-	if _, err := m.CommitTask(ctx, wt, "r-1", "1", "t", ""); err != nil {
+	if _, err := commitTask(ctx, m, wt, "r-1", "1", "t", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Push(ctx, wt, "silent", "orch/r-1"); err == nil || !errors.Is(err, ErrStalled) {
+	if err := m.Push(ctx, wt, "silent", "orch/r-1", "", nil); err == nil || !errors.Is(err, ErrStalled) {
 		t.Errorf("push to a silent remote: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -587,18 +588,51 @@ func (m *Manager) CommitTask(ctx context.Context, wt Worktree, runID, taskID, ti
 	if commit == "" {
 		return "", nil
 	}
-	if err := m.moveTo(ctx, wt, commit); err != nil {
+	if err := m.moveTo(commit, wt); err != nil {
 		return "", err
 	}
 	return commit, nil
 }
 
-// moveTo makes commit the run's head: the run's branch first (when that fails, nothing has moved), then orch's git
-// directory and the agent's git.
-func (m *Manager) moveTo(ctx context.Context, wt Worktree, commit string) error {
-	if err := m.setBranch(ctx, wt.repo, wt.branch, commit); err != nil {
-		return err
+// ErrMoved says the run's branch (in the repository or on the remote) is at a commit this run did not put there, or
+// put there from a step it no longer owns: orch does not overwrite it.
+var ErrMoved = errors.New("the run's branch moved under orch")
+
+// MoveBranch moves the run's branch in the repository to the worktree's head, from the commit the run recorded for it
+// (from) or from one of moving, the commits the run's steps were about to put there before they died or lost the step
+// (jobs.Git.Moving). It is a compare-and-set: a branch found anywhere else is left alone and ErrMoved returned.
+func (m *Manager) MoveBranch(ctx context.Context, wt Worktree, from string, moving []string) error {
+	head := wt.git.head()
+	if head == "" {
+		return errors.New("orch's git directory of the run has no HEAD")
 	}
+	if !branchName(wt.branch) {
+		return fmt.Errorf("the run's branch %q is not a valid branch name", wt.branch)
+	}
+	ref := "refs/heads/" + wt.branch
+	var last error
+	for _, old := range append([]string{from}, moving...) {
+		if old == head {
+			continue
+		}
+		if _, last = onRepo(wt.repo).run(ctx, "update-ref", "-m", "orch", ref, head, old); last == nil {
+			return nil
+		}
+	}
+	at, err := onRepo(wt.repo).run(ctx, "rev-parse", "--verify", "--quiet", ref)
+	switch {
+	case err != nil && last != nil:
+		return fmt.Errorf("moving the run's branch %s: %w", wt.branch, last)
+	case at == head:
+		return nil // there already: a step that died after moving it, or this one again
+	}
+	return fmt.Errorf("%w: %s is at %s in %s, not at what the run recorded (%s)", ErrMoved, wt.branch, Short(at),
+		wt.repo.dir, Short(from))
+}
+
+// moveTo makes commit the worktree's head: orch's git directory of it and the agent's git. The run's branch in the
+// repository is moved by MoveBranch, once the step that made the commit knows it still owns the run.
+func (m *Manager) moveTo(commit string, wt Worktree) error {
 	if err := wt.git.write(commit); err != nil {
 		return err
 	}
@@ -606,6 +640,45 @@ func (m *Manager) moveTo(ctx context.Context, wt Worktree, commit string) error 
 		*wt.at = commit
 	}
 	return m.remakeAgentGit(wt, commit)
+}
+
+// Work is the git tree of the worktree's files as they are now (what git would commit: ignored files are not in it).
+// Its objects are written to the repository, so that another worktree of the run on this machine can take the work
+// back (Recover) when this one is lost.
+func (m *Manager) Work(ctx context.Context, wt Worktree) (string, error) {
+	head := wt.git.head()
+	if head == "" {
+		return "", errors.New("orch's git directory of the run has no HEAD")
+	}
+	if err := wt.git.write(head); err != nil {
+		return "", err
+	}
+	return m.stage(ctx, wt)
+}
+
+// Recover brings the worktree's files to tree, the work an attempt left (Work), when they are elsewhere and the
+// repository holds tree. It reports whether the worktree holds that work now; it does not when the work was made on
+// another machine and never left it.
+func (m *Manager) Recover(ctx context.Context, wt Worktree, tree string) (bool, error) {
+	now, err := m.Work(ctx, wt)
+	if err != nil || now == tree {
+		return err == nil, err
+	}
+	if !isObjectName(tree) {
+		return false, fmt.Errorf("%q is not a git object name", tree)
+	}
+	if _, err := onRepo(wt.repo).run(ctx, "cat-file", "-e", tree+"^{tree}"); err != nil {
+		return false, nil
+	}
+	if _, err := m.inRun(wt).run(ctx, "read-tree", "--reset", "-u", tree); err != nil {
+		return false, err
+	}
+	if _, err := m.inRun(wt).run(ctx, "clean", "-fdq"); err != nil {
+		return false, err
+	}
+	m.log().Warn("the run's worktree did not hold the work its last attempt left; took it back from the repository",
+		"worktree", wt.Top, "tree", Short(tree))
+	return true, nil
 }
 
 // stage records the worktree's files in orch's index and returns their tree.
@@ -645,9 +718,11 @@ func (m *Manager) Stat(ctx context.Context, wt Worktree, base string) (Stat, err
 	return st, nil
 }
 
-// Push sends the run's head to branch on remote. The branch is the run's own: it is forced, so that a run resumed
-// from its recorded head after a crash replaces commits that the run never recorded.
-func (m *Manager) Push(ctx context.Context, wt Worktree, remote, branch string) error {
+// Push sends the run's head to branch on remote, as a compare-and-set on the remote's branch: it replaces what the
+// run recorded as pushed there (expect, "" for nothing) or one of moving, the commits the run's steps were about to
+// push before they died or lost the step (jobs.Git.Moving), and nothing else. A worker that lost its step to another
+// cannot overwrite the newer owner's push, and commits someone else pushed to the branch are not lost: ErrMoved.
+func (m *Manager) Push(ctx context.Context, wt Worktree, remote, branch, expect string, moving []string) error {
 	head := wt.git.head()
 	if head == "" {
 		return errors.New("orch's git directory of the run has no HEAD")
@@ -656,13 +731,59 @@ func (m *Manager) Push(ctx context.Context, wt Worktree, remote, branch string) 
 	if err != nil {
 		return fmt.Errorf("pushing %s: the repository has no remote %q: %w", branch, remote, err)
 	}
-	// To the remote's URL, not its name: a remote's receivepack, vcs or proxy settings are programs and transports
-	// the repository's configuration would choose.
-	if _, err := m.online(wt.repo, url).run(ctx, "push", "--quiet", "--progress", "--force", "--no-verify", "--", url,
-		head+":refs/heads/"+branch); err != nil {
+	ref := "refs/heads/" + branch
+	push := func(lease string) error {
+		// To the remote's URL, not its name: a remote's receivepack, vcs or proxy settings are programs and
+		// transports the repository's configuration would choose. The lease names the commit the remote's branch must
+		// be at ("" for none: the branch must not exist), which git checks on the remote's side of the push.
+		_, err := m.online(wt.repo, url).run(ctx, "push", "--quiet", "--progress", "--no-verify",
+			"--force-with-lease="+ref+":"+lease, "--", url, head+":"+ref)
+		return err
+	}
+	err = push(expect)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrStalled) || ctx.Err() != nil {
 		return fmt.Errorf("pushing %s to %s: %w", branch, remote, err)
 	}
-	return nil
+	at, lerr := m.remoteBranch(ctx, wt.repo, url, ref)
+	switch {
+	case lerr != nil:
+		return fmt.Errorf("pushing %s to %s: %w", branch, remote, err)
+	case at == head:
+		return nil // there already: a push that landed though its step died before saying so
+	case at == expect:
+		return fmt.Errorf("pushing %s to %s: %w", branch, remote, err) // not a lease refused: the push failed
+	case slices.Contains(moving, at):
+		if err := push(at); err != nil {
+			return fmt.Errorf("pushing %s to %s: %w", branch, remote, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("pushing %s to %s: %w: the remote's branch is at %s, not at what the run recorded (%s)", branch,
+		remote, ErrMoved, orNone(Short(at)), orNone(Short(expect)))
+}
+
+// remoteBranch is the commit ref is at on the remote at url, "" when the remote has no such ref.
+func (m *Manager) remoteBranch(ctx context.Context, repo *repository, url, ref string) (string, error) {
+	out, err := m.online(repo, url).run(ctx, "ls-remote", "--", url, ref)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if sha, name, ok := strings.Cut(line, "\t"); ok && name == ref {
+			return sha, nil
+		}
+	}
+	return "", nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return s
 }
 
 // Remove removes run runID's worktree and orch's git directory of it; the branch stays. Work left uncommitted in it

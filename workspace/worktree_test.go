@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,7 +112,7 @@ func TestRunsWorkApartAndTheUserCheckoutStaysAsItWas(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			commits[i], err = m.CommitTask(ctx, wt, id, "1", "Write the shared file", "wrote it")
+			commits[i], err = commitTask(ctx, m, wt, id, "1", "Write the shared file", "wrote it")
 			if err != nil {
 				t.Error(err)
 				return
@@ -149,7 +150,7 @@ func TestRunsWorkApartAndTheUserCheckoutStaysAsItWas(t *testing.T) {
 func TestNothingToCommitMakesNoCommit(t *testing.T) {
 	ctx := context.Background()
 	_, m, g, wt := firstRun(t)
-	sha, err := m.CommitTask(ctx, wt, "r-1", "1", "t", "")
+	sha, err := commitTask(ctx, m, wt, "r-1", "1", "t", "")
 	if err != nil || sha != "" {
 		t.Fatalf("commit of nothing: %q, %v", sha, err)
 	}
@@ -162,7 +163,7 @@ func TestNothingToCommitMakesNoCommit(t *testing.T) {
 	run(t, wt.Dir, "add", "a.txt")
 	run(t, wt.Dir, "commit", "-q", "-m", "agent's own")
 	write(t, wt.Dir, "shared.txt", "changed\n")
-	if _, err := m.CommitTask(ctx, wt, "r-1", "1", "t", ""); err != nil {
+	if _, err := commitTask(ctx, m, wt, "r-1", "1", "t", ""); err != nil {
 		t.Fatal(err)
 	}
 	st, err = m.Stat(ctx, wt, g.BaseCommit)
@@ -194,14 +195,14 @@ func TestCheckoutGoesWhereTheRunIs(t *testing.T) {
 	ctx := context.Background()
 	_, m, g, wt := firstRun(t)
 	write(t, wt.Dir, "first.txt", "1\n")
-	first, err := m.CommitTask(ctx, wt, "r-1", "1", "t", "")
+	first, err := commitTask(ctx, m, wt, "r-1", "1", "t", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.Head = first
 	// A commit the run never recorded (its worker died before saving), and leftovers of that step.
 	write(t, wt.Dir, "second.txt", "2\n")
-	if _, err := m.CommitTask(ctx, wt, "r-1", "2", "t", ""); err != nil {
+	if _, err := commitTask(ctx, m, wt, "r-1", "2", "t", ""); err != nil {
 		t.Fatal(err)
 	}
 	write(t, wt.Dir, "stray.txt", "x\n")
@@ -246,11 +247,11 @@ func TestAClonedRunMovesBetweenWorkers(t *testing.T) {
 		t.Fatalf("base %s, want the remote's HEAD %s", g.BaseCommit, want)
 	}
 	write(t, wt.Dir, "work.txt", "from worker one\n")
-	sha, err := one.CommitTask(ctx, wt, "r-1", "1", "t", "")
+	sha, err := commitTask(ctx, one, wt, "r-1", "1", "t", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := one.Push(ctx, wt, "origin", g.Branch); err != nil {
+	if err := one.Push(ctx, wt, "origin", g.Branch, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	g.Head = sha
@@ -328,7 +329,7 @@ func TestWhatOrchMakesBelongsToTheRepositorysOwner(t *testing.T) {
 	if err := os.Chown(filepath.Join(wt.Dir, "new", "file.txt"), 1000, 1000); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.CommitTask(ctx, wt, "r-1", "1", "t", ""); err != nil {
+	if _, err := commitTask(ctx, m, wt, "r-1", "1", "t", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Remove(ctx, "r-1", g); err != nil {
@@ -355,7 +356,7 @@ func TestAnotherWorkerOnTheMachineTakesTheBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, wt.Dir, "a.txt", "a\n")
-	if g.Head, err = one.CommitTask(ctx, wt, "r-1", "1", "t", ""); err != nil {
+	if g.Head, err = commitTask(ctx, one, wt, "r-1", "1", "t", ""); err != nil {
 		t.Fatal(err)
 	}
 	wt2, err := two.Checkout(ctx, "r-1", g)
@@ -366,7 +367,7 @@ func TestAnotherWorkerOnTheMachineTakesTheBranch(t *testing.T) {
 		t.Fatalf("the second worktree lacks the run's work: %v", err)
 	}
 	write(t, wt2.Dir, "b.txt", "b\n")
-	if g.Head, err = two.CommitTask(ctx, wt2, "r-1", "2", "t", ""); err != nil {
+	if g.Head, err = commitTask(ctx, two, wt2, "r-1", "2", "t", ""); err != nil {
 		t.Fatal(err)
 	}
 	wt, err = one.Checkout(ctx, "r-1", g)
@@ -397,7 +398,7 @@ func TestTheNextRunTakesASpareWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, wt.Dir, "a.txt", "a\n")
-	if _, err := m.CommitTask(ctx, wt, "r-a", "1", "t", ""); err != nil {
+	if _, err := commitTask(ctx, m, wt, "r-a", "1", "t", ""); err != nil {
 		t.Fatal(err)
 	}
 	write(t, wt.Dir, "left-over.txt", "uncommitted\n")
@@ -424,7 +425,7 @@ func TestTheNextRunTakesASpareWorktree(t *testing.T) {
 		t.Fatalf("the spare is on %s", got)
 	}
 	write(t, wt.Dir, "b.txt", "b\n")
-	if _, err := m.CommitTask(ctx, wt, "r-b", "1", "t", ""); err != nil {
+	if _, err := commitTask(ctx, m, wt, "r-b", "1", "t", ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := run(t, repo, "diff", "--name-only", b.BaseCommit, "orch/r-b"); got != "b.txt" {
@@ -480,4 +481,85 @@ func spareList(t *testing.T, m *Manager, repo string) []string {
 		t.Fatal(err)
 	}
 	return m.spares(r)
+}
+
+// commitTask commits the task's work and moves the run's branch to it, as a worker that still owns its step does.
+func commitTask(ctx context.Context, m *Manager, wt Worktree, runID, taskID, title, summary string) (string, error) {
+	from := wt.git.head()
+	sha, err := m.CommitTask(ctx, wt, runID, taskID, title, summary)
+	if err != nil || sha == "" {
+		return sha, err
+	}
+	return sha, m.MoveBranch(ctx, wt, from, nil)
+}
+
+// The run's branch moves only by compare-and-set, on the remote and in the repository: from what the run recorded, or
+// from a commit one of the run's dead steps was about to put there. A worker that lost its step cannot overwrite the
+// new owner's push, and commits someone else put on the branch are not overwritten.
+func TestTheBranchMovesOnlyFromWhatTheRunKnows(t *testing.T) {
+	ctx := context.Background()
+	src := userRepo(t)
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	run(t, t.TempDir(), "clone", "-q", "--bare", src, remote)
+	g := &jobs.Git{URL: remote, Branch: "orch/r-1", Push: "origin"}
+	commit := func(m *Manager, text string) Worktree {
+		t.Helper()
+		wt, err := m.Checkout(ctx, "r-1", g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, wt.Dir, "work.txt", text)
+		if _, err := m.CommitTask(ctx, wt, "r-1", "1", text, ""); err != nil {
+			t.Fatal(err)
+		}
+		return wt
+	}
+	// Worker one pushes its commit and dies before the run records it; two takes the step over and does it again.
+	one, two := &Manager{Root: t.TempDir()}, &Manager{Root: t.TempDir()}
+	wt1 := commit(one, "one\n")
+	if err := one.Push(ctx, wt1, "origin", g.Branch, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	dead := wt1.git.head()
+	wt2 := commit(two, "two\n")
+	if err := two.Push(ctx, wt2, "origin", g.Branch, "", nil); !errors.Is(err, ErrMoved) {
+		t.Fatalf("a push over a commit the run does not know: %v", err)
+	}
+	if err := two.Push(ctx, wt2, "origin", g.Branch, "", []string{dead}); err != nil {
+		t.Fatalf("a push over the dead step's commit: %v", err)
+	}
+	if at := run(t, remote, "rev-parse", g.Branch); at != wt2.git.head() {
+		t.Fatalf("the remote's branch is at %s, not at the new owner's %s", at, wt2.git.head())
+	}
+	// Worker one comes back: what it knows is what the run recorded, and it cannot push over two's commit.
+	write(t, wt1.Dir, "work.txt", "one, later\n")
+	if _, err := one.CommitTask(ctx, wt1, "r-1", "1", "later", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Push(ctx, wt1, "origin", g.Branch, "", nil); !errors.Is(err, ErrMoved) {
+		t.Fatalf("a stale worker's push: %v", err)
+	}
+	if at := run(t, remote, "rev-parse", g.Branch); at != wt2.git.head() {
+		t.Fatalf("the stale worker's push replaced the new owner's: the branch is at %s", at)
+	}
+	// The same in a user's repository: the branch moves from the recorded head only.
+	repo, m, lg, wt := firstRun(t)
+	write(t, wt.Dir, "a.txt", "a\n")
+	if _, err := m.CommitTask(ctx, wt, "r-1", "1", "t", ""); err != nil {
+		t.Fatal(err)
+	}
+	run(t, repo, "branch", "-f", lg.Branch, run(t, repo, "commit-tree", "-p", lg.BaseCommit, "-m", "someone's", lg.BaseCommit+"^{tree}"))
+	someone := run(t, repo, "rev-parse", lg.Branch)
+	if err := m.MoveBranch(ctx, wt, lg.BaseCommit, nil); !errors.Is(err, ErrMoved) {
+		t.Fatalf("moving a branch someone else moved: %v", err)
+	}
+	if at := run(t, repo, "rev-parse", lg.Branch); at != someone {
+		t.Fatalf("their commit was overwritten: the branch is at %s", at)
+	}
+	if err := m.MoveBranch(ctx, wt, lg.BaseCommit, []string{someone}); err != nil {
+		t.Fatalf("moving from a dead step's commit: %v", err)
+	}
+	if at := run(t, repo, "rev-parse", lg.Branch); at != wt.git.head() {
+		t.Fatalf("the branch is at %s, not the task's commit", at)
+	}
 }

@@ -161,6 +161,8 @@ func writeEvent(w io.Writer, e jobs.Event) {
 		fmt.Fprintf(w, "%sPushed %s to %s (%s)\n", ts, b.Branch, b.Remote, b.Commit)
 	case jobs.GitErrorEvent:
 		fmt.Fprintf(w, "%sgit: %s\n", ts, b.Error)
+	case jobs.AttemptLostEvent:
+		fmt.Fprintf(w, "%sAttempt %d of task %s dropped: %s\n", ts, b.Attempt, e.TaskID, b.Reason)
 	case jobs.AgentActivityEvent:
 		for _, call := range b.Calls {
 			fmt.Fprintf(w, "%s  › %s\n", ts, call)

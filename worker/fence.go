@@ -1,0 +1,159 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/backoff"
+	"github.com/orchrun/orch/jobs"
+)
+
+// A step has one owner at a time: the delivery that began its current attempt (Attempt.Owner). Ownership passes when
+// that delivery is found dead (owner.go) — and a delivery found dead may only be cut off: a worker partitioned from
+// Redis past its lease keeps running until it learns better, and then it must change nothing. So everything a step
+// does that another worker could see is fenced by the attempt it belongs to:
+//
+//   - the agent's result is saved on the task (Task.Pending) the moment the agent ends, in a transaction that checks
+//     the attempt is still the task's current one under this delivery; a worker that dies after it has its result
+//     settled by the next delivery rather than its task run again;
+//   - before a step moves the run's branch (in the repository, on the remote), a transaction under the same check
+//     records the commit it is about to put there (Git.Moving); the branch then moves only by compare-and-set, from
+//     the commit the run recorded or from one its dead owners were about to put there, so a stale worker cannot
+//     overwrite the new owner's work (workspace.MoveBranch, workspace.Push);
+//   - the outcome is saved under the same check.
+//
+// A delivery that fails a check lost the step: it drops its result and says so in the run's events (AttemptLostEvent).
+
+// errLost ends a transaction of a step whose attempt is no longer the task's current one under this delivery.
+var errLost = errors.New("the step was taken over by another delivery")
+
+// fence reports whether the run still has at's attempt as its current task's, run by at's delivery: errStale when the
+// run moved on (aborted, the task settled), errLost when the task's attempt is another delivery's now.
+func (at *attempt) fence(r *jobs.Run) error {
+	t := r.Current()
+	if r.Status != jobs.RunRunning || r.Seq != at.seq || t == nil || t.ID != at.task.ID {
+		return errStale
+	}
+	if n := len(t.Attempts); n == 0 || t.Attempts[n-1].N != at.n || t.Attempts[n-1].Owner != at.owner {
+		return errLost
+	}
+	return nil
+}
+
+// save saves fn on run runID, trying again while Redis does not answer (a restart, a failover): what it saves is work
+// done that must not be done again. A fenced-off step (errStale, errLost) or a run gone is not tried again.
+func (w *Worker) save(ctx context.Context, runID string, fn func(*jobs.Run, *jobs.Change) error) (*jobs.Run, error) {
+	retry := settleRetry
+	retry.OnRetry = func(n int, err error, _ time.Duration) {
+		if n == 1 {
+			w.log.Warn("saving what a step did; trying again until Redis answers", "run_id", runID, "err", err)
+		}
+	}
+	var run *jobs.Run
+	err := retry.Do(ctx, func(ctx context.Context) error {
+		var err error
+		run, err = w.cfg.Store.Update(ctx, runID, fn)
+		if errors.Is(err, errStale) || errors.Is(err, errLost) || errors.Is(err, jobs.ErrRunNotFound) {
+			return backoff.Permanent(err)
+		}
+		return err
+	})
+	return run, err
+}
+
+// keep saves what the agent said on its task before orch acts on it (Task.Pending), with its cost on the attempt, and
+// the work it left in a run's worktree as a tree the next delivery can check for: should this worker die before the
+// attempt is settled, the attempt is judged and settled by whoever takes the step over, not run again.
+func (w *Worker) keep(ctx context.Context, at *attempt, out *outcome) error {
+	said := out.said
+	said.Text = escalation.Bound(said.Text, maxPending) // redacted as it entered orch (runAgent)
+	said.Secrets, said.Paused, said.Tampered, said.Leaked = out.secrets, out.paused, out.tampered, out.leaked
+	if at.wt != nil {
+		work, err := w.cfg.Workspaces.Work(ctx, *at.wt)
+		if err != nil {
+			// Without it a later delivery cannot tell whether the work is there: it runs the task again.
+			w.log.Warn("reading the work the agent left in the run's worktree", "run_id", at.run.ID, "err", err)
+		}
+		said.Work = work
+	}
+	_, err := w.save(ctx, at.run.ID, func(r *jobs.Run, c *jobs.Change) error {
+		if err := at.fence(r); err != nil {
+			return err
+		}
+		t := r.Current()
+		t.Pending = &said
+		recordUsage(t, t.Attempts[len(t.Attempts)-1], out)
+		return nil
+	})
+	out.said.Work = said.Work
+	return err
+}
+
+// intend records, under fence, that the step is about to move the run's branch to commit, and returns the commits
+// earlier owners were about to put there (the branch may hold one of them: their moves may be replaced).
+func (w *Worker) intend(ctx context.Context, runID string, fence func(*jobs.Run) error, commit string) ([]string, error) {
+	var moving []string
+	_, err := w.save(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		if err := fence(r); err != nil {
+			return err
+		}
+		if r.Git == nil {
+			return errStale
+		}
+		moving = slices.Clone(r.Git.Moving)
+		if !slices.Contains(r.Git.Moving, commit) {
+			r.Git.Moving = append(r.Git.Moving, commit)
+			if n := len(r.Git.Moving); n > maxMoving {
+				r.Git.Moving = r.Git.Moving[n-maxMoving:]
+			}
+		}
+		return nil
+	})
+	return moving, err
+}
+
+// maxMoving bounds Git.Moving: one entry per owner that died between its intent and its save, which the attempt cap
+// bounds already.
+const maxMoving = 32
+
+// dropLost says in the log and the run's events that at's delivery lost its step and dropped its result.
+func (w *Worker) dropLost(ctx context.Context, at *attempt) {
+	now := ""
+	if r, err := w.cfg.Store.Get(ctx, at.run.ID); err == nil {
+		if t := r.Task(at.task.ID); t != nil && len(t.Attempts) > 0 {
+			now = t.Attempts[len(t.Attempts)-1].Owner
+		}
+	}
+	w.log.Warn("this delivery lost its step to another while its agent worked; its result is dropped",
+		"run_id", at.run.ID, "task_id", at.task.ID, "attempt", at.n, "delivery", at.owner, "now", now)
+	ev := jobs.NewEvent(at.run.ID, at.task.ID, jobs.AttemptLostEvent{Attempt: at.n, Owner: at.owner, Now: now,
+		Reason: "its worker lost the step to another while the agent worked; its result was dropped"})
+	if err := w.cfg.Store.Append(ctx, at.run.ID, ev); err != nil {
+		w.log.Warn("recording a lost step", "run_id", at.run.ID, "err", err)
+	}
+}
+
+// errWorkGone ends a delivery that took over a finished attempt whose work is not in this worker's worktree: it was
+// made on a machine that is gone, and the task must run again.
+var errWorkGone = errors.New("the finished attempt's work is not on this worker")
+
+// redo gives up the finished attempt at took over, whose work this worker does not have: its saved result goes, and
+// the step is delivered again at once, to start the task's next attempt.
+func (w *Worker) redo(ctx context.Context, at *attempt) error {
+	_, err := w.save(ctx, at.run.ID, func(r *jobs.Run, c *jobs.Change) error {
+		if err := at.fence(r); err != nil {
+			return err
+		}
+		t := r.Current()
+		t.Pending = nil
+		a := t.Attempts[len(t.Attempts)-1]
+		a.Status, a.Error = "lost", "its worker was lost after the agent finished, and the work with it"
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.AttemptLostEvent{Attempt: a.N, Owner: a.Owner,
+			Reason: "it finished on a worker that was lost before its work reached the branch; the task runs again"}))
+		return nil
+	})
+	return err
+}

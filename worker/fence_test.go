@@ -1,0 +1,358 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/workspace"
+)
+
+// gitIn runs git in dir and returns its output, trimmed.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=U", "GIT_AUTHOR_EMAIL=u@x", "GIT_COMMITTER_NAME=U",
+		"GIT_COMMITTER_EMAIL=u@x", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// sideEffects is an agent that does something outside the repository on every run (a line in a file, as a deploy
+// or a message would be), writes a file of its own into its workspace, waits for gate when there is one, and says it
+// is done. It returns the agent and the file its runs are counted in.
+func sideEffects(t *testing.T, gate string) (agentCmd, count string) {
+	count = filepath.Join(t.TempDir(), "runs")
+	wait := ""
+	if gate != "" {
+		wait = fmt.Sprintf("while [ ! -e %q ]; do sleep 0.02; done\n", gate)
+	}
+	return script(t, fmt.Sprintf("echo run >> %q\necho \"attempt $ORCH_ATTEMPT\" > work.txt\n%secho 'Done. All tests pass.'\n",
+		count, wait)), count
+}
+
+func runs(t *testing.T, count string) int {
+	t.Helper()
+	data, err := os.ReadFile(count)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(data), "run\n")
+}
+
+// gitRun starts a run of one task on a branch of its own in a new repository, pushed to the repository's remote
+// origin (a bare repository). url makes it a run that clones origin instead.
+func (h *harness) gitRun(t *testing.T, url bool) (r *jobs.Run, repo, remote string) {
+	t.Helper()
+	ctx := context.Background()
+	repo, head := gitRepo(t)
+	remote = filepath.Join(t.TempDir(), "remote.git")
+	gitIn(t, t.TempDir(), "init", "-q", "--bare", "-b", "main", remote)
+	gitIn(t, repo, "remote", "add", "origin", remote)
+	gitIn(t, repo, "push", "-q", "origin", "main")
+	h.w.cfg.Workspaces = &workspace.Manager{Root: t.TempDir()}
+	r = h.newRun(t, "1")
+	g := &jobs.Git{Repo: repo, Base: "main", BaseCommit: head, Branch: jobs.BranchPrefix + r.ID, Push: "origin"}
+	if url {
+		g = &jobs.Git{URL: remote, Base: "HEAD", Branch: jobs.BranchPrefix + r.ID, Push: "origin"}
+	}
+	if _, err := h.store.Update(ctx, r.ID, func(s *jobs.Run, c *jobs.Change) error {
+		s.Git, s.Workspace = g, repo
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID}); err != nil {
+		t.Fatal(err)
+	}
+	return h.get(t, r.ID), repo, remote
+}
+
+// remoteHead is the commit the branch is at on remote, "" when it has none.
+func remoteHead(t *testing.T, remote, branch string) string {
+	t.Helper()
+	out := gitIn(t, remote, "for-each-ref", "--format=%(objectname)", "refs/heads/"+branch)
+	return out
+}
+
+// hookBrain is the heuristic brain with a hook that runs before each interpretation.
+type hookBrain struct {
+	brain.Heuristic
+	mu     sync.Mutex
+	calls  int
+	before func(n int) error
+}
+
+func (b *hookBrain) Interpret(ctx context.Context, output string) (brain.Interpretation, error) {
+	b.mu.Lock()
+	b.calls++
+	n := b.calls
+	b.mu.Unlock()
+	if b.before != nil {
+		if err := b.before(n); err != nil {
+			return brain.Interpretation{}, err
+		}
+	}
+	return b.Heuristic.Interpret(ctx, output)
+}
+
+func (h *harness) useBrain(b Brain) {
+	h.w.cfg.Brain = func(jobs.Options) (Brain, error) { return b, nil }
+}
+
+// rescue does what a rescue's delivery does to a step whose owner it found dead: the task's next attempt, its own.
+func (h *harness) rescue(t *testing.T, id string) string {
+	t.Helper()
+	owner := fmt.Sprintf("step:%s:1:rescue", id)
+	if _, err := h.store.Update(context.Background(), id, func(r *jobs.Run, c *jobs.Change) error {
+		task := r.Current()
+		task.Started++
+		task.Pending = nil
+		task.Attempts = append(task.Attempts, &jobs.Attempt{N: task.Started, StartedAt: time.Now().UTC(), Owner: owner})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return owner
+}
+
+// A worker that lost its step — cut off from Redis past its lease while its agent worked or while its brain judged,
+// and rescued by another — changes nothing when it comes back: its result is dropped and said so, the run's branch
+// moves neither in the repository nor on the remote, and the new owner's attempt stands.
+func TestAStaleDeliveryChangesNothing(t *testing.T) {
+	for name, rdb := range clients(t) {
+		for _, when := range []string{"while the agent works", "while the brain judges"} {
+			t.Run(name+"/"+when, func(t *testing.T) {
+				ctx := context.Background()
+				gate := filepath.Join(t.TempDir(), "gate")
+				agentCmd, count := sideEffects(t, gate)
+				h := newHarness(t, rdb, agentCmd, nil)
+				r, repo, remote := h.gitRun(t, false)
+				var owner string
+				b := &hookBrain{}
+				if when == "while the brain judges" {
+					if err := os.WriteFile(gate, nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					b.before = func(int) error { owner = h.rescue(t, r.ID); return nil }
+				}
+				h.useBrain(b)
+				done := make(chan error, 1)
+				go func() { done <- h.w.Handler().ProcessTask(ctx, stepTask(r.ID, 1)) }()
+				if when == "while the agent works" {
+					for runs(t, count) == 0 {
+						time.Sleep(10 * time.Millisecond)
+					}
+					owner = h.rescue(t, r.ID)
+					if err := os.WriteFile(gate, nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := <-done; err != nil {
+					t.Fatalf("the stale delivery: %v", err)
+				}
+				got := h.get(t, r.ID)
+				task := got.Tasks[0]
+				if got.Status != jobs.RunRunning || task.Status != jobs.TaskRunning || len(task.Attempts) != 2 ||
+					task.Attempts[1].Owner != owner || task.Pending != nil || task.Commit != "" || got.Git.Head != "" {
+					t.Fatalf("the stale delivery changed the run: %s, task %s, %d attempts, pending %v, commit %q, head %q",
+						got.Status, task.Status, len(task.Attempts), task.Pending != nil, task.Commit, got.Git.Head)
+				}
+				if n := countEvents(t, h, r.ID, jobs.AttemptLostEvent{}.Kind()); n != 1 {
+					t.Fatalf("%d attempt_lost events, want 1", n)
+				}
+				if at := gitIn(t, repo, "rev-parse", got.Git.Branch); at != got.Git.BaseCommit {
+					t.Fatalf("the branch moved in the repository, to %s", at)
+				}
+				if at := remoteHead(t, remote, got.Git.Branch); at != "" {
+					t.Fatalf("the stale delivery pushed %s", at)
+				}
+				if len(got.Git.Moving) != 0 {
+					t.Fatalf("the stale delivery recorded a move: %q", got.Git.Moving)
+				}
+			})
+		}
+	}
+}
+
+// stepTask is step seq of run id as the queue delivers it.
+func stepTask(id string, seq int64) *asynq.Task {
+	data, _ := json.Marshal(queue.Payload{RunID: id, Seq: seq})
+	return asynq.NewTask(queue.TypeStep, data)
+}
+
+// A worker that dies after its agent finished — while the brain judges, or after it pushed the task's commit and
+// before it saved — has its attempt settled by the next delivery: the agent does not run again, the task is committed
+// once, and the remote's branch is the commit the run records, which the dead worker's push did not stop.
+func TestAFinishedAttemptIsSettledNotRunAgain(t *testing.T) {
+	for name, rdb := range clients(t) {
+		for _, when := range []string{"while the brain judges", "after the push"} {
+			t.Run(name+"/"+when, func(t *testing.T) {
+				agentCmd, count := sideEffects(t, "")
+				h := newHarness(t, rdb, agentCmd, nil)
+				r, repo, remote := h.gitRun(t, false)
+				dctx, die := context.WithCancel(context.Background())
+				b := &hookBrain{}
+				if when == "while the brain judges" {
+					b.before = func(n int) error {
+						if n == 1 {
+							die()
+							return dctx.Err()
+						}
+						return nil
+					}
+				}
+				h.useBrain(b)
+				prs := 0
+				h.w.cfg.PullRequests = func(ctx context.Context, r *jobs.Run) (string, error) {
+					if prs++; prs == 1 && when == "after the push" {
+						die() // the worker dies: nothing after this reaches Redis
+						return "", errors.New("killed")
+					}
+					return "https://example.test/pull/1", nil
+				}
+				if err := h.w.Handler().ProcessTask(dctx, stepTask(r.ID, 1)); err == nil {
+					t.Fatal("the dying delivery succeeded")
+				}
+				mid := h.get(t, r.ID)
+				if mid.Tasks[0].Pending == nil || mid.Status != jobs.RunRunning {
+					t.Fatalf("the finished agent's result was not kept: %s, pending %v", mid.Status, mid.Tasks[0].Pending)
+				}
+				if when == "after the push" {
+					if remoteHead(t, remote, mid.Git.Branch) == "" {
+						t.Fatal("the dying delivery did not push: the test does not test what it says")
+					}
+					// The next delivery comes later: its commit of the same work is another commit (git's dates are
+					// in seconds), which must replace the dead worker's on the remote.
+					time.Sleep(1100 * time.Millisecond)
+				}
+				if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
+					t.Fatal(err)
+				}
+				got := h.get(t, r.ID)
+				task := got.Tasks[0]
+				if n := runs(t, count); n != 1 {
+					t.Fatalf("the agent ran %d times", n)
+				}
+				if got.Status != jobs.RunCompleted || len(task.Attempts) != 1 || task.Commit == "" || task.Pending != nil {
+					t.Fatalf("want the run completed by its one attempt: %s, %d attempts, commit %q", got.Status,
+						len(task.Attempts), task.Commit)
+				}
+				if n := gitIn(t, repo, "rev-list", "--count", got.Git.BaseCommit+".."+got.Git.Branch); n != "1" {
+					t.Fatalf("%s commits on the branch, want 1", n)
+				}
+				if at := gitIn(t, repo, "rev-parse", got.Git.Branch); at != got.Git.Head || at != task.Commit {
+					t.Fatalf("the branch is at %s, the run records head %s and commit %s", at, got.Git.Head, task.Commit)
+				}
+				if at := remoteHead(t, remote, got.Git.Branch); at != got.Git.Head || got.Git.Pushed != at {
+					t.Fatalf("the remote's branch is at %s, the run records head %s, pushed %s", at, got.Git.Head, got.Git.Pushed)
+				}
+				if got := gitIn(t, repo, "show", got.Git.Branch+":work.txt"); got != "attempt 1" {
+					t.Fatalf("the branch holds %q", got)
+				}
+				if len(got.Git.Moving) != 0 {
+					t.Fatalf("moves left recorded: %q", got.Git.Moving)
+				}
+			})
+		}
+	}
+}
+
+// A finished attempt whose work stayed on a machine that is gone cannot be settled: the delivery that took it over
+// says so and runs the task again, rather than committing nothing as the task's work.
+func TestAFinishedAttemptsLostWorkIsDoneAgain(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			agentCmd, count := sideEffects(t, "")
+			h := newHarness(t, rdb, agentCmd, nil)
+			r, repo, _ := h.gitRun(t, false)
+			// What a worker on another machine left: its attempt finished and kept, its work a tree only it had.
+			if _, err := h.store.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
+				task := r.Current()
+				task.Status, task.Started = jobs.TaskRunning, 1
+				task.Attempts = []*jobs.Attempt{{N: 1, StartedAt: time.Now().UTC(), Owner: "step:elsewhere"}}
+				task.Pending = &jobs.Pending{Text: "Done. All tests pass.", Success: true,
+					Work: "4b825dc642cb6eb9a060e54bf8d69288fbee4904"[:39] + "5"}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
+				t.Fatal(err)
+			}
+			got := h.get(t, r.ID)
+			task := got.Tasks[0]
+			if runs(t, count) != 1 || got.Status != jobs.RunCompleted || len(task.Attempts) != 2 || task.Attempts[0].Status != "lost" {
+				t.Fatalf("want the task run again: %d runs, %s, %d attempts", runs(t, count), got.Status, len(task.Attempts))
+			}
+			if n := countEvents(t, h, r.ID, jobs.AttemptLostEvent{}.Kind()); n != 1 {
+				t.Fatalf("%d attempt_lost events, want 1", n)
+			}
+			if got := gitIn(t, repo, "show", got.Git.Branch+":work.txt"); got != "attempt 2" {
+				t.Fatalf("the branch holds %q", got)
+			}
+		})
+	}
+}
+
+// A run that clones its repository learns its base on the first worker that runs it, and records it before the agent
+// works: an attempt that dies and is run again starts from the same base, though the remote's HEAD moved meanwhile.
+func TestTheBaseIsRecordedBeforeTheAgentWorks(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			agentCmd, _ := sideEffects(t, "")
+			h := newHarness(t, rdb, agentCmd, nil)
+			r, repo, remote := h.gitRun(t, true)
+			base := gitIn(t, remote, "rev-parse", "main")
+			dctx, die := context.WithCancel(context.Background())
+			h.useBrain(&hookBrain{before: func(n int) error {
+				if n == 1 {
+					die()
+					return dctx.Err()
+				}
+				return nil
+			}})
+			if err := h.w.Handler().ProcessTask(dctx, stepTask(r.ID, 1)); err == nil {
+				t.Fatal("the dying delivery succeeded")
+			}
+			if got := h.get(t, r.ID).Git.BaseCommit; got != base {
+				t.Fatalf("recorded base %q, want %s", got, base)
+			}
+			// A teammate pushes to main meanwhile; and the next attempt runs on another worker.
+			gitIn(t, repo, "commit", "-q", "--allow-empty", "-m", "later")
+			gitIn(t, repo, "push", "-q", "origin", "main")
+			h.w.cfg.Workspaces = &workspace.Manager{Root: t.TempDir()}
+			if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
+				t.Fatal(err)
+			}
+			got := h.get(t, r.ID)
+			if got.Status != jobs.RunCompleted {
+				t.Fatalf("run %s", got.Status)
+			}
+			// The work was on the machine that died: the task ran again, on the recorded base.
+			if parent := gitIn(t, remote, "rev-parse", got.Git.Branch+"^"); parent != base {
+				t.Fatalf("the task's commit is on %s, not on the run's base %s", parent, base)
+			}
+		})
+	}
+}
