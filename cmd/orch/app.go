@@ -331,8 +331,8 @@ func (a *app) outage(cmd *cobra.Command) outage {
 	url := a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, "")
 	if url == "" {
 		o.store = "The store in " + a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch")
-	} else if opt, err := redis.ParseURL(url); err == nil {
-		o.store = "Redis at " + opt.Addr
+	} else if u, err := store.ParseRedisURL(url); err == nil {
+		o.store = "Redis at " + u.Where()
 	}
 	return o
 }

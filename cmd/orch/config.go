@@ -15,12 +15,12 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 // escalationPolicy resolves how questions behave: orch.yaml's escalation section, with flags and env over it.
@@ -270,8 +270,8 @@ func (a *app) checkEnvironment(cmd *cobra.Command) error {
 		}
 	}
 	if v := s.lookup(cmd, "redis", "ORCH_REDIS_URL", "redis", s.file.Redis, ""); v.v != "" {
-		if _, err := redis.ParseURL(v.v); err != nil {
-			return usageErr("%s: %s is not a Redis URL (%s): want redis://HOST:PORT[/DB] or rediss://…, with USER:PASSWORD@ before HOST when it needs them",
+		if _, err := store.ParseRedisURL(v.v); err != nil {
+			return usageErr("%s: %s is not a Redis URL (%s): want redis://HOST:PORT[/DB] or rediss://…, or redis+sentinel://HOST:PORT[,HOST:PORT…]/MASTER[/DB] for a primary that Redis Sentinel elects, with USER:PASSWORD@ before the hosts when it needs them",
 				settingName(v, "--redis"), oneLine(redactURL(v.v), 200), a.secrets.scrub(urlErrorDetail(err)))
 		}
 	}

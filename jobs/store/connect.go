@@ -23,7 +23,8 @@ type Backend struct {
 
 // ConnectConfig says which Redis to use.
 type ConnectConfig struct {
-	// URL of a Redis server (redis://…, rediss://…). Empty means the embedded store in StateDir.
+	// URL of a Redis server (redis://…, rediss://…) or of a Sentinel-managed primary (redis+sentinel://…, see
+	// RedisURL). Empty means the embedded store in StateDir.
 	URL      string
 	StateDir string
 	Log      *slog.Logger
@@ -38,13 +39,14 @@ var ErrRedisUnavailable = errors.New("redis unavailable")
 // Connect opens the backend and checks that Redis answers.
 func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 	b := &Backend{}
-	var opt *redis.Options
+	where, sentinel := "", false
 	if cfg.URL != "" {
-		var err error
-		opt, err = redis.ParseURL(cfg.URL)
+		u, err := ParseRedisURL(cfg.URL)
 		if err != nil {
 			return nil, fmt.Errorf("redis url: %w", err)
 		}
+		b.Redis, where = u.client(), u.Where()
+		sentinel = u.Sentinel()
 	} else {
 		if cfg.StateDir == "" {
 			cfg.StateDir = ".orch"
@@ -54,7 +56,7 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 			return nil, err
 		}
 		b.Embedded = e
-		opt = &redis.Options{
+		b.Redis = redis.NewClient(&redis.Options{
 			Addr: e.Addr(),
 			// Every connection goes through the embedded store: it reaches whichever orch process serves the state
 			// dir now, and makes this one serve it when the one that did has ended.
@@ -63,18 +65,15 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 			// enough to outlast it, rather than fail the command.
 			DialerRetries:      embedded.HandoverDialRetries,
 			DialerRetryTimeout: embedded.HandoverDialBackoff,
-		}
+			DialTimeout:        dialTimeout, ReadTimeout: ioTimeout, WriteTimeout: ioTimeout,
+		})
+		where = e.Addr()
 	}
-	// Short timeouts: a Redis that went away must surface as an error a person can act on, not a hang.
-	opt.DialTimeout = 3 * time.Second
-	opt.ReadTimeout = 5 * time.Second
-	opt.WriteTimeout = 5 * time.Second
-	b.Redis = redis.NewClient(opt)
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := b.Redis.Ping(pctx).Err(); err != nil {
 		b.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrRedisUnavailable, opt.Addr, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrRedisUnavailable, where, err)
 	}
 	b.Store = New(b.Redis, cfg.Now)
 	if cfg.Log != nil {
@@ -83,6 +82,9 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 	if b.Embedded != nil {
 		b.Store.UseArchive(NewArchive(HistoryDir(cfg.StateDir), cfg.Log), cfg.Log)
 		b.Store.durable = b.Embedded.Sync
+	}
+	if sentinel {
+		b.Store.WaitForReplicas(waitReplicas, waitTimeout)
 	}
 	b.Queue = queue.New(b.Redis)
 	b.startMaintenance(cfg.Keep, cfg.Log)

@@ -46,6 +46,8 @@ type Store struct {
 	// before the caller acts on it, so that a store taken over from disk after its holder died has each run as
 	// its workers last saw it.
 	durable func(context.Context) error
+	// repl, when set, has every change wait until a replica of Redis has it (replicate.go).
+	repl *replication
 }
 
 // UseArchive has the store read finished runs from a, and ArchiveFinished move them there. log hears of runs skipped
@@ -87,20 +89,28 @@ func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) e
 	if err != nil {
 		return fmt.Errorf("encoding run: %w", err)
 	}
-	ok, err := s.rdb.SetNX(ctx, runKey(r.ID), data, 0).Result()
-	if err != nil {
-		return fmt.Errorf("saving run %s: %w", r.ID, err)
-	}
-	if !ok {
-		return fmt.Errorf("saving run %s: a run with this id exists", r.ID)
-	}
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, keyRuns, redis.Z{Score: float64(now.UnixMilli()), Member: r.ID})
-		p.HSet(ctx, keySummaries, r.ID, summarize(r))
-		return s.appendEvents(ctx, p, r.ID, c.Events)
+	// On a connection of its own (a watch that watches nothing), so that waiting for a replica waits for these writes.
+	err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+		ok, err := tx.SetNX(ctx, runKey(r.ID), data, 0).Result()
+		if err != nil {
+			return fmt.Errorf("saving run %s: %w", r.ID, err)
+		}
+		if !ok {
+			return fmt.Errorf("saving run %s: a run with this id exists", r.ID)
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.ZAdd(ctx, keyRuns, redis.Z{Score: float64(now.UnixMilli()), Member: r.ID})
+			p.HSet(ctx, keySummaries, r.ID, summarize(r))
+			return s.appendEvents(ctx, p, r.ID, c.Events)
+		})
+		if err != nil {
+			return fmt.Errorf("indexing run %s: %w", r.ID, err)
+		}
+		s.replicate(ctx, tx, r.ID)
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("indexing run %s: %w", r.ID, err)
+		return err
 	}
 	s.makeDurable(ctx, r.ID)
 	return nil
@@ -197,6 +207,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 			return s.appendAudit(ctx, p, id, c.Audit)
 		})
 		if err == nil {
+			s.replicate(ctx, tx, id)
 			out = &r
 			if len(c.Events) > 0 {
 				for _, fn := range s.observers {
