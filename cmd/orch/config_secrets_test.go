@@ -75,7 +75,9 @@ func TestSecretsInBadSettingsAppearNowhere(t *testing.T) {
 	}
 	// What every command is given: Slack settings that pass the checks and a Slack that does not answer, logs at their
 	// most talkative.
-	base := []string{"ORCH_LOG_LEVEL=debug", "ORCH_LOG_FORMAT=json", "ORCH_BRAIN=heuristic", "ORCH_HTTP_ADDR=127.0.0.1:0",
+	// The services wait for Redis and Slack at start: here they give up after a moment, as a service whose operator
+	// set ORCH_START_TIMEOUT does.
+	base := []string{"ORCH_START_TIMEOUT=1s", "ORCH_LOG_LEVEL=debug", "ORCH_LOG_FORMAT=json", "ORCH_BRAIN=heuristic", "ORCH_HTTP_ADDR=127.0.0.1:0",
 		"SLACK_BOT_TOKEN=xoxb-test-token", "SLACK_SIGNING_SECRET=test-signing", "SLACK_APP_TOKEN=",
 		"SLACK_API_URL=http://" + closed + "/api/", "ORCH_WEB_TOKEN=", "ORCH_NOTIFY_WEBHOOK=", "OTEL_EXPORTER_OTLP_ENDPOINT=",
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=", "OTEL_EXPORTER_OTLP_HEADERS=", "ORCH_GITHUB_API_URL=", "ORCH_SANDBOX="}

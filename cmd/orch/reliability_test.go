@@ -499,3 +499,79 @@ func answerAndComplete(t *testing.T, stdin io.Writer, cmd *exec.Cmd, out *syncBu
 		t.Fatalf("the run did not end:\n%s", out.String())
 	}
 }
+
+// A service started before Redis answers, or while Slack does not, waits for them instead of exiting (a crash loop
+// under systemd or Kubernetes): its /healthz says what it waits for, and it starts when they answer. Stopped while it
+// waits, it exits cleanly.
+func TestServicesWaitForRedisAndSlack(t *testing.T) {
+	t.Parallel()
+	health := func(addr string) (int, string) {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	waitHealth := func(addr string, code int, says string) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			got, body := health(addr)
+			if got == code && strings.Contains(body, says) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/healthz on %s: %d %q, want %d %q", addr, got, body, code, says)
+			}
+		}
+	}
+	stop := func(cmd *exec.Cmd, out *syncBuffer) {
+		t.Helper()
+		cmd.Process.Signal(os.Interrupt)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("stopped: %v\n%s", err, out.String())
+		}
+	}
+
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is not installed")
+		}
+		t.Skip("needs redis-server")
+	}
+	// A worker before its Redis.
+	rs := &ownRedis{t: t, dir: t.TempDir(), port: freePort(t)}
+	t.Cleanup(rs.kill)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd, out := startOrch(t, workdir(t), []string{"ORCH_REDIS_URL=" + rs.url(), "ORCH_SANDBOX=local", "ORCH_HTTP_ADDR=" + addr}, "worker")
+	waitOutput(t, out, "waiting for it")
+	waitHealth(addr, http.StatusServiceUnavailable, "waiting for Redis")
+	rs.start()
+	waitOutput(t, out, "Redis answers")
+	waitHealth(addr, http.StatusOK, "ok")
+	stop(cmd, out)
+
+	// A bot while Slack is down (503s): it starts when Slack answers.
+	fake := slackfake.New()
+	t.Cleanup(fake.Close)
+	fake.Down()
+	addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	dir := workdir(t)
+	cmd, out = startOrch(t, dir, []string{"ORCH_REDIS_URL=" + rs.url(), "SLACK_BOT_TOKEN=xoxb-test", "SLACK_SIGNING_SECRET=" + testSecret,
+		"SLACK_APP_TOKEN=", "SLACK_API_URL=" + fake.APIURL(), "ORCH_HTTP_ADDR=" + addr, "ORCH_WORKSPACE=" + dir}, "bot")
+	waitHealth(addr, http.StatusServiceUnavailable, "waiting for Slack")
+	fake.Up()
+	waitOutput(t, out, "Slack endpoints on")
+	waitHealth(addr, http.StatusOK, "")
+	stop(cmd, out)
+
+	// Stopped while it waits: a clean exit.
+	closed := fmt.Sprintf("redis://127.0.0.1:%d/0", freePort(t))
+	cmd, out = startOrch(t, workdir(t), []string{"ORCH_REDIS_URL=" + closed, "ORCH_SANDBOX=local", "ORCH_HTTP_ADDR=127.0.0.1:0"}, "worker")
+	waitOutput(t, out, "waiting for it")
+	stop(cmd, out)
+	if !strings.Contains(out.String(), "stopped before Redis answered") {
+		t.Fatalf("no word of the stop:\n%s", out.String())
+	}
+}

@@ -96,7 +96,11 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		return withCode(exitUsage, fmt.Errorf("listening on %s (ORCH_HTTP_ADDR): %w", addr, err))
 	}
 	defer ln.Close()
-	b, err := a.backend(cmd)
+	fr := serveFront(ln)
+	b, err := a.awaitBackend(cmd, fr)
+	if errors.Is(err, errStoppedWaiting) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -123,8 +127,11 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		if srv, err = bot.New(slack); err != nil {
 			return withCode(exitUsage, err)
 		}
-		if err := srv.Start(ctx); err != nil {
-			return withCode(exitUsage, err)
+		fr.wait("asking Slack who the bot is (auth.test)")
+		if err := a.awaitSlack(ctx, srv, fr); errors.Is(err, errStoppedWaiting) {
+			return nil
+		} else if err != nil {
+			return err
 		}
 	}
 	if withWorker {
@@ -139,9 +146,9 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 	}
 	fmt.Fprintf(a.stderr, "orch: %s; agent %s, sandbox %s, workspace %s\n", brainNote, opts.Agent, opts.Sandbox, ws)
 	if !withBot {
-		return a.serveWorker(ctx, ln, b, m)
+		return a.serveWorker(ctx, fr, ln, b, m)
 	}
-	return a.serveBot(ctx, ln, srv, slack.AppToken != "", m, view)
+	return a.serveBot(ctx, fr, ln, srv, slack.AppToken != "", m, view)
 }
 
 // slackConfig reads the bot's settings from the environment.
@@ -222,7 +229,7 @@ func (a *app) startServiceWorker(b *store.Backend, wk workerSettings, opts jobs.
 }
 
 // serveWorker serves a worker's metrics and health until ctx is done.
-func (a *app) serveWorker(ctx context.Context, ln net.Listener, b *store.Backend, m *metrics) error {
+func (a *app) serveWorker(ctx context.Context, fr *front, ln net.Listener, b *store.Backend, m *metrics) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -232,18 +239,15 @@ func (a *app) serveWorker(ctx context.Context, ln net.Listener, b *store.Backend
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go httpSrv.Serve(ln)
+	fr.use(mux)
 	fmt.Fprintf(a.stderr, "orch: worker running (metrics on http://%s/metrics); stop with Ctrl-C\n", ln.Addr())
 	<-ctx.Done()
-	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	httpSrv.Shutdown(dctx)
+	fr.shutdown(5 * time.Second)
 	return nil
 }
 
 // serveBot serves Slack (HTTP endpoints, or Socket Mode) and the metrics until ctx is done, then drains.
-func (a *app) serveBot(ctx context.Context, ln net.Listener, srv *bot.Server, socketMode bool, m *metrics, view http.Handler) error {
+func (a *app) serveBot(ctx context.Context, fr *front, ln net.Listener, srv *bot.Server, socketMode bool, m *metrics, view http.Handler) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.handler())
 	if view != nil {
@@ -255,8 +259,7 @@ func (a *app) serveBot(ctx context.Context, ln net.Listener, srv *bot.Server, so
 	} else {
 		mux.Handle("/", srv.Handler())
 	}
-	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go httpSrv.Serve(ln)
+	fr.use(mux)
 	if socketMode {
 		fmt.Fprintf(a.stderr, "orch: Slack over Socket Mode; health on http://%s/healthz\n", ln.Addr())
 		go func() {
@@ -270,9 +273,7 @@ func (a *app) serveBot(ctx context.Context, ln net.Listener, srv *bot.Server, so
 	<-ctx.Done()
 	// First the HTTP server (requests in flight get their ack), then the bot's background work, each with its own
 	// time: an ack given is work promised.
-	hctx, hcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer hcancel()
-	herr := httpSrv.Shutdown(hctx)
+	herr := fr.shutdown(10 * time.Second)
 	bctx, bcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer bcancel()
 	if err := errors.Join(herr, srv.Shutdown(bctx)); err != nil {

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -49,7 +49,11 @@ func (a *app) webCmd() *cobra.Command {
 				return withCode(exitUsage, fmt.Errorf("listening on %s: %w", addr, err))
 			}
 			defer ln.Close()
-			b, err := a.backend(cmd)
+			fr := serveFront(ln)
+			b, err := a.awaitBackend(cmd, fr)
+			if errors.Is(err, errStoppedWaiting) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -65,14 +69,11 @@ func (a *app) webCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-			go srv.Serve(ln)
+			fr.use(h)
 			fmt.Fprintf(a.stderr, "orch: web view on http://%s/ ; stop with Ctrl-C\n", ln.Addr())
 			a.noteWebNames(addr, token)
 			<-cmd.Context().Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			return srv.Shutdown(ctx)
+			return fr.shutdown(5 * time.Second)
 		},
 	}
 	cmd.Flags().String("addr", defaultWebAddr, "address to listen on (beyond loopback it needs ORCH_WEB_TOKEN)")
