@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,11 @@ func (w *Worker) rescueLoop() {
 					w.log.Warn("removing the worktrees of runs that ended", "err", err)
 				} else if n > 0 {
 					w.log.Info("removed the worktrees of runs that ended", "worktrees", n)
+				}
+				if n, err := w.SweepQueue(w.base); err != nil && w.base.Err() == nil {
+					w.log.Warn("removing the queued tasks of runs that ended", "err", err)
+				} else if n > 0 {
+					w.log.Info("removed the queued tasks of runs that ended", "tasks", n)
 				}
 			}
 			if n, err := w.RescueOrphans(w.base); err != nil && w.base.Err() == nil {
@@ -84,4 +90,19 @@ func parseStepID(id string) (runID string, seq int64, ok bool) {
 	}
 	seq, err := strconv.ParseInt(s, 10, 64)
 	return runID, seq, err == nil
+}
+
+// SweepQueue deletes the queued tasks of runs that are over or unknown (queue.Sweep): a step interrupted as its run
+// ended (a worker shut down right after), a timeout of a question answered long ago. It returns how many it deleted.
+func (w *Worker) SweepQueue(ctx context.Context) (int, error) {
+	return w.cfg.Queue.Sweep(ctx, func(ctx context.Context, id string) (bool, error) {
+		r, err := w.cfg.Store.Get(ctx, id)
+		if errors.Is(err, jobs.ErrRunNotFound) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return r.Status.Terminal(), nil
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,11 +19,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/jobstest"
+	"github.com/orchrun/orch/jobs/queue"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 // reliabilityRedis is the real Redis for the tests that run orch processes against it, on this test process's own
@@ -573,5 +577,41 @@ func TestServicesWaitForRedisAndSlack(t *testing.T) {
 	stop(cmd, out)
 	if !strings.Contains(out.String(), "stopped before Redis answered") {
 		t.Fatalf("no word of the stop:\n%s", out.String())
+	}
+}
+
+// A run that is over leaves nothing queued in the store: the step still finishing as `orch run` shut its worker down
+// (interrupted, so asynq keeps it to retry) is removed, and a store used for many runs holds only what is live.
+func TestFinishedRunsLeaveNothingQueued(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	for _, plan := range []string{"examples/plans/hello.md", "examples/plans/hello.md", "examples/plans/verified.md"} {
+		must(t, orch(t, dir, "", "run", "--agent", "sim", plan), 0)
+	}
+	b, err := store.Connect(context.Background(), store.ConnectConfig{StateDir: filepath.Join(dir, ".orch")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	inspector := asynq.NewInspectorFromRedisClient(b.Redis)
+	for _, q := range []string{queue.Steps, queue.Control} {
+		info, err := inspector.GetQueueInfo(q)
+		if errors.Is(err, asynq.ErrQueueNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Size != 0 {
+			var left []string
+			for _, list := range []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){inspector.ListRetryTasks,
+				inspector.ListArchivedTasks, inspector.ListScheduledTasks, inspector.ListPendingTasks} {
+				tasks, _ := list(q)
+				for _, t := range tasks {
+					left = append(left, fmt.Sprintf("%s (%s: %s)", t.ID, t.State, t.LastErr))
+				}
+			}
+			t.Fatalf("queue %s holds %d tasks after three runs that completed: %s", q, info.Size, strings.Join(left, ", "))
+		}
 	}
 }

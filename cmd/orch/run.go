@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -334,6 +335,19 @@ func (a *app) drive(cmd *cobra.Command, b *store.Backend, wk workerSettings, run
 		if !stopped {
 			stopped = true
 			w.Shutdown()
+			// A step still finishing as the run ended was interrupted by the shutdown and went back to the queue:
+			// nothing of a run that is over stays queued in the store.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if _, err := b.Queue.Sweep(sctx, func(ctx context.Context, id string) (bool, error) {
+				if id != runID {
+					return false, nil
+				}
+				r, err := b.Store.Get(ctx, id)
+				return err == nil && r.Status.Terminal(), err
+			}); err != nil {
+				a.log.Warn("removing the run's queued tasks", "run_id", runID, "err", err)
+			}
 		}
 	}
 	defer stop()

@@ -191,3 +191,51 @@ func (q *Queue) Size(queue string) int {
 	}
 	return info.Size
 }
+
+// Sweep deletes from the queues the tasks of runs that are over, whatever state asynq keeps them in (pending,
+// scheduled, retrying after an interruption, archived): a run that ended leaves nothing queued behind. over reports
+// whether a run is over, or unknown; a task whose run it cannot judge (an error) is kept. Active tasks are left to
+// their worker. It returns how many tasks it deleted.
+func (q *Queue) Sweep(ctx context.Context, over func(ctx context.Context, runID string) (bool, error)) (int, error) {
+	n := 0
+	judged := map[string]bool{}
+	for _, name := range []string{Steps, Control} {
+		for _, list := range []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){
+			q.inspector.ListPendingTasks, q.inspector.ListScheduledTasks, q.inspector.ListRetryTasks,
+			q.inspector.ListArchivedTasks} {
+			if ctx.Err() != nil {
+				return n, ctx.Err()
+			}
+			tasks, err := list(name, asynq.PageSize(sweepPage))
+			if errors.Is(err, asynq.ErrQueueNotFound) {
+				continue
+			}
+			if err != nil {
+				return n, fmt.Errorf("listing the %s queue: %w", name, err)
+			}
+			for _, t := range tasks {
+				var p Payload
+				if json.Unmarshal(t.Payload, &p) != nil || p.RunID == "" {
+					continue
+				}
+				done, seen := judged[p.RunID]
+				if !seen {
+					if done, err = over(ctx, p.RunID); err != nil {
+						continue
+					}
+					judged[p.RunID] = done
+				}
+				if !done {
+					continue
+				}
+				if err := q.inspector.DeleteTask(name, t.ID); err == nil {
+					n++
+				}
+			}
+		}
+	}
+	return n, nil
+}
+
+// sweepPage bounds the tasks of each state a sweep looks at: a sweep every minute catches up with a backlog.
+const sweepPage = 1000

@@ -46,3 +46,49 @@ func TestArchivedStepIsEnqueuedAgain(t *testing.T) {
 		})
 	}
 }
+
+// A sweep deletes the queued tasks of runs that are over, in whatever state asynq keeps them, and nothing of a run
+// that lives or that it cannot judge.
+func TestSweepTakesOnlyWhatIsOver(t *testing.T) {
+	for name, rdb := range jobstest.Clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			q := New(rdb)
+			insp := asynq.NewInspectorFromRedisClient(rdb)
+			over, live, unsure := jobs.NewRunID(), jobs.NewRunID(), jobs.NewRunID()
+			later := time.Now().Add(time.Hour)
+			for _, id := range []string{over, live, unsure} {
+				if err := q.Start(ctx, id); err != nil { // pending
+					t.Fatal(err)
+				}
+				if err := q.StepAt(ctx, id, 2, time.Minute, later); err != nil { // scheduled
+					t.Fatal(err)
+				}
+				if err := q.Step(ctx, id, 1, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				if err := insp.ArchiveTask(Steps, fmt.Sprintf("step:%s:1", id)); err != nil { // archived
+					t.Fatal(err)
+				}
+			}
+			n, err := q.Sweep(ctx, func(_ context.Context, id string) (bool, error) {
+				if id == unsure {
+					return false, fmt.Errorf("redis away")
+				}
+				return id == over, nil
+			})
+			if err != nil || n != 3 {
+				t.Fatalf("swept %d, %v; want the over run's 3 tasks", n, err)
+			}
+			for _, id := range []string{over, live, unsure} {
+				for _, task := range []struct{ queue, id string }{{Control, "start:" + id}, {Steps, fmt.Sprintf("step:%s:2", id)},
+					{Steps, fmt.Sprintf("step:%s:1", id)}} {
+					_, err := insp.GetTaskInfo(task.queue, task.id)
+					if gone := err != nil; gone != (id == over) {
+						t.Errorf("%s: gone %v (%v)", task.id, gone, err)
+					}
+				}
+			}
+		})
+	}
+}
