@@ -8,12 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/orchrun/orch/internal/owned"
@@ -34,6 +34,8 @@ type Archive struct {
 	dir   string
 	log   *slog.Logger
 	index indexCache // for Find
+	// checked is set once the index was found to list every run file, or was rebuilt to (archiverepair.go).
+	checked atomic.Bool
 }
 
 // ErrDamaged marks a run whose saved form cannot be read; the other runs are still readable.
@@ -352,6 +354,9 @@ func (a *Archive) newest(bound func() int64, keep func(indexEntry) bool) error {
 // page returns the ids of the n newest archived runs by creation, newest first, skipping the ids in skip (runs that
 // are live again).
 func (a *Archive) page(n int, skip func(string) bool) ([]indexEntry, error) {
+	if err := a.ensureIndex(); err != nil {
+		return nil, err
+	}
 	return a.top(matcher{}, n, skip, a.log, a.newest)
 }
 
@@ -410,6 +415,11 @@ func (a *Archive) prune(keep Keep, now time.Time) ([]string, error) {
 	}
 	var gone []string
 	err := a.withLock(func(d *owned.Dir) error {
+		// Decided on an index that lists every run: a run it failed to list is never dropped for that.
+		if err := a.repairIndex(d); err != nil {
+			return err
+		}
+		a.checked.Store(true)
 		var all []indexEntry
 		if err := a.newest(func() int64 { return -1 }, func(e indexEntry) bool { all = append(all, e); return true }); err != nil {
 			return err
@@ -432,36 +442,17 @@ func (a *Archive) prune(keep Keep, now time.Time) ([]string, error) {
 		if len(gone) == 0 {
 			return nil
 		}
-		// The index first: a crash after it leaves files nothing lists, which the next prune removes.
+		// The index first: a crash after it leaves files nothing lists, which the next check lists again and the
+		// next prune drops.
 		if err := writeFileAtomic(d, a.indexName(), kept.Bytes()); err != nil {
 			return err
 		}
-		listed := make(map[string]bool, len(all))
-		for _, e := range all {
-			listed[e.ID] = true
-		}
 		for _, id := range gone {
-			listed[id] = false
+			if err := d.Remove(a.runName(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("removing run %s from the archive: %w", id, err)
+			}
 		}
-		return a.removeUnlisted(d, listed)
+		return nil
 	})
 	return gone, err
-}
-
-// removeUnlisted deletes the run files the index does not list (listed[id] false or absent).
-func (a *Archive) removeUnlisted(d *owned.Dir, listed map[string]bool) error {
-	entries, err := fs.ReadDir(d.FS(), a.name("runs"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("reading the archive: %w", err)
-	}
-	for _, de := range entries {
-		id, ok := strings.CutSuffix(de.Name(), ".json.gz")
-		if !ok || listed[id] {
-			continue
-		}
-		if err := d.Remove(a.name("runs", de.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("removing run %s from the archive: %w", id, err)
-		}
-	}
-	return nil
 }

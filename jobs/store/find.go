@@ -363,6 +363,9 @@ func (s *Store) load(ctx context.Context, page []found) ([]*jobs.Run, error) {
 //
 // It reads the index as the process last read it and what was appended since (see indexCache).
 func (a *Archive) find(m matcher, n int, skip func(string) bool, log *slog.Logger) ([]indexEntry, error) {
+	if err := a.ensureIndex(); err != nil {
+		return nil, err
+	}
 	snap, err := a.index.load(a.indexPath())
 	if err != nil {
 		return nil, err

@@ -73,10 +73,7 @@ func (s *Store) archiveRun(ctx context.Context, id string, minAge time.Duration)
 		if ar.Audit, err = readEntries(ctx, tx, auditKey(id)); err != nil {
 			return err
 		}
-		entry := indexEntry{ID: id, Created: r.CreatedAt.UnixMilli(), Archived: s.now().UnixMilli(), Ended: ended.UnixMilli(),
-			Status: string(r.Status), V: indexChannel, Plan: r.PlanPath, Title: r.PlanTitle, User: r.Origin.User,
-			Channel: r.Origin.Channel}
-		if err := s.archive.put(ar, entry); err != nil {
+		if err := s.archive.put(ar, entryOf(r, s.now())); err != nil {
 			return err
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -95,6 +92,17 @@ func (s *Store) archiveRun(ctx context.Context, id string, minAge time.Duration)
 		return false, fmt.Errorf("archiving run %s: %w", id, err)
 	}
 	return moved, nil
+}
+
+// entryOf is the archive's index line of run r, archived at archived.
+func entryOf(r *jobs.Run, archived time.Time) indexEntry {
+	ended := r.EndedAt
+	if ended.IsZero() {
+		ended = r.UpdatedAt
+	}
+	return indexEntry{ID: r.ID, Created: r.CreatedAt.UnixMilli(), Archived: archived.UnixMilli(), Ended: ended.UnixMilli(),
+		Status: string(r.Status), V: indexChannel, Plan: r.PlanPath, Title: r.PlanTitle, User: r.Origin.User,
+		Channel: r.Origin.Channel}
 }
 
 func readEntries(ctx context.Context, rdb redis.Cmdable, key string) ([]archivedEntry, error) {

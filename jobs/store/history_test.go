@@ -401,3 +401,55 @@ func TestAStateDirFromBeforeTheArchive(t *testing.T) {
 		}
 	}
 }
+
+// A damaged history index hides no run: with half of it cut off, the history still lists every run whose file is
+// intact, the log says what was repaired, and a prune keeps what it would keep had the index been whole — it never
+// deletes a run's file because the index failed to list it.
+func TestADamagedIndexIsRebuiltFromTheRunFiles(t *testing.T) {
+	for name, open := range archivedStores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, c := open(t)
+			var logged bytes.Buffer
+			var runs []*jobs.Run
+			for range 3 {
+				runs = append(runs, finish(t, s, jobs.RunCompleted))
+				c.add(time.Hour)
+			}
+			if _, err := s.ArchiveFinished(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(s.archive.indexPath())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(s.archive.indexPath(), data[len(data)/2:], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// A process that opens the archive anew, as every orch command does.
+			s.UseArchive(NewArchive(s.archive.Dir(), slog.New(slog.NewTextHandler(&logged, nil))), nil)
+			got, err := s.List(ctx, 10)
+			if err != nil || len(got) != 3 {
+				t.Fatalf("history = %v, %v; want all three runs", ids(got), err)
+			}
+			if !strings.Contains(logged.String(), "the history index was damaged") {
+				t.Fatalf("no word of the repair:\n%s", logged.String())
+			}
+			// The same damage again, seen first by a prune that keeps more than there is.
+			if err := os.WriteFile(s.archive.indexPath(), data[len(data)/2:], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s.UseArchive(NewArchive(s.archive.Dir(), nil), nil)
+			if gone, err := s.Prune(ctx, Keep{Count: 10}); err != nil || len(gone) != 0 {
+				t.Fatalf("pruned %v, %v; want nothing", gone, err)
+			}
+			files, _ := filepath.Glob(filepath.Join(s.archive.Dir(), "runs", "*.json.gz"))
+			if len(files) != 3 {
+				t.Fatalf("run files after the prune: %v", files)
+			}
+			if got, err := s.List(ctx, 10); err != nil || len(got) != 3 {
+				t.Fatalf("history after the prune = %v, %v", ids(got), err)
+			}
+		})
+	}
+}
