@@ -82,7 +82,15 @@ func WorkOf(r *Run) Work {
 		return Work{}
 	}
 	g := r.Git
-	return Work{Branch: g.Branch, Base: g.Base, Commits: g.Commits, FilesChanged: g.FilesChanged,
+	// A run that clones from the remote's default branch names no base of its own: its commit says where it starts.
+	base := g.Base
+	if base == "" {
+		base = g.BaseCommit[:min(len(g.BaseCommit), 12)]
+	}
+	if base == "" {
+		base = "the remote's default branch"
+	}
+	return Work{Branch: g.Branch, Base: base, Commits: g.Commits, FilesChanged: g.FilesChanged,
 		Insertions: g.Insertions, Deletions: g.Deletions}
 }
 

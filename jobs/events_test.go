@@ -179,3 +179,19 @@ func TestNewRunIDUnique(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// A run that clones from the remote's default branch names no base: its summary says where it starts all the same.
+func TestWorkOfAClonedRunNamesItsBase(t *testing.T) {
+	for _, tt := range []struct {
+		g    Git
+		want string
+	}{
+		{Git{Branch: "orch/r-1", Base: "main", BaseCommit: "0123456789abcdef0123"}, "main"},
+		{Git{Branch: "orch/r-1", URL: "https://x/r.git", BaseCommit: "0123456789abcdef0123"}, "0123456789ab"},
+		{Git{Branch: "orch/r-1", URL: "https://x/r.git"}, "the remote's default branch"},
+	} {
+		if got := WorkOf(&Run{Git: &tt.g}).Base; got != tt.want {
+			t.Errorf("%+v: base %q, want %q", tt.g, got, tt.want)
+		}
+	}
+}
