@@ -123,7 +123,8 @@ func (a *app) backend(cmd *cobra.Command) (*store.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := store.Connect(cmd.Context(), store.ConnectConfig{URL: url, StateDir: dir, Log: a.log, Keep: keep})
+	b, err := store.Connect(cmd.Context(), store.ConnectConfig{URL: url, Password: a.env("ORCH_REDIS_PASSWORD"),
+		StateDir: dir, Log: a.log, Keep: keep})
 	if err != nil {
 		if errors.Is(err, store.ErrRedisUnavailable) {
 			return nil, withCode(exitUsage, fmt.Errorf("%w (is Redis running? check --redis / ORCH_REDIS_URL)", err))

@@ -313,6 +313,7 @@ type ownRedis struct {
 	dir  string
 	port int
 	cmd  *exec.Cmd
+	args []string // beyond deploy/redis.conf's
 }
 
 func startOwnRedis(t *testing.T) *ownRedis {
@@ -334,13 +335,17 @@ func (r *ownRedis) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", r
 func (r *ownRedis) start() {
 	r.t.Helper()
 	conf, _ := filepath.Abs("../../deploy/redis.conf")
-	r.cmd = exec.Command("redis-server", conf, "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1", "--dir", r.dir, "--save", "")
+	r.cmd = exec.Command("redis-server", append([]string{conf, "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
+		"--save", ""}, r.args...)...)
 	if err := r.cmd.Start(); err != nil {
 		r.t.Fatal(err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.port)})
 	defer rdb.Close()
-	for deadline := time.Now().Add(10 * time.Second); rdb.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err := rdb.Ping(context.Background()).Err(); err == nil || strings.Contains(err.Error(), "NOAUTH") {
+			break
+		}
 		if time.Now().After(deadline) {
 			r.t.Fatal("redis-server did not start")
 		}
@@ -613,5 +618,33 @@ func TestFinishedRunsLeaveNothingQueued(t *testing.T) {
 			}
 			t.Fatalf("queue %s holds %d tasks after three runs that completed: %s", q, info.Size, strings.Join(left, ", "))
 		}
+	}
+}
+
+// A Redis with a password (deploy/redis.conf's advice, compose's and Kubernetes' set-up): ORCH_REDIS_PASSWORD gives it
+// to every orch command beside a URL that holds none; without it orch says what is wrong and never prints it.
+func TestRedisPasswordFromItsOwnSetting(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is not installed")
+		}
+		t.Skip("needs redis-server")
+	}
+	const password = "s3cret-redis-pw"
+	rs := &ownRedis{t: t, dir: t.TempDir(), port: freePort(t), args: []string{"--requirepass", password}}
+	rs.start()
+	t.Cleanup(rs.kill)
+	dir := workdir(t)
+	r := orchEnv(t, dir, []string{"ORCH_REDIS_URL=" + rs.url(), "ORCH_REDIS_PASSWORD=" + password, "ORCH_BRAIN=heuristic"}, nil,
+		"run", "--agent", "sim", "examples/plans/hello.md")
+	must(t, r, 0)
+	r = orchEnv(t, dir, []string{"ORCH_REDIS_URL=" + rs.url(), "ORCH_BRAIN=heuristic"}, nil, "status")
+	if r.code != 2 || !strings.Contains(r.stderr, "NOAUTH") {
+		t.Fatalf("without the password: want exit 2 and NOAUTH, got %s", r)
+	}
+	r = orchEnv(t, dir, []string{"ORCH_REDIS_URL=" + rs.url(), "ORCH_REDIS_PASSWORD=wrong-" + password, "ORCH_BRAIN=heuristic"}, nil, "status")
+	if r.code != 2 || strings.Contains(r.stdout+r.stderr, password) {
+		t.Fatalf("with a wrong password: want exit 2 and no password printed, got %s", r)
 	}
 }

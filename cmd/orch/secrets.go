@@ -20,7 +20,7 @@ import (
 
 // secretEnv are the variables whose whole value is a credential.
 var secretEnv = []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "ORCH_WEB_TOKEN",
-	"ANTHROPIC_API_KEY", "ORCH_GITHUB_TOKEN", "GITHUB_TOKEN"}
+	"ANTHROPIC_API_KEY", "ORCH_GITHUB_TOKEN", "GITHUB_TOKEN", "ORCH_REDIS_PASSWORD"}
 
 // urlEnv are the variables that hold a URL, whose userinfo may hold a password or a token.
 var urlEnv = []string{"ORCH_REDIS_URL", "ORCH_REPO", "ORCH_GIT_PUSH", "SLACK_API_URL", "ORCH_GITHUB_API_URL",

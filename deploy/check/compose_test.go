@@ -15,8 +15,12 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 )
 
-// dockerGID stands in for the host's docker group, which orch.env.example leaves for the operator to fill in.
-const dockerGID = "999"
+// dockerGID stands in for the host's docker group, and redisPassword for Redis's password, which orch.env.example
+// leaves for the operator to fill in.
+const (
+	dockerGID     = "999"
+	redisPassword = "check-redis-password"
+)
 
 // composeFiles are what deploy/compose.yaml refers to, copied beside it for a load.
 var composeFiles = []string{"compose.yaml", "redis.conf", "prometheus.yml"}
@@ -61,6 +65,7 @@ func composeEnv(t *testing.T) map[string]string {
 		env[k] = v
 	}
 	env["DOCKER_GID"] = dockerGID
+	env["ORCH_REDIS_PASSWORD"] = redisPassword
 	return env
 }
 
@@ -198,6 +203,21 @@ func TestComposeRedis(t *testing.T) {
 		if effective[k] != want {
 			t.Errorf("redis %s = %q, want %q", k, effective[k], want)
 		}
+	}
+	// A password, always: orch.env's, which the bot and the workers read as well, and the healthcheck sends.
+	if effective["requirepass"] != redisPassword {
+		t.Errorf("redis requirepass = %q, want orch.env's ORCH_REDIS_PASSWORD", effective["requirepass"])
+	}
+	if v, _ := envValue(r, "REDISCLI_AUTH"); v != redisPassword {
+		t.Errorf("redis REDISCLI_AUTH = %q: the healthcheck's redis-cli would not authenticate", v)
+	}
+	if effective["protected-mode"] != "yes" {
+		t.Errorf("redis protected-mode = %q, want yes", effective["protected-mode"])
+	}
+	env := composeEnv(t)
+	delete(env, "ORCH_REDIS_PASSWORD")
+	if _, err := loadCompose(t, nil, env); err == nil || !strings.Contains(err.Error(), "ORCH_REDIS_PASSWORD") {
+		t.Errorf("compose.yaml loads without ORCH_REDIS_PASSWORD (%v): Redis would start without a password", err)
 	}
 	dataDir := volumeAt(t, r, effective["dir"])
 	if dataDir.Type != types.VolumeTypeVolume || p.Volumes[dataDir.Source].Name == "" {

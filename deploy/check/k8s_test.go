@@ -583,6 +583,21 @@ func TestK8sRedis(t *testing.T) {
 			t.Errorf("redis %s = %q, want %q", k, settings[k], want)
 		}
 	}
+	// A password, always: the Secret's ORCH_REDIS_PASSWORD, which the bot and the workers read as well (envFrom), and
+	// the probes' redis-cli sends (REDISCLI_AUTH).
+	if settings["requirepass"] != "$(REDISCLI_AUTH)" {
+		t.Errorf("redis --requirepass %q, want $(REDISCLI_AUTH)", settings["requirepass"])
+	}
+	authed := false
+	for _, e := range r.Env {
+		if e.Name == "REDISCLI_AUTH" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+			e.ValueFrom.SecretKeyRef.Name == "orch-secrets" && e.ValueFrom.SecretKeyRef.Key == "ORCH_REDIS_PASSWORD" {
+			authed = true
+		}
+	}
+	if !authed {
+		t.Error("redis: REDISCLI_AUTH must come from the Secret orch-secrets, key ORCH_REDIS_PASSWORD")
+	}
 	// The same settings as deploy/redis.conf (compose's).
 	conf, err := os.ReadFile(filepath.Join(deployDir, "redis.conf"))
 	if err != nil {

@@ -25,7 +25,9 @@ type Backend struct {
 type ConnectConfig struct {
 	// URL of a Redis server (redis://…, rediss://…) or of a Sentinel-managed primary (redis+sentinel://…, see
 	// RedisURL). Empty means the embedded store in StateDir.
-	URL      string
+	URL string
+	// Password is the Redis password when URL holds none (ORCH_REDIS_PASSWORD).
+	Password string
 	StateDir string
 	Log      *slog.Logger
 	Now      func() time.Time
@@ -45,6 +47,7 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redis url: %w", err)
 		}
+		u = u.WithPassword(cfg.Password)
 		b.Redis, where = u.client(), u.Where()
 		sentinel = u.Sentinel()
 	} else {

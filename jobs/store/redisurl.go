@@ -129,6 +129,25 @@ func parseSentinelURL(s string) (*redis.FailoverOptions, error) {
 	return opt, nil
 }
 
+// WithPassword is the URL with password as the Redis password when the URL itself holds none (ORCH_REDIS_PASSWORD:
+// the URL in a ConfigMap, the password in a Secret). A password in the URL wins.
+func (u RedisURL) WithPassword(password string) RedisURL {
+	if password == "" {
+		return u
+	}
+	if u.failover != nil && u.failover.Password == "" {
+		opt := *u.failover
+		opt.Password = password
+		u.failover = &opt
+	}
+	if u.server != nil && u.server.Password == "" {
+		opt := *u.server
+		opt.Password = password
+		u.server = &opt
+	}
+	return u
+}
+
 // Where says which Redis this is, without credentials: "host:port", or the master's name and its sentinels.
 func (u RedisURL) Where() string {
 	if u.failover != nil {
