@@ -15,8 +15,8 @@ import (
 // end (killed) would be settled while the third still runs.
 //
 // So each attempt records the delivery that runs it (Attempt.Owner, its asynq task id), and a delivery that finds the
-// task running takes it over only when that delivery is dead: it holds no lease in asynq any more, or its lease ran out
-// because no heartbeat extends it. While the owner's lease lives, the step is in hands: the delivery ends without
+// task running takes it over only when that delivery is dead: it holds no lease in asynq any more, its lease ran out
+// because no heartbeat extends it, or the worker that claimed it no longer says it lives (alive.go). While the owner's lease lives, the step is in hands: the delivery ends without
 // doing anything, and should the owner die later its lease runs out and the rescue or asynq brings the step back.
 
 // errOwned ends a delivery of a step whose attempt another live delivery runs.
@@ -36,5 +36,12 @@ func (w *Worker) ownerGone(ctx context.Context, task *jobs.Task, self string) (b
 	}
 	// Leases are in asynq's time: the wall clock's, whatever clock the store keeps (as for the rescue).
 	leased, err := w.cfg.Queue.Leased(ctx, owner, time.Now())
-	return !leased, err
+	if err != nil || !leased {
+		return !leased, err
+	}
+	// A lease that still runs, of a worker that no longer says it lives (alive.go): dead all the same.
+	if !w.alive.steady(time.Now()) {
+		return false, nil
+	}
+	return w.cfg.Queue.DeliveryDead(ctx, owner)
 }

@@ -12,14 +12,14 @@ import (
 
 // A worker that dies mid-step (SIGKILL, OOM, a lost machine) leaves its step active in asynq under a lease nobody
 // extends. asynq's recoverer takes the step back only when the lease has been expired for 30 s and its own
-// once-a-minute pass comes round: one to two minutes after the crash. Every orch worker looks for expired leases of
-// steps every few seconds instead and enqueues the step again under a rescue id, so the run goes on about 30 s after
-// its worker died (the lease's own length). The rescue and asynq's later retry of the original are harmless to each
-// other: whichever comes second finds the step done (the step's sequence check) or its attempt owned by the first,
-// which lives (owner.go). The leases are asynq's own, read through queue.ExpiredSteps.
+// once-a-minute pass comes round: one to two minutes after the crash. Every orch worker looks every two seconds for
+// steps whose worker no longer says it lives (alive.go) or whose lease expired, and enqueues the step again under a
+// rescue id, so the run goes on within seconds of its worker's death. The rescue and asynq's later retry of the
+// original are harmless to each other: whichever comes second finds the step done (the step's sequence check) or its
+// attempt owned by the first, which lives (owner.go). The leases are asynq's own, read through queue.ExpiredSteps.
 
 // rescueEvery is how often a worker looks for orphaned steps.
-const rescueEvery = 5 * time.Second
+const rescueEvery = 2 * time.Second
 
 func (w *Worker) rescueLoop() {
 	t := time.NewTicker(rescueEvery)
@@ -56,9 +56,17 @@ func (w *Worker) rescueLoop() {
 // enqueued.
 func (w *Worker) RescueOrphans(ctx context.Context) (int, error) {
 	// Leases are in asynq's time: the wall clock's, whatever clock the store keeps.
-	ids, err := w.cfg.Queue.ExpiredSteps(ctx, time.Now())
+	now := time.Now()
+	ids, err := w.cfg.Queue.ExpiredSteps(ctx, now)
 	if err != nil {
 		return 0, err
+	}
+	if w.alive.steady(now) {
+		dead, err := w.cfg.Queue.DeadDeliveries(ctx, now)
+		if err != nil {
+			return 0, err
+		}
+		ids = append(ids, dead...)
 	}
 	n := 0
 	for _, id := range ids {
@@ -70,7 +78,7 @@ func (w *Worker) RescueOrphans(ctx context.Context) (int, error) {
 		if err != nil || run.Status != jobs.RunRunning || run.Seq != seq {
 			continue // the run moved on, or ended: asynq's recoverer will find the step stale
 		}
-		if err := w.cfg.Queue.Rescue(ctx, runID, seq, run.AgentTimeout(run.Current())); err != nil {
+		if err := w.cfg.Queue.Rescue(ctx, id, runID, seq, run.AgentTimeout(run.Current())); err != nil {
 			return n, err
 		}
 		n++
@@ -78,16 +86,18 @@ func (w *Worker) RescueOrphans(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// parseStepID reads orch's step task id, "step:RUN:SEQ" (a rescue's id has a suffix and is not rescued again).
+// parseStepID reads orch's step task ids: "step:RUN:SEQ", with a suffix for a rescue (":rescue"), or for a step that
+// looks again later (":later-…").
 func parseStepID(id string) (runID string, seq int64, ok bool) {
 	rest, found := strings.CutPrefix(id, "step:")
 	if !found {
 		return "", 0, false
 	}
 	runID, s, found := strings.Cut(rest, ":")
-	if !found || strings.Contains(s, ":") {
+	if !found || runID == "" {
 		return "", 0, false
 	}
+	s, _, _ = strings.Cut(s, ":")
 	seq, err := strconv.ParseInt(s, 10, 64)
 	return runID, seq, err == nil
 }

@@ -89,6 +89,10 @@ type Worker struct {
 	once   sync.Once
 	graphs graphs
 	host   string
+	// id names this worker process in the deployment: its word that it lives, and its claims on step deliveries
+	// (alive.go).
+	id    string
+	alive aliveness
 	// defers learns whether the agent CLI can pause a tool call.
 	defers deferSupport
 }
@@ -119,7 +123,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Host == "" {
 		cfg.Host, _ = os.Hostname()
 	}
-	w := &Worker{cfg: cfg, log: cfg.Log, host: cfg.Host}
+	w := &Worker{cfg: cfg, log: cfg.Log, host: cfg.Host, id: workerID(cfg.Host)}
 	w.base, w.cancel = context.WithCancel(context.Background())
 	return w, nil
 }
@@ -200,6 +204,7 @@ func (w *Worker) Start(rdb redis.UniversalClient) error {
 		w.control.Shutdown()
 		return fmt.Errorf("starting step worker: %w", err)
 	}
+	go w.aliveLoop()
 	go w.rescueLoop()
 	return nil
 }
@@ -219,6 +224,10 @@ func (w *Worker) Shutdown() {
 		// Agents are killed rather than waited for: an agent can run for half an hour.
 		w.cancel()
 		wg.Wait()
+		// Every step it had is back on the queue: nothing of it needs rescuing.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = w.cfg.Queue.Gone(ctx, w.id)
 	})
 }
 

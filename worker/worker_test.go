@@ -385,15 +385,15 @@ func TestOrphanedStepIsRetriedAtOnce(t *testing.T) {
 	}
 }
 
-// A step whose lease expired (its worker died) is enqueued again under a rescue id; steps of runs that moved on, and
-// rescues themselves, are left to asynq.
+// A step whose lease expired (its worker died) is enqueued again under a rescue id, and so is a rescue that died in
+// turn; steps of runs that moved on are left to asynq.
 func TestRescueOrphans(t *testing.T) {
 	for name, rdb := range clients(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			h := newHarness(t, rdb, script(t, `echo "Done."`), nil)
-			orphan, moved := h.newRun(t, "1.1"), h.newRun(t, "1.1")
-			for _, r := range []*jobs.Run{orphan, moved} {
+			orphan, moved, again := h.newRun(t, "1.1"), h.newRun(t, "1.1"), h.newRun(t, "1.1")
+			for _, r := range []*jobs.Run{orphan, moved, again} {
 				if err := h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID}); err != nil {
 					t.Fatal(err)
 				}
@@ -403,7 +403,7 @@ func TestRescueOrphans(t *testing.T) {
 			leases := []redis.Z{
 				{Score: past, Member: fmt.Sprintf("step:%s:1", orphan.ID)},
 				{Score: past, Member: fmt.Sprintf("step:%s:7", moved.ID)},        // the run is at seq 1
-				{Score: past, Member: fmt.Sprintf("step:%s:1:rescue", moved.ID)}, // never rescued twice
+				{Score: past, Member: fmt.Sprintf("step:%s:1:rescue", again.ID)}, // a rescue that died
 				{Score: future, Member: fmt.Sprintf("step:%s:1", moved.ID)},      // alive: its lease runs
 			}
 			// asynq's lease set of the steps queue, as workers that died left it (the layout jobs/queue reads and
@@ -416,8 +416,11 @@ func TestRescueOrphans(t *testing.T) {
 				}
 			})
 			n, err := h.w.RescueOrphans(ctx)
-			if err != nil || n != 1 {
-				t.Fatalf("rescued %d, %v; want 1", n, err)
+			if err != nil || n != 2 {
+				t.Fatalf("rescued %d, %v; want 2", n, err)
+			}
+			if _, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(queue.Steps, fmt.Sprintf("step:%s:1:rescue:rescue", again.ID)); err != nil {
+				t.Fatalf("the dead rescue was not rescued: %v", err)
 			}
 			info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(queue.Steps, fmt.Sprintf("step:%s:1:rescue", orphan.ID))
 			if err != nil || info.Type != queue.TypeStep {
@@ -438,8 +441,8 @@ func TestRescueOrphans(t *testing.T) {
 }
 
 func TestParseStepID(t *testing.T) {
-	for id, want := range map[string]bool{"step:r-abc:12": true, "step:r-abc:12:rescue": false, "resume:r-abc:e1": false,
-		"step:r-abc:x": false, "step:r-abc": false} {
+	for id, want := range map[string]bool{"step:r-abc:12": true, "step:r-abc:12:rescue": true, "step:r-abc:12:rescue:rescue": true,
+		"step:r-abc:3:later-k2": true, "resume:r-abc:e1": false, "step:r-abc:x": false, "step:r-abc": false, "step::1": false} {
 		if _, _, ok := parseStepID(id); ok != want {
 			t.Errorf("parseStepID(%q) ok = %v", id, ok)
 		}
@@ -517,6 +520,70 @@ func TestOneOwnerPerStep(t *testing.T) {
 							got.Status, task.Status, task.Started)
 					}
 				})
+			}
+		})
+	}
+}
+
+// A worker that dies is found by its word that it lives running out (a few seconds), not by its 30 s lease: its step
+// is rescued while the lease still runs, and a delivery of the step takes the attempt over. A worker that lives keeps
+// its step; and a worker whose own word has not held for a while (it was cut off itself) judges nobody.
+func TestADeadWorkersStepIsRescuedBeforeItsLeaseEnds(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			h := newHarness(t, rdb, script(t, `echo "Done. All tests pass."`), nil)
+			dead, live := h.newRun(t, "1.1"), h.newRun(t, "1.1")
+			const leaseSet = "asynq:{" + queue.Steps + "}:lease" // see TestRescueOrphans
+			future := float64(time.Now().Add(25 * time.Second).Unix())
+			for _, r := range []*jobs.Run{dead, live} {
+				if err := h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID}); err != nil {
+					t.Fatal(err)
+				}
+				id := fmt.Sprintf("step:%s:1", r.ID)
+				// The step's first transaction, under a delivery whose lease runs for 25 s more.
+				if _, err := h.store.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
+					task := r.Current()
+					task.Status, task.Started = jobs.TaskRunning, 1
+					task.Attempts = []*jobs.Attempt{{N: 1, StartedAt: time.Now().UTC(), Owner: id}}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				rdb.ZAdd(ctx, leaseSet, redis.Z{Score: future, Member: id})
+				t.Cleanup(func() { rdb.ZRem(ctx, leaseSet, id) })
+			}
+			if err := h.queue.Claim(ctx, "step:"+dead.ID+":1", "w-dead"); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.queue.Claim(ctx, "step:"+live.ID+":1", "w-live"); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.queue.Beat(ctx, "w-live"); err != nil {
+				t.Fatal(err)
+			}
+			// Not steady yet: it judges nobody.
+			if n, err := h.w.RescueOrphans(ctx); err != nil || n != 0 {
+				t.Fatalf("a worker just back rescued %d, %v", n, err)
+			}
+			h.w.alive.since.Store(time.Now().Add(-queue.AliveTTL).UnixNano())
+			if n, err := h.w.RescueOrphans(ctx); err != nil || n != 1 {
+				t.Fatalf("rescued %d, %v; want the dead worker's step", n, err)
+			}
+			if _, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(queue.Steps, "step:"+dead.ID+":1:rescue"); err != nil {
+				t.Fatalf("no rescue of the dead worker's step: %v", err)
+			}
+			// A delivery of each step: the dead worker's attempt is taken over, the live one's left alone.
+			for _, r := range []*jobs.Run{dead, live} {
+				if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := h.get(t, dead.ID); got.Status != jobs.RunCompleted || got.Tasks[0].Started != 2 {
+				t.Fatalf("the dead worker's run: %s, started %d", got.Status, got.Tasks[0].Started)
+			}
+			if got := h.get(t, live.ID); got.Status != jobs.RunRunning || got.Tasks[0].Started != 1 {
+				t.Fatalf("the live worker's run: %s, started %d", got.Status, got.Tasks[0].Started)
 			}
 		})
 	}

@@ -117,11 +117,12 @@ func (q *Queue) stepOptions(agentTimeout time.Duration) []asynq.Option {
 	return []asynq.Option{asynq.Queue(Steps), asynq.MaxRetry(stepMaxRetry), asynq.Timeout(timeout)}
 }
 
-// Rescue enqueues step seq of a run again, under an id of its own, after the worker that had it died: the original
-// stays with asynq until its lease is recovered, and then finds the step done or the rescue's attempt running.
-func (q *Queue) Rescue(ctx context.Context, runID string, seq int64, agentTimeout time.Duration) error {
-	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, fmt.Sprintf("step:%s:%d:rescue", runID, seq),
-		q.stepOptions(agentTimeout)...)
+// Rescue enqueues step seq of a run again, after the worker of its delivery dead died: under the dead delivery's id
+// with ":rescue" after it, so that finding the same dead delivery twice enqueues one rescue (and a rescue that dies is
+// rescued in turn). The dead delivery stays with asynq until its lease is recovered, and then finds the step done or
+// the rescue's attempt running.
+func (q *Queue) Rescue(ctx context.Context, dead, runID string, seq int64, agentTimeout time.Duration) error {
+	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, dead+":rescue", q.stepOptions(agentTimeout)...)
 }
 
 // StepLater enqueues step seq of a run again at at, under an id of its own (the step's own is still active while it
