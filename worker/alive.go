@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,13 +19,58 @@ import (
 // (queue/alive.go). Only a worker whose own word has held for queue.AliveTTL judges others dead: after a failover or a
 // restart of Redis, when nobody could say it lives for a while, everyone has said so again before anyone is judged.
 
-// aliveness is when this worker's word that it lives started to hold without a break; zero while it does not.
-type aliveness struct{ since atomic.Int64 }
+// aliveness is when this worker's word that it lives started to hold without a break (zero while it does not), and
+// when it was last said.
+type aliveness struct {
+	since, last atomic.Int64
+}
 
 // steady reports whether the worker has said it lives, without a break, for queue.AliveTTL by now.
 func (a *aliveness) steady(now time.Time) bool {
 	s := a.since.Load()
 	return s != 0 && now.Sub(time.Unix(0, s)) >= queue.AliveTTL
+}
+
+// cutOff is how long a worker that cannot say it lives goes on working: less than queue.AliveTTL, after which the
+// others may rescue its steps, by two beats. Its agents are stopped then, before a rescued attempt starts elsewhere:
+// work that would be done twice, and whose result its fence would drop (fence.go), is not done at all.
+const cutOff = queue.AliveTTL - 2*queue.AliveEvery
+
+// errCutOff stops the agents of a worker cut off from Redis.
+var errCutOff = errors.New("this worker could not reach Redis for too long: the others may take its steps over")
+
+// steps are the attempts this worker runs, each with what stops it.
+type steps struct {
+	mu   sync.Mutex
+	next int
+	stop map[int]context.CancelCauseFunc
+}
+
+// add registers a step's stop; the returned func forgets it.
+func (s *steps) add(stop context.CancelCauseFunc) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop == nil {
+		s.stop = map[int]context.CancelCauseFunc{}
+	}
+	s.next++
+	n := s.next
+	s.stop[n] = stop
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.stop, n)
+	}
+}
+
+// stopAll stops every step running, and returns how many there were.
+func (s *steps) stopAll(cause error) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, stop := range s.stop {
+		stop(cause)
+	}
+	return len(s.stop)
 }
 
 func workerID(host string) string {
@@ -32,19 +79,34 @@ func workerID(host string) string {
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// aliveLoop says the worker lives every queue.AliveEvery until it shuts down.
+// aliveLoop says the worker lives every queue.AliveEvery until it shuts down, and stops the worker's steps once it has
+// not been able to say so for cutOff.
 func (w *Worker) aliveLoop() {
 	t := time.NewTicker(queue.AliveEvery)
 	defer t.Stop()
+	w.alive.last.Store(time.Now().UnixNano())
+	stopped := false
 	for {
 		ctx, cancel := context.WithTimeout(w.base, queue.AliveEvery)
 		err := w.cfg.Queue.Beat(ctx, w.id)
 		cancel()
+		now := time.Now()
 		switch {
 		case err != nil:
 			w.alive.since.Store(0)
-		case w.alive.since.Load() == 0:
-			w.alive.since.Store(time.Now().UnixNano())
+			if !stopped && now.Sub(time.Unix(0, w.alive.last.Load())) >= cutOff && w.base.Err() == nil {
+				stopped = true
+				if n := w.running.stopAll(errCutOff); n > 0 {
+					w.log.Warn("cut off from Redis: stopped this worker's agents before other workers take their steps over",
+						"steps", n, "err", err)
+				}
+			}
+		default:
+			stopped = false
+			w.alive.last.Store(now.UnixNano())
+			if w.alive.since.Load() == 0 {
+				w.alive.since.Store(now.UnixNano())
+			}
 		}
 		select {
 		case <-w.base.Done():
@@ -54,17 +116,23 @@ func (w *Worker) aliveLoop() {
 	}
 }
 
-// claim names this worker on the step delivery self for as long as it works on it; the returned func forgets it.
-func (w *Worker) claim(ctx context.Context, self string) func() {
-	if self == "" {
-		return func() {}
+// claim names this worker on the step delivery self for as long as it works on it, and gives the step a context that
+// stops when the worker is cut off from Redis (aliveLoop); the returned func forgets both.
+func (w *Worker) claim(ctx context.Context, self string) (context.Context, func()) {
+	ctx, stop := context.WithCancelCause(ctx)
+	forget := w.running.add(stop)
+	if self != "" {
+		if err := w.cfg.Queue.Claim(ctx, self, w.id); err != nil {
+			w.log.Warn("naming this worker on a step delivery; should it die, the step waits for its lease", "delivery", self, "err", err)
+		}
 	}
-	if err := w.cfg.Queue.Claim(ctx, self, w.id); err != nil {
-		w.log.Warn("naming this worker on a step delivery; should it die, the step waits for its lease", "delivery", self, "err", err)
-	}
-	return func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		_ = w.cfg.Queue.Unclaim(ctx, self)
+	return ctx, func() {
+		forget()
+		stop(nil)
+		if self != "" {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			_ = w.cfg.Queue.Unclaim(ctx, self)
+		}
 	}
 }

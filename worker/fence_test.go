@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/jobs"
@@ -354,5 +356,39 @@ func TestTheBaseIsRecordedBeforeTheAgentWorks(t *testing.T) {
 				t.Fatalf("the task's commit is on %s, not on the run's base %s", parent, base)
 			}
 		})
+	}
+}
+
+// A worker cut off from Redis stops its agents before the others may take its steps over (they wait for its word that
+// it lives to run out): the work is not done twice, once here for nothing.
+func TestACutOffWorkerStopsItsAgents(t *testing.T) {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	started := filepath.Join(t.TempDir(), "started")
+	agentCmd := script(t, fmt.Sprintf("touch %q\nsleep 120\necho 'Done.'\n", started))
+	h := newHarness(t, rdb, agentCmd, nil)
+	r := h.newRun(t, "1")
+	if err := h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID}); err != nil {
+		t.Fatal(err)
+	}
+	go h.w.aliveLoop()
+	t.Cleanup(h.w.Shutdown)
+	done := make(chan error, 1)
+	go func() { done <- h.w.Handler().ProcessTask(context.Background(), stepTask(r.ID, 1)) }()
+	for {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m.Close() // Redis is gone for this worker
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the step ended with %v, want it stopped", err)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("the agent of a worker cut off from Redis was not stopped")
 	}
 }

@@ -60,7 +60,8 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
 	self, _ := asynq.GetTaskID(ctx)
-	defer w.claim(ctx, self)()
+	ctx, release := w.claim(ctx, self)
+	defer release()
 	// Twice at most: a delivery that took over a finished attempt whose work stayed on a lost machine starts the task's
 	// next attempt itself.
 	for range 2 {

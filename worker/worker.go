@@ -91,8 +91,9 @@ type Worker struct {
 	host   string
 	// id names this worker process in the deployment: its word that it lives, and its claims on step deliveries
 	// (alive.go).
-	id    string
-	alive aliveness
+	id      string
+	alive   aliveness
+	running steps
 	// defers learns whether the agent CLI can pause a tool call.
 	defers deferSupport
 }
