@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -36,10 +35,13 @@ func (a *aliveness) steady(now time.Time) bool {
 // work that would be done twice, and whose result its fence would drop (fence.go), is not done at all.
 const cutOff = queue.AliveTTL - 2*queue.AliveEvery
 
-// errCutOff stops the agents of a worker cut off from Redis.
-var errCutOff = errors.New("this worker could not reach Redis for too long: the others may take its steps over")
+// errCutOff stops the agents of a worker cut off from Redis: their step is left to the queue, which delivers it again
+// (or another worker rescues it).
+// It is an interruption (context.Canceled), not the step's failure.
+var errCutOff = fmt.Errorf("this worker could not reach Redis for too long, and the others may take its steps over: %w",
+	context.Canceled)
 
-// steps are the attempts this worker runs, each with what stops it.
+// steps are the agent processes this worker runs, each with what stops it.
 type steps struct {
 	mu   sync.Mutex
 	next int
@@ -79,7 +81,7 @@ func workerID(host string) string {
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// aliveLoop says the worker lives every queue.AliveEvery until it shuts down, and stops the worker's steps once it has
+// aliveLoop says the worker lives every queue.AliveEvery until it shuts down, and stops the worker's agents once it has
 // not been able to say so for cutOff.
 func (w *Worker) aliveLoop() {
 	t := time.NewTicker(queue.AliveEvery)
@@ -116,23 +118,30 @@ func (w *Worker) aliveLoop() {
 	}
 }
 
-// claim names this worker on the step delivery self for as long as it works on it, and gives the step a context that
-// stops when the worker is cut off from Redis (aliveLoop); the returned func forgets both.
-func (w *Worker) claim(ctx context.Context, self string) (context.Context, func()) {
+// claim names this worker on the step delivery self for as long as it works on it; the returned func forgets it.
+func (w *Worker) claim(ctx context.Context, self string) func() {
+	if self == "" {
+		return func() {}
+	}
+	if err := w.cfg.Queue.Claim(ctx, self, w.id); err != nil {
+		w.log.Warn("naming this worker on a step delivery; should it die, the step waits for its lease", "delivery", self, "err", err)
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = w.cfg.Queue.Unclaim(ctx, self)
+	}
+}
+
+// agentContext is the context an agent process runs under: it stops when the worker is cut off from Redis
+// (aliveLoop). Only the agent: an attempt whose agent has finished keeps trying to save its result, which is what
+// keeps it from being done again once Redis answers (a failover), and which its fence drops should the step have
+// been taken over meanwhile (a partition).
+func (w *Worker) agentContext(ctx context.Context) (context.Context, func()) {
 	ctx, stop := context.WithCancelCause(ctx)
 	forget := w.running.add(stop)
-	if self != "" {
-		if err := w.cfg.Queue.Claim(ctx, self, w.id); err != nil {
-			w.log.Warn("naming this worker on a step delivery; should it die, the step waits for its lease", "delivery", self, "err", err)
-		}
-	}
 	return ctx, func() {
 		forget()
 		stop(nil)
-		if self != "" {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			defer cancel()
-			_ = w.cfg.Queue.Unclaim(ctx, self)
-		}
 	}
 }

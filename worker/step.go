@@ -60,8 +60,7 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
 	self, _ := asynq.GetTaskID(ctx)
-	ctx, release := w.claim(ctx, self)
-	defer release()
+	defer w.claim(ctx, self)()
 	// Twice at most: a delivery that took over a finished attempt whose work stayed on a lost machine starts the task's
 	// next attempt itself.
 	for range 2 {
@@ -424,11 +423,17 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	if at.wt != nil {
 		readOnly = at.wt.ReadOnly
 	}
-	res, err := sb.Exec(ectx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env, Stdin: stdin,
+	actx, done := w.agentContext(ectx)
+	res, err := sb.Exec(actx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env, Stdin: stdin,
 		Dir: at.dir, ReadOnly: readOnly, Timeout: r.AgentTimeout(&task), Recovered: at.recovered}, parser.Line)
+	cut := context.Cause(actx)
+	done()
 	endExec(span, res, err)
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if errors.Is(cut, errCutOff) {
+		return cut // stopped, not finished: the step goes back to the queue
 	}
 	out.duration = res.Duration
 	out.said.ExitCode = res.ExitCode
