@@ -37,15 +37,17 @@ type counts struct {
 	history       []int // finished runs in the embedded store's workspaces, smallest first
 	historyTimes  int   // samples of each command in each of them
 	outputMB      int   // megabytes an agent prints to orch run
+	rescues       int   // workers SIGKILLed mid-task
+	crashTrials   int   // pairs of runs on one state dir, one of them SIGKILLed
 }
 
 var (
 	fullCounts = counts{ackRounds: 25, resumes: 100, approvals: 50, resumesSlow: 20, parked: 10000, stepRuns: 100, stepTasks: 20,
 		dockerSamples: 20, worktrees: 20, concurrent: 16,
-		history: []int{100, 10000}, historyTimes: 15, outputMB: 200}
+		history: []int{100, 10000}, historyTimes: 15, outputMB: 200, rescues: 5, crashTrials: 50}
 	quickCounts = counts{ackRounds: 2, resumes: 5, approvals: 3, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20,
 		dockerSamples: 3, worktrees: 3, concurrent: 4,
-		history: []int{100, 1000}, historyTimes: 3, outputMB: 20}
+		history: []int{100, 1000}, historyTimes: 3, outputMB: 20, rescues: 1, crashTrials: 3}
 )
 
 func main() {
@@ -204,6 +206,22 @@ func run(ctx context.Context, c counts, mode string) (*Results, error) {
 		return nil, fmt.Errorf("output: %w", err)
 	}
 	res.RunRSS200MBOutputMB, res.Notes.Output = roundPtr(output.peakMB, 1), output.note
+
+	if err := fresh(fmt.Sprintf("rescue: %d workers SIGKILLed mid-task, the other worker takes the step over", c.rescues)); err != nil {
+		return nil, err
+	}
+	rescue, err := measureRescue(ctx, r, c.rescues)
+	if err != nil {
+		return nil, fmt.Errorf("rescue: %w", err)
+	}
+	res.RescueP50Seconds, res.Notes.Rescue = roundTo(percentileMs(rescue.samples, 0.5)/1000, 2), rescue.note
+
+	step(fmt.Sprintf("crash: %d trials of two runs on one state dir, one SIGKILLed at random, then resumed", c.crashTrials))
+	crash, err := measureCrashTrials(ctx, r, c.crashTrials)
+	if err != nil {
+		return nil, fmt.Errorf("crash: %w", err)
+	}
+	res.CrashTrials, res.CrashTasksCompletedTwice, res.Notes.Crash = crash.trials, crash.twice, crash.note
 
 	res.Machine = machine(srv.Version(ctx))
 	if err := res.check(c.parked); err != nil {

@@ -58,8 +58,14 @@ type Results struct {
 	// RunRSS200MBOutputMB is orch run's peak resident memory, in MiB, while its agent prints 200 MB (the largest of
 	// three shapes of output); null where the OS does not report it.
 	RunRSS200MBOutputMB *float64 `json:"run_rss_200mb_output_mb"`
-	Machine             Machine  `json:"machine"`
-	Notes               Notes    `json:"notes"`
+	// RescueP50Seconds is a worker SIGKILLed mid-task to its step's next attempt starting on another worker.
+	RescueP50Seconds float64 `json:"rescue_p50_seconds"`
+	// CrashTasksCompletedTwice counts the tasks whose agent completed twice in CrashTrials trials of two runs on one
+	// embedded state directory, one SIGKILLed at random and resumed.
+	CrashTrials              int     `json:"crash_trials"`
+	CrashTasksCompletedTwice int     `json:"crash_tasks_completed_twice"`
+	Machine                  Machine `json:"machine"`
+	Notes                    Notes   `json:"notes"`
 }
 
 // Machine is where the numbers were measured.
@@ -90,6 +96,8 @@ type Notes struct {
 	History   string `json:"history"`
 	Web       string `json:"web"`
 	Output    string `json:"output"`
+	Rescue    string `json:"rescue"`
+	Crash     string `json:"crash"`
 }
 
 func machine(redisVersion string) Machine {
@@ -132,7 +140,7 @@ func (r *Results) check(wantParked int) error {
 		"embedded_run_start_ms_at_10k":          r.EmbeddedRunStartMsAt10k,
 		"embedded_state_bytes_per_finished_run": r.EmbeddedStateBytesPerFinishedRun,
 		"web_runs_page_ms_at_10k":               r.WebRunsPageMsAt10k, "web_runs_filtered_ms_at_10k": r.WebRunsFilteredMsAt10k,
-		"web_run_page_ms": r.WebRunPageMs,
+		"web_run_page_ms": r.WebRunPageMs, "rescue_p50_seconds": r.RescueP50Seconds,
 	}
 	for name, v := range positive {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
@@ -150,6 +158,9 @@ func (r *Results) check(wantParked int) error {
 	}
 	if r.ConcurrentRuns < 1 || r.ConcurrentRunsIsolated < 0 || r.ConcurrentRunsIsolated > r.ConcurrentRuns {
 		errs = append(errs, fmt.Errorf("concurrent_runs_isolated = %d of %d", r.ConcurrentRunsIsolated, r.ConcurrentRuns))
+	}
+	if r.CrashTrials < 1 || r.CrashTasksCompletedTwice < 0 {
+		errs = append(errs, fmt.Errorf("crash_tasks_completed_twice = %d in %d trials", r.CrashTasksCompletedTwice, r.CrashTrials))
 	}
 	if r.ParkedWorkerSlotsBusy < 0 {
 		errs = append(errs, fmt.Errorf("parked_worker_slots_busy = %d", r.ParkedWorkerSlotsBusy))
