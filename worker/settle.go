@@ -16,6 +16,10 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 	now := w.cfg.Store.Now()
 	a := recordAttempt(r, t, c, out)
 	t.Paused = nil
+	// The attempt is settled here, whatever comes of it: what its agent said was kept (keep) only until now, but for
+	// a judgement the brain could not make (below).
+	kept := t.Pending
+	t.Pending = nil
 	if out.paused != nil && !out.security() && out.execErr == nil {
 		w.pauseAt(r, t, c, a, out.paused, now)
 		return
@@ -23,7 +27,8 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 	v := judgeAttempt(w.facts(r, t, out))
 	if v.kind == vPause {
 		// Nothing is decided without the brain, and nothing is lost: the output waits in the run for the resume.
-		if t.Pending == nil { // kept when the agent ended (keep), unless the outcome came some other way
+		t.Pending = kept // kept when the agent ended (keep), unless the outcome came some other way
+		if t.Pending == nil {
 			said := out.said
 			said.Text = escalation.Bound(escalation.Redact(said.Text), maxPending)
 			said.Stderr = escalation.Redact(said.Stderr)
@@ -34,7 +39,6 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunPausedEvent{Reason: r.Reason}))
 		return
 	}
-	t.Pending = nil
 	a.Status = v.status
 	if v.kind == vSandboxError {
 		a.Error = escalation.Redact(out.execErr.Error())
