@@ -69,7 +69,7 @@ func (w *Worker) save(ctx context.Context, runID string, fn func(*jobs.Run, *job
 // attempt is settled, the attempt is judged and settled by whoever takes the step over, not run again.
 func (w *Worker) keep(ctx context.Context, at *attempt, out *outcome) error {
 	said := out.said
-	said.Text = escalation.Bound(said.Text, maxPending) // redacted as it entered orch (runAgent)
+	said.Text = escalation.Bound(said.Text, maxKept) // redacted as it entered orch (runAgent)
 	said.Secrets, said.Paused, said.Tampered, said.Leaked = out.secrets, out.paused, out.tampered, out.leaked
 	if at.wt != nil {
 		work, err := w.cfg.Workspaces.Work(ctx, *at.wt)
@@ -114,6 +114,11 @@ func (w *Worker) intend(ctx context.Context, runID string, fence func(*jobs.Run)
 	})
 	return moving, err
 }
+
+// maxKept bounds the agent output kept on the task until its attempt is settled: its head and tail, which is what the
+// judgement of a finished attempt taken over reads. It is written with the run's document on every step, and must not
+// make that document the size of a log.
+const maxKept = 128 << 10
 
 // maxMoving bounds Git.Moving: one entry per owner that died between its intent and its save, which the attempt cap
 // bounds already.

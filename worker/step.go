@@ -27,7 +27,7 @@ import (
 // that moved on. It is not a failure.
 var errStale = errors.New("stale task")
 
-// maxPending bounds the agent output kept for a later judgement.
+// maxPending bounds the agent output kept for a later judgement when it did not come through keep (fence.go).
 const maxPending = 1 << 20
 
 // maxErrorLen bounds each error kept in a task's history: enough for similarity, not a log file per attempt.

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -29,11 +31,11 @@ type replication struct {
 }
 
 // Default replication of a Redis that Sentinel manages: one replica, a change waits at most half a second, and after a
-// change that no replica took the store stops waiting for ten seconds.
+// change that no replica took the store stops waiting for two seconds.
 const (
 	waitReplicas = 1
 	waitTimeout  = 500 * time.Millisecond
-	waitPause    = 10 * time.Second
+	waitPause    = 2 * time.Second
 )
 
 // WaitForReplicas has every change to a run return only once n replicas have it, or timeout passed.
@@ -41,27 +43,40 @@ func (s *Store) WaitForReplicas(n int, timeout time.Duration) {
 	s.repl = &replication{replicas: n, timeout: timeout}
 }
 
-// replicate waits until the changes made on c, a transaction's connection, reached the replicas.
-func (s *Store) replicate(ctx context.Context, c *redis.Tx, runID string) {
+// ErrNotReplicated says a change was made on a primary that stopped being one before a replica confirmed it: a failover
+// under way. The change may be lost with that primary; the caller tries again, on the new one.
+var ErrNotReplicated = errors.New("the change reached no replica before Redis changed hands: try again")
+
+// replicate waits until the changes made on c, a transaction's connection, reached the replicas. A primary that lost
+// its replicas (down, resyncing) has its changes acknowledged all the same, said once in the log; one that is not the
+// primary any more, or a connection lost while waiting, is ErrNotReplicated.
+func (s *Store) replicate(ctx context.Context, c *redis.Tx, runID string) error {
 	r := s.repl
 	if r == nil || r.replicas <= 0 {
-		return
+		return nil
 	}
 	r.mu.Lock()
 	skip := time.Now().Before(r.until)
 	r.mu.Unlock()
 	if skip {
-		return
+		return nil
 	}
 	got, err := c.Wait(ctx, r.replicas, r.timeout).Result()
-	if err == nil && got >= int64(r.replicas) {
+	if err != nil {
+		return fmt.Errorf("%w (%v)", ErrNotReplicated, err)
+	}
+	if got >= int64(r.replicas) {
 		r.mu.Lock()
 		if r.warned {
 			r.warned = false
 			s.log.Info("changes reach a replica of Redis again before orch acknowledges them")
 		}
 		r.mu.Unlock()
-		return
+		return nil
+	}
+	// No replica in time: is this still the primary, or is a failover taking it away?
+	if role, err := c.Do(ctx, "ROLE").Slice(); err != nil || len(role) == 0 || role[0] != "master" {
+		return fmt.Errorf("%w (role %v, %v)", ErrNotReplicated, role, err)
 	}
 	r.mu.Lock()
 	r.until = time.Now().Add(waitPause)
@@ -70,6 +85,7 @@ func (s *Store) replicate(ctx context.Context, c *redis.Tx, runID string) {
 	r.mu.Unlock()
 	if first {
 		s.log.Warn("a change reached no replica of Redis in time: until one answers again, a failover may lose the latest changes",
-			"run_id", runID, "replicas", got, "want", r.replicas, "timeout", r.timeout, "err", err)
+			"run_id", runID, "replicas", got, "want", r.replicas, "timeout", r.timeout)
 	}
+	return nil
 }

@@ -106,8 +106,7 @@ func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) e
 		if err != nil {
 			return fmt.Errorf("indexing run %s: %w", r.ID, err)
 		}
-		s.replicate(ctx, tx, r.ID)
-		return nil
+		return s.replicate(ctx, tx, r.ID)
 	})
 	if err != nil {
 		return err
@@ -207,7 +206,9 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 			return s.appendAudit(ctx, p, id, c.Audit)
 		})
 		if err == nil {
-			s.replicate(ctx, tx, id)
+			err = s.replicate(ctx, tx, id)
+		}
+		if err == nil {
 			out = &r
 			if len(c.Events) > 0 {
 				for _, fn := range s.observers {
