@@ -411,9 +411,8 @@ func TestADamagedIndexIsRebuiltFromTheRunFiles(t *testing.T) {
 			ctx := context.Background()
 			s, c := open(t)
 			var logged bytes.Buffer
-			var runs []*jobs.Run
 			for range 3 {
-				runs = append(runs, finish(t, s, jobs.RunCompleted))
+				finish(t, s, jobs.RunCompleted)
 				c.add(time.Hour)
 			}
 			if _, err := s.ArchiveFinished(ctx, 0); err != nil {
