@@ -92,7 +92,10 @@ func (t *idleTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		w.stop()
-		if w.hasFired() {
+		// The transport's own bound on the header is the same silence (Transport(idle)): whichever timer saw it
+		// first, the caller learns that the peer said nothing.
+		var ne net.Error
+		if w.hasFired() || errors.As(err, &ne) && ne.Timeout() && req.Context().Err() == nil {
 			return nil, w.err
 		}
 		return nil, err
