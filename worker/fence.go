@@ -20,9 +20,10 @@ import (
 //     the attempt is still the task's current one under this delivery; a worker that dies after it has its result
 //     settled by the next delivery rather than its task run again;
 //   - before a step moves the run's branch (in the repository, on the remote), a transaction under the same check
-//     records the commit it is about to put there (Git.Moving); the branch then moves only by compare-and-set, from
+//     records the commit it is about to put there (Git.Moving); the step then moves it only by compare-and-set, from
 //     the commit the run recorded or from one its dead owners were about to put there, so a stale worker cannot
-//     overwrite the new owner's work (workspace.MoveBranch, workspace.Push);
+//     overwrite the new owner's work (workspace.MoveBranch, workspace.Push). (A worktree checked out anew still
+//     sets the repository's branch to the run's record; the remote's branch moves only here.)
 //   - the outcome is saved under the same check.
 //
 // A delivery that fails a check lost the step: it drops its result and says so in the run's events (AttemptLostEvent).
@@ -74,7 +75,8 @@ func (w *Worker) keep(ctx context.Context, at *attempt, out *outcome) error {
 	if at.wt != nil {
 		work, err := w.cfg.Workspaces.Work(ctx, *at.wt)
 		if err != nil {
-			// Without it a later delivery cannot tell whether the work is there: it runs the task again.
+			// Without it a later delivery that takes the attempt over cannot tell whether the work is there: it runs
+			// the task again (takeBack).
 			w.log.Warn("reading the work the agent left in the run's worktree", "run_id", at.run.ID, "err", err)
 		}
 		said.Work = work

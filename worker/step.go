@@ -336,7 +336,11 @@ func (w *Worker) recordBase(ctx context.Context, at *attempt) error {
 func (w *Worker) takeBack(ctx context.Context, at *attempt, out *outcome) error {
 	kept := *at.task.Pending
 	out.said, out.secrets, out.paused = kept, kept.Secrets, kept.Paused
-	if at.wt != nil && kept.Work != "" {
+	if at.wt != nil && kept.Work == "" {
+		// The work was not recorded as the agent ended: this worktree cannot be known to hold it.
+		return errWorkGone
+	}
+	if at.wt != nil {
 		ok, err := w.cfg.Workspaces.Recover(ctx, *at.wt, kept.Work)
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -29,6 +29,7 @@ type delivery struct {
 	stat   workspace.Stat // zero when it could not be read
 	base   string         // the base commit, when the run learned it now (a run that clones)
 	pushed string         // the commit pushed, when one was
+	moved  bool           // the repository's branch was moved to stat.Head by this delivery
 	pr     string
 	events []jobs.Event // what went wrong, and the push
 }
@@ -170,6 +171,7 @@ func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, af
 				d.commit = ""
 				return d, nil
 			}
+			d.moved = true
 		}
 		if push {
 			if err := w.cfg.Workspaces.Push(ctx, *wt, g.Push, g.Branch, g.Pushed, moving); err != nil {
@@ -217,8 +219,11 @@ func record(r *jobs.Run, d *delivery) {
 	if d.pushed != "" {
 		g.Pushed = d.pushed
 	}
-	if d.stat.Head != "" && (g.Push == "" || g.Pushed == d.stat.Head) {
-		g.Moving = nil // the branch is where the run says, here and on the remote: no move of a dead step's is left
+	if d.stat.Head != "" && (d.pushed == d.stat.Head || g.Push == "" && d.moved) {
+		// This delivery itself put the branch at the head it records, here and on the remote: a dead step's move
+		// can no longer be what the branch holds. (That the record agrees with itself says nothing of the refs: a
+		// dead step's push may have landed after the record was made.)
+		g.Moving = nil
 	}
 	if d.pr != "" {
 		g.PullRequest = d.pr

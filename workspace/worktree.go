@@ -552,7 +552,8 @@ func (m *Manager) prepareRoot(repo *repository) error {
 // CommitTask commits the worktree's files as task taskID of run runID and returns the commit of the task: orch's
 // commit on top of the commits the agent made itself (kept when they continue the run's branch, imported without
 // running the agent's git: agentcommits.go), the agent's last commit when it committed everything itself, or "" when
-// the task changed nothing. The run's branch moves to it, and the agent's git starts again from it.
+// the task changed nothing. The worktree's head moves to it, and the agent's git starts again from it; the run's branch
+// moves with MoveBranch, once the step knows it still owns the run.
 func (m *Manager) CommitTask(ctx context.Context, wt Worktree, runID, taskID, title, summary string) (string, error) {
 	head := wt.git.head()
 	if head == "" {

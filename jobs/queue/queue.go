@@ -117,7 +117,7 @@ func (q *Queue) stepOptions(agentTimeout time.Duration) []asynq.Option {
 	return []asynq.Option{asynq.Queue(Steps), asynq.MaxRetry(stepMaxRetry), asynq.Timeout(timeout)}
 }
 
-// Rescue enqueues step seq of a run again, after the worker of its delivery dead died: under the dead delivery's id
+// Rescue enqueues step seq of a run again, after the worker of its delivery (dead) died: under the dead delivery's id
 // with ":rescue" after it, so that finding the same dead delivery twice enqueues one rescue (and a rescue that dies is
 // rescued in turn). The dead delivery stays with asynq until its lease is recovered, and then finds the step done or
 // the rescue's attempt running.

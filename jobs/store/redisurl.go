@@ -110,7 +110,7 @@ func parseSentinelURL(s string) (*redis.FailoverOptions, error) {
 	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
-		return nil, fmt.Errorf("the query: %v", err)
+		return nil, errors.New("the query after ? is not URL-escaped properly") // its error would quote a password
 	}
 	for k, v := range q {
 		switch k {
@@ -123,8 +123,8 @@ func parseSentinelURL(s string) (*redis.FailoverOptions, error) {
 		}
 	}
 	if scheme == "rediss+sentinel" {
-		host, _, _ := net.SplitHostPort(opt.SentinelAddrs[0])
-		opt.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+		// No ServerName: each connection checks the certificate against the host it dials (a sentinel, the primary).
+		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	return opt, nil
 }
