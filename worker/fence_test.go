@@ -392,3 +392,41 @@ func TestACutOffWorkerStopsItsAgents(t *testing.T) {
 		t.Fatal("the agent of a worker cut off from Redis was not stopped")
 	}
 }
+
+// A worker that lost its step opens no pull request, even when it had nothing to push (its last task changed nothing
+// and the branch was pushed already): the post on the forge is fenced like the push.
+func TestAStaleDeliveryOpensNoPullRequest(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			agentCmd := script(t, `[ "$ORCH_TASK_ID" = 1 ] && echo one > one.txt
+echo "Done. All tests pass."`)
+			h := newHarness(t, rdb, agentCmd, nil)
+			r, _, remote := h.gitRun(t, false)
+			if _, err := h.store.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
+				r.Tasks = append(r.Tasks, &jobs.Task{ID: "2", Title: "task 2", Status: jobs.TaskPending})
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			prs := 0
+			h.w.cfg.PullRequests = func(context.Context, *jobs.Run) (string, error) { prs++; return "https://example.test/pull/1", nil }
+			if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.get(t, r.ID); got.Seq != 2 || remoteHead(t, remote, got.Git.Branch) != got.Git.Head {
+				t.Fatalf("task 1 was not committed and pushed: seq %d", got.Seq)
+			}
+			// Task 2 changes nothing; its worker loses the step while the brain judges.
+			h.useBrain(&hookBrain{before: func(int) error { h.rescue(t, r.ID); return nil }})
+			if err := h.w.Handler().ProcessTask(context.Background(), stepTask(r.ID, 2)); err != nil {
+				t.Fatal(err)
+			}
+			if prs != 0 {
+				t.Fatalf("the stale delivery opened %d pull requests", prs)
+			}
+			if n := countEvents(t, h, r.ID, jobs.AttemptLostEvent{}.Kind()); n != 1 {
+				t.Fatalf("%d attempt_lost events, want 1", n)
+			}
+		})
+	}
+}

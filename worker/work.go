@@ -187,6 +187,15 @@ func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, af
 	// The pull request is of the branch as pushed: no push, no pull request.
 	if after.Status == jobs.RunCompleted && w.cfg.PullRequests != nil && g.PullRequest == "" && st.Commits > 0 &&
 		g.Push != "" && (d.pushed != "" || g.Pushed == st.Head) {
+		// A pull request is a post on the forge, as a push is a move on the remote: only the step's owner opens it.
+		// When this delivery pushed nothing, no intent checked its fence yet.
+		if d.pushed == "" {
+			if r, err := w.cfg.Store.Get(ctx, before.ID); err != nil {
+				return nil, err
+			} else if err := fence(r); err != nil {
+				return nil, err
+			}
+		}
 		record(after, d)
 		url, err := w.cfg.PullRequests(ctx, after)
 		if err != nil {
