@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -360,15 +359,7 @@ func (r *ownRedis) kill() {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return jobstest.FreePort(t) }
 
 // Redis killed and started again (AOF) while a run waits for its human: the question survives, the terminal waits
 // for Redis instead of giving up, and the answer given after the restart completes the run.

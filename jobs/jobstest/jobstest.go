@@ -5,6 +5,7 @@ package jobstest
 import (
 	"context"
 	"fmt"
+	"net"
 	neturl "net/url"
 	"os"
 	"strconv"
@@ -114,4 +115,16 @@ func next() (string, error) {
 		u.User = neturl.UserPassword(opt.Username, opt.Password)
 	}
 	return u.String(), nil
+}
+
+// FreePort is a loopback port nothing listens on at the moment: for a server a test starts itself, or for a peer
+// that must not answer.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

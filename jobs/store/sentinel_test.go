@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/jobstest"
 )
 
 func TestParseRedisURL(t *testing.T) {
@@ -186,15 +186,7 @@ func waitPing(t *testing.T, port int) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return jobstest.FreePort(t) }
 
 // With a Sentinel URL, orch follows the primary through a failover and a fail-back without a restart: every change it
 // acknowledged before the primary died is on the promoted replica (each waited for a replica), changes go through
