@@ -52,8 +52,8 @@ func (w *Worker) rescueLoop() {
 	}
 }
 
-// RescueOrphans enqueues again the steps whose worker stopped extending their lease, and returns how many it
-// enqueued.
+// RescueOrphans enqueues again the steps whose worker died, and returns how many it enqueued now (those an earlier
+// pass rescued are not counted again).
 func (w *Worker) RescueOrphans(ctx context.Context) (int, error) {
 	// Leases are in asynq's time: the wall clock's, whatever clock the store keeps.
 	now := time.Now()
@@ -78,10 +78,13 @@ func (w *Worker) RescueOrphans(ctx context.Context) (int, error) {
 		if err != nil || run.Status != jobs.RunRunning || run.Seq != seq {
 			continue // the run moved on, or ended: asynq's recoverer will find the step stale
 		}
-		if err := w.cfg.Queue.Rescue(ctx, id, runID, seq, run.AgentTimeout(run.Current())); err != nil {
+		enqueued, err := w.cfg.Queue.Rescue(ctx, id, runID, seq, run.AgentTimeout(run.Current()))
+		if err != nil {
 			return n, err
 		}
-		n++
+		if enqueued {
+			n++ // a dead delivery is found on every pass until asynq recovers it: it is rescued once
+		}
 	}
 	return n, nil
 }

@@ -121,8 +121,9 @@ func (q *Queue) stepOptions(agentTimeout time.Duration) []asynq.Option {
 // with ":rescue" after it, so that finding the same dead delivery twice enqueues one rescue (and a rescue that dies is
 // rescued in turn). The dead delivery stays with asynq until its lease is recovered, and then finds the step done or
 // the rescue's attempt running.
-func (q *Queue) Rescue(ctx context.Context, dead, runID string, seq int64, agentTimeout time.Duration) error {
-	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, dead+":rescue", q.stepOptions(agentTimeout)...)
+// It reports whether the rescue was enqueued now (false: an earlier pass did).
+func (q *Queue) Rescue(ctx context.Context, dead, runID string, seq int64, agentTimeout time.Duration) (bool, error) {
+	return q.enqueueNew(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, dead+":rescue", q.stepOptions(agentTimeout)...)
 }
 
 // StepLater enqueues step seq of a run again at at, under an id of its own (the step's own is still active while it
@@ -150,6 +151,12 @@ func (q *Queue) Timeout(ctx context.Context, runID, escID string, n int, at time
 }
 
 func (q *Queue) enqueue(ctx context.Context, typ string, p Payload, id string, opts ...asynq.Option) error {
+	_, err := q.enqueueNew(ctx, typ, p, id, opts...)
+	return err
+}
+
+// enqueueNew is enqueue, and reports whether the task was enqueued now (false: it was there already).
+func (q *Queue) enqueueNew(ctx context.Context, typ string, p Payload, id string, opts ...asynq.Option) (bool, error) {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		carrier := propagation.MapCarrier{}
 		propagation.TraceContext{}.Inject(ctx, carrier)
@@ -157,7 +164,7 @@ func (q *Queue) enqueue(ctx context.Context, typ string, p Payload, id string, o
 	}
 	data, err := json.Marshal(p)
 	if err != nil {
-		return err
+		return false, err
 	}
 	opts = append(opts, asynq.TaskID(id))
 	task := asynq.NewTask(typ, data)
@@ -171,17 +178,17 @@ func (q *Queue) enqueue(ctx context.Context, typ string, p Payload, id string, o
 		}
 		info, ierr := q.inspector.GetTaskInfo(name, id)
 		if ierr != nil || info.State != asynq.TaskStateArchived {
-			return nil
+			return false, nil
 		}
 		if derr := q.inspector.DeleteTask(name, id); derr != nil {
-			return fmt.Errorf("re-enqueueing %s for run %s: %w", typ, p.RunID, derr)
+			return false, fmt.Errorf("re-enqueueing %s for run %s: %w", typ, p.RunID, derr)
 		}
 		_, err = q.client.EnqueueContext(ctx, task, opts...)
 	}
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return fmt.Errorf("enqueueing %s for run %s: %w", typ, p.RunID, err)
+		return false, fmt.Errorf("enqueueing %s for run %s: %w", typ, p.RunID, err)
 	}
-	return nil
+	return err == nil, nil
 }
 
 // Size is how many tasks a queue holds (pending, active, scheduled, retrying, archived); 0 when it is unknown.
