@@ -91,6 +91,10 @@ func (w *Worker) keep(ctx context.Context, at *attempt, out *outcome) error {
 		return nil
 	})
 	out.said.Work = said.Work
+	if err == nil || errors.Is(err, errStale) || errors.Is(err, errLost) || errors.Is(err, jobs.ErrRunNotFound) {
+		// The task holds what the agent said, or the attempt is not this delivery's: its ending has done its work.
+		w.dropEnding(at.run.ID, at.task.ID, at.n)
+	}
 	return err
 }
 

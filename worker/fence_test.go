@@ -430,3 +430,100 @@ echo "Done. All tests pass."`)
 		})
 	}
 }
+
+// A worker killed as its agent ended — after the agent's last word, before the task held it — leaves the ending it
+// noted on its machine: the delivery that takes the step over there settles the attempt with it, and the agent does
+// not run again.
+func TestAnAttemptWhoseWorkerDiedAsItsAgentEndedIsSettled(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			agentCmd, count := sideEffects(t, "")
+			h := newHarness(t, rdb, agentCmd, nil)
+			r, repo, remote := h.gitRun(t, false)
+			dctx, die := context.WithCancel(context.Background())
+			testHookEnded = die // nothing this delivery does after the agent's end reaches Redis
+			t.Cleanup(func() { testHookEnded = func() {} })
+			if err := h.w.Handler().ProcessTask(dctx, stepTask(r.ID, 1)); err == nil {
+				t.Fatal("the dying delivery succeeded")
+			}
+			testHookEnded = func() {}
+			mid := h.get(t, r.ID)
+			if task := mid.Tasks[0]; task.Pending != nil || task.Status != jobs.TaskRunning || len(task.Attempts) != 1 {
+				t.Fatalf("the delivery did not die between the agent's end and the save: pending %v, %s, %d attempts",
+					task.Pending != nil, task.Status, len(task.Attempts))
+			}
+			endings, _ := filepath.Glob(filepath.Join(h.w.cfg.Workspaces.Root, "ended", r.ID, "*.json"))
+			if len(endings) != 1 {
+				t.Fatalf("endings noted: %q, want one", endings)
+			}
+			if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
+				t.Fatal(err)
+			}
+			got := h.get(t, r.ID)
+			task := got.Tasks[0]
+			if n := runs(t, count); n != 1 {
+				t.Fatalf("the agent ran %d times", n)
+			}
+			if got.Status != jobs.RunCompleted || len(task.Attempts) != 1 || task.Commit == "" || task.Pending != nil {
+				t.Fatalf("want the run completed by its one attempt: %s, %d attempts, commit %q", got.Status,
+					len(task.Attempts), task.Commit)
+			}
+			if task.Attempts[0].Duration <= 0 {
+				t.Fatalf("the attempt's record lost what the agent's run cost: %+v", task.Attempts[0])
+			}
+			if got := gitIn(t, repo, "show", got.Git.Branch+":work.txt"); got != "attempt 1" {
+				t.Fatalf("the branch holds %q", got)
+			}
+			if at := remoteHead(t, remote, got.Git.Branch); at != got.Git.Head {
+				t.Fatalf("the remote's branch is at %s, the run records %s", at, got.Git.Head)
+			}
+			if _, err := os.Stat(filepath.Join(h.w.cfg.Workspaces.Root, "ended", r.ID)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the run is over and its endings are still there: %v", err)
+			}
+		})
+	}
+}
+
+// An ending is the word of one attempt of one delivery: another attempt's, or one that does not hold together, is not
+// taken for it, and the task runs again.
+func TestAnEndingIsOnlyItsAttemptsWord(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(path, runID string) error
+	}{
+		{"another owner's", func(path, runID string) error {
+			return writeEnding(path, ending{Run: runID, Task: "1", Attempt: 1, Owner: "step:someone-else",
+				Said: jobs.Pending{Text: "Done. All tests pass.", Success: true}})
+		}},
+		{"cut short", func(path, _ string) error { return os.WriteFile(path, []byte(`{"run":"r-`), 0o600) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agentCmd, count := sideEffects(t, "")
+			h := newHarness(t, clients(t)["miniredis"], agentCmd, nil)
+			r, _, _ := h.gitRun(t, false)
+			if _, err := h.store.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
+				task := r.Current()
+				task.Status, task.Started = jobs.TaskRunning, 1
+				task.Attempts = []*jobs.Attempt{{N: 1, StartedAt: time.Now().UTC(), Owner: "step:elsewhere"}}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			path := h.w.endingPath(r.ID, "1", 1)
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.write(path, r.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
+				t.Fatal(err)
+			}
+			got := h.get(t, r.ID)
+			if runs(t, count) != 1 || got.Status != jobs.RunCompleted || len(got.Tasks[0].Attempts) != 2 {
+				t.Fatalf("want the task run again: %d runs, %s, %d attempts", runs(t, count), got.Status,
+					len(got.Tasks[0].Attempts))
+			}
+		})
+	}
+}

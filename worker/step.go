@@ -39,8 +39,10 @@ type attempt struct {
 	task    jobs.Task
 	n       int // ORCH_ATTEMPT
 	started time.Time
-	// rejudge is set when the agent already ran and only the brain's judgement is missing.
+	// rejudge is set when the agent already ran and only the brain's judgement is missing: what it said is on the
+	// task (Task.Pending), or in end, noted on this machine as it ended.
 	rejudge bool
+	end     *ending
 	// recovered is set when the task's previous attempt never finished: its worker died with the agent running.
 	recovered bool
 	// wt is the run's worktree, when the run has a branch; dir is where the agent works.
@@ -154,12 +156,23 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 			return errOwned
 		}
 	}
-	if task.Pending != nil && len(task.Attempts) > 0 {
-		// The agent of the last attempt finished and what it said was kept: the attempt is settled, not run again.
-		task.Attempts[len(task.Attempts)-1].Owner = self
-		*at = attempt{run: r, task: *task, n: task.Attempts[len(task.Attempts)-1].N, started: now, rejudge: true,
-			owner: self, seq: seq}
-		return nil
+	if len(task.Attempts) > 0 {
+		last := task.Attempts[len(task.Attempts)-1]
+		var end *ending
+		if recovered && task.Pending == nil {
+			// The agent of the last attempt may have ended on this machine, its worker killed before the task held
+			// what it said: the ending noted then is its word.
+			var err error
+			if end, err = w.endingOf(r.ID, task.ID, last.N, last.Owner); err != nil {
+				w.log.Warn("reading the ending of a dead worker's attempt", "run_id", r.ID, "task_id", task.ID, "err", err)
+			}
+		}
+		if task.Pending != nil || end != nil {
+			// The agent of the last attempt finished and what it said was kept: the attempt is settled, not run again.
+			last.Owner = self
+			*at = attempt{run: r, task: *task, n: last.N, started: now, rejudge: true, end: end, owner: self, seq: seq}
+			return nil
+		}
 	}
 	if task.Kind == jobs.KindGate {
 		// A gate asks a human and has no step; a run found running at one (a crash between transitions) asks now.
@@ -261,12 +274,16 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 		}
 	}
 	at.wt, at.dir = wt, workdir(r, wt)
-	if at.rejudge {
+	if at.rejudge && at.end == nil {
 		if err := w.takeBack(ctx, at, out); err != nil {
 			return nil, err
 		}
 	} else {
-		if err := w.runAgent(ctx, at, out); err != nil {
+		if at.end != nil {
+			at.end.resume(out)
+			w.log.Info("settling the attempt of a worker that died as its agent ended", "run_id", r.ID, "task_id", task.ID,
+				"attempt", at.n)
+		} else if err := w.runAgent(ctx, at, out); err != nil {
 			return nil, err
 		}
 		if out.execErr != nil {
@@ -454,8 +471,13 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	out.paused = pausedCalls(result, perms, homeDir())
 	out.said = jobs.Pending{Text: result.Text, Success: result.Success, Errors: result.Errors, ExitCode: res.ExitCode,
 		Signal: res.Signal, Stderr: stderr, TimedOut: res.TimedOut, OOMKilled: res.OOMKilled}
+	w.noteEnd(at, out)
+	testHookEnded()
 	return nil
 }
+
+// testHookEnded runs as the agent's ending has been noted: a test kills the delivery there.
+var testHookEnded = func() {}
 
 // promptOf is what an attempt at task is told: the task and the guidance it was given.
 func promptOf(task *jobs.Task) (agent.PromptTask, []string) {

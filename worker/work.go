@@ -363,6 +363,11 @@ func (w *Worker) wake(ctx context.Context, id string) error {
 // letGo gives up what a run that stopped holds in its workspace: its hold on a plain directory, and once it is over
 // (final) its worktree (the branch stays; work left uncommitted is kept under a ref of its own, recorded on the run).
 func (w *Worker) letGo(ctx context.Context, r *jobs.Run, final bool) error {
+	if final {
+		if err := w.dropEndings(r.ID); err != nil {
+			w.log.Warn("removing the endings of a run that is over", "run_id", r.ID, "err", err)
+		}
+	}
 	if r.Git == nil {
 		if r.Workspace == "" {
 			return nil
@@ -406,7 +411,7 @@ func (w *Worker) SweepWorktrees(ctx context.Context) (int, error) {
 	// A run's worktree and orch's git directory of it: either may be what a crash left of the pair.
 	var entries []os.DirEntry
 	seen := map[string]bool{}
-	for _, d := range []string{"worktrees", "gitdirs"} {
+	for _, d := range []string{"worktrees", "gitdirs", "ended"} {
 		list, err := os.ReadDir(filepath.Join(w.cfg.Workspaces.Root, d))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return 0, err

@@ -1,0 +1,134 @@
+package worker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orchrun/orch/agent"
+	"github.com/orchrun/orch/jobs"
+)
+
+// An ending is what an agent said, written to a file of this machine the moment the agent ends: before orch examines
+// the work, stages it and saves it on the task (keep), each of which takes time (git processes, a store round trip,
+// an fsync) in which a worker killed would leave the task's attempt unfinished, and the task run again. A file
+// written takes microseconds, and survives the death of the process that wrote it (the kernel has it, whatever
+// becomes of the process): the delivery that takes the dead worker's step over on this machine finds it, and settles
+// the attempt as if its agent had just ended, instead of running the agent again.
+//
+// It is dropped once the task holds what it says (Task.Pending), or once the attempt is known not to be this
+// machine's any more. A machine that loses power may lose it with the rest of what was not yet on disk (the agent's
+// work in the worktree among it): then the task runs again, as it would have without it.
+type ending struct {
+	Run      string        `json:"run"`
+	Task     string        `json:"task"`
+	Attempt  int           `json:"attempt"`
+	Owner    string        `json:"owner"`
+	Said     jobs.Pending  `json:"said"`
+	Usage    agent.Result  `json:"usage"`
+	Duration time.Duration `json:"duration"`
+	Secrets  []string      `json:"secrets,omitempty"`
+	Paused   *jobs.Paused  `json:"paused,omitempty"`
+}
+
+// endingsDir is where a worker's endings are: under its worktrees' root (only orch writes there; a sandboxed agent
+// sees its worktree alone). "" when the worker keeps no worktrees: it keeps no endings either.
+func (w *Worker) endingsDir(runID string) string {
+	if w.cfg.Workspaces == nil || w.cfg.Workspaces.Root == "" || runID != filepath.Base(runID) || strings.HasPrefix(runID, ".") {
+		return ""
+	}
+	return filepath.Join(w.cfg.Workspaces.Root, "ended", runID)
+}
+
+func (w *Worker) endingPath(runID, taskID string, n int) string {
+	dir := w.endingsDir(runID)
+	if dir == "" {
+		return ""
+	}
+	// A task id is the plan's word, escaped to be one name; the attempt number keeps an older attempt's ending from
+	// being taken for a newer one.
+	return filepath.Join(dir, url.PathEscape(taskID)+"."+strconv.Itoa(n)+".json")
+}
+
+// noteEnd writes what the attempt's agent said, as it ended. A failure costs only the protection: it is logged.
+func (w *Worker) noteEnd(at *attempt, out *outcome) {
+	path := w.endingPath(at.run.ID, at.task.ID, at.n)
+	if path == "" {
+		return
+	}
+	e := ending{Run: at.run.ID, Task: at.task.ID, Attempt: at.n, Owner: at.owner, Said: out.said, Usage: out.usage,
+		Duration: out.duration, Secrets: out.secrets, Paused: out.paused}
+	if err := writeEnding(path, e); err != nil {
+		w.log.Warn("noting what the agent said as it ended", "run_id", at.run.ID, "task_id", at.task.ID, "err", err)
+	}
+}
+
+func writeEnding(path string, e ending) error {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	// Whole or not at all: a reader never finds half of one.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// endingOf returns the ending of the task's attempt n, noted by owner on this machine, when there is one.
+func (w *Worker) endingOf(runID, taskID string, n int, owner string) (*ending, error) {
+	path := w.endingPath(runID, taskID, n)
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var e ending
+	if err := json.Unmarshal(data, &e); err != nil {
+		return nil, fmt.Errorf("the ending %s: %w", path, err)
+	}
+	if e.Run != runID || e.Task != taskID || e.Attempt != n || e.Owner != owner {
+		return nil, nil // another attempt's (an older orch, a file moved by hand): not this one's word
+	}
+	return &e, nil
+}
+
+// dropEnding removes the attempt's ending: the task holds what it says, or the attempt is not this machine's to
+// settle.
+func (w *Worker) dropEnding(runID, taskID string, n int) {
+	if path := w.endingPath(runID, taskID, n); path != "" {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			w.log.Warn("removing an attempt's ending", "run_id", runID, "task_id", taskID, "err", err)
+		}
+	}
+}
+
+// dropEndings removes what is left of a run's endings, once the run is over.
+func (w *Worker) dropEndings(runID string) error {
+	if dir := w.endingsDir(runID); dir != "" {
+		return os.RemoveAll(dir)
+	}
+	return nil
+}
+
+// resume puts the ending's word in out, as runAgent would have had the agent just ended.
+func (e *ending) resume(out *outcome) {
+	out.ran = true
+	out.said, out.usage, out.duration = e.Said, e.Usage, e.Duration
+	out.secrets, out.paused = e.Secrets, e.Paused
+}
