@@ -187,8 +187,9 @@ func measureCrashTrials(ctx context.Context, r *rig, n int) (crashResult, error)
 			return cmd
 		}
 		victim, other := run("a"), run("b")
-		var vout strings.Builder
+		var vout, oout strings.Builder
 		victim.Stdout = &vout
+		other.Stdout, other.Stderr = &oout, &oout
 		if err := victim.Start(); err != nil {
 			return res, err
 		}
@@ -199,7 +200,7 @@ func measureCrashTrials(ctx context.Context, r *rig, n int) (crashResult, error)
 		victim.Process.Signal(syscall.SIGKILL)
 		victim.Wait()
 		if err := other.Wait(); err != nil {
-			return res, fmt.Errorf("trial %d: the run that was not killed: %v", i, err)
+			return res, fmt.Errorf("trial %d: the run that was not killed: %v\n%s", i, err, lastLines(oout.String(), 30))
 		}
 		// The killed run, if it was created at all, is resumed until it completes.
 		id := regexp.MustCompile(`"run_id":"(r-[a-z0-9]{10})"`).FindStringSubmatch(vout.String())
@@ -235,4 +236,10 @@ func measureCrashTrials(ctx context.Context, r *rig, n int) (crashResult, error)
 		"0–0.39 s count their completions in a file outside the workspaces. %d task completions in all; %d tasks "+
 		"completed twice (before: 7 of 48 trials had one).", n, res.tasks, res.twice)
 	return res, nil
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -3,6 +3,7 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -46,6 +47,9 @@ func (m *Manager) Examine(ctx context.Context, wt Worktree) (Examination, error)
 	}
 	if head == "" {
 		return ex, nil
+	}
+	if moved := m.branchMoved(ctx, wt, head); moved != "" {
+		ex.Tampered = append(ex.Tampered, moved)
 	}
 	if err := wt.git.write(head); err != nil {
 		return ex, err
@@ -158,4 +162,20 @@ func PlainChanges(ctx context.Context, dir string) []string {
 		}
 	}
 	return files
+}
+
+// branchMoved says how the run's branch in the repository moved while the agent worked: checking the worktree out put
+// it at head (align), and only orch moves it, after the agent (MoveBranch). "" when it is still there.
+func (m *Manager) branchMoved(ctx context.Context, wt Worktree, head string) string {
+	if !branchName(wt.branch) {
+		return ""
+	}
+	at, _ := onRepo(wt.repo).run(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+wt.branch+"^{commit}")
+	switch {
+	case at == head:
+		return ""
+	case at == "":
+		return fmt.Sprintf("the repository's branch %s was deleted (orch had it at %s)", wt.branch, Short(head))
+	}
+	return fmt.Sprintf("the repository's branch %s was moved to %s (orch had it at %s)", wt.branch, Short(at), Short(head))
 }

@@ -134,7 +134,7 @@ func (m *Manager) Checkout(ctx context.Context, runID string, g *jobs.Git) (Work
 	wt := Worktree{Top: path, Dir: filepath.Join(path, g.Dir), ReadOnly: repo.readOnly, repo: repo,
 		git: runGitDir{path: m.gitDirPath(runID), repo: repo}, branch: g.Branch}
 	if m.isRunTree(wt) {
-		if err := m.align(ctx, wt, start); err != nil {
+		if err := m.align(ctx, wt, start, g.Moving); err != nil {
 			return Worktree{}, err
 		}
 		wt.print, wt.at = repo.print(), &start
@@ -145,7 +145,7 @@ func (m *Manager) Checkout(ctx context.Context, runID string, g *jobs.Git) (Work
 	}
 	// What is there is what a crash in the middle of making it left, or a worktree of an older orch: start again.
 	m.discard(ctx, repo, wt.Top, wt.git.path)
-	if err := m.setBranch(ctx, repo, g.Branch, start); err != nil {
+	if err := m.setBranch(ctx, repo, g.Branch, start, g.Moving...); err != nil {
 		return Worktree{}, err
 	}
 	if !m.takeSpare(ctx, wt, start) {
@@ -200,16 +200,38 @@ func (m *Manager) remakeAgentGit(wt Worktree, head string) error {
 	return nil
 }
 
-// setBranch points the run's branch in the repository at sha. The branch is the run's own: orch alone moves it, to
-// what the run recorded.
-func (m *Manager) setBranch(ctx context.Context, repo *repository, branch, sha string) error {
+// setBranch points the run's branch in the repository at sha, from where it is: nowhere (a new branch), a commit sha
+// holds (an older state of the run: a step of it done since on another machine), or one of may (commits orch put or
+// was about to put there and the run did not record: a dead step's). The branch is the run's own, but it is a ref of
+// the user's repository: a branch found anywhere else holds commits orch did not make — a person's, or an escaped
+// agent's — and is left alone, with ErrMoved. This is the one way orch moves a branch back.
+func (m *Manager) setBranch(ctx context.Context, repo *repository, branch, sha string, may ...string) error {
 	if !branchName(branch) {
 		return fmt.Errorf("the run's branch %q is not a valid branch name", branch)
 	}
-	if _, err := onRepo(repo).run(ctx, "update-ref", "-m", "orch", "refs/heads/"+branch, sha); err != nil {
-		return fmt.Errorf("moving the run's branch %s: %w", branch, err)
+	ref := "refs/heads/" + branch
+	for range 3 { // a ref that moves between the look and the set is looked at again
+		at, _ := onRepo(repo).run(ctx, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+		switch {
+		case at == sha:
+			return nil
+		case at != "" && !slices.Contains(may, at) && !isAncestor(ctx, repo, at, sha):
+			return fmt.Errorf("%w: %s is at %s in %s, which is neither where the run is (%s) nor behind it; orch leaves "+
+				"it there. Put the branch back (git update-ref refs/heads/%s %s) or delete it, then answer to go on",
+				ErrMoved, branch, Short(at), repo.dir, Short(sha), branch, sha)
+		}
+		// Compare and set: git update-ref refuses when the ref is no longer at, or (at empty) exists.
+		if _, err := onRepo(repo).run(ctx, "update-ref", "-m", "orch", ref, sha, at); err == nil {
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("moving the run's branch %s: it keeps moving under orch", branch)
+}
+
+// isAncestor reports whether commit a is an ancestor of commit b (or b itself).
+func isAncestor(ctx context.Context, repo *repository, a, b string) bool {
+	_, err := onRepo(repo).run(ctx, "merge-base", "--is-ancestor", a, b)
+	return err == nil
 }
 
 // branchName reports whether name is a branch name git accepts (git-check-ref-format(1)): components that do not
@@ -352,21 +374,28 @@ func randomSuffix() string {
 // step whose outcome was never saved, or of the run's state before another worker moved it on: it goes. A worktree
 // already at head keeps what it holds (a retried attempt sees what the last one left), and its agent's git is made
 // anew only when it is gone.
-func (m *Manager) align(ctx context.Context, wt Worktree, head string) error {
+//
+// The run's branch in the repository is brought to head first, from orch's own last commit or a dead step's move
+// (moving), or left alone with ErrMoved when it holds commits orch did not make (setBranch): before anything in the
+// worktree goes.
+func (m *Manager) align(ctx context.Context, wt Worktree, head string, moving []string) error {
 	at := wt.git.head()
 	if len(wt.git.changed("")) > 0 {
 		if err := wt.git.write(at); err != nil { // orch's own configuration, whatever was written over it
 			return err
 		}
 	}
+	if at != head && !hasCommit(ctx, wt.repo, head) {
+		return fmt.Errorf("the run's branch is at %s, which %s does not have (was it pushed?)", Short(head), wt.repo.dir)
+	}
+	if err := m.setBranch(ctx, wt.repo, wt.branch, head, append([]string{at}, moving...)...); err != nil {
+		return err
+	}
 	if at == head {
 		if fi, err := os.Lstat(filepath.Join(wt.Top, ".git")); err != nil || !fi.IsDir() {
 			return m.remakeAgentGit(wt, head)
 		}
 		return nil
-	}
-	if !hasCommit(ctx, wt.repo, head) {
-		return fmt.Errorf("the run's branch is at %s, which %s does not have (was it pushed?)", Short(head), wt.repo.dir)
 	}
 	m.log().Warn("the run's worktree was not where the run is; moving it there", "worktree", wt.Top,
 		"was", Short(at), "now", Short(head))
@@ -377,9 +406,6 @@ func (m *Manager) align(ctx context.Context, wt Worktree, head string) error {
 		return err
 	}
 	if err := wt.git.write(head); err != nil {
-		return err
-	}
-	if err := m.setBranch(ctx, wt.repo, wt.branch, head); err != nil {
 		return err
 	}
 	return m.remakeAgentGit(wt, head)

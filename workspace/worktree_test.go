@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -561,5 +562,61 @@ func TestTheBranchMovesOnlyFromWhatTheRunKnows(t *testing.T) {
 	}
 	if at := run(t, repo, "rev-parse", lg.Branch); at != wt.git.head() {
 		t.Fatalf("the branch is at %s, not the task's commit", at)
+	}
+}
+
+// The run's branch is a ref of the user's repository. Checking the worktree out brings it to where the run is — from
+// nowhere, from behind, from a dead step's commit — but never back over a commit orch did not make: that commit is
+// left where it is, and the checkout says how to go on. A move while the agent works is found by Examine.
+func TestACheckoutNeverMovesTheBranchBackOverSomeoneElsesCommit(t *testing.T) {
+	ctx := context.Background()
+	repo, m, g, wt := firstRun(t)
+	write(t, wt.Dir, "a.txt", "a\n")
+	c1, err := m.CommitTask(ctx, wt, "r-1", "1", "t", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MoveBranch(ctx, wt, g.BaseCommit, nil); err != nil {
+		t.Fatal(err)
+	}
+	g.Head = c1
+	at := func() string { return run(t, repo, "rev-parse", g.Branch) }
+
+	// Someone commits on the run's branch while the agent works: Examine names it.
+	someone := run(t, repo, "commit-tree", "-p", c1, "-m", "someone's", c1+"^{tree}")
+	run(t, repo, "update-ref", "refs/heads/"+g.Branch, someone)
+	ex, err := m.Examine(ctx, wt)
+	if err != nil || !slices.ContainsFunc(ex.Tampered, func(s string) bool { return strings.Contains(s, "was moved to "+Short(someone)) }) {
+		t.Fatalf("examine: %v, %q", err, ex.Tampered)
+	}
+	// The next checkout leaves their commit on the branch and says so; so does a checkout made anew.
+	for _, anew := range []bool{false, true} {
+		if anew {
+			m = &Manager{Root: t.TempDir()}
+		}
+		if _, err := m.Checkout(ctx, "r-1", g); !errors.Is(err, ErrMoved) || !strings.Contains(err.Error(), "git update-ref") {
+			t.Fatalf("checkout (anew %v) over someone's commit: %v", anew, err)
+		}
+		if at() != someone {
+			t.Fatalf("checkout (anew %v): their commit was overwritten: the branch is at %s", anew, at())
+		}
+	}
+	// Put back behind the run, deleted, or at a commit a dead step was moving to: the checkout brings it to the run.
+	for name, set := range map[string]func(){
+		"behind":  func() { run(t, repo, "update-ref", "refs/heads/"+g.Branch, g.BaseCommit) },
+		"deleted": func() { run(t, repo, "update-ref", "-d", "refs/heads/"+g.Branch) },
+		"a dead step's": func() {
+			run(t, repo, "update-ref", "refs/heads/"+g.Branch, someone)
+			g.Moving = []string{someone}
+		},
+	} {
+		set()
+		if _, err := m.Checkout(ctx, "r-1", g); err != nil {
+			t.Fatalf("checkout with the branch %s: %v", name, err)
+		}
+		if at() != c1 {
+			t.Fatalf("checkout with the branch %s: the branch is at %s, want the run's %s", name, at(), c1)
+		}
+		g.Moving = nil
 	}
 }
