@@ -221,7 +221,8 @@ func run(ctx context.Context, c counts, mode string) (*Results, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crash: %w", err)
 	}
-	res.CrashTrials, res.CrashTasksCompletedTwice, res.Notes.Crash = crash.trials, crash.twice, crash.note
+	res.CrashTrials, res.CrashTaskCompletions, res.CrashTasksCompletedTwice, res.Notes.Crash = crash.trials, crash.tasks,
+		crash.twice, crash.note
 
 	res.Machine = machine(srv.Version(ctx))
 	if err := res.check(c.parked); err != nil {

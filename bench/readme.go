@@ -117,6 +117,10 @@ func rows(r *Results) []row {
 		{"web_runs_filtered_ms_at_10k", num(r.WebRunsFilteredMsAt10k), "—", "—"},
 		{"web_run_page_ms", num(r.WebRunPageMs), "—", "—"},
 		peakRSSRow(r.RunRSS200MBOutputMB),
+		{"rescue_p50_seconds", num(r.RescueP50Seconds) + " (a SIGKILLed worker's step, to its next attempt)", "≤ 10",
+			le(r.RescueP50Seconds, 10)},
+		{"crash_tasks_completed_twice", fmt.Sprintf("%d of %d task completions (%d trials)", r.CrashTasksCompletedTwice,
+			r.CrashTaskCompletions, r.CrashTrials), "0", yesNo(r.CrashTasksCompletedTwice == 0)},
 	}
 }
 

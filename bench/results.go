@@ -63,6 +63,7 @@ type Results struct {
 	// CrashTasksCompletedTwice counts the tasks whose agent completed twice in CrashTrials trials of two runs on one
 	// embedded state directory, one SIGKILLed at random and resumed.
 	CrashTrials              int     `json:"crash_trials"`
+	CrashTaskCompletions     int     `json:"crash_task_completions"`
 	CrashTasksCompletedTwice int     `json:"crash_tasks_completed_twice"`
 	Machine                  Machine `json:"machine"`
 	Notes                    Notes   `json:"notes"`

@@ -68,6 +68,26 @@ func TestFaults(t *testing.T) {
 		c.waitReplicated()
 	})
 
+	t.Run("Redis killed and restarted (AOF) mid-run: the primary and its replica at once", func(t *testing.T) {
+		c.t = t
+		seconds("4")
+		// The data servers come back as they were started: redis1 the primary, redis2 its replica (redisArgs).
+		if p := c.primary(); p != "redis1" {
+			t.Fatalf("the sentinels name %q primary, want redis1 as the suite started it", p)
+		}
+		id := c.submit()
+		c.started(id, "1.1")
+		c.docker("kill", c.name("redis1"), c.name("redis2")) // SIGKILL: what was written is in the append-only file
+		killed := time.Now()
+		time.Sleep(3 * time.Second) // past the sentinels' down-after: with no replica left, no failover can happen
+		c.docker("start", c.name("redis1"))
+		c.docker("start", c.name("redis2"))
+		c.waitReplicated()
+		t.Logf("Redis back and replicated %s after the kill", time.Since(killed).Round(100*time.Millisecond))
+		r := c.waitStatus(id, jobs.RunCompleted, 3*time.Minute)
+		c.check(r)
+	})
+
 	t.Run("a rolling restart of every worker mid-run", func(t *testing.T) {
 		c.t = t
 		seconds("3")
