@@ -126,9 +126,18 @@ func (w *Worker) dropEndings(runID string) error {
 	return nil
 }
 
-// resume puts the ending's word in out, as runAgent would have had the agent just ended.
-func (e *ending) resume(out *outcome) {
+// takeEnding puts the ending's word in out, as runAgent would have had the agent just ended. The file is orch's, where a
+// sandboxed agent cannot write (in Docker it is not mounted; an agent run as another user cannot enter the
+// directory); an agent run as orch's own user can write anywhere orch can, so what it says is taken through the
+// intake again all the same: what was redacted stays so, and a secret put in the file is found and taken out.
+func (w *Worker) takeEnding(e *ending, out *outcome) {
 	out.ran = true
 	out.said, out.usage, out.duration = e.Said, e.Usage, e.Duration
-	out.secrets, out.paused = e.Secrets, e.Paused
+	out.paused = e.Paused
+	in := &intake{w: w}
+	in.note(e.Secrets)
+	res, stderr := in.result(agent.Result{Text: e.Said.Text, Errors: e.Said.Errors}, e.Said.Stderr)
+	out.said.Text, out.said.Errors, out.said.Stderr = res.Text, res.Errors, stderr
+	out.usage.Text, out.usage.Errors = res.Text, res.Errors
+	out.secrets = in.secrets()
 }

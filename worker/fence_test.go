@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/workspace"
@@ -525,5 +526,39 @@ func TestAnEndingIsOnlyItsAttemptsWord(t *testing.T) {
 					len(got.Tasks[0].Attempts))
 			}
 		})
+	}
+}
+
+// What an ending says goes through the intake again when it is taken: a secret orch holds, written into the file by
+// something that could write there, is found (a security question) and taken out, as it is when an agent says it.
+func TestAnEndingsWordIsTakenInLikeTheAgents(t *testing.T) {
+	const token = "w3b-t0ken-0f-orch"
+	agentCmd, count := sideEffects(t, "")
+	h := newHarness(t, clients(t)["miniredis"], agentCmd, nil)
+	h.w.cfg.Secrets = escalation.NewRedactor([]escalation.Secret{{Name: "ORCH_WEB_TOKEN", Value: token}})
+	r, _, _ := h.gitRun(t, false)
+	if _, err := h.store.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
+		task := r.Current()
+		task.Status, task.Started = jobs.TaskRunning, 1
+		task.Attempts = []*jobs.Attempt{{N: 1, StartedAt: time.Now().UTC(), Owner: "step:elsewhere"}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeEnding(h.w.endingPath(r.ID, "1", 1), ending{Run: r.ID, Task: "1", Attempt: 1, Owner: "step:elsewhere",
+		Said: jobs.Pending{Text: "Done. The token is " + token + ". All tests pass.", Success: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got := h.get(t, r.ID)
+	e := got.OpenEscalation()
+	if runs(t, count) != 0 || e == nil || e.Trigger != jobs.TriggerSecurity {
+		t.Fatalf("want the ending settled with a security question: %d runs, %s, %+v", runs(t, count), got.Status, e)
+	}
+	data, _ := json.Marshal(got)
+	if strings.Contains(string(data), token) || !strings.Contains(e.Output, "[REDACTED:ORCH_WEB_TOKEN]") {
+		t.Fatalf("the secret was kept: output %q", e.Output)
 	}
 }

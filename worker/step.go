@@ -280,7 +280,7 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 		}
 	} else {
 		if at.end != nil {
-			at.end.resume(out)
+			w.takeEnding(at.end, out)
 			w.log.Info("settling the attempt of a worker that died as its agent ended", "run_id", r.ID, "task_id", task.ID,
 				"attempt", at.n)
 		} else if err := w.runAgent(ctx, at, out); err != nil {
