@@ -562,3 +562,35 @@ func TestAnEndingsWordIsTakenInLikeTheAgents(t *testing.T) {
 		t.Fatalf("the secret was kept: output %q", e.Output)
 	}
 }
+
+// Someone commits on the run's branch in the repository while the brain judges the agent's work (after the worktree
+// was examined): orch leaves their commit where it is and holds the task on a security question, instead of
+// completing it without its commit.
+func TestABranchMovedWhileTheBrainJudgesHoldsTheTask(t *testing.T) {
+	agentCmd, _ := sideEffects(t, "")
+	h := newHarness(t, clients(t)["miniredis"], agentCmd, nil)
+	r, repo, _ := h.gitRun(t, false)
+	var someone string
+	h.useBrain(&hookBrain{before: func(n int) error {
+		if n == 1 {
+			base := r.Git.BaseCommit
+			someone = gitIn(t, repo, "commit-tree", "-p", base, "-m", "someone's", base+"^{tree}")
+			gitIn(t, repo, "update-ref", "refs/heads/"+r.Git.Branch, someone)
+		}
+		return nil
+	}})
+	if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got := h.get(t, r.ID)
+	e := got.OpenEscalation()
+	if got.Status != jobs.RunParked || e == nil || e.Trigger != jobs.TriggerSecurity || !strings.Contains(e.Question, "moved") {
+		t.Fatalf("want the task held on a security question: %s, %+v", got.Status, e)
+	}
+	if task := got.Tasks[0]; task.Commit != "" || task.Status == jobs.TaskCompleted {
+		t.Fatalf("the task completed (%s) with commit %q", task.Status, task.Commit)
+	}
+	if at := gitIn(t, repo, "rev-parse", r.Git.Branch); at != someone {
+		t.Fatalf("their commit was overwritten: the branch is at %s", at)
+	}
+}

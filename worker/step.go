@@ -216,6 +216,11 @@ func (w *Worker) saveOutcome(ctx context.Context, at *attempt, out *outcome) (*j
 	if err != nil {
 		return nil, err
 	}
+	if d != nil && d.elsewhere != "" && !out.security() {
+		// Someone moved the run's branch while the brain judged (after Examine looked): the attempt is held on the
+		// same question as a move while the agent worked, rather than completed without its commit.
+		out.tampered = append(out.tampered, d.elsewhere)
+	}
 	return w.save(ctx, at.run.ID, recorded(d, settle))
 }
 

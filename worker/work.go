@@ -30,7 +30,10 @@ type delivery struct {
 	base   string         // the base commit, when the run learned it now (a run that clones)
 	pushed string         // the commit pushed, when one was
 	moved  bool           // the repository's branch was moved to stat.Head by this delivery
-	pr     string
+	// elsewhere says the repository's branch was found at a commit orch did not make (workspace.ErrMoved): the task's
+	// commit is not on it, and someone must look.
+	elsewhere string
+	pr        string
 	events []jobs.Event // what went wrong, and the push
 }
 
@@ -169,6 +172,9 @@ func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, af
 				// The task's commit is not on the branch: it is not the task's.
 				d.fail(before.ID, d.taskID, "moving the run's branch to the task's commit", err)
 				d.commit = ""
+				if errors.Is(err, workspace.ErrMoved) {
+					d.elsewhere = escalation.Redact(err.Error())
+				}
 				return d, nil
 			}
 			d.moved = true
