@@ -34,7 +34,7 @@ type delivery struct {
 	// commit is not on it, and someone must look.
 	elsewhere string
 	pr        string
-	events []jobs.Event // what went wrong, and the push
+	events    []jobs.Event // what went wrong, and the push
 }
 
 // worktree checks out run r's worktree, when the run has a branch.
