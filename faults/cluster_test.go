@@ -201,7 +201,7 @@ func newCluster(t *testing.T) *cluster {
 // redisArgs are a data server's: deploy/redis.conf as production runs it, with the suite's password; replicaOf makes
 // it a replica of that host.
 func (c *cluster) redisArgs(name, replicaOf string) []string {
-	args := []string{"/usr/bin/redis-server", "/shared/redis.conf", "--port", "6379", "--dir", "/data", "--requirepass", c.password,
+	args := []string{"/usr/bin/redis-server", "/shared/redis-" + name + ".conf", "--port", "6379", "--dir", "/data", "--requirepass", c.password,
 		"--masterauth", c.password, "--replica-announce-ip", c.addr(name)}
 	if replicaOf != "" {
 		args = append(args, "--replicaof", c.addr(replicaOf), "6379")
@@ -233,7 +233,12 @@ func (c *cluster) prepareShared() {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	c.write("redis.conf", string(conf))
+	// A file of its own for each data server: a sentinel rewrites the configuration of the servers it reconfigures
+	// (CONFIG REWRITE), and a replica's "replicaof" written into a shared file would make its primary, restarted,
+	// a replica of itself.
+	for _, name := range []string{"redis1", "redis2"} {
+		c.write("redis-"+name+".conf", string(conf))
+	}
 	// The agent: it tells where it started and finished (outside the repository, as a deploy or a message would be
 	// seen), works for the time /shared/agent-seconds says, and writes its task's file. With /shared/ask-TASK present,
 	// a task's first attempt asks a question instead.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/orchrun/orch/agent"
@@ -37,17 +38,31 @@ type ending struct {
 	Paused   *jobs.Paused  `json:"paused,omitempty"`
 }
 
-// endingsDir is where a worker's endings are: under its worktrees' root (only orch writes there; a sandboxed agent
-// sees its worktree alone). "" when the worker keeps no worktrees: it keeps no endings either.
-func (w *Worker) endingsDir(runID string) string {
-	if w.cfg.Workspaces == nil || w.cfg.Workspaces.Root == "" || runID != filepath.Base(runID) || strings.HasPrefix(runID, ".") {
+// endingsDir is where the endings of a run's attempts are: beside its worktree, under the worktrees' root (only orch
+// writes there; a sandboxed agent sees its worktree alone), or for a run in a plain directory under Config.Endings.
+// "" when there is no such place: the run keeps no endings.
+func (w *Worker) endingsDir(r *jobs.Run) string {
+	if r.ID != filepath.Base(r.ID) || strings.HasPrefix(r.ID, ".") {
 		return ""
 	}
-	return filepath.Join(w.cfg.Workspaces.Root, "ended", runID)
+	if root := w.endingsRoot(r.Git != nil); root != "" {
+		return filepath.Join(root, r.ID)
+	}
+	return ""
 }
 
-func (w *Worker) endingPath(runID, taskID string, n int) string {
-	dir := w.endingsDir(runID)
+func (w *Worker) endingsRoot(worktree bool) string {
+	switch {
+	case worktree && w.cfg.Workspaces != nil && w.cfg.Workspaces.Root != "":
+		return filepath.Join(w.cfg.Workspaces.Root, "ended")
+	case !worktree:
+		return w.cfg.Endings
+	}
+	return ""
+}
+
+func (w *Worker) endingPath(r *jobs.Run, taskID string, n int) string {
+	dir := w.endingsDir(r)
 	if dir == "" {
 		return ""
 	}
@@ -58,7 +73,7 @@ func (w *Worker) endingPath(runID, taskID string, n int) string {
 
 // noteEnd writes what the attempt's agent said, as it ended. A failure costs only the protection: it is logged.
 func (w *Worker) noteEnd(at *attempt, out *outcome) {
-	path := w.endingPath(at.run.ID, at.task.ID, at.n)
+	path := w.endingPath(at.run, at.task.ID, at.n)
 	if path == "" {
 		return
 	}
@@ -74,20 +89,29 @@ func writeEnding(path string, e ending) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	// Whole or not at all: a reader never finds half of one.
+	// Whole or not at all: a reader never finds half of one. The directory may go between the two (another run's end
+	// removes it when it looks empty): it is made again.
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
+	for range 3 {
+		if err = os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		if err = os.WriteFile(tmp, data, 0o600); err == nil {
+			if err = os.Rename(tmp, path); err == nil {
+				return nil
+			}
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
-	return os.Rename(tmp, path)
+	return err
 }
 
 // endingOf returns the ending of the task's attempt n, noted by owner on this machine, when there is one.
-func (w *Worker) endingOf(runID, taskID string, n int, owner string) (*ending, error) {
-	path := w.endingPath(runID, taskID, n)
+func (w *Worker) endingOf(r *jobs.Run, taskID string, n int, owner string) (*ending, error) {
+	runID := r.ID
+	path := w.endingPath(r, taskID, n)
 	if path == "" {
 		return nil, nil
 	}
@@ -110,18 +134,28 @@ func (w *Worker) endingOf(runID, taskID string, n int, owner string) (*ending, e
 
 // dropEnding removes the attempt's ending: the task holds what it says, or the attempt is not this machine's to
 // settle.
-func (w *Worker) dropEnding(runID, taskID string, n int) {
-	if path := w.endingPath(runID, taskID, n); path != "" {
+func (w *Worker) dropEnding(r *jobs.Run, taskID string, n int) {
+	runID := r.ID
+	if path := w.endingPath(r, taskID, n); path != "" {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			w.log.Warn("removing an attempt's ending", "run_id", runID, "task_id", taskID, "err", err)
 		}
 	}
 }
 
-// dropEndings removes what is left of a run's endings, once the run is over.
-func (w *Worker) dropEndings(runID string) error {
-	if dir := w.endingsDir(runID); dir != "" {
-		return os.RemoveAll(dir)
+// dropEndings removes what is left of a run's endings once the run is over, and the directory of endings when no
+// other run has any: nothing stays behind in a state directory that needs it no more.
+func (w *Worker) dropEndings(r *jobs.Run) error {
+	dir := w.endingsDir(r)
+	if dir == "" {
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Dir(dir)); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) &&
+		!errors.Is(err, syscall.EEXIST) {
+		return err
 	}
 	return nil
 }

@@ -93,7 +93,7 @@ func (w *Worker) keep(ctx context.Context, at *attempt, out *outcome) error {
 	out.said.Work = said.Work
 	if err == nil || errors.Is(err, errStale) || errors.Is(err, errLost) || errors.Is(err, jobs.ErrRunNotFound) {
 		// The task holds what the agent said, or the attempt is not this delivery's: its ending has done its work.
-		w.dropEnding(at.run.ID, at.task.ID, at.n)
+		w.dropEnding(at.run, at.task.ID, at.n)
 	}
 	return err
 }

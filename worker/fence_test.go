@@ -437,7 +437,36 @@ echo "Done. All tests pass."`)
 // not run again.
 func TestAnAttemptWhoseWorkerDiedAsItsAgentEndedIsSettled(t *testing.T) {
 	for name, rdb := range clients(t) {
-		t.Run(name, func(t *testing.T) {
+		t.Run(name+"/in a plain directory", func(t *testing.T) {
+			agentCmd, count := sideEffects(t, "")
+			h := newHarness(t, rdb, agentCmd, nil)
+			h.w.cfg.Endings = filepath.Join(t.TempDir(), "ended")
+			r := h.newRun(t, "1")
+			if err := h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID}); err != nil {
+				t.Fatal(err)
+			}
+			dctx, die := context.WithCancel(context.Background())
+			testHookEnded = die
+			t.Cleanup(func() { testHookEnded = func() {} })
+			if err := h.w.Handler().ProcessTask(dctx, stepTask(r.ID, 1)); err == nil {
+				t.Fatal("the dying delivery succeeded")
+			}
+			testHookEnded = func() {}
+			if endings, _ := filepath.Glob(filepath.Join(h.w.cfg.Endings, r.ID, "*.json")); len(endings) != 1 {
+				t.Fatalf("endings noted: %q, want one", endings)
+			}
+			if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
+				t.Fatal(err)
+			}
+			got := h.get(t, r.ID)
+			if n := runs(t, count); n != 1 || got.Status != jobs.RunCompleted || len(got.Tasks[0].Attempts) != 1 {
+				t.Fatalf("the agent ran %d times; %s, %d attempts", n, got.Status, len(got.Tasks[0].Attempts))
+			}
+			if _, err := os.Stat(h.w.cfg.Endings); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the run is over and the endings' directory is still there: %v", err)
+			}
+		})
+		t.Run(name+"/in a worktree", func(t *testing.T) {
 			agentCmd, count := sideEffects(t, "")
 			h := newHarness(t, rdb, agentCmd, nil)
 			r, repo, remote := h.gitRun(t, false)
@@ -510,7 +539,7 @@ func TestAnEndingIsOnlyItsAttemptsWord(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			path := h.w.endingPath(r.ID, "1", 1)
+			path := h.w.endingPath(r, "1", 1)
 			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 				t.Fatal(err)
 			}
@@ -545,7 +574,7 @@ func TestAnEndingsWordIsTakenInLikeTheAgents(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeEnding(h.w.endingPath(r.ID, "1", 1), ending{Run: r.ID, Task: "1", Attempt: 1, Owner: "step:elsewhere",
+	if err := writeEnding(h.w.endingPath(r, "1", 1), ending{Run: r.ID, Task: "1", Attempt: 1, Owner: "step:elsewhere",
 		Said: jobs.Pending{Text: "Done. The token is " + token + ". All tests pass.", Success: true}}); err != nil {
 		t.Fatal(err)
 	}

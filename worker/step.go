@@ -163,7 +163,7 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 			// The agent of the last attempt may have ended on this machine, its worker killed before the task held
 			// what it said: the ending noted then is its word.
 			var err error
-			if end, err = w.endingOf(r.ID, task.ID, last.N, last.Owner); err != nil {
+			if end, err = w.endingOf(r, task.ID, last.N, last.Owner); err != nil {
 				w.log.Warn("reading the ending of a dead worker's attempt", "run_id", r.ID, "task_id", task.ID, "err", err)
 			}
 		}

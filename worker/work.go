@@ -370,7 +370,7 @@ func (w *Worker) wake(ctx context.Context, id string) error {
 // (final) its worktree (the branch stays; work left uncommitted is kept under a ref of its own, recorded on the run).
 func (w *Worker) letGo(ctx context.Context, r *jobs.Run, final bool) error {
 	if final {
-		if err := w.dropEndings(r.ID); err != nil {
+		if err := w.dropEndings(r); err != nil {
 			w.log.Warn("removing the endings of a run that is over", "run_id", r.ID, "err", err)
 		}
 	}

@@ -64,6 +64,10 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Workspaces keeps the worktrees of runs that work on a branch of their own; required by such runs.
 	Workspaces *workspace.Manager
+	// Endings is the directory where what an agent said is written the moment it ends (ended.go), for the runs that
+	// work in a plain directory. Runs with a worktree keep theirs beside it, under Workspaces.Root/ended, whatever
+	// this says. "": plain runs keep none.
+	Endings string
 	// PullRequests, when set, opens the draft pull request of a completed run whose branch was pushed, and returns its
 	// URL.
 	PullRequests func(ctx context.Context, r *jobs.Run) (string, error)

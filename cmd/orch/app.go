@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -256,6 +257,12 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 	// A local sandbox per agent CLI, each giving its agents the allowlist of orch's environment with that CLI's own
 	// credential and settings; so local runs are served by SandboxFor too.
 	local := newLocals([]string{self, shimCommand}, a.environ, ws.agentPass)
+	// Runs in a plain directory keep what their agents said as they ended where the embedded store keeps its state
+	// (a Redis server's deployment writes nothing there for them).
+	var endings string
+	if b.Embedded != nil && ws.trees != nil {
+		endings = filepath.Join(ws.trees.Root, "ended")
+	}
 	w, err := worker.New(worker.Config{
 		PollInterval: ws.poll,
 		Store:        b.Store,
@@ -273,6 +280,7 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 		Log:          a.log,
 		Concurrency:  ws.concurrency,
 		Workspaces:   ws.trees,
+		Endings:      endings,
 		PullRequests: ws.prs,
 		Secrets:      a.redactor,
 	})

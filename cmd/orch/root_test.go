@@ -147,10 +147,11 @@ func TestARootRunLeavesTheOwnerInCharge(t *testing.T) {
 			must(t, orchAs(t, cred, bin, repo, asOwner, "history"), 0, id, second)
 
 			// Nothing orch made is root's. What the worktree manager makes in the state directory (the worktrees,
-			// their git directories, its .gitignore) and what the agent writes in a worktree (the local agent runs
-			// as orch does) are the workspace's and the sandbox's to settle: reported here, not judged.
+			// their git directories, its .gitignore, what agents said as they ended) and what the agent writes in a
+			// worktree (the local agent runs as orch does) are the workspace's and the sandbox's to settle: reported
+			// here, not judged.
 			workspaces := func(path string) bool {
-				for _, d := range []string{"worktrees", "gitdirs"} {
+				for _, d := range []string{"worktrees", "gitdirs", "ended"} {
 					if strings.HasPrefix(path, filepath.Join(stateDir, d)+string(filepath.Separator)) {
 						return true
 					}
