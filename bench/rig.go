@@ -16,7 +16,7 @@ import (
 
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/brain"
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/jobs/store"
@@ -155,8 +155,8 @@ func planRun(planPath, ws string, opts jobs.Options, origin jobs.Origin) (*jobs.
 		return nil, err
 	}
 	for _, t := range tasks {
-		run.Tasks = append(run.Tasks, &jobs.Task{ID: t.ID, Title: escalation.Redact(t.Title),
-			Description: escalation.Redact(t.Description), Status: jobs.TaskPending})
+		run.Tasks = append(run.Tasks, &jobs.Task{ID: t.ID, Title: safetext.Redact(t.Title),
+			Description: safetext.Redact(t.Description), Status: jobs.TaskPending})
 	}
 	return run, nil
 }

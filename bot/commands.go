@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -225,7 +226,7 @@ func (s *Server) startRun(ctx context.Context, req StartRequest, tell func(conte
 			tell(ctx, unavailableText)
 			return
 		}
-		tell(ctx, "Could not start the run: "+escalation.Bound(err.Error(), maxErrorEcho))
+		tell(ctx, "Could not start the run: "+safetext.Bound(err.Error(), maxErrorEcho))
 		return
 	}
 	if err := s.poster.follow(ctx, run.ID); err != nil {
@@ -297,7 +298,7 @@ func (s *Server) abort(ctx context.Context, id, user, reason, responseURL string
 		return
 	case errors.Is(err, escalation.ErrNoOpenEscalation), errors.Is(err, escalation.ErrAlreadyResolved),
 		errors.Is(err, escalation.ErrInvalid):
-		s.respond(ctx, responseURL, "Could not abort: "+escalation.Bound(err.Error(), maxErrorEcho))
+		s.respond(ctx, responseURL, "Could not abort: "+safetext.Bound(err.Error(), maxErrorEcho))
 		return
 	case err != nil:
 		s.log.Warn("aborting a run", "run_id", id, "err", err)
@@ -329,7 +330,7 @@ func redactHead(s string, n int) string {
 		}
 		s = s[:limit]
 	}
-	return escalation.Redact(s)
+	return safetext.Redact(s)
 }
 
 // redactMargin is how far past what is kept redactHead reads: longer than any credential the patterns know (a private

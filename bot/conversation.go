@@ -9,8 +9,8 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/backoff"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -50,7 +50,7 @@ func (s *Server) conversation(ctx context.Context, m message, parent *jobs.Run) 
 		if msg.BotID != "" || msg.User == s.botID {
 			who = "orch"
 		}
-		line := who + ": " + strings.TrimSpace(escalation.Bound(unescapeSlack(msg.Text), maxContextMessage))
+		line := who + ": " + strings.TrimSpace(safetext.Bound(unescapeSlack(msg.Text), maxContextMessage))
 		if size+len(line) > maxContextBytes {
 			break
 		}

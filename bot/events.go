@@ -16,6 +16,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -233,7 +234,7 @@ func (s *Server) request(ctx context.Context, m message, user string, tell func(
 		if req.Context, err = s.conversation(ctx, m, parent); err != nil {
 			s.log.Warn("reading the conversation of a request", "channel", m.Channel, "err", err)
 			tell(ctx, fmt.Sprintf("I could not read this thread (%s), so the agent starts from the words alone.",
-				escalation.Bound(err.Error(), 200)))
+				safetext.Bound(err.Error(), 200)))
 		}
 	}
 	s.startRun(ctx, req, tell, refund)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/httpdeadline"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -296,7 +297,7 @@ func (s *Server) allowed(user string) bool {
 const maxReplyText = 4000
 
 // replyText is an answer's text within maxReplyText.
-func replyText(text string) string { return escalation.Bound(text, maxReplyText) }
+func replyText(text string) string { return safetext.Bound(text, maxReplyText) }
 
 // reply writes a response Slack shows to the requester only.
 func reply(w http.ResponseWriter, text string) {

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -166,7 +166,7 @@ func build(r *jobs.Run, t *jobs.Task, s Spec, now time.Time) *jobs.Escalation {
 	if len(s.Keyed) > 0 {
 		opts = make([]jobs.Option, len(s.Keyed))
 		for i, o := range s.Keyed {
-			opts[i] = jobs.Option{Key: o.Key, Label: Bound(Redact(o.Label), maxLabel)}
+			opts[i] = jobs.Option{Key: o.Key, Label: safetext.Bound(safetext.Redact(o.Label), maxLabel)}
 		}
 	}
 	e := &jobs.Escalation{
@@ -175,18 +175,18 @@ func build(r *jobs.Run, t *jobs.Task, s Spec, now time.Time) *jobs.Escalation {
 		Name:           s.Name,
 		Priority:       s.Priority,
 		Source:         s.Source,
-		Question:       Bound(Redact(strings.TrimSpace(s.Question)), maxQuestion),
+		Question:       safetext.Bound(safetext.Redact(strings.TrimSpace(s.Question)), maxQuestion),
 		Options:        opts,
-		Recommendation: recommendationKey(opts, Bound(Redact(s.Recommendation), maxLabel)),
+		Recommendation: recommendationKey(opts, safetext.Bound(safetext.Redact(s.Recommendation), maxLabel)),
 		Attempt:        t.Started,
 		Failures:       t.Failures,
 		Similarity:     s.Similarity,
-		Error:          Bound(Redact(s.Error), maxError),
-		Output:         Bound(Redact(s.Output), maxOutput),
+		Error:          safetext.Bound(safetext.Redact(s.Error), maxError),
+		Output:         safetext.Bound(safetext.Redact(s.Output), maxOutput),
 		Suggestions:    s.Suggestions,
 		TaskStatus:     string(t.Status),
 		Held:           s.Held,
-		Diff:           Bound(Redact(s.Diff), maxDiff),
+		Diff:           safetext.Bound(safetext.Redact(s.Diff), maxDiff),
 		Default:        s.Default,
 		Timeout:        s.Timeout,
 		Call:           s.Call,
@@ -197,13 +197,13 @@ func build(r *jobs.Run, t *jobs.Task, s Spec, now time.Time) *jobs.Escalation {
 			e.Files = append(e.Files, fmt.Sprintf("… and %d more", len(s.Files)-maxFiles))
 			break
 		}
-		e.Files = append(e.Files, Bound(Redact(f), maxLabel))
+		e.Files = append(e.Files, safetext.Bound(safetext.Redact(f), maxLabel))
 	}
 	if s.Priority == 0 {
 		e.Priority = s.Trigger.Priority()
 	}
 	for _, err := range lastN(t.Errors, maxErrors) {
-		e.Errors = append(e.Errors, Bound(Redact(err), maxError))
+		e.Errors = append(e.Errors, safetext.Bound(safetext.Redact(err), maxError))
 	}
 	if e.Question == "" {
 		e.Question = fmt.Sprintf("Task %s needs a decision. Please review and advise.", t.ID)
@@ -222,15 +222,15 @@ func fit(e *jobs.Escalation) {
 	for over := size() - MaxStored; over > 0; over = size() - MaxStored {
 		switch {
 		case len(e.Output) > 1024:
-			e.Output = Bound(e.Output, max(1024, len(e.Output)-over-64))
+			e.Output = safetext.Bound(e.Output, max(1024, len(e.Output)-over-64))
 		case len(e.Errors) > 1:
 			e.Errors = e.Errors[1:]
 		case len(e.Diff) > 256:
-			e.Diff = Bound(e.Diff, 256)
+			e.Diff = safetext.Bound(e.Diff, 256)
 		case len(e.Files) > 10:
 			e.Files = e.Files[:10]
 		default:
-			e.Question = Bound(e.Question, max(256, len(e.Question)-over-64))
+			e.Question = safetext.Bound(e.Question, max(256, len(e.Question)-over-64))
 			return
 		}
 	}
@@ -268,7 +268,7 @@ func Options(raw []string) []jobs.Option {
 			label = s
 		}
 		used[strings.ToUpper(key)] = true
-		out = append(out, jobs.Option{Key: strings.ToUpper(key), Label: Bound(Redact(label), maxLabel)})
+		out = append(out, jobs.Option{Key: strings.ToUpper(key), Label: safetext.Bound(safetext.Redact(label), maxLabel)})
 	}
 	return out
 }
@@ -404,41 +404,6 @@ func suggestions(e *jobs.Escalation, id string) []string {
 	return s
 }
 
-// Bound cuts s to at most n bytes, keeping its head and tail (whole runes) with a marker in the middle.
-func Bound(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// The marker's count never has more digits than len(s).
-	keep := n - len("\n…[ bytes cut]…\n") - len(strconv.Itoa(len(s)))
-	if keep < 2 {
-		return validPrefix(s[:max(n, 0)])
-	}
-	head := validPrefix(s[:keep/2])
-	tail := validSuffix(s[len(s)-(keep-keep/2):])
-	return head + fmt.Sprintf("\n…[%d bytes cut]…\n", len(s)-len(head)-len(tail)) + tail
-}
-
-// validPrefix drops a rune cut in two at the end of s (at most 3 bytes), leaving the rest as it was.
-func validPrefix(s string) string {
-	for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
-		r, size := utf8.DecodeLastRuneInString(s)
-		if r != utf8.RuneError || size != 1 {
-			break
-		}
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
-// validSuffix drops the continuation bytes of a rune cut in two at the start of s.
-func validSuffix(s string) string {
-	for i := 0; i < utf8.UTFMax-1 && len(s) > 0 && !utf8.RuneStart(s[0]); i++ {
-		s = s[1:]
-	}
-	return s
-}
-
 func lastN(s []string, n int) []string {
 	if len(s) > n {
 		return s[len(s)-n:]
@@ -449,7 +414,7 @@ func lastN(s []string, n int) []string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	if len(line) > 200 {
-		line = validPrefix(line[:200]) + "…"
+		line = safetext.Cut(line, 200) + "…"
 	}
 	return line
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -365,7 +366,7 @@ func (r *Recording) Ask(ctx context.Context, q Question) (Answer, error) {
 	r.mu.Unlock()
 	if r.Store != nil && q.Escalation != nil && q.RunID != "" {
 		entry := jobs.AuditEntry{TaskID: q.Escalation.TaskID, EscalationID: q.Escalation.ID, Action: "asked",
-			Trigger: q.Escalation.Trigger, Detail: Redact(firstLine(q.Text)) + " → " + Redact(answerText(a)), By: r.By, Via: r.Via}
+			Trigger: q.Escalation.Trigger, Detail: safetext.Redact(firstLine(q.Text)) + " → " + safetext.Redact(answerText(a)), By: r.By, Via: r.Via}
 		_, aerr := r.Store.Update(ctx, q.RunID, func(run *jobs.Run, c *jobs.Change) error {
 			c.Audit = append(c.Audit, entry)
 			return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -151,13 +152,13 @@ func Resolve(ctx context.Context, store *store.Store, queue Enqueuer, q Request)
 		if err := conversational(e, res); err != nil {
 			return fmt.Errorf("%w: run %s: %v", ErrInvalid, r.ID, err)
 		}
-		res.Text = Redact(res.Text)
-		res.Reason = Redact(res.Reason)
+		res.Text = safetext.Redact(res.Text)
+		res.Reason = safetext.Redact(res.Reason)
 		e.Resolution = res
 		apply(r, t, e, res)
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.ResolutionEvent{EscalationID: e.ID, Resolution: res.Type, Key: res.Key,
 			Text: res.Text, Reason: res.Reason, By: res.By, Via: res.Via, WaitSeconds: res.At.Sub(e.CreatedAt).Seconds(),
-			Summary: describe(e, res), Trigger: e.Trigger, Question: Bound(e.Question, 1000), Visit: t.Visits}))
+			Summary: describe(e, res), Trigger: e.Trigger, Question: safetext.Bound(e.Question, 1000), Visit: t.Visits}))
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "resolved",
 			Trigger: e.Trigger, Resolution: string(res.Type), Detail: describe(e, res), By: res.By, Via: res.Via})
 		if res.Type == jobs.ResolveAbort {
@@ -401,7 +402,7 @@ func Abort(ctx context.Context, store *store.Store, queue Enqueuer, runID, by, v
 			return fmt.Errorf("%w: run %s has an open question; try again", ErrAlreadyResolved, r.ID)
 		}
 		now := store.Now().UTC()
-		r.Status, r.Reason, r.EndedAt, r.Queued = jobs.RunAborted, Redact(reason), now, nil
+		r.Status, r.Reason, r.EndedAt, r.Queued = jobs.RunAborted, safetext.Redact(reason), now, nil
 		c.Emit(jobs.NewEvent(r.ID, currentID(r), jobs.RunAbortedEvent{Reason: r.Reason, By: by, DurationMS: r.ElapsedMS(), Work: jobs.WorkOf(r)}))
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: currentID(r), Action: "aborted", Detail: r.Reason, By: by, Via: via})
 		return nil

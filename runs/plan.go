@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/orchrun/orch/agent"
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
 )
@@ -29,7 +29,7 @@ func loadGraph(plan *pipeline.Plan) (*pipeline.Graph, error) {
 	if err != nil {
 		return nil, invalidf("%v", err)
 	}
-	if redacted := escalation.Redact(plan.Content); redacted != plan.Content {
+	if redacted := safetext.Redact(plan.Content); redacted != plan.Content {
 		if g, err = pipeline.ParseDOT(plan.Path, redacted); err != nil {
 			return nil, invalidf("plan %s holds a secret, and the pipeline does not parse with it redacted: %v", plan.Path, err)
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/pipeline"
 )
 
@@ -38,10 +38,10 @@ func prepareRequest(ctx context.Context, req Request) (*Prepared, error) {
 	if err := checkAgent(&opts, "", req.Workspace, req.Confined); err != nil {
 		return nil, err
 	}
-	text = escalation.Redact(escalation.Bound(text, maxRequest))
+	text = safetext.Redact(safetext.Bound(text, maxRequest))
 	desc := text
 	if c := strings.TrimSpace(req.Context); c != "" {
-		desc += "\n\n## Context\n\n" + escalation.Redact(escalation.Bound(c, maxContext))
+		desc += "\n\n## Context\n\n" + safetext.Redact(safetext.Bound(c, maxContext))
 	}
 	title := RequestTitle(text)
 	p := &Prepared{}

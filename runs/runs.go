@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
 )
@@ -164,8 +164,8 @@ func newRun(planPath, title string, tasks []pipeline.Task, opts jobs.Options, ws
 	run := &jobs.Run{ID: jobs.NewRunID(), PlanPath: planPath, PlanTitle: title, Workspace: ws, Options: opts,
 		Origin: origin, Status: jobs.RunQueued}
 	for _, t := range tasks {
-		run.Tasks = append(run.Tasks, &jobs.Task{ID: t.ID, Title: escalation.Redact(t.Title),
-			Description: escalation.Redact(t.Description), Status: jobs.TaskPending, Kind: t.Kind, Timeout: t.Timeout,
+		run.Tasks = append(run.Tasks, &jobs.Task{ID: t.ID, Title: safetext.Redact(t.Title),
+			Description: safetext.Redact(t.Description), Status: jobs.TaskPending, Kind: t.Kind, Timeout: t.Timeout,
 			MaxAttempts: t.MaxAttempts, Backoff: t.Backoff})
 	}
 	return run

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/pipeline"
@@ -23,7 +24,7 @@ import (
 const pageSize = 50
 
 var funcs = template.FuncMap{
-	"redact": escalation.Redact,
+	"redact": safetext.Redact,
 	"ago":    ago,
 	"when":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"dur":    func(d time.Duration) string { return d.Round(100 * time.Millisecond).String() },
@@ -430,7 +431,7 @@ func eventLine(e jobs.Event) eventView {
 					parts = append(parts, truncate(s, 240))
 				}
 			}
-			v.Text = escalation.Redact(strings.Join(parts, " · "))
+			v.Text = safetext.Redact(strings.Join(parts, " · "))
 		}
 	}
 	return v

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/agent"
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -44,7 +44,7 @@ func (w *Worker) watchTools(ctx context.Context, runID, taskID string) (func(age
 }
 
 func (a *activity) add(c agent.Call) {
-	line := escalation.Redact(c.Describe())
+	line := safetext.Redact(c.Describe())
 	a.mu.Lock()
 	if len(a.calls) < maxActivityCalls {
 		a.calls = append(a.calls, line)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
 	"github.com/orchrun/orch/workspace"
@@ -68,7 +69,7 @@ func (w *Worker) settleChat(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outc
 	if text == "" {
 		text = "(the agent said nothing)"
 	}
-	text = escalation.Bound(escalation.Redact(text), maxChatTurn)
+	text = safetext.Bound(safetext.Redact(text), maxChatTurn)
 	a.Status, a.Summary = "replied", firstLines(text, 1)
 	t.Chat = append(t.Chat, jobs.Turn{Role: "agent", Text: text, At: now.UTC()})
 	e := escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerChat, Source: "agent", Question: text,
@@ -105,7 +106,7 @@ func (w *Worker) resumeChat(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 		t.Status = jobs.TaskCompleted
 		t.Summary = fmt.Sprintf("conversation ended by %s with %s after %d %s", res.By, cmd, turns, plural(turns, "reply", "replies"))
 		if why := escalation.ChatReason(res); why != "" {
-			t.Summary += ": " + escalation.Bound(why, maxChatTurn)
+			t.Summary += ": " + safetext.Bound(why, maxChatTurn)
 		}
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title, Summary: t.Summary, Commit: workspace.Short(t.Commit)}))
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusSuccess, Notes: t.Summary, ContextUpdates: map[string]string{
@@ -114,7 +115,7 @@ func (w *Worker) resumeChat(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 		t.Status = jobs.TaskFailed
 		reason := fmt.Sprintf("rejected by %s in the conversation", res.By)
 		if why := escalation.ChatReason(res); why != "" {
-			reason += ": " + escalation.Bound(why, maxChatTurn)
+			reason += ": " + safetext.Bound(why, maxChatTurn)
 		}
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskFailedEvent{Title: t.Title, Attempt: t.Failures + 1,
 			MaxAttempts: r.MaxAttempts(t), Error: reason}))
@@ -125,7 +126,7 @@ func (w *Worker) resumeChat(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 		r.Seq++
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.ResumedEvent{Title: t.Title, Resolution: string(res.Type)}))
 	default:
-		t.Chat = append(t.Chat, jobs.Turn{Role: "human", Text: escalation.Bound(res.Text, maxChatTurn), By: res.By, At: res.At})
+		t.Chat = append(t.Chat, jobs.Turn{Role: "human", Text: safetext.Bound(res.Text, maxChatTurn), By: res.By, At: res.At})
 		t.Status = jobs.TaskPending
 		r.Seq++
 		// Every human turn is a checkpoint: the conversation continues from here after any stop.

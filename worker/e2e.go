@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -17,7 +18,7 @@ import (
 // e2eStops records a failed verification and, when the phase should stop (e2eVerdict), opens the escalation that
 // says why and returns true. Otherwise it hands the failure to the fix task and returns false.
 func (w *Worker) e2eStops(r *jobs.Run, t *jobs.Task, c *jobs.Change, failure string, now time.Time) bool {
-	failure = bound(escalation.Redact(failure))
+	failure = bound(safetext.Redact(failure))
 	r.E2E.Failures++
 	r.E2E.Errors = append(r.E2E.Errors, failure)
 	spec := e2eVerdict(r.E2E.Errors, r.Options.E2EFixAttempts(), w.threshold(r))

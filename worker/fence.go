@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/backoff"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -70,7 +70,7 @@ func (w *Worker) save(ctx context.Context, runID string, fn func(*jobs.Run, *job
 // attempt is settled, the attempt is judged and settled by whoever takes the step over, not run again.
 func (w *Worker) keep(ctx context.Context, at *attempt, out *outcome) error {
 	said := out.said
-	said.Text = escalation.Bound(said.Text, maxKept) // redacted as it entered orch (runAgent)
+	said.Text = safetext.Bound(said.Text, maxKept) // redacted as it entered orch (runAgent)
 	said.Secrets, said.Paused, said.Tampered, said.Leaked = out.secrets, out.paused, out.tampered, out.leaked
 	if at.wt != nil {
 		work, err := w.cfg.Workspaces.Work(ctx, *at.wt)

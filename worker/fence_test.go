@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orchrun/orch/brain"
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/workspace"
@@ -564,7 +564,7 @@ func TestAnEndingsWordIsTakenInLikeTheAgents(t *testing.T) {
 	const token = "w3b-t0ken-0f-orch"
 	agentCmd, count := sideEffects(t, "")
 	h := newHarness(t, clients(t)["miniredis"], agentCmd, nil)
-	h.w.cfg.Secrets = escalation.NewRedactor([]escalation.Secret{{Name: "ORCH_WEB_TOKEN", Value: token}})
+	h.w.cfg.Secrets = safetext.NewRedactor([]safetext.Secret{{Name: "ORCH_WEB_TOKEN", Value: token}})
 	r, _, _ := h.gitRun(t, false)
 	if _, err := h.store.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
 		task := r.Current()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/pipeline"
 	"github.com/orchrun/orch/sandbox"
 )
@@ -54,7 +55,7 @@ func FuzzAgentInput(f *testing.F) {
 		if err := os.WriteFile(plan, append([]byte("# Plan\n\n## Task 1.1: Fuzz\n\n"), body...), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		desc := escalation.Redact(string(body)) // as a run keeps a task's description
+		desc := safetext.Redact(string(body)) // as a run keeps a task's description
 		if _, err := pipeline.Load(plan); err != nil {
 			var pe *pipeline.PlanError
 			if !errors.As(err, &pe) || len(err.Error()) > 300 {
@@ -71,7 +72,7 @@ func FuzzAgentInput(f *testing.F) {
 				t.Fatalf("an answer refused without a clear ErrInvalid: %v", err)
 			}
 		} else {
-			guidance = []string{escalation.Redact(string(answer))} // as Resolve saves it
+			guidance = []string{safetext.Redact(string(answer))} // as Resolve saves it
 		}
 
 		prompt := agent.BuildPrompt(agent.PromptTask{ID: "1.1", Title: "Fuzz", Description: desc}, guidance)

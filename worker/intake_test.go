@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/orchrun/orch/agent"
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -26,7 +26,7 @@ echo "using `+token+`" >&2`)
 	h := newHarness(t, rdb, "", func(jobs.Options) (agent.Adapter, error) {
 		return agent.NewClaude(agent.ClaudeConfig{Binary: claude}), nil
 	})
-	h.w.cfg.Secrets = escalation.NewRedactor([]escalation.Secret{{Name: "ORCH_WEB_TOKEN", Value: token}})
+	h.w.cfg.Secrets = safetext.NewRedactor([]safetext.Secret{{Name: "ORCH_WEB_TOKEN", Value: token}})
 	r := h.newRun(t, "1.1")
 	if _, err := h.store.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
 		r.Options.Agent = "claude"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -62,7 +63,7 @@ func pausedCalls(res agent.Result, st *agent.HookState, home string) *jobs.Pause
 		tc := jobs.ToolCall{ID: c.ID, Tool: c.Tool, Input: c.Input}
 		if !c.IsQuestion() {
 			v := st.Policy.Decide(c, st.Approved, st.Root, st.Root, home)
-			tc.Rule, tc.Reason = agent.RuleFor(c, v), escalation.Redact(v.Reason)
+			tc.Rule, tc.Reason = agent.RuleFor(c, v), safetext.Redact(v.Reason)
 		}
 		return tc
 	}
@@ -145,7 +146,7 @@ func resumePaused(r *jobs.Run, t *jobs.Task) {
 func callNames(p *jobs.Paused) []string {
 	var s []string
 	for _, c := range p.Calls {
-		s = append(s, escalation.Redact(escalation.DescribeCall(c)))
+		s = append(s, safetext.Redact(escalation.DescribeCall(c)))
 	}
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
 )
@@ -74,7 +75,7 @@ func (w *Worker) begin(r *jobs.Run, c *jobs.Change, now time.Time) {
 	if r.Graph != "" {
 		kind = "dot"
 	}
-	c.Emit(jobs.NewEvent(r.ID, "", jobs.PipelineStartedEvent{Name: g.Name, Goal: escalation.Redact(g.Goal()),
+	c.Emit(jobs.NewEvent(r.ID, "", jobs.PipelineStartedEvent{Name: g.Name, Goal: safetext.Redact(g.Goal()),
 		PlanKind: kind, Nodes: len(g.Nodes), Edges: len(g.Edges)}))
 	if err != nil {
 		endFailed(r, c, "", err.Error(), now)
@@ -219,7 +220,7 @@ func endCompleted(r *jobs.Run, c *jobs.Change, now time.Time) {
 
 // endFailed ends a run whose pipeline failed: a stage failed with nowhere to go, or the graph itself is broken.
 func endFailed(r *jobs.Run, c *jobs.Change, taskID, reason string, now time.Time) {
-	reason = escalation.Redact(reason)
+	reason = safetext.Redact(reason)
 	r.Status = jobs.RunFailed
 	r.Reason = reason
 	r.Cursor = len(r.Tasks)
@@ -253,7 +254,7 @@ func (w *Worker) failureRoute(r *jobs.Run, t *jobs.Task, reason string) bool {
 // agentOutcome is the outcome of an agent task that completed.
 func agentOutcome(t *jobs.Task, said string) pipeline.Outcome {
 	return pipeline.Outcome{Status: pipeline.StatusSuccess, Notes: t.Summary, ContextUpdates: map[string]string{
-		"last_stage": t.ID, "last_response": truncate(escalation.Redact(said), 200)}}
+		"last_stage": t.ID, "last_response": truncate(safetext.Redact(said), 200)}}
 }
 
 // truncate cuts s to at most n runes.

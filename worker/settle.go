@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
 	"github.com/orchrun/orch/workspace"
@@ -30,18 +31,18 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		t.Pending = kept // kept when the agent ended (keep), unless the outcome came some other way
 		if t.Pending == nil {
 			said := out.said
-			said.Text = escalation.Bound(escalation.Redact(said.Text), maxPending)
-			said.Stderr = escalation.Redact(said.Stderr)
+			said.Text = safetext.Bound(safetext.Redact(said.Text), maxPending)
+			said.Stderr = safetext.Redact(said.Stderr)
 			t.Pending = &said
 		}
 		r.Status = jobs.RunPaused
-		r.Reason = "Brain unavailable: " + escalation.Redact(out.unavailable.Error())
+		r.Reason = "Brain unavailable: " + safetext.Redact(out.unavailable.Error())
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunPausedEvent{Reason: r.Reason}))
 		return
 	}
 	a.Status = v.status
 	if v.kind == vSandboxError {
-		a.Error = escalation.Redact(out.execErr.Error())
+		a.Error = safetext.Redact(out.execErr.Error())
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.SandboxErrorEvent{Error: a.Error}))
 		w.escalate(r, t, c, out, v.specs, now)
 		return
@@ -80,7 +81,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		t.Status = jobs.TaskFailed
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: a.Error, Notes: note}, now)
 	case vRetry:
-		t.RetryGuidance = escalation.Redact(v.guidance)
+		t.RetryGuidance = safetext.Redact(v.guidance)
 		t.Status = jobs.TaskPending
 		r.Seq++
 		delay := pipeline.RetryDelay(t.Backoff, t.Failures)
@@ -97,10 +98,10 @@ func (w *Worker) facts(r *jobs.Run, t *jobs.Task, out *outcome) facts {
 		interp: out.interp, decision: out.decision, similarity: out.similarity, secrets: out.secrets, tampered: out.tampered, leaked: out.leaked, custom: out.custom,
 		output: out.said.Text, unavailable: out.unavailable != nil}
 	if out.execErr != nil {
-		f.sandboxErr = escalation.Redact(out.execErr.Error())
+		f.sandboxErr = safetext.Redact(out.execErr.Error())
 		f.inputErr = out.inputErr
 	}
-	f.routed = func() bool { return w.failureRoute(r, t, escalation.Redact(out.interp.Error)) }
+	f.routed = func() bool { return w.failureRoute(r, t, safetext.Redact(out.interp.Error)) }
 	return f
 }
 
@@ -140,7 +141,7 @@ func recordAttempt(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) *job
 	recordUsage(t, a, out)
 	a.Brain = a.Brain.Add(out.brainUsage)
 	if out.brainNote != "" {
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.BrainFallbackEvent{Reason: escalation.Redact(out.brainNote)}))
+		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.BrainFallbackEvent{Reason: safetext.Redact(out.brainNote)}))
 	}
 	return a
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/backoff"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/sandbox"
@@ -598,7 +599,7 @@ func history(errs []string) []string {
 	return h
 }
 
-func bound(s string) string { return escalation.Bound(s, maxErrorLen) }
+func bound(s string) string { return safetext.Bound(s, maxErrorLen) }
 
 func lastN(s []string, n int) []string {
 	if len(s) > n {

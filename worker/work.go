@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/workspace"
 )
@@ -173,7 +173,7 @@ func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, af
 				d.fail(before.ID, d.taskID, "moving the run's branch to the task's commit", err)
 				d.commit = ""
 				if errors.Is(err, workspace.ErrMoved) {
-					d.elsewhere = escalation.Redact(err.Error())
+					d.elsewhere = safetext.Redact(err.Error())
 				}
 				return d, nil
 			}
@@ -214,7 +214,7 @@ func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, af
 
 func (d *delivery) fail(runID, taskID, what string, err error) {
 	d.events = append(d.events, jobs.NewEvent(runID, taskID, jobs.GitErrorEvent{
-		Error: escalation.Redact(what + ": " + err.Error())}))
+		Error: safetext.Redact(what + ": " + err.Error())}))
 }
 
 // record writes what was done onto the run, in the transaction that saves the transition: before fn runs, so that

@@ -18,6 +18,7 @@ import (
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/jobs/store"
@@ -77,7 +78,7 @@ type Config struct {
 	// Secrets knows the secrets orch holds by value. What the agent says is checked against them (a find is a
 	// security escalation) and has them taken out where it enters orch, before anything judges, keeps or shows it.
 	// nil: secrets are found and taken out by pattern alone.
-	Secrets *escalation.Redactor
+	Secrets *safetext.Redactor
 }
 
 // Worker processes orch's tasks. Start it, then Shutdown.
@@ -293,7 +294,7 @@ func (w *Worker) giveUp(t *asynq.Task, cause error) {
 		if r.Status != jobs.RunRunning || task == nil || r.OpenEscalation() != nil {
 			return errStale
 		}
-		msg := escalation.Redact(cause.Error())
+		msg := safetext.Redact(cause.Error())
 		c.Emit(jobs.NewEvent(r.ID, task.ID, jobs.SandboxErrorEvent{Error: msg}))
 		escalation.Open(r, task, c, escalation.Spec{Trigger: jobs.TriggerConfig, Source: "orch", Error: msg,
 			Question: fmt.Sprintf("orch could not run task %s: %s. Fix the cause, then resume.", task.ID, msg)}, w.cfg.Store.Now())

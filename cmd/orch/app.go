@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/orchrun/orch/agent"
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/sandbox"
@@ -45,7 +45,7 @@ type app struct {
 	// secrets are the credentials this process was given: no error or log line prints them.
 	secrets secrets
 	// redactor knows the same secrets, for what an agent says: it is redacted where it enters orch.
-	redactor *escalation.Redactor
+	redactor *safetext.Redactor
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/repeatlog"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -47,7 +47,7 @@ func newLogger(w io.Writer, command, level, format string, terminal bool, watch 
 	if asJSON {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	h = repeatlog.New(h, repeatlog.Config{Window: repeatWindow, Redact: escalation.Redact, Summarize: summarized})
+	h = repeatlog.New(h, repeatlog.Config{Window: repeatWindow, Redact: safetext.Redact, Summarize: summarized})
 	if watch != nil && !longRunning[command] && level == "" {
 		h = heldBack{next: h, watch: watch}
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 )
 
 // storePatience is how long a command that follows a run waits for a store that stopped answering.
@@ -154,7 +154,7 @@ func cause(err error) string {
 		}
 		err = next
 	}
-	return oneLine(escalation.Redact(err.Error()), 160)
+	return oneLine(safetext.Redact(err.Error()), 160)
 }
 
 // short writes a duration as people do: 2m, 90s, 1h30m.

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 )
 
 // The credentials orch is given (tokens, and the passwords inside URLs) must reach no terminal and no log, whatever
@@ -33,11 +33,11 @@ var headerEnv = []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACE
 var urlFlags = []string{"redis", "repo"}
 
 // minSecret is the shortest value taken out of messages: a shorter one would take ordinary words with it, and a URL's
-// password is hidden by its place in the URL anyway (redactURL, escalation.Redact).
+// password is hidden by its place in the URL anyway (redactURL, safetext.Redact).
 const minSecret = 4
 
 // secrets are the credentials this process was given, by value, each with where it came from.
-type secrets []escalation.Secret
+type secrets []safetext.Secret
 
 // add adds s, the part of name's value that is a credential ("" for the whole).
 func (ss *secrets) add(name, part, s string) {
@@ -45,7 +45,7 @@ func (ss *secrets) add(name, part, s string) {
 	if len(s) < minSecret {
 		return
 	}
-	*ss = append(*ss, escalation.Secret{Name: name, Part: part, Value: s})
+	*ss = append(*ss, safetext.Secret{Name: name, Part: part, Value: s})
 }
 
 // addURL adds the credentials of a URL: its password (as written and decoded), a user name long enough to be a
@@ -135,7 +135,7 @@ func collectSecrets(env func(string) string, environ []string, args []string) se
 		if strings.Contains(v, "://") {
 			ss.addURL(k, v, false)
 		}
-		if credentialName.MatchString(k) && len(v) >= escalation.MinSecretLen && !strings.HasPrefix(v, "/") &&
+		if credentialName.MatchString(k) && len(v) >= safetext.MinSecretLen && !strings.HasPrefix(v, "/") &&
 			!strings.HasPrefix(v, "~") && !strings.HasPrefix(v, "./") {
 			ss.add(k, "", v)
 		}
@@ -161,7 +161,7 @@ func (ss *secrets) loaded(f fileConfig) {
 }
 
 // scrub takes every known secret out of s, as written and as Go quotes it (%q escapes what an error message would),
-// then whatever escalation.Redact recognises as one.
+// then whatever safetext.Redact recognises as one.
 func (ss secrets) scrub(s string) string {
 	var values []string
 	for _, x := range ss {
@@ -175,13 +175,13 @@ func (ss secrets) scrub(s string) string {
 	for _, v := range values {
 		s = strings.ReplaceAll(s, v, "***")
 	}
-	return escalation.Redact(s)
+	return safetext.Redact(s)
 }
 
 // redactor is what takes the same secrets out of what an agent says, where it enters orch; it names a secret it
 // finds by where orch got it.
-func (ss secrets) redactor() *escalation.Redactor {
-	return escalation.NewRedactor(ss)
+func (ss secrets) redactor() *safetext.Redactor {
+	return safetext.NewRedactor(ss)
 }
 
 // urlUserinfo splits the userinfo of a URL, even one that does not parse: the URL package's own reading when it

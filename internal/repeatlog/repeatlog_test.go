@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 )
 
 // fakeClock runs the handler's windows when the test says time has passed.
@@ -95,7 +95,7 @@ func newTest(t *testing.T) (*slog.Logger, *Handler, *fakeClock, func() []line) {
 	var buf bytes.Buffer
 	clock := newFakeClock()
 	h := New(slog.NewJSONHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}),
-		Config{Window: 30 * time.Second, Redact: escalation.Redact, Clock: clock})
+		Config{Window: 30 * time.Second, Redact: safetext.Redact, Clock: clock})
 	lines := func() []line {
 		mu.Lock()
 		defer mu.Unlock()

@@ -1,4 +1,4 @@
-package escalation
+package safetext
 
 import (
 	"bytes"

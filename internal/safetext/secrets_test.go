@@ -1,4 +1,4 @@
-package escalation_test
+package safetext_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 )
 
 // Values no pattern knows: a web token orch made up, a signing secret, a password with what JSON and Go escape.
@@ -17,8 +17,8 @@ const (
 	redisPassword = `p<a>s&s"w\o` + "\u00e9rd"
 )
 
-func testRedactor() *escalation.Redactor {
-	return escalation.NewRedactor([]escalation.Secret{
+func testRedactor() *safetext.Redactor {
+	return safetext.NewRedactor([]safetext.Secret{
 		{Name: "ORCH_WEB_TOKEN", Value: webToken},
 		{Name: "SLACK_SIGNING_SECRET", Value: signingSecret},
 		{Name: "ORCH_REDIS_URL", Part: "password", Value: redisPassword},
@@ -63,7 +63,7 @@ func TestRedactorRedactsByValue(t *testing.T) {
 		t.Errorf("content = %q: RedactValues applied a pattern", back["content"])
 	}
 
-	var none *escalation.Redactor
+	var none *safetext.Redactor
 	if none.Redact("x "+webToken) != "x "+webToken || none.Len() != 0 || none.Find(webToken) != nil {
 		t.Error("a nil Redactor knows no value")
 	}
@@ -79,7 +79,7 @@ func TestRedactorRedactsByValue(t *testing.T) {
 // what is not one of them.
 func TestRedactorFind(t *testing.T) {
 	t.Parallel()
-	r := escalation.NewRedactor([]escalation.Secret{
+	r := safetext.NewRedactor([]safetext.Secret{
 		{Name: "ORCH_WEB_TOKEN", Value: webToken},
 		{Name: "ORCH_REDIS_URL", Part: "password", Value: redisPassword},
 		{Name: "SLACK_BOT_TOKEN", Value: "xoxb-" + "2048-4096-" + strings.Repeat("Zq9", 8)},
@@ -132,11 +132,11 @@ func TestRedactorFind(t *testing.T) {
 // What redaction by value costs on an agent's output at the size orch keeps of it (1 MiB), with as many secrets as a
 // server's orch holds with a few passed to the agent.
 func BenchmarkRedactor(b *testing.B) {
-	var secrets []escalation.Secret
+	var secrets []safetext.Secret
 	for i := range 40 {
-		secrets = append(secrets, escalation.Secret{Name: "SECRET_" + strconv.Itoa(i), Value: "v4lue-" + strconv.Itoa(i) + "-" + strings.Repeat("k", 20)})
+		secrets = append(secrets, safetext.Secret{Name: "SECRET_" + strconv.Itoa(i), Value: "v4lue-" + strconv.Itoa(i) + "-" + strings.Repeat("k", 20)})
 	}
-	r := escalation.NewRedactor(secrets)
+	r := safetext.NewRedactor(secrets)
 	text := strings.Repeat("compiling package 42 of 97: ok, all tests pass in 0.31s\n", (1<<20)/56)
 	for _, c := range []struct {
 		name string
@@ -145,7 +145,7 @@ func BenchmarkRedactor(b *testing.B) {
 		{"take", func(s string) { r.Take(s) }},
 		{"values", func(s string) { r.RedactValues(s) }},
 		{"find values", func(s string) { r.FindValues(s) }},
-		{"patterns", func(s string) { escalation.Redact(s) }},
+		{"patterns", func(s string) { safetext.Redact(s) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(text)))

@@ -1,4 +1,4 @@
-package escalation_test
+package safetext_test
 
 import (
 	"encoding/base64"
@@ -10,7 +10,14 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
+)
+
+// Sizes Bound is used at across orch (escalation's limits on an output, an error, a question).
+const (
+	maxOutput   = 16 << 10
+	maxError    = 4 << 10
+	maxQuestion = 8 << 10
 )
 
 // The secrets below are assembled at run time from fragments so that this file does not itself trip secret scanners.
@@ -161,17 +168,17 @@ func TestRedactSecrets(t *testing.T) {
 		}
 		t.Run(tc.name, func(t *testing.T) {
 			for _, text := range texts {
-				out := escalation.Redact(text)
+				out := safetext.Redact(text)
 				if strings.Contains(out, tc.secret) {
 					t.Errorf("Redact(%.60q…) keeps the secret:\n%s", text, out)
 				}
 				if !strings.Contains(out, "[REDACTED") {
 					t.Errorf("Redact(%.60q…) has no marker: %q", text, out)
 				}
-				if kinds := escalation.Secrets(text); !slices.Contains(kinds, tc.kind) {
+				if kinds := safetext.Secrets(text); !slices.Contains(kinds, tc.kind) {
 					t.Errorf("Secrets(%.60q…) = %q, want %s", text, kinds, tc.kind)
 				}
-				if again := escalation.Redact(out); again != out {
+				if again := safetext.Redact(out); again != out {
 					t.Errorf("Redact is not idempotent:\n%q\n%q", out, again)
 				}
 			}
@@ -190,7 +197,7 @@ func TestRedactKeepsContext(t *testing.T) {
 		{"A " + ghp + " and a " + ghp, "A [REDACTED:github-token] and a [REDACTED:github-token]"},
 	}
 	for _, tt := range tests {
-		if got := escalation.Redact(tt.in); got != tt.want {
+		if got := safetext.Redact(tt.in); got != tt.want {
 			t.Errorf("Redact(%q) =\n%q\nwant\n%q", tt.in, got, tt.want)
 		}
 	}
@@ -232,10 +239,10 @@ func ordinaryCorpus() []string {
 func TestRedactLeavesOrdinaryTextAlone(t *testing.T) {
 	for _, s := range ordinaryCorpus() {
 		t.Run(s, func(t *testing.T) {
-			if got := escalation.Redact(s); got != s {
+			if got := safetext.Redact(s); got != s {
 				t.Errorf("Redact changed ordinary text:\n%q\n%q", s, got)
 			}
-			if kinds := escalation.Secrets(s); len(kinds) != 0 {
+			if kinds := safetext.Secrets(s); len(kinds) != 0 {
 				t.Errorf("Secrets = %q, want none", kinds)
 			}
 		})
@@ -244,7 +251,7 @@ func TestRedactLeavesOrdinaryTextAlone(t *testing.T) {
 
 // Redacted text goes on: into guidance in the agent's next prompt, into Slack. When the agent echoes it, the worker
 // runs Secrets over the agent's output: a redaction marker must not look like a secret, or the echo alone opens a
-// security escalation.
+// security safetext.
 func TestRedactedTextIsNotASecret(t *testing.T) {
 	pw := "c0rrect-h0rse" + "-battery-staple"
 	for _, s := range []string{
@@ -253,8 +260,8 @@ func TestRedactedTextIsNotASecret(t *testing.T) {
 		"aws_secret_access_key = " + chars(b64Chars, 40, 3),
 		"gh" + "p_" + chars(alnumChars, 36, 4),
 	} {
-		out := escalation.Redact(s)
-		if kinds := escalation.Secrets(out); len(kinds) != 0 {
+		out := safetext.Redact(s)
+		if kinds := safetext.Secrets(out); len(kinds) != 0 {
 			t.Errorf("Secrets(%q) = %q, want none", out, kinds)
 		}
 	}
@@ -264,7 +271,7 @@ var markerRE = regexp.MustCompile(`\n…\[(\d+) bytes cut\]…\n`)
 
 // boundProblem says what is wrong with Bound(s, n) for an s longer than n, or "".
 func boundProblem(s string, n int) string {
-	out := escalation.Bound(s, n)
+	out := safetext.Bound(s, n)
 	if len(out) > n {
 		return fmt.Sprintf("Bound(%d bytes, %d) is %d bytes", len(s), n, len(out))
 	}
@@ -319,22 +326,22 @@ func (c *boundChecker) done() {
 func TestBound(t *testing.T) {
 	t.Run("short input unchanged", func(t *testing.T) {
 		for _, s := range []string{"", "a", "日本", strings.Repeat("x", 100)} {
-			if got := escalation.Bound(s, 100); got != s {
+			if got := safetext.Bound(s, 100); got != s {
 				t.Errorf("Bound(%q, 100) = %q", s, got)
 			}
 		}
 	})
 	t.Run("sizes", func(t *testing.T) {
 		tests := []struct{ size, n int }{
-			{101, 100}, {150, 100}, {10000, 100}, {4097, escalation.MaxError},
-			{escalation.MaxOutput + 1, escalation.MaxOutput}, {escalation.MaxOutput + 1000, escalation.MaxOutput},
-			{escalation.MaxOutput * 10, escalation.MaxOutput}, {1 << 20, escalation.MaxQuestion},
+			{101, 100}, {150, 100}, {10000, 100}, {4097, maxError},
+			{maxOutput + 1, maxOutput}, {maxOutput + 1000, maxOutput},
+			{maxOutput * 10, maxOutput}, {1 << 20, maxQuestion},
 		}
 		for _, tt := range tests {
 			s := chars(alnumChars, tt.size, tt.n)
 			// ASCII leaves no partial rune to drop: only room kept for the marker's count may go unused.
 			slack := len(strconv.Itoa(tt.size))
-			if out := escalation.Bound(s, tt.n); len(out) > tt.n || len(out) < tt.n-slack {
+			if out := safetext.Bound(s, tt.n); len(out) > tt.n || len(out) < tt.n-slack {
 				t.Errorf("Bound(%d bytes, %d) is %d bytes, want %d (or up to %d less)", tt.size, tt.n, len(out), tt.n, slack)
 			}
 			if p := boundProblem(s, tt.n); p != "" {
@@ -344,8 +351,8 @@ func TestBound(t *testing.T) {
 	})
 	// The bytes cut can have one digit more than the bytes beyond n: the marker must not push the result over n.
 	t.Run("marker gains a digit", func(t *testing.T) {
-		for _, tt := range []struct{ size, n int }{{105, 100}, {escalation.MaxOutput + 80, escalation.MaxOutput},
-			{escalation.MaxError + 990, escalation.MaxError}} {
+		for _, tt := range []struct{ size, n int }{{105, 100}, {maxOutput + 80, maxOutput},
+			{maxError + 990, maxError}} {
 			if p := boundProblem(strings.Repeat("a", tt.size), tt.n); p != "" {
 				t.Error(p)
 			}
@@ -361,7 +368,7 @@ func TestBound(t *testing.T) {
 	t.Run("multi-byte runes at the cut", func(t *testing.T) {
 		c := boundChecker{t: t}
 		for _, r := range []string{"é", "日", "🙂", "aé日🙂"} {
-			for _, n := range []int{64, 100, 101, 102, 103, 1000, escalation.MaxError} {
+			for _, n := range []int{64, 100, 101, 102, 103, 1000, maxError} {
 				for extra := 1; extra < 12; extra++ {
 					s := strings.Repeat(r, (n+extra)/len(r)+1)
 					c.check(s, n)
@@ -375,7 +382,7 @@ func TestBound(t *testing.T) {
 	t.Run("smaller than the marker", func(t *testing.T) {
 		for _, s := range []string{strings.Repeat("x", 50), strings.Repeat("é", 50), strings.Repeat("🙂", 50)} {
 			for n := 1; n < 20; n++ {
-				out := escalation.Bound(s, n)
+				out := safetext.Bound(s, n)
 				if len(out) > n || !utf8.ValidString(out) || !strings.HasPrefix(s, out) {
 					t.Errorf("Bound(%.8q…, %d) = %q: want a valid prefix of at most %d bytes", s, n, out, n)
 					break
@@ -386,9 +393,9 @@ func TestBound(t *testing.T) {
 	// Error text carries stderr, which need not be UTF-8: one stray byte must not throw away a whole half.
 	t.Run("invalid UTF-8 in the input", func(t *testing.T) {
 		s := "\xff" + strings.Repeat("a", 20000) + "\xfe"
-		out := escalation.Bound(s, escalation.MaxOutput)
-		if len(out) > escalation.MaxOutput || len(out) < escalation.MaxOutput-2*utf8.UTFMax {
-			t.Errorf("Bound kept %d bytes of %d, want about %d: %.40q", len(out), len(s), escalation.MaxOutput, out)
+		out := safetext.Bound(s, maxOutput)
+		if len(out) > maxOutput || len(out) < maxOutput-2*utf8.UTFMax {
+			t.Errorf("Bound kept %d bytes of %d, want about %d: %.40q", len(out), len(s), maxOutput, out)
 		}
 	})
 }
@@ -401,21 +408,21 @@ func FuzzRedact(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		out := escalation.Redact(s)
+		out := safetext.Redact(s)
 		if utf8.ValidString(s) && !utf8.ValidString(out) {
 			t.Errorf("Redact(%q) = %q: not valid UTF-8", s, out)
 		}
-		if again := escalation.Redact(out); again != out {
+		if again := safetext.Redact(out); again != out {
 			t.Errorf("Redact not idempotent on %q:\n%q\n%q", s, out, again)
 		}
 		// Every secret that Secrets recognises as a token is gone. (Redacted URL passwords and password assignments
 		// still look like one to Secrets: TestRedactedTextIsNotASecret.)
-		for _, k := range escalation.Secrets(out) {
+		for _, k := range safetext.Secrets(out) {
 			if k != "url-password" && k != "password-assignment" {
 				t.Errorf("Redact(%q) = %q still holds a %s", s, out, k)
 			}
 		}
-		_ = escalation.Secrets(s)
+		_ = safetext.Secrets(s)
 	})
 }
 
@@ -427,7 +434,7 @@ func FuzzBound(f *testing.F) {
 		if n < 64 || n > 1<<20 {
 			return // the marker needs room; tiny limits are TestBound's
 		}
-		out := escalation.Bound(s, n)
+		out := safetext.Bound(s, n)
 		if len(s) <= n {
 			if out != s {
 				t.Errorf("Bound changed a short input")
@@ -441,4 +448,20 @@ func FuzzBound(f *testing.F) {
 			t.Errorf("Bound(%q, %d) = %q: not valid UTF-8", s, n, out)
 		}
 	})
+}
+
+// Cut keeps at most n bytes and never a rune cut in two.
+func TestCut(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"hello", 10, "hello"}, {"hello", 5, "hello"}, {"hello", 3, "hel"}, {"héllo", 2, "h"}, {"héllo", 3, "hé"},
+		{"日本", 4, "日"}, {"日本", 0, ""}, {"x", -1, ""},
+	} {
+		if got := safetext.Cut(tt.s, tt.n); got != tt.want || !utf8.ValidString(got) {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
 }

@@ -1,0 +1,50 @@
+package safetext
+
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Bound cuts s to at most n bytes, keeping its head and tail (whole runes) with a marker in the middle.
+func Bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// The marker's count never has more digits than len(s).
+	keep := n - len("\n…[ bytes cut]…\n") - len(strconv.Itoa(len(s)))
+	if keep < 2 {
+		return validPrefix(s[:max(n, 0)])
+	}
+	head := validPrefix(s[:keep/2])
+	tail := validSuffix(s[len(s)-(keep-keep/2):])
+	return head + fmt.Sprintf("\n…[%d bytes cut]…\n", len(s)-len(head)-len(tail)) + tail
+}
+
+// validPrefix drops a rune cut in two at the end of s (at most 3 bytes), leaving the rest as it was.
+func validPrefix(s string) string {
+	for i := 0; i < utf8.UTFMax-1 && len(s) > 0; i++ {
+		r, size := utf8.DecodeLastRuneInString(s)
+		if r != utf8.RuneError || size != 1 {
+			break
+		}
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// validSuffix drops the continuation bytes of a rune cut in two at the start of s.
+func validSuffix(s string) string {
+	for i := 0; i < utf8.UTFMax-1 && len(s) > 0 && !utf8.RuneStart(s[0]); i++ {
+		s = s[1:]
+	}
+	return s
+}
+
+// Cut is the first n bytes of s at most, without a rune cut in two.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return validPrefix(s[:max(n, 0)])
+}
