@@ -233,8 +233,8 @@ func measureCrashTrials(ctx context.Context, r *rig, n int) (crashResult, error)
 	}
 	res.note = fmt.Sprintf("%d trials: two `orch run`s of a three-task plan on one embedded state directory, one SIGKILLed at a "+
 		"random moment of its first 2 s, the other left to finish, the killed one resumed with `orch resume`; agents of "+
-		"0–0.39 s count their completions in a file outside the workspaces. %d task completions in all; %d tasks "+
-		"completed twice (before orch kept what an agent said as it ended: 7 of 48 trials had one; before it wrote it to a file: 4 of 294 completions).", n, res.tasks, res.twice)
+		"0–0.39 s count their completions in a file outside the workspaces. %d task completions in all; tasks "+
+		"completed twice: %d (before orch kept what an agent said as it ended: 7 of 48 trials had one; before it wrote it to a file: 4 of 294 completions).", n, res.tasks, res.twice)
 	return res, nil
 }
 

@@ -129,7 +129,7 @@ func (w *Worker) claim(ctx context.Context, self string) func() {
 	return func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		_ = w.cfg.Queue.Unclaim(ctx, self)
+		_ = w.cfg.Queue.Unclaim(ctx, self, w.id)
 	}
 }
 

@@ -27,92 +27,25 @@ type loaded struct {
 // loadState restores into mr the last good state saved in files: the newest intact snapshot, with the records of its
 // journal up to the first damaged one. A damaged file is moved aside (never overwritten, never deleted) and reported
 // in warnings, which say what orch started from; only a file that cannot be read at all (an I/O error) fails.
+//
+// It goes in three steps: read the journals (readJournals), restore the newest intact snapshot (restoreSnapshot) and
+// replay the journal written over it (replay); TTLs are set last (setDeadlines), so that no key expires halfway.
 func loadState(files *owned.Dir, mr *miniredis.Miniredis) (*loaded, error) {
-	l := &loaded{}
-	stamp := time.Now().UTC().Format("20060102T150405Z")
+	ld := &loader{files: files, mr: mr, stamp: time.Now().UTC().Format("20060102T150405Z"), out: &loaded{},
+		deadlines: map[string]int64{}}
 	removeTemps(files)
-	var problems []string // what was wrong, each completed below with what orch started from
-	deadlines := map[string]int64{}
-
-	type journal struct {
-		name, path string
-		data       []byte
-		gen        uint64
+	journals, err := ld.readJournals()
+	if err != nil {
+		return nil, err
 	}
-	var journals []*journal
-	for _, name := range []string{journalFile, prevJournalFile} {
-		path := files.Path(name)
-		data, err := files.ReadFile(name)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fileError("reading", path, err)
-		}
-		gen, err := readJournalHeader(data)
-		if err != nil {
-			moved, merr := moveAside(files, name, stamp)
-			if merr != nil {
-				return nil, merr
-			}
-			problems = append(problems, fmt.Sprintf("%s is damaged (%v); it was moved to %s.", path, err, moved))
-			l.compact = true
-			continue
-		}
-		l.gen = max(l.gen, gen)
-		journals = append(journals, &journal{name, path, data, gen})
+	base, basePath, err := ld.restoreSnapshot()
+	if err != nil {
+		return nil, err
 	}
-
-	var base *snapshot
-	var basePath string
-	for _, name := range []string{snapshotFile, prevSnapshotFile} {
-		path := files.Path(name)
-		data, err := files.ReadFile(name)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fileError("reading", path, err)
-		}
-		snap, err := decodeSnapshot(data)
-		if err == nil {
-			l.gen = max(l.gen, snap.JournalGen)
-			err = restoreKeys(mr, snap.Keys, deadlines)
-		}
-		if err != nil {
-			mr.FlushAll()
-			clear(deadlines)
-			moved, merr := moveAside(files, name, stamp)
-			if merr != nil {
-				return nil, merr
-			}
-			problems = append(problems, fmt.Sprintf("%s is damaged (%v); it was moved to %s.", path, err, moved))
-			l.compact = true
-			continue
-		}
-		base, basePath = snap, path
-		l.snapSize, l.snapKeys = int64(len(data)), len(snap.Keys)
-		l.compact = l.compact || name != snapshotFile || snap.Version != snapshotVersion
-		break
+	replay, err := ld.pickJournal(journals, base)
+	if err != nil {
+		return nil, err
 	}
-
-	// The journal written over the snapshot just restored, if any, and any journal written over a newer snapshot
-	// that is gone: it cannot be applied to anything orch has, so it is kept aside for a person to look at.
-	var replay *journal
-	for _, j := range journals {
-		switch {
-		case base != nil && base.JournalGen > 0 && j.gen == base.JournalGen && replay == nil:
-			replay = j
-		case base == nil || j.gen > base.JournalGen:
-			moved, err := moveAside(files, j.name, stamp)
-			if err != nil {
-				return nil, err
-			}
-			problems = append(problems, fmt.Sprintf("%s holds changes to a snapshot that is damaged or missing; it was moved to %s.", j.path, moved))
-			l.compact = true
-		}
-	}
-
 	startedFrom := "an empty store"
 	switch {
 	case base != nil && filepath.Base(basePath) == prevSnapshotFile:
@@ -121,61 +54,184 @@ func loadState(files *owned.Dir, mr *miniredis.Miniredis) (*loaded, error) {
 		startedFrom = "the snapshot " + basePath
 	}
 	if replay != nil {
-		scan := scanJournal(replay.data)
-		applied := 0
-		for i, payload := range scan.records {
-			rec, err := decodeRecord(payload)
-			if err == nil {
-				err = applyRecord(mr, rec, deadlines)
-			}
-			if err != nil {
-				if i > 0 {
-					scan.good = scan.ends[i-1]
-				} else {
-					scan.good = int64(journalHeaderLen)
-				}
-				scan.damage = fmt.Errorf("its record at byte %d cannot be applied: %v", scan.good, err)
-				break
-			}
-			applied++
+		more, err := ld.replay(replay)
+		if err != nil {
+			return nil, err
 		}
-		switch {
-		case scan.damage != nil:
-			moved, err := moveAside(files, replay.name, stamp)
-			if err != nil {
-				return nil, err
-			}
-			problems = append(problems, fmt.Sprintf("%s is damaged: %v; it was moved to %s.", replay.path, scan.damage, moved))
-			startedFrom += fmt.Sprintf(" and the %d changes saved in %s before the damage", applied, replay.path)
-			l.compact = true
-		case scan.torn:
-			// The last save of a process that stopped in the middle of it; nobody was told it was saved.
-			if err := truncate(files, replay.name, scan.good); err != nil {
-				l.compact = true // the rewrite leaves the torn bytes behind with the old journal
-			}
-			startedFrom += " and its journal " + replay.path
-		default:
-			startedFrom += " and its journal " + replay.path
-		}
-		if replay.name == journalFile && !l.compact {
-			l.journal, l.journalEnd = replay.name, scan.good
-		}
+		startedFrom += more
 	}
+	l := ld.out
 	l.compact = l.compact || l.journal == ""
-
-	now := time.Now().UnixMilli()
-	for key, at := range deadlines {
-		if at <= now {
-			mr.Del(key) // expired while nobody ran
-			continue
-		}
-		mr.SetTTL(key, time.Duration(at-now)*time.Millisecond)
-	}
-
-	for _, p := range problems {
+	ld.setDeadlines()
+	for _, p := range ld.problems {
 		l.warnings = append(l.warnings, fmt.Sprintf("embedded store: %s orch started from %s. Inspect or delete the moved file.", p, startedFrom))
 	}
 	return l, nil
+}
+
+// loader is one loadState: what it restores into, and what it found wrong so far.
+type loader struct {
+	files     *owned.Dir
+	mr        *miniredis.Miniredis
+	stamp     string // names the files moved aside
+	out       *loaded
+	problems  []string         // what was wrong, each completed with what orch started from
+	deadlines map[string]int64 // the TTLs to set once everything is loaded, as unix milliseconds
+}
+
+// savedJournal is a journal file read whole.
+type savedJournal struct {
+	name, path string
+	data       []byte
+	gen        uint64
+}
+
+// read returns file name's bytes and path; nil bytes when there is no such file.
+func (ld *loader) read(name string) ([]byte, string, error) {
+	path := ld.files.Path(name)
+	data, err := ld.files.ReadFile(name)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, path, nil
+	case err != nil:
+		return nil, path, fileError("reading", path, err)
+	}
+	return data, path, nil
+}
+
+// damaged moves file name aside, says why, and has the files written anew.
+func (ld *loader) damaged(name, why string) error {
+	moved, err := moveAside(ld.files, name, ld.stamp)
+	if err != nil {
+		return err
+	}
+	ld.problems = append(ld.problems, fmt.Sprintf("%s %s; it was moved to %s.", ld.files.Path(name), why, moved))
+	ld.out.compact = true
+	return nil
+}
+
+// readJournals reads the journals whose header is intact.
+func (ld *loader) readJournals() ([]*savedJournal, error) {
+	var journals []*savedJournal
+	for _, name := range []string{journalFile, prevJournalFile} {
+		data, path, err := ld.read(name)
+		if err != nil {
+			return nil, err
+		}
+		if data == nil {
+			continue
+		}
+		gen, err := readJournalHeader(data)
+		if err != nil {
+			if err := ld.damaged(name, fmt.Sprintf("is damaged (%v)", err)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		ld.out.gen = max(ld.out.gen, gen)
+		journals = append(journals, &savedJournal{name, path, data, gen})
+	}
+	return journals, nil
+}
+
+// restoreSnapshot restores the newest snapshot that decodes and restores whole, and returns it with its path; nil when
+// there is none.
+func (ld *loader) restoreSnapshot() (*snapshot, string, error) {
+	for _, name := range []string{snapshotFile, prevSnapshotFile} {
+		data, path, err := ld.read(name)
+		if err != nil {
+			return nil, "", err
+		}
+		if data == nil {
+			continue
+		}
+		snap, err := decodeSnapshot(data)
+		if err == nil {
+			ld.out.gen = max(ld.out.gen, snap.JournalGen)
+			err = restoreKeys(ld.mr, snap.Keys, ld.deadlines)
+		}
+		if err != nil {
+			ld.mr.FlushAll()
+			clear(ld.deadlines)
+			if err := ld.damaged(name, fmt.Sprintf("is damaged (%v)", err)); err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		ld.out.snapSize, ld.out.snapKeys = int64(len(data)), len(snap.Keys)
+		ld.out.compact = ld.out.compact || name != snapshotFile || snap.Version != snapshotVersion
+		return snap, path, nil
+	}
+	return nil, "", nil
+}
+
+// pickJournal returns the journal written over base, if any. A journal written over a newer snapshot that is gone
+// cannot be applied to anything orch has: it is kept aside for a person to look at.
+func (ld *loader) pickJournal(journals []*savedJournal, base *snapshot) (*savedJournal, error) {
+	var replay *savedJournal
+	for _, j := range journals {
+		switch {
+		case base != nil && base.JournalGen > 0 && j.gen == base.JournalGen && replay == nil:
+			replay = j
+		case base == nil || j.gen > base.JournalGen:
+			if err := ld.damaged(j.name, "holds changes to a snapshot that is damaged or missing"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return replay, nil
+}
+
+// replay applies j's records up to the first that is damaged or cannot be applied, and returns what it adds to what
+// orch started from.
+func (ld *loader) replay(j *savedJournal) (string, error) {
+	scan := scanJournal(j.data)
+	applied := 0
+	for i, payload := range scan.records {
+		rec, err := decodeRecord(payload)
+		if err == nil {
+			err = applyRecord(ld.mr, rec, ld.deadlines)
+		}
+		if err != nil {
+			if i > 0 {
+				scan.good = scan.ends[i-1]
+			} else {
+				scan.good = int64(journalHeaderLen)
+			}
+			scan.damage = fmt.Errorf("its record at byte %d cannot be applied: %v", scan.good, err)
+			break
+		}
+		applied++
+	}
+	more := " and its journal " + j.path
+	switch {
+	case scan.damage != nil:
+		if err := ld.damaged(j.name, fmt.Sprintf("is damaged: %v", scan.damage)); err != nil {
+			return "", err
+		}
+		more = fmt.Sprintf(" and the %d changes saved in %s before the damage", applied, j.path)
+	case scan.torn:
+		// The last save of a process that stopped in the middle of it; nobody was told it was saved.
+		if err := truncate(ld.files, j.name, scan.good); err != nil {
+			ld.out.compact = true // the rewrite leaves the torn bytes behind with the old journal
+		}
+	}
+	if j.name == journalFile && !ld.out.compact {
+		ld.out.journal, ld.out.journalEnd = j.name, scan.good
+	}
+	return more, nil
+}
+
+// setDeadlines gives the keys restored their TTLs, and removes those that expired while nobody ran.
+func (ld *loader) setDeadlines() {
+	now := time.Now().UnixMilli()
+	for key, at := range ld.deadlines {
+		if at <= now {
+			ld.mr.Del(key)
+			continue
+		}
+		ld.mr.SetTTL(key, time.Duration(at-now)*time.Millisecond)
+	}
 }
 
 // restoreKeys adds keys to mr, replacing any key of the same name. TTLs are collected in deadlines and set once

@@ -45,10 +45,18 @@ func (q *Queue) Claim(ctx context.Context, delivery, worker string) error {
 	return q.rdb.HSet(ctx, deliveriesKey, delivery, worker).Err()
 }
 
-// Unclaim forgets delivery's worker: the delivery ended.
-func (q *Queue) Unclaim(ctx context.Context, delivery string) error {
-	return q.rdb.HDel(ctx, deliveriesKey, delivery).Err()
+// Unclaim forgets that worker took delivery: its handling of the delivery ended. A claim another worker made since
+// (asynq handing the same delivery to it after this one's lease ran out) is theirs and stays: the worker that holds
+// the delivery now must stay known, or its death would go unseen until its lease ends.
+func (q *Queue) Unclaim(ctx context.Context, delivery, worker string) error {
+	return unclaim.Run(ctx, q.rdb, []string{deliveriesKey}, delivery, worker).Err()
 }
+
+// unclaim deletes field ARGV[1] of hash KEYS[1] if it holds ARGV[2]: a compare and delete.
+var unclaim = redis.NewScript(`if redis.call("HGET", KEYS[1], ARGV[1]) == ARGV[2] then
+	return redis.call("HDEL", KEYS[1], ARGV[1])
+end
+return 0`)
 
 // DeadDeliveries returns the step deliveries that hold a lease that has not ended by t but whose worker no longer says
 // it lives. Claims of deliveries that hold no lease any more (their worker died before it forgot them) are forgotten.

@@ -92,3 +92,34 @@ func TestSweepTakesOnlyWhatIsOver(t *testing.T) {
 		})
 	}
 }
+
+// A worker that forgets its claim on a delivery leaves alone the claim of the worker that holds the delivery now:
+// asynq may have handed it on after the first one's lease ran out.
+func TestUnclaimForgetsOnlyItsOwnClaim(t *testing.T) {
+	for name, rdb := range jobstest.Clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			q := New(rdb)
+			delivery := "step:" + jobs.NewRunID() + ":1"
+			t.Cleanup(func() { rdb.HDel(ctx, deliveriesKey, delivery) })
+			if err := q.Claim(ctx, delivery, "host:1:a"); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Claim(ctx, delivery, "host:2:b"); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Unclaim(ctx, delivery, "host:1:a"); err != nil {
+				t.Fatal(err)
+			}
+			if got := rdb.HGet(ctx, deliveriesKey, delivery).Val(); got != "host:2:b" {
+				t.Fatalf("the delivery's claim is %q after the first worker forgot its own, want the second worker's", got)
+			}
+			if err := q.Unclaim(ctx, delivery, "host:2:b"); err != nil {
+				t.Fatal(err)
+			}
+			if n := rdb.HExists(ctx, deliveriesKey, delivery).Val(); n {
+				t.Fatal("the holder's own claim is still there after it forgot it")
+			}
+		})
+	}
+}
