@@ -44,6 +44,9 @@ type repository struct {
 	// knows under the same names: a push the agent is allowed (an approval) goes where the user's would. Nothing
 	// else of a remote's is copied (its receivepack, uploadpack, vcs or proxy would choose a program).
 	remotes []string
+	// mine says the repository is orch's own mirror of a run's URL: nobody commits to it, and its branches are orch's
+	// record of where runs were on this machine, moved as the runs say (setBranch).
+	mine bool
 }
 
 // copiedConfig are the keys of the repository's configuration that orch's own and the agent's git take over: how the

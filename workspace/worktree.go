@@ -204,7 +204,9 @@ func (m *Manager) remakeAgentGit(wt Worktree, head string) error {
 // holds (an older state of the run: a step of it done since on another machine), or one of may (commits orch put or
 // was about to put there and the run did not record: a dead step's). The branch is the run's own, but it is a ref of
 // the user's repository: a branch found anywhere else holds commits orch did not make — a person's, or an escaped
-// agent's — and is left alone, with ErrMoved. This is the one way orch moves a branch back.
+// agent's — and is left alone, with ErrMoved. This is the one way orch moves a branch back. In orch's own mirror of a
+// URL the branch is orch's record alone (a step rescued on another machine leaves this one's behind, on a commit the
+// run replaced): it goes where the run is.
 func (m *Manager) setBranch(ctx context.Context, repo *repository, branch, sha string, may ...string) error {
 	if !branchName(branch) {
 		return fmt.Errorf("the run's branch %q is not a valid branch name", branch)
@@ -215,7 +217,7 @@ func (m *Manager) setBranch(ctx context.Context, repo *repository, branch, sha s
 		switch {
 		case at == sha:
 			return nil
-		case at != "" && !slices.Contains(may, at) && !isAncestor(ctx, repo, at, sha):
+		case at != "" && !repo.mine && !slices.Contains(may, at) && !isAncestor(ctx, repo, at, sha):
 			return fmt.Errorf("%w: %s is at %s in %s, which is neither where the run is (%s) nor behind it; orch leaves "+
 				"it there. Put the branch back (git update-ref refs/heads/%s %s) or delete it, then answer to go on",
 				ErrMoved, branch, Short(at), repo.dir, Short(sha), branch, sha)
@@ -434,6 +436,7 @@ func (m *Manager) repository(ctx context.Context, runID string, g *jobs.Git) (*r
 	if err != nil {
 		return nil, err
 	}
+	repo.mine = true
 	if g.BaseCommit != "" && runID != "" && m.isRunTree(Worktree{Top: m.Path(runID),
 		git: runGitDir{path: m.gitDirPath(runID), repo: repo}}) && (g.Head == "" || hasCommit(ctx, repo, g.Head)) {
 		return repo, nil // the run was here last: nothing to fetch

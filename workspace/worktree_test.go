@@ -620,3 +620,37 @@ func TestACheckoutNeverMovesTheBranchBackOverSomeoneElsesCommit(t *testing.T) {
 		g.Moving = nil
 	}
 }
+
+// In orch's own mirror of a run's URL the branch is orch's record of where the run was on this machine: left behind
+// on a commit the run replaced (its step rescued on another machine), it is brought to the run, not refused.
+func TestAMirrorsBranchFollowsTheRun(t *testing.T) {
+	ctx := context.Background()
+	src := userRepo(t)
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	run(t, t.TempDir(), "clone", "-q", "--bare", src, remote)
+	g := &jobs.Git{URL: remote, Branch: "orch/r-1", Push: "origin"}
+	m := &Manager{Root: t.TempDir()}
+	wt, err := m.Checkout(ctx, "r-1", g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, wt.Dir, "a.txt", "a\n")
+	c1, err := m.CommitTask(ctx, wt, "r-1", "1", "t", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MoveBranch(ctx, wt, g.BaseCommit, nil); err != nil {
+		t.Fatal(err)
+	}
+	g.Head = c1
+	// What a step here left and the run replaced: a commit of this machine's that is not behind the run's head.
+	mirror := wt.repo.dir
+	replaced := run(t, mirror, "commit-tree", "-p", g.BaseCommit, "-m", "replaced", g.BaseCommit+"^{tree}")
+	run(t, mirror, "update-ref", "refs/heads/"+g.Branch, replaced)
+	if _, err := m.Checkout(ctx, "r-1", g); err != nil {
+		t.Fatalf("checkout in the mirror: %v", err)
+	}
+	if at := run(t, mirror, "rev-parse", g.Branch); at != c1 {
+		t.Fatalf("the mirror's branch is at %s, want the run's %s", at, c1)
+	}
+}
