@@ -446,12 +446,11 @@ func TestAnAttemptWhoseWorkerDiedAsItsAgentEndedIsSettled(t *testing.T) {
 				t.Fatal(err)
 			}
 			dctx, die := context.WithCancel(context.Background())
-			testHookEnded = die
-			t.Cleanup(func() { testHookEnded = func() {} })
+			h.w.testEnded = die
 			if err := h.w.Handler().ProcessTask(dctx, stepTask(r.ID, 1)); err == nil {
 				t.Fatal("the dying delivery succeeded")
 			}
-			testHookEnded = func() {}
+			h.w.testEnded = nil
 			if endings, _ := filepath.Glob(filepath.Join(h.w.cfg.Endings, r.ID, "*.json")); len(endings) != 1 {
 				t.Fatalf("endings noted: %q, want one", endings)
 			}
@@ -471,12 +470,11 @@ func TestAnAttemptWhoseWorkerDiedAsItsAgentEndedIsSettled(t *testing.T) {
 			h := newHarness(t, rdb, agentCmd, nil)
 			r, repo, remote := h.gitRun(t, false)
 			dctx, die := context.WithCancel(context.Background())
-			testHookEnded = die // nothing this delivery does after the agent's end reaches Redis
-			t.Cleanup(func() { testHookEnded = func() {} })
+			h.w.testEnded = die // nothing this delivery does after the agent's end reaches Redis
 			if err := h.w.Handler().ProcessTask(dctx, stepTask(r.ID, 1)); err == nil {
 				t.Fatal("the dying delivery succeeded")
 			}
-			testHookEnded = func() {}
+			h.w.testEnded = nil
 			mid := h.get(t, r.ID)
 			if task := mid.Tasks[0]; task.Pending != nil || task.Status != jobs.TaskRunning || len(task.Attempts) != 1 {
 				t.Fatalf("the delivery did not die between the agent's end and the save: pending %v, %s, %d attempts",

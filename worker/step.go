@@ -478,12 +478,11 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	out.said = jobs.Pending{Text: result.Text, Success: result.Success, Errors: result.Errors, ExitCode: res.ExitCode,
 		Signal: res.Signal, Stderr: stderr, TimedOut: res.TimedOut, OOMKilled: res.OOMKilled}
 	w.noteEnd(at, out)
-	testHookEnded()
+	if w.testEnded != nil {
+		w.testEnded()
+	}
 	return nil
 }
-
-// testHookEnded runs as the agent's ending has been noted: a test kills the delivery there.
-var testHookEnded = func() {}
 
 // promptOf is what an attempt at task is told: the task and the guidance it was given.
 func promptOf(task *jobs.Task) (agent.PromptTask, []string) {

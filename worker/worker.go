@@ -101,6 +101,8 @@ type Worker struct {
 	running steps
 	// defers learns whether the agent CLI can pause a tool call.
 	defers deferSupport
+	// testEnded, set by a test, runs as an agent's ending has been noted: the test kills the delivery there.
+	testEnded func()
 }
 
 // New returns a worker.
