@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/agent"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -77,7 +78,11 @@ func (w *Worker) noteEnd(at *attempt, out *outcome) {
 	if path == "" {
 		return
 	}
-	e := ending{Run: at.run.ID, Task: at.task.ID, Attempt: at.n, Owner: at.owner, Said: out.said, Usage: out.usage,
+	// Bounded as the task would keep it (keep): the file is written as the agent ends, and must cost microseconds.
+	said, usage := out.said, out.usage
+	said.Text = safetext.Bound(said.Text, maxKept)
+	usage.Text = ""
+	e := ending{Run: at.run.ID, Task: at.task.ID, Attempt: at.n, Owner: at.owner, Said: said, Usage: usage,
 		Duration: out.duration, Secrets: out.secrets, Paused: out.paused}
 	if err := writeEnding(path, e); err != nil {
 		w.log.Warn("noting what the agent said as it ended", "run_id", at.run.ID, "task_id", at.task.ID, "err", err)

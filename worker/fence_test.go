@@ -621,3 +621,21 @@ func TestABranchMovedWhileTheBrainJudgesHoldsTheTask(t *testing.T) {
 		t.Fatalf("their commit was overwritten: the branch is at %s", at)
 	}
 }
+
+// An ending is written as the agent ends and must cost little: what the agent said is bounded as the task keeps it.
+func TestAnEndingIsBounded(t *testing.T) {
+	h := newHarness(t, clients(t)["miniredis"], "true", nil)
+	h.w.cfg.Endings = t.TempDir()
+	r := &jobs.Run{ID: "r-bounded000"}
+	at := &attempt{run: r, task: jobs.Task{ID: "1"}, n: 1, owner: "step:r-bounded000:1"}
+	out := &outcome{said: jobs.Pending{Text: strings.Repeat("x", 10*maxKept), Success: true}}
+	h.w.noteEnd(at, out)
+	e, err := h.w.endingOf(r, "1", 1, at.owner)
+	if err != nil || e == nil {
+		t.Fatalf("the ending: %v, %v", e, err)
+	}
+	fi, err := os.Stat(h.w.endingPath(r, "1", 1))
+	if err != nil || fi.Size() > maxKept+4096 || !strings.Contains(e.Said.Text, "bytes cut") {
+		t.Fatalf("an ending of %d bytes for a %d-byte answer: %v", fi.Size(), 10*maxKept, err)
+	}
+}
