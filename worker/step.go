@@ -157,23 +157,11 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 			return errOwned
 		}
 	}
-	if len(task.Attempts) > 0 {
-		last := task.Attempts[len(task.Attempts)-1]
-		var end *ending
-		if recovered && task.Pending == nil {
-			// The agent of the last attempt may have ended on this machine, its worker killed before the task held
-			// what it said: the ending noted then is its word.
-			var err error
-			if end, err = w.endingOf(r, task.ID, last.N, last.Owner); err != nil {
-				w.log.Warn("reading the ending of a dead worker's attempt", "run_id", r.ID, "task_id", task.ID, "err", err)
-			}
-		}
-		if task.Pending != nil || end != nil {
-			// The agent of the last attempt finished and what it said was kept: the attempt is settled, not run again.
-			last.Owner = self
-			*at = attempt{run: r, task: *task, n: last.N, started: now, rejudge: true, end: end, owner: self, seq: seq}
-			return nil
-		}
+	if last, end := w.finished(r, task, recovered); last != nil {
+		// The agent of the last attempt finished and what it said was kept: the attempt is settled, not run again.
+		last.Owner = self
+		*at = attempt{run: r, task: *task, n: last.N, started: now, rejudge: true, end: end, owner: self, seq: seq}
+		return nil
 	}
 	if task.Kind == jobs.KindGate {
 		// A gate asks a human and has no step; a run found running at one (a crash between transitions) asks now.
@@ -195,6 +183,30 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 	c.Emit(jobs.NewEvent(r.ID, task.ID, started))
 	*at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered, owner: self, seq: seq}
 	return nil
+}
+
+// finished returns the task's last attempt when its agent finished and what it said was kept: on the task
+// (Task.Pending), or in an ending noted on this machine as the agent ended, its worker killed before the task held it
+// (returned with it). nil when the task must run.
+func (w *Worker) finished(r *jobs.Run, task *jobs.Task, recovered bool) (*jobs.Attempt, *ending) {
+	if len(task.Attempts) == 0 {
+		return nil, nil
+	}
+	last := task.Attempts[len(task.Attempts)-1]
+	switch {
+	case task.Pending != nil:
+		return last, nil
+	case !recovered:
+		return nil, nil
+	}
+	end, err := w.endingOf(r, task.ID, last.N, last.Owner)
+	if err != nil {
+		w.log.Warn("reading the ending of a dead worker's attempt", "run_id", r.ID, "task_id", task.ID, "err", err)
+	}
+	if end == nil {
+		return nil, nil
+	}
+	return last, end
 }
 
 // saveOutcome settles the attempt's outcome on the run, with what it did to the run's branch. The agent's work is done
