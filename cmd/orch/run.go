@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/localredis"
 	"github.com/orchrun/orch/jobs"
-	"github.com/orchrun/orch/jobs/embedded"
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/pipeline"
 	"github.com/orchrun/orch/runs"
@@ -410,7 +410,7 @@ func (a *app) drive(cmd *cobra.Command, b *store.Backend, wk workerSettings, run
 // saying so, rather than report a run that the next orch would not find.
 func (a *app) saved(ctx context.Context, b *store.Backend, runID string) error {
 	err := b.Sync(ctx)
-	if errors.Is(err, embedded.ErrMayBeLost) {
+	if errors.Is(err, localredis.ErrMayBeLost) {
 		// The process that served the store died (SIGKILL, a crash) and this one took over: what it had not saved
 		// is gone, but what is saved from here on is whole.
 		fmt.Fprintf(a.stderr, "orch: warning: run %s: %v\n", runID, err)

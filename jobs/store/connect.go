@@ -7,9 +7,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/orchrun/orch/jobs/embedded"
-	"github.com/orchrun/orch/jobs/queue"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/orchrun/orch/internal/localredis"
+	"github.com/orchrun/orch/jobs/queue"
 )
 
 // Backend is an open connection to orch's state: the store, the queue, and the Redis under both.
@@ -17,7 +18,7 @@ type Backend struct {
 	Store    *Store
 	Queue    *queue.Queue
 	Redis    redis.UniversalClient
-	Embedded *embedded.Embedded // nil with an external Redis
+	Embedded *localredis.Embedded // nil with an external Redis
 	maint    *maintainer
 }
 
@@ -54,7 +55,7 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 		if cfg.StateDir == "" {
 			cfg.StateDir = ".orch"
 		}
-		e, err := embedded.Open(cfg.StateDir, cfg.Log)
+		e, err := localredis.Open(cfg.StateDir, cfg.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -66,8 +67,8 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 			Dialer: e.Dial,
 			// A handover (the serving process saving on its way out) takes a moment: dial again soon and often
 			// enough to outlast it, rather than fail the command.
-			DialerRetries:      embedded.HandoverDialRetries,
-			DialerRetryTimeout: embedded.HandoverDialBackoff,
+			DialerRetries:      localredis.HandoverDialRetries,
+			DialerRetryTimeout: localredis.HandoverDialBackoff,
 			DialTimeout:        dialTimeout, ReadTimeout: ioTimeout, WriteTimeout: ioTimeout,
 		})
 		where = e.Addr()

@@ -1,4 +1,4 @@
-package embedded
+package localredis
 
 import (
 	"bytes"
@@ -319,7 +319,7 @@ func damagedFiles(t *testing.T, dir, name string) []string {
 }
 
 func TestOpensStateWrittenBeforeTheJournal(t *testing.T) {
-	legacy := readFile(t, filepath.Join("..", "store", "testdata", "redis-before-archive.json"))
+	legacy := readFile(t, filepath.Join("..", "..", "jobs", "store", "testdata", "redis-before-archive.json"))
 	var want snapshot
 	if err := json.Unmarshal(legacy, &want); err != nil || want.Version != 2 {
 		t.Fatalf("test data: version %d, %v", want.Version, err)

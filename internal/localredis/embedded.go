@@ -1,7 +1,7 @@
-// Package embedded is the in-process Redis (miniredis) that orch runs when no Redis server is configured, saved to
+// Package localredis is the in-process Redis (miniredis) that orch runs when no Redis server is configured, saved to
 // the state directory and shared by the orch processes using that directory: one serves it, the others connect to
 // it, and when the serving one ends another takes over from what was saved.
-package embedded
+package localredis
 
 import (
 	"context"
