@@ -26,7 +26,16 @@ type pacer struct {
 	mu     sync.Mutex
 	closed bool
 	lanes  map[string]*lane
+	// passing is set while the poster brings its runs up to date (pass), since passStart: the questions and ends it
+	// finds come one run at a time, as its workers reach them, and the gaps between them say nothing of whether more
+	// are coming. Progress waits for the pass to end, or for maxHold.
+	passing   bool
+	passStart time.Time
 }
+
+// maxHold bounds how long a pass keeps progress updates waiting: a pass that never ends (a channel far behind) must
+// not leave its progress messages for ever as they were.
+const maxHold = 10 * time.Second
 
 // lane is one channel's line.
 type lane struct {
@@ -152,6 +161,10 @@ func (p *pacer) dispatchLocked(key string, l *lane) {
 	}
 	// Progress waits for a turn nobody wanted: while a pass posts a channel's questions and ends, their calls come a
 	// moment apart, and a progress update must not slip in between.
+	if p.passing && now.Before(p.passStart.Add(maxHold)) {
+		p.armLocked(key, l, p.passStart.Add(maxHold).Sub(now)) // or sooner: the pass's end dispatches
+		return
+	}
 	if idle := l.lastImportant.Add(2 * p.interval); now.Before(idle) {
 		p.armLocked(key, l, idle.Sub(now))
 		return
@@ -198,6 +211,24 @@ func (p *pacer) armLocked(key string, l *lane, d time.Duration) {
 		return
 	}
 	l.timer.Reset(d)
+}
+
+// pass says that the poster is bringing its runs up to date, until the returned func is called: progress updates wait
+// for its end (or maxHold), so that they come after every question and end the pass posts.
+func (p *pacer) pass() (end func()) {
+	p.mu.Lock()
+	p.passing, p.passStart = true, time.Now()
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.passing = false
+		for key, l := range p.lanes {
+			if len(l.order) > 0 {
+				p.dispatchLocked(key, l)
+			}
+		}
+	}
 }
 
 // shutdown drops the progress updates not sent, and waits for those being sent (cancelled). Calls that take turns

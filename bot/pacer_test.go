@@ -137,3 +137,24 @@ func TestPacerTurnCancelled(t *testing.T) {
 		r()
 	}
 }
+
+// While the poster brings its runs up to date, progress waits for the pass to end: the questions and ends the pass
+// finds come as its workers reach them, and a gap between two of them is no turn nobody wants.
+func TestPacerHoldsProgressForThePass(t *testing.T) {
+	p := newPacer(time.Millisecond, slog.New(slog.DiscardHandler))
+	defer p.shutdown()
+	var s sends
+	end := p.pass()
+	p.progress("C1", "m1", s.progress("m1 v1"))
+	time.Sleep(50 * time.Millisecond) // many idle windows of the lane: none may let it go while the pass lasts
+	if got := s.list(); len(got) != 0 {
+		t.Fatalf("sent %v during the pass", got)
+	}
+	release, err := p.turn(context.Background(), "C1") // the pass's final message still takes its turn
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	end()
+	waitUntil(t, "the progress to be sent after the pass", func() bool { return len(s.list()) == 1 })
+}

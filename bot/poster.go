@@ -136,6 +136,7 @@ func (p *poster) pass(ctx context.Context) {
 		}
 		return
 	}
+	defer p.pace.pass()() // runs after wg.Wait: the pass is over once every sync is
 	var wg sync.WaitGroup
 	workers := make(chan struct{}, syncWorkers)
 	defer wg.Wait()
