@@ -139,6 +139,33 @@ func (h *harness) rescue(t *testing.T, id string) string {
 	return owner
 }
 
+// dieAsTheAgentEnds delivers the run's first step to a worker killed as its agent's ending has been noted: nothing
+// the delivery does after that reaches Redis.
+func (h *harness) dieAsTheAgentEnds(t *testing.T, runID string) {
+	t.Helper()
+	dctx, die := context.WithCancel(context.Background())
+	h.w.testEnded = die
+	defer func() { h.w.testEnded = nil }()
+	if err := h.w.Handler().ProcessTask(dctx, stepTask(runID, 1)); err == nil {
+		t.Fatal("the dying delivery succeeded")
+	}
+}
+
+// deadAttempt is what a worker that died, on another machine or this one, left of the run's current task: its first
+// attempt running under the delivery "step:elsewhere", with what its agent said kept (pending) or not (nil).
+func (h *harness) deadAttempt(t *testing.T, runID string, pending *jobs.Pending) {
+	t.Helper()
+	if _, err := h.store.Update(context.Background(), runID, func(r *jobs.Run, c *jobs.Change) error {
+		task := r.Current()
+		task.Status, task.Started = jobs.TaskRunning, 1
+		task.Attempts = []*jobs.Attempt{{N: 1, StartedAt: time.Now().UTC(), Owner: "step:elsewhere"}}
+		task.Pending = pending
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A worker that lost its step — cut off from Redis past its lease while its agent worked or while its brain judged,
 // and rescued by another — changes nothing when it comes back: its result is dropped and said so, the run's branch
 // moves neither in the repository nor on the remote, and the new owner's attempt stands.
@@ -290,16 +317,8 @@ func TestAFinishedAttemptsLostWorkIsDoneAgain(t *testing.T) {
 			h := newHarness(t, rdb, agentCmd, nil)
 			r, repo, _ := h.gitRun(t, false)
 			// What a worker on another machine left: its attempt finished and kept, its work a tree only it had.
-			if _, err := h.store.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
-				task := r.Current()
-				task.Status, task.Started = jobs.TaskRunning, 1
-				task.Attempts = []*jobs.Attempt{{N: 1, StartedAt: time.Now().UTC(), Owner: "step:elsewhere"}}
-				task.Pending = &jobs.Pending{Text: "Done. All tests pass.", Success: true,
-					Work: "4b825dc642cb6eb9a060e54bf8d69288fbee4904"[:39] + "5"}
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			h.deadAttempt(t, r.ID, &jobs.Pending{Text: "Done. All tests pass.", Success: true,
+				Work: "4b825dc642cb6eb9a060e54bf8d69288fbee4904"[:39] + "5"})
 			if err := h.process(t, queue.TypeStep, queue.Payload{RunID: r.ID, Seq: 1}); err != nil {
 				t.Fatal(err)
 			}
@@ -445,12 +464,7 @@ func TestAnAttemptWhoseWorkerDiedAsItsAgentEndedIsSettled(t *testing.T) {
 			if err := h.process(t, queue.TypeStart, queue.Payload{RunID: r.ID}); err != nil {
 				t.Fatal(err)
 			}
-			dctx, die := context.WithCancel(context.Background())
-			h.w.testEnded = die
-			if err := h.w.Handler().ProcessTask(dctx, stepTask(r.ID, 1)); err == nil {
-				t.Fatal("the dying delivery succeeded")
-			}
-			h.w.testEnded = nil
+			h.dieAsTheAgentEnds(t, r.ID)
 			if endings, _ := filepath.Glob(filepath.Join(h.w.cfg.Endings, r.ID, "*.json")); len(endings) != 1 {
 				t.Fatalf("endings noted: %q, want one", endings)
 			}
@@ -469,12 +483,7 @@ func TestAnAttemptWhoseWorkerDiedAsItsAgentEndedIsSettled(t *testing.T) {
 			agentCmd, count := sideEffects(t, "")
 			h := newHarness(t, rdb, agentCmd, nil)
 			r, repo, remote := h.gitRun(t, false)
-			dctx, die := context.WithCancel(context.Background())
-			h.w.testEnded = die // nothing this delivery does after the agent's end reaches Redis
-			if err := h.w.Handler().ProcessTask(dctx, stepTask(r.ID, 1)); err == nil {
-				t.Fatal("the dying delivery succeeded")
-			}
-			h.w.testEnded = nil
+			h.dieAsTheAgentEnds(t, r.ID)
 			mid := h.get(t, r.ID)
 			if task := mid.Tasks[0]; task.Pending != nil || task.Status != jobs.TaskRunning || len(task.Attempts) != 1 {
 				t.Fatalf("the delivery did not die between the agent's end and the save: pending %v, %s, %d attempts",
@@ -529,14 +538,7 @@ func TestAnEndingIsOnlyItsAttemptsWord(t *testing.T) {
 			agentCmd, count := sideEffects(t, "")
 			h := newHarness(t, clients(t)["miniredis"], agentCmd, nil)
 			r, _, _ := h.gitRun(t, false)
-			if _, err := h.store.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
-				task := r.Current()
-				task.Status, task.Started = jobs.TaskRunning, 1
-				task.Attempts = []*jobs.Attempt{{N: 1, StartedAt: time.Now().UTC(), Owner: "step:elsewhere"}}
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
+			h.deadAttempt(t, r.ID, nil)
 			path := h.w.endingPath(r, "1", 1)
 			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 				t.Fatal(err)
@@ -564,14 +566,7 @@ func TestAnEndingsWordIsTakenInLikeTheAgents(t *testing.T) {
 	h := newHarness(t, clients(t)["miniredis"], agentCmd, nil)
 	h.w.cfg.Secrets = safetext.NewRedactor([]safetext.Secret{{Name: "ORCH_WEB_TOKEN", Value: token}})
 	r, _, _ := h.gitRun(t, false)
-	if _, err := h.store.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
-		task := r.Current()
-		task.Status, task.Started = jobs.TaskRunning, 1
-		task.Attempts = []*jobs.Attempt{{N: 1, StartedAt: time.Now().UTC(), Owner: "step:elsewhere"}}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	h.deadAttempt(t, r.ID, nil)
 	if err := writeEnding(h.w.endingPath(r, "1", 1), ending{Run: r.ID, Task: "1", Attempt: 1, Owner: "step:elsewhere",
 		Said: jobs.Pending{Text: "Done. The token is " + token + ". All tests pass.", Success: true}}); err != nil {
 		t.Fatal(err)

@@ -236,8 +236,7 @@ func TestCheckoutGoesWhereTheRunIs(t *testing.T) {
 func TestAClonedRunMovesBetweenWorkers(t *testing.T) {
 	ctx := context.Background()
 	src := userRepo(t)
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	run(t, t.TempDir(), "clone", "-q", "--bare", src, remote)
+	remote := bareClone(t, src)
 	g := &jobs.Git{URL: remote, Branch: "orch/r-1", Push: "origin"}
 	one := &Manager{Root: t.TempDir()}
 	wt, err := one.Checkout(ctx, "r-1", g)
@@ -500,8 +499,7 @@ func commitTask(ctx context.Context, m *Manager, wt Worktree, runID, taskID, tit
 func TestTheBranchMovesOnlyFromWhatTheRunKnows(t *testing.T) {
 	ctx := context.Background()
 	src := userRepo(t)
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	run(t, t.TempDir(), "clone", "-q", "--bare", src, remote)
+	remote := bareClone(t, src)
 	g := &jobs.Git{URL: remote, Branch: "orch/r-1", Push: "origin"}
 	commit := func(m *Manager, text string) Worktree {
 		t.Helper()
@@ -626,8 +624,7 @@ func TestACheckoutNeverMovesTheBranchBackOverSomeoneElsesCommit(t *testing.T) {
 func TestAMirrorsBranchFollowsTheRun(t *testing.T) {
 	ctx := context.Background()
 	src := userRepo(t)
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	run(t, t.TempDir(), "clone", "-q", "--bare", src, remote)
+	remote := bareClone(t, src)
 	g := &jobs.Git{URL: remote, Branch: "orch/r-1", Push: "origin"}
 	m := &Manager{Root: t.TempDir()}
 	wt, err := m.Checkout(ctx, "r-1", g)
@@ -653,4 +650,12 @@ func TestAMirrorsBranchFollowsTheRun(t *testing.T) {
 	if at := run(t, mirror, "rev-parse", g.Branch); at != c1 {
 		t.Fatalf("the mirror's branch is at %s, want the run's %s", at, c1)
 	}
+}
+
+// bareClone is a bare repository cloned from src: a remote for runs that clone their repository.
+func bareClone(t *testing.T, src string) string {
+	t.Helper()
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	run(t, t.TempDir(), "clone", "-q", "--bare", src, remote)
+	return remote
 }
