@@ -45,7 +45,8 @@ func (at *attempt) fence(r *jobs.Run) error {
 }
 
 // save saves fn on run runID, trying again while Redis does not answer (a restart, a failover): what it saves is work
-// done that must not be done again. A fenced-off step (errStale, errLost) or a run gone is not tried again.
+// done that must not be done again. A fenced-off step (errStale, errLost), a run gone, or a change the domain refuses
+// (jobs.IllegalMove: trying again cannot make it legal) is not tried again.
 func (w *Worker) save(ctx context.Context, runID string, fn func(*jobs.Run, *jobs.Change) error) (*jobs.Run, error) {
 	retry := settleRetry
 	retry.OnRetry = func(n int, err error, _ time.Duration) {
@@ -57,7 +58,8 @@ func (w *Worker) save(ctx context.Context, runID string, fn func(*jobs.Run, *job
 	err := retry.Do(ctx, func(ctx context.Context) error {
 		var err error
 		run, err = w.cfg.Store.Update(ctx, runID, fn)
-		if errors.Is(err, errStale) || errors.Is(err, errLost) || errors.Is(err, jobs.ErrRunNotFound) {
+		var illegal *jobs.IllegalMove
+		if errors.Is(err, errStale) || errors.Is(err, errLost) || errors.Is(err, jobs.ErrRunNotFound) || errors.As(err, &illegal) {
 			return backoff.Permanent(err)
 		}
 		return err

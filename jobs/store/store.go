@@ -188,7 +188,11 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		}
 		r := *rp
 		c := jobs.NewChange(&r)
+		states := jobs.StatesOf(&r)
 		if err := fn(&r, c); err != nil {
+			return err
+		}
+		if err := states.Check(&r); err != nil {
 			return err
 		}
 		r.Version++

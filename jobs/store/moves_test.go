@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/orchrun/orch/jobs"
+)
+
+// A change that moves a run or a task where the domain's table does not allow is refused whole: the error says which
+// move, and nothing of the change (its other fields, its events) is saved.
+func TestUpdateRefusesIllegalMoves(t *testing.T) {
+	for name, rdb := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := New(rdb, nil)
+			r := newRun()
+			if err := s.Create(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
+				r.Status, r.Tasks[0].Status = jobs.RunRunning, jobs.TaskRunning
+				return nil
+			}); err != nil {
+				t.Fatalf("a legal move: %v", err)
+			}
+			for _, c := range []struct {
+				name string
+				move func(*jobs.Run)
+				want jobs.IllegalMove
+			}{
+				{"run back to queued", func(r *jobs.Run) { r.Status = jobs.RunQueued },
+					jobs.IllegalMove{RunID: r.ID, From: "running", To: "queued"}},
+				{"task forced while it runs", func(r *jobs.Run) { r.Tasks[0].Status = jobs.TaskForced },
+					jobs.IllegalMove{RunID: r.ID, TaskID: "1.1", From: "running", To: "forced"}},
+				{"task to a status that is none", func(r *jobs.Run) { r.Tasks[1].Status = "done" },
+					jobs.IllegalMove{RunID: r.ID, TaskID: "1.2", From: "pending", To: "done"}},
+			} {
+				_, err := s.Update(ctx, r.ID, func(r *jobs.Run, ch *jobs.Change) error {
+					r.Reason = "changed"
+					ch.Emit(jobs.NewEvent(r.ID, "", jobs.RunPausedEvent{Reason: "x"}))
+					c.move(r)
+					return nil
+				})
+				var illegal *jobs.IllegalMove
+				if !errors.As(err, &illegal) || *illegal != c.want {
+					t.Fatalf("%s: err = %v, want %+v", c.name, err, c.want)
+				}
+				got, _ := s.Get(ctx, r.ID)
+				evs, _ := s.Events(ctx, r.ID, "", 0)
+				if got.Reason != "" || got.Status != jobs.RunRunning || got.Version != 2 || len(evs) != 0 {
+					t.Fatalf("%s: the refused change was saved: %+v, %d events", c.name, got, len(evs))
+				}
+			}
+
+			// The end is for good.
+			if _, err := s.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
+				r.Status = jobs.RunCompleted
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
+				r.Status = jobs.RunRunning
+				return nil
+			})
+			if want := "run " + r.ID + " cannot go from completed to running; the change was not saved"; err == nil || err.Error() != want {
+				t.Fatalf("a completed run started again: %v", err)
+			}
+		})
+	}
+}
