@@ -36,7 +36,29 @@ var (
 	}
 	// Phrases that name an error when they occur in a log line, but that prose describing finished work also
 	// uses ("returns 403 Forbidden"): good for picking lines, not for deciding that the run failed.
-	keywordErrorRe = lazyRE(`(?i)\b(?:no module named|cannot find module|cannot find package|no required module provides|undefined:|unresolved import|cannot find (?:value|function|type|symbol|name|crate)|permission denied|no such file or directory|command not found|cannot connect|could not connect|couldn't connect|connection refused|reached maximum|timed out|segmentation fault|nil pointer dereference|access denied|unauthorized|forbidden)`)
+	keywordErrorRe = lazyRE(`(?i)\b` + anyOf(
+		`no module named`,
+		`cannot find module`,
+		`cannot find package`,
+		`no required module provides`,
+		`undefined:`,
+		`unresolved import`,
+		`cannot find (?:value|function|type|symbol|name|crate)`,
+		`permission denied`,
+		`no such file or directory`,
+		`command not found`,
+		`cannot connect`,
+		`could not connect`,
+		`couldn't connect`,
+		`connection refused`,
+		`reached maximum`,
+		`timed out`,
+		`segmentation fault`,
+		`nil pointer dereference`,
+		`access denied`,
+		`unauthorized`,
+		`forbidden`,
+	))
 	// Lines that only say that something failed.
 	genericErrorRes = []*pattern{
 		lazyRE(`^\s*FAIL\b`),

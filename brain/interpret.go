@@ -29,7 +29,42 @@ var (
 		lazyRE(`(?i)\bsuccessfully\b|\bcommitted\b|\bsummary of (?:the )?changes\b|\bchanges made\b|\bbuild succeeded\b|\bBUILD SUCCESSFUL\b|\bcompiled successfully\b|✅`),
 	}
 	// Completion evidence that work was done, without proof it works; a check mark is a list bullet saying done.
-	weakCompletionRe = lazyRE(`(?im)(?:^\s*(?:[-*•✓✔☑]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|just\s+)?)(?:added|created|implemented|updated|fixed|refactored|wrote|written|removed|renamed|moved|replaced|introduced|extracted|migrated|configured|changed|modified|deleted|converted|upgraded|bumped|wired|applied|documented|rewrote|rewritten|extended|simplified|optimi[sz]ed|cleaned up|set up|ported|split)\b`)
+	weakCompletionRe = lazyRE(`(?im)(?:^\s*(?:[-*•✓✔☑]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|just\s+)?)` + anyOf(
+		`added`,
+		`created`,
+		`implemented`,
+		`updated`,
+		`fixed`,
+		`refactored`,
+		`wrote`,
+		`written`,
+		`removed`,
+		`renamed`,
+		`moved`,
+		`replaced`,
+		`introduced`,
+		`extracted`,
+		`migrated`,
+		`configured`,
+		`changed`,
+		`modified`,
+		`deleted`,
+		`converted`,
+		`upgraded`,
+		`bumped`,
+		`wired`,
+		`applied`,
+		`documented`,
+		`rewrote`,
+		`rewritten`,
+		`extended`,
+		`simplified`,
+		`optimi[sz]ed`,
+		`cleaned up`,
+		`set up`,
+		`ported`,
+		`split`,
+	) + `\b`)
 	// The new state described as a fact ("the page now supports dark mode"): work done, without proof.
 	nowStateRe        = lazyRE(`(?i)\bnow\s+(?:also\s+)?(?:has|have|uses|supports|includes|handles|shows|accepts|validates|streams|remembers|caches|retries|lists|exposes)\b`)
 	weakCompletionAny = union([]*pattern{weakCompletionRe, nowStateRe})
@@ -57,29 +92,112 @@ var (
 		lazyRE(`(?i)\bleft (?:in )?(?:a |the )?broken\b|\bin a broken state\b`),
 		// The agent CLI stopped by what only a person can change: a usage limit, a login, a key, running as root;
 		// and the CLIs' JSON forms of a failed turn.
-		lazyRE(`(?i)\b(?:hit|reached|exceeded) (?:your|the) (?:[\w-]+ )?limit\b|\busage limit reached\b|\blimit (?:will )?resets? (?:at|on|in)\b|\btry again in \d+\s*(?:hours?|days?)\b|\bnot logged in\b|\bplease run /login\b|\binvalid api key\b|\bauthentication_(?:error|failed)\b|\b(?:set|configure|specify) (?:an? |the |your )?(?:auth(?:entication)? method|api key)\b|\b(?:api[ _-]?key|token)\b[^.\n]{0,40}\bmust be (?:set|provided)\b|\bcould not resolve authentication method\b|\b(?:cannot|can't|must not) be (?:used|run) (?:as|with|when running as) root\b`),
+		lazyRE(oneOf(`(?i)`,
+			`\b(?:hit|reached|exceeded) (?:your|the) (?:[\w-]+ )?limit\b`,
+			`\busage limit reached\b`,
+			`\blimit (?:will )?resets? (?:at|on|in)\b`,
+			`\btry again in \d+\s*(?:hours?|days?)\b`,
+			`\bnot logged in\b`,
+			`\bplease run /login\b`,
+			`\binvalid api key\b`,
+			`\bauthentication_(?:error|failed)\b`,
+			`\b(?:set|configure|specify) (?:an? |the |your )?(?:auth(?:entication)? method|api key)\b`,
+			`\b(?:api[ _-]?key|token)\b[^.\n]{0,40}\bmust be (?:set|provided)\b`,
+			`\bcould not resolve authentication method\b`,
+			`\b(?:cannot|can't|must not) be (?:used|run) (?:as|with|when running as) root\b`,
+		)),
 		lazyRE(`"is_error"\s*:\s*true|"type"\s*:\s*"(?:turn\.failed|error)"`),
-		lazyRE(`(?i)\b(?:task|attempt|run)\s+(?:has\s+)?failed\b|\bfailed to complete\b|\b(?:is|remains|are|still|left) (?:still )?(?:not complete|incomplete|unfinished|not finished)\b`),
+		lazyRE(oneOf(`(?i)`,
+			`\b(?:task|attempt|run)\s+(?:has\s+)?failed\b`,
+			`\bfailed to complete\b`,
+			`\b(?:is|remains|are|still|left) (?:still )?(?:not complete|incomplete|unfinished|not finished)\b`,
+		)),
 	}
 	// A failure described as a condition the code handles ("returns 400 when it fails validation") is
 	// behaviour, not the run failing.
 	conditionalContextRe = lazyRE(`(?i)\b(?:if|when|whenever|unless|until|in case|so that|ensures?|make sure|makes sure|verif(?:y|ies)|checks? that|instead of)\b[^.\n]{0,40}$`)
 	// History told as history ("previously failing", "fixed the FAIL in …") is not failure evidence.
-	resolvedContextRe = lazyRE(`(?i)(?:\bfix(?:ed|ing|es)?|\bresolv(?:ed|ing)|\baddress(?:ed|ing)|\bhandl(?:ed|ing)|\bpreviously|\bearlier|\binitially|\bbefore (?:my|the|this) (?:fix|change)|\bwas failing|\bwere failing|\bused to)\b[^.\n]{0,60}$`)
+	resolvedContextRe = lazyRE(`(?i)` + anyOf(
+		`\bfix(?:ed|ing|es)?`,
+		`\bresolv(?:ed|ing)`,
+		`\baddress(?:ed|ing)`,
+		`\bhandl(?:ed|ing)`,
+		`\bpreviously`,
+		`\bearlier`,
+		`\binitially`,
+		`\bbefore (?:my|the|this) (?:fix|change)`,
+		`\bwas failing`,
+		`\bwere failing`,
+		`\bused to`,
+	) + `\b[^.\n]{0,60}$`)
 
 	// Courtesy closings: finished work offering more, never a question blocking the task.
-	courtesyRe = lazyRE(`(?i)\blet me know (?:if|whether|what you think|how it goes|should you)\b|\bfeel free\b|\bhappy to\b|\bhope (?:this|that|it) helps\b|\banything else\b|\bI can also\b|\bif you(?:'d| would)? (?:like|want|prefer|need)\b|\b(?:any|further|other|additional) (?:changes|questions|adjustments|tweaks|tuning)\b|\bjust (?:let me know|ask)\b`)
+	courtesyRe = lazyRE(oneOf(`(?i)`,
+		`\blet me know (?:if|whether|what you think|how it goes|should you)\b`,
+		`\bfeel free\b`,
+		`\bhappy to\b`,
+		`\bhope (?:this|that|it) helps\b`,
+		`\banything else\b`,
+		`\bI can also\b`,
+		`\bif you(?:'d| would)? (?:like|want|prefer|need)\b`,
+		`\b(?:any|further|other|additional) (?:changes|questions|adjustments|tweaks|tuning)\b`,
+		`\bjust (?:let me know|ask)\b`,
+	))
 	// Offers of extra work: courtesy after finished work, a real question otherwise.
-	offerRe = lazyRE(`(?i)\b(?:would|do) you (?:like|want) me to\b|\bwant me to\b|\b(?:should|shall|can|could) I (?:also|additionally|next|go ahead and also)\b|\b(?:also|additionally)\b[^.?]*\?$`)
+	offerRe = lazyRE(oneOf(`(?i)`,
+		`\b(?:would|do) you (?:like|want) me to\b`,
+		`\bwant me to\b`,
+		`\b(?:should|shall|can|could) I (?:also|additionally|next|go ahead and also)\b`,
+		`\b(?:also|additionally)\b[^.?]*\?$`,
+	))
 	// The agent asking or stuck on a decision.
 	uncertaintyRes = []*pattern{
-		lazyRE(`(?i)\b(?:should|shall) (?:I|we)\b|\bwould you (?:prefer|rather)\b|\bdo you (?:prefer|want|think|agree)\b|\bwhat (?:would|do) you (?:like|prefer|want|suggest)\b|\bhow (?:would|do) you (?:like|want)\b|\bwhich\b[^.?]{0,80}\b(?:do you|would you|should (?:I|we)|is preferred|do we|you want|you prefer)\b`),
-		lazyRE(`(?i)\b(?:I'm|I am|we're|we are)\s+(?:not sure|unsure|uncertain)\b(?:\s+(?:whether|if|which|what (?:to|you|the)|how (?:to|you|best)|about (?:the|which|whether|how)|of the))?|\bnot sure (?:whether|if|which)\b|\bunsure (?:whether|if|which|how)\b|\b(?:I'm|I am|we're|we are)\s+(?:a bit\s+|somewhat\s+|quite\s+|still\s+)?confused\b|\b(?:it's|it is|it remains)\s+(?:still\s+)?unclear\s+(?:whether|if|which|what|how)\b`),
-		lazyRE(`(?i)\b(?:I|we)\s+need\s+(?:some\s+|more\s+|your\s+)?(?:clarification|input|guidance|a decision|direction|confirmation|more (?:information|context|details))\b|\bneeds? clarification\b|\b(?:could|can) you (?:please )?(?:clarify|confirm|decide|advise)\b|\bplease (?:clarify|confirm|advise|decide)\b`),
-		lazyRE(`(?i)\bI(?:'ll| will) wait for (?:you|your|that|this|the|a|an)\b|\b(?:I|we) need\b[^.\n]{0,60}\bfrom you\b|\btell me (?:which|what|whether|how)\b|\bonce you (?:give|send|provide|share|confirm|decide|tell|grant)\b|\bwaiting (?:for|on) (?:you|your)\b`),
-		lazyRE(`(?i)\b(?:I'm|I am|we're|we are) blocked\b|\bblocked (?:until|on|by) (?:a |the |your |this )?(?:decision|human|clarification|answer|input|product|user|you)|\bbefore I (?:continue|proceed|go (?:any )?further|make (?:this|that|the) change)\b|\bcould go either way\b`),
+		lazyRE(oneOf(`(?i)`,
+			`\b(?:should|shall) (?:I|we)\b`,
+			`\bwould you (?:prefer|rather)\b`,
+			`\bdo you (?:prefer|want|think|agree)\b`,
+			`\bwhat (?:would|do) you (?:like|prefer|want|suggest)\b`,
+			`\bhow (?:would|do) you (?:like|want)\b`,
+			`\bwhich\b[^.?]{0,80}\b(?:do you|would you|should (?:I|we)|is preferred|do we|you want|you prefer)\b`,
+		)),
+		lazyRE(oneOf(`(?i)`,
+			`\b(?:I'm|I am|we're|we are)\s+(?:not sure|unsure|uncertain)\b(?:\s+(?:whether|if|which|what (?:to|you|the)|how (?:to|you|best)|about (?:the|which|whether|how)|of the))?`,
+			`\bnot sure (?:whether|if|which)\b`,
+			`\bunsure (?:whether|if|which|how)\b`,
+			`\b(?:I'm|I am|we're|we are)\s+(?:a bit\s+|somewhat\s+|quite\s+|still\s+)?confused\b`,
+			`\b(?:it's|it is|it remains)\s+(?:still\s+)?unclear\s+(?:whether|if|which|what|how)\b`,
+		)),
+		lazyRE(oneOf(`(?i)`,
+			`\b(?:I|we)\s+need\s+(?:some\s+|more\s+|your\s+)?(?:clarification|input|guidance|a decision|direction|confirmation|more (?:information|context|details))\b`,
+			`\bneeds? clarification\b`,
+			`\b(?:could|can) you (?:please )?(?:clarify|confirm|decide|advise)\b`,
+			`\bplease (?:clarify|confirm|advise|decide)\b`,
+		)),
+		lazyRE(oneOf(`(?i)`,
+			`\bI(?:'ll| will) wait for (?:you|your|that|this|the|a|an)\b`,
+			`\b(?:I|we) need\b[^.\n]{0,60}\bfrom you\b`,
+			`\btell me (?:which|what|whether|how)\b`,
+			`\bonce you (?:give|send|provide|share|confirm|decide|tell|grant)\b`,
+			`\bwaiting (?:for|on) (?:you|your)\b`,
+		)),
+		lazyRE(oneOf(`(?i)`,
+			`\b(?:I'm|I am|we're|we are) blocked\b`,
+			`\bblocked (?:until|on|by) (?:a |the |your |this )?(?:decision|human|clarification|answer|input|product|user|you)`,
+			`\bbefore I (?:continue|proceed|go (?:any )?further|make (?:this|that|the) change)\b`,
+			`\bcould go either way\b`,
+		)),
 		lazyRE(`(?i)\b(?:the|two|three|a few|several|some|possible)\s+(?:possible\s+)?(?:options|approaches|choices|alternatives)\s+(?:are|seem to be|I see|would be)\b[^.\n]{0,40}:|\b(?:I see|there are|here are)\s+(?:two|three|several|a few|some)\s+(?:options|approaches|choices|ways|alternatives)\b`),
-		lazyRE(`(?i)\bI(?: would|'d)? recommend\b[^.?]*\bbut\b|\bcannot proceed without\b|\bcan't proceed without\b|\bunable to proceed without\b|\bwaiting for (?:your|a|human|the user's) (?:input|decision|answer|confirmation|approval)|\b(?:requires?|needs?) (?:a )?(?:human|product|design|your) (?:decision|input|approval)|\bAskUserQuestion\b|\byour (?:call|decision|preference)\b|\blet me know (?:which|what you(?:'d)? prefer|how you(?:'d)? like)\b`),
+		lazyRE(oneOf(`(?i)`,
+			`\bI(?: would|'d)? recommend\b[^.?]*\bbut\b`,
+			`\bcannot proceed without\b`,
+			`\bcan't proceed without\b`,
+			`\bunable to proceed without\b`,
+			`\bwaiting for (?:your|a|human|the user's) (?:input|decision|answer|confirmation|approval)`,
+			`\b(?:requires?|needs?) (?:a )?(?:human|product|design|your) (?:decision|input|approval)`,
+			`\bAskUserQuestion\b`,
+			`\byour (?:call|decision|preference)\b`,
+			`\blet me know (?:which|what you(?:'d)? prefer|how you(?:'d)? like)\b`,
+		)),
 	}
 	strongCompletionAny = union(strongCompletionRes)
 	failurePhraseAny    = union(failurePhraseRes)
@@ -88,12 +206,27 @@ var (
 
 	// A '?' sentence addressed to the user: it names them or opens like a request for a decision.
 	// A connective or a "question:" lead-in before it does not change that.
-	addressedRe = lazyRE(`(?i)\byou(?:r|'d|'re)?\b|^(?:(?:however|but|also|so|and|then|one (?:thing|question)|quick question|question)[,:]?\s+)?(?:should|shall|do|does|would|which|can|could|may|is it (?:ok|okay|fine|acceptable)|are we|or|(?:what|where|how|when|who)\b[^?]*\b(?:should|shall)\b)\b|\bshould (?:the|we|I|it|this|that|these|those|they)\b`)
+	addressedRe = lazyRE(oneOf(`(?i)`,
+		`\byou(?:r|'d|'re)?\b`,
+		`^(?:(?:however|but|also|so|and|then|one (?:thing|question)|quick question|question)[,:]?\s+)?(?:should|shall|do|does|would|which|can|could|may|is it (?:ok|okay|fine|acceptable)|are we|or|(?:what|where|how|when|who)\b[^?]*\b(?:should|shall)\b)\b`,
+		`\bshould (?:the|we|I|it|this|that|these|those|they)\b`,
+	))
 	// Explicit recommendations in prose; what follows the match is the thing recommended. No "\b" after a
 	// colon: "Recommendation: B" has no word boundary there.
-	recommendRe = lazyRE(`(?i)\b(?:I(?: would|'d)? (?:strongly )?recommend\b|my (?:recommendation|suggestion)(?: is\b|:)|recommendation:|I(?: would|'d)? (?:strongly )?suggest\b|I(?: would|'d)? lean (?:towards?|to)\b|I(?:'d| would) (?:go with|pick|choose|opt for)\b)`)
+	recommendRe = lazyRE(`(?i)\b` + anyOf(
+		`I(?: would|'d)? (?:strongly )?recommend\b`,
+		`my (?:recommendation|suggestion)(?: is\b|:)`,
+		`recommendation:`,
+		`I(?: would|'d)? (?:strongly )?suggest\b`,
+		`I(?: would|'d)? lean (?:towards?|to)\b`,
+		`I(?:'d| would) (?:go with|pick|choose|opt for)\b`,
+	))
 	// A recommendation marked on the option itself: "(Recommended)", "[recommended]", "— recommended".
-	recommendedOptRe = lazyRE(`(?i)[*_]{0,2}[(\[]\s*(?:recommended|my recommendation|suggested)\s*[)\]][*_]{0,2}|\s[-–—]\s*[*_]{0,2}recommended\b[*_]{0,2}|[:,]\s*[*_]{0,2}recommended[*_]{0,2}\s*$`)
+	recommendedOptRe = lazyRE(oneOf(`(?i)`,
+		`[*_]{0,2}[(\[]\s*(?:recommended|my recommendation|suggested)\s*[)\]][*_]{0,2}`,
+		`\s[-–—]\s*[*_]{0,2}recommended\b[*_]{0,2}`,
+		`[:,]\s*[*_]{0,2}recommended[*_]{0,2}\s*$`,
+	))
 	// Inline lettered options: "go to A) stdout  B) a file", "should it be (a) streamed or (b) buffered". Only
 	// the ")" and "[A]" forms, since "plan A." is prose; lower case too, which ParseOptions keeps unmixed.
 	inlineKeyARe   = lazyRE(`(?:^|\s)(?:\([Aa]\)|[Aa]\)|\[[Aa]\])\s+\S`)
@@ -353,7 +486,33 @@ func resolvedBefore(leadIn string) bool {
 
 var (
 	// Checks beside the task's own tests: their success says the code is tidy and builds, not that it works.
-	sideCheckRe = lazyRE(`(?i)\b(?:lint(?:er|ing)?|golangci-lint|eslint|ruff|flake8|pylint|rubocop|clippy|fmt|gofmt|rustfmt|prettier|black|isort|format(?:ting|ted)?|mypy|pyright|tsc|type-?check(?:ing|s)?|typecheck|vet|staticcheck|(?:go|cargo|npm run) build|build|compil(?:e|es|ed|ation))\b`)
+	sideCheckRe = lazyRE(`(?i)\b` + anyOf(
+		`lint(?:er|ing)?`,
+		`golangci-lint`,
+		`eslint`,
+		`ruff`,
+		`flake8`,
+		`pylint`,
+		`rubocop`,
+		`clippy`,
+		`fmt`,
+		`gofmt`,
+		`rustfmt`,
+		`prettier`,
+		`black`,
+		`isort`,
+		`format(?:ting|ted)?`,
+		`mypy`,
+		`pyright`,
+		`tsc`,
+		`type-?check(?:ing|s)?`,
+		`typecheck`,
+		`vet`,
+		`staticcheck`,
+		`(?:go|cargo|npm run) build`,
+		`build`,
+		`compil(?:e|es|ed|ation)`,
+	) + `\b`)
 	// The agent saying it fixed something: "Fixed the comparison …", "I've resolved the race …".
 	fixedRe = lazyRE(`(?im)(?:^\s*(?:[-*•✓✔☑]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|then\s+)?)(?:fixed|resolved|addressed|corrected|repaired)\b`)
 	// A shell command as agents quote them: "$ mypy src", "> eslint .".
@@ -361,7 +520,15 @@ var (
 	// What says the task's behaviour was checked: tests, specs, the suite, every check.
 	mainCheckRe = lazyRE(`(?i)\b(?:tests?|specs?|suite|all (?:the )?checks|e2e|end-to-end|pytest|jest|vitest|rspec|go test|cargo test|npm test)\b`)
 	// Compiler and type errors: failures a clean build or type check does answer.
-	compileErrorRe = lazyRE(`(?i)\berror\[E\d+\]|\berror TS\d+|\bundefined:|\bcannot find (?:symbol|name|value|type)|\bsyntax ?error|\b(?:does not|doesn't|did not|didn't|could not|failed to) (?:compile|build)\b|\bbuild failed\b`)
+	compileErrorRe = lazyRE(oneOf(`(?i)`,
+		`\berror\[E\d+\]`,
+		`\berror TS\d+`,
+		`\bundefined:`,
+		`\bcannot find (?:symbol|name|value|type)`,
+		`\bsyntax ?error`,
+		`\b(?:does not|doesn't|did not|didn't|could not|failed to) (?:compile|build)\b`,
+		`\bbuild failed\b`,
+	))
 )
 
 // unresolvedFailure: failure evidence after the last completion evidence, or the agent admitting it could

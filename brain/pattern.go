@@ -2,6 +2,7 @@ package brain
 
 import (
 	"regexp"
+	"strings"
 	"sync"
 )
 
@@ -51,3 +52,11 @@ func (p *pattern) ReplaceAllStringFunc(src string, repl func(string) string) str
 	return p.get().ReplaceAllStringFunc(src, repl)
 }
 func (p *pattern) Split(s string, n int) []string { return p.get().Split(s, n) }
+
+// oneOf is a pattern's source from its alternatives, written one phrase per line where the pattern is declared: the
+// flags (such as "(?i)"), then the alternatives joined by "|". The source is what one long line would have been, so
+// a phrase changed is one line of a diff.
+func oneOf(flags string, alts ...string) string { return flags + strings.Join(alts, "|") }
+
+// anyOf is a non-capturing group of alternatives, "(?:a|b|c)", written one phrase per line as oneOf's are.
+func anyOf(alts ...string) string { return "(?:" + strings.Join(alts, "|") + ")" }

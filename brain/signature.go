@@ -68,7 +68,12 @@ var (
 	historyPrefixRe = lazyRE(`^\s*Failed:\s*`)
 	orchLineRe      = lazyRE(`(?i)^\s*(?:the agent exited with code \d+|killed by \w+|the agent did not report success|stderr:.*|exit status \d+)\s*$`)
 	// Lines that say what an assertion compared: "Expected: 90", "Received: 81", "got 3, want 4", "left: 1".
-	assertionLineRe = lazyRE(`(?i)^\s*(?:expected|received|actual|got|want|wanted|left|right|but was|difference)\b\s*(?:[:=]|\s\S)|\bexpected\b.{1,80}\b(?:but (?:got|was|found|received)|got|found|received)\b|\bgot\b.{1,80}\bwant(?:ed)?\b|\bassert(?:ion)?\b.{0,40}(?:==|!=|\bis not\b|\bin\b)`)
+	assertionLineRe = lazyRE(oneOf(`(?i)`,
+		`^\s*(?:expected|received|actual|got|want|wanted|left|right|but was|difference)\b\s*(?:[:=]|\s\S)`,
+		`\bexpected\b.{1,80}\b(?:but (?:got|was|found|received)|got|found|received)\b`,
+		`\bgot\b.{1,80}\bwant(?:ed)?\b`,
+		`\bassert(?:ion)?\b.{0,40}(?:==|!=|\bis not\b|\bin\b)`,
+	))
 	// A linter's finding under its file's name (eslint, stylelint, rubocop): "  23:6  warning  message  rule".
 	lintLineRe   = lazyRE(`^\s*\d+:\d+\s+(?:error|warning|warn|[EWCF])\s+\S`)
 	fileHeaderRe = lazyRE(`^\s*[\w./@-]+\.[A-Za-z]{1,5}\s*$`)
