@@ -78,7 +78,7 @@ func RootMessage(r *jobs.Run) Message {
 		lines = append(lines, taskLine(t))
 	}
 	blocks = append(blocks, packLines(lines, maxTaskSections, func(n int) string {
-		return fmt.Sprintf("_… and %s_", countNoun(n, "more task"))
+		return fmt.Sprintf("_… and %s_", jobs.Count(n, "more task"))
 	})...)
 	blocks = append(blocks, contextBlock(costLine(r, "Cost")))
 	text := fmt.Sprintf("Run %s: %s: %s", r.ID, title, fallbackStatus(r))
@@ -93,7 +93,7 @@ func ProgressMessage(r *jobs.Run, recent []jobs.Event) Message {
 	if t := r.Current(); t != nil {
 		label := taskLabel(r, t.ID)
 		now = fmt.Sprintf("%s *%s*", taskEmoji(t.Status), escapeCut(label, maxLine, false))
-		if a := attemptText(t.Started, r.Options.MaxAttempts); a != "" {
+		if a := jobs.AttemptText(t.Started, r.Options.MaxAttempts); a != "" {
 			now += " · " + a
 		}
 		if t.Status == jobs.TaskWaiting {
@@ -246,12 +246,12 @@ func FinalMessage(r *jobs.Run) Message {
 	if line := workLine(r); line != "" {
 		blocks = append(blocks, sectionBlock(line))
 		if g := r.Git; g.Commits > 0 {
-			text += fmt.Sprintf("; branch %s, %s", g.Branch, countNoun(g.Commits, "commit"))
+			text += fmt.Sprintf("; branch %s, %s", g.Branch, jobs.Count(g.Commits, "commit"))
 		}
 	}
 	title := planTitle(r)
 	blocks = append(blocks, contextBlock(fmt.Sprintf("%s · %s · %s", escapeCut(title, maxLine, false),
-		tasksDone(r), tokensText(r))))
+		r.Tally().String(), tokensText(r))))
 	return newMessage(escapeCut(text, maxFallbackText, false), blocks)
 }
 
@@ -266,7 +266,7 @@ func workLine(r *jobs.Run) string {
 	if g.Commits == 0 {
 		line = fmt.Sprintf(":twisted_rightwards_arrows: Branch %s: no changes from %s", branch, inlineCode(g.Base, maxLine))
 	} else {
-		line = fmt.Sprintf(":twisted_rightwards_arrows: Branch %s: %s on %s · %s", branch, countNoun(g.Commits, "commit"),
+		line = fmt.Sprintf(":twisted_rightwards_arrows: Branch %s: %s on %s · %s", branch, jobs.Count(g.Commits, "commit"),
 			inlineCode(g.Base, maxLine), diffstatText(g))
 	}
 	if g.Pushed != "" {
@@ -285,7 +285,7 @@ func workLine(r *jobs.Run) string {
 
 // diffstatText is git's diffstat in words: "3 files changed, +10 −2".
 func diffstatText(g *jobs.Git) string {
-	return fmt.Sprintf("%s changed, +%d −%d", countNoun(g.FilesChanged, "file"), g.Insertions, g.Deletions)
+	return fmt.Sprintf("%s changed, +%d −%d", jobs.Count(g.FilesChanged, "file"), g.Insertions, g.Deletions)
 }
 
 // PausedMessage says the run stopped because the brain was unavailable, why, and how to continue it.
@@ -342,7 +342,7 @@ func hasOption(e *jobs.Escalation, key string) bool {
 // triggerLine says why the run needs a human: the trigger, the attempt, and the error similarity when known.
 func triggerLine(r *jobs.Run, e *jobs.Escalation) string {
 	parts := []string{"Trigger: *" + escapeCut(e.Trigger.Describe(e.Name), maxLine, false) + "*"}
-	if a := attemptText(e.Attempt, r.Options.MaxAttempts); a != "" {
+	if a := jobs.AttemptText(e.Attempt, r.Options.MaxAttempts); a != "" {
 		parts = append(parts, a)
 	}
 	if e.Similarity > 0 {
@@ -350,18 +350,6 @@ func triggerLine(r *jobs.Run, e *jobs.Escalation) string {
 	}
 	parts = append(parts, "run "+inlineCode(r.ID, maxActionField))
 	return strings.Join(parts, " · ")
-}
-
-// attemptText is "attempt N of M", or "attempt N" when the cap does not bound N (a human reset the counter, or
-// there is no cap), or "" before the first attempt.
-func attemptText(n, maxAttempts int) string {
-	switch {
-	case n <= 0:
-		return ""
-	case maxAttempts > 0 && n <= maxAttempts:
-		return fmt.Sprintf("attempt %d of %d", n, maxAttempts)
-	}
-	return fmt.Sprintf("attempt %d", n)
 }
 
 // optionBlocks renders the options as buttons in actions blocks, in at most room blocks. Options that do not fit, or
@@ -407,7 +395,7 @@ func optionBlocks(r *jobs.Run, e *jobs.Escalation, room int, clickable bool) (bl
 			}
 			lines = append(lines, l)
 		}
-		list = packLines(lines, 1, func(n int) string { return fmt.Sprintf("_… and %s_", countNoun(n, "more option")) })[0]
+		list = packLines(lines, 1, func(n int) string { return fmt.Sprintf("_… and %s_", jobs.Count(n, "more option")) })[0]
 		room--
 	}
 	need := (len(buttons) + maxActionsElements - 1) / maxActionsElements
@@ -442,7 +430,7 @@ func optionBlocks(r *jobs.Run, e *jobs.Escalation, room int, clickable bool) (bl
 			how = "choose one with Answer…, " + how
 		}
 		blocks = append(blocks, contextBlock(fmt.Sprintf("%s not shown as buttons (%s): %s, or run %s from a terminal.",
-			countNoun(len(left), "option"), names, how, inlineCode("orch escalation resolve "+r.ID+" --choose KEY", maxLine))))
+			jobs.Count(len(left), "option"), names, how, inlineCode("orch escalation resolve "+r.ID+" --choose KEY", maxLine))))
 	}
 	return blocks, list
 }
@@ -703,19 +691,9 @@ func taskLabel(r *jobs.Run, id string) string {
 	return "Task " + id
 }
 
-func tasksDone(r *jobs.Run) string {
-	done := 0
-	for _, t := range r.Tasks {
-		if t.Status.Done() {
-			done++
-		}
-	}
-	return fmt.Sprintf("%d of %s done", done, countNoun(len(r.Tasks), "task"))
-}
-
 func costLine(r *jobs.Run, what string) string {
 	usd, _, _ := r.Cost()
-	return fmt.Sprintf("%s: %s · %s · %s", what, formatUSD(usd), tokensText(r), tasksDone(r))
+	return fmt.Sprintf("%s: %s · %s · %s", what, formatUSD(usd), tokensText(r), r.Tally().String())
 }
 
 func tokensText(r *jobs.Run) string {
@@ -723,107 +701,58 @@ func tokensText(r *jobs.Run) string {
 	return fmt.Sprintf("%s tokens in, %s out", groupDigits(in), groupDigits(out))
 }
 
-// eventLine is one event as a short mrkdwn line; "" for the engine's bookkeeping (stages entered, checkpoints,
-// interview events), which the other lines say for people already. Its complexity is one case per event kind: the
-// thread's vocabulary in one table, kept flat on purpose.
+// eventLine is one event as a short mrkdwn line, from its description: its mark's emoji, its text (a person as a
+// mention where they are a Slack user) and its detail. "" for the engine's quiet bookkeeping.
 func eventLine(e jobs.Event) string {
-	task := "task " + escapeCut(e.TaskID, 40, false)
-	s := func(v string, n int) string { return escapeCut(singleLine(v), n, false) }
-	withText := func(line, text string) string {
-		if text != "" {
-			return line + ": " + s(text, 150)
-		}
-		return line
-	}
-	attempt := func(line string, n, of int) string {
-		if a := attemptText(n, of); a != "" {
-			return line + " (" + a + ")"
-		}
-		return line
-	}
-	switch b := e.Body.(type) {
-	case jobs.RunStartedEvent:
-		return "Run started: " + countNoun(b.Tasks, "task")
-	case jobs.TaskStartedEvent:
-		return attempt("Started "+task, b.Attempt, b.MaxAttempts)
-	case jobs.TaskCompletedEvent:
-		return ":white_check_mark: " + withText("Completed "+task, b.Summary)
-	case jobs.TaskFailedEvent:
-		return withText(attempt(":x: Failed "+task, b.Attempt, b.MaxAttempts), b.Error)
-	case jobs.TaskForcedEvent:
-		return ":heavy_check_mark: Forced " + task + " (by " + userRef(b.By, "slack") + ")"
-	case jobs.RetryingEvent:
-		if b.Guidance != "" {
-			return ":repeat: Retrying " + task + " with guidance"
-		}
-		return ":repeat: Retrying " + task
-	case jobs.LoopDetectedEvent:
-		return fmt.Sprintf(":warning: Loop detected on %s: %s, error similarity %.0f%%", task,
-			countNoun(b.Failures, "failure"), 100*b.Similarity)
-	case jobs.EscalationEvent:
-		return ":raising_hand: T" + task[1:] + " needs a human: " + escapeCut(b.Trigger.Describe(b.Name), 100, false)
-	case jobs.ResolutionEvent:
-		return "Answered by " + userRef(b.By, b.Via) + ": " + s(b.Summary, 150)
-	case jobs.ResumedEvent:
-		if b.Guidance != "" {
-			return ":arrow_forward: Resuming " + task + " with guidance"
-		}
-		return ":arrow_forward: Resuming " + task
-	case jobs.BrainFallbackEvent:
-		return withText("The brain fell back to the heuristic", b.Reason)
-	case jobs.AgentActivityEvent:
-		// The last calls of the batch: the progress view is a glance, not a log.
-		calls := lastN(b.Calls, 3)
-		more := b.More + len(b.Calls) - len(calls)
-		line := ":hammer_and_wrench: " + s(strings.Join(calls, " · "), 200)
-		if more > 0 {
-			line += fmt.Sprintf(" (+%d)", more)
-		}
-		return line
-	case jobs.SandboxErrorEvent:
-		return withText(":boom: Sandbox error on "+task, b.Error)
-	case jobs.RunCompletedEvent:
-		return ":white_check_mark: Run completed"
-	case jobs.RunFailedEvent:
-		return withText(":x: Run failed", b.Reason)
-	case jobs.RunAbortedEvent:
-		return withText(":octagonal_sign: Run aborted by "+userRef(b.By, "slack"), b.Reason)
-	case jobs.RunPausedEvent:
-		return withText(":pause_button: Run paused", b.Reason)
-	case jobs.EscalationTimeoutEvent:
-		return fmt.Sprintf(":alarm_clock: No answer to escalation %s (timeout %d of %d)", s(b.EscalationID, 40), b.N, b.Of)
-	case jobs.PipelineStartedEvent:
-		if b.PlanKind != "dot" {
-			return ""
-		}
-		return withText("Pipeline "+s(b.Name, 80), b.Goal)
-	case jobs.StageCompletedEvent:
-		return hopLine(e.TaskID, b.StageHop)
-	case jobs.StageFailedEvent:
-		return hopLine(e.TaskID, b.StageHop)
-	case jobs.StageStartedEvent, jobs.StageRetryingEvent, jobs.CheckpointSavedEvent, jobs.InterviewStartedEvent,
-		jobs.InterviewCompletedEvent, jobs.InterviewTimeoutEvent, jobs.PipelineCompletedEvent, jobs.PipelineFailedEvent:
+	d := e.Describe()
+	if d.Quiet {
 		return ""
 	}
-	return escapeCut(e.Type(), 60, false) + " " + task
+	var b strings.Builder
+	if icon := markEmoji[d.Mark]; icon != "" {
+		b.WriteString(icon + " ")
+	}
+	for _, sp := range d.Text {
+		if !sp.Person {
+			b.WriteString(escapeCut(sp.Text, maxEventText, false))
+			continue
+		}
+		via := sp.Via
+		if via == "" { // who aborted or forced: a Slack user when their id says so
+			via = "slack"
+		}
+		b.WriteString(userRef(sp.Text, via))
+	}
+	if d.Detail != "" {
+		b.WriteString(" — " + escapeCut(d.Detail, 150, false))
+	}
+	return b.String()
 }
 
-// hopLine says how the pipeline moved on from a node, where that is worth a line: a conditional's route, a gate's
-// choice, a goal gate sending the run back, a failure's route.
-func hopLine(node string, h jobs.StageHop) string {
-	s := func(v string, n int) string { return escapeCut(singleLine(v), n, false) }
-	next := s(h.Next, 40)
-	switch {
-	case h.Handler == "conditional":
-		return fmt.Sprintf(":twisted_rightwards_arrows: Condition %s: %s → %s", escapeCut(node, 40, false), s(h.Status, 20), next)
-	case h.Handler == "wait.human" && h.Status == "success":
-		return fmt.Sprintf(":twisted_rightwards_arrows: Gate %s: %s → %s", escapeCut(node, 40, false), s(h.Note, 80), next)
-	case h.Handler == "exit" && h.Route == "goal_gate":
-		return ":leftwards_arrow_with_hook: Goal gate unsatisfied (" + s(h.Note, 100) + ") → " + next
-	case h.Status == "fail" && h.Next != "":
-		return ":leftwards_arrow_with_hook: Failure of task " + escapeCut(node, 40, false) + " routed to " + next
-	}
-	return ""
+// maxEventText bounds each piece of an event's text; a description keeps its own free text far shorter.
+const maxEventText = 400
+
+// markEmoji is the icon of each kind of moment.
+var markEmoji = map[jobs.Mark]string{
+	jobs.MarkStart:    ":arrow_right:",
+	jobs.MarkWork:     ":hammer_and_wrench:",
+	jobs.MarkDone:     ":white_check_mark:",
+	jobs.MarkFailed:   ":x:",
+	jobs.MarkForced:   ":heavy_check_mark:",
+	jobs.MarkRetry:    ":repeat:",
+	jobs.MarkLoop:     ":warning:",
+	jobs.MarkAsk:      ":raising_hand:",
+	jobs.MarkAnswer:   ":speech_balloon:",
+	jobs.MarkResume:   ":arrow_forward:",
+	jobs.MarkPause:    ":pause_button:",
+	jobs.MarkAbort:    ":octagonal_sign:",
+	jobs.MarkBroken:   ":boom:",
+	jobs.MarkTimeout:  ":alarm_clock:",
+	jobs.MarkRoute:    ":twisted_rightwards_arrows:",
+	jobs.MarkBack:     ":leftwards_arrow_with_hook:",
+	jobs.MarkPush:     ":arrow_up:",
+	jobs.MarkWait:     ":hourglass_flowing_sand:",
+	jobs.MarkFallback: ":brain:",
 }
 
 // eventTime renders in each reader's own time zone; the text after "|" is what clients that cannot show it print.
@@ -889,19 +818,12 @@ func groupDigits(n int64) string {
 	return b.String()
 }
 
-func countNoun(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}
-
 // --- Block Kit helpers: every text passes through here, so every limit holds in one place. ---
 
 func newMessage(text string, blocks []slack.Block) Message {
 	if len(blocks) > maxBlocks { // the renderers budget their blocks; this only guards against a mistake
 		left := len(blocks) - (maxBlocks - 1)
-		blocks = append(blocks[:maxBlocks-1:maxBlocks-1], contextBlock(fmt.Sprintf("_… %s not shown_", countNoun(left, "more block"))))
+		blocks = append(blocks[:maxBlocks-1:maxBlocks-1], contextBlock(fmt.Sprintf("_… %s not shown_", jobs.Count(left, "more block"))))
 	}
 	if strings.TrimSpace(text) == "" {
 		text = "orch"
@@ -1139,11 +1061,4 @@ func clampComposed(s string, n int) string {
 		out += fenceClose
 	}
 	return out + "…"
-}
-
-func lastN(s []string, n int) []string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

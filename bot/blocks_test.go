@@ -488,7 +488,7 @@ func TestEscalationButtons(t *testing.T) {
 		t.Errorf("header = %q", h)
 	}
 	all := allText(m)
-	for _, s := range []string{"the agent asked", "attempt 1 of 3", "reply in this thread", "Which cache should I use?"} {
+	for _, s := range []string{"the agent asked", "attempt 1/3", "reply in this thread", "Which cache should I use?"} {
 		if !strings.Contains(all, s) {
 			t.Errorf("message does not say %q:\n%s", s, all)
 		}
@@ -501,7 +501,7 @@ func TestEscalationButtons(t *testing.T) {
 func TestEscalationAttemptCap(t *testing.T) {
 	e := attemptCap()
 	all := allText(EscalationMessage(parkedRun(e), e))
-	for _, s := range []string{"attempt cap", "attempt 3 of 3", "error similarity 87%", "TestCacheEviction",
+	for _, s := range []string{"attempt cap", "attempt 3/3", "error similarity 87%", "TestCacheEviction",
 		"got &lt;nil&gt;, want &amp;Item"} {
 		if !strings.Contains(all, s) {
 			t.Errorf("message does not say %q:\n%s", s, all)
@@ -878,7 +878,7 @@ func TestProgressIsBounded(t *testing.T) {
 	if !strings.Contains(lines[len(lines)-1], "error 59:") || !strings.Contains(lines[0], "error 50:") {
 		t.Errorf("not the last events: %q … %q", lines[0], lines[len(lines)-1])
 	}
-	if all := allText(m); !strings.Contains(all, "attempt 2 of 3") || !strings.Contains(all, "Cost so far: $0.0418") {
+	if all := allText(m); !strings.Contains(all, "attempt 2/3") || !strings.Contains(all, "Cost so far: $0.0418") {
 		t.Errorf("no current attempt or cost:\n%s", all)
 	}
 }
@@ -926,6 +926,15 @@ func TestPausedCallButtons(t *testing.T) {
 		}
 		if !strings.Contains(allText(m), tt.hint) {
 			t.Errorf("%s: the hint does not say %q:\n%s", tt.e.Trigger, tt.hint, allText(m))
+		}
+	}
+}
+
+// Every kind of moment an event can be has its icon in a thread.
+func TestEveryMarkHasAnEmoji(t *testing.T) {
+	for _, m := range jobs.Marks {
+		if e := markEmoji[m]; !strings.HasPrefix(e, ":") || !strings.HasSuffix(e, ":") {
+			t.Errorf("mark %q has no emoji (%q)", m, e)
 		}
 	}
 }

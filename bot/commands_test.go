@@ -321,14 +321,14 @@ func TestCommandLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, got := h.lookup("logs "+run.ID, alice)
-		for _, want := range []string{"*Latest events of run `" + run.ID + "`* (Add a cache)", ":repeat: Retrying task 1.1",
+		for _, want := range []string{"*Latest events of run `" + run.ID + "`* (Add a cache)", ":repeat: Retrying Task 1.1...",
 			"Edit cache-20.go", "Edit cache-07.go", "<!date^"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("logs lack %q:\n%s", want, got)
 			}
 		}
 		// The last 15 events: the retry and fourteen calls.
-		for _, gone := range []string{"Edit cache-06.go", "Failed task 1.1", "<@U1>"} {
+		for _, gone := range []string{"Edit cache-06.go", "Task 1.1: FAILED", "<@U1>"} {
 			if strings.Contains(got, gone) {
 				t.Errorf("logs show %q, older than the last %d events:\n%s", gone, logEvents, got)
 			}

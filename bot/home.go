@@ -91,10 +91,10 @@ func (h *homes) shutdown() {
 // whoever may answer; the end of a run, its requester. It does not wait.
 func (h *homes) event(run *jobs.Run, ev jobs.Event) {
 	question := false
-	switch ev.Body.(type) {
-	case jobs.EscalationEvent, jobs.ResolutionEvent:
+	switch ev.Describe().Moment {
+	case jobs.MomentAsk, jobs.MomentAnswer:
 		question = true
-	case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
+	case jobs.MomentEnd:
 	default:
 		return
 	}
@@ -416,7 +416,7 @@ func HomeView(h home) slack.HomeTabViewRequest {
 		lines = append(lines, "_You have started no run yet: `/orch run PLAN` starts one._")
 	}
 	tail = append(tail, packLines(lines, 2, func(n int) string {
-		return fmt.Sprintf("_… and %s_", countNoun(n, "more run"))
+		return fmt.Sprintf("_… and %s_", jobs.Count(n, "more run"))
 	})...)
 
 	blocks = append(blocks, sectionBlock(fmt.Sprintf("*Waiting on you* (%d)", len(h.Questions)+h.More)))
@@ -434,7 +434,7 @@ func HomeView(h home) slack.HomeTabViewRequest {
 	}
 	if h.More > 0 {
 		blocks = append(blocks, contextBlock(fmt.Sprintf("_… and %s: the oldest are shown first._",
-			countNoun(h.More, "more question"))))
+			jobs.Count(h.More, "more question"))))
 	}
 	blocks = append(blocks, tail...)
 	if len(blocks) > maxHomeBlocks { // the budget above keeps this from happening; this keeps Slack's limit a promise

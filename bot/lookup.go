@@ -124,7 +124,7 @@ func (s *Server) history(ctx context.Context, channel, responseURL string) {
 	}
 	blocks := []slack.Block{sectionBlock(head)}
 	blocks = append(blocks, packLines(lines, lookupSections, moreLines)...)
-	s.respondMessage(ctx, responseURL, newMessage(fmt.Sprintf("%s in this channel", countNoun(len(runs), "run")), blocks))
+	s.respondMessage(ctx, responseURL, newMessage(fmt.Sprintf("%s in this channel", jobs.Count(len(runs), "run")), blocks))
 }
 
 // historyLine is one run of /orch history: status, id, title, who started it, when, how long, cost, thread.
@@ -178,24 +178,24 @@ func runCostsMessage(r *jobs.Run) Message {
 	tasks := make([]string, 0, len(c.Tasks))
 	for _, t := range c.Tasks {
 		tasks = append(tasks, fmt.Sprintf("*%s* · %s · %s · %s", escapeCut(taskLabel(r, t.TaskID), 120, false),
-			countNoun(t.Attempts, "attempt"), agentCost(t.Agent), brainCost(t.Brain)))
+			jobs.Count(t.Attempts, "attempt"), agentCost(t.Agent), brainCost(t.Brain)))
 	}
 	if len(tasks) == 0 {
 		tasks = append(tasks, "_No tasks._")
 	}
 	blocks = append(blocks, sectionBlock("*Per task*"))
 	blocks = append(blocks, packLines(tasks, lookupSections, func(n int) string {
-		return fmt.Sprintf("_… and %s_", countNoun(n, "more task"))
+		return fmt.Sprintf("_… and %s_", jobs.Count(n, "more task"))
 	})...)
 	if len(c.Models) > 0 {
 		models := make([]string, 0, len(c.Models))
 		for _, m := range c.Models {
 			models = append(models, fmt.Sprintf("%s · %s · %s tokens in, %s out · %s", inlineCode(m.Scope, 100),
-				countNoun(m.Calls, "call"), groupDigits(m.InputTokens), groupDigits(m.OutputTokens), formatUSD(m.CostUSD)))
+				jobs.Count(m.Calls, "call"), groupDigits(m.InputTokens), groupDigits(m.OutputTokens), formatUSD(m.CostUSD)))
 		}
 		blocks = append(blocks, sectionBlock("*Per model*"))
 		blocks = append(blocks, packLines(models, 2, func(n int) string {
-			return fmt.Sprintf("_… and %s_", countNoun(n, "more model"))
+			return fmt.Sprintf("_… and %s_", jobs.Count(n, "more model"))
 		})...)
 	}
 	text := fmt.Sprintf("Run %s cost %s", r.ID, formatUSD(c.TotalUSD()))
@@ -213,7 +213,7 @@ func channelCostsMessage(runs []*jobs.Run, more bool) Message {
 			formatUSD(c.TotalUSD()), escapeCut(runTitle(r), 80, false), agentCost(c.Agent), brainCost(c.Brain)))
 	}
 	head := fmt.Sprintf("*Costs of the runs started in this channel*, newest first: *%s* for %s", formatUSD(total),
-		countNoun(len(runs), "run"))
+		jobs.Count(len(runs), "run"))
 	if more {
 		head = fmt.Sprintf("*Costs of the %d latest runs started in this channel*, newest first: *%s* in all",
 			len(runs), formatUSD(total))
@@ -222,7 +222,7 @@ func channelCostsMessage(runs []*jobs.Run, more bool) Message {
 	blocks = append(blocks, packLines(lines, lookupSections, moreLines)...)
 	blocks = append(blocks, contextBlock(fmt.Sprintf("*Total:* %s · `/orch costs RUN_ID` breaks a run down per task",
 		formatUSD(total))))
-	text := fmt.Sprintf("%s in this channel cost %s", countNoun(len(runs), "run"), formatUSD(total))
+	text := fmt.Sprintf("%s in this channel cost %s", jobs.Count(len(runs), "run"), formatUSD(total))
 	return newMessage(text, blocks)
 }
 
@@ -234,7 +234,7 @@ func agentCost(c jobs.CostLine) string {
 
 // brainCost is the brain's share: "brain 2 calls, 400 tokens in, 20 out, $0.0010".
 func brainCost(c jobs.CostLine) string {
-	return fmt.Sprintf("brain %s, %s tokens in, %s out, %s", countNoun(c.Calls, "call"), groupDigits(c.InputTokens),
+	return fmt.Sprintf("brain %s, %s tokens in, %s out, %s", jobs.Count(c.Calls, "call"), groupDigits(c.InputTokens),
 		groupDigits(c.OutputTokens), formatUSD(c.CostUSD))
 }
 
@@ -271,7 +271,7 @@ func (s *Server) questions(ctx context.Context, user, channel, responseURL strin
 	if left := n - len(qs); left > 0 {
 		blocks = append(blocks, contextBlock(fmt.Sprintf("_… and %d more_", left)))
 	}
-	s.respondMessage(ctx, responseURL, newMessage(fmt.Sprintf("%s waiting for an answer", countNoun(n, "question")), blocks))
+	s.respondMessage(ctx, responseURL, newMessage(fmt.Sprintf("%s waiting for an answer", jobs.Count(n, "question")), blocks))
 }
 
 // questionHead is the first line of a question that says something, bounded; the trigger when there is no text.

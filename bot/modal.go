@@ -153,7 +153,7 @@ func answerModal(r *jobs.Run, e *jobs.Escalation, meta answerMeta) slack.ModalVi
 	}
 	if left > 0 {
 		blocks = append(blocks, contextBlock(fmt.Sprintf("%s not listed: choose them with %s from a terminal.",
-			countNoun(left, "option"), inlineCode("orch escalation resolve "+r.ID+" --choose KEY", maxLine))))
+			jobs.Count(left, "option"), inlineCode("orch escalation resolve "+r.ID+" --choose KEY", maxLine))))
 	}
 	words := slack.NewPlainTextInputBlockElement(nil, actionAnswerWords)
 	words.Multiline, words.MaxLength = true, maxAnswerWords

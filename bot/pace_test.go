@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/bot/slackfake"
+	"github.com/orchrun/orch/jobs"
 )
 
 // slackCall is a chat.postMessage or chat.update the bot made, as it reached Slack.
@@ -112,7 +113,7 @@ func TestPosterCatchUpOrder(t *testing.T) {
 	for _, id := range ids {
 		h.done(id)
 	}
-	latest := attemptText(1+rounds, 3)
+	latest := jobs.AttemptText(1+rounds, 3)
 	h.waitFor("every progress message in its latest state", func() bool {
 		for ts := range progressTS {
 			if !strings.Contains(blocksText(h.message(ts)), latest) {

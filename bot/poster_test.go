@@ -192,7 +192,7 @@ func TestPosterThread(t *testing.T) {
 		// Progress: however many events, one message, updated in place.
 		h.startTask(run.ID, 1)
 		progress := h.waitMessage("the progress message", func(m slackfake.Message) bool {
-			return m.ThreadTS == root.TS && strings.Contains(blocksText(m), "Started task 1.1 (attempt 1 of 3)")
+			return m.ThreadTS == root.TS && strings.Contains(blocksText(m), "Task 1.1 — Invoking the agent (attempt 1/3)...")
 		})
 		h.change(run.ID, func(r *jobs.Run, c *jobs.Change) {
 			r.Tasks[0].Failures = 1
@@ -200,11 +200,11 @@ func TestPosterThread(t *testing.T) {
 			c.Emit(jobs.NewEvent(r.ID, "1.1", jobs.RetryingEvent{}))
 		})
 		h.waitFor("the progress message to show the retry", func() bool {
-			return strings.Contains(blocksText(h.message(progress.TS)), "Retrying task 1.1")
+			return strings.Contains(blocksText(h.message(progress.TS)), "Retrying Task 1.1...")
 		})
 		h.startTask(run.ID, 2)
 		h.waitFor("the progress message to show attempt 2", func() bool {
-			return strings.Contains(blocksText(h.message(progress.TS)), "Started task 1.1 (attempt 2 of 3)")
+			return strings.Contains(blocksText(h.message(progress.TS)), "(attempt 2/3)...")
 		})
 		if th := h.thread(root.TS); len(th) != 1 || th[0].TS != progress.TS {
 			t.Fatalf("thread after three rounds of progress: %d messages, want the one progress message\n%s", len(th), h.dump())

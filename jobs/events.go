@@ -23,6 +23,8 @@ type Event struct {
 type Body interface {
 	// Kind is the event's name, its "type" in JSON: run_started, task_failed, escalation, …
 	Kind() string
+	// describe is what the event says to people (describe.go): every kind has one.
+	describe(Event) Description
 }
 
 // NewEvent is an event of run runID about task taskID ("" for the run as a whole).
@@ -48,6 +50,7 @@ type RunStartedEvent struct {
 	Plan    string `json:"plan"`
 	Title   string `json:"title"`
 	Tasks   int    `json:"tasks"`
+	Unit    string `json:"unit,omitempty"` // what the plan's tasks are: "task", or "stage" in a DOT pipeline
 	Agent   string `json:"agent"`
 	Brain   string `json:"brain"`
 	Sandbox string `json:"sandbox"`
@@ -57,7 +60,9 @@ type RunStartedEvent struct {
 
 // RunCompletedEvent: every task is done.
 type RunCompletedEvent struct {
-	Tasks        int     `json:"tasks"`
+	Tasks        int     `json:"tasks"`           // those done
+	Total        int     `json:"total,omitempty"` // the plan's
+	Unit         string  `json:"unit,omitempty"`  // as RunStartedEvent's`
 	DurationMS   int64   `json:"duration_ms"`
 	CostUSD      float64 `json:"cost_usd"`
 	InputTokens  int64   `json:"input_tokens"`

@@ -13,9 +13,9 @@ func everyKind() []Body {
 	work := Work{Branch: "orch/r-1", Base: "main", Commits: 2, FilesChanged: 3, Insertions: 40, Deletions: 5}
 	hop := StageHop{Handler: "codergen", Status: "success", Next: "exit", Route: "edge", Note: "done", Visit: 2, EnteredMS: 1700000000000}
 	return []Body{
-		RunStartedEvent{Branch: "orch/r-1", Base: "main", Plan: "p.md", Title: "T", Tasks: 2, Agent: "sim", Brain: "heuristic", Sandbox: "local",
+		RunStartedEvent{Branch: "orch/r-1", Base: "main", Plan: "p.md", Title: "T", Tasks: 2, Unit: "stage", Agent: "sim", Brain: "heuristic", Sandbox: "local",
 			Permissions: "docker defaults: allow by default (30 ask rules)"},
-		RunCompletedEvent{Tasks: 2, DurationMS: 1500, CostUSD: 0.25, InputTokens: 10, OutputTokens: 20, Work: work,
+		RunCompletedEvent{Tasks: 2, Total: 3, Unit: "stage", DurationMS: 1500, CostUSD: 0.25, InputTokens: 10, OutputTokens: 20, Work: work,
 			PullRequest: "https://github.com/o/r/pull/7"},
 		RunFailedEvent{Reason: "boom", DurationMS: 3, Work: work},
 		RunAbortedEvent{Reason: "wrong plan", By: "alice", DurationMS: 4, Work: work},

@@ -1,5 +1,10 @@
 // Package jobs is what a run is: runs, tasks, escalations and their states, the typed events of a run's log and
 // the vocabulary of triggers, with no I/O; jobs/store keeps them, jobs/queue moves them.
+//
+// Where to change what: a new kind of event in events.go and what it says to people in describe.go (every surface
+// renders an event from its Description; none switches over kinds); the words and counts about a run every surface
+// uses in words.go; which status a run or a task may go to from which in transitions.go (the store refuses any other
+// move as it saves).
 package jobs
 
 import (

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -32,6 +31,10 @@ var funcs = template.FuncMap{
 	"pct":    func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) },
 	"trunc":  truncate,
 	"add":    func(a, b int) int { return a + b },
+	"count":  jobs.Count,
+	"diffstat": func(g *jobs.Git) string {
+		return jobs.Work{FilesChanged: g.FilesChanged, Insertions: g.Insertions, Deletions: g.Deletions}.Diffstat()
+	},
 }
 
 // ago says how long ago t was, as people read it at a glance.
@@ -418,22 +421,16 @@ func eventViews(events []jobs.Event) []eventView {
 	return out
 }
 
-// eventLine says what an event says in one line: its kind and its telling fields, redacted.
+// eventLine is an event as the timeline shows it: its kind and its description (the engine's bookkeeping too, which
+// other views for people leave out), redacted again in case the event was written by an older orch.
 func eventLine(e jobs.Event) eventView {
-	v := eventView{ID: e.ID, Time: e.Time.UTC().Format("15:04:05"), Task: e.TaskID}
-	if e.Body != nil {
-		v.Kind = e.Body.Kind()
-		var fields map[string]any
-		if data, err := json.Marshal(e.Body); err == nil && json.Unmarshal(data, &fields) == nil {
-			var parts []string
-			for _, k := range []string{"title", "status", "question", "error", "reason", "choice", "guidance", "summary", "message", "plan"} {
-				if s, ok := fields[k].(string); ok && s != "" {
-					parts = append(parts, truncate(s, 240))
-				}
-			}
-			v.Text = safetext.Redact(strings.Join(parts, " · "))
-		}
+	v := eventView{ID: e.ID, Time: e.Time.UTC().Format("15:04:05"), Task: e.TaskID, Kind: e.Type()}
+	d := e.Describe()
+	text := d.String()
+	if d.Detail != "" {
+		text += " — " + d.Detail
 	}
+	v.Text = safetext.Redact(text)
 	return v
 }
 

@@ -207,14 +207,10 @@ func endCompleted(r *jobs.Run, c *jobs.Change, now time.Time) {
 	r.EndedAt = now.UTC()
 	usd, in, out := r.Cost()
 	d := r.EndedAt.Sub(r.CreatedAt).Milliseconds()
-	done := 0
-	for _, t := range r.Tasks {
-		if t.Status.Done() {
-			done++
-		}
-	}
-	c.Emit(jobs.NewEvent(r.ID, "", jobs.PipelineCompletedEvent{DurationMS: d, Completed: done}))
-	c.Emit(jobs.NewEvent(r.ID, "", jobs.RunCompletedEvent{Tasks: done, DurationMS: d, CostUSD: usd,
+	tally := r.Tally()
+	c.Emit(jobs.NewEvent(r.ID, "", jobs.PipelineCompletedEvent{DurationMS: d, Completed: tally.Done}))
+	c.Emit(jobs.NewEvent(r.ID, "", jobs.RunCompletedEvent{Tasks: tally.Done, Total: tally.Total, Unit: tally.Unit,
+		DurationMS: d, CostUSD: usd,
 		InputTokens: in, OutputTokens: out, Work: jobs.WorkOf(r), PullRequest: pullRequest(r)}))
 }
 

@@ -25,7 +25,7 @@ func (w *Worker) handleStart(ctx context.Context, t *asynq.Task) error {
 		r.Status = jobs.RunRunning
 		r.Seq = 0 // entering the first node makes it 1
 		started := jobs.RunStartedEvent{Plan: r.PlanPath, Title: r.PlanTitle,
-			Tasks: len(r.Tasks), Agent: r.Options.Agent, Brain: r.Options.Brain, Sandbox: r.Options.Sandbox}
+			Tasks: len(r.Tasks), Unit: r.Unit(), Agent: r.Options.Agent, Brain: r.Options.Brain, Sandbox: r.Options.Sandbox}
 		if r.Options.Agent == "claude" {
 			started.Permissions = Policy(r.Options).Summary()
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/sandbox"
 )
@@ -37,7 +38,7 @@ func (a *app) agentPass(cmd *cobra.Command) ([]string, error) {
 		case n == "" && from == "ORCH_AGENT_ENV":
 			continue // "A,,B" or a trailing comma
 		case !envNamePattern.MatchString(n):
-			return nil, usageErr("%s: %q is not an environment variable name (letters, digits and '_', not starting with a digit)", from, oneLine(n, 60))
+			return nil, usageErr("%s: %q is not an environment variable name (letters, digits and '_', not starting with a digit)", from, safetext.OneLine(n, 60))
 		case ownVariable(n):
 			return nil, usageErr("%s: %s is orch's own (a credential or a setting of orch's): no agent is given it. "+
 				"Give the agent a credential of its own, under a name of its own", from, n)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
 )
@@ -67,7 +68,7 @@ func (a *app) brainTuning(cmd *cobra.Command) (llmOnly bool, threshold float64, 
 	}
 	v := a.set.lookup(cmd, "llm-only", "ORCH_LLM_ONLY", "llm_only", file, "false")
 	if llmOnly, err = strconv.ParseBool(strings.TrimSpace(v.v)); err != nil {
-		return false, 0, usageErr("--llm-only %q: want true or false%s", oneLine(v.v, 40), v.suffix())
+		return false, 0, usageErr("--llm-only %q: want true or false%s", safetext.OneLine(v.v, 40), v.suffix())
 	}
 	file = ""
 	if fc.SimilarityThreshold != nil {
@@ -77,7 +78,7 @@ func (a *app) brainTuning(cmd *cobra.Command) (llmOnly bool, threshold float64, 
 	v = a.set.lookup(cmd, "similarity-threshold", "ORCH_SIMILARITY_THRESHOLD", "similarity_threshold", file, "0.8")
 	threshold, err = strconv.ParseFloat(strings.TrimSpace(v.v), 64)
 	if err != nil || !(threshold > 0 && threshold <= 1) {
-		return false, 0, usageErr("--similarity-threshold %q: want a ratio above 0 and at most 1 (e.g. 0.8)%s", oneLine(v.v, 40), v.suffix())
+		return false, 0, usageErr("--similarity-threshold %q: want a ratio above 0 and at most 1 (e.g. 0.8)%s", safetext.OneLine(v.v, 40), v.suffix())
 	}
 	return llmOnly, threshold, nil
 }

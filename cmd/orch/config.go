@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/orchrun/orch/agent"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -34,7 +35,7 @@ func (a *app) escalationPolicy(cmd *cobra.Command) (jobs.EscalationPolicy, error
 	}
 	if v := a.set.lookup(cmd, "escalation-timeout", "ORCH_ESCALATION_TIMEOUT", "escalation.timeout", fc.Timeout, "0"); v.v != "0" && v.v != "" {
 		if p.Timeout, err = time.ParseDuration(strings.TrimSpace(v.v)); err != nil || p.Timeout < 0 {
-			return p, usageErr("--escalation-timeout: %q is not a duration (e.g. 1h; 0 waits forever)%s", oneLine(v.v, 40), v.suffix())
+			return p, usageErr("--escalation-timeout: %q is not a duration (e.g. 1h; 0 waits forever)%s", safetext.OneLine(v.v, 40), v.suffix())
 		}
 	}
 	if f := cmd.Flags().Lookup("timeout-default"); f != nil && f.Changed {
@@ -217,7 +218,7 @@ func (s *settings) atLeast(cmd *cobra.Command, flag, envKey, fileKey string, fil
 	v := s.lookup(cmd, flag, envKey, fileKey, fv, strconv.Itoa(def))
 	n, err := strconv.Atoi(strings.TrimSpace(v.v))
 	if err != nil {
-		return 0, usageErr("--%s: %q is not a number%s", flag, oneLine(v.v, 40), v.suffix())
+		return 0, usageErr("--%s: %q is not a number%s", flag, safetext.OneLine(v.v, 40), v.suffix())
 	}
 	if n < min {
 		return 0, usageErr("--%s must be at least %d, got %d%s", flag, min, n, v.suffix())
@@ -229,7 +230,7 @@ func (s *settings) duration(cmd *cobra.Command, flag, envKey, fileKey, fileVal s
 	v := s.lookup(cmd, flag, envKey, fileKey, fileVal, def.String())
 	d, err := time.ParseDuration(strings.TrimSpace(v.v))
 	if err != nil || d <= 0 {
-		return 0, usageErr("--%s: %q is not a positive duration (e.g. 30m)%s", flag, oneLine(v.v, 40), v.suffix())
+		return 0, usageErr("--%s: %q is not a positive duration (e.g. 30m)%s", flag, safetext.OneLine(v.v, 40), v.suffix())
 	}
 	return d, nil
 }
@@ -272,7 +273,7 @@ func (a *app) checkEnvironment(cmd *cobra.Command) error {
 	if v := s.lookup(cmd, "redis", "ORCH_REDIS_URL", "redis", s.file.Redis, ""); v.v != "" {
 		if _, err := store.ParseRedisURL(v.v); err != nil {
 			return usageErr("%s: %s is not a Redis URL (%s): want redis://HOST:PORT[/DB] or rediss://…, or redis+sentinel://HOST:PORT[,HOST:PORT…]/MASTER[/DB] for a primary that Redis Sentinel elects, with USER:PASSWORD@ before the hosts when it needs them",
-				settingName(v, "--redis"), oneLine(redactURL(v.v), 200), a.secrets.scrub(urlErrorDetail(err)))
+				settingName(v, "--redis"), safetext.OneLine(redactURL(v.v), 200), a.secrets.scrub(urlErrorDetail(err)))
 		}
 	}
 	for _, k := range []string{"SLACK_API_URL", "ORCH_GITHUB_API_URL", "ORCH_NOTIFY_WEBHOOK", "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -313,7 +314,7 @@ func (a *app) checkEnvironment(cmd *cobra.Command) error {
 			if err != nil {
 				detail = a.secrets.scrub(urlErrorDetail(err))
 			}
-			return usageErr("%s: %s is not a git URL (%s)", settingName(g.v, g.flag), oneLine(redactURL(g.v.v), 200), detail)
+			return usageErr("%s: %s is not a git URL (%s)", settingName(g.v, g.flag), safetext.OneLine(redactURL(g.v.v), 200), detail)
 		}
 	}
 	if _, err := a.agentPass(cmd); err != nil {
@@ -322,7 +323,7 @@ func (a *app) checkEnvironment(cmd *cobra.Command) error {
 	if v := a.env("ORCH_HTTP_ADDR"); v != "" {
 		_, port, err := net.SplitHostPort(v)
 		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
-			return usageErr("ORCH_HTTP_ADDR: %q: want HOST:PORT or :PORT, e.g. :3000", oneLine(v, 80))
+			return usageErr("ORCH_HTTP_ADDR: %q: want HOST:PORT or :PORT, e.g. :3000", safetext.OneLine(v, 80))
 		}
 	}
 	return nil
@@ -334,7 +335,7 @@ func (a *app) checkHTTPURL(name, v string) error {
 		return nil
 	}
 	// A webhook's URL is its credential, path and all: it is named, never shown.
-	shown := " " + oneLine(redactURL(v), 200)
+	shown := " " + safetext.OneLine(redactURL(v), 200)
 	if name == "ORCH_NOTIFY_WEBHOOK" {
 		shown = ""
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orchrun/orch/bot"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs/store"
 )
 
@@ -182,7 +183,7 @@ func (a *app) startTimeout() (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
-		return 0, usageErr("ORCH_START_TIMEOUT: %q: want a duration, e.g. 2m (0 waits as long as it takes)", oneLine(v, 40))
+		return 0, usageErr("ORCH_START_TIMEOUT: %q: want a duration, e.g. 2m (0 waits as long as it takes)", safetext.OneLine(v, 40))
 	}
 	return d, nil
 }

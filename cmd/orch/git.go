@@ -155,7 +155,7 @@ func printBranch(w io.Writer, run *jobs.Run) {
 	wk := jobs.WorkOf(run)
 	switch {
 	case g.Commits > 0:
-		fmt.Fprintf(w, "             %s, %s; orch diff %s\n", plural(g.Commits, "commit"), diffstat(wk), run.ID)
+		fmt.Fprintf(w, "             %s, %s; orch diff %s\n", jobs.Count(g.Commits, "commit"), wk.Diffstat(), run.ID)
 	case g.Head != "":
 		fmt.Fprintf(w, "             no changes yet\n")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -88,7 +89,7 @@ func (a *app) printStatus(run *jobs.Run) {
 	fmt.Fprintf(w, "  started:   %s   duration: %s   cost: $%.4f (%d in / %d out tokens)\n",
 		run.CreatedAt.Local().Format(time.DateTime), run.Duration(time.Now()).Round(time.Second), usd, in, out)
 	if cp := run.Pipeline; run.Graph != "" && cp != nil {
-		fmt.Fprintf(w, "  pipeline:  at %s, %s completed", cp.Current, plural(len(cp.Completed), "stage"))
+		fmt.Fprintf(w, "  pipeline:  at %s, %s", cp.Current, run.Tally())
 		if cp.Last != "" {
 			fmt.Fprintf(w, " (last %s: %s)", cp.Last, cp.Outcomes[cp.Last])
 		}
@@ -97,9 +98,9 @@ func (a *app) printStatus(run *jobs.Run) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	pipelineRun := run.Graph != ""
 	if pipelineRun {
-		fmt.Fprintln(tw, "\n  TASK\tKIND\tSTATUS\tSTARTED\tFAILURES\tTITLE")
+		fmt.Fprintln(tw, "\n  TASK\tKIND\tSTATUS\tATTEMPTS\tFAILURES\tTITLE")
 	} else {
-		fmt.Fprintln(tw, "\n  TASK\tSTATUS\tSTARTED\tFAILURES\tTITLE")
+		fmt.Fprintln(tw, "\n  TASK\tSTATUS\tATTEMPTS\tFAILURES\tTITLE")
 	}
 	for i, t := range run.Tasks {
 		mark := " "
@@ -126,7 +127,7 @@ func (a *app) printStatus(run *jobs.Run) {
 	}
 	tw.Flush()
 	if e := run.OpenEscalation(); e != nil {
-		fmt.Fprintf(w, "\nOpen escalation %s on task %s (%s): %s\n", e.ID, e.TaskID, e.Trigger, oneLine(e.Question, 200))
+		fmt.Fprintf(w, "\nOpen escalation %s on task %s (%s): %s\n", e.ID, e.TaskID, e.Trigger, safetext.OneLine(e.Question, 200))
 		fmt.Fprintf(w, "  orch escalation show %s\n", run.ID)
 	}
 }
@@ -206,14 +207,9 @@ func (a *app) historyCmd() *cobra.Command {
 			fmt.Fprintln(tw, "RUN\tSTATUS\tSTARTED\tDURATION\tTASKS\tCOST\tPLAN")
 			for _, r := range runs {
 				usd, _, _ := r.Cost()
-				done := 0
-				for _, t := range r.Tasks {
-					if t.Status.Done() {
-						done++
-					}
-				}
+				tally := r.Tally()
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t$%.4f\t%s\n", r.ID, r.Status, r.CreatedAt.Local().Format(time.DateTime),
-					r.Duration(time.Now()).Round(time.Second), done, len(r.Tasks), usd, planOf(r))
+					r.Duration(time.Now()).Round(time.Second), tally.Done, tally.Total, usd, planOf(r))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -241,7 +237,7 @@ func (a *app) prune(cmd *cobra.Command, b *store.Backend, keep store.Keep, asJSO
 	if asJSON {
 		return printJSON(a.stdout, map[string]any{"pruned": gone, "keep": keep.String()})
 	}
-	fmt.Fprintf(a.stdout, "Pruned %s; history keeps %s.\n", plural(len(gone), "finished run"), keep)
+	fmt.Fprintf(a.stdout, "Pruned %s; history keeps %s.\n", jobs.Count(len(gone), "finished run"), keep)
 	return nil
 }
 
@@ -299,7 +295,7 @@ func (a *app) printEscalation(run *jobs.Run, e *jobs.Escalation) {
 	if len(e.Errors) > 0 {
 		fmt.Fprintln(w, "Errors:")
 		for i, err := range e.Errors {
-			fmt.Fprintf(w, "  %d. %s\n", i+1, oneLine(err, 300))
+			fmt.Fprintf(w, "  %d. %s\n", i+1, safetext.OneLine(err, 300))
 		}
 	}
 	if len(e.Suggestions) > 0 {
@@ -474,7 +470,7 @@ func (a *app) escalationLogCmd() *cobra.Command {
 					what = string(e.Trigger) + ": " + what
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.DateTime), e.RunID, e.TaskID,
-					e.EscalationID, e.Action, e.By, e.Via, oneLine(what, 120))
+					e.EscalationID, e.Action, e.By, e.Via, safetext.OneLine(what, 120))
 			}
 			return tw.Flush()
 		},

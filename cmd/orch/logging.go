@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"sort"
 	"strings"
 	"time"
 
@@ -71,91 +73,53 @@ func summarized(r slog.Record) bool {
 	return lib
 }
 
-// logEvents logs what happens to runs as it is committed, with run_id and task_id on every line: runs, tasks,
-// escalations and resolutions at info, aborts and failures at warn, the pipeline's bookkeeping and an escalation's
-// context at debug. Events are redacted when they are made, so no secret reaches the log.
+// logEvents logs what happens to runs as it is committed, with run_id and task_id on every line: each event at its
+// description's level (the pipeline's bookkeeping at debug; failures, aborts and pauses at warn), with its text and
+// its fields. Events are redacted when they are made, so no secret reaches the log.
 func logEvents(log *slog.Logger) func([]jobs.Event) {
 	return func(events []jobs.Event) {
 		for _, e := range events {
-			ids := []any{"run_id", e.RunID}
+			d := e.Describe()
+			attrs := []any{"run_id", e.RunID}
 			if e.TaskID != "" {
-				ids = append(ids, "task_id", e.TaskID)
+				attrs = append(attrs, "task_id", e.TaskID)
 			}
-			level, attrs := eventLog(e)
-			if b, ok := e.Body.(jobs.EscalationEvent); ok {
-				log.Debug("escalation context", append(ids, kv("escalation_id", b.EscalationID, "attempt", b.Attempt,
-					"failures", b.Failures, "similarity", b.Similarity, "recommendation", b.Recommendation,
-					"options", b.Options)...)...)
-			}
-			log.Log(context.Background(), level, e.Type(), append(ids, attrs...)...)
+			attrs = append(attrs, "text", d.String())
+			log.Log(context.Background(), d.Level, e.Type(), append(attrs, eventFields(e)...)...)
 		}
 	}
 }
 
-// eventLog is the level of an event's log line and its attributes beside the ids. Its complexity is one case per
-// event kind, a table kept flat on purpose.
-func eventLog(e jobs.Event) (slog.Level, []any) {
-	switch b := e.Body.(type) {
-	case jobs.RunStartedEvent:
-		return slog.LevelInfo, kv("title", b.Title)
-	case jobs.RunCompletedEvent:
-		return slog.LevelInfo, kv("duration_ms", b.DurationMS, "cost_usd", b.CostUSD)
-	case jobs.TaskStartedEvent:
-		return slog.LevelInfo, kv("title", b.Title, "attempt", b.Attempt)
-	case jobs.TaskCompletedEvent:
-		return slog.LevelInfo, kv("title", b.Title, "summary", b.Summary, "duration_ms", b.DurationMS, "cost_usd", b.CostUSD)
-	case jobs.TaskForcedEvent:
-		return slog.LevelInfo, kv("title", b.Title)
-	case jobs.ResumedEvent:
-		return slog.LevelInfo, kv("title", b.Title, "resolution", b.Resolution)
-	case jobs.PipelineStartedEvent:
-		return slog.LevelInfo, nil
-	case jobs.EscalationEvent:
-		return slog.LevelInfo, kv("escalation_id", b.EscalationID, "trigger", b.Trigger.String(), "source", b.Source,
-			"question", firstLine(b.Question))
-	case jobs.ResolutionEvent:
-		return slog.LevelInfo, kv("escalation_id", b.EscalationID, "resolution", string(b.Resolution), "by", b.By,
-			"via", b.Via, "wait_seconds", b.WaitSeconds, "summary", b.Summary)
-	case jobs.RunAbortedEvent:
-		return slog.LevelWarn, kv("by", b.By, "reason", b.Reason)
-	case jobs.RunFailedEvent:
-		return slog.LevelWarn, kv("reason", b.Reason)
-	case jobs.RunPausedEvent:
-		return slog.LevelWarn, kv("reason", b.Reason)
-	case jobs.SandboxErrorEvent:
-		return slog.LevelWarn, kv("error", b.Error)
-	case jobs.LoopDetectedEvent:
-		return slog.LevelWarn, kv("failures", b.Failures, "similarity", b.Similarity)
-	case jobs.TaskFailedEvent:
-		return slog.LevelInfo, kv("attempt", b.Attempt, "error", b.Error)
-	case jobs.BrainFallbackEvent:
-		return slog.LevelInfo, kv("reason", b.Reason)
-	case jobs.EscalationTimeoutEvent:
-		return slog.LevelInfo, kv("escalation_id", b.EscalationID, "next", b.Next)
-	case jobs.StageCompletedEvent:
-		return slog.LevelDebug, kv("handler", b.Handler, "status", b.Status, "next", b.Next)
-	case jobs.StageFailedEvent:
-		return slog.LevelDebug, kv("handler", b.Handler, "status", b.Status, "next", b.Next)
-	case jobs.StageStartedEvent:
-		return slog.LevelDebug, kv("handler", b.Handler)
-	case jobs.CheckpointSavedEvent:
-		return slog.LevelDebug, kv("node_id", b.NodeID)
+// eventFields are the key/value pairs of an event's own fields that say something in a log line: its strings (on
+// one line, bounded) and numbers; its lists and objects (options, tool calls) are for --json.
+func eventFields(e jobs.Event) []any {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return nil
 	}
-	return slog.LevelDebug, nil
-}
-
-// kv returns the key/value pairs whose value says something (an empty string says nothing), strings on one line.
-func kv(pairs ...any) []any {
-	out := make([]any, 0, len(pairs))
-	for i := 0; i+1 < len(pairs); i += 2 {
-		v := pairs[i+1]
-		if s, ok := v.(string); ok {
-			if s == "" {
-				continue
-			}
-			v = oneLine(s, 300)
+	var fields map[string]any
+	if json.Unmarshal(data, &fields) != nil {
+		return nil
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		switch k {
+		case "type", "run_id", "task_id", "time":
+		default:
+			keys = append(keys, k)
 		}
-		out = append(out, pairs[i], v)
+	}
+	sort.Strings(keys)
+	var out []any
+	for _, k := range keys {
+		switch v := fields[k].(type) {
+		case string:
+			if v != "" {
+				out = append(out, k, safetext.OneLine(v, 300))
+			}
+		case float64, bool:
+			out = append(out, k, v)
+		}
 	}
 	return out
 }
@@ -165,5 +129,5 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	return oneLine(s, 300)
+	return safetext.OneLine(s, 300)
 }

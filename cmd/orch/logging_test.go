@@ -68,12 +68,15 @@ func TestLogEvents(t *testing.T) {
 		if m["run_id"] == nil || (m["run_id"] == "r-1" && m["task_id"] == nil) {
 			t.Errorf("line without run_id/task_id: %s", raw)
 		}
-		if m["msg"] == "escalation" && m["question"] != "Which cache?" {
-			t.Errorf("escalation question: %v", m["question"])
+		if m["msg"] == "escalation" && (m["question"] != "Which cache? A) Redis" || m["similarity"] != 0.5) {
+			t.Errorf("escalation's fields: question %v, similarity %v", m["question"], m["similarity"])
+		}
+		if m["msg"] == "run_aborted" && m["text"] != "Run r-1 aborted by U1: wrong plan" {
+			t.Errorf("run_aborted's text: %v", m["text"])
 		}
 		got = append(got, m["level"].(string)+" "+m["msg"].(string))
 	}
-	want := "DEBUG escalation context|INFO escalation|INFO resolution|WARN run_aborted|DEBUG stage_started|INFO run_completed"
+	want := "INFO escalation|INFO resolution|WARN run_aborted|DEBUG stage_started|INFO run_completed"
 	if strings.Join(got, "|") != want {
 		t.Fatalf("levels:\n%s\nwant\n%s", strings.Join(got, "|"), want)
 	}

@@ -412,7 +412,8 @@ func TestBadInput(t *testing.T) {
 
 // With a Redis server, the same flows work, and a second process sees the run.
 func TestWithRealRedis(t *testing.T) {
-	url := jobstest.URL(t)
+	// A database of its own: the reliability tests' workers, on the process's shared one, would take its steps.
+	url := jobstest.NewDatabase(t)
 	if url == "" {
 		t.Skip("ORCH_TEST_REDIS_URL not set")
 	}

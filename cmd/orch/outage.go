@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orchrun/orch/internal/safetext"
+	"github.com/orchrun/orch/jobs"
 )
 
 // storePatience is how long a command that follows a run waits for a store that stopped answering.
@@ -131,7 +132,7 @@ func (o outage) back(d time.Duration) string {
 	msg := fmt.Sprintf("%s is back after %s", o.name(), d.Round(time.Second))
 	if o.held != nil {
 		if n := o.held(); n > 0 {
-			msg += fmt.Sprintf(" (%s logged meanwhile not shown; ORCH_LOG_LEVEL=warn shows them)", plural(n, "warning"))
+			msg += fmt.Sprintf(" (%s logged meanwhile not shown; ORCH_LOG_LEVEL=warn shows them)", jobs.Count(n, "warning"))
 		}
 	}
 	return msg + "."
@@ -154,7 +155,7 @@ func cause(err error) string {
 		}
 		err = next
 	}
-	return oneLine(safetext.Redact(err.Error()), 160)
+	return safetext.OneLine(safetext.Redact(err.Error()), 160)
 }
 
 // short writes a duration as people do: 2m, 90s, 1h30m.

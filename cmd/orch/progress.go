@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -60,17 +61,17 @@ func (r *renderer) stopSpinning() {
 
 // track sets what is running from an event: an attempt starts it; anything that ends it or asks a human stops it.
 func (p *progress) track(e jobs.Event) {
-	switch b := e.Body.(type) {
-	case jobs.TaskStartedEvent:
-		p.activity = fmt.Sprintf("Task %s: %s", e.TaskID, oneLine(b.Title, 60))
+	d := e.Describe()
+	switch d.Moment {
+	case jobs.MomentBegin:
+		p.activity = safetext.OneLine(d.String(), 70)
 		p.task = p.activity
 		p.since = time.Now()
-	case jobs.AgentActivityEvent:
-		if p.activity != "" && len(b.Calls) > 0 {
-			p.activity = p.task + " · " + oneLine(b.Calls[len(b.Calls)-1], 50)
+	case jobs.MomentWork:
+		if p.activity != "" {
+			p.activity = p.task + " " + safetext.OneLine(d.String(), 60)
 		}
-	case jobs.TaskCompletedEvent, jobs.TaskFailedEvent, jobs.EscalationEvent, jobs.RunCompletedEvent,
-		jobs.RunFailedEvent, jobs.RunAbortedEvent, jobs.RunPausedEvent, jobs.SandboxErrorEvent:
+	case jobs.MomentStop, jobs.MomentAsk, jobs.MomentPause, jobs.MomentEnd:
 		p.activity = ""
 	}
 }

@@ -196,9 +196,9 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 	}
 	r := newRenderer(a.stdout, h.json)
 	r.runID = run.ID
-	size := plural(len(run.Tasks), "task")
+	size := jobs.Count(len(run.Tasks), "task")
 	if p.Graph != nil {
-		size = fmt.Sprintf("pipeline of %s, %s", plural(len(p.Graph.Nodes), "node"), plural(len(run.Tasks), "stage"))
+		size = fmt.Sprintf("pipeline of %s, %s", jobs.Count(len(p.Graph.Nodes), "node"), jobs.Count(len(run.Tasks), "stage"))
 	}
 	r.note(fmt.Sprintf("Run %s: %s (%s) — agent %s, %s, sandbox %s, %s", run.ID, run.PlanTitle, size,
 		run.Options.Agent, brainNote, run.Options.Sandbox, describeRedis(a.set.str(cmd, "redis", "ORCH_REDIS_URL", a.set.file.Redis, ""),

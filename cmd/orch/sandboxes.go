@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/sandbox"
@@ -74,7 +75,7 @@ func (a *app) dockerSettings(cmd *cobra.Command) (dockerSettings, error) {
 		return s, usageErr("ORCH_INSTANCE: %q: want up to 63 letters, digits, '_', '.' or '-'", s.instance)
 	}
 	if s.user != "" && !userPattern.MatchString(s.user) {
-		return s, usageErr("ORCH_SANDBOX_USER: %q: want a numeric uid:gid, e.g. 1000:1000", oneLine(s.user, 40))
+		return s, usageErr("ORCH_SANDBOX_USER: %q: want a numeric uid:gid, e.g. 1000:1000", safetext.OneLine(s.user, 40))
 	}
 	for _, dir := range []string{a.set.str(cmd, "state-dir", "ORCH_STATE_DIR", a.set.file.StateDir, ".orch"),
 		a.set.str(cmd, "", "ORCH_WORKTREES", a.set.file.Git.Worktrees, "")} {
@@ -86,7 +87,7 @@ func (a *app) dockerSettings(cmd *cobra.Command) (dockerSettings, error) {
 	if v := strings.TrimSpace(a.env("ORCH_DOCKER_WARM_POOL")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > maxWarmPool {
-			return s, usageErr("ORCH_DOCKER_WARM_POOL: %q: want a number of containers from 0 (none kept) to %d", oneLine(v, 40), maxWarmPool)
+			return s, usageErr("ORCH_DOCKER_WARM_POOL: %q: want a number of containers from 0 (none kept) to %d", safetext.OneLine(v, 40), maxWarmPool)
 		}
 		s.warmPool = n
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orchrun/orch/bot"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/jobs/store"
@@ -166,7 +167,7 @@ func (a *app) slackConfig(ws string) (bot.Config, error) {
 		// 0 would not mean "no pacing" (Slack answers a burst with 429s) but the default: refused, not guessed at.
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d <= 0 {
-			return c, usageErr("ORCH_SLACK_POST_INTERVAL: %q: want a positive duration, e.g. 1s", oneLine(v, 40))
+			return c, usageErr("ORCH_SLACK_POST_INTERVAL: %q: want a positive duration, e.g. 1s", safetext.OneLine(v, 40))
 		}
 		c.PostInterval = d
 	}
@@ -290,7 +291,7 @@ func healthLine(b *store.Backend) func(ctx context.Context) string {
 			return "Redis does not answer (" + err.Error() + "): nothing moves until it does"
 		}
 		return fmt.Sprintf("Redis answers · %s queued for workers · %s waiting for a human",
-			plural(b.Queue.Size(queue.Steps), "step"), plural(int(parkedRuns(b.Store)), "run"))
+			jobs.Count(b.Queue.Size(queue.Steps), "step"), jobs.Count(int(parkedRuns(b.Store)), "run"))
 	}
 }
 

@@ -3,6 +3,7 @@ package safetext
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -47,4 +48,14 @@ func Cut(s string, n int) string {
 		return s
 	}
 	return validPrefix(s[:max(n, 0)])
+}
+
+// OneLine is s on one line (every run of white space one space), cut to at most n characters with "…" when cut.
+func OneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max(n, 0)]) + "…"
 }
