@@ -335,78 +335,112 @@ func (s *Server) submission(ctx context.Context, cb slack.InteractionCallback) *
 	// The resolution happens before the ack, so that its errors can be shown in the form: Slack waits 3 s for it.
 	ctx, cancel := context.WithTimeout(ctx, submitDeadline)
 	defer cancel()
-	general := generalBlock(cb.View)
-	optionBlock := blockAnswerOption
-	if general != blockAnswerOption {
-		optionBlock = general // the form lists no options: an option chosen anyway is forged
-	}
-	key, words, own := submitted(cb.View)
+	f := readSubmittedForm(cb.View)
 	user := cb.User.ID
 	meta, err := decodeAnswerMeta(cb.View.PrivateMetadata)
 	if err != nil {
 		s.log.Warn("an answer form whose private_metadata orch did not write", "user", user, "err", err)
-		return formError(general, mismatchText)
+		return formError(f.general, mismatchText)
 	}
 	if !s.allowed(user) {
 		s.refused(user, "answer", fmt.Sprintf("run %s escalation %s", meta.RunID, meta.EscalationID))
-		return formError(general, notAllowedText)
+		return formError(f.general, notAllowedText)
 	}
-	if n := utf8.RuneCountInString(words); n > maxAnswerWords {
+	if bad := f.check(); bad != nil {
+		return bad
+	}
+	run, e, bad := s.formQuestion(ctx, f, meta)
+	if bad != nil {
+		return bad
+	}
+	if _, ok := e.OptionByKey(f.key); f.key != "" && !ok {
+		return formError(f.optionBlock, fmt.Sprintf("%q is not an option of this question.", f.key))
+	}
+	saved, _, err := escalation.Resolve(ctx, s.cfg.Store, s.cfg.Queue, answerRequest(run.ID, e, user, f.key, f.words))
+	return s.resolvedForm(ctx, f, meta, e, saved, err)
+}
+
+// submittedForm is what a person submitted in the answer form, and where in it an error is shown.
+type submittedForm struct {
+	general     string // the block an error about the whole answer is shown under
+	optionBlock string // the block an error about the option is shown under
+	key, words  string
+	own         bool // the person chose to write their own answer
+}
+
+func readSubmittedForm(v slack.View) submittedForm {
+	f := submittedForm{general: generalBlock(v), optionBlock: blockAnswerOption}
+	if f.general != blockAnswerOption {
+		f.optionBlock = f.general // the form lists no options: an option chosen anyway is forged
+	}
+	f.key, f.words, f.own = submitted(v)
+	return f
+}
+
+// check refuses an answer too long or empty.
+func (f submittedForm) check() *slack.ViewSubmissionResponse {
+	if n := utf8.RuneCountInString(f.words); n > maxAnswerWords {
 		return formError(blockAnswerWords, fmt.Sprintf("Your answer is %d characters long; at most %d fit. "+
 			"Shorten it, or reply in the thread instead.", n, maxAnswerWords))
 	}
-	if key == "" && words == "" {
-		if general == blockAnswerOption && !own {
+	if f.key == "" && f.words == "" {
+		if f.general == blockAnswerOption && !f.own {
 			return formError(blockAnswerOption, "Choose an option, or write an answer below.")
 		}
 		return formError(blockAnswerWords, "Write an answer.")
 	}
+	return nil
+}
+
+// formQuestion finds the open question a form answers: its message must be the question's as orch posted it, and
+// the question still open.
+func (s *Server) formQuestion(ctx context.Context, f submittedForm, meta answerMeta) (*jobs.Run, *jobs.Escalation, *slack.ViewSubmissionResponse) {
 	ok, err := s.poster.messageOf(ctx, meta.RunID, meta.EscalationID, meta.Channel, meta.Thread, meta.TS)
 	if err != nil {
 		s.log.Warn("checking an answer form", "run_id", meta.RunID, "err", err)
-		return formError(general, unavailableText)
+		return nil, nil, formError(f.general, unavailableText)
 	}
 	if !ok {
 		s.log.Warn("an answer form whose message is not the question's", "run_id", meta.RunID, "escalation", meta.EscalationID)
-		return formError(general, mismatchText)
+		return nil, nil, formError(f.general, mismatchText)
 	}
 	run, err := s.cfg.Store.Get(ctx, meta.RunID)
 	switch {
 	case errors.Is(err, jobs.ErrRunNotFound):
-		return formError(general, mismatchText)
+		return nil, nil, formError(f.general, mismatchText)
 	case err != nil:
 		s.log.Warn("checking an answer form", "run_id", meta.RunID, "err", err)
-		return formError(general, unavailableText)
+		return nil, nil, formError(f.general, unavailableText)
 	}
 	e := run.Escalation(meta.EscalationID)
 	switch {
 	case e == nil:
-		return formError(general, mismatchText)
+		return nil, nil, formError(f.general, mismatchText)
 	case e.Resolution != nil:
-		return formError(general, alreadyAnswered(e))
+		return nil, nil, formError(f.general, alreadyAnswered(e))
 	}
-	if _, ok := e.OptionByKey(key); key != "" && !ok {
-		return formError(optionBlock, fmt.Sprintf("%q is not an option of this question.", key))
-	}
-	req := answerRequest(run.ID, e, user, key, words)
-	saved, _, err := escalation.Resolve(ctx, s.cfg.Store, s.cfg.Queue, req)
+	return run, e, nil
+}
+
+// resolvedForm is the form's response to escalation.Resolve's outcome: nil (the form closes) when the answer is saved.
+func (s *Server) resolvedForm(ctx context.Context, f submittedForm, meta answerMeta, e *jobs.Escalation, saved *jobs.Run, err error) *slack.ViewSubmissionResponse {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, escalation.ErrAlreadyResolved):
 		if r, gerr := s.cfg.Store.Get(ctx, meta.RunID); gerr == nil && r.Escalation(e.ID) != nil && r.Escalation(e.ID).Resolution != nil {
-			return formError(general, alreadyAnswered(r.Escalation(e.ID)))
+			return formError(f.general, alreadyAnswered(r.Escalation(e.ID)))
 		}
-		return formError(general, "Already answered.")
+		return formError(f.general, "Already answered.")
 	case errors.Is(err, escalation.ErrNoOpenEscalation):
-		return formError(general, "Nothing to answer: "+err.Error())
+		return formError(f.general, "Nothing to answer: "+err.Error())
 	case errors.Is(err, escalation.ErrInvalid):
 		if e.Trigger == jobs.TriggerGate {
-			return formError(optionBlock, err.Error()) // words that name none of the gate's choices
+			return formError(f.optionBlock, err.Error()) // words that name none of the gate's choices
 		}
-		return formError(general, err.Error())
+		return formError(f.general, err.Error())
 	case errors.Is(err, jobs.ErrRunNotFound):
-		return formError(general, mismatchText)
+		return formError(f.general, mismatchText)
 	case saved != nil:
 		// The answer is saved; only the queueing of the run's next step failed, and the next worker start picks
 		// it up. The form closes: asked again, the person would only be told the question is answered.
@@ -414,7 +448,7 @@ func (s *Server) submission(ctx context.Context, cb slack.InteractionCallback) *
 		return nil
 	}
 	s.log.Error("resolving from the answer form", "run_id", meta.RunID, "err", err)
-	return formError(general, unavailableText)
+	return formError(f.general, unavailableText)
 }
 
 // answerRequest is what a submission asks of escalation.Resolve: a chosen option (the words, if any, kept as the

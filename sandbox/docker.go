@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -226,31 +227,40 @@ func NewDocker(ctx context.Context, cfg DockerConfig) (*Docker, error) {
 	return d, nil
 }
 
+// fillDockerDefaults sets what cfg leaves zero to its default, then checks it.
 func fillDockerDefaults(cfg *DockerConfig) error {
-	if cfg.Image == "" {
-		cfg.Image = DefaultImage
-	}
-	if cfg.TmpfsSize == 0 {
-		cfg.TmpfsSize = 512 << 20
-	}
-	if cfg.Memory == 0 {
-		cfg.Memory = 4 << 30
-	}
-	if cfg.CPUs == 0 {
-		cfg.CPUs = 2
-	}
-	if cfg.PIDs == 0 {
-		cfg.PIDs = 1024
-	}
-	if cfg.PoolCheckEvery <= 0 {
-		cfg.PoolCheckEvery = 30 * time.Second
-	}
-	if cfg.StopGrace <= 0 {
-		cfg.StopGrace = 5 * time.Second
-	}
+	setDefault(&cfg.Image, DefaultImage)
+	setDefault(&cfg.TmpfsSize, 512<<20)
+	setDefault(&cfg.Memory, 4<<30)
+	setDefault(&cfg.CPUs, 2)
+	setDefault(&cfg.PIDs, 1024)
+	cfg.PoolCheckEvery = positiveOr(cfg.PoolCheckEvery, 30*time.Second)
+	cfg.StopGrace = positiveOr(cfg.StopGrace, 5*time.Second)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if err := checkDockerLimits(cfg); err != nil {
+		return err
+	}
+	return checkDockerPaths(cfg)
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+func positiveOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// checkDockerLimits checks the container's limits, the pool's settings and the labels.
+func checkDockerLimits(cfg *DockerConfig) error {
 	switch {
 	case cfg.User != "" && !numericUserPattern.MatchString(cfg.User):
 		return fmt.Errorf("docker: User %q: want numeric uid:gid, e.g. 1000:1000", cfg.User)
@@ -270,12 +280,15 @@ func fillDockerDefaults(cfg *DockerConfig) error {
 		return errors.New("docker: WarmPool needs WorkspaceRoot: pool containers are created before anyone knows the workspace, so they mount the directory that holds them all")
 	}
 	for k := range cfg.Labels {
-		for _, r := range reservedLabels {
-			if k == r {
-				return fmt.Errorf("docker: label %q is orch's own and cannot be set in Labels", k)
-			}
+		if slices.Contains(reservedLabels, k) {
+			return fmt.Errorf("docker: label %q is orch's own and cannot be set in Labels", k)
 		}
 	}
+	return nil
+}
+
+// checkDockerPaths checks the host paths cfg names, and cleans them.
+func checkDockerPaths(cfg *DockerConfig) error {
 	if cfg.WorkspaceRoot != "" {
 		if err := checkHostDir("WorkspaceRoot", cfg.WorkspaceRoot); err != nil {
 			return err
@@ -298,9 +311,7 @@ func fillDockerDefaults(cfg *DockerConfig) error {
 		cfg.ReadOnly[i] = filepath.Clean(p)
 	}
 	if cfg.OrchBinary != "" {
-		if err := checkStaticBinary(cfg.OrchBinary); err != nil {
-			return err
-		}
+		return checkStaticBinary(cfg.OrchBinary)
 	}
 	return nil
 }

@@ -138,78 +138,110 @@ func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, af
 	if wt == nil || before.Git == nil || after == nil {
 		return nil, nil
 	}
-	d := &delivery{}
-	if before.Git.BaseCommit != "" {
-		d.base = before.Git.BaseCommit
-	}
-	g := before.Git
-	if cur := before.Current(); cur != nil {
-		if t := after.Task(cur.ID); t != nil && t.Status.Done() && t.Commit == "" {
-			sha, err := w.cfg.Workspaces.CommitTask(ctx, *wt, before.ID, t.ID, t.Title, t.Summary)
-			if err != nil {
-				d.fail(before.ID, t.ID, "committing the task's work", err)
-			}
-			d.taskID, d.commit = t.ID, sha
-		}
-	}
-	st, err := w.cfg.Workspaces.Stat(ctx, *wt, g.BaseCommit)
+	d := &delivery{base: before.Git.BaseCommit}
+	w.commitFinished(ctx, wt, before, after, d)
+	st, err := w.cfg.Workspaces.Stat(ctx, *wt, before.Git.BaseCommit)
 	if err != nil {
 		d.fail(before.ID, "", "reading what the branch holds", err)
 		return d, nil
 	}
+	moved, err := w.moveBranch(ctx, wt, before, after, fence, st, d)
+	if err != nil {
+		return nil, err
+	}
+	if !moved {
+		return d, nil
+	}
+	d.stat = st
+	if err := w.openPullRequest(ctx, before, after, fence, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// commitFinished commits the work of the task that going from before to after finishes, if it does.
+func (w *Worker) commitFinished(ctx context.Context, wt *workspace.Worktree, before, after *jobs.Run, d *delivery) {
+	cur := before.Current()
+	if cur == nil {
+		return
+	}
+	if t := after.Task(cur.ID); t != nil && t.Status.Done() && t.Commit == "" {
+		sha, err := w.cfg.Workspaces.CommitTask(ctx, *wt, before.ID, t.ID, t.Title, t.Summary)
+		if err != nil {
+			d.fail(before.ID, t.ID, "committing the task's work", err)
+		}
+		d.taskID, d.commit = t.ID, sha
+	}
+}
+
+// moveBranch moves the run's branch to the worktree's head (st) and pushes it when the step owes the remote a push,
+// under the fence's intent. moved is false when the branch could not be moved: then d says why, and nothing else of
+// the delivery is done; an error is the fence's (the step is lost or stale) or Redis's.
+func (w *Worker) moveBranch(ctx context.Context, wt *workspace.Worktree, before, after *jobs.Run,
+	fence func(*jobs.Run) error, st workspace.Stat, d *delivery) (moved bool, err error) {
+	g := before.Git
 	from := g.Head
 	if from == "" {
 		from = g.BaseCommit
 	}
 	push := g.Push != "" && st.Commits > 0 && st.Head != g.Pushed && (d.commit != "" || after.Status.Terminal())
-	if st.Head != from || push {
-		moving, err := w.intend(ctx, before.ID, fence, st.Head)
+	if st.Head == from && !push {
+		return true, nil
+	}
+	moving, err := w.intend(ctx, before.ID, fence, st.Head)
+	if err != nil {
+		return false, err
+	}
+	if st.Head != from {
+		if err := w.cfg.Workspaces.MoveBranch(ctx, *wt, from, moving); err != nil {
+			// The task's commit is not on the branch: it is not the task's.
+			d.fail(before.ID, d.taskID, "moving the run's branch to the task's commit", err)
+			d.commit = ""
+			if errors.Is(err, workspace.ErrMoved) {
+				d.elsewhere = safetext.Redact(err.Error())
+			}
+			return false, nil
+		}
+		d.moved = true
+	}
+	if !push {
+		return true, nil
+	}
+	if err := w.cfg.Workspaces.Push(ctx, *wt, g.Push, g.Branch, g.Pushed, moving); err != nil {
+		d.fail(before.ID, d.taskID, "pushing the run's branch", err)
+		return true, nil
+	}
+	d.pushed = st.Head
+	d.events = append(d.events, jobs.NewEvent(before.ID, d.taskID, jobs.BranchPushedEvent{Remote: g.Push,
+		Branch: g.Branch, Commit: workspace.Short(st.Head)}))
+	return true, nil
+}
+
+// openPullRequest opens the pull request of a run that going to after completes: of the branch as pushed (no push,
+// no pull request), and only by the step's owner, as a push is.
+func (w *Worker) openPullRequest(ctx context.Context, before, after *jobs.Run, fence func(*jobs.Run) error, d *delivery) error {
+	g, st := before.Git, d.stat
+	if after.Status != jobs.RunCompleted || w.cfg.PullRequests == nil || g.PullRequest != "" || st.Commits == 0 ||
+		g.Push == "" || (d.pushed == "" && g.Pushed != st.Head) {
+		return nil
+	}
+	// When this delivery pushed nothing, no intent checked its fence yet.
+	if d.pushed == "" {
+		r, err := w.cfg.Store.Get(ctx, before.ID)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if st.Head != from {
-			if err := w.cfg.Workspaces.MoveBranch(ctx, *wt, from, moving); err != nil {
-				// The task's commit is not on the branch: it is not the task's.
-				d.fail(before.ID, d.taskID, "moving the run's branch to the task's commit", err)
-				d.commit = ""
-				if errors.Is(err, workspace.ErrMoved) {
-					d.elsewhere = safetext.Redact(err.Error())
-				}
-				return d, nil
-			}
-			d.moved = true
-		}
-		if push {
-			if err := w.cfg.Workspaces.Push(ctx, *wt, g.Push, g.Branch, g.Pushed, moving); err != nil {
-				d.fail(before.ID, d.taskID, "pushing the run's branch", err)
-			} else {
-				d.pushed = st.Head
-				d.events = append(d.events, jobs.NewEvent(before.ID, d.taskID, jobs.BranchPushedEvent{Remote: g.Push,
-					Branch: g.Branch, Commit: workspace.Short(st.Head)}))
-			}
+		if err := fence(r); err != nil {
+			return err
 		}
 	}
-	d.stat = st
-	// The pull request is of the branch as pushed: no push, no pull request.
-	if after.Status == jobs.RunCompleted && w.cfg.PullRequests != nil && g.PullRequest == "" && st.Commits > 0 &&
-		g.Push != "" && (d.pushed != "" || g.Pushed == st.Head) {
-		// A pull request is a post on the forge, as a push is a move on the remote: only the step's owner opens it.
-		// When this delivery pushed nothing, no intent checked its fence yet.
-		if d.pushed == "" {
-			if r, err := w.cfg.Store.Get(ctx, before.ID); err != nil {
-				return nil, err
-			} else if err := fence(r); err != nil {
-				return nil, err
-			}
-		}
-		record(after, d)
-		url, err := w.cfg.PullRequests(ctx, after)
-		if err != nil {
-			d.fail(before.ID, "", "opening the pull request", err)
-		}
-		d.pr = url
+	record(after, d)
+	url, err := w.cfg.PullRequests(ctx, after)
+	if err != nil {
+		d.fail(before.ID, "", "opening the pull request", err)
 	}
-	return d, nil
+	d.pr = url
+	return nil
 }
 
 func (d *delivery) fail(runID, taskID, what string, err error) {

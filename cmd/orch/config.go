@@ -262,28 +262,52 @@ func describeRedis(url, stateDir string) string {
 // orch is given (Redis, the repository, the web services it calls) and the address it serves on. A URL that does
 // not parse is named, with its credentials hidden, and exits 2.
 func (a *app) checkEnvironment(cmd *cobra.Command) error {
-	s := a.set
+	for _, check := range []func(*cobra.Command) error{a.checkCredentials, a.checkRedisURL, a.checkServiceURLs,
+		a.checkHeaders, a.checkGitURLs, a.checkAgentPass, a.checkHTTPAddr} {
+		if err := check(cmd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkCredentials refuses a credential pasted with its line break or a space around it, which would fail much
+// later, at the first call that sends it (a pull request at the end of a run), without echoing it.
+func (a *app) checkCredentials(*cobra.Command) error {
 	for _, k := range secretEnv {
-		// A credential pasted with its line break or a space around it would fail much later, at the first call that
-		// sends it (a pull request at the end of a run): refused here, without echoing it.
 		if v := a.env(k); v != "" && strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
 			return usageErr("%s holds a space, a tab or a line break: set it to the credential alone", k)
 		}
 	}
+	return nil
+}
+
+func (a *app) checkRedisURL(cmd *cobra.Command) error {
+	s := a.set
 	if v := s.lookup(cmd, "redis", "ORCH_REDIS_URL", "redis", s.file.Redis, ""); v.v != "" {
 		if _, err := store.ParseRedisURL(v.v); err != nil {
 			return usageErr("%s: %s is not a Redis URL (%s): want redis://HOST:PORT[/DB] or rediss://…, or redis+sentinel://HOST:PORT[,HOST:PORT…]/MASTER[/DB] for a primary that Redis Sentinel elects, with USER:PASSWORD@ before the hosts when it needs them",
 				settingName(v, "--redis"), safetext.OneLine(redactURL(v.v), 200), a.secrets.scrub(urlErrorDetail(err)))
 		}
 	}
+	return nil
+}
+
+// checkServiceURLs checks the URLs of the web services orch calls or is reached at.
+func (a *app) checkServiceURLs(*cobra.Command) error {
 	for _, k := range []string{"SLACK_API_URL", "ORCH_GITHUB_API_URL", "ORCH_NOTIFY_WEBHOOK", "OTEL_EXPORTER_OTLP_ENDPOINT",
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ORCH_PUBLIC_URL"} {
 		if err := a.checkHTTPURL(k, a.env(k)); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// checkHeaders checks the exporter's headers: it logs a header it cannot read, value and all, so orch refuses it
+// first, and shows no value.
+func (a *app) checkHeaders(*cobra.Command) error {
 	for _, k := range headerEnv {
-		// The exporter logs a header it cannot read, value and all: orch refuses it first, and shows no value.
 		v := a.env(k)
 		if v == "" {
 			continue
@@ -299,13 +323,19 @@ func (a *app) checkEnvironment(cmd *cobra.Command) error {
 			}
 		}
 	}
+	return nil
+}
+
+// checkGitURLs checks the repository and the push remote where they are URLs: a remote's name, a path and scp-like
+// user@host:path are not, and what says it is one must parse.
+func (a *app) checkGitURLs(cmd *cobra.Command) error {
+	s := a.set
 	repo := s.lookup(cmd, "repo", "ORCH_REPO", "git.repo", s.file.Git.Repo, "")
 	push := s.lookup(cmd, "", "ORCH_GIT_PUSH", "git.push", s.file.Git.Push, "")
 	for _, g := range []struct {
 		v    setting
 		flag string
 	}{{repo, "--repo"}, {push, "ORCH_GIT_PUSH"}} {
-		// A remote's name, a path and scp-like user@host:path are not URLs; what says it is one must parse.
 		if !strings.Contains(g.v.v, "://") {
 			continue
 		}
@@ -317,9 +347,15 @@ func (a *app) checkEnvironment(cmd *cobra.Command) error {
 			return usageErr("%s: %s is not a git URL (%s)", settingName(g.v, g.flag), safetext.OneLine(redactURL(g.v.v), 200), detail)
 		}
 	}
-	if _, err := a.agentPass(cmd); err != nil {
-		return err
-	}
+	return nil
+}
+
+func (a *app) checkAgentPass(cmd *cobra.Command) error {
+	_, err := a.agentPass(cmd)
+	return err
+}
+
+func (a *app) checkHTTPAddr(*cobra.Command) error {
 	if v := a.env("ORCH_HTTP_ADDR"); v != "" {
 		_, port, err := net.SplitHostPort(v)
 		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
