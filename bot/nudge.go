@@ -86,20 +86,20 @@ func (q QuietHours) String() string {
 // thread and sent to whoever started the run as a direct message, outside the quiet hours, until it is answered.
 // A bot that was down for several intervals sends one nudge, not one per interval missed.
 func (p *poster) nudge(ctx context.Context, run *jobs.Run, st *runState) error {
-	every := p.s.cfg.NudgeAfter
+	every := p.cfg.NudgeAfter
 	e := run.OpenEscalation()
 	if every <= 0 || e == nil || run.Status.Terminal() || st.Esc[e.ID] == "" || st.RootTS == "" {
 		return nil
 	}
-	now := p.s.cfg.Now()
+	now := p.cfg.Now()
 	sent := st.Nudges[e.ID]
 	waited := now.Sub(e.CreatedAt)
-	if waited < time.Duration(sent+1)*every || p.s.cfg.QuietHours.Quiet(now) {
+	if waited < time.Duration(sent+1)*every || p.cfg.QuietHours.Quiet(now) {
 		return nil
 	}
 	question := escapeCut(headLine(e.Question), maxLine, false)
 	where := ""
-	if link := p.s.threadLink(st.Channel, st.Esc[e.ID]); link != "" {
+	if link := p.link(st.Channel, st.Esc[e.ID]); link != "" {
 		link += "?thread_ts=" + st.RootTS + "&cid=" + st.Channel
 		where = " " + slackLink(link, "Answer it")
 	}

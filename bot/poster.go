@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,7 +53,13 @@ func threadKey(channel, threadTS string) string { return channel + ":" + threadT
 // an event's messages before it moves past the event, so a Slack outage delays messages but loses none, and a
 // thread's messages stay in order.
 type poster struct {
-	s        *Server
+	cfg   Config
+	log   *slog.Logger
+	api   *slack.Client
+	homes *homes // the Home tabs an event changes
+	// link is the address of a message in the workspace ("" until the bot knows its workspace's address).
+	link func(channel, ts string) string
+
 	mirror   *store.Mirror
 	stop     chan struct{}
 	done     chan struct{}
@@ -61,9 +68,9 @@ type poster struct {
 	pace *pacer // per channel: Slack allows about one message a second
 }
 
-func newPoster(s *Server) *poster {
-	return &poster{s: s, mirror: s.cfg.Store.Mirror(mirrorName), stop: make(chan struct{}), done: make(chan struct{}),
-		pace: newPacer(s.cfg.PostInterval, s.log)}
+func newPoster(cfg Config, log *slog.Logger, api *slack.Client, homes *homes, link func(channel, ts string) string) *poster {
+	return &poster{cfg: cfg, log: log, api: api, homes: homes, link: link, mirror: cfg.Store.Mirror(mirrorName),
+		stop: make(chan struct{}), done: make(chan struct{}), pace: newPacer(cfg.PostInterval, log)}
 }
 
 func (p *poster) start() {
@@ -83,7 +90,7 @@ func (p *poster) loop() {
 	defer cancel()
 	go func() { <-p.stop; cancel() }()
 	p.adopt(ctx)
-	t := time.NewTicker(p.s.cfg.PollInterval)
+	t := time.NewTicker(p.cfg.PollInterval)
 	defer t.Stop()
 	for {
 		p.pass(ctx)
@@ -97,9 +104,9 @@ func (p *poster) loop() {
 
 // adopt follows the Slack runs that have not reached their final message: after a restart nothing is forgotten.
 func (p *poster) adopt(ctx context.Context) {
-	runs, err := p.s.cfg.Store.List(ctx, 500)
+	runs, err := p.cfg.Store.List(ctx, 500)
 	if err != nil {
-		p.s.log.Warn("looking for Slack runs to follow", "err", err)
+		p.log.Warn("looking for Slack runs to follow", "err", err)
 		return
 	}
 	for _, r := range runs {
@@ -111,7 +118,7 @@ func (p *poster) adopt(ctx context.Context) {
 			err = p.mirror.Follow(ctx, r.ID)
 		}
 		if err != nil {
-			p.s.log.Warn("looking for Slack runs to follow", "err", err)
+			p.log.Warn("looking for Slack runs to follow", "err", err)
 			return
 		}
 	}
@@ -132,7 +139,7 @@ func (p *poster) pass(ctx context.Context) {
 	ids, err := p.mirror.Followed(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			p.s.log.Warn("listing followed runs", "err", err)
+			p.log.Warn("listing followed runs", "err", err)
 		}
 		return
 	}
@@ -149,7 +156,7 @@ func (p *poster) pass(ctx context.Context) {
 		wg.Go(func() {
 			defer func() { <-workers }()
 			if err := p.sync(ctx, id); err != nil && ctx.Err() == nil {
-				p.s.log.Warn("updating a run's Slack thread; will try again", "run_id", id, "err", err)
+				p.log.Warn("updating a run's Slack thread; will try again", "run_id", id, "err", err)
 			}
 		})
 	}
@@ -203,11 +210,11 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 	}
 	// Events first, then the run: a run and its events are written together, so the run read after the events is at
 	// least as new as every event read (the other order could miss the answer an event speaks of).
-	events, err := p.s.cfg.Store.Events(ctx, runID, st.Cursor, 0)
+	events, err := p.cfg.Store.Events(ctx, runID, st.Cursor, 0)
 	if err != nil {
 		return err
 	}
-	run, err := p.s.cfg.Store.Get(ctx, runID)
+	run, err := p.cfg.Store.Get(ctx, runID)
 	if errors.Is(err, jobs.ErrRunNotFound) {
 		return p.mirror.Unfollow(ctx, runID)
 	}
@@ -230,7 +237,7 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 		return err
 	}
 	if err := p.nudge(ctx, run, &st); err != nil {
-		p.s.log.Warn("nudging about a question", "run_id", runID, "err", err)
+		p.log.Warn("nudging about a question", "run_id", runID, "err", err)
 	}
 	if len(events) == 0 {
 		return nil
@@ -239,7 +246,7 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 	defer func() {
 		if progress {
 			if err := p.progress(ctx, run, &st); err != nil {
-				p.s.log.Warn("updating the progress message", "run_id", runID, "err", err)
+				p.log.Warn("updating the progress message", "run_id", runID, "err", err)
 			}
 		}
 	}()
@@ -292,8 +299,8 @@ func unpostable(err error) (string, bool) {
 // following it.
 func (p *poster) cannotPost(ctx context.Context, run *jobs.Run, channel, code string) error {
 	reason := fmt.Sprintf("orch cannot post in channel %s (%s): invite the bot there (/invite @orch), or ask in a channel it is in", channel, code)
-	p.s.log.Error("a run's channel takes no message from the bot; aborting the run", "run_id", run.ID, "channel", channel, "err", code)
-	if _, err := escalation.Abort(ctx, p.s.cfg.Store, p.s.cfg.Queue, run.ID, "orch", "slack", reason); err != nil &&
+	p.log.Error("a run's channel takes no message from the bot; aborting the run", "run_id", run.ID, "channel", channel, "err", code)
+	if _, err := escalation.Abort(ctx, p.cfg.Store, p.cfg.Queue, run.ID, "orch", "slack", reason); err != nil &&
 		!errors.Is(err, escalation.ErrNoOpenEscalation) {
 		return fmt.Errorf("aborting run %s, which cannot be posted: %w", run.ID, err)
 	}
@@ -302,7 +309,7 @@ func (p *poster) cannotPost(ctx context.Context, run *jobs.Run, channel, code st
 			escapeCut(reason, maxLine*2, false))
 		if _, err := p.post(ctx, o.User, "", newMessage(escapeCut("Run "+run.ID+" was stopped: "+reason, maxFallbackText, false),
 			[]slack.Block{sectionBlock(text)})); err != nil {
-			p.s.log.Warn("telling a requester their run was stopped", "run_id", run.ID, "err", err)
+			p.log.Warn("telling a requester their run was stopped", "run_id", run.ID, "err", err)
 		}
 	}
 	if err := p.save(ctx, run.ID, fieldFinal, "1"); err != nil {
@@ -318,7 +325,7 @@ func (p *poster) rootMessage(run *jobs.Run) Message {
 	if o.ThreadTS == "" {
 		return m
 	}
-	if link := p.s.threadLink(o.Channel, o.ThreadTS); link != "" {
+	if link := p.link(o.Channel, o.ThreadTS); link != "" {
 		what := "Asked in " + slackLink(link, "a conversation")
 		if run.FollowUpOf != "" {
 			what = "Follows up run " + inlineCode(run.FollowUpOf, maxActionField) + ": " + slackLink(link, "its thread")
@@ -342,7 +349,7 @@ func (p *poster) pointer(ctx context.Context, run *jobs.Run, st *runState) error
 		}
 	}
 	where := "its thread is in this channel"
-	if link := p.s.threadLink(st.Channel, st.RootTS); link != "" {
+	if link := p.link(st.Channel, st.RootTS); link != "" {
 		where = slackLink(link, "follow it in its thread")
 	}
 	text := fmt.Sprintf("On it: run %s, %s.", inlineCode(run.ID, maxActionField), where)
@@ -360,7 +367,7 @@ func (p *poster) pointer(ctx context.Context, run *jobs.Run, st *runState) error
 
 // linkFollowUp records run on the run it follows up, and shows it on that run's root message.
 func (p *poster) linkFollowUp(ctx context.Context, run *jobs.Run) error {
-	parent, err := p.s.cfg.Store.Update(ctx, run.FollowUpOf, func(r *jobs.Run, c *jobs.Change) error {
+	parent, err := p.cfg.Store.Update(ctx, run.FollowUpOf, func(r *jobs.Run, c *jobs.Change) error {
 		if !slices.Contains(r.FollowUps, run.ID) {
 			r.FollowUps = append(r.FollowUps, run.ID)
 		}
@@ -377,7 +384,7 @@ func (p *poster) linkFollowUp(ctx context.Context, run *jobs.Run) error {
 		err = p.update(ctx, pst.Channel, pst.RootTS, p.rootMessage(parent))
 	}
 	if err != nil {
-		p.s.log.Warn("showing a follow-up on its run's root message", "run_id", parent.ID, "err", err)
+		p.log.Warn("showing a follow-up on its run's root message", "run_id", parent.ID, "err", err)
 	}
 	return nil
 }
@@ -385,7 +392,7 @@ func (p *poster) linkFollowUp(ctx context.Context, run *jobs.Run) error {
 // event posts what one event means for the thread: a question, its answer, a pause, the end. shown is false for the
 // events that only the progress message reflects.
 func (p *poster) event(ctx context.Context, run *jobs.Run, st *runState, ev jobs.Event) (shown bool, err error) {
-	p.s.homes.event(run, ev) // the Home tabs it changes are refreshed off this path
+	p.homes.event(run, ev) // the Home tabs it changes are refreshed off this path
 	switch b := ev.Body.(type) {
 	case jobs.EscalationEvent:
 		return true, p.question(ctx, run, st, b.EscalationID)
@@ -452,7 +459,7 @@ func (p *poster) progress(ctx context.Context, run *jobs.Run, st *runState) erro
 		p.pace.progress(channel, ts, func(ctx context.Context) error { return p.sendProgress(ctx, runID, channel, ts) })
 		return nil
 	}
-	recent, err := p.s.cfg.Store.Recent(ctx, run.ID, recentEvents)
+	recent, err := p.cfg.Store.Recent(ctx, run.ID, recentEvents)
 	if err != nil {
 		return err
 	}
@@ -469,19 +476,19 @@ func (p *poster) progress(ctx context.Context, run *jobs.Run, st *runState) erro
 func (p *poster) sendProgress(ctx context.Context, runID, channel, ts string) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	run, err := p.s.cfg.Store.Get(ctx, runID)
+	run, err := p.cfg.Store.Get(ctx, runID)
 	if errors.Is(err, jobs.ErrRunNotFound) {
 		return nil // pruned meanwhile
 	}
 	if err != nil {
 		return err
 	}
-	recent, err := p.s.cfg.Store.Recent(ctx, runID, recentEvents)
+	recent, err := p.cfg.Store.Recent(ctx, runID, recentEvents)
 	if err != nil {
 		return err
 	}
 	m := ProgressMessage(run, recent)
-	_, _, _, err = p.s.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...))
+	_, _, _, err = p.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...))
 	return err
 }
 
@@ -494,7 +501,7 @@ func (p *poster) post(ctx context.Context, channel, threadTS string, m Message) 
 	var ts string
 	err := p.call(ctx, channel, func(ctx context.Context) error {
 		var err error
-		_, ts, err = p.s.api.PostMessageContext(ctx, channel, opts...)
+		_, ts, err = p.api.PostMessageContext(ctx, channel, opts...)
 		return err
 	})
 	return ts, err
@@ -503,7 +510,7 @@ func (p *poster) post(ctx context.Context, channel, threadTS string, m Message) 
 // update replaces a message in place.
 func (p *poster) update(ctx context.Context, channel, ts string, m Message) error {
 	return p.call(ctx, channel, func(ctx context.Context) error {
-		_, _, _, err := p.s.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...))
+		_, _, _, err := p.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...))
 		return err
 	})
 }
@@ -515,7 +522,7 @@ const slackTries = 6
 // returned at once: the next pass tries again.
 func (p *poster) call(ctx context.Context, channel string, fn func(context.Context) error) error {
 	retry := backoff.Retry{Tries: slackTries, OnRetry: func(_ int, _ error, wait time.Duration) {
-		p.s.log.Info("Slack asked to slow down", "channel", channel, "retry_after", wait)
+		p.log.Info("Slack asked to slow down", "channel", channel, "retry_after", wait)
 	}}
 	return retry.Do(ctx, func(ctx context.Context) error {
 		release, err := p.pace.turn(ctx, channel)
@@ -579,6 +586,6 @@ func (p *poster) runOfThread(ctx context.Context, channel, threadTS string) (str
 
 // auditRefusal records a request from someone not allowed to make it.
 func (p *poster) auditRefusal(ctx context.Context, user, what, detail string) error {
-	return p.s.cfg.Store.AuditOutsideRuns(ctx, jobs.AuditEntry{Action: "refused", Detail: what + ": " + detail,
+	return p.cfg.Store.AuditOutsideRuns(ctx, jobs.AuditEntry{Action: "refused", Detail: what + ": " + detail,
 		By: user, Via: "slack"})
 }

@@ -635,8 +635,8 @@ func TestPosterReadsEventsWithTheirRun(t *testing.T) {
 func TestPosterCall(t *testing.T) {
 	// A poster of its own: call uses neither Redis nor Slack's API but through fn.
 	newPosterEvery := func(every time.Duration) *poster {
-		return newPoster(&Server{cfg: Config{Store: store.New(nil, nil), PostInterval: every},
-			log: slog.New(slog.DiscardHandler)})
+		return newPoster(Config{Store: store.New(nil, nil), PostInterval: every}, slog.New(slog.DiscardHandler), nil, nil,
+			func(string, string) string { return "" })
 	}
 	limited := func(after time.Duration) error { return &slack.RateLimitedError{RetryAfter: after} }
 

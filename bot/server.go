@@ -172,9 +172,9 @@ func New(cfg Config) (*Server, error) {
 	// Work Slack holds a deadline over (a form to open within its trigger's 3 s, a form submission to answer within
 	// 3 s) has workers of its own: it never waits behind a backlog of other work.
 	s.urgent = newPool(urgentWorkers, urgentBacklog, cfg.Log)
-	s.poster = newPoster(s)
 	s.limits = newRunLimits(cfg.UserRuns, cfg.ChannelRuns, cfg.Now)
 	s.homes = newHomes(s)
+	s.poster = newPoster(cfg, cfg.Log, s.api, s.homes, s.threadLink)
 	return s, nil
 }
 

@@ -201,54 +201,69 @@ func (p *parser) block(sc *scope, open int) error {
 	}
 }
 
+// statement parses one statement of a graph's body: a subgraph, a default list (graph, node, edge), or a statement
+// that starts with an id.
 func (p *parser) statement(sc *scope) error {
 	t := p.tok
 	switch {
 	case t.kind == tokLBrace:
 		return p.subgraph(sc, "", t.line)
 	case p.keyword("subgraph"):
-		if err := p.advance(); err != nil {
-			return err
-		}
-		name := ""
-		if p.tok.kind == tokWord || p.tok.kind == tokString {
-			name = p.tok.text
-			if err := p.advance(); err != nil {
-				return err
-			}
-		}
-		if p.tok.kind != tokLBrace {
-			return p.errorf(p.tok.line, "expected '{' after \"subgraph\", found %s", p.tok.describe())
-		}
-		return p.subgraph(sc, name, t.line)
+		return p.namedSubgraph(sc, t)
 	case p.keyword("graph"), p.keyword("node"), p.keyword("edge"):
-		kw := strings.ToLower(t.text)
-		if err := p.advance(); err != nil {
-			return err
-		}
-		if p.tok.kind != tokLBracket {
-			return p.errorf(p.tok.line, "expected '[' after %q, found %s", kw, p.tok.describe())
-		}
-		attrs, err := p.attrLists()
-		if err != nil {
-			return err
-		}
-		switch kw {
-		case "graph":
-			return p.setGraphAttrs(sc, attrs)
-		case "node":
-			sc.nodeDefaults = merged(sc.nodeDefaults, attrs)
-		default:
-			sc.edgeDefaults = merged(sc.edgeDefaults, attrs)
-		}
-		return nil
+		return p.defaults(sc, t)
 	case p.keyword("digraph") || p.keyword("strict"):
 		return p.errorf(t.line, "a graph cannot hold another graph: a pipeline file holds one digraph")
 	case t.kind != tokWord && t.kind != tokString:
 		return p.errorf(t.line, "unexpected %s: expected a node, an edge, an attribute or a subgraph", t.describe())
 	}
+	return p.idStatement(sc, t)
+}
 
-	// An id: a graph attribute (k = v), an edge chain, or a node.
+// namedSubgraph parses "subgraph [NAME] { … }", the keyword being t.
+func (p *parser) namedSubgraph(sc *scope, t token) error {
+	if err := p.advance(); err != nil {
+		return err
+	}
+	name := ""
+	if p.tok.kind == tokWord || p.tok.kind == tokString {
+		name = p.tok.text
+		if err := p.advance(); err != nil {
+			return err
+		}
+	}
+	if p.tok.kind != tokLBrace {
+		return p.errorf(p.tok.line, "expected '{' after \"subgraph\", found %s", p.tok.describe())
+	}
+	return p.subgraph(sc, name, t.line)
+}
+
+// defaults parses "graph [ … ]", "node [ … ]" or "edge [ … ]", the keyword being t.
+func (p *parser) defaults(sc *scope, t token) error {
+	kw := strings.ToLower(t.text)
+	if err := p.advance(); err != nil {
+		return err
+	}
+	if p.tok.kind != tokLBracket {
+		return p.errorf(p.tok.line, "expected '[' after %q, found %s", kw, p.tok.describe())
+	}
+	attrs, err := p.attrLists()
+	if err != nil {
+		return err
+	}
+	switch kw {
+	case "graph":
+		return p.setGraphAttrs(sc, attrs)
+	case "node":
+		sc.nodeDefaults = merged(sc.nodeDefaults, attrs)
+	default:
+		sc.edgeDefaults = merged(sc.edgeDefaults, attrs)
+	}
+	return nil
+}
+
+// idStatement parses a statement that starts with the id t: a graph attribute (k = v), an edge chain, or a node.
+func (p *parser) idStatement(sc *scope, t token) error {
 	if err := p.advance(); err != nil {
 		return err
 	}

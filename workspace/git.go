@@ -164,20 +164,6 @@ const DefaultStall = 45 * time.Second
 
 // run runs c with args and returns its standard output, trimmed (or "" when c.stdout takes it).
 func (c gitCmd) run(ctx context.Context, args ...string) (string, error) {
-	full := make([]string, 0, 2*(len(safety)+len(offline))+8+len(args))
-	for _, kv := range safety {
-		full = append(full, "-c", kv)
-	}
-	if c.remote == "" {
-		for _, kv := range offline {
-			full = append(full, "-c", kv)
-		}
-	} else {
-		for _, kv := range protocolRules(c.remote) {
-			full = append(full, "-c", kv)
-		}
-	}
-	full = append(full, "--no-pager")
 	dir := c.workTree
 	if dir == "" {
 		// A git directory named without a work tree takes the current directory for one: the git directory itself,
@@ -188,34 +174,10 @@ func (c gitCmd) run(ctx context.Context, args ...string) (string, error) {
 		if err := noCommondir(c.gitDir); err != nil {
 			return "", err
 		}
-		full = append(full, "--git-dir="+c.gitDir, "--work-tree="+dir)
 	}
-	full = append(full, args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd := exec.CommandContext(ctx, "git", c.args(dir, args)...)
 	cmd.Dir = dir
-	cmd.Env = append(baseEnv(), c.env...)
-	if !c.plain {
-		// The git directory is its own common directory: a "commondir" file written into it (git follows one to the
-		// directory whose config, refs and hooks it then uses) is not read.
-		cmd.Env = append(cmd.Env, "GIT_COMMON_DIR="+c.gitDir)
-	}
-	if c.objects != "" {
-		cmd.Env = append(cmd.Env, "GIT_OBJECT_DIRECTORY="+c.objects)
-	}
-	if len(c.alternates) > 0 {
-		cmd.Env = append(cmd.Env, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+strings.Join(c.alternates, string(os.PathListSeparator)))
-	}
-	if c.userConfig {
-		for _, k := range networkEnv {
-			if v, ok := os.LookupEnv(k); ok {
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
-		}
-	} else {
-		// No configuration of the user's or the system's; the per-user ignore and attributes files HOME would lead
-		// to are /dev/null (offline).
-		cmd.Env = append(cmd.Env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+dir)
-	}
+	cmd.Env = c.environ(dir)
 	if c.owner != "" {
 		if cmd.SysProcAttr = asOwner(c.owner); cmd.SysProcAttr != nil && c.userConfig {
 			// Another user's git cannot read root's configuration; the network needs nothing of it.
@@ -243,17 +205,7 @@ func (c gitCmd) run(ctx context.Context, args ...string) (string, error) {
 		}
 		stalled = watchStall(cmd, stderr, stall)
 	}
-	err := cmd.Start()
-	if err == nil {
-		if stalled != nil {
-			stalled.start()
-		}
-		err = cmd.Wait()
-		if stalled != nil {
-			stalled.stop()
-		}
-	}
-	if err != nil {
+	if err := runWatched(cmd, stalled); err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
@@ -264,6 +216,68 @@ func (c gitCmd) run(ctx context.Context, args ...string) (string, error) {
 		return "", &gitError{args: args, stderr: stderr.String(), err: err}
 	}
 	return strings.TrimSpace(stdout.String()), nil
+}
+
+// args is git's command line for args: orch's safety settings, the protocols allowed (none offline), and the git
+// and work directories, before args.
+func (c gitCmd) args(dir string, args []string) []string {
+	full := make([]string, 0, 2*(len(safety)+len(offline))+8+len(args))
+	for _, kv := range safety {
+		full = append(full, "-c", kv)
+	}
+	rules := offline
+	if c.remote != "" {
+		rules = protocolRules(c.remote)
+	}
+	for _, kv := range rules {
+		full = append(full, "-c", kv)
+	}
+	full = append(full, "--no-pager")
+	if !c.plain {
+		full = append(full, "--git-dir="+c.gitDir, "--work-tree="+dir)
+	}
+	return append(full, args...)
+}
+
+// environ is git's environment: orch's base, c's own, the object directories c names, and either the user's
+// network settings (userConfig) or no configuration of the user's or the system's at all.
+func (c gitCmd) environ(dir string) []string {
+	env := append(baseEnv(), c.env...)
+	if !c.plain {
+		// The git directory is its own common directory: a "commondir" file written into it (git follows one to the
+		// directory whose config, refs and hooks it then uses) is not read.
+		env = append(env, "GIT_COMMON_DIR="+c.gitDir)
+	}
+	if c.objects != "" {
+		env = append(env, "GIT_OBJECT_DIRECTORY="+c.objects)
+	}
+	if len(c.alternates) > 0 {
+		env = append(env, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+strings.Join(c.alternates, string(os.PathListSeparator)))
+	}
+	if !c.userConfig {
+		// No configuration of the user's or the system's; the per-user ignore and attributes files HOME would lead
+		// to are /dev/null (offline).
+		return append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+dir)
+	}
+	for _, k := range networkEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// runWatched starts cmd and waits for it, with the stall watch (if any) running meanwhile.
+func runWatched(cmd *exec.Cmd, stalled *stallWatch) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if stalled == nil {
+		return cmd.Wait()
+	}
+	stalled.start()
+	defer stalled.stop()
+	return cmd.Wait()
 }
 
 // ErrStalled says a remote stopped answering in the middle of a git command.
