@@ -211,61 +211,55 @@ var (
 	readTools = []string{"Read", "Glob", "Grep", "LS"}
 )
 
-// matches reports whether rule r names call c.
+// matches reports whether rule r names call c: its tool, then its specifier (a rule without one names every call of
+// its tool; an MCP rule has none).
 func (r Rule) matches(c Call, in map[string]any, pl place) bool {
+	if !r.names(c.Tool) {
+		return false
+	}
+	if !r.HasSpec || strings.HasPrefix(r.Tool, "mcp__") {
+		return true
+	}
+	return r.specMatches(c, in, pl)
+}
+
+// names reports whether r's tool covers tool: Edit and Read cover their groups, an MCP rule its server's tools (or
+// one of them), Agent and Task each other.
+func (r Rule) names(tool string) bool {
 	switch {
-	case r.Tool == "Bash":
-		if c.Tool != "Bash" {
-			return false
-		}
-		if !r.HasSpec {
-			return true
-		}
+	case r.Tool == "Edit":
+		return tool == r.Tool || slices.Contains(editTools, tool)
+	case r.Tool == "Read":
+		return tool == r.Tool || slices.Contains(readTools, tool)
+	case strings.HasPrefix(r.Tool, "mcp__"):
+		// mcp__server names every tool of the server, mcp__server__tool one of them.
+		return tool == r.Tool || strings.HasPrefix(tool, r.Tool+"__") ||
+			(strings.HasSuffix(r.Tool, "__*") && strings.HasPrefix(tool, strings.TrimSuffix(r.Tool, "*")))
+	case r.Tool == "Agent" || r.Tool == "Task":
+		return tool == "Agent" || tool == "Task"
+	}
+	return tool == r.Tool
+}
+
+// specMatches reports whether r's specifier matches call c of a tool r names.
+func (r Rule) specMatches(c Call, in map[string]any, pl place) bool {
+	switch r.Tool {
+	case "Bash":
 		cmd, _ := in["command"].(string)
 		return bashMatches(r.Spec, strings.TrimSpace(cmd))
-	case r.Tool == "Edit" || r.Tool == "Read":
-		group := editTools
-		if r.Tool == "Read" {
-			group = readTools
-		}
-		if !slices.Contains(group, c.Tool) && c.Tool != r.Tool {
-			return false
-		}
-		if !r.HasSpec {
-			return true
-		}
+	case "Edit", "Read":
 		p := callPath(c.Tool, in, pl)
 		return p != "" && pathMatches(r.Spec, p, pl)
-	case r.Tool == "WebFetch":
-		if c.Tool != "WebFetch" {
-			return false
-		}
-		if !r.HasSpec {
-			return true
-		}
+	case "WebFetch":
 		domain, ok := strings.CutPrefix(r.Spec, "domain:")
 		raw, _ := in["url"].(string)
 		u, err := url.Parse(raw)
 		return ok && err == nil && strings.EqualFold(u.Hostname(), domain)
-	case strings.HasPrefix(r.Tool, "mcp__"):
-		// mcp__server names every tool of the server, mcp__server__tool one of them.
-		return c.Tool == r.Tool || strings.HasPrefix(c.Tool, r.Tool+"__") ||
-			(strings.HasSuffix(r.Tool, "__*") && strings.HasPrefix(c.Tool, strings.TrimSuffix(r.Tool, "*")))
-	case r.Tool == "Agent" || r.Tool == "Task":
-		if c.Tool != "Agent" && c.Tool != "Task" {
-			return false
-		}
+	case "Agent", "Task":
 		sub, _ := in["subagent_type"].(string)
-		return !r.HasSpec || sub == r.Spec
-	default:
-		if c.Tool != r.Tool {
-			return false
-		}
-		if !r.HasSpec {
-			return true
-		}
-		return globMatch(r.Spec, inputString(in))
+		return sub == r.Spec
 	}
+	return globMatch(r.Spec, inputString(in))
 }
 
 // inputString is the one string input of a tool that has one, for rules on tools orch does not know.

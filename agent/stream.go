@@ -469,42 +469,8 @@ func (p *claudeParser) Finish(exitCode int, stderr []byte) Result {
 	total.add(p.anonUsage)
 	r.NumTurns = p.foldedTurns + len(p.msgUsage)
 	errs := p.errs.list()
-
-	res := p.res
-	if res != nil {
-		// The result line speaks for the session that finished, whatever other lines said before it.
-		if res.sessionID != "" {
-			r.SessionID = res.sessionID
-		}
-		r.Subtype = res.subtype
-		r.Success = res.subtype == "success" && !res.isError && exitCode == 0
-		r.StopReason = res.stopReason
-		if res.stopReason == "tool_deferred" && res.deferred != nil {
-			r.Paused = res.deferred
-		}
-		for _, d := range res.denials {
-			r.Denied = appendCall(r.Denied, d)
-		}
-		switch {
-		case res.hasUsage:
-			total = res.usage
-		case res.modelUsage != usage{}:
-			total = res.modelUsage
-		}
-		r.CostUSD = res.modelCost
-		if res.hasCost {
-			r.CostUSD = res.cost
-		}
-		if res.hasNumTurns {
-			r.NumTurns = int(res.numTurns)
-		}
-		if r.Model == "" {
-			r.Model = res.topModel
-		}
-		for _, e := range res.resultErrors() {
-			errs = appendUnique(errs, e)
-		}
-		r.Text = res.text
+	if p.res != nil {
+		errs = p.res.apply(&r, &total, exitCode, errs)
 	}
 	if r.Model == "" {
 		r.Model = p.lastModel
@@ -517,19 +483,8 @@ func (p *claudeParser) Finish(exitCode int, stderr []byte) Result {
 			r.Text = strings.TrimSpace(t.String())
 		}
 	}
-
 	if !r.Success {
-		if res == nil {
-			errs = append(errs, "no result line: the agent stopped before it finished")
-		} else if !res.isError && res.subtype != "success" {
-			errs = append(errs, fmt.Sprintf("result subtype %q is not success", res.subtype))
-		}
-		if exitCode != 0 {
-			errs = append(errs, fmt.Sprintf("exit status %d", exitCode))
-		}
-		if s := stderrTail(stderr); s != "" {
-			errs = append(errs, "stderr: "+s)
-		}
+		errs = failure(p.res, exitCode, stderr, errs)
 	}
 	if len(errs) > 0 {
 		r.Errors = clipErrors(errs)
@@ -538,6 +493,61 @@ func (p *claudeParser) Finish(exitCode int, stderr []byte) Result {
 		r.Text = withErrors(r.Text, r.Errors)
 	}
 	return r
+}
+
+// apply writes what the result line says onto r: it speaks for the session that finished, whatever other lines said
+// before it. It returns errs with the result's own errors added.
+func (res *resultInfo) apply(r *Result, total *usage, exitCode int, errs []string) []string {
+	if res.sessionID != "" {
+		r.SessionID = res.sessionID
+	}
+	r.Subtype = res.subtype
+	r.Success = res.subtype == "success" && !res.isError && exitCode == 0
+	r.StopReason = res.stopReason
+	if res.stopReason == "tool_deferred" && res.deferred != nil {
+		r.Paused = res.deferred
+	}
+	for _, d := range res.denials {
+		r.Denied = appendCall(r.Denied, d)
+	}
+	switch {
+	case res.hasUsage:
+		*total = res.usage
+	case res.modelUsage != usage{}:
+		*total = res.modelUsage
+	}
+	r.CostUSD = res.modelCost
+	if res.hasCost {
+		r.CostUSD = res.cost
+	}
+	if res.hasNumTurns {
+		r.NumTurns = int(res.numTurns)
+	}
+	if r.Model == "" {
+		r.Model = res.topModel
+	}
+	for _, e := range res.resultErrors() {
+		errs = appendUnique(errs, e)
+	}
+	r.Text = res.text
+	return errs
+}
+
+// failure adds to errs why a run that did not succeed failed, beside what it said: no result line, a result that is
+// not a success, the exit status, the end of stderr.
+func failure(res *resultInfo, exitCode int, stderr []byte, errs []string) []string {
+	if res == nil {
+		errs = append(errs, "no result line: the agent stopped before it finished")
+	} else if !res.isError && res.subtype != "success" {
+		errs = append(errs, fmt.Sprintf("result subtype %q is not success", res.subtype))
+	}
+	if exitCode != 0 {
+		errs = append(errs, fmt.Sprintf("exit status %d", exitCode))
+	}
+	if s := stderrTail(stderr); s != "" {
+		errs = append(errs, "stderr: "+s)
+	}
+	return errs
 }
 
 // contentTexts returns the text blocks of a message's content, which is a string or a list of blocks.

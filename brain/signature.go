@@ -117,35 +117,14 @@ func signatureOf(failure string) signature {
 	failure = historyPrefixRe.ReplaceAllString(failure, "")
 	d := newDoc(failure)
 	sig := signature{tests: map[string]bool{}, kinds: map[string]bool{}}
-	var prose []string
-	seen := map[string]bool{}
-	key := func(l string) {
-		if len(sig.lines) >= maxKeyLines {
-			return
-		}
-		// "I tried again: ModuleNotFoundError: …" is the error; the words before it are the agent's.
-		if loc := errorStartRe.FindStringIndex(l); loc != nil && loc[0] > 0 && !strings.ContainsAny(l[:loc[0]], "/\\()[]") &&
-			!fileRefRe.MatchString(l[:loc[0]]) {
-			l = l[loc[0]:]
-		}
-		l = agentPartsRe.ReplaceAllString(l, "")
-		// "FAILED tests/x.py::test_y - AssertionError: …", "tests/x.py:17: AssertionError: …": the test and the
-		// place are kept apart (tests, and the location moves with every edit); the line is the error.
-		if m := errorAfterPlaceRe.FindStringSubmatchIndex(l); m != nil {
-			l = l[m[2]:]
-		}
-		n := normalizeFailure(l)
-		if n != "" && !seen[n] {
-			seen[n] = true
-			sig.lines = append(sig.lines, n)
-		}
-	}
+	keys := keyLines{seen: map[string]bool{}}
 	specific := map[int]bool{}
 	for _, e := range errorLines(d.lines) {
 		if e.specific {
 			specific[e.index] = true
 		}
 	}
+	var prose []string
 	file := "" // the file a linter's findings are listed under
 	for i, l := range d.lines {
 		if orchLineRe.MatchString(l) || strings.TrimSpace(l) == "" {
@@ -157,9 +136,9 @@ func signatureOf(failure string) signature {
 		case fileHeaderRe.MatchString(l):
 			file = strings.TrimSpace(l)
 		case lintLineRe.MatchString(l):
-			key(strings.TrimSpace(file + " " + strings.TrimSpace(l)))
+			keys.add(strings.TrimSpace(file + " " + strings.TrimSpace(l)))
 		case specific[i] || assertionLineRe.MatchString(l):
-			key(l)
+			keys.add(l)
 		}
 	}
 	for _, re := range failingTestRes {
@@ -167,25 +146,58 @@ func signatureOf(failure string) signature {
 			sig.tests[normalizeFailure(m[1])] = true
 		}
 	}
+	sig.lines = keys.lines
 	// A line that only names the failing test ("--- FAIL: TestX (0.01s)") is in tests; among the key lines it
 	// would make any two failures of one test look alike.
 	if msgs := slices.DeleteFunc(slices.Clone(sig.lines), testHeaderRe.MatchString); len(msgs) > 0 {
 		sig.lines = msgs
 	}
 	for _, l := range sig.lines {
-		for _, re := range errorKindRes {
-			for _, m := range re.FindAllStringSubmatch(l, -1) {
-				for _, g := range m[1:] {
-					if g != "" {
-						sig.kinds[g] = true
-					}
-				}
-			}
-		}
+		addErrorKinds(sig.kinds, l)
 	}
 	slices.Sort(sig.lines)
 	sig.prose = strings.Join(prose, "\n")
 	return sig
+}
+
+// keyLines are the lines of a failure that say what failed, normalised, each once, at most maxKeyLines.
+type keyLines struct {
+	lines []string
+	seen  map[string]bool
+}
+
+func (k *keyLines) add(l string) {
+	if len(k.lines) >= maxKeyLines {
+		return
+	}
+	// "I tried again: ModuleNotFoundError: …" is the error; the words before it are the agent's.
+	if loc := errorStartRe.FindStringIndex(l); loc != nil && loc[0] > 0 && !strings.ContainsAny(l[:loc[0]], "/\\()[]") &&
+		!fileRefRe.MatchString(l[:loc[0]]) {
+		l = l[loc[0]:]
+	}
+	l = agentPartsRe.ReplaceAllString(l, "")
+	// "FAILED tests/x.py::test_y - AssertionError: …", "tests/x.py:17: AssertionError: …": the test and the
+	// place are kept apart (tests, and the location moves with every edit); the line is the error.
+	if m := errorAfterPlaceRe.FindStringSubmatchIndex(l); m != nil {
+		l = l[m[2]:]
+	}
+	if n := normalizeFailure(l); n != "" && !k.seen[n] {
+		k.seen[n] = true
+		k.lines = append(k.lines, n)
+	}
+}
+
+// addErrorKinds adds the kinds of error line l names (exception types, compiler error codes, a panic) to kinds.
+func addErrorKinds(kinds map[string]bool, l string) {
+	for _, re := range errorKindRes {
+		for _, m := range re.FindAllStringSubmatch(l, -1) {
+			for _, g := range m[1:] {
+				if g != "" {
+					kinds[g] = true
+				}
+			}
+		}
+	}
 }
 
 // ErrorSimilarity is how alike two attempts' failures are, from 0 to 1, by their signatures: 1 for the same
