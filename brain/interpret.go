@@ -321,30 +321,18 @@ func at(line, col int) int { return line<<20 | col }
 
 func gatherEvidence(d *doc) evidence {
 	ev := evidence{lastStrong: -1, lastWeak: -1, lastFail: -1, lastAdmission: -1, lastSide: -1, lastMainFail: -1, lastFix: -1}
-	blockFailed := false // a unit failed in the current block of consecutive non-blank lines
-	sideCmd := false     // the line is in the output of a side check's command
+	ev.readLines(d)
+	sentences := d.sentences()
+	ev.readAdmissions(d, sentences)
+	ev.readAsks(d, sentences)
+	return ev
+}
+
+// readLines is the pass over the lines: where completion, fixes and failures are claimed, and the lettered options.
+func (ev *evidence) readLines(d *doc) {
+	var blocks lineBlocks
 	for i, l := range d.lines {
-		// A suite summary with failures ("Tests: 2 failed, 30 passed") is not a pass, whatever the order
-		// inside its sentence.
-		failing := failCountSentences(l)
-		switch {
-		case strings.TrimSpace(l) == "":
-			blockFailed = false
-		case unitFailRe.MatchString(l):
-			blockFailed = true
-		}
-		if blockFailed && unitPassRe.MatchString(l) {
-			failing = append(failing, [2]int{0, len(l)})
-		}
-		// A command line starts a block of its own output: "$ ruff check ." makes the "All checks passed!" under it
-		// a side check's.
-		switch {
-		case commandLineRe.MatchString(l):
-			sideCmd = sideCheckRe.MatchString(l) && !mainCheckRe.MatchString(l)
-		case strings.TrimSpace(l) == "" || strings.HasPrefix(strings.TrimSpace(l), "```"):
-			sideCmd = false
-		}
-		side := sideCmd || sideCheckRe.MatchString(l) && !mainCheckRe.MatchString(l)
+		failing, side := blocks.next(l)
 		if c := lastUnnegated(strongCompletionAny, l, failing); c >= 0 {
 			if side {
 				ev.lastSide = at(i, c)
@@ -370,7 +358,42 @@ func gatherEvidence(d *doc) evidence {
 			ev.letteredOptions += len(ParseOptions(prose))
 		}
 	}
-	sentences := d.sentences()
+}
+
+// lineBlocks follows the blocks of consecutive lines that a line belongs to: a block where a unit failed, and the
+// output of a side check's command.
+type lineBlocks struct {
+	failed  bool // a unit failed in the current block of consecutive non-blank lines
+	sideCmd bool // the line is in the output of a side check's command
+}
+
+// next reads line l: the spans of it where no completion counts (a suite summary with failures, "Tests: 2 failed,
+// 30 passed", is not a pass whatever the order inside its sentence), and whether it is a side check's.
+func (b *lineBlocks) next(l string) (failing [][2]int, side bool) {
+	failing = failCountSentences(l)
+	blank := strings.TrimSpace(l) == ""
+	switch {
+	case blank:
+		b.failed = false
+	case unitFailRe.MatchString(l):
+		b.failed = true
+	}
+	if b.failed && unitPassRe.MatchString(l) {
+		failing = append(failing, [2]int{0, len(l)})
+	}
+	// A command line starts a block of its own output: "$ ruff check ." makes the "All checks passed!" under it
+	// a side check's.
+	switch {
+	case commandLineRe.MatchString(l):
+		b.sideCmd = sideCheckRe.MatchString(l) && !mainCheckRe.MatchString(l)
+	case blank || strings.HasPrefix(strings.TrimSpace(l), "```"):
+		b.sideCmd = false
+	}
+	return failing, b.sideCmd || sideCheckRe.MatchString(l) && !mainCheckRe.MatchString(l)
+}
+
+// readAdmissions is the pass over the sentences that finds the last admission of work not done.
+func (ev *evidence) readAdmissions(d *doc, sentences []sentence) {
 	for _, s := range sentences {
 		if loc := admissionRe.FindStringIndex(s.text); loc != nil && !resolvedBefore(s.text[:loc[0]]) {
 			// The admission's column on the sentence's last line; a phrase wrapped across lines counts from
@@ -379,6 +402,11 @@ func gatherEvidence(d *doc) evidence {
 			ev.lastAdmission = max(ev.lastAdmission, at(s.line, col))
 		}
 	}
+}
+
+// readAsks is the pass over the sentences that counts real questions and offers, leaving out the tool's output and
+// a question the agent answers itself in the next sentence.
+func (ev *evidence) readAsks(d *doc, sentences []sentence) {
 	last := lastProse(sentences)
 	for k, s := range sentences {
 		if d.toolOutput(s) || k+1 < len(sentences) && selfAnswered(s.text, sentences[k+1].text) {
@@ -391,7 +419,6 @@ func gatherEvidence(d *doc) evidence {
 			ev.offers++
 		}
 	}
-	return ev
 }
 
 // sentenceEndInLineRe ends a sentence inside a line: punctuation, space, then anything but a lower-case
@@ -649,44 +676,7 @@ type asked struct {
 func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 	var a asked
 	sentences := d.sentences()
-	qIdx := -1
-	last := lastProse(sentences)
-	for k := len(sentences) - 1; k >= 0; k-- {
-		s := sentences[k].text
-		if d.toolOutput(sentences[k]) {
-			continue
-		}
-		if strings.HasSuffix(s, "?") && classifyAsk(s, k == last) >= askReal && classifyAsk(s, false) != askCourtesy {
-			qIdx = k
-			break
-		}
-	}
-	if qIdx < 0 {
-		for k, s := range sentences {
-			if uncertaintyRes[0].MatchString(s.text) || stuckAny.MatchString(s.text) {
-				qIdx = k
-				break
-			}
-		}
-	}
-	if qIdx < 0 {
-		// No question sentence: the choice itself is the question, as in "Logs can go to A) stdout B) …".
-		for k, s := range sentences {
-			if inlineOptions(s.text) {
-				qIdx = k
-				break
-			}
-		}
-	}
-	if qIdx < 0 {
-		// An offer without a question mark, as a lead-in to its list: "Would you like me to:".
-		for k := len(sentences) - 1; k >= 0; k-- {
-			if !d.toolOutput(sentences[k]) && classifyAsk(sentences[k].text, false) == askOffer {
-				qIdx = k
-				break
-			}
-		}
-	}
+	qIdx := questionSentence(d, sentences)
 	qLine := -1
 	if qIdx >= 0 {
 		qLine = sentences[qIdx].line
@@ -713,21 +703,60 @@ func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 	if wantOptions {
 		a.options = optionLabels(opts)
 	}
+	a.recommendation = recommendationOf(d, sentences, opts, a.options)
+	return a
+}
+
+// questionSentence is the index of the sentence that asks, or -1: the last real question; else the first sentence
+// that says the agent is unsure or stuck; else the first that offers a choice inline ("Logs can go to A) stdout
+// B) …": the choice itself is the question); else the last offer without a question mark, as a lead-in to its list
+// ("Would you like me to:").
+func questionSentence(d *doc, sentences []sentence) int {
+	last := lastProse(sentences)
+	for k := len(sentences) - 1; k >= 0; k-- {
+		s := sentences[k].text
+		if !d.toolOutput(sentences[k]) && strings.HasSuffix(s, "?") && classifyAsk(s, k == last) >= askReal &&
+			classifyAsk(s, false) != askCourtesy {
+			return k
+		}
+	}
+	for k, s := range sentences {
+		if uncertaintyRes[0].MatchString(s.text) || stuckAny.MatchString(s.text) {
+			return k
+		}
+	}
+	for k, s := range sentences {
+		if inlineOptions(s.text) {
+			return k
+		}
+	}
+	for k := len(sentences) - 1; k >= 0; k-- {
+		if !d.toolOutput(sentences[k]) && classifyAsk(sentences[k].text, false) == askOffer {
+			return k
+		}
+	}
+	return -1
+}
+
+// recommendationOf is what the agent recommends: the option its last recommending phrase names, else the option it
+// marked, else the phrase's clause as it wrote it.
+func recommendationOf(d *doc, sentences []sentence, opts []choice, labels []string) string {
 	phrase := ""
 	for _, s := range sentences {
 		if p := recommendedPhrase(s.text); p != "" {
 			phrase = d.restore(p)
 		}
 	}
-	marked := markedOption(opts)
-	if l, ok := resolveRecommendation(phrase, a.options); ok {
-		a.recommendation = l
-	} else if marked != "" {
-		a.recommendation = marked
-	} else if phrase != "" {
-		a.recommendation = truncate(recommendedClause(phrase), 500)
+	if l, ok := resolveRecommendation(phrase, labels); ok {
+		return l
 	}
-	return a
+	if marked := markedOption(opts); marked != "" {
+		return marked
+	}
+	if phrase != "" {
+		return truncate(recommendedClause(phrase), 500)
+	}
+	return ""
 }
 
 // closedQuestionRe is a yes/no question: an auxiliary verb and its subject opening the question (or its
@@ -809,79 +838,90 @@ func questionText(ss []sentence, qIdx int) string {
 // it, else a lettered list anywhere. Unlettered lists elsewhere are summaries, findings or plans, and so is
 // any unlettered list next to a closed (yes/no) question.
 func findOptions(d *doc, qLine int, closed bool) []choice {
-	type block struct {
-		start, end int // lines [start, end)
-		lettered   bool
-	}
-	var blocks []block
-	for i := 0; i < len(d.proseLines); {
-		l := d.proseLines[i]
-		style := listStyle(l)
-		if style == styleNone {
-			if inlineOptions(l) {
-				blocks = append(blocks, block{i, i + 1, true})
-			}
-			i++
-			continue
-		}
-		j := i + 1
-		for j < len(d.proseLines) {
-			n := d.proseLines[j]
-			if s := listStyle(n); s != styleNone && (s == styleTable) == (style == styleTable) ||
-				style != styleTable && strings.TrimSpace(n) != "" && (n[0] == ' ' || n[0] == '\t') {
-				j++
-				continue
-			}
-			// A blank line between two items of the same list does not end it.
-			if strings.TrimSpace(n) == "" && j+1 < len(d.proseLines) && style != styleTable && listStyle(d.proseLines[j+1]) == style {
-				j++
-				continue
-			}
-			break
-		}
-		blocks = append(blocks, block{i, j, style == styleLettered})
-		i = j
-	}
 	// More than maxOptions items is a list of findings or files, not a choice.
 	const maxOptions = 8
-	parse := func(b block) []choice {
-		opts := parseOptions(strings.Join(d.proseLines[b.start:b.end], "\n"))
-		if len(opts) < 2 || len(opts) > maxOptions {
-			return nil
-		}
-		return opts
-	}
 	// rank: 0 after the question and near it, 1 before it and near, 2 a lettered list elsewhere.
 	var best []choice
 	bestRank, bestDist := 3, 0
-	for _, b := range blocks {
-		rank, dist := 2, len(d.lines)
-		switch {
-		case qLine < 0:
-		case qLine < b.start:
-			dist = b.start - qLine
-			if d.paragraphsBetween(qLine, b.start) <= 1 {
-				rank = 0
-			}
-		case qLine >= b.end:
-			dist = qLine - b.end + 1
-			if d.paragraphsBetween(b.end-1, qLine) == 0 {
-				rank = 1
-			}
-		default: // the question is inside the block: inline options
-			rank, dist = 0, 0
-		}
+	for _, b := range listBlocks(d) {
+		rank, dist := b.place(d, qLine)
 		if !b.lettered && (rank == 2 || closed) {
 			continue
 		}
 		if rank > bestRank || rank == bestRank && dist >= bestDist {
 			continue
 		}
-		if opts := parse(b); opts != nil {
+		if opts := parseOptions(strings.Join(d.proseLines[b.start:b.end], "\n")); len(opts) >= 2 && len(opts) <= maxOptions {
 			best, bestRank, bestDist = opts, rank, dist
 		}
 	}
 	return best
+}
+
+// listBlock is a run of prose lines that may hold options: a list, a table, or one line of inline options.
+type listBlock struct {
+	start, end int // lines [start, end)
+	lettered   bool
+}
+
+// listBlocks finds the lists, tables and lines of inline options of d's prose, in order.
+func listBlocks(d *doc) []listBlock {
+	var blocks []listBlock
+	for i := 0; i < len(d.proseLines); {
+		l := d.proseLines[i]
+		style := listStyle(l)
+		if style == styleNone {
+			if inlineOptions(l) {
+				blocks = append(blocks, listBlock{i, i + 1, true})
+			}
+			i++
+			continue
+		}
+		j := listEnd(d.proseLines, i, style)
+		blocks = append(blocks, listBlock{i, j, style == styleLettered})
+		i = j
+	}
+	return blocks
+}
+
+// listEnd is where the list of style that starts at line i ends: items of its kind and their indented lines go on
+// with it, and a blank line between two items of the same list does not end it.
+func listEnd(lines []string, i int, style lineStyle) int {
+	j := i + 1
+	for j < len(lines) {
+		n := lines[j]
+		if s := listStyle(n); s != styleNone && (s == styleTable) == (style == styleTable) ||
+			style != styleTable && strings.TrimSpace(n) != "" && (n[0] == ' ' || n[0] == '\t') {
+			j++
+			continue
+		}
+		if strings.TrimSpace(n) == "" && j+1 < len(lines) && style != styleTable && listStyle(lines[j+1]) == style {
+			j++
+			continue
+		}
+		break
+	}
+	return j
+}
+
+// place ranks a block by where it is from the question on line qLine, and says how far: 0 after the question and
+// near it (a paragraph between is fine), 1 right before it, 2 elsewhere (or there is no question line).
+func (b listBlock) place(d *doc, qLine int) (rank, dist int) {
+	switch {
+	case qLine < 0:
+		return 2, len(d.lines)
+	case qLine < b.start:
+		if d.paragraphsBetween(qLine, b.start) <= 1 {
+			return 0, b.start - qLine
+		}
+		return 2, b.start - qLine
+	case qLine >= b.end:
+		if d.paragraphsBetween(b.end-1, qLine) == 0 {
+			return 1, qLine - b.end + 1
+		}
+		return 2, qLine - b.end + 1
+	}
+	return 0, 0 // the question is inside the block: inline options
 }
 
 type lineStyle int

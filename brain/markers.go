@@ -38,22 +38,7 @@ func explicitMarkers(d *doc) (Interpretation, bool) {
 	if len(ms) == 0 {
 		return Interpretation{}, false
 	}
-	var status Status
-	byKey := map[string]string{}
-	needsHuman := false
-	for _, m := range ms {
-		switch m.key {
-		case "STATUS":
-			if s := statusValue(m.value); s != "" {
-				status = s
-			}
-		case "NEEDS_HUMAN":
-			needsHuman = true
-		}
-		if _, seen := byKey[m.key]; !seen || m.key == "STATUS" {
-			byKey[m.key] = m.value
-		}
-	}
+	status, byKey, needsHuman := readMarkers(ms)
 	structured := byKey["QUESTION"] != "" || (byKey["OPTIONS"] != "" && byKey["RECOMMENDATION"] != "")
 
 	in := Interpretation{Via: viaMarker, Summary: byKey["SUMMARY"], Error: truncate(byKey["ERROR"], maxErrorLen)}
@@ -67,40 +52,7 @@ func explicitMarkers(d *doc) (Interpretation, bool) {
 			in.Error = "the agent reported STATUS: failed without an error message"
 		}
 	case status == StatusNeedsHelp || needsHuman || structured:
-		in.Status = StatusNeedsHelp
-		in.Question = byKey["QUESTION"]
-		if in.Question == "" {
-			in.Question = byKey["NEEDS_HUMAN"]
-		}
-		var opts []choice
-		if o := byKey["OPTIONS"]; o != "" {
-			opts = parseOptions(o)
-			in.Options = optionLabels(opts)
-		}
-		q := readQuestion(d, in.Question == "", len(in.Options) == 0)
-		if in.Question == "" {
-			in.Question = q.question
-		}
-		if len(in.Options) == 0 {
-			in.Options = q.options
-		}
-		// The recommendation as the label of the option it names ("B" → "In-memory"); one that names none
-		// stays as the agent wrote it.
-		switch rec := byKey["RECOMMENDATION"]; {
-		case rec != "":
-			in.Recommendation = rec
-			if l, ok := resolveRecommendation(rec, in.Options); ok {
-				in.Recommendation = l
-			}
-		case markedOption(opts) != "":
-			in.Recommendation = markedOption(opts)
-		default:
-			in.Recommendation = q.recommendation
-		}
-		if in.Question == "" {
-			in.Question = "The agent asked for a human decision. Please review the output and advise."
-		}
-		in.Question = truncate(in.Question, 1000)
+		markedQuestion(d, &in, byKey)
 	case status == StatusCompleted:
 		// An ERROR line before a final STATUS: completed was recovered from; the contract's error is for failures.
 		in.Status, in.Error = StatusCompleted, ""
@@ -111,6 +63,64 @@ func explicitMarkers(d *doc) (Interpretation, bool) {
 		in.Summary = summarize(d.withoutMarkers())
 	}
 	return in, true
+}
+
+// readMarkers reads a document's markers: the last STATUS that names a status, each other key's first value, and
+// whether a NEEDS_HUMAN line is there.
+func readMarkers(ms []marker) (status Status, byKey map[string]string, needsHuman bool) {
+	byKey = map[string]string{}
+	for _, m := range ms {
+		switch m.key {
+		case "STATUS":
+			if s := statusValue(m.value); s != "" {
+				status = s
+			}
+		case "NEEDS_HUMAN":
+			needsHuman = true
+		}
+		if _, seen := byKey[m.key]; !seen || m.key == "STATUS" {
+			byKey[m.key] = m.value
+		}
+	}
+	return status, byKey, needsHuman
+}
+
+// markedQuestion makes in the question the markers ask: their QUESTION (or NEEDS_HUMAN) and OPTIONS, with what the
+// text says where they say nothing, and the recommendation as the label of the option it names ("B" → "In-memory";
+// one that names none stays as the agent wrote it).
+func markedQuestion(d *doc, in *Interpretation, byKey map[string]string) {
+	in.Status = StatusNeedsHelp
+	in.Question = byKey["QUESTION"]
+	if in.Question == "" {
+		in.Question = byKey["NEEDS_HUMAN"]
+	}
+	var opts []choice
+	if o := byKey["OPTIONS"]; o != "" {
+		opts = parseOptions(o)
+		in.Options = optionLabels(opts)
+	}
+	q := readQuestion(d, in.Question == "", len(in.Options) == 0)
+	if in.Question == "" {
+		in.Question = q.question
+	}
+	if len(in.Options) == 0 {
+		in.Options = q.options
+	}
+	switch rec := byKey["RECOMMENDATION"]; {
+	case rec != "":
+		in.Recommendation = rec
+		if l, ok := resolveRecommendation(rec, in.Options); ok {
+			in.Recommendation = l
+		}
+	case markedOption(opts) != "":
+		in.Recommendation = markedOption(opts)
+	default:
+		in.Recommendation = q.recommendation
+	}
+	if in.Question == "" {
+		in.Question = "The agent asked for a human decision. Please review the output and advise."
+	}
+	in.Question = truncate(in.Question, 1000)
 }
 
 // statusValue maps the words agents use after STATUS: onto the three statuses; "" when it is none of them.

@@ -260,7 +260,47 @@ func (s *Slack) Say(channel, threadTS, user, text string) Message {
 
 // replies answers conversations.replies from the messages the fake holds.
 func (s *Slack) replies(w http.ResponseWriter, r *http.Request) {
-	channel, ts := r.Form.Get("channel"), r.Form.Get("ts")
+	thread, errCode := s.thread(r.Form.Get("channel"), r.Form.Get("ts"))
+	start := 0
+	if c := r.Form.Get("cursor"); errCode == "" && c != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(c, "next:"))
+		if err != nil || !strings.HasPrefix(c, "next:") || n < 0 || n > len(thread) {
+			errCode = "invalid_cursor"
+		}
+		start = n
+	}
+	if errCode != "" {
+		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": errCode})
+		return
+	}
+	limit, err := strconv.Atoi(r.Form.Get("limit"))
+	if err != nil || limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	end := min(start+limit, len(thread))
+	out := make([]map[string]any, 0, end-start)
+	for _, m := range thread[start:end] {
+		msg := map[string]any{"type": "message", "text": m.Text, "ts": m.TS}
+		if m.User != "" {
+			msg["user"] = m.User
+		} else {
+			msg["bot_id"], msg["user"] = "BORCH", BotUserID
+		}
+		if m.ThreadTS != "" || len(thread) > 1 {
+			msg["thread_ts"] = thread[0].TS
+		}
+		out = append(out, msg)
+	}
+	resp := map[string]any{"ok": true, "messages": out, "has_more": end < len(thread)}
+	if end < len(thread) {
+		resp["response_metadata"] = map[string]any{"next_cursor": "next:" + strconv.Itoa(end)}
+	}
+	json.NewEncoder(w).Encode(resp)
+}
+
+// thread is the message ts of channel and, when it is a thread's parent, its replies in order; or the error Slack
+// answers with: channel_not_found, thread_not_found.
+func (s *Slack) thread(channel, ts string) ([]*Message, string) {
 	known, parent := false, (*Message)(nil)
 	for _, m := range s.messages {
 		if m.Channel == channel {
@@ -272,11 +312,9 @@ func (s *Slack) replies(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case channel == "" || !known:
-		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "channel_not_found"})
-		return
+		return nil, "channel_not_found"
 	case ts == "" || parent == nil:
-		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "thread_not_found"})
-		return
+		return nil, "thread_not_found"
 	}
 	thread := []*Message{parent}
 	if parent.ThreadTS == "" || parent.ThreadTS == parent.TS {
@@ -287,38 +325,7 @@ func (s *Slack) replies(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	slices.SortStableFunc(thread[1:], func(a, b *Message) int { return strings.Compare(a.TS, b.TS) })
-	start := 0
-	if c := r.Form.Get("cursor"); c != "" {
-		n, err := strconv.Atoi(strings.TrimPrefix(c, "next:"))
-		if err != nil || !strings.HasPrefix(c, "next:") || n < 0 || n > len(thread) {
-			json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "invalid_cursor"})
-			return
-		}
-		start = n
-	}
-	limit, err := strconv.Atoi(r.Form.Get("limit"))
-	if err != nil || limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
-	end := min(start+limit, len(thread))
-	var out []map[string]any
-	for _, m := range thread[start:end] {
-		msg := map[string]any{"type": "message", "text": m.Text, "ts": m.TS}
-		if m.User != "" {
-			msg["user"] = m.User
-		} else {
-			msg["bot_id"], msg["user"] = "BORCH", BotUserID
-		}
-		if m.ThreadTS != "" || len(thread) > 1 {
-			msg["thread_ts"] = parent.TS
-		}
-		out = append(out, msg)
-	}
-	resp := map[string]any{"ok": true, "messages": out, "has_more": end < len(thread)}
-	if end < len(thread) {
-		resp["response_metadata"] = map[string]any{"next_cursor": "next:" + strconv.Itoa(end)}
-	}
-	json.NewEncoder(w).Encode(resp)
+	return thread, ""
 }
 
 // Ephemerals returns the texts of ephemeral messages and response_url answers.
