@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -48,7 +49,13 @@ const (
 //
 // The last publish time and the notices are this process's: with several bots, each paces what it publishes.
 type homes struct {
-	s        *Server
+	cfg     Config
+	log     *slog.Logger
+	mirror  *store.Mirror // who opened their Home lately
+	allowed func(user string) bool
+	// publish renders someone's Home as it is now and publishes it.
+	publish func(ctx context.Context, user string) error
+
 	wake     chan struct{}
 	stop     chan struct{}
 	done     chan struct{}
@@ -73,8 +80,9 @@ type notice struct {
 	until time.Time
 }
 
-func newHomes(s *Server) *homes {
-	return &homes{s: s, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+func newHomes(cfg Config, log *slog.Logger, mirror *store.Mirror, allowed func(string) bool,
+	publish func(context.Context, string) error) *homes {
+	return &homes{cfg: cfg, log: log, mirror: mirror, allowed: allowed, publish: publish, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		marked: map[string]bool{}, last: map[string]time.Time{}, notices: map[string]notice{},
 		locks: map[string]*sync.Mutex{}, pending: map[string]bool{}}
 }
@@ -139,10 +147,10 @@ func (h *homes) pass(ctx context.Context) time.Duration {
 	h.marked, h.askers = map[string]bool{}, false
 	h.mu.Unlock()
 	if len(marked) > 0 || askers {
-		recent, err := h.s.poster.mirror.LookedSince(ctx, time.Now().Add(-homeRecent))
+		recent, err := h.mirror.LookedSince(ctx, time.Now().Add(-homeRecent))
 		if err != nil {
 			if ctx.Err() == nil {
-				h.s.log.Warn("finding whose Home to refresh; will try again", "err", err)
+				h.log.Warn("finding whose Home to refresh; will try again", "err", err)
 			}
 			h.mu.Lock()
 			for u := range marked {
@@ -150,13 +158,13 @@ func (h *homes) pass(ctx context.Context) time.Duration {
 			}
 			h.askers = h.askers || askers
 			h.mu.Unlock()
-			return h.s.cfg.HomeInterval
+			return h.cfg.HomeInterval
 		}
 		// A question concerns its run's requester and, when ORCH_ALLOWED_USERS names who answers, each of them; with
 		// no list a Home shows only the viewer's own runs' questions (mayAnswer), so the requester is all.
-		everyone := askers && len(h.s.cfg.AllowedUsers) > 0
+		everyone := askers && len(h.cfg.AllowedUsers) > 0
 		for _, u := range recent {
-			if marked[u] || everyone && h.s.allowed(u) {
+			if marked[u] || everyone && h.allowed(u) {
 				h.pending[u] = true
 			}
 		}
@@ -166,18 +174,18 @@ func (h *homes) pass(ctx context.Context) time.Duration {
 		if ctx.Err() != nil {
 			return 0
 		}
-		if d := time.Until(h.lastPublish(u).Add(h.s.cfg.HomeInterval)); d > 0 {
+		if d := time.Until(h.lastPublish(u).Add(h.cfg.HomeInterval)); d > 0 {
 			if wait == 0 || d < wait {
 				wait = d
 			}
 			continue
 		}
 		delete(h.pending, u)
-		if err := h.s.publishHome(ctx, u); err != nil && ctx.Err() == nil {
+		if err := h.publish(ctx, u); err != nil && ctx.Err() == nil {
 			// Tried again after the interval (the failed publish counts as one): a Home is not left stale.
-			h.s.log.Warn("refreshing a Home tab; will try again", "user", u, "err", err)
+			h.log.Warn("refreshing a Home tab; will try again", "user", u, "err", err)
 			h.pending[u] = true
-			if d := h.s.cfg.HomeInterval; wait == 0 || d < wait {
+			if d := h.cfg.HomeInterval; wait == 0 || d < wait {
 				wait = d
 			}
 		}

@@ -68,8 +68,9 @@ type poster struct {
 	pace *pacer // per channel: Slack allows about one message a second
 }
 
-func newPoster(cfg Config, log *slog.Logger, api *slack.Client, homes *homes, link func(channel, ts string) string) *poster {
-	return &poster{cfg: cfg, log: log, api: api, homes: homes, link: link, mirror: cfg.Store.Mirror(mirrorName),
+func newPoster(cfg Config, log *slog.Logger, api *slack.Client, mirror *store.Mirror, homes *homes,
+	link func(channel, ts string) string) *poster {
+	return &poster{cfg: cfg, log: log, api: api, homes: homes, link: link, mirror: mirror,
 		stop: make(chan struct{}), done: make(chan struct{}), pace: newPacer(cfg.PostInterval, log)}
 }
 

@@ -635,8 +635,9 @@ func TestPosterReadsEventsWithTheirRun(t *testing.T) {
 func TestPosterCall(t *testing.T) {
 	// A poster of its own: call uses neither Redis nor Slack's API but through fn.
 	newPosterEvery := func(every time.Duration) *poster {
-		return newPoster(Config{Store: store.New(nil, nil), PostInterval: every}, slog.New(slog.DiscardHandler), nil, nil,
-			func(string, string) string { return "" })
+		st := store.New(nil, nil)
+		return newPoster(Config{Store: st, PostInterval: every}, slog.New(slog.DiscardHandler), nil, st.Mirror(mirrorName),
+			nil, func(string, string) string { return "" })
 	}
 	limited := func(after time.Duration) error { return &slack.RateLimitedError{RetryAfter: after} }
 

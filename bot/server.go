@@ -113,6 +113,35 @@ type Server struct {
 	teamURL string
 }
 
+// fillDefaults sets what the configuration leaves unset to its default.
+func (cfg *Config) fillDefaults() {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	positive := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	positive(&cfg.Workers, 8)
+	positive(&cfg.Backlog, 1024)
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	every := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	every(&cfg.PollInterval, 200*time.Millisecond)
+	every(&cfg.PostInterval, time.Second)
+	every(&cfg.HomeInterval, 10*time.Second)
+	every(&cfg.HTTPTimeout, httpdeadline.Request)
+}
+
 // New validates the configuration and returns a server. It does not contact Slack.
 func New(cfg Config) (*Server, error) {
 	switch {
@@ -125,33 +154,7 @@ func New(cfg Config) (*Server, error) {
 	case cfg.Workspace == "":
 		return nil, errors.New("bot: ORCH_WORKSPACE is required: plans resolve inside it")
 	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 8
-	}
-	if cfg.Backlog <= 0 {
-		cfg.Backlog = 1024
-	}
-	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = 1 << 20
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 200 * time.Millisecond
-	}
-	if cfg.PostInterval <= 0 {
-		cfg.PostInterval = time.Second
-	}
-	if cfg.HomeInterval <= 0 {
-		cfg.HomeInterval = 10 * time.Second
-	}
-	if cfg.HTTPTimeout <= 0 {
-		cfg.HTTPTimeout = httpdeadline.Request
-	}
+	cfg.fillDefaults()
 	ws, err := filepath.Abs(cfg.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("bot: workspace: %w", err)
@@ -173,8 +176,9 @@ func New(cfg Config) (*Server, error) {
 	// 3 s) has workers of its own: it never waits behind a backlog of other work.
 	s.urgent = newPool(urgentWorkers, urgentBacklog, cfg.Log)
 	s.limits = newRunLimits(cfg.UserRuns, cfg.ChannelRuns, cfg.Now)
-	s.homes = newHomes(s)
-	s.poster = newPoster(cfg, cfg.Log, s.api, s.homes, s.threadLink)
+	mirror := cfg.Store.Mirror(mirrorName)
+	s.homes = newHomes(cfg, cfg.Log, mirror, s.allowed, s.publishHome)
+	s.poster = newPoster(cfg, cfg.Log, s.api, mirror, s.homes, s.threadLink)
 	return s, nil
 }
 

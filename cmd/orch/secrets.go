@@ -115,31 +115,48 @@ func collectSecrets(env func(string) string, environ []string, args []string) se
 		ss.addURL(k, env(k), k == "ORCH_NOTIFY_WEBHOOK")
 	}
 	for _, k := range headerEnv {
-		for _, kv := range strings.Split(env(k), ",") {
-			_, v, ok := strings.Cut(kv, "=")
-			if !ok {
-				v = kv // "Authorization: Bearer …", written wrong, is all credential
-			}
-			ss.add(k, "header value", v)
-			if d, err := url.PathUnescape(v); err == nil && d != v {
-				ss.add(k, "header value", d)
-			}
-		}
+		ss.addHeaders(k, env(k))
 	}
 	for _, kv := range environ {
-		k, v, ok := strings.Cut(kv, "=")
-		v = strings.TrimSpace(v)
-		if !ok || slices.Contains(secretEnv, k) || slices.Contains(urlEnv, k) || slices.Contains(headerEnv, k) {
-			continue
+		ss.addVariable(kv)
+	}
+	ss.addArgs(args)
+	return ss
+}
+
+// addHeaders adds the values of the NAME=VALUE,… headers of variable k, as written and unescaped.
+func (ss *secrets) addHeaders(k, v string) {
+	for _, kv := range strings.Split(v, ",") {
+		_, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			v = kv // "Authorization: Bearer …", written wrong, is all credential
 		}
-		if strings.Contains(v, "://") {
-			ss.addURL(k, v, false)
-		}
-		if credentialName.MatchString(k) && len(v) >= safetext.MinSecretLen && !strings.HasPrefix(v, "/") &&
-			!strings.HasPrefix(v, "~") && !strings.HasPrefix(v, "./") {
-			ss.add(k, "", v)
+		ss.add(k, "header value", v)
+		if d, err := url.PathUnescape(v); err == nil && d != v {
+			ss.add(k, "header value", d)
 		}
 	}
+}
+
+// addVariable adds what a variable of the environment (KEY=VALUE) holds that orch does not read itself: a URL's
+// password, and the value of a variable whose name says it is a credential, unless it is a path.
+func (ss *secrets) addVariable(kv string) {
+	k, v, ok := strings.Cut(kv, "=")
+	v = strings.TrimSpace(v)
+	if !ok || slices.Contains(secretEnv, k) || slices.Contains(urlEnv, k) || slices.Contains(headerEnv, k) {
+		return
+	}
+	if strings.Contains(v, "://") {
+		ss.addURL(k, v, false)
+	}
+	if credentialName.MatchString(k) && len(v) >= safetext.MinSecretLen && !strings.HasPrefix(v, "/") &&
+		!strings.HasPrefix(v, "~") && !strings.HasPrefix(v, "./") {
+		ss.add(k, "", v)
+	}
+}
+
+// addArgs adds the URLs of the command line's URL flags, as --flag VALUE or --flag=VALUE.
+func (ss *secrets) addArgs(args []string) {
 	for i, a := range args {
 		for _, f := range urlFlags {
 			switch {
@@ -150,7 +167,6 @@ func collectSecrets(env func(string) string, environ []string, args []string) se
 			}
 		}
 	}
-	return ss
 }
 
 // loaded adds the URLs orch.yaml names.

@@ -52,35 +52,67 @@ func ParseRedisURL(s string) (RedisURL, error) {
 	return RedisURL{server: opt}, nil
 }
 
+// parseSentinelURL reads redis+sentinel://[USER[:PASSWORD]@]HOST[:PORT][,HOST[:PORT]…]/MASTER[/DB][?sentinel_username=…
+// &sentinel_password=…], or rediss+sentinel:// for TLS. Its errors never quote the URL: it may hold a password.
 func parseSentinelURL(s string) (*redis.FailoverOptions, error) {
 	scheme, rest, _ := strings.Cut(s, "://")
 	rest, query, _ := strings.Cut(rest, "?")
 	authority, path, _ := strings.Cut(rest, "/")
 	opt := &redis.FailoverOptions{}
 	if at := strings.LastIndex(authority, "@"); at >= 0 {
-		user, pass, hasPass := strings.Cut(authority[:at], ":")
-		var err error
-		if opt.Username, err = url.PathUnescape(user); err != nil {
-			return nil, errors.New("the user name before @ is not URL-escaped properly")
-		}
-		if hasPass {
-			if opt.Password, err = url.PathUnescape(pass); err != nil {
-				return nil, errors.New("the password before @ is not URL-escaped properly")
-			}
+		if err := sentinelUser(opt, authority[:at]); err != nil {
+			return nil, err
 		}
 		authority = authority[at+1:]
 	}
+	var err error
+	if opt.SentinelAddrs, err = sentinelAddrs(authority); err != nil {
+		return nil, err
+	}
+	if len(opt.SentinelAddrs) == 0 {
+		return nil, errors.New("no sentinel: want HOST:PORT[,HOST:PORT…] after " + scheme + "://")
+	}
+	if opt.MasterName, opt.DB, err = sentinelPath(path); err != nil {
+		return nil, err
+	}
+	if err := sentinelQuery(opt, query); err != nil {
+		return nil, err
+	}
+	if scheme == "rediss+sentinel" {
+		// No ServerName: each connection checks the certificate against the host it dials (a sentinel, the primary).
+		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return opt, nil
+}
+
+// sentinelUser reads USER[:PASSWORD], URL-escaped, into opt.
+func sentinelUser(opt *redis.FailoverOptions, userinfo string) error {
+	user, pass, hasPass := strings.Cut(userinfo, ":")
+	var err error
+	if opt.Username, err = url.PathUnescape(user); err != nil {
+		return errors.New("the user name before @ is not URL-escaped properly")
+	}
+	if hasPass {
+		if opt.Password, err = url.PathUnescape(pass); err != nil {
+			return errors.New("the password before @ is not URL-escaped properly")
+		}
+	}
+	return nil
+}
+
+// sentinelAddrs reads the sentinels, HOST[:PORT] separated by commas; a missing port is Sentinel's own.
+func sentinelAddrs(authority string) ([]string, error) {
+	var addrs []string
 	for _, hp := range strings.Split(authority, ",") {
 		if hp == "" {
 			continue
 		}
 		host, port, err := net.SplitHostPort(hp)
 		if err != nil {
-			if strings.Contains(err.Error(), "missing port") {
-				host, port, err = hp, defaultSentinelPort, nil
-			} else {
+			if !strings.Contains(err.Error(), "missing port") {
 				return nil, fmt.Errorf("sentinel %q: %v", hp, err)
 			}
+			host, port = hp, defaultSentinelPort
 		}
 		if host == "" {
 			return nil, fmt.Errorf("sentinel %q has no host", hp)
@@ -88,29 +120,34 @@ func parseSentinelURL(s string) (*redis.FailoverOptions, error) {
 		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
 			return nil, fmt.Errorf("sentinel %q: port %q is not a port number", hp, port)
 		}
-		opt.SentinelAddrs = append(opt.SentinelAddrs, net.JoinHostPort(strings.Trim(host, "[]"), port))
+		addrs = append(addrs, net.JoinHostPort(strings.Trim(host, "[]"), port))
 	}
-	if len(opt.SentinelAddrs) == 0 {
-		return nil, errors.New("no sentinel: want HOST:PORT[,HOST:PORT…] after " + scheme + "://")
-	}
+	return addrs, nil
+}
+
+// sentinelPath reads /MASTER[/DB].
+func sentinelPath(path string) (master string, db int, err error) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	if parts[0] == "" {
-		return nil, errors.New("no master name: want /MASTER after the sentinels, the name they monitor the primary by")
+		return "", 0, errors.New("no master name: want /MASTER after the sentinels, the name they monitor the primary by")
 	}
 	if len(parts) > 2 {
-		return nil, fmt.Errorf("the path /%s has more than /MASTER/DB", path)
+		return "", 0, fmt.Errorf("the path /%s has more than /MASTER/DB", path)
 	}
-	opt.MasterName = parts[0]
 	if len(parts) == 2 && parts[1] != "" {
-		db, err := strconv.Atoi(parts[1])
+		db, err = strconv.Atoi(parts[1])
 		if err != nil || db < 0 {
-			return nil, fmt.Errorf("database %q is not a number", parts[1])
+			return "", 0, fmt.Errorf("database %q is not a number", parts[1])
 		}
-		opt.DB = db
 	}
+	return parts[0], db, nil
+}
+
+// sentinelQuery reads the sentinels' own credentials from the query.
+func sentinelQuery(opt *redis.FailoverOptions, query string) error {
 	q, err := url.ParseQuery(query)
 	if err != nil {
-		return nil, errors.New("the query after ? is not URL-escaped properly") // its error would quote a password
+		return errors.New("the query after ? is not URL-escaped properly") // its error would quote a password
 	}
 	for k, v := range q {
 		switch k {
@@ -119,14 +156,10 @@ func parseSentinelURL(s string) (*redis.FailoverOptions, error) {
 		case "sentinel_password":
 			opt.SentinelPassword = v[len(v)-1]
 		default:
-			return nil, fmt.Errorf("unknown parameter %q (want sentinel_username or sentinel_password)", k)
+			return fmt.Errorf("unknown parameter %q (want sentinel_username or sentinel_password)", k)
 		}
 	}
-	if scheme == "rediss+sentinel" {
-		// No ServerName: each connection checks the certificate against the host it dials (a sentinel, the primary).
-		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	return opt, nil
+	return nil
 }
 
 // WithPassword is the URL with password as the Redis password when the URL itself holds none (ORCH_REDIS_PASSWORD:
