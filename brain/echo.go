@@ -28,21 +28,7 @@ const maxEchoCandidates = 16
 // blocks of what is left still pair up. When nothing but blank and fence lines is left, the result is "": the
 // output was all copy.
 func WithoutEcho(output string, sent ...string) (string, bool) {
-	type pos struct{ text, line int }
-	var texts [][]string // each sent text's non-blank lines, normalised
-	index := map[string][]pos{}
-	for _, s := range sent {
-		var lines []string
-		for _, l := range strings.Split(s, "\n") {
-			if n := echoKey(l); n != "" {
-				if ps := index[n]; len(ps) < maxEchoCandidates {
-					index[n] = append(ps, pos{len(texts), len(lines)})
-				}
-				lines = append(lines, n)
-			}
-		}
-		texts = append(texts, lines)
-	}
+	texts, index := echoIndex(sent)
 	lines := strings.Split(output, "\n")
 	var keys []string // the output's non-blank lines, normalised
 	var at []int      // where each of keys is in lines
@@ -55,17 +41,7 @@ func WithoutEcho(output string, sent ...string) (string, bool) {
 	drop := make([]bool, len(lines))
 	removed := false
 	for i := 0; i < len(keys); {
-		best, bestBytes := 0, 0
-		for _, p := range index[keys[i]] {
-			t, n, size := texts[p.text], 0, 0
-			for i+n < len(keys) && p.line+n < len(t) && keys[i+n] == t[p.line+n] {
-				size += len(keys[i+n])
-				n++
-			}
-			if n > best {
-				best, bestBytes = n, size
-			}
-		}
+		best, bestBytes := longestCopy(keys[i:], texts, index)
 		if best < minEchoLines || bestBytes < minEchoBytes {
 			i++
 			continue
@@ -94,6 +70,45 @@ func WithoutEcho(output string, sent ...string) (string, bool) {
 		return "", true
 	}
 	return strings.Join(kept, "\n"), true
+}
+
+// echoPos is where a line is in what was sent: which text, which of its non-blank lines.
+type echoPos struct{ text, line int }
+
+// echoIndex is each sent text's non-blank lines, normalised, and where each line is found (at most
+// maxEchoCandidates places a line).
+func echoIndex(sent []string) ([][]string, map[string][]echoPos) {
+	var texts [][]string
+	index := map[string][]echoPos{}
+	for _, s := range sent {
+		var lines []string
+		for _, l := range strings.Split(s, "\n") {
+			if n := echoKey(l); n != "" {
+				if ps := index[n]; len(ps) < maxEchoCandidates {
+					index[n] = append(ps, echoPos{len(texts), len(lines)})
+				}
+				lines = append(lines, n)
+			}
+		}
+		texts = append(texts, lines)
+	}
+	return texts, index
+}
+
+// longestCopy is the longest run of keys, from the first, that stands in a row in one of the sent texts: its lines,
+// and its bytes.
+func longestCopy(keys []string, texts [][]string, index map[string][]echoPos) (best, bestBytes int) {
+	for _, p := range index[keys[0]] {
+		t, n, size := texts[p.text], 0, 0
+		for n < len(keys) && p.line+n < len(t) && keys[n] == t[p.line+n] {
+			size += len(keys[n])
+			n++
+		}
+		if n > best {
+			best, bestBytes = n, size
+		}
+	}
+	return best, bestBytes
 }
 
 // echoKey is how a line is compared for WithoutEcho: without line endings, indentation and quote marks; "" for a

@@ -134,30 +134,8 @@ var (
 // extractError returns the most informative error lines, bounded to maxErrorLen: the specific lines with
 // the source location next to them, else the generic ones and the agent's own account of the failure.
 func extractError(d *doc) string {
-	const maxLines = 8
 	found := errorLines(d.lines)
-	var specific []errorLine
-	for k, e := range found {
-		if !e.specific {
-			continue
-		}
-		// Keep the location that belongs to a specific line: a traceback's last frame before the exception,
-		// rustc's "-->" after its message.
-		if k > 0 && pyFileRe.MatchString(found[k-1].text) && found[k-1].index >= e.index-2 {
-			specific = append(specific, found[k-1])
-		}
-		specific = append(specific, e)
-		if k+1 < len(found) && rustLocRe.MatchString(found[k+1].text) && found[k+1].index == e.index+1 {
-			specific = append(specific, found[k+1])
-		}
-	}
-	// Agents often quote the error inside a sentence: "test_x still fails with `AssertionError: expected 100…`".
-	for _, span := range d.spans {
-		code := strings.Trim(span, "`")
-		if specificErrorAny.MatchString(code) || keywordErrorRe.MatchString(code) {
-			specific = append(specific, errorLine{text: strings.TrimSpace(code), specific: true})
-		}
-	}
+	specific := specificErrors(d, found)
 	picked := specific
 	if len(picked) == 0 {
 		for _, e := range found {
@@ -172,6 +150,38 @@ func extractError(d *doc) string {
 			picked = append(picked, errorLine{text: d.restore(s.text)})
 		}
 	}
+	return joinErrors(picked)
+}
+
+// specificErrors are the specific error lines of found, each with the location that belongs to it (a traceback's last
+// frame before the exception, rustc's "-->" after its message), and the errors the agent quotes inside a sentence
+// ("test_x still fails with `AssertionError: expected 100…`").
+func specificErrors(d *doc, found []errorLine) []errorLine {
+	var specific []errorLine
+	for k, e := range found {
+		if !e.specific {
+			continue
+		}
+		if k > 0 && pyFileRe.MatchString(found[k-1].text) && found[k-1].index >= e.index-2 {
+			specific = append(specific, found[k-1])
+		}
+		specific = append(specific, e)
+		if k+1 < len(found) && rustLocRe.MatchString(found[k+1].text) && found[k+1].index == e.index+1 {
+			specific = append(specific, found[k+1])
+		}
+	}
+	for _, span := range d.spans {
+		code := strings.Trim(span, "`")
+		if specificErrorAny.MatchString(code) || keywordErrorRe.MatchString(code) {
+			specific = append(specific, errorLine{text: strings.TrimSpace(code), specific: true})
+		}
+	}
+	return specific
+}
+
+// joinErrors is the error lines picked, each once, at most eight, bounded to maxErrorLen.
+func joinErrors(picked []errorLine) string {
+	const maxLines = 8
 	var b strings.Builder
 	seen := map[string]bool{}
 	n := 0

@@ -232,6 +232,21 @@ func toKey(k, t string, expires, value reply) (snapshotKey, error) {
 func markKey(k *snapshotKey, prev *mark) (m mark, added []streamEntry, appendable bool) {
 	m = mark{typ: k.Type, expires: (k.ExpiresAt + 500) / 1000}
 	h := sha256.New()
+	if k.Type == "stream" {
+		appendable = hashStream(h, k.Stream, prev, m.expires)
+		m.n = len(k.Stream)
+		if appendable {
+			added = k.Stream[prev.n:]
+		}
+	} else {
+		hashValue(h, k)
+	}
+	m.sum = [32]byte(h.Sum(nil))
+	return m, added, appendable
+}
+
+// hashValue hashes the value of a key that is not a stream.
+func hashValue(h hash.Hash, k *snapshotKey) {
 	switch k.Type {
 	case "string":
 		field(h, string(*k.String))
@@ -253,27 +268,26 @@ func markKey(k *snapshotKey, prev *mark) (m mark, added []streamEntry, appendabl
 			field(h, string(z.Member))
 			h.Write(binary.LittleEndian.AppendUint64(nil, math.Float64bits(float64(z.Score))))
 		}
-	case "stream":
-		candidate := prev != nil && prev.typ == "stream" && prev.expires == m.expires && prev.n > 0 && prev.n <= len(k.Stream)
-		for i, e := range k.Stream {
-			if candidate && i == prev.n {
-				appendable = [32]byte(h.Sum(nil)) == prev.sum
-			}
-			field(h, e.ID)
-			for _, v := range e.Values {
-				field(h, string(v))
-			}
-		}
-		if candidate && prev.n == len(k.Stream) {
+	}
+}
+
+// hashStream hashes a stream's entries, and reports whether its first prev.n entries hash as prev did (with the same
+// TTL): then only the entries after them are new.
+func hashStream(h hash.Hash, entries []streamEntry, prev *mark, expires int64) (appendable bool) {
+	candidate := prev != nil && prev.typ == "stream" && prev.expires == expires && prev.n > 0 && prev.n <= len(entries)
+	for i, e := range entries {
+		if candidate && i == prev.n {
 			appendable = [32]byte(h.Sum(nil)) == prev.sum
 		}
-		m.n = len(k.Stream)
-		if appendable {
-			added = k.Stream[prev.n:]
+		field(h, e.ID)
+		for _, v := range e.Values {
+			field(h, string(v))
 		}
 	}
-	m.sum = [32]byte(h.Sum(nil))
-	return m, added, appendable
+	if candidate && prev.n == len(entries) {
+		appendable = [32]byte(h.Sum(nil)) == prev.sum
+	}
+	return appendable
 }
 
 // field writes one length-prefixed string, so that different contents never hash the same bytes.
