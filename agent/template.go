@@ -131,25 +131,11 @@ func splitWords(s string) ([]string, error) {
 			inWord = true
 		case c == '"':
 			inWord = true
-			closed := false
-			for i++; i < len(s); i++ {
-				c := s[i]
-				if c == '"' {
-					closed = true
-					break
-				}
-				if c == '\\' && i+1 < len(s) && strings.IndexByte("\\\"$`\n", s[i+1]) >= 0 {
-					i++
-					if s[i] != '\n' {
-						word.WriteByte(s[i])
-					}
-					continue
-				}
-				word.WriteByte(c)
+			end, err := doubleQuoted(s, i+1, &word)
+			if err != nil {
+				return nil, err
 			}
-			if !closed {
-				return nil, errors.New("unterminated double quote")
-			}
+			i = end
 		default:
 			word.WriteByte(c)
 			inWord = true
@@ -159,6 +145,26 @@ func splitWords(s string) ([]string, error) {
 		words = append(words, word.String())
 	}
 	return words, nil
+}
+
+// doubleQuoted writes the double-quoted text that starts at s[i] to word, as a shell does (a backslash escapes only
+// \, ", $, ` and a newline, which it removes), and returns the index of the closing quote.
+func doubleQuoted(s string, i int, word *strings.Builder) (int, error) {
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c == '"' {
+			return i, nil
+		}
+		if c == '\\' && i+1 < len(s) && strings.IndexByte("\\\"$`\n", s[i+1]) >= 0 {
+			i++
+			if s[i] != '\n' {
+				word.WriteByte(s[i])
+			}
+			continue
+		}
+		word.WriteByte(c)
+	}
+	return i, errors.New("unterminated double quote")
 }
 
 // plainParser reads a CLI that prints text: the answer is its stdout and success is exit status 0. It also

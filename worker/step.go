@@ -292,33 +292,48 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 		}
 	}
 	at.wt, at.dir = wt, workdir(r, wt)
-	if at.rejudge && at.end == nil {
-		if err := w.takeBack(ctx, at, out); err != nil {
-			return nil, err
-		}
-	} else {
-		if at.end != nil {
-			w.takeEnding(at.end, out)
-			w.log.Info("settling the attempt of a worker that died as its agent ended", "run_id", r.ID, "task_id", task.ID,
-				"attempt", at.n)
-		} else if err := w.runAgent(ctx, at, out); err != nil {
-			return nil, err
-		}
-		if out.execErr != nil {
-			return out, nil
-		}
-		// The secrets in what the agent said were found as it entered orch (runAgent).
-		w.examine(ctx, at, out)
-		if err := w.keep(ctx, at, out); err != nil {
-			return nil, err
-		}
+	if err := w.gather(ctx, at, out); err != nil {
+		return nil, err
 	}
-	if task.Kind == jobs.KindChat {
+	switch {
+	case out.execErr != nil:
+		return out, nil
+	case task.Kind == jobs.KindChat:
 		return out, nil // the human reads the reply and judges it: no brain
-	}
-	if out.paused != nil && !out.security() {
+	case out.paused != nil && !out.security():
 		return out, nil // a person decides the call: there is nothing to judge yet
 	}
+	if err := w.judgeOutput(ctx, at, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// gather gets what the attempt's agent said into out: from a dead worker's attempt taken back, from its ending, or
+// from the agent run now; what it said is then examined and kept before anything is decided on it.
+func (w *Worker) gather(ctx context.Context, at *attempt, out *outcome) error {
+	if at.rejudge && at.end == nil {
+		return w.takeBack(ctx, at, out)
+	}
+	if at.end != nil {
+		w.takeEnding(at.end, out)
+		w.log.Info("settling the attempt of a worker that died as its agent ended", "run_id", at.run.ID,
+			"task_id", at.task.ID, "attempt", at.n)
+	} else if err := w.runAgent(ctx, at, out); err != nil {
+		return err
+	}
+	if out.execErr != nil {
+		return nil
+	}
+	// The secrets in what the agent said were found as it entered orch (runAgent).
+	w.examine(ctx, at, out)
+	return w.keep(ctx, at, out)
+}
+
+// judgeOutput has the brain read what the agent said in its own words, and lists what changed in a workspace used in
+// place when a person will look at it. A brain that cannot answer leaves out.unavailable set, not an error.
+func (w *Worker) judgeOutput(ctx context.Context, at *attempt, out *outcome) error {
+	r, task := at.run, at.task
 	// What the agent said in its own words: an agent may send orch's prompt back (a CLI that echoes its input),
 	// and the prompt's closing form would read as a question the agent asks.
 	out.own, out.echoed = brain.WithoutEcho(out.said.Text, agent.BuildPrompt(promptOf(&task)))
@@ -326,11 +341,11 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 	bn, err := w.cfg.Brain(r.Options)
 	if err != nil {
 		out.execErr = fmt.Errorf("brain: %w", err)
-		return out, nil
+		return nil
 	}
 	if err := w.judge(ctx, bn, r, &task, out); err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		out.unavailable = err
 	}
@@ -340,7 +355,7 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 			out.files = append(out.files, w.cfg.Secrets.Redact(f))
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // recordBase saves the base commit the run's worktree was just made from, before any agent works on it: a run that

@@ -68,41 +68,46 @@ func (c *indexCache) load(path string) (*indexSnapshot, error) {
 	if _, err := f.ReadAt(buf, next.size); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("reading the archive's index: %w", err)
 	}
-	copied := false
-	for {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
-			break // a line being appended: read when it is whole
-		}
-		line := buf[:i]
-		buf = buf[i+1:]
-		next.size += int64(i + 1)
-		if len(line) == 0 {
-			continue
-		}
-		var e indexEntry
-		if err := json.Unmarshal(line, &e); err != nil || e.ID == "" {
-			continue // as Archive.newest skips it
-		}
-		next.entries = append(next.entries, e) // past the length of the previous snapshot's entries
-		c.ids[e.ID]++
-		if c.ids[e.ID] == 2 {
-			if !copied && old != nil { // the previous snapshot's map stays as it was
-				next.dups = make(map[string]bool, len(old.dups)+1)
-				for id := range old.dups {
-					next.dups[id] = true
-				}
-				copied = true
-			}
-			next.dups[e.ID] = true
-		}
-	}
+	c.decode(next, old, buf)
 	next.tail = make([]byte, min(next.size, 64))
 	if _, err := f.ReadAt(next.tail, next.size-int64(len(next.tail))); err != nil {
 		return nil, fmt.Errorf("reading the archive's index: %w", err)
 	}
 	c.snap = next
 	return next, nil
+}
+
+// decode adds buf's whole lines to next (which continues old, or starts afresh when old is nil): its entries, the
+// runs seen twice. A line being appended is left for the next load; a line that does not read is skipped, as
+// Archive.newest skips it. The previous snapshot's maps stay as they were.
+func (c *indexCache) decode(next, old *indexSnapshot, buf []byte) {
+	copied := false
+	for {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			return
+		}
+		line := buf[:i]
+		buf = buf[i+1:]
+		next.size += int64(i + 1)
+		var e indexEntry
+		if len(line) == 0 || json.Unmarshal(line, &e) != nil || e.ID == "" {
+			continue
+		}
+		next.entries = append(next.entries, e) // past the length of the previous snapshot's entries
+		c.ids[e.ID]++
+		if c.ids[e.ID] != 2 {
+			continue
+		}
+		if !copied && old != nil {
+			next.dups = make(map[string]bool, len(old.dups)+1)
+			for id := range old.dups {
+				next.dups[id] = true
+			}
+			copied = true
+		}
+		next.dups[e.ID] = true
+	}
 }
 
 // endsWith reports whether f holds tail just before offset end.
