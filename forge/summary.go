@@ -61,7 +61,6 @@ func summaryBody(r *jobs.Run) string {
 		w(" in %s", d.Round(time.Second))
 	}
 	w(".\n\n")
-
 	if g := r.Git; g != nil {
 		w("**Branch** %s", code(g.Branch))
 		if g.Base != "" {
@@ -70,33 +69,41 @@ func summaryBody(r *jobs.Run) string {
 		if s := shortSHA(g.BaseCommit); s != "" {
 			w(" at %s", s)
 		}
-		w(" · %d %s · %d %s changed, %d insertions(+), %d deletions(-)\n\n",
-			g.Commits, plural(g.Commits, "commit", "commits"), g.FilesChanged, plural(g.FilesChanged, "file", "files"),
-			g.Insertions, g.Deletions)
+		w(" · %s · %s\n\n", jobs.Count(g.Commits, "commit"), jobs.WorkOf(r).Diffstat())
 	}
 	usd, in, out := r.Cost()
 	attempts := 0
 	for _, t := range r.Tasks {
 		attempts += len(t.Attempts)
 	}
-	w("**Cost** $%.4f · %d tokens in, %d out (agent and brain, %d %s)\n", usd, in, out,
-		attempts, plural(attempts, "attempt", "attempts"))
+	w("**Cost** $%.4f · %d tokens in, %d out (agent and brain, %s)\n", usd, in, out, jobs.Count(attempts, "attempt"))
+	writeTasks(&b, r)
+	writeDecisions(&b, r)
+	w("\n---\n_Opened by orch for run %s. The whole record: %s and %s._\n",
+		code(r.ID), code("orch status "+r.ID), code("orch escalation log "+r.ID))
+	return b.String()
+}
 
-	w("\n### Tasks\n\n")
+// writeTasks lists the run's tasks with their status, commit and summary.
+func writeTasks(b *strings.Builder, r *jobs.Run) {
+	b.WriteString("\n### Tasks\n\n")
 	if len(r.Tasks) == 0 {
-		w("_None._\n")
+		b.WriteString("_None._\n")
 	}
 	for _, t := range r.Tasks {
-		w("- **%s** %s — %s", inline(t.ID, 100), inline(t.Title, 200), taskStatus(t.Status))
+		fmt.Fprintf(b, "- **%s** %s — %s", inline(t.ID, 100), inline(t.Title, 200), taskStatus(t.Status))
 		if s := shortSHA(t.Commit); s != "" {
-			w(" · %s", s)
+			fmt.Fprintf(b, " · %s", s)
 		}
-		w("\n")
+		b.WriteString("\n")
 		if s := strings.TrimSpace(t.Summary); s != "" {
-			w("%s\n", indent(text(s, maxSummary), "  "))
+			fmt.Fprintf(b, "%s\n", indent(text(s, maxSummary), "  "))
 		}
 	}
+}
 
+// writeDecisions lists the questions people answered, then those settled without a person.
+func writeDecisions(b *strings.Builder, r *jobs.Run) {
 	var humans, automatic []*jobs.Escalation
 	for _, e := range r.Escalations {
 		switch {
@@ -107,25 +114,22 @@ func summaryBody(r *jobs.Run) string {
 			humans = append(humans, e)
 		}
 	}
-	w("\n### Decisions taken by humans\n\n")
+	b.WriteString("\n### Decisions taken by humans\n\n")
 	switch {
 	case len(humans) == 0 && len(automatic) == 0:
-		w("_None: the run needed no human._\n")
+		b.WriteString("_None: the run needed no human._\n")
 	case len(humans) == 0:
-		w("_None._\n")
+		b.WriteString("_None._\n")
 	}
 	for _, e := range humans {
-		writeDecision(&b, r, e)
+		writeDecision(b, r, e)
 	}
 	if len(automatic) > 0 {
-		w("\n### Questions settled without a human\n\n")
+		b.WriteString("\n### Questions settled without a human\n\n")
 		for _, e := range automatic {
-			writeDecision(&b, r, e)
+			writeDecision(b, r, e)
 		}
 	}
-	w("\n---\n_Opened by orch for run %s. The whole record: %s and %s._\n",
-		code(r.ID), code("orch status "+r.ID), code("orch escalation log "+r.ID))
-	return b.String()
 }
 
 // writeDecision is one answered question: the task and why it was asked, the question, and who answered what, where
@@ -230,13 +234,6 @@ func shortSHA(sha string) string {
 		return ""
 	}
 	return sha[:7]
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // code is s as inline code, on one line.

@@ -279,7 +279,12 @@ func checkDockerLimits(cfg *DockerConfig) error {
 	case cfg.WarmPool > 0 && cfg.WorkspaceRoot == "":
 		return errors.New("docker: WarmPool needs WorkspaceRoot: pool containers are created before anyone knows the workspace, so they mount the directory that holds them all")
 	}
-	for k := range cfg.Labels {
+	return checkLabels(cfg.Labels)
+}
+
+// checkLabels refuses a label of orch's own among the labels cfg adds to the containers.
+func checkLabels(labels map[string]string) error {
+	for k := range labels {
 		if slices.Contains(reservedLabels, k) {
 			return fmt.Errorf("docker: label %q is orch's own and cannot be set in Labels", k)
 		}

@@ -67,39 +67,52 @@ func (m *Manager) Examine(ctx context.Context, wt Worktree) (Examination, error)
 	if _, err := m.stage(ctx, wt); err != nil {
 		return ex, err
 	}
+	if err := m.describeChange(ctx, wt, head, &ex); err != nil {
+		return ex, err
+	}
+	added, err := m.added(ctx, wt, head, tip)
+	ex.Added = added
+	return ex, err
+}
+
+// describeChange lists the files the staged work changes from head, and its --stat.
+func (m *Manager) describeChange(ctx context.Context, wt Worktree, head string, ex *Examination) error {
 	names, err := m.inRun(wt).run(ctx, "diff-index", "--cached", "--name-status", "--no-renames", head, "--")
 	if err != nil {
-		return ex, err
+		return err
 	}
 	for _, line := range strings.Split(names, "\n") {
 		if line = strings.TrimSpace(line); line != "" {
 			ex.Files = append(ex.Files, line)
 		}
 	}
-	if ex.Stat, err = m.inRun(wt).run(ctx, "diff-index", "--cached", "--stat", "--no-ext-diff", "--no-textconv", head, "--"); err != nil {
-		return ex, err
-	}
+	ex.Stat, err = m.inRun(wt).run(ctx, "diff-index", "--cached", "--stat", "--no-ext-diff", "--no-textconv", head, "--")
+	return err
+}
+
+// added is what the staged work adds to head, bounded by maxAdded: the messages of the agent's commits up to tip (if
+// any), then the added lines of the diff.
+func (m *Manager) added(ctx context.Context, wt Worktree, head, tip string) (string, error) {
 	var added bytes.Buffer
 	if tip != "" {
 		c := m.inRun(wt)
 		c.stdout = &capped{w: &added, n: maxAdded / 2}
 		if _, err := c.run(ctx, "log", "--format=%B", tip, "^"+head, "--"); err != nil {
-			return ex, err
+			return "", err
 		}
 	}
 	var patch bytes.Buffer
 	c := m.inRun(wt)
 	c.stdout = &capped{w: &patch, n: maxAdded - int64(added.Len())}
 	if _, err := c.run(ctx, "diff-index", "--cached", "-p", "-U0", "--no-ext-diff", "--no-textconv", "--no-color", head, "--"); err != nil {
-		return ex, err
+		return "", err
 	}
 	for _, line := range strings.SplitAfter(patch.String(), "\n") {
 		if strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++ ") {
 			added.WriteString(line[1:])
 		}
 	}
-	ex.Added = added.String()
-	return ex, nil
+	return added.String(), nil
 }
 
 // capped keeps the first n bytes written to it and drops the rest, so that a command's output of any size costs no
