@@ -56,78 +56,92 @@ func (o *owner) readStore() (*storeCopy, error) {
 		known[k] = m.typ
 	}
 	for attempt := 1; ; attempt++ {
-		r, err := o.local.run([]string{"KEYS", "*"})
+		c, err := o.readPass(known)
 		if err != nil {
 			return nil, err
-		}
-		keys, err := r[0].strings()
-		if err != nil {
-			return nil, err
-		}
-		if err := o.learnTypes(keys, known); err != nil {
-			return nil, err
-		}
-		cmds := [][]string{{"MULTI"}, {"KEYS", "*"}}
-		for _, k := range keys {
-			cmds = append(cmds, []string{"TYPE", k}, []string{"PEXPIRETIME", k})
-			if rc := readCommand(k, known[k]); rc != nil {
-				cmds = append(cmds, rc)
-			}
-		}
-		cmds = append(cmds, []string{"EXEC"})
-		rs, err := o.local.run(cmds...)
-		if err != nil {
-			return nil, err
-		}
-		exec := rs[len(rs)-1]
-		if err := exec.err(); err != nil || exec.kind != '*' || len(exec.arr) != len(cmds)-2 {
-			return nil, fmt.Errorf("reading the store in a transaction: %v (reply %q with %d parts)", err, exec.kind, len(exec.arr))
-		}
-		all, err := exec.arr[0].strings()
-		if err != nil {
-			return nil, err
-		}
-		c := &storeCopy{unsure: map[string]bool{}}
-		asked := make(map[string]bool, len(keys))
-		for _, k := range keys {
-			asked[k] = true
-		}
-		for _, k := range all {
-			if !asked[k] {
-				c.unsure[k] = true // created after the key list was read
-			}
-		}
-		replies := exec.arr[1:]
-		for _, k := range keys {
-			t, expires := replies[0].str, replies[1]
-			var value *reply
-			if readCommand(k, known[k]) != nil {
-				value = &replies[2]
-				replies = replies[3:]
-			} else {
-				replies = replies[2:]
-			}
-			switch {
-			case t == "none":
-				continue // deleted or expired
-			case t != known[k]:
-				c.unsure[k] = true
-				known[k] = t
-				continue
-			case value == nil:
-				o.warnUnsaved(k, t)
-				continue
-			}
-			sk, err := toKey(k, t, expires, *value)
-			if err != nil {
-				return nil, fmt.Errorf("reading key %q: %w", k, err)
-			}
-			c.keys = append(c.keys, sk)
 		}
 		if c.complete() || attempt == readAttempts {
 			return c, nil
 		}
 	}
+}
+
+// readPass is one pass of readStore: the key list, the types not known yet, then every key in one transaction.
+func (o *owner) readPass(known map[string]string) (*storeCopy, error) {
+	r, err := o.local.run([]string{"KEYS", "*"})
+	if err != nil {
+		return nil, err
+	}
+	keys, err := r[0].strings()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.learnTypes(keys, known); err != nil {
+		return nil, err
+	}
+	cmds := [][]string{{"MULTI"}, {"KEYS", "*"}}
+	for _, k := range keys {
+		cmds = append(cmds, []string{"TYPE", k}, []string{"PEXPIRETIME", k})
+		if rc := readCommand(k, known[k]); rc != nil {
+			cmds = append(cmds, rc)
+		}
+	}
+	cmds = append(cmds, []string{"EXEC"})
+	rs, err := o.local.run(cmds...)
+	if err != nil {
+		return nil, err
+	}
+	exec := rs[len(rs)-1]
+	if err := exec.err(); err != nil || exec.kind != '*' || len(exec.arr) != len(cmds)-2 {
+		return nil, fmt.Errorf("reading the store in a transaction: %v (reply %q with %d parts)", err, exec.kind, len(exec.arr))
+	}
+	all, err := exec.arr[0].strings()
+	if err != nil {
+		return nil, err
+	}
+	c := &storeCopy{unsure: map[string]bool{}}
+	asked := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		asked[k] = true
+	}
+	for _, k := range all {
+		if !asked[k] {
+			c.unsure[k] = true // created after the key list was read
+		}
+	}
+	return c, o.decodeKeys(c, keys, known, exec.arr[1:])
+}
+
+// decodeKeys reads the transaction's replies for keys (TYPE, PEXPIRETIME, and the value when the type is one orch
+// saves) into c: a key gone is skipped, a key whose type changed since the pass began is unsure.
+func (o *owner) decodeKeys(c *storeCopy, keys []string, known map[string]string, replies []reply) error {
+	for _, k := range keys {
+		t, expires := replies[0].str, replies[1]
+		var value *reply
+		if readCommand(k, known[k]) != nil {
+			value = &replies[2]
+			replies = replies[3:]
+		} else {
+			replies = replies[2:]
+		}
+		switch {
+		case t == "none":
+			continue // deleted or expired
+		case t != known[k]:
+			c.unsure[k] = true
+			known[k] = t
+			continue
+		case value == nil:
+			o.warnUnsaved(k, t)
+			continue
+		}
+		sk, err := toKey(k, t, expires, *value)
+		if err != nil {
+			return fmt.Errorf("reading key %q: %w", k, err)
+		}
+		c.keys = append(c.keys, sk)
+	}
+	return nil
 }
 
 // learnTypes adds the types of keys not seen before to known.

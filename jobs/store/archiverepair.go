@@ -54,40 +54,8 @@ func (a *Archive) repairIndex(d *owned.Dir) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("reading the archive's index: %w", err)
 	}
-	var good bytes.Buffer
-	listed := map[string]bool{}
-	bad := 0
-	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var e indexEntry
-		if json.Unmarshal(line, &e) != nil || !validID(e.ID) {
-			bad++
-			continue
-		}
-		listed[e.ID] = true
-		good.Write(line)
-		good.WriteByte('\n')
-	}
-	var missing []indexEntry
-	var unreadable []string
-	for _, f := range files {
-		id, ok := strings.CutSuffix(f.Name(), ".json.gz")
-		if !ok || !validID(id) || listed[id] {
-			continue
-		}
-		r, err := a.get(id)
-		if err != nil {
-			unreadable = append(unreadable, id) // a damaged file stays, unlisted, for a person to look at
-			continue
-		}
-		archived := r.UpdatedAt
-		if info, err := f.Info(); err == nil {
-			archived = info.ModTime()
-		}
-		missing = append(missing, entryOf(r, archived))
-	}
+	good, listed, bad := readableLines(data)
+	missing, unreadable := a.unlisted(files, listed)
 	if bad == 0 && len(missing) == 0 {
 		return nil
 	}
@@ -107,6 +75,47 @@ func (a *Archive) repairIndex(d *owned.Dir) error {
 	a.log.Warn("the history index was damaged; rebuilt it from the run files", "index", a.indexPath(),
 		"unreadable_lines", bad, "runs_relisted", len(missing), "relisted", firstIDs(ids), "damaged_files", firstIDs(unreadable))
 	return nil
+}
+
+// readableLines are the index's lines that read, and the runs they list; bad counts those that do not.
+func readableLines(data []byte) (good bytes.Buffer, listed map[string]bool, bad int) {
+	listed = map[string]bool{}
+	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var e indexEntry
+		if json.Unmarshal(line, &e) != nil || !validID(e.ID) {
+			bad++
+			continue
+		}
+		listed[e.ID] = true
+		good.Write(line)
+		good.WriteByte('\n')
+	}
+	return good, listed, bad
+}
+
+// unlisted reads the archived runs among files that the index does not list: their entries, and the ids of those
+// whose file does not read (a damaged file stays, unlisted, for a person to look at).
+func (a *Archive) unlisted(files []fs.DirEntry, listed map[string]bool) (missing []indexEntry, unreadable []string) {
+	for _, f := range files {
+		id, ok := strings.CutSuffix(f.Name(), ".json.gz")
+		if !ok || !validID(id) || listed[id] {
+			continue
+		}
+		r, err := a.get(id)
+		if err != nil {
+			unreadable = append(unreadable, id)
+			continue
+		}
+		archived := r.UpdatedAt
+		if info, err := f.Info(); err == nil {
+			archived = info.ModTime()
+		}
+		missing = append(missing, entryOf(r, archived))
+	}
+	return missing, unreadable
 }
 
 func cmpArchived(x, y indexEntry) int {
