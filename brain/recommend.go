@@ -129,17 +129,19 @@ func recommendedIndex(phrase string, n int) (int, bool) {
 	if m[4] != "" && m[1] == "" && key[0] >= 'a' && key[0] <= 'h' && len(m[0]) == 1 && strings.HasPrefix(rest, " ") {
 		return 0, false
 	}
-	c := key[0]
-	var i int
+	i := keyIndex(key[0])
+	return i, i < n
+}
+
+// keyIndex is the option index a key names: 1 or a or A is the first.
+func keyIndex(c byte) int {
 	switch {
 	case c >= '1' && c <= '9':
-		i = int(c - '1')
+		return int(c - '1')
 	case c >= 'a' && c <= 'h':
-		i = int(c - 'a')
-	default:
-		i = int(c - 'A')
+		return int(c - 'a')
 	}
-	return i, i < n
+	return int(c - 'A')
 }
 
 // phraseInLabel finds the one label that contains the whole recommended phrase as words: "R2" for

@@ -136,48 +136,62 @@ func (cp *condParser) parse() ([]condClause, error) {
 
 func (cp *condParser) clause() (condClause, error) {
 	var c condClause
+	var err error
+	if c.key, err = cp.key(); err != nil {
+		return c, err
+	}
+	cp.blanks()
+	if c.neq, err = cp.operator(c.key); err != nil {
+		return c, err
+	}
+	cp.blanks()
+	if c.value, err = cp.literal(); err != nil {
+		return c, err
+	}
+	if c.key == "outcome" && !slices.Contains(statuses, c.value) {
+		return c, fmt.Errorf("outcome is never %q: it is one of %s", c.value, strings.Join(statuses, ", "))
+	}
+	return c, nil
+}
+
+// key reads a clause's key: outcome, preferred_label or context.<name>.
+func (cp *condParser) key() (string, error) {
 	start := cp.pos
 	for cp.pos < len(cp.src) && (isIdentByte(cp.src[cp.pos]) || cp.src[cp.pos] == '.') {
 		cp.pos++
 	}
-	c.key = cp.src[start:cp.pos]
+	key := cp.src[start:cp.pos]
 	switch {
-	case c.key == "":
+	case key == "":
 		if strings.HasPrefix(cp.src[cp.pos:], "&&") {
-			return c, fmt.Errorf("empty clause before &&")
+			return key, fmt.Errorf("empty clause before &&")
 		}
-		return c, fmt.Errorf("expected a key (outcome, preferred_label or context.<name>), found %q", cp.rest())
-	case c.key == "outcome" || c.key == "preferred_label":
-	case strings.HasPrefix(c.key, "context.") && isKey(strings.TrimPrefix(c.key, "context.")):
-	case strings.HasPrefix(c.key, "context."):
-		return c, fmt.Errorf("%q is not a context key (context.<name>, names joined by '.')", c.key)
+		return key, fmt.Errorf("expected a key (outcome, preferred_label or context.<name>), found %q", cp.rest())
+	case key == "outcome" || key == "preferred_label":
+	case strings.HasPrefix(key, "context.") && isKey(strings.TrimPrefix(key, "context.")):
+	case strings.HasPrefix(key, "context."):
+		return key, fmt.Errorf("%q is not a context key (context.<name>, names joined by '.')", key)
 	default:
-		return c, fmt.Errorf("unknown key %q: use outcome, preferred_label or context.%s", c.key, c.key)
+		return key, fmt.Errorf("unknown key %q: use outcome, preferred_label or context.%s", key, key)
 	}
-	cp.blanks()
+	return key, nil
+}
+
+// operator reads the operator after key: = or != (neq).
+func (cp *condParser) operator(key string) (neq bool, err error) {
 	switch {
 	case strings.HasPrefix(cp.src[cp.pos:], "!="):
-		c.neq = true
 		cp.pos += 2
+		return true, nil
 	case strings.HasPrefix(cp.src[cp.pos:], "=="):
-		return c, fmt.Errorf("'==' is not an operator: write %s=value", c.key)
+		return false, fmt.Errorf("'==' is not an operator: write %s=value", key)
 	case strings.HasPrefix(cp.src[cp.pos:], "="):
 		cp.pos++
+		return false, nil
 	case cp.pos == len(cp.src) || strings.HasPrefix(cp.src[cp.pos:], "&&"):
-		return c, fmt.Errorf("%s has no operator: write %s=value or %s!=value", c.key, c.key, c.key)
-	default:
-		return c, fmt.Errorf("expected = or != after %s, found %q", c.key, cp.rest())
+		return false, fmt.Errorf("%s has no operator: write %s=value or %s!=value", key, key, key)
 	}
-	cp.blanks()
-	v, err := cp.literal()
-	if err != nil {
-		return c, err
-	}
-	c.value = v
-	if c.key == "outcome" && !slices.Contains(statuses, v) {
-		return c, fmt.Errorf("outcome is never %q: it is one of %s", v, strings.Join(statuses, ", "))
-	}
-	return c, nil
+	return false, fmt.Errorf("expected = or != after %s, found %q", key, cp.rest())
 }
 
 // literal reads a quoted string (escapes \" \\ \n \t) or a bare value: a run

@@ -350,36 +350,18 @@ func (p *parser) setGraphAttrs(sc *scope, attrs map[string]string) error {
 // edges reads "a -> b -> c [attrs]" given its first id; the current token is
 // the first '->'.
 func (p *parser) edges(sc *scope, first token) error {
-	ends := []token{first}
-	for p.tok.kind == tokArrow || p.tok.kind == tokUndirected {
-		if p.tok.kind == tokUndirected {
-			return p.errorf(p.tok.line, "undirected edge '--': pipelines are directed, use '->'")
-		}
-		if err := p.advance(); err != nil {
-			return err
-		}
-		if p.tok.kind == tokLBrace || p.keyword("subgraph") {
-			return p.errorf(p.tok.line, "an edge must end at a node, not a subgraph: write one edge per node")
-		}
-		if p.tok.kind != tokWord && p.tok.kind != tokString {
-			return p.errorf(p.tok.line, "expected a node id after '->', found %s", p.tok.describe())
-		}
-		ends = append(ends, p.tok)
-		if err := p.advance(); err != nil {
-			return err
-		}
+	ends, err := p.edgeChain(first)
+	if err != nil {
+		return err
 	}
 	ids := make([]string, len(ends))
 	for i, t := range ends {
-		id, err := p.nodeID(t)
-		if err != nil {
+		if ids[i], err = p.nodeID(t); err != nil {
 			return err
 		}
-		ids[i] = id
 	}
 	var attrs map[string]string
 	if p.tok.kind == tokLBracket {
-		var err error
 		if attrs, err = p.attrLists(); err != nil {
 			return err
 		}
@@ -397,6 +379,31 @@ func (p *parser) edges(sc *scope, first token) error {
 		p.g.Edges = append(p.g.Edges, e)
 	}
 	return nil
+}
+
+// edgeChain reads the ends of "a -> b -> c" given the first; the current token is the first '->'. An end must be a
+// node.
+func (p *parser) edgeChain(first token) ([]token, error) {
+	ends := []token{first}
+	for p.tok.kind == tokArrow || p.tok.kind == tokUndirected {
+		if p.tok.kind == tokUndirected {
+			return nil, p.errorf(p.tok.line, "undirected edge '--': pipelines are directed, use '->'")
+		}
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		if p.tok.kind == tokLBrace || p.keyword("subgraph") {
+			return nil, p.errorf(p.tok.line, "an edge must end at a node, not a subgraph: write one edge per node")
+		}
+		if p.tok.kind != tokWord && p.tok.kind != tokString {
+			return nil, p.errorf(p.tok.line, "expected a node id after '->', found %s", p.tok.describe())
+		}
+		ends = append(ends, p.tok)
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+	}
+	return ends, nil
 }
 
 // mention makes sure a node named by an edge exists: as in Graphviz, an edge
