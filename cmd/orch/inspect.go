@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,7 +96,18 @@ func (a *app) printStatus(run *jobs.Run) {
 		}
 		fmt.Fprintln(w)
 	}
+	printTasks(w, run)
+	if e := run.OpenEscalation(); e != nil {
+		fmt.Fprintf(w, "\nOpen escalation %s on task %s (%s): %s\n", e.ID, e.TaskID, e.Trigger, safetext.OneLine(e.Question, 200))
+		fmt.Fprintf(w, "  orch escalation show %s\n", run.ID)
+	}
+}
+
+// printTasks is the status's table of tasks: the current one marked, a pipeline's with each task's kind and the
+// stages the run ended without reaching.
+func printTasks(w io.Writer, run *jobs.Run) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	defer tw.Flush()
 	pipelineRun := run.Graph != ""
 	if pipelineRun {
 		fmt.Fprintln(tw, "\n  TASK\tKIND\tSTATUS\tATTEMPTS\tFAILURES\tTITLE")
@@ -125,11 +137,36 @@ func (a *app) printStatus(run *jobs.Run) {
 		}
 		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", mark, t.ID, kindName(t.Kind), status, started, failures, t.Title)
 	}
-	tw.Flush()
-	if e := run.OpenEscalation(); e != nil {
-		fmt.Fprintf(w, "\nOpen escalation %s on task %s (%s): %s\n", e.ID, e.TaskID, e.Trigger, safetext.OneLine(e.Question, 200))
-		fmt.Fprintf(w, "  orch escalation show %s\n", run.ID)
+}
+
+// printNoTable prints a page of history that is no table: JSON, or that the page holds no run.
+func printNoTable(w io.Writer, runs []*jobs.Run, page int, asJSON bool) error {
+	if asJSON {
+		shown := make([]*jobs.Run, len(runs))
+		for i, r := range runs {
+			shown[i] = shownRun(r)
+		}
+		return printJSON(w, shown)
 	}
+	if page > 1 {
+		fmt.Fprintf(w, "No runs on page %d.\n", page)
+	} else {
+		fmt.Fprintln(w, "No runs yet.")
+	}
+	return nil
+}
+
+// printHistory is the table of runs orch history shows.
+func printHistory(w io.Writer, runs []*jobs.Run) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTATUS\tSTARTED\tDURATION\tTASKS\tCOST\tPLAN")
+	for _, r := range runs {
+		usd, _, _ := r.Cost()
+		tally := r.Tally()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t$%.4f\t%s\n", r.ID, r.Status, r.CreatedAt.Local().Format(time.DateTime),
+			r.Duration(time.Now()).Round(time.Second), tally.Done, tally.Total, usd, planOf(r))
+	}
+	return tw.Flush()
 }
 
 func kindName(kind string) string {
@@ -188,30 +225,10 @@ func (a *app) historyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				shown := make([]*jobs.Run, len(runs))
-				for i, r := range runs {
-					shown[i] = shownRun(r)
-				}
-				return printJSON(a.stdout, shown)
+			if asJSON || len(runs) == 0 {
+				return printNoTable(a.stdout, runs, page, asJSON)
 			}
-			if len(runs) == 0 {
-				if page > 1 {
-					fmt.Fprintf(a.stdout, "No runs on page %d.\n", page)
-				} else {
-					fmt.Fprintln(a.stdout, "No runs yet.")
-				}
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tSTATUS\tSTARTED\tDURATION\tTASKS\tCOST\tPLAN")
-			for _, r := range runs {
-				usd, _, _ := r.Cost()
-				tally := r.Tally()
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t$%.4f\t%s\n", r.ID, r.Status, r.CreatedAt.Local().Format(time.DateTime),
-					r.Duration(time.Now()).Round(time.Second), tally.Done, tally.Total, usd, planOf(r))
-			}
-			if err := tw.Flush(); err != nil {
+			if err := printHistory(a.stdout, runs); err != nil {
 				return err
 			}
 			if len(runs) == limit {
@@ -417,66 +434,76 @@ func (a *app) escalationLogCmd() *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			var ids []string
-			if len(args) == 1 {
-				if _, err := b.Store.Get(cmd.Context(), args[0]); err != nil {
-					return err
-				}
-				ids = args
-			} else {
-				runs, err := b.Store.List(cmd.Context(), 50)
-				if err != nil {
-					return err
-				}
-				for i := len(runs) - 1; i >= 0; i-- {
-					ids = append(ids, runs[i].ID)
-				}
+			all, err := auditTrail(cmd.Context(), b.Store, args)
+			if err != nil {
+				return err
 			}
-			var all []jobs.AuditEntry
-			if len(args) == 0 {
-				// What belongs to no run: requests refused to people not in ORCH_ALLOWED_USERS.
-				outside, err := b.Store.AuditOutside(cmd.Context())
-				if err != nil {
-					return err
-				}
-				all = append(all, outside...)
-			}
-			for _, id := range ids {
-				entries, err := b.Store.Audit(cmd.Context(), id)
-				if err != nil {
-					return err
-				}
-				all = append(all, entries...)
-			}
-			sort.SliceStable(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) })
-			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				for _, e := range all {
-					if err := enc.Encode(e); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			if len(all) == 0 {
-				fmt.Fprintln(a.stdout, "No escalations.")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIME\tRUN\tTASK\tESC\tACTION\tWHO\tVIA\tWHAT")
-			for _, e := range all {
-				what := e.Detail
-				if e.Trigger != "" && e.Action == "escalated" {
-					what = string(e.Trigger) + ": " + what
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.DateTime), e.RunID, e.TaskID,
-					e.EscalationID, e.Action, e.By, e.Via, safetext.OneLine(what, 120))
-			}
-			return tw.Flush()
+			return printAudit(a.stdout, all, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per entry")
 	return cmd
+}
+
+// auditTrail is the audit of run args[0], or of the 50 latest runs and what belongs to no run (requests refused to
+// people not in ORCH_ALLOWED_USERS), oldest first.
+func auditTrail(ctx context.Context, st *store.Store, args []string) ([]jobs.AuditEntry, error) {
+	var ids []string
+	var all []jobs.AuditEntry
+	if len(args) == 1 {
+		if _, err := st.Get(ctx, args[0]); err != nil {
+			return nil, err
+		}
+		ids = args
+	} else {
+		runs, err := st.List(ctx, 50)
+		if err != nil {
+			return nil, err
+		}
+		for i := len(runs) - 1; i >= 0; i-- {
+			ids = append(ids, runs[i].ID)
+		}
+		if all, err = st.AuditOutside(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range ids {
+		entries, err := st.Audit(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, entries...)
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) })
+	return all, nil
+}
+
+// printAudit prints audit entries as JSON lines or as a table.
+func printAudit(w io.Writer, all []jobs.AuditEntry, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, e := range all {
+			if err := enc.Encode(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(all) == 0 {
+		fmt.Fprintln(w, "No escalations.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tRUN\tTASK\tESC\tACTION\tWHO\tVIA\tWHAT")
+	for _, e := range all {
+		what := e.Detail
+		if e.Trigger != "" && e.Action == "escalated" {
+			what = string(e.Trigger) + ": " + what
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.DateTime), e.RunID, e.TaskID,
+			e.EscalationID, e.Action, e.By, e.Via, safetext.OneLine(what, 120))
+	}
+	return tw.Flush()
 }
 
 // planOf names what a run ran: its plan's path, or for a run asked in words (Slack) the request's first line, quoted.
