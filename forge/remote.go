@@ -18,37 +18,12 @@ func ParseGitHubRemote(remote, host string) (owner, repo string, ok bool) {
 	host = normalHost(host)
 	remote = strings.TrimSpace(remote)
 	var h, path string
-	if i := strings.Index(remote, "://"); i >= 0 {
-		u, err := url.Parse(remote)
-		if err != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-			return "", "", false
-		}
-		switch strings.ToLower(u.Scheme) {
-		case "https", "http", "ssh", "git+ssh", "ssh+git":
-		default:
-			return "", "", false
-		}
-		h = u.Host
-		if !strings.Contains(host, ":") {
-			h = u.Hostname()
-		}
-		path = u.Path
+	if strings.Contains(remote, "://") {
+		h, path, ok = urlRemote(remote, !strings.Contains(host, ":"))
 	} else {
-		// scp-like: [user@]host:path, where the part before the first colon has no slash (else git reads a local path).
-		colon := strings.Index(remote, ":")
-		if colon < 0 || strings.Contains(remote[:colon], "/") {
-			return "", "", false
-		}
-		h = remote[:colon]
-		if at := strings.LastIndex(h, "@"); at >= 0 {
-			h = h[at+1:]
-		}
-		path = remote[colon+1:]
-		if strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "//") {
-			path = path[1:] // git@github.com:/o/r.git is the same repository
-		}
+		h, path, ok = scpRemote(remote)
 	}
-	if h == "" || !strings.EqualFold(h, host) {
+	if !ok || h == "" || !strings.EqualFold(h, host) {
 		return "", "", false
 	}
 	path = strings.TrimPrefix(path, "/")
@@ -59,6 +34,43 @@ func ParseGitHubRemote(remote, host string) (owner, repo string, ok bool) {
 		return "", "", false
 	}
 	return owner, repo, true
+}
+
+// urlRemote is the host and path of a remote given as a URL of a protocol GitHub speaks; the host without its port
+// when bareHost.
+func urlRemote(remote string, bareHost bool) (host, path string, ok bool) {
+	u, err := url.Parse(remote)
+	if err != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", "", false
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https", "http", "ssh", "git+ssh", "ssh+git":
+	default:
+		return "", "", false
+	}
+	host = u.Host
+	if bareHost {
+		host = u.Hostname()
+	}
+	return host, u.Path, true
+}
+
+// scpRemote is the host and path of a scp-like remote, [user@]host:path, where the part before the first colon has no
+// slash (else git reads a local path).
+func scpRemote(remote string) (host, path string, ok bool) {
+	colon := strings.Index(remote, ":")
+	if colon < 0 || strings.Contains(remote[:colon], "/") {
+		return "", "", false
+	}
+	host = remote[:colon]
+	if at := strings.LastIndex(host, "@"); at >= 0 {
+		host = host[at+1:]
+	}
+	path = remote[colon+1:]
+	if strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "//") {
+		path = path[1:] // git@github.com:/o/r.git is the same repository
+	}
+	return host, path, true
 }
 
 // normalHost is the host a user means by "", "github.com", "https://ghe.example.com/" and the like.

@@ -179,50 +179,67 @@ func encodeSnapshot(s *snapshot) ([]byte, error) {
 
 // decodeSnapshot checks and parses a snapshot. Its errors describe the damage.
 func decodeSnapshot(data []byte) (*snapshot, error) {
-	var s snapshot
+	var s *snapshot
+	var err error
 	if n := len(data) - checksumSuffixLen; n > 0 && bytes.HasPrefix(data[n:], []byte(`,"crc32c":"`)) {
-		want, err := strconv.ParseUint(string(data[n+len(`,"crc32c":"`):len(data)-3]), 16, 32)
-		if err != nil || !bytes.HasSuffix(data, []byte("\"}\n")) {
-			return nil, errors.New("its checksum is unreadable")
-		}
-		if got := crc(data[:n]); got != uint32(want) {
-			return nil, fmt.Errorf("its checksum does not match its content (%08x, want %08x)", got, want)
-		}
-		if err := json.Unmarshal(data, &s); err != nil {
-			return nil, fmt.Errorf("it is not valid JSON: %v", err)
-		}
-		if s.Version != snapshotVersion {
-			return nil, fmt.Errorf("it has version %d; this orch reads versions %d and %d", s.Version, legacyVersion, snapshotVersion)
-		}
-		if s.JournalGen == 0 {
-			return nil, errors.New("it has no journal generation")
-		}
+		s, err = decodeChecked(data, n)
 	} else {
-		if err := json.Unmarshal(data, &s); err != nil {
-			return nil, fmt.Errorf("it is not valid JSON: %v", err)
-		}
-		switch s.Version {
-		case legacyVersion:
-			// Written before TTLs were absolute: what was left of a TTL counts from when the file was saved.
-			for i := range s.Keys {
-				if k := &s.Keys[i]; k.TTLms > 0 {
-					k.ExpiresAt = s.SavedAt.Add(time.Duration(k.TTLms) * time.Millisecond).UnixMilli()
-					k.TTLms = 0
-				}
-			}
-			s.JournalGen = 0
-		case snapshotVersion:
-			return nil, errors.New("its checksum is missing")
-		default:
-			return nil, fmt.Errorf("it has version %d; this orch reads versions %d and %d", s.Version, legacyVersion, snapshotVersion)
-		}
+		s, err = decodeLegacy(data)
+	}
+	if err != nil {
+		return nil, err
 	}
 	for i := range s.Keys {
 		if err := validKey(&s.Keys[i]); err != nil {
 			return nil, err
 		}
 	}
+	return s, nil
+}
+
+// decodeChecked decodes a snapshot of the current version, whose checksum starts at data[n:].
+func decodeChecked(data []byte, n int) (*snapshot, error) {
+	var s snapshot
+	want, err := strconv.ParseUint(string(data[n+len(`,"crc32c":"`):len(data)-3]), 16, 32)
+	if err != nil || !bytes.HasSuffix(data, []byte("\"}\n")) {
+		return nil, errors.New("its checksum is unreadable")
+	}
+	if got := crc(data[:n]); got != uint32(want) {
+		return nil, fmt.Errorf("its checksum does not match its content (%08x, want %08x)", got, want)
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("it is not valid JSON: %v", err)
+	}
+	if s.Version != snapshotVersion {
+		return nil, fmt.Errorf("it has version %d; this orch reads versions %d and %d", s.Version, legacyVersion, snapshotVersion)
+	}
+	if s.JournalGen == 0 {
+		return nil, errors.New("it has no journal generation")
+	}
 	return &s, nil
+}
+
+// decodeLegacy decodes a snapshot without a checksum: only the legacy version has none.
+func decodeLegacy(data []byte) (*snapshot, error) {
+	var s snapshot
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("it is not valid JSON: %v", err)
+	}
+	switch s.Version {
+	case legacyVersion:
+		// Written before TTLs were absolute: what was left of a TTL counts from when the file was saved.
+		for i := range s.Keys {
+			if k := &s.Keys[i]; k.TTLms > 0 {
+				k.ExpiresAt = s.SavedAt.Add(time.Duration(k.TTLms) * time.Millisecond).UnixMilli()
+				k.TTLms = 0
+			}
+		}
+		s.JournalGen = 0
+		return &s, nil
+	case snapshotVersion:
+		return nil, errors.New("its checksum is missing")
+	}
+	return nil, fmt.Errorf("it has version %d; this orch reads versions %d and %d", s.Version, legacyVersion, snapshotVersion)
 }
 
 // validKey reports a key that could not be restored as it was saved.

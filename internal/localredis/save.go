@@ -184,6 +184,7 @@ func readCommand(k, t string) []string {
 	return nil
 }
 
+// toKey is key k of type t as a snapshot holds it, from its PEXPIRETIME and the reply of its readCommand.
 func toKey(k, t string, expires, value reply) (snapshotKey, error) {
 	sk := snapshotKey{Key: blob(k), Type: t}
 	if err := expires.err(); err != nil {
@@ -195,29 +196,43 @@ func toKey(k, t string, expires, value reply) (snapshotKey, error) {
 	if err := value.err(); err != nil {
 		return sk, err
 	}
-	if t == "string" {
+	switch t {
+	case "string":
 		b := blob(value.str)
 		sk.String = &b
 		return sk, nil
-	}
-	if t == "stream" {
-		for _, r := range value.arr {
-			if len(r.arr) != 2 {
-				return sk, fmt.Errorf("unexpected stream entry %+v", r)
-			}
-			vals, err := r.arr[1].strings()
-			if err != nil {
-				return sk, err
-			}
-			sk.Stream = append(sk.Stream, streamEntry{ID: r.arr[0].str, Values: blobs(vals)})
-		}
-		return sk, nil
+	case "stream":
+		var err error
+		sk.Stream, err = toStream(value)
+		return sk, err
 	}
 	l, err := value.strings()
 	if err != nil {
 		return sk, err
 	}
-	switch t {
+	return sk, sk.setCollection(l)
+}
+
+// toStream is the entries of an XRANGE reply.
+func toStream(value reply) ([]streamEntry, error) {
+	var entries []streamEntry
+	for _, r := range value.arr {
+		if len(r.arr) != 2 {
+			return entries, fmt.Errorf("unexpected stream entry %+v", r)
+		}
+		vals, err := r.arr[1].strings()
+		if err != nil {
+			return entries, err
+		}
+		entries = append(entries, streamEntry{ID: r.arr[0].str, Values: blobs(vals)})
+	}
+	return entries, nil
+}
+
+// setCollection sets the value of a hash, list, set or sorted set from its reply's strings, in an order of their
+// own where Redis gives none (hash fields, set members, sorted set members by name).
+func (sk *snapshotKey) setCollection(l []string) error {
+	switch sk.Type {
 	case "hash":
 		for i := 0; i+1 < len(l); i += 2 {
 			sk.Hash = append(sk.Hash, [2]blob{blob(l[i]), blob(l[i+1])})
@@ -232,13 +247,13 @@ func toKey(k, t string, expires, value reply) (snapshotKey, error) {
 		for i := 0; i+1 < len(l); i += 2 {
 			f, err := strconv.ParseFloat(l[i+1], 64)
 			if err != nil {
-				return sk, fmt.Errorf("score of %q: %w", l[i], err)
+				return fmt.Errorf("score of %q: %w", l[i], err)
 			}
 			sk.ZSet = append(sk.ZSet, zmember{blob(l[i]), score(f)})
 		}
 		slices.SortFunc(sk.ZSet, func(a, b zmember) int { return strings.Compare(string(a.Member), string(b.Member)) })
 	}
-	return sk, nil
+	return nil
 }
 
 // markKey computes a key's mark. For a stream whose first prev.n entries and TTL are unchanged, it also returns the
