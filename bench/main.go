@@ -79,7 +79,7 @@ func main() {
 	fmt.Fprintln(os.Stderr)
 }
 
-// run makes every measurement, each from an empty database.
+// run makes every measurement, in order; those marked fresh start from an empty database.
 func run(ctx context.Context, c counts, mode string) (*Results, error) {
 	tmp, err := os.MkdirTemp("", "orch-bench-")
 	if err != nil {
@@ -100,97 +100,161 @@ func run(ctx context.Context, c counts, mode string) (*Results, error) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	r := &rig{redis: srv, orchBin: bin, tmp: tmp, log: log}
 	res := &Results{Notes: Notes{Mode: mode, Redis: redisNote}}
+	for _, m := range measurements(c) {
+		step(m.name)
+		if m.fresh {
+			if err := srv.Flush(ctx); err != nil {
+				return nil, err
+			}
+		}
+		if err := m.do(ctx, r, res); err != nil {
+			return nil, fmt.Errorf("%s: %w", m.key, err)
+		}
+	}
+	res.Machine = machine(srv.Version(ctx))
+	if err := res.check(c.parked); err != nil {
+		return nil, fmt.Errorf("the results are not sane: %w", err)
+	}
+	return res, nil
+}
 
-	fresh := func(name string) error {
-		step(name)
-		return srv.Flush(ctx)
-	}
-	if err := fresh("ack: 200 concurrent signed requests to the Slack handlers"); err != nil {
-		return nil, err
-	}
-	ack, err := measureAck(ctx, r, c.ackRounds)
-	if err != nil {
-		return nil, fmt.Errorf("ack: %w", err)
-	}
-	res.AckP50Ms, res.AckP99Ms, res.Notes.Ack = roundTo(ack.p50, 3), roundTo(ack.p99, 3), ack.note
+// measurement is one of the suite's measurements: what it is called in errors (key) and in the progress (name),
+// whether it starts from an empty database, and what it does, into the results.
+type measurement struct {
+	key, name string
+	fresh     bool
+	do        func(ctx context.Context, r *rig, res *Results) error
+}
 
-	if err := fresh("resume: click to resumed agent start, orch's poll interval"); err != nil {
-		return nil, err
+// measurements are the suite, in the order it runs.
+func measurements(c counts) []measurement {
+	return []measurement{
+		{"ack", "ack: 200 concurrent signed requests to the Slack handlers", true,
+			func(ctx context.Context, r *rig, res *Results) error {
+				ack, err := measureAck(ctx, r, c.ackRounds)
+				if err != nil {
+					return err
+				}
+				res.AckP50Ms, res.AckP99Ms, res.Notes.Ack = roundTo(ack.p50, 3), roundTo(ack.p99, 3), ack.note
+				return nil
+			}},
+		{"resume", "resume: click to resumed agent start, orch's poll interval, then asynq's default", true,
+			func(ctx context.Context, r *rig, res *Results) error { return measureResumes(ctx, r, c, res) }},
+		{"approval", "approval: click on a tool-call approval to the resumed claude process", true,
+			func(ctx context.Context, r *rig, res *Results) error {
+				approvals, err := clickToApproval(ctx, r, 20*time.Millisecond, c.approvals)
+				if err != nil {
+					return err
+				}
+				res.ApprovalResumeP50Ms = roundTo(percentileMs(approvals.click, 0.5), 2)
+				res.ApprovalResumeP99Ms = roundTo(percentileMs(approvals.click, 0.99), 2)
+				res.Notes.Approval = approvalNote(approvals)
+				return nil
+			}},
+		{"steps", "steps: task steps through one worker", true,
+			func(ctx context.Context, r *rig, res *Results) error {
+				steps, err := measureSteps(ctx, r, c.stepRuns, c.stepTasks)
+				if err != nil {
+					return err
+				}
+				res.StepsPerSecond, res.OverheadMsPerStep = roundTo(steps.perSecond, 1), roundTo(steps.overheadMs, 2)
+				res.Notes.Steps, res.Notes.Overhead = steps.note, steps.overheadNote
+				return nil
+			}},
+		{"parked", fmt.Sprintf("parked: %d runs waiting for a human, then all answered", c.parked), true,
+			func(ctx context.Context, r *rig, res *Results) error {
+				parked, err := measureParked(ctx, r, c.parked)
+				if err != nil {
+					return err
+				}
+				res.ParkedRuns, res.ParkedWorkerSlotsBusy = parked.runs, parked.busy
+				res.ParkedRedisBytesPerRun = math.Round(parked.bytesPerRun)
+				res.ResumeAllSeconds = roundTo(parked.resumeAll.Seconds(), 2)
+				res.Notes.Parked, res.Notes.ResumeAll = parked.note, parked.resumeNote
+				return nil
+			}},
+		{"docker", "docker: cold and warm sandbox starts", true,
+			func(ctx context.Context, r *rig, res *Results) error {
+				docker, err := measureDocker(ctx, r, c.dockerSamples)
+				if err != nil {
+					return err
+				}
+				res.DockerColdStartP50Ms, res.DockerWarmStartP50Ms = roundPtr(docker.cold, 1), roundPtr(docker.warm, 1)
+				res.DockerRepoStartP50Ms = roundPtr(docker.repo, 1)
+				res.Notes.Docker = docker.note
+				return nil
+			}},
+		{"worktrees", "worktrees: a run's worktree on 100 and 10,000 files; runs at once on one repository", false,
+			func(ctx context.Context, r *rig, res *Results) error {
+				wt, err := measureWorktrees(ctx, r.tmp, c.worktrees, c.concurrent)
+				if err != nil {
+					return err
+				}
+				res.WorktreeSetupP50Ms, res.WorktreeSetup100FilesP50Ms = roundTo(wt.large, 1), roundTo(wt.small, 1)
+				res.WorktreeSetupColdP50Ms = roundTo(wt.cold, 1)
+				res.ConcurrentRuns, res.ConcurrentRunsIsolated = wt.runs, wt.isolated
+				res.Notes.Worktrees = wt.note
+				return nil
+			}},
+		{"history", fmt.Sprintf("history: orch status and orch run in workspaces of %v finished runs", c.history), false,
+			func(ctx context.Context, r *rig, res *Results) error { return measureHistoryInto(ctx, r, c, res) }},
+		{"output", fmt.Sprintf("output: orch run's peak memory while its agent prints %d MB", c.outputMB), false,
+			func(ctx context.Context, r *rig, res *Results) error {
+				output, err := measureOutputRSS(ctx, r, c.outputMB)
+				if err != nil {
+					return err
+				}
+				res.RunRSS200MBOutputMB, res.Notes.Output = roundPtr(output.peakMB, 1), output.note
+				return nil
+			}},
+		{"rescue", fmt.Sprintf("rescue: %d workers SIGKILLed mid-task, the other worker takes the step over", c.rescues), true,
+			func(ctx context.Context, r *rig, res *Results) error {
+				rescue, err := measureRescue(ctx, r, c.rescues)
+				if err != nil {
+					return err
+				}
+				res.RescueP50Seconds, res.Notes.Rescue = roundTo(percentileMs(rescue.samples, 0.5)/1000, 2), rescue.note
+				return nil
+			}},
+		{"crash", fmt.Sprintf("crash: %d trials of two runs on one state dir, one SIGKILLed at random, then resumed", c.crashTrials), false,
+			func(ctx context.Context, r *rig, res *Results) error {
+				crash, err := measureCrashTrials(ctx, r, c.crashTrials)
+				if err != nil {
+					return err
+				}
+				res.CrashTrials, res.CrashTaskCompletions, res.CrashTasksCompletedTwice, res.Notes.Crash = crash.trials,
+					crash.tasks, crash.twice, crash.note
+				return nil
+			}},
 	}
+}
+
+// measureResumes measures click to resume with orch's poll interval, then with asynq's default, each from an empty
+// database.
+func measureResumes(ctx context.Context, r *rig, c counts, res *Results) error {
 	fast, err := clickToResume(ctx, r, 20*time.Millisecond, c.resumes)
 	if err != nil {
-		return nil, fmt.Errorf("resume: %w", err)
+		return err
 	}
-	if err := fresh("resume: the same with asynq's default poll interval"); err != nil {
-		return nil, err
+	step("resume: the same with asynq's default poll interval")
+	if err := r.redis.Flush(ctx); err != nil {
+		return err
 	}
 	slow, err := clickToResume(ctx, r, asynqDefaultPoll, c.resumesSlow)
 	if err != nil {
-		return nil, fmt.Errorf("resume with asynq's default poll: %w", err)
+		return fmt.Errorf("with asynq's default poll: %w", err)
 	}
 	res.ResumeP50Ms, res.ResumeP99Ms = roundTo(percentileMs(fast, 0.5), 2), roundTo(percentileMs(fast, 0.99), 2)
 	res.ResumeAsynqDefaultP50Ms = roundTo(percentileMs(slow, 0.5), 1)
 	res.Notes.Resume = resumeNote(fast, slow)
+	return nil
+}
 
-	if err := fresh("approval: click on a tool-call approval to the resumed claude process"); err != nil {
-		return nil, err
-	}
-	approvals, err := clickToApproval(ctx, r, 20*time.Millisecond, c.approvals)
-	if err != nil {
-		return nil, fmt.Errorf("approval: %w", err)
-	}
-	res.ApprovalResumeP50Ms = roundTo(percentileMs(approvals.click, 0.5), 2)
-	res.ApprovalResumeP99Ms = roundTo(percentileMs(approvals.click, 0.99), 2)
-	res.Notes.Approval = approvalNote(approvals)
-
-	if err := fresh("steps: task steps through one worker"); err != nil {
-		return nil, err
-	}
-	steps, err := measureSteps(ctx, r, c.stepRuns, c.stepTasks)
-	if err != nil {
-		return nil, fmt.Errorf("steps: %w", err)
-	}
-	res.StepsPerSecond, res.OverheadMsPerStep = roundTo(steps.perSecond, 1), roundTo(steps.overheadMs, 2)
-	res.Notes.Steps, res.Notes.Overhead = steps.note, steps.overheadNote
-
-	if err := fresh(fmt.Sprintf("parked: %d runs waiting for a human, then all answered", c.parked)); err != nil {
-		return nil, err
-	}
-	parked, err := measureParked(ctx, r, c.parked)
-	if err != nil {
-		return nil, fmt.Errorf("parked: %w", err)
-	}
-	res.ParkedRuns, res.ParkedWorkerSlotsBusy = parked.runs, parked.busy
-	res.ParkedRedisBytesPerRun = math.Round(parked.bytesPerRun)
-	res.ResumeAllSeconds = roundTo(parked.resumeAll.Seconds(), 2)
-	res.Notes.Parked, res.Notes.ResumeAll = parked.note, parked.resumeNote
-	if err := srv.Flush(ctx); err != nil {
-		return nil, err
-	}
-
-	step("docker: cold and warm sandbox starts")
-	docker, err := measureDocker(ctx, r, c.dockerSamples)
-	if err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
-	}
-	res.DockerColdStartP50Ms, res.DockerWarmStartP50Ms = roundPtr(docker.cold, 1), roundPtr(docker.warm, 1)
-	res.DockerRepoStartP50Ms = roundPtr(docker.repo, 1)
-	res.Notes.Docker = docker.note
-
-	step("worktrees: a run's worktree on 100 and 10,000 files; runs at once on one repository")
-	wt, err := measureWorktrees(ctx, tmp, c.worktrees, c.concurrent)
-	if err != nil {
-		return nil, fmt.Errorf("worktrees: %w", err)
-	}
-	res.WorktreeSetupP50Ms, res.WorktreeSetup100FilesP50Ms = roundTo(wt.large, 1), roundTo(wt.small, 1)
-	res.WorktreeSetupColdP50Ms = roundTo(wt.cold, 1)
-	res.ConcurrentRuns, res.ConcurrentRunsIsolated = wt.runs, wt.isolated
-	res.Notes.Worktrees = wt.note
-
-	step(fmt.Sprintf("history: orch status and orch run in workspaces of %v finished runs", c.history))
+// measureHistoryInto measures orch status, orch run and the web view in workspaces of many finished runs.
+func measureHistoryInto(ctx context.Context, r *rig, c counts, res *Results) error {
 	hist, err := measureHistory(ctx, r, c.history, c.historyTimes)
 	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
+		return err
 	}
 	res.EmbeddedStatusMsAt100, res.EmbeddedStatusMsAt10k = roundTo(hist.status[0], 1), roundTo(hist.status[1], 1)
 	res.EmbeddedRunStartMsAt10k = roundTo(hist.runStart[1], 1)
@@ -199,36 +263,7 @@ func run(ctx context.Context, c counts, mode string) (*Results, error) {
 	res.WebRunsPageMsAt10k, res.WebRunsFilteredMsAt10k = roundTo(hist.web.list, 2), roundTo(hist.web.filtered, 2)
 	res.WebRunPageMs = roundTo(hist.web.run, 2)
 	res.Notes.Web = hist.web.note
-
-	step(fmt.Sprintf("output: orch run's peak memory while its agent prints %d MB", c.outputMB))
-	output, err := measureOutputRSS(ctx, r, c.outputMB)
-	if err != nil {
-		return nil, fmt.Errorf("output: %w", err)
-	}
-	res.RunRSS200MBOutputMB, res.Notes.Output = roundPtr(output.peakMB, 1), output.note
-
-	if err := fresh(fmt.Sprintf("rescue: %d workers SIGKILLed mid-task, the other worker takes the step over", c.rescues)); err != nil {
-		return nil, err
-	}
-	rescue, err := measureRescue(ctx, r, c.rescues)
-	if err != nil {
-		return nil, fmt.Errorf("rescue: %w", err)
-	}
-	res.RescueP50Seconds, res.Notes.Rescue = roundTo(percentileMs(rescue.samples, 0.5)/1000, 2), rescue.note
-
-	step(fmt.Sprintf("crash: %d trials of two runs on one state dir, one SIGKILLed at random, then resumed", c.crashTrials))
-	crash, err := measureCrashTrials(ctx, r, c.crashTrials)
-	if err != nil {
-		return nil, fmt.Errorf("crash: %w", err)
-	}
-	res.CrashTrials, res.CrashTaskCompletions, res.CrashTasksCompletedTwice, res.Notes.Crash = crash.trials, crash.tasks,
-		crash.twice, crash.note
-
-	res.Machine = machine(srv.Version(ctx))
-	if err := res.check(c.parked); err != nil {
-		return nil, fmt.Errorf("the results are not sane: %w", err)
-	}
-	return res, nil
+	return nil
 }
 
 // openRedis starts the benchmark's own Redis, or connects to ORCH_BENCH_REDIS_URL.

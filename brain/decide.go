@@ -318,17 +318,30 @@ func firstGroup(res []*pattern, s string) string {
 // ecosystem guesses the toolchain from the error's wording, to name the manifest to fix.
 func ecosystem(err string) (manifest, install string) {
 	l := strings.ToLower(err)
-	switch {
-	case strings.Contains(l, "no module named") || strings.Contains(l, "modulenotfounderror") || strings.Contains(l, "importerror") || strings.Contains(l, "pip"):
-		return "requirements.txt or pyproject.toml", "pip install"
-	case strings.Contains(l, "go.mod") || strings.Contains(l, "go.sum") || strings.Contains(l, "no required module") || strings.Contains(l, "cannot find package") || strings.Contains(l, ".go:"):
-		return "go.mod", "go get, then go mod tidy"
-	case strings.Contains(l, "cannot find module") || strings.Contains(l, "npm") || strings.Contains(l, "module_not_found") || strings.Contains(l, "node_modules"):
-		return "package.json", "npm install"
-	case strings.Contains(l, "crate") || strings.Contains(l, "cargo") || strings.Contains(l, "unresolved import"):
-		return "Cargo.toml", "cargo add"
+	for _, e := range ecosystems {
+		for _, sign := range e.signs {
+			if strings.Contains(l, sign) {
+				return e.manifest, e.install
+			}
+		}
 	}
 	return "the project's dependency manifest", "the package manager"
+}
+
+// ecosystems are the package managers an error can name, in the order they are tried, each with the words (lower
+// case) that say an error is its own.
+var ecosystems = []struct {
+	signs             []string
+	manifest, install string
+}{
+	{[]string{"no module named", "modulenotfounderror", "importerror", "pip"},
+		"requirements.txt or pyproject.toml", "pip install"},
+	{[]string{"go.mod", "go.sum", "no required module", "cannot find package", ".go:"},
+		"go.mod", "go get, then go mod tidy"},
+	{[]string{"cannot find module", "npm", "module_not_found", "node_modules"},
+		"package.json", "npm install"},
+	{[]string{"crate", "cargo", "unresolved import"},
+		"Cargo.toml", "cargo add"},
 }
 
 // retryKinds are tried in order; the first match names the error. Specific families come before broad

@@ -149,7 +149,6 @@ func statusValue(v string) Status {
 func (d *doc) markers() []marker {
 	var out []marker
 	inFence := false
-	isMarker := func(l string) bool { return markerLineRe.MatchString(l) }
 	for i := 0; i < len(d.lines); i++ {
 		l := d.lines[i]
 		if fenceRe.MatchString(l) {
@@ -167,41 +166,48 @@ func (d *doc) markers() []marker {
 		// first starts a marker of its own, and the lines that follow continue the last.
 		segs := inlineMarkers(strings.ToUpper(m[1]+m[2]), m[3])
 		out = append(out, segs[:len(segs)-1]...)
-		key := segs[len(segs)-1].key
-		parts := []string{segs[len(segs)-1].value}
-		j := i + 1
-		for ; j < len(d.lines); j++ {
-			next := d.lines[j]
-			if isMarker(next) || fenceRe.MatchString(next) {
-				break
-			}
-			if strings.TrimSpace(next) == "" {
-				if key == "OPTIONS" && j+1 < len(d.lines) && unitStartRe.MatchString(d.lines[j+1]) && !isMarker(d.lines[j+1]) {
-					continue
-				}
-				// The value may start on the line after the key.
-				if strings.Join(parts, "") == "" {
-					continue
-				}
-				break
-			}
-			if key == "STATUS" {
-				break
-			}
-			if key == "OPTIONS" {
-				parts = append(parts, next)
-			} else {
-				parts = append(parts, strings.TrimSpace(next))
-			}
-		}
-		sep := " "
-		if key == "OPTIONS" {
-			sep = "\n"
-		}
-		out = append(out, marker{key: key, value: strings.TrimSpace(strings.Join(parts, sep))})
-		i = j - 1
+		last, end := d.continued(segs[len(segs)-1], i+1)
+		out = append(out, last)
+		i = end - 1
 	}
 	return out
+}
+
+// continued is marker m with the lines from line i on that continue its value, and the line where it ends. A
+// marker, a fence or a blank line ends it, but for a blank line before the value starts or between OPTIONS' items;
+// STATUS takes no more lines; OPTIONS' lines keep their own lines and indentation.
+func (d *doc) continued(m marker, i int) (marker, int) {
+	parts := []string{m.value}
+	j := i
+	for ; j < len(d.lines); j++ {
+		next := d.lines[j]
+		if markerLineRe.MatchString(next) || fenceRe.MatchString(next) {
+			break
+		}
+		if strings.TrimSpace(next) == "" {
+			if m.key == "OPTIONS" && j+1 < len(d.lines) && unitStartRe.MatchString(d.lines[j+1]) && !markerLineRe.MatchString(d.lines[j+1]) {
+				continue
+			}
+			// The value may start on the line after the key.
+			if strings.Join(parts, "") == "" {
+				continue
+			}
+			break
+		}
+		if m.key == "STATUS" {
+			break
+		}
+		if m.key == "OPTIONS" {
+			parts = append(parts, next)
+		} else {
+			parts = append(parts, strings.TrimSpace(next))
+		}
+	}
+	sep := " "
+	if m.key == "OPTIONS" {
+		sep = "\n"
+	}
+	return marker{key: m.key, value: strings.TrimSpace(strings.Join(parts, sep))}, j
 }
 
 // inlineMarkerRe is a protocol key inside a marker line's value, in capitals as orch's prompt writes them, so

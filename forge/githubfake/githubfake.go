@@ -341,26 +341,19 @@ func (g *GitHub) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (g *GitHub) create(w http.ResponseWriter, r *http.Request) {
-	rp, body := g.begin(w, r, true)
-	if rp == nil {
-		return
-	}
-	var in struct {
-		Title               *string `json:"title"`
-		Head                string  `json:"head"`
-		Base                string  `json:"base"`
-		Body                *string `json:"body"`
-		Draft               bool    `json:"draft"`
-		MaintainerCanModify *bool   `json:"maintainer_can_modify"`
-		Issue               *int64  `json:"issue"`
-	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		problemsParsingJSON(w)
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// createRequest is the body of POST /repos/{owner}/{repo}/pulls.
+type createRequest struct {
+	Title               *string `json:"title"`
+	Head                string  `json:"head"`
+	Base                string  `json:"base"`
+	Body                *string `json:"body"`
+	Draft               bool    `json:"draft"`
+	MaintainerCanModify *bool   `json:"maintainer_can_modify"`
+	Issue               *int64  `json:"issue"`
+}
+
+// missing is GitHub's missing_field errors of a create request, sorted by field.
+func (in createRequest) missing() []map[string]any {
 	var missing []map[string]any
 	for field, v := range map[string]string{"head": in.Head, "base": in.Base} {
 		if v == "" {
@@ -370,8 +363,23 @@ func (g *GitHub) create(w http.ResponseWriter, r *http.Request) {
 	if in.Issue == nil && (in.Title == nil || *in.Title == "") {
 		missing = append(missing, fieldError("PullRequest", "title", "missing_field"))
 	}
-	if len(missing) > 0 {
-		sort.Slice(missing, func(i, j int) bool { return missing[i]["field"].(string) < missing[j]["field"].(string) })
+	sort.Slice(missing, func(i, j int) bool { return missing[i]["field"].(string) < missing[j]["field"].(string) })
+	return missing
+}
+
+func (g *GitHub) create(w http.ResponseWriter, r *http.Request) {
+	rp, body := g.begin(w, r, true)
+	if rp == nil {
+		return
+	}
+	var in createRequest
+	if err := json.Unmarshal(body, &in); err != nil {
+		problemsParsingJSON(w)
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if missing := in.missing(); len(missing) > 0 {
 		validationFailed(w, missing...)
 		return
 	}
@@ -380,11 +388,29 @@ func (g *GitHub) create(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"message": "githubfake: converting an issue is not modelled"})
 		return
 	}
+	head, refused := rp.createHead(in)
+	if refused != nil {
+		validationFailed(w, refused...)
+		return
+	}
+	p := &PullRequest{Number: g.next, Title: *in.Title, Head: head, Base: in.Base, State: "open", Draft: in.Draft}
+	if in.Body != nil {
+		p.Body = *in.Body
+	}
+	g.next++
+	rp.pulls = append(rp.pulls, p)
+	out := g.pullJSON(r, rp, p)
+	w.Header().Set("Location", out["url"].(string))
+	writeJSON(w, http.StatusCreated, out)
+}
+
+// createHead is the branch a create request's head names (OWNER:BRANCH or BRANCH), or GitHub's validation errors:
+// a fork's head (not modelled), a branch that is not there, a pull request already open for it, no commits between.
+func (rp *repo) createHead(in createRequest) (string, []map[string]any) {
 	head := in.Head
 	if owner, branch, ok := strings.Cut(head, ":"); ok {
 		if !strings.EqualFold(owner, rp.owner) {
-			validationFailed(w, fieldError("PullRequest", "head", "invalid")) // forks are not modelled
-			return
+			return "", []map[string]any{fieldError("PullRequest", "head", "invalid")}
 		}
 		head = branch
 	}
@@ -398,28 +424,17 @@ func (g *GitHub) create(w http.ResponseWriter, r *http.Request) {
 		bad = append(bad, fieldError("PullRequest", "head", "invalid"))
 	}
 	if len(bad) > 0 {
-		validationFailed(w, bad...)
-		return
+		return "", bad
 	}
 	for _, p := range rp.pulls {
 		if p.State == "open" && p.Head == head && p.Base == in.Base {
-			validationFailed(w, customError(fmt.Sprintf("A pull request already exists for %s:%s.", rp.owner, head)))
-			return
+			return "", []map[string]any{customError(fmt.Sprintf("A pull request already exists for %s:%s.", rp.owner, head))}
 		}
 	}
 	if headSHA == baseSHA {
-		validationFailed(w, customError(fmt.Sprintf("No commits between %s and %s", in.Base, head)))
-		return
+		return "", []map[string]any{customError(fmt.Sprintf("No commits between %s and %s", in.Base, head))}
 	}
-	p := &PullRequest{Number: g.next, Title: *in.Title, Head: head, Base: in.Base, State: "open", Draft: in.Draft}
-	if in.Body != nil {
-		p.Body = *in.Body
-	}
-	g.next++
-	rp.pulls = append(rp.pulls, p)
-	out := g.pullJSON(r, rp, p)
-	w.Header().Set("Location", out["url"].(string))
-	writeJSON(w, http.StatusCreated, out)
+	return head, nil
 }
 
 func (g *GitHub) update(w http.ResponseWriter, r *http.Request) {
