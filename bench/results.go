@@ -148,6 +148,13 @@ func (r *Results) check(wantParked int) error {
 			errs = append(errs, fmt.Errorf("%s = %v: want a positive number", name, v))
 		}
 	}
+	return errors.Join(append(errs, r.checkCounts(wantParked)...)...)
+}
+
+// checkCounts checks what is no plain positive number: the step overhead, percentiles in order, counts in range,
+// the Docker times all or none.
+func (r *Results) checkCounts(wantParked int) []error {
+	var errs []error
 	if math.IsNaN(r.OverheadMsPerStep) || math.IsInf(r.OverheadMsPerStep, 0) {
 		errs = append(errs, fmt.Errorf("overhead_ms_per_step = %v", r.OverheadMsPerStep))
 	}
@@ -177,7 +184,7 @@ func (r *Results) check(wantParked int) error {
 			errs = append(errs, fmt.Errorf("a Docker time of %v ms", *v))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // write saves the results as indented JSON.

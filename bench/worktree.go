@@ -27,81 +27,17 @@ type worktreeResult struct {
 // writing the same file, to count the branches that hold their own run's content and nothing else.
 func measureWorktrees(ctx context.Context, tmp string, samples, n int) (worktreeResult, error) {
 	var res worktreeResult
-	times := map[string][]time.Duration{}
-	for _, files := range []int{100, 10000} {
-		repo := filepath.Join(tmp, fmt.Sprintf("repo-%d", files))
-		if err := generateRepo(ctx, repo, files); err != nil {
-			return res, err
-		}
-		base, err := workspace.Resolve(ctx, repo, "HEAD")
-		if err != nil {
-			return res, err
-		}
-		// As workers run it (two spares per repository: a run's worktree is one that an ended run left), and with
-		// no spares (every worktree checked out anew: a worker's first run on a repository).
-		for _, spares := range []int{2, 0} {
-			key := fmt.Sprintf("%d/%d", files, spares)
-			if files == 100 && spares == 0 {
-				continue
-			}
-			m := &workspace.Manager{Root: filepath.Join(tmp, "trees-"+strings.ReplaceAll(key, "/", "-")), Spares: spares}
-			for i := range samples + 1 {
-				id := fmt.Sprintf("r-bench%05d", i)
-				g := &jobs.Git{Repo: repo, Base: "main", BaseCommit: base, Branch: jobs.BranchPrefix + id}
-				start := time.Now()
-				if _, err := m.Checkout(ctx, id, g); err != nil {
-					return res, err
-				}
-				if i > 0 || spares == 0 { // the first run of a worker with spares has none yet: not the steady state
-					times[key] = append(times[key], time.Since(start))
-				}
-				if _, err := m.Remove(ctx, id, g); err != nil {
-					return res, err
-				}
-			}
-		}
+	times, err := checkoutTimes(ctx, tmp, samples)
+	if err != nil {
+		return res, err
 	}
 	res.small, res.large, res.cold = percentileMs(times["100/2"], 0.5), percentileMs(times["10000/2"], 0.5),
 		percentileMs(times["10000/0"], 0.5)
 
-	repo := filepath.Join(tmp, "repo-100")
-	base, err := workspace.Resolve(ctx, repo, "HEAD")
-	if err != nil {
+	if res.isolated, err = concurrentRuns(ctx, tmp, n); err != nil {
 		return res, err
 	}
-	m := &workspace.Manager{Root: filepath.Join(tmp, "trees-concurrent")}
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			id := fmt.Sprintf("r-conc%05d", i)
-			g := &jobs.Git{Repo: repo, Base: "main", BaseCommit: base, Branch: jobs.BranchPrefix + id}
-			wt, err := m.Checkout(ctx, id, g)
-			if err == nil {
-				err = os.WriteFile(filepath.Join(wt.Dir, "shared.txt"), []byte(id+"\n"), 0o644)
-			}
-			if err == nil {
-				_, err = m.CommitTask(ctx, wt, id, "1", "Write the shared file", "")
-			}
-			if err == nil {
-				_, err = m.Remove(ctx, id, g)
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
 	res.runs = n
-	for i := range n {
-		id := fmt.Sprintf("r-conc%05d", i)
-		if errs[i] != nil {
-			continue
-		}
-		got, err := exec.CommandContext(ctx, "git", "-C", repo, "show", jobs.BranchPrefix+id+":shared.txt").Output()
-		changed, err2 := exec.CommandContext(ctx, "git", "-C", repo, "diff", "--name-only", base, jobs.BranchPrefix+id).Output()
-		if err == nil && err2 == nil && string(got) == id+"\n" && strings.TrimSpace(string(changed)) == "shared.txt" {
-			res.isolated++
-		}
-	}
 	res.note = fmt.Sprintf("Manager.Checkout of a new run's worktree, with the isolation of the trust boundary: branch "+
 		"orch/<run> set in the repository, orch's own git directory of the run (HEAD, a configuration it writes, the "+
 		"index), the files in place, and the agent's own git repository made in the worktree's .git (borrowing the "+
@@ -146,4 +82,89 @@ func generateRepo(ctx context.Context, dir string, files int) error {
 		}
 	}
 	return nil
+}
+
+// checkoutTimes times Manager.Checkout on generated repositories of 100 and 10,000 files, by "files/spares": as
+// workers run it (two spares per repository: a run's worktree is one that an ended run left), and with no spares
+// (every worktree checked out anew: a worker's first run on a repository).
+func checkoutTimes(ctx context.Context, tmp string, samples int) (map[string][]time.Duration, error) {
+	times := map[string][]time.Duration{}
+	for _, files := range []int{100, 10000} {
+		repo := filepath.Join(tmp, fmt.Sprintf("repo-%d", files))
+		if err := generateRepo(ctx, repo, files); err != nil {
+			return nil, err
+		}
+		base, err := workspace.Resolve(ctx, repo, "HEAD")
+		if err != nil {
+			return nil, err
+		}
+		// As workers run it (two spares per repository: a run's worktree is one that an ended run left), and with
+		// no spares (every worktree checked out anew: a worker's first run on a repository).
+		for _, spares := range []int{2, 0} {
+			key := fmt.Sprintf("%d/%d", files, spares)
+			if files == 100 && spares == 0 {
+				continue
+			}
+			m := &workspace.Manager{Root: filepath.Join(tmp, "trees-"+strings.ReplaceAll(key, "/", "-")), Spares: spares}
+			for i := range samples + 1 {
+				id := fmt.Sprintf("r-bench%05d", i)
+				g := &jobs.Git{Repo: repo, Base: "main", BaseCommit: base, Branch: jobs.BranchPrefix + id}
+				start := time.Now()
+				if _, err := m.Checkout(ctx, id, g); err != nil {
+					return nil, err
+				}
+				if i > 0 || spares == 0 { // the first run of a worker with spares has none yet: not the steady state
+					times[key] = append(times[key], time.Since(start))
+				}
+				if _, err := m.Remove(ctx, id, g); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return times, nil
+}
+
+// concurrentRuns runs n runs at once on the 100-file repository, each writing its own id into the same file and
+// committing it, and counts the branches that hold exactly their own change.
+func concurrentRuns(ctx context.Context, tmp string, n int) (int, error) {
+	repo := filepath.Join(tmp, "repo-100")
+	base, err := workspace.Resolve(ctx, repo, "HEAD")
+	if err != nil {
+		return 0, err
+	}
+	m := &workspace.Manager{Root: filepath.Join(tmp, "trees-concurrent")}
+	isolated := 0
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			id := fmt.Sprintf("r-conc%05d", i)
+			g := &jobs.Git{Repo: repo, Base: "main", BaseCommit: base, Branch: jobs.BranchPrefix + id}
+			wt, err := m.Checkout(ctx, id, g)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(wt.Dir, "shared.txt"), []byte(id+"\n"), 0o644)
+			}
+			if err == nil {
+				_, err = m.CommitTask(ctx, wt, id, "1", "Write the shared file", "")
+			}
+			if err == nil {
+				_, err = m.Remove(ctx, id, g)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		id := fmt.Sprintf("r-conc%05d", i)
+		if errs[i] != nil {
+			continue
+		}
+		got, err := exec.CommandContext(ctx, "git", "-C", repo, "show", jobs.BranchPrefix+id+":shared.txt").Output()
+		changed, err2 := exec.CommandContext(ctx, "git", "-C", repo, "diff", "--name-only", base, jobs.BranchPrefix+id).Output()
+		if err == nil && err2 == nil && string(got) == id+"\n" && strings.TrimSpace(string(changed)) == "shared.txt" {
+			isolated++
+		}
+	}
+	return isolated, nil
 }

@@ -153,21 +153,8 @@ func judgeFailure(f facts, extra []escalation.Spec) verdict {
 	switch {
 	case atCap || brainLoop:
 		v.loop = &jobs.LoopDetectedEvent{Failures: failures, Similarity: f.similarity, Similar: similar}
-		q := fmt.Sprintf("Task %s failed %d times", f.taskID, failures)
-		if similar {
-			q += " with similar errors"
-		}
-		q += fmt.Sprintf(" (error similarity %.0f%%). Please investigate and provide guidance.", 100*f.similarity)
-		if f.decision != nil && f.decision.Reason != "" {
-			q += "\nBrain: " + f.decision.Reason
-		}
-		trig, src := jobs.TriggerAttemptCap, "orch"
-		if !atCap {
-			trig, src = jobs.TriggerBrain, "brain" // the brain saw the loop before the cap did
-		}
 		v.kind = vEscalate
-		v.specs = append(extra, escalation.Spec{Trigger: trig, Source: src, Question: q, Error: errText,
-			Similarity: f.similarity, Output: f.output})
+		v.specs = append(extra, loopQuestion(f, failures, similar, atCap))
 	case brainEscalates:
 		trig := jobs.TriggerBrain
 		if f.decision.Permanent {
@@ -186,6 +173,25 @@ func judgeFailure(f facts, extra []escalation.Spec) verdict {
 		}
 	}
 	return v
+}
+
+// loopQuestion is the question of a task that failed failures times, at its attempt cap or in a loop the brain saw
+// before the cap did.
+func loopQuestion(f facts, failures int, similar, atCap bool) escalation.Spec {
+	q := fmt.Sprintf("Task %s failed %d times", f.taskID, failures)
+	if similar {
+		q += " with similar errors"
+	}
+	q += fmt.Sprintf(" (error similarity %.0f%%). Please investigate and provide guidance.", 100*f.similarity)
+	if f.decision != nil && f.decision.Reason != "" {
+		q += "\nBrain: " + f.decision.Reason
+	}
+	trig, src := jobs.TriggerAttemptCap, "orch"
+	if !atCap {
+		trig, src = jobs.TriggerBrain, "brain"
+	}
+	return escalation.Spec{Trigger: trig, Source: src, Question: q, Error: f.interp.Error, Similarity: f.similarity,
+		Output: f.output}
 }
 
 // e2eVerdict decides whether a milestone's end-to-end phase stops after failed verification n of its errs (oldest
