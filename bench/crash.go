@@ -85,19 +85,10 @@ func measureRescue(ctx context.Context, r *rig, n int) (rescueResult, error) {
 		if w == nil {
 			return res, fmt.Errorf("run %s's step is claimed by process %d, which is not one of the bench's workers", id, pid)
 		}
-		killed := time.Now()
-		w.Process.Signal(syscall.SIGKILL)
-		w.Wait()
+		rescued, killed, err := killAndWait(ctx, s, w, id)
 		delete(workers, pid)
-		var rescued time.Time
-		for deadline := time.Now().Add(2 * time.Minute); rescued.IsZero(); time.Sleep(20 * time.Millisecond) {
-			run, err := s.Get(ctx, id)
-			if err == nil && len(run.Tasks) > 0 && len(run.Tasks[0].Attempts) >= 2 {
-				rescued = run.Tasks[0].Attempts[1].StartedAt
-			}
-			if time.Now().After(deadline) {
-				return res, fmt.Errorf("run %s: no second attempt within two minutes of its worker's death", id)
-			}
+		if err != nil {
+			return res, err
 		}
 		res.samples = append(res.samples, rescued.Sub(killed))
 		if err := waitRunStatus(ctx, s, id, jobs.RunCompleted); err != nil {
@@ -115,6 +106,61 @@ func measureRescue(ctx context.Context, r *rig, n int) (rescueResult, error) {
 		"lease (30 s).", n, percentileMs(res.samples, 0.5)/1000, percentileMs(res.samples, 1)/1000, queue.AliveEvery,
 		queue.AliveTTL)
 	return res, nil
+}
+
+// crashTrialDir makes a crash trial's directory: two workspaces and a plan of three tasks.
+func crashTrialDir(dir string) error {
+	for _, ws := range []string{"a", "b"} {
+		if err := os.MkdirAll(filepath.Join(dir, ws), 0o755); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "plan.md"), []byte(stepPlan(3)), 0o644)
+}
+
+// countCompletions reads the file the agents count their completions in ("RUN TASK" a line): the tasks completed,
+// and those completed more than once.
+func countCompletions(path string) (tasks, twice int, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, 0, err
+	}
+	seen := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if l != "" {
+			seen[l]++
+		}
+	}
+	for _, c := range seen {
+		tasks++
+		if c > 1 {
+			twice++
+		}
+	}
+	return tasks, twice, nil
+}
+
+// killAndWait SIGKILLs worker w, which runs run id's step, and waits for the step's second attempt: when it started,
+// and when w was killed.
+func killAndWait(ctx context.Context, s *store.Store, w *exec.Cmd, id string) (rescued, killed time.Time, err error) {
+	killed = time.Now()
+	w.Process.Signal(syscall.SIGKILL)
+	w.Wait()
+	rescued, err = secondAttempt(ctx, s, id)
+	return rescued, killed, err
+}
+
+// secondAttempt waits for run id's first task's second attempt, and returns when it started.
+func secondAttempt(ctx context.Context, s *store.Store, id string) (time.Time, error) {
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		run, err := s.Get(ctx, id)
+		if err == nil && len(run.Tasks) > 0 && len(run.Tasks[0].Attempts) >= 2 {
+			return run.Tasks[0].Attempts[1].StartedAt, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return time.Time{}, fmt.Errorf("run %s: no second attempt within two minutes of its worker's death", id)
+		}
+	}
 }
 
 // workerOf waits until run id's step is claimed by a worker, and returns that worker's process id (the worker ids are
@@ -171,12 +217,7 @@ func measureCrashTrials(ctx context.Context, r *rig, n int) (crashResult, error)
 	for i := range n {
 		dir := filepath.Join(r.tmp, fmt.Sprintf("crash-%d", i))
 		count := filepath.Join(dir, "completions")
-		for _, ws := range []string{"a", "b"} {
-			if err := os.MkdirAll(filepath.Join(dir, ws), 0o755); err != nil {
-				return res, err
-			}
-		}
-		if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte(stepPlan(3)), 0o644); err != nil {
+		if err := crashTrialDir(dir); err != nil {
 			return res, err
 		}
 		agentCmd := fmt.Sprintf(`cmd:/bin/sh -c 'cat >/dev/null; sleep 0.$(( $$ %% 4 ))$(( $$ %% 10 )); echo "$ORCH_RUN_ID $ORCH_TASK_ID" >> %s; echo Done. All tests pass.'`, count)
@@ -211,22 +252,11 @@ func measureCrashTrials(ctx context.Context, r *rig, n int) (crashResult, error)
 				return res, fmt.Errorf("trial %d: orch resume %s: %v\n%s", i, id[1], err, out)
 			}
 		}
-		data, err := os.ReadFile(count)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
+		tasks, twice, err := countCompletions(count)
+		if err != nil {
 			return res, err
 		}
-		seen := map[string]int{}
-		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			if l != "" {
-				seen[l]++
-			}
-		}
-		for _, c := range seen {
-			res.tasks++
-			if c > 1 {
-				res.twice++
-			}
-		}
+		res.tasks, res.twice = res.tasks+tasks, res.twice+twice
 		if err := os.RemoveAll(dir); err != nil {
 			return res, err
 		}

@@ -79,23 +79,7 @@ func measureHistory(ctx context.Context, r *rig, sizes []int, samples int) (hist
 // fillHistory makes ws a git repository with n finished runs and historyParked parked ones in its embedded store, and
 // returns the bytes on disk each finished run added.
 func (r *rig) fillHistory(ctx context.Context, ws string, n int) (float64, error) {
-	if err := os.MkdirAll(filepath.Join(ws, "plans"), 0o755); err != nil {
-		return 0, err
-	}
-	for _, f := range []string{"hello.md", "hello.sim.yaml", "ambiguous_task.md", "ambiguous_task.sim.yaml"} {
-		data, err := os.ReadFile(filepath.Join("examples", "plans", f))
-		if err != nil {
-			return 0, fmt.Errorf("the bench runs from the repository root: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(ws, "plans", f), data, 0o644); err != nil {
-			return 0, err
-		}
-	}
-	one := "# One task\n\n## Task 1.1: Start\n\n**Description:**\nSay that the work is done.\n"
-	if err := os.WriteFile(filepath.Join(ws, "plans", "one.md"), []byte(one), 0o644); err != nil {
-		return 0, err
-	}
-	if err := gitInit(ctx, ws); err != nil {
+	if err := historyPlans(ctx, ws); err != nil {
 		return 0, err
 	}
 	if out, err := r.orchIn(ctx, ws, nil, "run", "--agent", "sim", "--brain", "heuristic", "plans/hello.md"); err != nil {
@@ -132,6 +116,28 @@ func (r *rig) fillHistory(ctx context.Context, ws string, n int) (float64, error
 		}
 	}
 	return float64(after-before) / float64(n-1), nil
+}
+
+// historyPlans makes ws a git repository holding the example plans the history measurement runs, and a plan of one
+// task.
+func historyPlans(ctx context.Context, ws string) error {
+	if err := os.MkdirAll(filepath.Join(ws, "plans"), 0o755); err != nil {
+		return err
+	}
+	for _, f := range []string{"hello.md", "hello.sim.yaml", "ambiguous_task.md", "ambiguous_task.sim.yaml"} {
+		data, err := os.ReadFile(filepath.Join("examples", "plans", f))
+		if err != nil {
+			return fmt.Errorf("the bench runs from the repository root: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "plans", f), data, 0o644); err != nil {
+			return err
+		}
+	}
+	one := "# One task\n\n## Task 1.1: Start\n\n**Description:**\nSay that the work is done.\n"
+	if err := os.WriteFile(filepath.Join(ws, "plans", "one.md"), []byte(one), 0o644); err != nil {
+		return err
+	}
+	return gitInit(ctx, ws)
 }
 
 // copyRun saves n copies of model, finished, with its events and audit trail, archiving them as orch does.

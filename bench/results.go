@@ -173,11 +173,17 @@ func (r *Results) checkCounts(wantParked int) []error {
 	if r.ParkedWorkerSlotsBusy < 0 {
 		errs = append(errs, fmt.Errorf("parked_worker_slots_busy = %d", r.ParkedWorkerSlotsBusy))
 	}
-	if (r.DockerColdStartP50Ms == nil) != (r.DockerWarmStartP50Ms == nil) || (r.DockerColdStartP50Ms == nil) != (r.DockerRepoStartP50Ms == nil) {
-		errs = append(errs, errors.New("one Docker time without the others"))
-	}
 	if v := r.RunRSS200MBOutputMB; v != nil && !(*v > 0) {
 		errs = append(errs, fmt.Errorf("run_rss_200mb_output_mb = %v", *v))
+	}
+	return append(errs, r.checkDocker()...)
+}
+
+// checkDocker checks the Docker times: all or none (no engine), each positive.
+func (r *Results) checkDocker() []error {
+	var errs []error
+	if (r.DockerColdStartP50Ms == nil) != (r.DockerWarmStartP50Ms == nil) || (r.DockerColdStartP50Ms == nil) != (r.DockerRepoStartP50Ms == nil) {
+		errs = append(errs, errors.New("one Docker time without the others"))
 	}
 	for _, v := range []*float64{r.DockerColdStartP50Ms, r.DockerWarmStartP50Ms, r.DockerRepoStartP50Ms} {
 		if v != nil && !(*v > 0) {

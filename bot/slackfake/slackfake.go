@@ -533,28 +533,37 @@ func checkModal(view map[string]any) string {
 			ids[id] = true
 		}
 		el, _ := block["element"].(map[string]any)
-		limit := map[string]int{"radio_buttons": 10, "static_select": 100}[str(el["type"])]
-		if limit == 0 {
-			continue
+		if problem := checkOptions(el); problem != "" {
+			return problem
 		}
-		opts, _ := el["options"].([]any)
-		if len(opts) > limit {
-			return fmt.Sprintf("%s: no more than %d options allowed", el["type"], limit)
+	}
+	return ""
+}
+
+// checkOptions checks the options of an input's element, for the elements that have them: how many, their lengths,
+// and an initial option that is one of them.
+func checkOptions(el map[string]any) string {
+	limit := map[string]int{"radio_buttons": 10, "static_select": 100}[str(el["type"])]
+	if limit == 0 {
+		return ""
+	}
+	opts, _ := el["options"].([]any)
+	if len(opts) > limit {
+		return fmt.Sprintf("%s: no more than %d options allowed", el["type"], limit)
+	}
+	initial, found := el["initial_option"], el["initial_option"] == nil
+	for _, o := range opts {
+		opt, _ := o.(map[string]any)
+		text, _ := opt["text"].(map[string]any)
+		if utf8.RuneCountInString(str(text["text"])) > 75 || utf8.RuneCountInString(str(opt["value"])) > 150 {
+			return "an option's text must be at most 75 characters and its value 150"
 		}
-		initial, found := el["initial_option"], el["initial_option"] == nil
-		for _, o := range opts {
-			opt, _ := o.(map[string]any)
-			text, _ := opt["text"].(map[string]any)
-			if utf8.RuneCountInString(str(text["text"])) > 75 || utf8.RuneCountInString(str(opt["value"])) > 150 {
-				return "an option's text must be at most 75 characters and its value 150"
-			}
-			if in, ok := initial.(map[string]any); ok && str(in["value"]) == str(opt["value"]) {
-				found = true
-			}
+		if in, ok := initial.(map[string]any); ok && str(in["value"]) == str(opt["value"]) {
+			found = true
 		}
-		if !found {
-			return "initial_option must be one of the options"
-		}
+	}
+	if !found {
+		return "initial_option must be one of the options"
 	}
 	return ""
 }
@@ -795,28 +804,39 @@ func ButtonList(m Message) []Button {
 const maxView = 250 * 1024
 
 // publish is views.publish; it runs with s.mu held.
-func (s *Slack) publish(r *http.Request) map[string]any {
-	var req struct {
-		UserID string          `json:"user_id"`
-		View   json.RawMessage `json:"view"`
-		Hash   *string         `json:"hash"`
-	}
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		data, _ := io.ReadAll(r.Body)
-		if err := json.Unmarshal(data, &req); err != nil {
-			return map[string]any{"ok": false, "error": "invalid_json"}
-		}
-		// A view may also be sent as a JSON-encoded string inside the JSON body.
-		var str string
-		if json.Unmarshal(req.View, &str) == nil {
-			req.View = json.RawMessage(str)
-		}
-	} else {
+// publishRequest is the arguments of views.publish.
+type publishRequest struct {
+	UserID string          `json:"user_id"`
+	View   json.RawMessage `json:"view"`
+	Hash   *string         `json:"hash"`
+}
+
+// readPublish reads views.publish's arguments from a JSON body (where the view may also be a JSON-encoded string) or
+// a form; ok is false for a JSON body that does not parse.
+func readPublish(r *http.Request) (req publishRequest, ok bool) {
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		req.UserID, req.View = r.Form.Get("user_id"), json.RawMessage(r.Form.Get("view"))
 		if r.Form.Has("hash") {
 			h := r.Form.Get("hash")
 			req.Hash = &h
 		}
+		return req, true
+	}
+	data, _ := io.ReadAll(r.Body)
+	if err := json.Unmarshal(data, &req); err != nil {
+		return req, false
+	}
+	var str string
+	if json.Unmarshal(req.View, &str) == nil {
+		req.View = json.RawMessage(str)
+	}
+	return req, true
+}
+
+func (s *Slack) publish(r *http.Request) map[string]any {
+	req, ok := readPublish(r)
+	if !ok {
+		return map[string]any{"ok": false, "error": "invalid_json"}
 	}
 	invalid := func(what string) map[string]any {
 		return map[string]any{"ok": false, "error": "invalid_arguments",
