@@ -14,6 +14,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/events"
 	"github.com/moby/moby/client"
 )
@@ -112,22 +113,11 @@ func (d *Docker) runContainer(ctx context.Context, spec Spec, dir string) (targe
 			return target{}, nerr
 		}
 		if cerrdefs.IsNotFound(err) {
-			if d.pool != nil && d.pool.fits(dir, n) {
-				id, err := d.pool.claim(ctx, name)
-				if err != nil && ctx.Err() == nil {
-					d.log.Warn("docker: claiming a pool container failed; creating one", "run_id", runID, "err", err)
-				}
-				if id != "" || errors.Is(err, errNameTaken) {
-					fresh = id != ""
-					continue
-				}
-			}
-			_, err = d.create(ctx, createSpec{name: name, workspace: dir, needs: n,
-				labels: map[string]string{LabelRunID: runID, LabelTaskID: spec.TaskID}})
-			if err != nil && !cerrdefs.IsConflict(err) { // a conflict: another worker made it meanwhile
+			made, err := d.makeRunContainer(ctx, spec, dir, name, n)
+			if err != nil {
 				return target{}, err
 			}
-			fresh = err == nil
+			fresh = made
 			continue
 		}
 		if err != nil {
@@ -149,27 +139,63 @@ func (d *Docker) runContainer(ctx context.Context, spec Spec, dir string) (targe
 			}
 			continue
 		}
+		running, started, err := d.bringUp(ctx, &c, name)
 		switch {
-		case c.State == nil:
-			return target{}, fmt.Errorf("inspecting container %s: no state", name)
-		case c.State.Paused: // by hand: an exec into a paused container fails
-			if _, err := d.cli.ContainerUnpause(ctx, c.ID, client.ContainerUnpauseOptions{}); err != nil {
-				return target{}, fmt.Errorf("unpausing container %s: %w", name, err)
-			}
-		case c.State.Running:
+		case err != nil:
+			return target{}, err
+		case running:
 			return target{id: c.ID, name: name, fresh: fresh}, nil
-		case c.State.Dead || c.State.Status == "removing":
-			if err := d.remove(ctx, c.ID); err != nil {
-				return target{}, err
-			}
-		default: // created or exited: a parked run, or a timeout killed it
-			if _, err := d.cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
-				return target{}, fmt.Errorf("starting container %s: %w", name, err)
-			}
+		case started:
 			fresh = true
 		}
 	}
 	return target{}, fmt.Errorf("sandbox: container %s keeps changing under us (another worker running the same run?)", name)
+}
+
+// makeRunContainer makes the run's container, which is not there: claimed from the warm pool when one fits, else
+// created. made is false when another worker made it meanwhile (the name is taken), or the pool's claim failed and
+// nothing was made: the caller looks again.
+func (d *Docker) makeRunContainer(ctx context.Context, spec Spec, dir, name string, n needs) (made bool, err error) {
+	if d.pool != nil && d.pool.fits(dir, n) {
+		id, err := d.pool.claim(ctx, name)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("docker: claiming a pool container failed; creating one", "run_id", spec.RunID, "err", err)
+		}
+		if id != "" || errors.Is(err, errNameTaken) {
+			return id != "", nil
+		}
+	}
+	_, err = d.create(ctx, createSpec{name: name, workspace: dir, needs: n,
+		labels: map[string]string{LabelRunID: spec.RunID, LabelTaskID: spec.TaskID}})
+	if err != nil && !cerrdefs.IsConflict(err) { // a conflict: another worker made it meanwhile
+		return false, err
+	}
+	return err == nil, nil
+}
+
+// bringUp moves the run's container c towards running: running says it runs now; started, that it was started here
+// (look again); neither, that it was unpaused or removed (look again).
+func (d *Docker) bringUp(ctx context.Context, c *container.InspectResponse, name string) (running, started bool, err error) {
+	switch {
+	case c.State == nil:
+		return false, false, fmt.Errorf("inspecting container %s: no state", name)
+	case c.State.Paused: // by hand: an exec into a paused container fails
+		if _, err := d.cli.ContainerUnpause(ctx, c.ID, client.ContainerUnpauseOptions{}); err != nil {
+			return false, false, fmt.Errorf("unpausing container %s: %w", name, err)
+		}
+	case c.State.Running:
+		return true, false, nil
+	case c.State.Dead || c.State.Status == "removing":
+		if err := d.remove(ctx, c.ID); err != nil {
+			return false, false, err
+		}
+	default: // created or exited: a parked run, or a timeout killed it
+		if _, err := d.cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+			return false, false, fmt.Errorf("starting container %s: %w", name, err)
+		}
+		return false, true, nil
+	}
+	return false, false, nil
 }
 
 // within reports whether dir is root or inside it.
