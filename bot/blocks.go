@@ -16,6 +16,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -177,7 +178,7 @@ func EscalationMessage(r *jobs.Run, e *jobs.Escalation) Message {
 	}
 	blocks = append(blocks, options...)
 	blocks = append(blocks, tail...)
-	text := fmt.Sprintf("%s%s: %s", label, suffix, headLine(e.Question))
+	text := fmt.Sprintf("%s%s: %s", label, suffix, safetext.HeadLine(e.Question))
 	return newMessage(escapeCut(text, maxFallbackText, false), blocks)
 }
 
@@ -241,7 +242,7 @@ func FinalMessage(r *jobs.Run) Message {
 	}
 	if r.Status != jobs.RunCompleted && strings.TrimSpace(r.Reason) != "" {
 		blocks = append(blocks, sectionBlock("*Reason:* "+escapeCut(r.Reason, maxSectionText-len("*Reason:* "), true)))
-		text += ": " + headLine(r.Reason)
+		text += ": " + safetext.HeadLine(r.Reason)
 	}
 	if line := workLine(r); line != "" {
 		blocks = append(blocks, sectionBlock(line))
@@ -302,7 +303,7 @@ func PausedMessage(r *jobs.Run) Message {
 		sectionBlock(head + "\nresume with: " + escapeCut(resume, maxLine, false)),
 		contextBlock("Nothing runs while it is paused; the agent's last output is kept and judged when the run resumes."),
 	}
-	text := fmt.Sprintf("Run %s paused: %s. resume with: %s", r.ID, headLine(reason), resume)
+	text := fmt.Sprintf("Run %s paused: %s. resume with: %s", r.ID, safetext.HeadLine(reason), resume)
 	return newMessage(escapeCut(text, maxFallbackText, false), blocks)
 }
 
@@ -509,10 +510,10 @@ func answerLine(e *jobs.Escalation, res *jobs.Resolution, who, after string) (li
 	case jobs.ResolveAnswer:
 		if e.Trigger == jobs.TriggerChat {
 			return fmt.Sprintf(":speech_balloon: %s replied %s:\n%s", who, after, escapeCut(res.Text, room, true)),
-				"replied: " + headLine(res.Text)
+				"replied: " + safetext.HeadLine(res.Text)
 		}
 		return fmt.Sprintf(":speech_balloon: %s answered %s:\n%s", who, after, escapeCut(res.Text, room, true)),
-			"answered: " + headLine(res.Text)
+			"answered: " + safetext.HeadLine(res.Text)
 	case jobs.ResolveResume:
 		return fmt.Sprintf(":arrow_forward: %s resumed the run %s", who, after), "resumed the run"
 	case jobs.ResolveRetry:
@@ -522,7 +523,7 @@ func answerLine(e *jobs.Escalation, res *jobs.Resolution, who, after string) (li
 		if strings.TrimSpace(res.Reason) != "" {
 			line += ": " + escapeCut(res.Reason, room, true)
 		}
-		return line, "aborted the run: " + headLine(res.Reason)
+		return line, "aborted the run: " + safetext.HeadLine(res.Reason)
 	case jobs.ResolveForce:
 		return fmt.Sprintf(":warning: %s forced the task to continue (risk acknowledged) %s", who, after),
 			"forced the task to continue (risk acknowledged)"
@@ -531,7 +532,7 @@ func answerLine(e *jobs.Escalation, res *jobs.Resolution, who, after string) (li
 		if strings.TrimSpace(res.Reason) != "" {
 			line += ": " + escapeCut(res.Reason, room, true)
 		}
-		return line, "declined: " + headLine(res.Reason)
+		return line, "declined: " + safetext.HeadLine(res.Reason)
 	}
 	kind := escapeCut(string(res.Type), maxLine, false)
 	return fmt.Sprintf("%s answered (%s) %s", who, kind, after), string(res.Type)
@@ -632,7 +633,7 @@ func fallbackStatus(r *jobs.Run) string {
 		return "waiting for a human"
 	case jobs.RunFailed, jobs.RunAborted, jobs.RunPaused:
 		if r.Reason != "" {
-			return string(r.Status) + ": " + headLine(r.Reason)
+			return string(r.Status) + ": " + safetext.HeadLine(r.Reason)
 		}
 	}
 	return string(r.Status)
@@ -923,16 +924,6 @@ func inlineCode(s string, n int) string {
 }
 
 func singleLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// headLine is the first line of s that says something.
-func headLine(s string) string {
-	for _, l := range strings.Split(s, "\n") {
-		if l = singleLine(l); l != "" {
-			return l
-		}
-	}
-	return ""
-}
 
 // --- Text: escaping and cutting. ---
 

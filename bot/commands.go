@@ -104,7 +104,7 @@ func (s *Server) command(cmd command) (string, error) {
 			refund()
 			return "", err
 		}
-		return fmt.Sprintf("On it: “%s”. Its thread appears in this channel.", escapeCut(headLine(redactHead(text, 80)), 80, false)), nil
+		return fmt.Sprintf("On it: “%s”. Its thread appears in this channel.", escapeCut(safetext.HeadLine(redactHead(text, 80)), 80, false)), nil
 	case "status":
 		if !s.allowed(cmd.UserID) {
 			s.refused(cmd.UserID, "status", cmd.Text)
@@ -265,7 +265,7 @@ func statusText(r *jobs.Run, showQuestion bool) string {
 	fmt.Fprintf(&b, "Run %s (%s): *%s*", inlineCode(r.ID, maxActionField), escapeCut(planTitle(r), maxLine, false),
 		escapeCut(string(r.Status), 40, false))
 	if r.Reason != "" {
-		fmt.Fprintf(&b, " — %s", escapeCut(headLine(r.Reason), maxLine, false))
+		fmt.Fprintf(&b, " — %s", escapeCut(safetext.HeadLine(r.Reason), maxLine, false))
 	}
 	done := 0
 	for _, t := range r.Tasks {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -276,7 +277,7 @@ func (s *Server) questions(ctx context.Context, user, channel, responseURL strin
 
 // questionHead is the first line of a question that says something, bounded; the trigger when there is no text.
 func questionHead(e *jobs.Escalation) string {
-	if q := headLine(e.Question); q != "" {
+	if q := safetext.HeadLine(e.Question); q != "" {
 		return escapeCut(q, 150, false)
 	}
 	return "_" + escapeCut(e.Trigger.Describe(e.Name), 100, false) + "_"
@@ -359,7 +360,7 @@ func moreLines(n int) string { return fmt.Sprintf("_… and %d more_", n) }
 // runTitle is what a run is about: its plan's title, or the first line of what was asked in words.
 func runTitle(r *jobs.Run) string {
 	if r.Request != "" {
-		if l := headLine(r.Request); l != "" {
+		if l := safetext.HeadLine(r.Request); l != "" {
 			return l
 		}
 	}

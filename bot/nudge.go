@@ -9,6 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -97,7 +98,7 @@ func (p *poster) nudge(ctx context.Context, run *jobs.Run, st *runState) error {
 	if waited < time.Duration(sent+1)*every || p.cfg.QuietHours.Quiet(now) {
 		return nil
 	}
-	question := escapeCut(headLine(e.Question), maxLine, false)
+	question := escapeCut(safetext.HeadLine(e.Question), maxLine, false)
 	where := ""
 	if link := p.link(st.Channel, st.Esc[e.ID]); link != "" {
 		link += "?thread_ts=" + st.RootTS + "&cid=" + st.Channel
@@ -106,7 +107,7 @@ func (p *poster) nudge(ctx context.Context, run *jobs.Run, st *runState) error {
 	label := escapeCut(taskLabel(run, e.TaskID), maxLine, false)
 	text := fmt.Sprintf(":bell: Still waiting for an answer after %s: *%s* — %s%s", humanDuration(waited.Round(time.Minute)),
 		label, question, where)
-	fallback := fmt.Sprintf("Still waiting for an answer after %s: %s", humanDuration(waited.Round(time.Minute)), headLine(e.Question))
+	fallback := fmt.Sprintf("Still waiting for an answer after %s: %s", humanDuration(waited.Round(time.Minute)), safetext.HeadLine(e.Question))
 	msg := newMessage(escapeCut(fallback, maxFallbackText, false), []slack.Block{sectionBlock(text)})
 	if _, err := p.post(ctx, st.Channel, st.RootTS, msg); err != nil {
 		return fmt.Errorf("re-announcing escalation %s: %w", e.ID, err)

@@ -300,7 +300,7 @@ func (b SandboxErrorEvent) describe(e Event) Description {
 // The question itself is shown by each surface in full (its options are buttons in Slack, a prompt on a terminal):
 // the description is the line that says a question is open.
 func (b EscalationEvent) describe(e Event) Description {
-	d := Description{Mark: MarkAsk, Moment: MomentAsk, Detail: line(headLine(b.Question), shortText)}
+	d := Description{Mark: MarkAsk, Moment: MomentAsk, Detail: line(safetext.HeadLine(b.Question), shortText)}
 	switch b.Trigger {
 	case TriggerGate:
 		d.Text = words("Human gate ", e.TaskID)
@@ -382,7 +382,7 @@ func (b StageRetryingEvent) describe(e Event) Description {
 }
 
 func (b InterviewStartedEvent) describe(Event) Description {
-	return Description{Text: words("Interview at ", b.Stage, ": ", line(headLine(b.Question), shortText)),
+	return Description{Text: words("Interview at ", b.Stage, ": ", line(safetext.HeadLine(b.Question), shortText)),
 		Level: slog.LevelDebug, Quiet: true}
 }
 
@@ -408,14 +408,4 @@ func (b CheckpointSavedEvent) describe(Event) Description {
 // An event of a kind this orch does not know says its name.
 func (b UnknownEvent) describe(e Event) Description {
 	return Description{Text: words(strings.TrimSpace(b.Type + " " + e.TaskID)), Level: slog.LevelDebug}
-}
-
-// headLine is the first line of s that says something.
-func headLine(s string) string {
-	for l := range strings.SplitSeq(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			return l
-		}
-	}
-	return ""
 }

@@ -104,7 +104,7 @@ func (w *Worker) resumeChat(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 	switch {
 	case cmd == escalation.ChatDone || cmd == escalation.ChatApprove:
 		t.Status = jobs.TaskCompleted
-		t.Summary = fmt.Sprintf("conversation ended by %s with %s after %d %s", res.By, cmd, turns, plural(turns, "reply", "replies"))
+		t.Summary = fmt.Sprintf("conversation ended by %s with %s after %s", res.By, cmd, jobs.Count(turns, "reply"))
 		if why := escalation.ChatReason(res); why != "" {
 			t.Summary += ": " + safetext.Bound(why, maxChatTurn)
 		}
@@ -174,11 +174,4 @@ func (w *Worker) resumeGate(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 		t.Status = jobs.TaskFailed
 	}
 	w.finish(r, t, c, o, now)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

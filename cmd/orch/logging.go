@@ -80,6 +80,10 @@ func logEvents(log *slog.Logger) func([]jobs.Event) {
 	return func(events []jobs.Event) {
 		for _, e := range events {
 			d := e.Describe()
+			// Logged from inside the store's transaction: an event below the log's level costs no encoding.
+			if !log.Enabled(context.Background(), d.Level) {
+				continue
+			}
 			attrs := []any{"run_id", e.RunID}
 			if e.TaskID != "" {
 				attrs = append(attrs, "task_id", e.TaskID)
@@ -122,12 +126,4 @@ func eventFields(e jobs.Event) []any {
 		}
 	}
 	return out
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return safetext.OneLine(s, 300)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/internal/httpdeadline"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -127,7 +128,7 @@ func (n *notifier) ended(ctx context.Context, run *jobs.Run) {
 	case run.Status == jobs.RunParked:
 		q := "a human is needed"
 		if e := run.OpenEscalation(); e != nil {
-			q = firstLine(e.Question)
+			q = safetext.OneLine(safetext.HeadLine(e.Question), 300)
 		}
 		n.notify(ctx, "orch: run "+run.ID+" needs you", q+" — answer with: orch resume "+run.ID)
 	case run.Status == jobs.RunPaused:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/localredis"
+	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/pipeline"
@@ -364,7 +365,7 @@ func (a *app) drive(cmd *cobra.Command, b *store.Backend, wk workerSettings, run
 		// A question waiting long at the prompt taps the person on the shoulder.
 		att.WaitingAfter = notifyAfter
 		att.Waiting = func(q runs.Question) {
-			n.notify(context.Background(), "orch: run "+runID+" asks you", firstLine(q.Escalation.Question))
+			n.notify(context.Background(), "orch: run "+runID+" asks you", safetext.OneLine(safetext.HeadLine(q.Escalation.Question), 300))
 		}
 	}
 	if !h.json && isTerminal(a.stdout) {

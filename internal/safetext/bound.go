@@ -59,3 +59,14 @@ func OneLine(s string, n int) string {
 	r := []rune(s)
 	return string(r[:max(n, 0)]) + "…"
 }
+
+// HeadLine is the first line of s that says something, on one line (every run of white space one space); "" when
+// no line does.
+func HeadLine(s string) string {
+	for l := range strings.SplitSeq(s, "\n") {
+		if l = strings.Join(strings.Fields(l), " "); l != "" {
+			return l
+		}
+	}
+	return ""
+}
