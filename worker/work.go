@@ -212,7 +212,7 @@ func (w *Worker) moveBranch(ctx context.Context, wt *workspace.Worktree, before,
 		return true, nil
 	}
 	d.pushed = st.Head
-	d.events = append(d.events, jobs.NewEvent(before.ID, d.taskID, jobs.BranchPushedEvent{Remote: g.Push,
+	d.events = append(d.events, jobs.NewEvent(before.ID, d.taskID, jobs.BranchPushedEvent{Remote: safetext.WithoutUserinfo(g.Push),
 		Branch: g.Branch, Commit: workspace.Short(st.Head)}))
 	return true, nil
 }

@@ -23,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/orchrun/orch/internal/safetext"
 )
 
 // ErrNotRepository says a directory is not inside a git repository.
@@ -568,15 +570,4 @@ func Short(sha string) string {
 }
 
 // redactURL drops the credentials from a URL before it goes into a message.
-func redactURL(u string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return u
-	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		if slash := strings.Index(rest, "/"); slash < 0 || at < slash {
-			rest = rest[at+1:]
-		}
-	}
-	return scheme + "://" + rest
-}
+func redactURL(u string) string { return safetext.WithoutUserinfo(u) }

@@ -70,3 +70,18 @@ func HeadLine(s string) string {
 	}
 	return ""
 }
+
+// WithoutUserinfo is URL u without the user and password before its host ("https://TOKEN@host/…" is a credential
+// too); anything that is no URL stays as it is.
+func WithoutUserinfo(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		if slash := strings.Index(rest, "/"); slash < 0 || at < slash {
+			rest = rest[at+1:]
+		}
+	}
+	return scheme + "://" + rest
+}

@@ -465,3 +465,20 @@ func TestCut(t *testing.T) {
 		}
 	}
 }
+
+// A remote's URL in an event or a message names the remote, never the credential in it, in either place a URL carries
+// one.
+func TestWithoutUserinfo(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://x-access-token:ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/o/r.git": "https://github.com/o/r.git",
+		"https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/o/r.git":                "https://github.com/o/r.git",
+		"ssh://git@github.com/o/r.git":       "ssh://github.com/o/r.git",
+		"https://github.com/o/r.git?ref=a@b": "https://github.com/o/r.git?ref=a@b",
+		"origin":                             "origin",
+		"git@github.com:o/r.git":             "git@github.com:o/r.git",
+	} {
+		if got := safetext.WithoutUserinfo(in); got != want {
+			t.Errorf("WithoutUserinfo(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
