@@ -133,8 +133,12 @@ func (s *Store) restore(ctx context.Context, id string, fn func(r *jobs.Run, c *
 		return err
 	}
 	sum := summarize(r) // of the document put back, before fn changes r
+	states := jobs.StatesOf(r)
 	if err := fn(r, jobs.NewChange(r)); err != nil {
 		return err
+	}
+	if err := states.Check(r); err != nil {
+		return err // refused as update refuses it, before the run comes back
 	}
 	created, err := s.rdb.SetNX(ctx, runKey(id), []byte(ar.Run), 0).Result()
 	if err != nil || !created {

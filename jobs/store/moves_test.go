@@ -71,3 +71,28 @@ func TestUpdateRefusesIllegalMoves(t *testing.T) {
 		})
 	}
 }
+
+// A change refused on an archived run leaves it in the archive: it is not brought back to Redis to be refused there.
+func TestArchivedRunRefusesIllegalMovesWhereItIs(t *testing.T) {
+	for name, open := range archivedStores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := open(t)
+			done := finish(t, s, jobs.RunCompleted)
+			if n, err := s.ArchiveFinished(ctx, 0); err != nil || n != 1 {
+				t.Fatalf("archive: moved %d, %v", n, err)
+			}
+			_, err := s.Update(ctx, done.ID, func(r *jobs.Run, c *jobs.Change) error {
+				r.Status = jobs.RunRunning
+				return nil
+			})
+			var illegal *jobs.IllegalMove
+			if !errors.As(err, &illegal) {
+				t.Fatalf("a completed run started again: %v", err)
+			}
+			if n, _ := s.rdb.Exists(ctx, runKey(done.ID)).Result(); n != 0 {
+				t.Fatal("the refused change brought the run back to Redis")
+			}
+		})
+	}
+}
