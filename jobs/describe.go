@@ -111,6 +111,22 @@ func (e Event) Describe() Description {
 	return e.Body.describe(e)
 }
 
+// Stops reports the status a run is left in by an event that stops it: completed, failed or aborted for good, or
+// paused until someone resumes it.
+func (e Event) Stops() (RunStatus, bool) {
+	switch e.Body.(type) {
+	case RunCompletedEvent:
+		return RunCompleted, true
+	case RunFailedEvent:
+		return RunFailed, true
+	case RunAbortedEvent:
+		return RunAborted, true
+	case RunPausedEvent:
+		return RunPaused, true
+	}
+	return "", false
+}
+
 // The lengths descriptions cut their free text to, in characters.
 const (
 	shortText = 160 // a summary, a goal, a reason

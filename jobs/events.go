@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -432,6 +434,16 @@ var kinds = func() map[string]reflect.Type {
 	}
 	return m
 }()
+
+// Kinds returns a zero body of every kind orch writes, ordered by kind: a surface's tests show each one.
+func Kinds() []Body {
+	out := make([]Body, 0, len(kinds))
+	for _, t := range kinds {
+		out = append(out, reflect.Zero(t).Interface().(Body))
+	}
+	slices.SortFunc(out, func(a, b Body) int { return strings.Compare(a.Kind(), b.Kind()) })
+	return out
+}
 
 // envelope holds the keys every event has; the body's fields sit beside them.
 var envelope = []string{"type", "run_id", "task_id", "time"}

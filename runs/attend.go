@@ -64,7 +64,7 @@ func (a *Attendant) Attend(ctx context.Context, updates <-chan Update) (jobs.Run
 			case u.Question != nil:
 				ask(*u.Question, overdueWait(u.Question.Run, u.Question.Escalation, a.Store.Now()))
 			case u.Event != nil:
-				if status, end := ending(u.Event); end {
+				if status, end := u.Event.Stops(); end {
 					return status, nil
 				}
 				if b, ok := u.Event.Body.(jobs.ResolutionEvent); ok && b.EscalationID == asking {
@@ -88,21 +88,6 @@ func (a *Attendant) Attend(ctx context.Context, updates <-chan Update) (jobs.Run
 			}
 		}
 	}
-}
-
-// ending reports whether an event ends the attendance, and the run's status then.
-func ending(e *jobs.Event) (jobs.RunStatus, bool) {
-	switch e.Body.(type) {
-	case jobs.RunCompletedEvent:
-		return jobs.RunCompleted, true
-	case jobs.RunFailedEvent:
-		return jobs.RunFailed, true
-	case jobs.RunAbortedEvent:
-		return jobs.RunAborted, true
-	case jobs.RunPausedEvent:
-		return jobs.RunPaused, true
-	}
-	return "", false
 }
 
 // ask waits out an overdue question's timeout, then asks; an answer is sent unless the question was settled elsewhere

@@ -114,13 +114,13 @@ func (f *follower) run(ctx context.Context) error {
 			if !f.send(ctx, Update{Event: e}) {
 				return nil
 			}
-			switch b := e.Body.(type) {
-			case jobs.EscalationEvent:
-				if err := f.retry(ctx, func(ctx context.Context) error { return f.question(ctx, b.EscalationID) }); err != nil {
+			if Ends(*e) {
+				return nil
+			}
+			if q, ok := e.Body.(jobs.EscalationEvent); ok {
+				if err := f.retry(ctx, func(ctx context.Context) error { return f.question(ctx, q.EscalationID) }); err != nil {
 					return err
 				}
-			case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
-				return nil
 			}
 		}
 	}

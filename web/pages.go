@@ -411,6 +411,8 @@ func (s *Server) handleQuestions(w http.ResponseWriter, r *http.Request, p perso
 // eventView is one line of a run's timeline.
 type eventView struct {
 	ID, Time, Task, Kind, Text string
+	// Reload, in the live stream, says the event changed more than the timeline: the page renders itself again.
+	Reload bool `json:",omitempty"`
 }
 
 func eventViews(events []jobs.Event) []eventView {

@@ -2,7 +2,9 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -338,7 +340,8 @@ func TestRiskyAnswersNeedConfirmation(t *testing.T) {
 	}
 }
 
-// The event stream sends what happens after the page was rendered, and ends with the run.
+// The event stream sends what happens after the page was rendered, and ends with the run. An event that changes more
+// than the timeline (the run's end) is marked for the page to render itself again; an attempt's tool calls are not.
 func TestEventStream(t *testing.T) {
 	f := serve(t, "")["miniredis"]
 	run := parked(t, f.store, "Which cache?")
@@ -354,6 +357,7 @@ func TestEventStream(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		f.store.Update(context.Background(), run.ID, func(r *jobs.Run, c *jobs.Change) error {
 			r.Status = jobs.RunCompleted
+			c.Emit(jobs.NewEvent(r.ID, "1.1", jobs.AgentActivityEvent{Calls: []string{"Read main.go"}}))
 			c.Emit(jobs.NewEvent(r.ID, "", jobs.RunCompletedEvent{Tasks: 1}))
 			return nil
 		})
@@ -362,8 +366,18 @@ func TestEventStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(body), `"Kind":"run_completed"`) || strings.Contains(string(body), "run_started") {
-		t.Errorf("stream:\n%s", body)
+	lines := map[string]map[string]any{}
+	for _, l := range strings.Split(string(body), "\n") {
+		var v map[string]any
+		if data, ok := strings.CutPrefix(l, "data: "); ok && json.Unmarshal([]byte(data), &v) == nil {
+			lines[fmt.Sprint(v["Kind"])] = v
+		}
+	}
+	if lines["run_completed"] == nil || lines["run_started"] != nil || lines["agent_activity"] == nil {
+		t.Fatalf("stream:\n%s", body)
+	}
+	if lines["run_completed"]["Reload"] != true || lines["agent_activity"]["Reload"] != nil {
+		t.Errorf("reloads: the end %v, the tool calls %v", lines["run_completed"]["Reload"], lines["agent_activity"]["Reload"])
 	}
 }
 

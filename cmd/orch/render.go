@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -49,22 +50,54 @@ func (r *renderer) note(msg string) {
 	fmt.Fprintln(r.out, msg)
 }
 
-func (r *renderer) event(e jobs.Event) {
+// The terminal is a surface (runs.Surface): each event is printed by what it is, a question as a block and
+// everything else as lines.
+var _ runs.Surface = (*renderer)(nil)
+
+// event prints e as runs.Present hands it to the renderer's methods.
+func (r *renderer) event(e jobs.Event) { _ = runs.Present(context.Background(), r, e) }
+
+// Progress prints an event that moves the run along.
+func (r *renderer) Progress(_ context.Context, ev jobs.Event) error {
+	r.show(ev, nil)
+	return nil
+}
+
+// Ask prints the question block.
+func (r *renderer) Ask(_ context.Context, ev jobs.Event, q jobs.EscalationEvent) error {
+	r.show(ev, &question{at: ev.Time, taskID: ev.TaskID, title: q.Title, trigger: q.Trigger, name: q.Name,
+		source: q.Source, text: q.Question, recommends: q.Recommendation, options: q.Options})
+	return nil
+}
+
+// Answered, Paused and Ended print their event's lines: the terminal has nothing to update in place.
+func (r *renderer) Answered(ctx context.Context, ev jobs.Event, _ jobs.ResolutionEvent) error {
+	return r.Progress(ctx, ev)
+}
+
+func (r *renderer) Paused(ctx context.Context, ev jobs.Event) error { return r.Progress(ctx, ev) }
+func (r *renderer) Ended(ctx context.Context, ev jobs.Event) error  { return r.Progress(ctx, ev) }
+
+// show prints ev — as its JSON line with --json, else as q's block when it asks one, else as its lines — with the
+// spinner kept below it.
+func (r *renderer) show(ev jobs.Event, q *question) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.progress != nil {
 		r.progress.clear()
-		r.progress.track(e)
+		r.progress.track(ev)
 		defer r.progress.draw()
 	}
-	if r.json {
-		data, err := json.Marshal(e)
-		if err == nil {
+	switch {
+	case r.json:
+		if data, err := json.Marshal(ev); err == nil {
 			fmt.Fprintln(r.out, string(data))
 		}
-		return
+	case q != nil:
+		writeQuestion(r.out, *q)
+	default:
+		writeLines(r.out, ev)
 	}
-	writeEvent(r.out, e)
 }
 
 // update prints what a follower learned: an event, or that Redis went away and came back. Questions are printed
@@ -80,16 +113,10 @@ func (r *renderer) update(u runs.Update) {
 	}
 }
 
-// writeEvent prints an event as lines for people, from its description: its text after a timestamp, then its detail
+// writeLines prints an event as lines for people, from its description: its text after a timestamp, then its detail
 // and further lines indented under it. The engine's bookkeeping (stages entered, checkpoints, the interview events)
-// is quiet: it is in --json for tools, and the task, question and run lines say the same for people. A question is
-// shown whole, as a block.
-func writeEvent(w io.Writer, e jobs.Event) {
-	if b, ok := e.Body.(jobs.EscalationEvent); ok {
-		writeQuestion(w, question{at: e.Time, taskID: e.TaskID, title: b.Title, trigger: b.Trigger, name: b.Name,
-			source: b.Source, text: b.Question, recommends: b.Recommendation, options: b.Options})
-		return
-	}
+// is quiet: it is in --json for tools, and the task, question and run lines say the same for people.
+func writeLines(w io.Writer, e jobs.Event) {
 	d := e.Describe()
 	if d.Quiet {
 		return

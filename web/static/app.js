@@ -2,11 +2,6 @@
 // before it aborts.
 (function () {
   "use strict";
-  // Events after which what the page shows (status, question, tasks) has changed: the page is rendered again.
-  var changes = {
-    escalation: 1, resolution: 1, task_completed: 1, task_failed: 1, task_forced: 1, loop_detected: 1,
-    run_completed: 1, run_failed: 1, run_aborted: 1, run_paused: 1, resumed: 1, escalation_timeout: 1
-  };
   // A page that is sending a form is on its way to the answer's page: reloading it now would cancel that, and the
   // person would never see whether their answer was taken (the answer's own "resolution" event races the form).
   var leaving = false;
@@ -36,7 +31,8 @@
     li.appendChild(k);
     li.appendChild(document.createTextNode(" " + (e.Text || "")));
     list.appendChild(li);
-    if (changes[e.Kind] && !reloading && !leaving) {
+    // The server marks the events after which what the page shows (status, question, tasks) has changed.
+    if (e.Reload && !reloading && !leaving) {
       reloading = true;
       src.close();
       // Keep the reader where they were: the page comes back at the same place.
