@@ -245,7 +245,8 @@ func nameSafe(s string) string {
 	return s
 }
 
-// execIn runs the process in a started container.
+// execIn runs the process in a started container: the exec is created and attached, watched for its deadline and
+// its context, fed its input while its output is read, and judged from how it ended.
 func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, onLine func([]byte)) (Result, error) {
 	oomBase := int64(0)
 	if !t.fresh {
@@ -255,6 +256,51 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 	// the exec, and with the worker, whose connection holds the shim's lifeline (its stdin, so always attached).
 	// Without it, see Exec.
 	shim := d.cfg.OrchBinary != ""
+	execID, att, start, err := d.attachExec(ctx, t, spec, dir, shim)
+	if err != nil {
+		return Result{}, err
+	}
+	defer att.Close()
+	w := d.watchExec(ctx, t, spec.Timeout, att)
+	wrote := feedExec(att, spec.Stdin, shim)
+	stdout := newOutput(onLine)
+	stderr := &tailBuffer{max: stderrTail}
+	_, copyErr := stdcopy.StdCopy(stdout, stderr, att.Reader)
+	w.stop()
+	select {
+	case <-wrote:
+	default:
+		att.Close() // the output has ended: so has the process, and a write it never read ends here
+		<-wrote
+	}
+	stdout.flush()
+
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
+	defer cancel()
+	res := Result{
+		Stderr:      stderr.buf,
+		StderrBytes: stderr.total,
+		Duration:    time.Since(start),
+		ExitCode:    d.execExitCode(ictx, execID),
+		TimedOut:    w.timedOut.Load(),
+	}
+	stdout.fill(&res)
+	if w.cancelled.Load() || ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	if res.TimedOut {
+		res.Signal = "killed"
+		return res, nil
+	}
+	if copyErr != nil {
+		return res, fmt.Errorf("reading the output of %s: %w", spec.Args[0], copyErr)
+	}
+	return d.judgeExec(ictx, t, spec, shim, execID, oomBase, start, res)
+}
+
+// attachExec creates the exec of spec in t and attaches to it; start is when the process may have started.
+func (d *Docker) attachExec(ctx context.Context, t target, spec Spec, dir string, shim bool) (
+	execID string, att client.ExecAttachResult, start time.Time, err error) {
 	cmd := spec.Args
 	if shim {
 		cmd = append([]string{OrchPath, ShimCommand, "-stdin", strconv.Itoa(len(spec.Stdin)), "--", spec.Args[0]},
@@ -271,111 +317,103 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return Result{}, ctx.Err()
+			return "", att, start, ctx.Err()
 		}
-		return Result{}, fmt.Errorf("creating exec in %s: %w", t.name, err)
+		return "", att, start, fmt.Errorf("creating exec in %s: %w", t.name, err)
 	}
-	start := time.Now()
-	att, err := d.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	start = time.Now()
+	att, err = d.cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
 	if err != nil {
 		if ctx.Err() != nil {
 			// The engine may have started the process before the handshake was cut short.
 			d.kill(context.WithoutCancel(ctx), t)
-			return Result{}, ctx.Err()
+			return "", att, start, ctx.Err()
 		}
-		return Result{}, fmt.Errorf("starting exec in %s: %w", t.name, err)
+		return "", att, start, fmt.Errorf("starting exec in %s: %w", t.name, err)
 	}
-	defer att.Close()
+	return ex.ID, att, start, nil
+}
 
-	var timedOut, cancelled atomic.Bool
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
+// execWatch stops an exec that outlives its deadline or its context.
+type execWatch struct {
+	done                chan struct{}
+	wg                  sync.WaitGroup
+	timedOut, cancelled atomic.Bool
+}
+
+// watchExec watches the attached exec until stop: past timeout (0: none), or when ctx ends, it kills the container.
+func (d *Docker) watchExec(ctx context.Context, t target, timeout time.Duration, att client.ExecAttachResult) *execWatch {
+	w := &execWatch{done: make(chan struct{})}
+	w.wg.Add(1)
 	go func() {
-		defer wg.Done()
+		defer w.wg.Done()
 		defer func() {
 			if r := recover(); r != nil {
 				d.log.Error("docker: panic watching an exec", "panic", r)
 				att.Close() // the exec can no longer be stopped on time: do not wait for it
 			}
 		}()
-		var timeout <-chan time.Time
-		if spec.Timeout > 0 {
-			tm := time.NewTimer(spec.Timeout)
+		var deadline <-chan time.Time
+		if timeout > 0 {
+			tm := time.NewTimer(timeout)
 			defer tm.Stop()
-			timeout = tm.C
+			deadline = tm.C
 		}
 		select {
-		case <-done:
+		case <-w.done:
 			return
-		case <-timeout:
-			timedOut.Store(true)
+		case <-deadline:
+			w.timedOut.Store(true)
 		case <-ctx.Done():
-			cancelled.Store(true)
+			w.cancelled.Store(true)
 		}
 		// The engine cannot signal one exec's process tree, only the container: killing it is the one sure way to
 		// stop everything the agent started. The next Exec of the run starts it again.
 		d.kill(context.WithoutCancel(ctx), t)
-		if cancelled.Load() {
+		if w.cancelled.Load() {
 			att.Close()
 			return
 		}
 		select {
-		case <-done:
+		case <-w.done:
 		case <-time.After(streamGrace):
 			att.Close()
 		}
 	}()
+	return w
+}
 
-	// The input goes in while the output comes out (either may fill a pipe and wait for the other). Without the
-	// shim the write side is then closed: the engine closes the process's stdin, which reads EOF. With it, the shim
-	// ends the agent's input itself after the announced length, and the write side stays open until the exec has
-	// ended: its end (this process dying, or the connection dropping) is the end of the shim's lifeline. A process
-	// that exits without reading it all ends the write with an error that means nothing.
+// stop ends the watch once the exec's output has ended, and waits for the watcher.
+func (w *execWatch) stop() {
+	close(w.done)
+	w.wg.Wait()
+}
+
+// feedExec writes the exec's input while its output is read (either may fill a pipe and wait for the other); the
+// channel is closed when the write is over. Without the shim the write side is then closed: the engine closes the
+// process's stdin, which reads EOF. With it, the shim ends the agent's input itself after the announced length, and
+// the write side stays open until the exec has ended: its end (this process dying, or the connection dropping) is
+// the end of the shim's lifeline. A process that exits without reading it all ends the write with an error that
+// means nothing.
+func feedExec(att client.ExecAttachResult, stdin []byte, shim bool) <-chan struct{} {
 	wrote := make(chan struct{})
-	if spec.Stdin != nil || shim {
-		go func() {
-			defer close(wrote)
-			if _, err := att.Conn.Write(spec.Stdin); err == nil && !shim {
-				_ = att.CloseWrite()
-			}
-		}()
-	} else {
+	if stdin == nil && !shim {
 		close(wrote)
+		return wrote
 	}
-	stdout := newOutput(onLine)
-	stderr := &tailBuffer{max: stderrTail}
-	_, copyErr := stdcopy.StdCopy(stdout, stderr, att.Reader)
-	close(done)
-	wg.Wait()
-	select {
-	case <-wrote:
-	default:
-		att.Close() // the output has ended: so has the process, and a write it never read ends here
-		<-wrote
-	}
-	stdout.flush()
+	go func() {
+		defer close(wrote)
+		if _, err := att.Conn.Write(stdin); err == nil && !shim {
+			_ = att.CloseWrite()
+		}
+	}()
+	return wrote
+}
 
-	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
-	defer cancel()
-	res := Result{
-		Stderr:      stderr.buf,
-		StderrBytes: stderr.total,
-		Duration:    time.Since(start),
-		ExitCode:    d.execExitCode(ictx, ex.ID),
-		TimedOut:    timedOut.Load(),
-	}
-	stdout.fill(&res)
-	if cancelled.Load() || ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	if res.TimedOut {
-		res.Signal = "killed"
-		return res, nil
-	}
-	if copyErr != nil {
-		return res, fmt.Errorf("reading the output of %s: %w", spec.Args[0], copyErr)
-	}
+// judgeExec tells what the end of an exec that ran to its end means: a program that could not start, a process the
+// OOM killer killed, or one killed by a signal under the shim (then the container goes).
+func (d *Docker) judgeExec(ctx context.Context, t target, spec Spec, shim bool, execID string, oomBase int64,
+	start time.Time, res Result) (Result, error) {
 	// A program that cannot be started (missing, not executable) is not a process that ran: the engine says so on
 	// the output stream and exits 126 or 127.
 	if (res.ExitCode == 126 || res.ExitCode == 127) && bytes.HasPrefix(res.Stdout, []byte(ociExecFailed)) {
@@ -386,7 +424,7 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 	}
 	// 137 is 128+SIGKILL, what the kernel's OOM killer sends; -1 is a process whose end the engine missed.
 	if res.ExitCode == 137 || res.ExitCode == -1 {
-		if d.oomKilled(ictx, t, ex.ID, oomBase, start) {
+		if d.oomKilled(ctx, t, execID, oomBase, start) {
 			res.OOMKilled = true
 			res.Signal = "killed"
 		}
@@ -396,7 +434,7 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 		// below it), or the shim itself, which the agent can do (it runs as the same user). Nothing then killed what
 		// the agent left, and nothing tells the two apart: the container goes, with everything in it; the run's next
 		// Exec starts it again.
-		d.kill(ictx, t)
+		d.kill(ctx, t)
 	}
 	return res, nil
 }

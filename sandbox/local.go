@@ -73,14 +73,6 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 			l.cfg.Log.Warn("killed what a dead worker's agent left running", "run_id", spec.RunID, "processes", n)
 		}
 	}
-	cmd := exec.CommandContext(runCtx, spec.Args[0], spec.Args[1:]...)
-	if cmd.Err != nil {
-		return Result{}, fmt.Errorf("starting %s: %w", spec.Args[0], cmd.Err)
-	}
-	as, err := agentUser(spec.Dir)
-	if err != nil {
-		return Result{}, fmt.Errorf("starting %s: %w", spec.Args[0], err)
-	}
 	// Every process of the attempt carries the mark in its environment, and its descendants inherit it unless they
 	// clear it. It is the backstop, not the mechanism: the shim finds everything the agent started through the
 	// process tree, whatever it did to its environment, session or group. The mark finds what kept it when there is
@@ -88,83 +80,15 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 	// user unless orch is root); ORCH_RUN_ID does the same for Recovered and Release, after a worker died with its
 	// shim.
 	mark := markVar + "=" + randomHex(8)
-	var report *os.File   // the shim's report of a program it could not start
-	var lifeline *os.File // orch's end of the shim's stdin: open while orch waits for the agent
-	closeLifeline := func() {}
-	if len(l.cfg.Shim) > 0 {
-		// The program is found as it would be without the shim (orch's PATH), and run by it.
-		args := append([]string(nil), l.cfg.Shim[1:]...)
-		args = append(args, "-stdin", strconv.Itoa(len(spec.Stdin)), "-report")
-		if as != nil {
-			// The shim stays orch's user (root), so the agent cannot kill it; it runs the agent as the owner.
-			args = append(args, "-user", as.String())
-		}
-		args = append(append(args, "--", cmd.Path), spec.Args...)
-		cmd = exec.CommandContext(runCtx, l.cfg.Shim[0], args...)
-		if cmd.Err != nil {
-			return Result{}, fmt.Errorf("starting the sandbox shim %s: %w", l.cfg.Shim[0], cmd.Err)
-		}
-		r, w, err := os.Pipe()
-		if err != nil {
-			return Result{}, fmt.Errorf("starting %s: %w", spec.Args[0], err)
-		}
-		defer r.Close()
-		defer w.Close()
-		report = r
-		cmd.ExtraFiles = []*os.File{w} // the shim's descriptor 3 (shimReport)
-		in, out, err := os.Pipe()
-		if err != nil {
-			return Result{}, fmt.Errorf("starting %s: %w", spec.Args[0], err)
-		}
-		defer in.Close()
-		// Only orch holds the write end (close-on-exec keeps it from every other child), so the kernel closes it
-		// when orch dies, however it dies: the shim reads the end of its lifeline and kills everything below it.
-		lifeline = out
-		var once sync.Once
-		closeLifeline = func() { once.Do(func() { out.Close() }) }
-		defer closeLifeline()
-		cmd.Stdin = in
+	cmd, shim, err := l.command(runCtx, spec, mark)
+	if err != nil {
+		return Result{}, err
 	}
-	cmd.Dir = spec.Dir
-	base := l.cfg.Env
-	if base == nil {
-		base = AgentEnv(os.Environ(), EnvPolicy{})
-	}
-	cmd.Env = append(append(append([]string(nil), base...), spec.Env...), mark)
-	if as != nil {
-		cmd.Env = append(cmd.Env, as.env...) // last: os/exec keeps the last value of a key
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if lifeline == nil {
-		// No shim: the kernel kills the agent when orch dies; what it started lives on (see LocalConfig.Shim).
-		dieWithParent(cmd.SysProcAttr, syscall.SIGKILL)
-		if as != nil {
-			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: as.uid, Gid: as.gid, Groups: []uint32{}}
-		}
-	}
+	defer shim.close()
 	stdout := newOutput(onLine)
 	stderr := &tailBuffer{max: stderrTail}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if spec.Stdin != nil && lifeline == nil {
-		// Copied by os/exec while the process runs: a process that exits without reading it all is not an error
-		// (EPIPE is ignored).
-		cmd.Stdin = bytes.NewReader(spec.Stdin)
-	}
-	var killer, lastResort *time.Timer
-	cmd.Cancel = func() error {
-		pgid := cmd.Process.Pid
-		if lifeline == nil {
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			killer = time.AfterFunc(l.cfg.KillGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-			return nil
-		}
-		// The shim passes SIGTERM on to everything below it; after the grace, the end of its lifeline makes it kill
-		// all of it. Only a shim that cannot act (stopped) needs its group killed, the shim with it.
-		_ = syscall.Kill(pgid, syscall.SIGTERM)
-		killer = time.AfterFunc(l.cfg.KillGrace, closeLifeline)
-		lastResort = time.AfterFunc(2*l.cfg.KillGrace+shimKillWait, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-		return nil
-	}
+	stopTimers := l.cancelling(cmd, shim)
 	// Children that keep stdout open must not keep orch waiting once the agent itself is gone.
 	cmd.WaitDelay = l.cfg.KillGrace + time.Second
 
@@ -177,35 +101,12 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 	if err := cmd.Start(); err != nil {
 		return Result{}, fmt.Errorf("starting %s: %w", spec.Args[0], err)
 	}
-	var wrote chan struct{}
-	if lifeline != nil {
-		cmd.ExtraFiles[0].Close() // orch's copy of the write end
-		cmd.Stdin.(*os.File).Close()
-		// The agent's input goes down the lifeline while the agent runs (the shim reads it whole); the lifeline then
-		// stays open until the agent has ended.
-		wrote = make(chan struct{})
-		go func() {
-			defer close(wrote)
-			_, _ = lifeline.Write(spec.Stdin)
-		}()
-		// EOF once the agent runs (the shim closes its end), or the shim's reason it could not start it.
-		if msg, _ := io.ReadAll(report); len(msg) > 0 {
-			_ = cmd.Wait()
-			closeLifeline()
-			<-wrote
-			return Result{}, fmt.Errorf("starting %s: %s", spec.Args[0], msg)
-		}
+	if err := shim.started(cmd, spec); err != nil {
+		return Result{}, err
 	}
 	waitErr := cmd.Wait()
-	for _, t := range []*time.Timer{killer, lastResort} {
-		if t != nil {
-			t.Stop() // the group dies just below; a late timer could hit a reused process group id
-		}
-	}
-	closeLifeline()
-	if wrote != nil {
-		<-wrote
-	}
+	stopTimers() // the group dies just below; a late timer could hit a reused process group id
+	shim.ended()
 	// Backstops: the shim has killed everything below it, unless it was killed itself. Without one, this is all
 	// there is: the agent's process group, and what carries the attempt's mark.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -233,6 +134,169 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 		return res, fmt.Errorf("running %s: %w", spec.Args[0], waitErr)
 	}
 	return res, nil
+}
+
+// command is the process of spec, under the shim when there is one (then shim holds orch's ends of its pipes; nil
+// without one), as the workspace's owner when orch is root, its environment marked with mark.
+func (l *Local) command(runCtx context.Context, spec Spec, mark string) (*exec.Cmd, *shimPipes, error) {
+	cmd := exec.CommandContext(runCtx, spec.Args[0], spec.Args[1:]...)
+	if cmd.Err != nil {
+		return nil, nil, fmt.Errorf("starting %s: %w", spec.Args[0], cmd.Err)
+	}
+	as, err := agentUser(spec.Dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting %s: %w", spec.Args[0], err)
+	}
+	var shim *shimPipes
+	if len(l.cfg.Shim) > 0 {
+		if cmd, shim, err = l.underShim(runCtx, spec, cmd.Path, as); err != nil {
+			return nil, nil, err
+		}
+	}
+	cmd.Dir = spec.Dir
+	base := l.cfg.Env
+	if base == nil {
+		base = AgentEnv(os.Environ(), EnvPolicy{})
+	}
+	cmd.Env = append(append(append([]string(nil), base...), spec.Env...), mark)
+	if as != nil {
+		cmd.Env = append(cmd.Env, as.env...) // last: os/exec keeps the last value of a key
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if shim == nil {
+		// No shim: the kernel kills the agent when orch dies; what it started lives on (see LocalConfig.Shim).
+		dieWithParent(cmd.SysProcAttr, syscall.SIGKILL)
+		if as != nil {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: as.uid, Gid: as.gid, Groups: []uint32{}}
+		}
+		if spec.Stdin != nil {
+			// Copied by os/exec while the process runs: a process that exits without reading it all is not an error
+			// (EPIPE is ignored).
+			cmd.Stdin = bytes.NewReader(spec.Stdin)
+		}
+	}
+	return cmd, shim, nil
+}
+
+// shimPipes are orch's ends of the shim's pipes: the report of a program it could not start (its descriptor 3), and
+// its stdin, the lifeline, open while orch waits for the agent.
+type shimPipes struct {
+	report, reportW *os.File // the report's read end, and the shim's write end (orch's copy closes once started)
+	in, lifeline    *os.File // the shim's stdin (orch's copy closes once started), and orch's end of it
+	once            sync.Once
+	wrote           chan struct{} // closed when the agent's input is written
+}
+
+// underShim is the process of the program at path run by the shim, as the user as (nil: orch's own).
+func (l *Local) underShim(runCtx context.Context, spec Spec, path string, as *runAs) (*exec.Cmd, *shimPipes, error) {
+	// The program is found as it would be without the shim (orch's PATH), and run by it.
+	args := append([]string(nil), l.cfg.Shim[1:]...)
+	args = append(args, "-stdin", strconv.Itoa(len(spec.Stdin)), "-report")
+	if as != nil {
+		// The shim stays orch's user (root), so the agent cannot kill it; it runs the agent as the owner.
+		args = append(args, "-user", as.String())
+	}
+	args = append(append(args, "--", path), spec.Args...)
+	cmd := exec.CommandContext(runCtx, l.cfg.Shim[0], args...)
+	if cmd.Err != nil {
+		return nil, nil, fmt.Errorf("starting the sandbox shim %s: %w", l.cfg.Shim[0], cmd.Err)
+	}
+	p := &shimPipes{}
+	var err error
+	if p.report, p.reportW, err = os.Pipe(); err != nil {
+		return nil, nil, fmt.Errorf("starting %s: %w", spec.Args[0], err)
+	}
+	if p.in, p.lifeline, err = os.Pipe(); err != nil {
+		p.close()
+		return nil, nil, fmt.Errorf("starting %s: %w", spec.Args[0], err)
+	}
+	// Only orch holds the lifeline's write end (close-on-exec keeps it from every other child), so the kernel closes
+	// it when orch dies, however it dies: the shim reads the end of its lifeline and kills everything below it.
+	cmd.ExtraFiles = []*os.File{p.reportW} // the shim's descriptor 3 (shimReport)
+	cmd.Stdin = p.in
+	return cmd, p, nil
+}
+
+// closeLifeline ends the shim's lifeline: the shim kills everything below it.
+func (p *shimPipes) closeLifeline() {
+	if p != nil && p.lifeline != nil {
+		p.once.Do(func() { p.lifeline.Close() })
+	}
+}
+
+// close closes what orch still holds of the pipes.
+func (p *shimPipes) close() {
+	if p == nil {
+		return
+	}
+	for _, f := range []*os.File{p.report, p.reportW, p.in} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	p.closeLifeline()
+}
+
+// started sends the agent's input down the lifeline once the shim runs (the shim reads it whole), and waits for the
+// shim's report: EOF once the agent runs (the shim closes its end), or its reason it could not start it. The
+// lifeline then stays open until the agent has ended.
+func (p *shimPipes) started(cmd *exec.Cmd, spec Spec) error {
+	if p == nil {
+		return nil
+	}
+	p.reportW.Close() // orch's copy of the write end
+	p.in.Close()
+	p.wrote = make(chan struct{})
+	go func() {
+		defer close(p.wrote)
+		_, _ = p.lifeline.Write(spec.Stdin)
+	}()
+	if msg, _ := io.ReadAll(p.report); len(msg) > 0 {
+		_ = cmd.Wait()
+		p.ended()
+		return fmt.Errorf("starting %s: %s", spec.Args[0], msg)
+	}
+	return nil
+}
+
+// ended closes the lifeline once the agent has ended, and waits for the write of its input to give up.
+func (p *shimPipes) ended() {
+	if p == nil {
+		return
+	}
+	p.closeLifeline()
+	if p.wrote != nil {
+		<-p.wrote
+	}
+}
+
+// cancelling makes the process's cancellation (its context's end) kill it: without the shim, its group gets SIGTERM
+// and after the grace SIGKILL; under the shim, the shim gets SIGTERM, which it passes on, and after the grace the end
+// of its lifeline. The returned func stops the timers that follow.
+func (l *Local) cancelling(cmd *exec.Cmd, shim *shimPipes) (stop func()) {
+	var killer, lastResort *time.Timer
+	cmd.Cancel = func() error {
+		pgid := cmd.Process.Pid
+		if shim == nil {
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			killer = time.AfterFunc(l.cfg.KillGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+			return nil
+		}
+		// The shim passes SIGTERM on to everything below it; after the grace, the end of its lifeline makes it kill
+		// all of it. Only a shim that cannot act (stopped) needs its group killed, the shim with it.
+		_ = syscall.Kill(pgid, syscall.SIGTERM)
+		killer = time.AfterFunc(l.cfg.KillGrace, shim.closeLifeline)
+		lastResort = time.AfterFunc(2*l.cfg.KillGrace+shimKillWait, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		return nil
+	}
+	// Cancel runs on os/exec's goroutine, which Wait waits for: after Wait, the timers are read safely.
+	return func() {
+		for _, t := range []*time.Timer{killer, lastResort} {
+			if t != nil {
+				t.Stop()
+			}
+		}
+	}
 }
 
 // Release frees what the sandbox holds for a run. A local process holds nothing once it has exited.
