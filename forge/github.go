@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-github/v92/github"
 
+	"github.com/orchrun/orch/internal/gfm"
 	"github.com/orchrun/orch/internal/httpdeadline"
 )
 
@@ -80,7 +81,7 @@ type PullRequest struct {
 // Bounds GitHub sets on a pull request.
 const (
 	// MaxBody is GitHub's limit on a pull request's body, in characters; orch holds it in bytes, which is never more.
-	MaxBody = 65536
+	MaxBody = gfm.MaxBody
 	// MaxTitle is a pull request's longest title (GitHub's issue title limit), in characters.
 	MaxTitle = 256
 )
@@ -279,5 +280,5 @@ func refusal(pr PullRequest, er *github.ErrorResponse) string {
 // oneLine is s on one line, bounded: GitHub's messages are short, but they are not ours.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	return cut(s, 300)
+	return gfm.Cut(s, 300)
 }

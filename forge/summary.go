@@ -5,8 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/orchrun/orch/internal/gfm"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -52,9 +52,9 @@ func summaryBody(r *jobs.Run) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 
-	w("Run %s", code(r.ID))
+	w("Run %s", gfm.Code(r.ID))
 	if r.PlanPath != "" {
-		w(" of plan %s", code(r.PlanPath))
+		w(" of plan %s", gfm.Code(r.PlanPath))
 	}
 	w(": **%s**", r.Status)
 	if d := time.Duration(r.ElapsedMS()) * time.Millisecond; d > 0 {
@@ -62,9 +62,9 @@ func summaryBody(r *jobs.Run) string {
 	}
 	w(".\n\n")
 	if g := r.Git; g != nil {
-		w("**Branch** %s", code(g.Branch))
+		w("**Branch** %s", gfm.Code(g.Branch))
 		if g.Base != "" {
-			w(" from %s", code(g.Base))
+			w(" from %s", gfm.Code(g.Base))
 		}
 		if s := shortSHA(g.BaseCommit); s != "" {
 			w(" at %s", s)
@@ -80,7 +80,7 @@ func summaryBody(r *jobs.Run) string {
 	writeTasks(&b, r)
 	writeDecisions(&b, r)
 	w("\n---\n_Opened by orch for run %s. The whole record: %s and %s._\n",
-		code(r.ID), code("orch status "+r.ID), code("orch escalation log "+r.ID))
+		gfm.Code(r.ID), gfm.Code("orch status "+r.ID), gfm.Code("orch escalation log "+r.ID))
 	return b.String()
 }
 
@@ -91,13 +91,13 @@ func writeTasks(b *strings.Builder, r *jobs.Run) {
 		b.WriteString("_None._\n")
 	}
 	for _, t := range r.Tasks {
-		fmt.Fprintf(b, "- **%s** %s — %s", inline(t.ID, 100), inline(t.Title, 200), taskStatus(t.Status))
+		fmt.Fprintf(b, "- **%s** %s — %s", gfm.Inline(t.ID, 100), gfm.Inline(t.Title, 200), taskStatus(t.Status))
 		if s := shortSHA(t.Commit); s != "" {
 			fmt.Fprintf(b, " · %s", s)
 		}
 		b.WriteString("\n")
 		if s := strings.TrimSpace(t.Summary); s != "" {
-			fmt.Fprintf(b, "%s\n", indent(text(s, maxSummary), "  "))
+			fmt.Fprintf(b, "%s\n", gfm.Indent(gfm.Text(s, maxSummary), "  "))
 		}
 	}
 }
@@ -136,19 +136,19 @@ func writeDecisions(b *strings.Builder, r *jobs.Run) {
 // and when. A blank line ends each quote, which would otherwise take in the next line.
 func writeDecision(b *strings.Builder, r *jobs.Run, e *jobs.Escalation) {
 	res := e.Resolution
-	task := inline(e.TaskID, 100)
+	task := gfm.Inline(e.TaskID, 100)
 	if t := r.Task(e.TaskID); t != nil && t.Title != "" {
-		task += " (" + inline(t.Title, 200) + ")"
+		task += " (" + gfm.Inline(t.Title, 200) + ")"
 	}
-	fmt.Fprintf(b, "- **%s** · %s", task, inline(e.Trigger.Describe(e.Name), 100))
+	fmt.Fprintf(b, "- **%s** · %s", task, gfm.Inline(e.Trigger.Describe(e.Name), 100))
 	if e.Attempt > 0 {
 		fmt.Fprintf(b, " · attempt %d", e.Attempt)
 	}
 	b.WriteString("\n")
 	if q := strings.TrimSpace(e.Question); q != "" {
-		fmt.Fprintf(b, "%s\n\n", indent(text(q, maxQuestion), "  > "))
+		fmt.Fprintf(b, "%s\n\n", gfm.Indent(gfm.Text(q, maxQuestion), "  > "))
 	}
-	who := inline(res.By, 100)
+	who := gfm.Inline(res.By, 100)
 	if who == "" {
 		who = "someone"
 	}
@@ -158,12 +158,12 @@ func writeDecision(b *strings.Builder, r *jobs.Run, e *jobs.Escalation) {
 	}
 	said := strings.TrimSpace(res.Text)
 	if said != "" && res.Type == jobs.ResolveAnswer {
-		fmt.Fprintf(b, "  %s:\n%s\n\n", line, indent(text(said, maxAnswer), "  > "))
+		fmt.Fprintf(b, "  %s:\n%s\n\n", line, gfm.Indent(gfm.Text(said, maxAnswer), "  > "))
 	} else {
 		fmt.Fprintf(b, "  %s\n", line)
 	}
 	if s := strings.TrimSpace(res.Reason); s != "" {
-		fmt.Fprintf(b, "  Reason: %s\n", inline(s, maxAnswer))
+		fmt.Fprintf(b, "  Reason: %s\n", gfm.Inline(s, maxAnswer))
 	}
 }
 
@@ -172,9 +172,9 @@ func answered(e *jobs.Escalation, res *jobs.Resolution) string {
 	switch res.Type {
 	case jobs.ResolveChoose:
 		if o, ok := e.OptionByKey(res.Key); ok {
-			return fmt.Sprintf("chose **%s) %s**", inline(o.Key, 50), inline(o.Label, 200))
+			return fmt.Sprintf("chose **%s) %s**", gfm.Inline(o.Key, 50), gfm.Inline(o.Label, 200))
 		}
-		return "chose **" + inline(res.Key, 100) + "**"
+		return "chose **" + gfm.Inline(res.Key, 100) + "**"
 	case jobs.ResolveAnswer:
 		if e.Trigger == jobs.TriggerChat {
 			return "replied"
@@ -191,7 +191,7 @@ func answered(e *jobs.Escalation, res *jobs.Resolution) string {
 	case jobs.ResolveDecline:
 		return "declined to answer"
 	}
-	return inline(string(res.Type), 50)
+	return gfm.Inline(string(res.Type), 50)
 }
 
 // isAutomatic reports whether orch settled the question itself (a timeout, auto-approval) rather than a person.
@@ -215,7 +215,7 @@ func via(v string) string {
 	case "":
 		return ""
 	}
-	return "via " + inline(v, 50)
+	return "via " + gfm.Inline(v, 50)
 }
 
 // taskStatus is a task's status for people.
@@ -236,87 +236,18 @@ func shortSHA(sha string) string {
 	return sha[:7]
 }
 
-// code is s as inline code, on one line.
-func code(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	fence := "`"
-	for strings.Contains(s, fence) {
-		fence += "`"
-	}
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		return fence + " " + s + " " + fence
-	}
-	return fence + s + fence
-}
-
-// inline is s on one line, bounded and defused.
-func inline(s string, max int) string {
-	return text(strings.Join(strings.Fields(s), " "), max)
-}
-
-// text is s bounded to max characters and defused.
-func text(s string, max int) string {
-	return defuse(cut(strings.TrimSpace(s), max))
-}
-
-var mention = regexp.MustCompile(`(^|[^\w@.\x60])@([A-Za-z0-9])`)
-
-// defuse keeps @user and @org/team in the run's texts from notifying anyone: a zero-width space after the @ reads
-// the same and mentions no one.
-func defuse(s string) string {
-	return mention.ReplaceAllString(s, "$1@\u200b$2")
-}
-
-// indent puts prefix before every line of s, so that it stays inside its list item or quote.
-func indent(s, prefix string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(prefix+l, " ")
-		if strings.TrimSpace(l) == "" && strings.TrimSpace(prefix) == "" {
-			lines[i] = ""
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-// cut bounds s to max characters, ending with "…" when it cuts.
-func cut(s string, max int) string {
-	if utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	n := 0
-	for i := range s {
-		if n == max-1 {
-			return s[:i] + "…"
-		}
-		n++
-	}
-	return s
-}
-
 // boundTitle is a title on one line within MaxTitle.
 func boundTitle(t string) string {
-	return cut(strings.Join(strings.Fields(t), " "), MaxTitle)
+	return gfm.Cut(strings.Join(strings.Fields(t), " "), MaxTitle)
 }
 
 // boundBody is body within MaxBody bytes (so within GitHub's limit however it counts characters): cut at the last
 // line that fits, with a note saying where the rest is (runID's record, when it is known).
 func boundBody(body, runID string) string {
-	if len(body) <= MaxBody {
-		return body
-	}
 	note := "\n\n---\n_The rest is cut: GitHub takes at most 65536 characters here._\n"
 	if runID != "" {
 		note = fmt.Sprintf("\n\n---\n_The rest is cut: GitHub takes at most 65536 characters here. The whole record: %s and %s._\n",
-			code("orch status "+runID), code("orch escalation log "+runID))
+			gfm.Code("orch status "+runID), gfm.Code("orch escalation log "+runID))
 	}
-	keep := body[:MaxBody-len(note)]
-	if i := strings.LastIndexByte(keep, '\n'); i > 0 {
-		keep = keep[:i]
-	} else {
-		for !utf8.ValidString(keep) {
-			keep = keep[:len(keep)-1]
-		}
-	}
-	return keep + note
+	return gfm.Bound(body, note)
 }
