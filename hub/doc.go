@@ -3,6 +3,7 @@
 // asked.
 //
 // What is here so far: the webhook's verification (webhook.go: GitHub's X-Hub-Signature-256, checked before anything
-// else is read) and the grammar of the comments that talk to orch (command.go: "@orch <words>", an option's key,
-// retry, abort, allow, allow for run, deny), turned into the same escalation.Request every surface resolves with.
+// else is read); the grammar of the comments that talk to orch (command.go: "@orch <words>", an option's key, retry,
+// abort, allow, allow for run, deny), turned into the same escalation.Request every surface resolves with; and the
+// comments orch writes (comments.go: a run's status comment, a question and its answer), pure and golden-tested.
 package hub

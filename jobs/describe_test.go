@@ -118,6 +118,9 @@ func TestWords(t *testing.T) {
 		{Work{FilesChanged: 1, Insertions: 1}.Diffstat(), "1 file changed, 1 insertion(+)"},
 		{Work{FilesChanged: 2, Deletions: 3}.Diffstat(), "2 files changed, 3 deletions(-)"},
 		{AgentName("cmd:codex exec {prompt}"), "the agent command"},
+		{ViaText("cli"), "at the terminal"},
+		{ViaText("github"), "on GitHub"},
+		{ViaText("mcp"), "via mcp"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

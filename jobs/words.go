@@ -127,3 +127,26 @@ func (w Work) Lines(runID string) []string {
 	return []string{fmt.Sprintf("Branch %s: %s on %s, %s", w.Branch, Count(w.Commits, "commit"), w.Base, w.Diffstat()),
 		"Review it: orch diff " + runID}
 }
+
+// ViaText says where an answer or a request came from, after a name: "ann in Slack", "bob at the terminal".
+func ViaText(via string) string {
+	switch via {
+	case "slack":
+		return "in Slack"
+	case "console", "cli":
+		return "at the terminal"
+	case "web":
+		return "in the web view"
+	case "github":
+		return "on GitHub"
+	case "answers-file":
+		return "from an answers file"
+	case "auto-approve":
+		return "by auto-approval"
+	case "timeout":
+		return "on timeout"
+	case "":
+		return ""
+	}
+	return "via " + via
+}
