@@ -195,6 +195,11 @@ const secondaryWait = time.Minute
 // explain turns a failed request into an error a user can act on. SDK types stay in this package, and the token is
 // in none of the texts.
 func (g *GitHub) explain(op string, pr PullRequest, err error) error {
+	return g.explainWith(op, func(er *github.ErrorResponse) string { return refusal(pr, er) }, err)
+}
+
+// explainWith is explain with refused saying why GitHub answered an error status.
+func (g *GitHub) explainWith(op string, refused func(*github.ErrorResponse) string, err error) error {
 	var (
 		rl    *github.RateLimitError
 		abuse *github.AbuseRateLimitError
@@ -216,7 +221,7 @@ func (g *GitHub) explain(op string, pr PullRequest, err error) error {
 		}
 		return &RateLimitError{RetryAt: g.now().Add(wait), Secondary: true, op: op}
 	case errors.As(err, &er) && er.Response != nil:
-		return errors.New(op + ": " + refusal(pr, er))
+		return errors.New(op + ": " + refused(er))
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
