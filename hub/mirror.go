@@ -1,0 +1,240 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/orchrun/orch/forge"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
+	"github.com/orchrun/orch/runs"
+)
+
+// The mirror keeps each run started on GitHub up to date in its issue: one status comment, edited in place — at
+// once for a question, an answer, a pause and the end, and for progress alone at most every ProgressEvery, so that a
+// run of many steps costs a handful of API calls — and a comment per question, edited when it is answered from
+// anywhere. Its state is in the store, so a restarted orch carries on where the last one stopped: nothing posted
+// twice, nothing lost. It is a surface (runs.Surface): each event reaches it through runs.Present.
+
+// The fields of a run's state in the store.
+const (
+	fieldOwner    = "owner"
+	fieldRepo     = "repo"
+	fieldIssue    = "issue"
+	fieldStatus   = "status"    // the status comment's id
+	fieldCursor   = "cursor"    // the last event handled
+	fieldLatest   = "latest"    // the latest progress line
+	fieldEdited   = "edited"    // when the status comment was last edited, Unix milliseconds
+	fieldQuestion = "question:" // + escalation id: its comment's id
+	lockTTL       = 2 * time.Minute
+)
+
+type mirror struct {
+	cfg      Config
+	log      *slog.Logger
+	state    *store.Mirror
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+func newMirror(cfg Config, state *store.Mirror) *mirror {
+	return &mirror{cfg: cfg, log: cfg.Log, state: state, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+func (m *mirror) start() { go m.loop() }
+
+func (m *mirror) shutdown() {
+	m.stopOnce.Do(func() { close(m.stop) })
+	<-m.done
+}
+
+// follow starts keeping run runID up to date in issue of repo, and writes its status comment at once.
+func (m *mirror) follow(ctx context.Context, runID string, repo forge.Repo, issue int) error {
+	if err := m.state.Save(ctx, runID, fieldOwner, repo.Owner, fieldRepo, repo.Name, fieldIssue, strconv.Itoa(issue)); err != nil {
+		return err
+	}
+	if err := m.state.Follow(ctx, runID); err != nil {
+		return err
+	}
+	return m.sync(ctx, runID)
+}
+
+func (m *mirror) loop() {
+	defer close(m.done)
+	t := time.NewTicker(m.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ids, err := m.state.Followed(ctx)
+		if err != nil {
+			m.log.Warn("github: listing the runs to keep up to date", "err", err)
+		}
+		for _, id := range ids {
+			if err := m.sync(ctx, id); err != nil {
+				m.log.Warn("github: keeping a run's issue up to date", "run_id", id, "err", err)
+			}
+		}
+		cancel()
+	}
+}
+
+// sync shows a run's new events in its issue, under the run's lock (several orch processes may mirror).
+func (m *mirror) sync(ctx context.Context, runID string) error {
+	release, ok, err := m.state.TryLock(ctx, runID, lockTTL)
+	if err != nil || !ok {
+		return err
+	}
+	defer release()
+	st, err := m.state.State(ctx, runID)
+	if err != nil {
+		return err
+	}
+	issue, _ := strconv.Atoi(st[fieldIssue])
+	t := &thread{m: m, repo: forge.Repo{Owner: st[fieldOwner], Name: st[fieldRepo]}, issue: issue, st: st}
+	if t.repo.Owner == "" || issue == 0 {
+		return m.state.Unfollow(ctx, runID) // nothing says where: not a run of ours
+	}
+	cursor := st[fieldCursor]
+	if cursor == "" {
+		cursor = "0"
+	}
+	// The events first, then the run: the run is at least as new as every event read, so a question an event names
+	// is in it.
+	evs, err := m.cfg.Store.Events(ctx, runID, cursor, 0)
+	if err != nil {
+		return err
+	}
+	if t.run, err = m.cfg.Store.Get(ctx, runID); err != nil {
+		return err
+	}
+	if st[fieldStatus] == "" {
+		t.urgent = true
+	}
+	for _, ev := range evs {
+		if err := runs.Present(ctx, t, ev); err != nil {
+			return err
+		}
+		if err := m.state.Save(ctx, runID, fieldCursor, ev.ID); err != nil {
+			return err
+		}
+	}
+	if err := t.status(ctx); err != nil {
+		return err
+	}
+	if t.ended {
+		return m.state.Unfollow(ctx, runID)
+	}
+	return nil
+}
+
+// thread is one pass over a run's new events, as the surface its issue is.
+type thread struct {
+	m      *mirror
+	repo   forge.Repo
+	issue  int
+	st     map[string]string
+	run    *jobs.Run
+	dirty  bool // the status comment is behind
+	urgent bool // and must be brought up to date now
+	ended  bool
+}
+
+var _ runs.Surface = (*thread)(nil)
+
+// Progress notes the latest line people see; the status comment shows it at its next edit.
+func (t *thread) Progress(_ context.Context, ev jobs.Event) error {
+	if d := ev.Describe(); !d.Quiet {
+		t.st[fieldLatest], t.dirty = d.String(), true
+	}
+	return nil
+}
+
+// Ask writes the question's comment, once.
+func (t *thread) Ask(ctx context.Context, _ jobs.Event, q jobs.EscalationEvent) error {
+	t.urgent = true
+	e := t.run.Escalation(q.EscalationID)
+	if e == nil || t.st[fieldQuestion+e.ID] != "" {
+		return nil
+	}
+	body := QuestionComment(t.run, e, t.m.cfg.Mention)
+	if e.Resolution != nil {
+		body = AnsweredComment(t.run, e) // answered elsewhere before it could be asked here
+	}
+	id, err := t.m.cfg.GitHub.Comment(ctx, t.repo, t.issue, body)
+	if err != nil {
+		return fmt.Errorf("asking escalation %s: %w", e.ID, err)
+	}
+	t.st[fieldQuestion+e.ID] = strconv.FormatInt(id, 10)
+	return t.m.state.Save(ctx, t.run.ID, fieldQuestion+e.ID, t.st[fieldQuestion+e.ID])
+}
+
+// Answered edits the question's comment to say who answered, from where, after how long.
+func (t *thread) Answered(ctx context.Context, _ jobs.Event, a jobs.ResolutionEvent) error {
+	t.urgent = true
+	e := t.run.Escalation(a.EscalationID)
+	id, _ := strconv.ParseInt(t.st[fieldQuestion+a.EscalationID], 10, 64)
+	if e == nil || e.Resolution == nil || id == 0 {
+		return nil
+	}
+	if err := t.m.cfg.GitHub.EditComment(ctx, t.repo, id, AnsweredComment(t.run, e)); err != nil {
+		return fmt.Errorf("marking escalation %s answered: %w", e.ID, err)
+	}
+	return nil
+}
+
+// Paused brings the status comment up to date now.
+func (t *thread) Paused(context.Context, jobs.Event) error {
+	t.urgent = true
+	return nil
+}
+
+// Ended brings the status comment to the run's end, after which the run is no longer followed.
+func (t *thread) Ended(context.Context, jobs.Event) error {
+	t.urgent, t.ended = true, true
+	return nil
+}
+
+// status writes or edits the run's status comment when it is behind: at once when urgent, else when the last edit
+// is ProgressEvery old.
+func (t *thread) status(ctx context.Context) error {
+	now := t.m.cfg.Now()
+	edited, _ := strconv.ParseInt(t.st[fieldEdited], 10, 64)
+	due := now.Sub(time.UnixMilli(edited)) >= t.m.cfg.ProgressEvery
+	if !t.urgent && !(t.dirty && due) {
+		return t.m.state.Save(ctx, t.run.ID, fieldLatest, t.st[fieldLatest])
+	}
+	body := StatusComment(t.run, t.st[fieldLatest], t.link())
+	if id, _ := strconv.ParseInt(t.st[fieldStatus], 10, 64); id != 0 {
+		if err := t.m.cfg.GitHub.EditComment(ctx, t.repo, id, body); err != nil {
+			return fmt.Errorf("editing the status comment: %w", err)
+		}
+	} else {
+		id, err := t.m.cfg.GitHub.Comment(ctx, t.repo, t.issue, body)
+		if err != nil {
+			return fmt.Errorf("writing the status comment: %w", err)
+		}
+		t.st[fieldStatus] = strconv.FormatInt(id, 10)
+	}
+	return t.m.state.Save(ctx, t.run.ID, fieldStatus, t.st[fieldStatus], fieldLatest, t.st[fieldLatest],
+		fieldEdited, strconv.FormatInt(now.UnixMilli(), 10))
+}
+
+// link is the run's page in the web view, "" when orch has no public address.
+func (t *thread) link() string {
+	u := strings.TrimSuffix(t.m.cfg.PublicURL, "/")
+	if u == "" {
+		return ""
+	}
+	return u + "/runs/" + t.run.ID
+}
