@@ -81,6 +81,12 @@ func summaryBody(r *jobs.Run) string {
 	writeDecisions(&b, r)
 	w("\n---\n_Opened by orch for run %s. The whole record: %s and %s._\n",
 		gfm.Code(r.ID), gfm.Code("orch status "+r.ID), gfm.Code("orch escalation log "+r.ID))
+	// The trailers: which run (the same line as its commits'), and the issue it was asked in, which GitHub closes
+	// when the pull request is merged.
+	w("\nOrch-Run: %s\n", r.ID)
+	if r.Origin.Kind == "github" && r.Origin.Issue > 0 {
+		w("Closes #%d\n", r.Origin.Issue)
+	}
 	return b.String()
 }
 

@@ -201,3 +201,16 @@ func TestSummaryRedacted(t *testing.T) {
 		t.Errorf("body of %d bytes (GitHub takes %d), holding the secret: %t", len(body), MaxBody, strings.Contains(body, token))
 	}
 }
+
+// A run asked for in a GitHub issue closes it when its pull request is merged; any other run closes nothing.
+func TestSummaryClosesItsIssue(t *testing.T) {
+	r := &jobs.Run{ID: "r-1", Status: jobs.RunCompleted, Origin: jobs.Origin{Kind: "github", User: "ann", Repo: "acme/api", Issue: 12}}
+	_, body := Summary(r)
+	if !strings.Contains(body, "\nOrch-Run: r-1\nCloses #12\n") {
+		t.Errorf("body:\n%s", body)
+	}
+	r.Origin = jobs.Origin{Kind: "slack", User: "U1", Issue: 12}
+	if _, body := Summary(r); strings.Contains(body, "Closes") || !strings.Contains(body, "Orch-Run: r-1") {
+		t.Errorf("a Slack run's body:\n%s", body)
+	}
+}

@@ -112,10 +112,13 @@ type CustomTrigger struct {
 
 // Origin says who started the run and where to talk to them.
 type Origin struct {
-	Kind     string `json:"kind"` // "cli" or "slack"
+	Kind     string `json:"kind"` // "cli", "slack" or "github"
 	User     string `json:"user,omitempty"`
 	Channel  string `json:"channel,omitempty"`
 	ThreadTS string `json:"thread_ts,omitempty"`
+	// Repo ("owner/name") and Issue are where a run asked for on GitHub was asked: its issue, or its pull request.
+	Repo  string `json:"repo,omitempty"`
+	Issue int    `json:"issue,omitempty"`
 }
 
 // Run is everything a worker needs to continue a run after any crash.
