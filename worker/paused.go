@@ -104,7 +104,7 @@ func (w *Worker) pauseAt(r *jobs.Run, t *jobs.Task, c *jobs.Change, a *jobs.Atte
 		if !ok {
 			// A question with no questions: the tool is told so and the agent goes on.
 			p.Decision = &jobs.CallDecision{Message: "The question had no questions to ask."}
-			resumePaused(r, t)
+			resumePaused(r, t, c)
 			return
 		}
 		spec = s
@@ -137,9 +137,9 @@ func (w *Worker) nextQuestion(r *jobs.Run, t *jobs.Task, c *jobs.Change, now tim
 }
 
 // resumePaused sends the run on to resume the paused session with the decision.
-func resumePaused(r *jobs.Run, t *jobs.Task) {
-	t.Status = jobs.TaskPending
-	r.Status = jobs.RunRunning
+func resumePaused(r *jobs.Run, t *jobs.Task, c *jobs.Change) {
+	t.Reopen(c)
+	r.Resume(c)
 	r.Seq++
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
-	"github.com/orchrun/orch/workspace"
 )
 
 // settle records an attempt's outcome on the run and applies the verdict on it: the next task, a retry, a person's
@@ -35,9 +34,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 			said.Stderr = safetext.Redact(said.Stderr)
 			t.Pending = &said
 		}
-		r.Status = jobs.RunPaused
-		r.Reason = "Brain unavailable: " + safetext.Redact(out.unavailable.Error())
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunPausedEvent{Reason: r.Reason}))
+		r.Pause(c, t.ID, "Brain unavailable: "+safetext.Redact(out.unavailable.Error()))
 		return
 	}
 	a.Status = v.status
@@ -58,11 +55,9 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 	}
 	switch v.kind {
 	case vComplete:
-		t.Status = jobs.TaskCompleted
 		t.Summary = a.Summary
 		t.RetryGuidance = ""
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title, Summary: a.Summary,
-			CostUSD: a.CostUSD, DurationMS: a.Duration.Milliseconds(), Commit: workspace.Short(t.Commit)}))
+		t.Complete(c, a.Summary, a)
 		w.finish(r, t, c, agentOutcome(t, out.said.Text), now)
 	case vHold, vEscalate:
 		if v.loop != nil {
@@ -78,17 +73,10 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 			note = fmt.Sprintf("fix attempt %d of %d", r.E2E.Failures, r.Options.E2EFixAttempts())
 		}
 		// The pipeline says where a failure of this stage goes: no human is needed.
-		t.Status = jobs.TaskFailed
+		t.Fail(c)
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: a.Error, Notes: note}, now)
 	case vRetry:
-		t.RetryGuidance = safetext.Redact(v.guidance)
-		t.Status = jobs.TaskPending
-		r.Seq++
-		delay := pipeline.RetryDelay(t.Backoff, t.Failures)
-		r.RetryAt = now.Add(delay).UTC()
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RetryingEvent{Title: t.Title, Reason: v.reason, Guidance: t.RetryGuidance,
-			DelayMS: delay.Milliseconds()}))
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.StageRetryingEvent{Attempt: t.Failures + 1, DelayMS: delay.Milliseconds()}))
+		r.Retry(c, t, v.reason, safetext.Redact(v.guidance), pipeline.RetryDelay(t.Backoff, t.Failures), now)
 	}
 }
 

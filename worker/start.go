@@ -22,20 +22,11 @@ func (w *Worker) handleStart(ctx context.Context, t *asynq.Task) error {
 		if r.Status != jobs.RunQueued {
 			return errStale
 		}
-		r.Status = jobs.RunRunning
-		r.Seq = 0 // entering the first node makes it 1
-		started := jobs.RunStartedEvent{Plan: r.PlanPath, Title: r.PlanTitle,
-			Tasks: len(r.Tasks), Unit: r.Unit(), Agent: r.Options.Agent, Brain: r.Options.Brain, Sandbox: r.Options.Sandbox}
+		permissions := ""
 		if r.Options.Agent == "claude" {
-			started.Permissions = Policy(r.Options).Summary()
+			permissions = Policy(r.Options).Summary()
 		}
-		if r.Git != nil {
-			started.Branch, started.Base = r.Git.Branch, r.Git.Base
-			if started.Base == "" {
-				started.Base = "HEAD"
-			}
-		}
-		c.Emit(jobs.NewEvent(r.ID, "", started))
+		r.Start(c, permissions)
 		w.begin(r, c, w.cfg.Store.Now())
 		return nil
 	})
@@ -65,8 +56,7 @@ func (w *Worker) Continue(ctx context.Context, runID string) (*jobs.Run, error) 
 		if r.Status != jobs.RunPaused {
 			return errStale
 		}
-		r.Status, r.Reason = jobs.RunRunning, ""
-		c.Emit(jobs.NewEvent(r.ID, currentTaskID(r), jobs.ResumedEvent{Title: currentTitle(r), Resolution: jobs.ResumeContinue}))
+		r.Continue(c)
 		return nil
 	})
 	if errors.Is(err, errStale) {
@@ -81,13 +71,6 @@ func (w *Worker) Continue(ctx context.Context, runID string) (*jobs.Run, error) 
 func currentTaskID(r *jobs.Run) string {
 	if t := r.Current(); t != nil {
 		return t.ID
-	}
-	return ""
-}
-
-func currentTitle(r *jobs.Run) string {
-	if t := r.Current(); t != nil {
-		return t.Title
 	}
 	return ""
 }

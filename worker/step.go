@@ -172,15 +172,7 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 		return errStale
 	}
 	r.Waiting = ""
-	task.Started++
-	task.Status = jobs.TaskRunning
-	task.Attempts = append(task.Attempts, &jobs.Attempt{N: task.Started, StartedAt: now.UTC(), Owner: self})
-	started := jobs.TaskStartedEvent{Title: task.Title, Attempt: task.Failures + 1,
-		MaxAttempts: r.MaxAttempts(task), Started: task.Started, Agent: r.Options.Agent}
-	if task.Kind == jobs.KindChat {
-		started.Turn = agentTurns(task) + 1
-	}
-	c.Emit(jobs.NewEvent(r.ID, task.ID, started))
+	r.StartAttempt(c, task, self, now)
 	*at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered, owner: self, seq: seq}
 	return nil
 }
