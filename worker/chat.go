@@ -41,7 +41,7 @@ func (w *Worker) settleChat(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outc
 		return
 	}
 	now := w.cfg.Store.Now()
-	a := recordAttempt(r, t, c, out)
+	a := recordAttempt(r, t, c, out, now)
 	t.Pending = nil
 	if out.security() {
 		// The turn is not shown as the agent's reply: a person decides about what it did first, and an answer sends

@@ -14,7 +14,7 @@ import (
 // decision, or the end of the run. It runs inside the transaction that saves the run.
 func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) {
 	now := w.cfg.Store.Now()
-	a := recordAttempt(r, t, c, out)
+	a := recordAttempt(r, t, c, out, now)
 	t.Paused = nil
 	// The attempt is settled here, whatever comes of it: what its agent said was kept (keep) only until now, but for
 	// a judgement the brain could not make (below).
@@ -76,7 +76,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		t.Fail(c)
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: a.Error, Notes: note}, now)
 	case vRetry:
-		r.Retry(c, t, v.reason, safetext.Redact(v.guidance), pipeline.RetryDelay(t.Backoff, t.Failures), now)
+		r.Retry(c, t, v.reason, safetext.Redact(v.guidance), pipeline.RetryDelay(t.Backoff, t.Failures, out.jitter), now)
 	}
 }
 
@@ -119,10 +119,10 @@ func recordUsage(t *jobs.Task, a *jobs.Attempt, out *outcome) {
 
 // recordAttempt writes what the attempt cost and said onto its record, and notes a brain that fell back.
 // A task with no attempt record lost it with a store holder killed before the record reached disk: the outcome gets a
-// record of its own rather than nothing (or a panic).
-func recordAttempt(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) *jobs.Attempt {
+// record of its own rather than nothing (or a panic), started out's duration before now.
+func recordAttempt(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome, now time.Time) *jobs.Attempt {
 	if len(t.Attempts) == 0 {
-		t.Attempts = append(t.Attempts, &jobs.Attempt{StartedAt: time.Now().Add(-out.duration).UTC()})
+		t.Attempts = append(t.Attempts, &jobs.Attempt{StartedAt: now.Add(-out.duration).UTC()})
 		t.Started = max(t.Started, 1)
 	}
 	a := t.Attempts[len(t.Attempts)-1]

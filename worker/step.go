@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -262,13 +263,16 @@ type outcome struct {
 	diff        string
 	// paused is the tool call the agent stopped at for a person (or the calls it was refused): no brain judges it.
 	paused *jobs.Paused
+	// jitter is the draw, in [0, 1), of the backoff before a retry: drawn once with the outcome, so that settling it is
+	// the same however often it is played.
+	jitter float64
 }
 
 // execute runs the agent (unless its output is waiting to be judged) and judges what it said. Only an interruption
 // (shutdown) is returned as an error.
 func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 	r, task := at.run, at.task
-	out := &outcome{}
+	out := &outcome{jitter: rand.Float64()}
 	learns := r.Git != nil && r.Git.BaseCommit == ""
 	wt, err := w.worktree(ctx, r)
 	if err != nil {
