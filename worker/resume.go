@@ -21,8 +21,16 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	run, err := w.transition(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
-		e := r.Escalation(p.EscalationID)
+	finishing := func(r *jobs.Run) bool { return answerFinishes(r, p.EscalationID) }
+	run, err := w.transition(ctx, p.RunID, finishing, w.applyAnswer(p.EscalationID))
+	return w.after(ctx, p.RunID, run, err)
+}
+
+// applyAnswer is the transition that applies the answer to escalation escID to the task it is about, when the run
+// still waits on it.
+func (w *Worker) applyAnswer(escID string) func(*jobs.Run, *jobs.Change) error {
+	return func(r *jobs.Run, c *jobs.Change) error {
+		e := r.Escalation(escID)
 		if r.Status != jobs.RunParked || e == nil || e.Resolution == nil || r.OpenEscalation() != nil {
 			return errStale
 		}
@@ -32,8 +40,7 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 		}
 		w.resume(r, task, e, c, w.cfg.Store.Now())
 		return nil
-	})
-	return w.after(ctx, p.RunID, run, err)
+	}
 }
 
 // resume applies the answer to escalation e about task t.

@@ -18,19 +18,22 @@ func (w *Worker) handleStart(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
-		if r.Status != jobs.RunQueued {
-			return errStale
-		}
-		permissions := ""
-		if r.Options.Agent == "claude" {
-			permissions = Policy(r.Options).Summary()
-		}
-		r.Start(c, permissions)
-		w.begin(r, c, w.cfg.Store.Now())
-		return nil
-	})
+	run, err := w.cfg.Store.Update(ctx, p.RunID, w.startRun)
 	return w.after(ctx, p.RunID, run, err)
+}
+
+// startRun is the transition that starts a queued run and puts it on its graph's first node.
+func (w *Worker) startRun(r *jobs.Run, c *jobs.Change) error {
+	if r.Status != jobs.RunQueued {
+		return errStale
+	}
+	permissions := ""
+	if r.Options.Agent == "claude" {
+		permissions = Policy(r.Options).Summary()
+	}
+	r.Start(c, permissions)
+	w.begin(r, c, w.cfg.Store.Now())
+	return nil
 }
 
 // after finishes a handler: on success it enqueues what the run needs next; on a stale task it makes sure the run is
@@ -52,13 +55,7 @@ func (w *Worker) after(ctx context.Context, runID string, run *jobs.Run, err err
 // Continue moves a run on from wherever it stopped: a paused run (the brain was unavailable) runs again and its saved
 // output is judged; any other run is nudged.
 func (w *Worker) Continue(ctx context.Context, runID string) (*jobs.Run, error) {
-	run, err := w.cfg.Store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
-		if r.Status != jobs.RunPaused {
-			return errStale
-		}
-		r.Continue(c)
-		return nil
-	})
+	run, err := w.cfg.Store.Update(ctx, runID, continuePaused)
 	if errors.Is(err, errStale) {
 		run, err = w.cfg.Store.Get(ctx, runID)
 	}
@@ -66,6 +63,15 @@ func (w *Worker) Continue(ctx context.Context, runID string) (*jobs.Run, error) 
 		return nil, err
 	}
 	return run, w.Nudge(ctx, run)
+}
+
+// continuePaused is the transition that has a paused run work again.
+func continuePaused(r *jobs.Run, c *jobs.Change) error {
+	if r.Status != jobs.RunPaused {
+		return errStale
+	}
+	r.Continue(c)
+	return nil
 }
 
 func currentTaskID(r *jobs.Run) string {

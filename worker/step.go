@@ -206,7 +206,28 @@ func (w *Worker) finished(r *jobs.Run, task *jobs.Task, recovered bool) (*jobs.A
 // and cannot be taken back: Redis restarting (a deploy, a failover) must not make asynq run it again, so the save
 // keeps trying for a while (Worker.save); the attempt's fence keeps a late or stale save from doing harm.
 func (w *Worker) saveOutcome(ctx context.Context, at *attempt, out *outcome) (*jobs.Run, error) {
-	settle := func(r *jobs.Run, c *jobs.Change) error {
+	settle := w.settlement(at, out)
+	// What the step leaves of the run: played on a copy when the verdict may finish the task or the run, for the commit
+	// and the push; else the run as the step found it, whose task goes on or waits.
+	after := at.run
+	if w.settleFinishes(at.run, out) {
+		after = preview(at.run, settle)
+	}
+	d, err := w.deliver(ctx, at.wt, at.run, after, at.fence)
+	if err != nil {
+		return nil, err
+	}
+	if d != nil && d.elsewhere != "" && !out.security() {
+		// Someone moved the run's branch while the brain judged (after Examine looked): the attempt is held on the
+		// same question as a move while the agent worked, rather than completed without its commit.
+		out.tampered = append(out.tampered, d.elsewhere)
+	}
+	return w.save(ctx, at.run.ID, recorded(d, settle))
+}
+
+// settlement is the transition that saves the outcome of attempt at: fenced, then settled on the run's current task.
+func (w *Worker) settlement(at *attempt, out *outcome) func(*jobs.Run, *jobs.Change) error {
+	return func(r *jobs.Run, c *jobs.Change) error {
 		if err := at.fence(r); err != nil {
 			return err // someone aborted the run while the agent worked, or the step is another delivery's now
 		}
@@ -218,16 +239,6 @@ func (w *Worker) saveOutcome(ctx context.Context, at *attempt, out *outcome) (*j
 		}
 		return nil
 	}
-	d, err := w.deliver(ctx, at.wt, at.run, preview(at.run, settle), at.fence)
-	if err != nil {
-		return nil, err
-	}
-	if d != nil && d.elsewhere != "" && !out.security() {
-		// Someone moved the run's branch while the brain judged (after Examine looked): the attempt is held on the
-		// same question as a move while the agent worked, rather than completed without its commit.
-		out.tampered = append(out.tampered, d.elsewhere)
-	}
-	return w.save(ctx, at.run.ID, recorded(d, settle))
 }
 
 // settleRetry is how a step keeps trying to save what it did while Redis is away, before it gives the step back to
