@@ -71,12 +71,12 @@ func QuestionSpec(p *jobs.Paused) (s Spec, ok bool) {
 // settlePaused applies a person's answer to the question a paused tool call waits on: the decision on the call, or
 // the answer to one of Claude's questions, kept for the agent's next run. It reports false when e is not about a
 // paused call, or when the answer is an abort or force-continue, which apply as to any question.
-func settlePaused(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, res *jobs.Resolution) bool {
+func settlePaused(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, res *jobs.Resolution, c *jobs.Change) bool {
 	p := t.Paused
 	if p == nil || p.EscalationID != e.ID || (res.Type != jobs.ResolveChoose && res.Type != jobs.ResolveAnswer) {
 		return false
 	}
-	t.Status = jobs.TaskPending
+	t.Reopen(c)
 	if e.Trigger != jobs.TriggerApproval {
 		answerQuestion(t, e, res)
 		return true

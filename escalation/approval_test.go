@@ -17,6 +17,25 @@ func pausedRun(p *jobs.Paused, spec Spec) (*jobs.Run, *jobs.Task, *jobs.Escalati
 	return r, t, e
 }
 
+// answer applies res to escalation e about task of run r, as Resolve does; every move it makes must be allowed.
+func answer(t *testing.T, r *jobs.Run, task *jobs.Task, e *jobs.Escalation, res *jobs.Resolution) {
+	t.Helper()
+	c := jobs.NewChange(r)
+	apply(r, task, e, res, c)
+	if err := c.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkApproval checks the question of an approval of a forced push.
+func checkApproval(t *testing.T, e *jobs.Escalation) {
+	t.Helper()
+	if e.Trigger != jobs.TriggerApproval || !strings.Contains(e.Question, "git push --force origin main") ||
+		!strings.Contains(e.Question, "Bash(git push:*)") || len(e.Options) != 3 || e.Options[1].Label != "Allow for this run (Bash(git push:*))" {
+		t.Fatalf("escalation: %+v", e)
+	}
+}
+
 func TestApprovalResolutions(t *testing.T) {
 	push := jobs.ToolCall{ID: "toolu_1", Tool: "Bash", Input: json.RawMessage(`{"command":"git push --force origin main"}`),
 		Rule: "Bash(git push:*)", Reason: "orch's permission policy asks a person before Bash(git push:*)"}
@@ -37,13 +56,10 @@ func TestApprovalResolutions(t *testing.T) {
 			p := &jobs.Paused{Session: "s1", Calls: []jobs.ToolCall{push}}
 			spec := ApprovalSpec(p)
 			r, task, e := pausedRun(p, spec)
-			if e.Trigger != jobs.TriggerApproval || !strings.Contains(e.Question, "git push --force origin main") ||
-				!strings.Contains(e.Question, "Bash(git push:*)") || len(e.Options) != 3 || e.Options[1].Label != "Allow for this run (Bash(git push:*))" {
-				t.Fatalf("escalation: %+v", e)
-			}
+			checkApproval(t, e)
 			res := tt.res
 			e.Resolution = &res
-			apply(r, task, e, &res)
+			answer(t, r, task, e, &res)
 			d := task.Paused.Decision
 			if d == nil || d.Allow != tt.allow || (tt.message != "" && !strings.Contains(d.Message, tt.message)) {
 				t.Errorf("decision = %+v", d)
@@ -70,7 +86,7 @@ func TestApprovalResolutions(t *testing.T) {
 		p := &jobs.Paused{Session: "s1", Denied: true, Calls: []jobs.ToolCall{push}}
 		r, task, e := pausedRun(p, ApprovalSpec(p))
 		res := jobs.Resolution{Type: jobs.ResolveChoose, Key: "A", By: "ann"}
-		apply(r, task, e, &res)
+		answer(t, r, task, e, &res)
 		if len(task.Guidance) != 1 || !strings.Contains(task.Guidance[0], "git push --force origin main") {
 			t.Errorf("guidance = %q", task.Guidance)
 		}
@@ -87,13 +103,10 @@ func TestClaudesQuestions(t *testing.T) {
 		t.Fatal("no question")
 	}
 	r, task, e := pausedRun(p, spec)
-	if e.Trigger != jobs.TriggerNeedsHelp || e.Recommendation != "B" || len(e.Options) != 3 || e.Options[1].Label != "Theme context (Recommended)" ||
-		!strings.Contains(e.Question, "[Approach] Which approach? (question 1 of 2)") || !strings.Contains(e.Question, "A) CSS variables — simple") {
-		t.Fatalf("first question: %+v", e)
-	}
+	checkFirstQuestion(t, e)
 	res := jobs.Resolution{Type: jobs.ResolveChoose, Key: "B", By: "ann"}
 	e.Resolution = &res
-	apply(r, task, e, &res)
+	answer(t, r, task, e, &res)
 	if task.Paused.Decision != nil {
 		t.Fatal("decided before the second question was answered")
 	}
@@ -108,7 +121,7 @@ func TestClaudesQuestions(t *testing.T) {
 	}
 	res2 := jobs.Resolution{Type: jobs.ResolveAnswer, Text: "A, C", By: "ann"}
 	e2.Resolution = &res2
-	apply(r, task, e2, &res2)
+	answer(t, r, task, e2, &res2)
 	d := task.Paused.Decision
 	if d == nil || !d.Allow {
 		t.Fatalf("decision = %+v", d)
@@ -122,5 +135,14 @@ func TestClaudesQuestions(t *testing.T) {
 	}
 	if len(got.Questions) != 2 || got.Answers["Which approach?"] != "Theme context (Recommended)" || got.Answers["Which pages?"] != "Home, Profile" {
 		t.Errorf("updated input = %s", d.UpdatedInput)
+	}
+}
+
+// checkFirstQuestion checks the question asked of Claude's first question, its recommendation marked.
+func checkFirstQuestion(t *testing.T, e *jobs.Escalation) {
+	t.Helper()
+	if e.Trigger != jobs.TriggerNeedsHelp || e.Recommendation != "B" || len(e.Options) != 3 || e.Options[1].Label != "Theme context (Recommended)" ||
+		!strings.Contains(e.Question, "[Approach] Which approach? (question 1 of 2)") || !strings.Contains(e.Question, "A) CSS variables — simple") {
+		t.Fatalf("first question: %+v", e)
 	}
 }

@@ -146,15 +146,13 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 		}
 	}
 	if n >= limit && !s.Trigger.Conversational() && !s.Call {
-		r.Status = jobs.RunFailed
-		r.EndedAt = now.UTC()
-		r.Reason = fmt.Sprintf("escalation loop: task %s needed a human %d times (limit %d); the last trigger was %s",
+		reason := fmt.Sprintf("escalation loop: task %s needed a human %d times (limit %d); the last trigger was %s",
 			t.ID, n, limit, s.Trigger)
-		t.Status = jobs.TaskFailed
+		t.Fail(c)
 		DropQueued(r, t.ID)
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunFailedEvent{Reason: r.Reason, DurationMS: r.ElapsedMS()}))
+		r.Fail(c, t.ID, reason, jobs.Work{}, now) // the cap's event has never told the branch's work
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, Action: "stopped", Trigger: s.Trigger,
-			Detail: r.Reason, By: "orch", Via: "escalation cap"})
+			Detail: reason, By: "orch", Via: "escalation cap"})
 		return nil
 	}
 	return park(r, t, c, build(r, t, s, now))
@@ -239,10 +237,7 @@ func fit(e *jobs.Escalation) {
 // park opens e: the run waits for a human from here on.
 func park(r *jobs.Run, t *jobs.Task, c *jobs.Change, e *jobs.Escalation) *jobs.Escalation {
 	e.ID = "e" + strconv.Itoa(len(r.Escalations)+1)
-	r.Escalations = append(r.Escalations, e)
-	r.Status = jobs.RunParked
-	t.Status = jobs.TaskWaiting
-	e.EventRef = c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.NewEscalationEvent(e, t.Title)))
+	r.Park(c, t, e)
 	c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "escalated",
 		Trigger: e.Trigger, Detail: firstLine(e.Question), By: "orch", Via: e.Source})
 	return e

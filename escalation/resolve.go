@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/orchrun/orch/internal/safetext"
@@ -109,70 +110,19 @@ func Resolve(ctx context.Context, store *store.Store, queue Enqueuer, q Request)
 	var esc *jobs.Escalation
 	run, err := store.Update(ctx, q.RunID, func(r *jobs.Run, c *jobs.Change) error {
 		esc = nil
-		if r.Status.Terminal() {
-			return fmt.Errorf("%w: run %s already ended: %s", ErrNoOpenEscalation, r.ID, r.Status)
-		}
-		e := r.OpenEscalation()
-		if q.EscalationID != "" {
-			asked := r.Escalation(q.EscalationID)
-			if asked == nil {
-				return fmt.Errorf("%w: run %s has no escalation %s", ErrInvalid, r.ID, q.EscalationID)
-			}
-			if asked.Resolution != nil {
-				res := asked.Resolution
-				return fmt.Errorf("%w: escalation %s of run %s was answered by %s (%s) at %s", ErrAlreadyResolved,
-					asked.ID, r.ID, res.By, describe(asked, res), res.At.Format("15:04:05"))
-			}
-			e = asked
-		}
-		if e == nil {
-			if last := lastOf(r.Escalations); r.Status == jobs.RunParked && last != nil && last.Resolution != nil {
-				return fmt.Errorf("%w: run %s: escalation %s was already answered by %s (%s); continue with `orch resume %s`",
-					ErrNoOpenEscalation, r.ID, last.ID, last.Resolution.By, describe(last, last.Resolution), r.ID)
-			}
-			return fmt.Errorf("%w: run %s is %s", ErrNoOpenEscalation, r.ID, r.Status)
+		e, err := answered(r, q)
+		if err != nil {
+			return err
 		}
 		t := r.Task(e.TaskID)
 		if t == nil {
 			return fmt.Errorf("%w: escalation %s names unknown task %s", ErrInvalid, e.ID, e.TaskID)
 		}
-		res := &jobs.Resolution{Type: q.Type, Key: q.Key, Text: q.Text, Reason: q.Reason, By: q.By, Via: q.Via, At: store.Now().UTC()}
-		switch q.Type {
-		case jobs.ResolveChoose:
-			o, ok := e.OptionByKey(strings.Trim(strings.TrimSpace(q.Key), "[]().:"))
-			if !ok {
-				return fmt.Errorf("%w: %q is not an option of escalation %s (options: %s)", ErrInvalid, q.Key, e.ID, keys(e))
-			}
-			res.Key = o.Key
-		case jobs.ResolveForce:
-			if q.Reason == "" {
-				res.Reason = "risk acknowledged"
-			}
+		res, err := resolution(r, e, q, store.Now())
+		if err != nil {
+			return err
 		}
-		if err := conversational(e, res); err != nil {
-			return fmt.Errorf("%w: run %s: %v", ErrInvalid, r.ID, err)
-		}
-		res.Text = safetext.Redact(res.Text)
-		res.Reason = safetext.Redact(res.Reason)
-		e.Resolution = res
-		apply(r, t, e, res)
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.ResolutionEvent{EscalationID: e.ID, Resolution: res.Type, Key: res.Key,
-			Text: res.Text, Reason: res.Reason, By: res.By, Via: res.Via, WaitSeconds: res.At.Sub(e.CreatedAt).Seconds(),
-			Summary: describe(e, res), Trigger: e.Trigger, Question: safetext.Bound(e.Question, 1000), Visit: t.Visits}))
-		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "resolved",
-			Trigger: e.Trigger, Resolution: string(res.Type), Detail: describe(e, res), By: res.By, Via: res.Via})
-		if res.Type == jobs.ResolveAbort {
-			r.Queued = nil
-			r.Status = jobs.RunAborted
-			r.Reason = res.Reason
-			r.EndedAt = res.At
-			c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunAbortedEvent{Reason: res.Reason, By: res.By, DurationMS: r.ElapsedMS(),
-				Work: jobs.WorkOf(r)}))
-		}
-		if res.Type == jobs.ResolveForce {
-			c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "warning",
-				Detail: "force-continue: task marked done despite: " + firstLine(e.Error+" "+e.Question), By: res.By, Via: res.Via})
-		}
+		record(r, t, e, res, c)
 		esc = e
 		return nil
 	})
@@ -184,6 +134,77 @@ func Resolve(ctx context.Context, store *store.Store, queue Enqueuer, q Request)
 		return run, esc, fmt.Errorf("resolution saved, but the run could not be queued to continue (run `orch resume %s`): %w", run.ID, err)
 	}
 	return run, esc, nil
+}
+
+// answered is the escalation of r that request q answers: the one it names, or the open one.
+func answered(r *jobs.Run, q Request) (*jobs.Escalation, error) {
+	if r.Status.Terminal() {
+		return nil, fmt.Errorf("%w: run %s already ended: %s", ErrNoOpenEscalation, r.ID, r.Status)
+	}
+	e := r.OpenEscalation()
+	if q.EscalationID != "" {
+		asked := r.Escalation(q.EscalationID)
+		if asked == nil {
+			return nil, fmt.Errorf("%w: run %s has no escalation %s", ErrInvalid, r.ID, q.EscalationID)
+		}
+		if asked.Resolution != nil {
+			res := asked.Resolution
+			return nil, fmt.Errorf("%w: escalation %s of run %s was answered by %s (%s) at %s", ErrAlreadyResolved,
+				asked.ID, r.ID, res.By, describe(asked, res), res.At.Format("15:04:05"))
+		}
+		e = asked
+	}
+	if e == nil {
+		if last := lastOf(r.Escalations); r.Status == jobs.RunParked && last != nil && last.Resolution != nil {
+			return nil, fmt.Errorf("%w: run %s: escalation %s was already answered by %s (%s); continue with `orch resume %s`",
+				ErrNoOpenEscalation, r.ID, last.ID, last.Resolution.By, describe(last, last.Resolution), r.ID)
+		}
+		return nil, fmt.Errorf("%w: run %s is %s", ErrNoOpenEscalation, r.ID, r.Status)
+	}
+	return e, nil
+}
+
+// resolution is the resolution request q makes of escalation e of run r at now, checked against what e asks and
+// redacted.
+func resolution(r *jobs.Run, e *jobs.Escalation, q Request, now time.Time) (*jobs.Resolution, error) {
+	res := &jobs.Resolution{Type: q.Type, Key: q.Key, Text: q.Text, Reason: q.Reason, By: q.By, Via: q.Via, At: now.UTC()}
+	switch q.Type {
+	case jobs.ResolveChoose:
+		o, ok := e.OptionByKey(strings.Trim(strings.TrimSpace(q.Key), "[]().:"))
+		if !ok {
+			return nil, fmt.Errorf("%w: %q is not an option of escalation %s (options: %s)", ErrInvalid, q.Key, e.ID, keys(e))
+		}
+		res.Key = o.Key
+	case jobs.ResolveForce:
+		if q.Reason == "" {
+			res.Reason = "risk acknowledged"
+		}
+	}
+	if err := conversational(e, res); err != nil {
+		return nil, fmt.Errorf("%w: run %s: %v", ErrInvalid, r.ID, err)
+	}
+	res.Text = safetext.Redact(res.Text)
+	res.Reason = safetext.Redact(res.Reason)
+	return res, nil
+}
+
+// record answers escalation e about task t with res: its effect on the task, its event and audit entries, and the
+// end of the run it aborts.
+func record(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, res *jobs.Resolution, c *jobs.Change) {
+	e.Resolution = res
+	apply(r, t, e, res, c)
+	c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.ResolutionEvent{EscalationID: e.ID, Resolution: res.Type, Key: res.Key,
+		Text: res.Text, Reason: res.Reason, By: res.By, Via: res.Via, WaitSeconds: res.At.Sub(e.CreatedAt).Seconds(),
+		Summary: describe(e, res), Trigger: e.Trigger, Question: safetext.Bound(e.Question, 1000), Visit: t.Visits}))
+	c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "resolved",
+		Trigger: e.Trigger, Resolution: string(res.Type), Detail: describe(e, res), By: res.By, Via: res.Via})
+	switch res.Type {
+	case jobs.ResolveAbort:
+		r.Abort(c, t.ID, res.Reason, res.By, res.At)
+	case jobs.ResolveForce:
+		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "warning",
+			Detail: "force-continue: task marked done despite: " + firstLine(e.Error+" "+e.Question), By: res.By, Via: res.Via})
+	}
 }
 
 // Commands that end an interactive conversation; they are also the chat question's options (buttons in Slack).
@@ -278,8 +299,8 @@ func namedOption(e *jobs.Escalation, text string) (jobs.Option, bool) {
 }
 
 // apply puts a resolution's effect on the task.
-func apply(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, res *jobs.Resolution) {
-	if settlePaused(r, t, e, res) {
+func apply(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, res *jobs.Resolution, c *jobs.Change) {
+	if settlePaused(r, t, e, res, c) {
 		return
 	}
 	if e.Trigger.Conversational() && res.Type != jobs.ResolveAbort {
@@ -291,13 +312,13 @@ func apply(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, res *jobs.Resolution) 
 			t.Guidance = append(t.Guidance, g)
 		}
 		t.Failures, t.Errors, t.RetryGuidance = 0, nil, ""
-		t.Status = jobs.TaskPending
+		t.Reopen(c)
 	case jobs.ResolveRetry:
-		t.Status = jobs.TaskPending
+		t.Reopen(c)
 	case jobs.ResolveForce:
-		t.Status = jobs.TaskForced
+		t.Force(c)
 	case jobs.ResolveAbort:
-		t.Status = jobs.TaskFailed
+		t.Fail(c)
 	}
 }
 
@@ -368,12 +389,11 @@ func Decline(ctx context.Context, store *store.Store, runID, escID, by, via, rea
 		now := store.Now().UTC()
 		e.Resolution = &jobs.Resolution{Type: jobs.ResolveDecline, Reason: reason, By: by, Via: via, At: now}
 		if t := r.Task(e.TaskID); t != nil {
-			t.Status = jobs.TaskFailed
+			t.Fail(c)
 		}
-		r.Status, r.Reason, r.EndedAt = jobs.RunFailed, reason, now
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: e.TaskID, EscalationID: e.ID, Action: "declined",
 			Trigger: e.Trigger, Resolution: string(jobs.ResolveDecline), Detail: reason, By: by, Via: via})
-		c.Emit(jobs.NewEvent(r.ID, e.TaskID, jobs.RunFailedEvent{Reason: reason, DurationMS: r.ElapsedMS()}))
+		r.Fail(c, e.TaskID, reason, jobs.Work{}, now) // a declined question's event has never told the branch's work
 		return nil
 	})
 	return err
@@ -401,10 +421,9 @@ func Abort(ctx context.Context, store *store.Store, queue Enqueuer, runID, by, v
 		if r.Status == jobs.RunParked && r.OpenEscalation() != nil {
 			return fmt.Errorf("%w: run %s has an open question; try again", ErrAlreadyResolved, r.ID)
 		}
-		now := store.Now().UTC()
-		r.Status, r.Reason, r.EndedAt, r.Queued = jobs.RunAborted, safetext.Redact(reason), now, nil
-		c.Emit(jobs.NewEvent(r.ID, currentID(r), jobs.RunAbortedEvent{Reason: r.Reason, By: by, DurationMS: r.ElapsedMS(), Work: jobs.WorkOf(r)}))
-		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: currentID(r), Action: "aborted", Detail: r.Reason, By: by, Via: via})
+		said := safetext.Redact(reason)
+		r.Abort(c, currentID(r), said, by, store.Now())
+		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: currentID(r), Action: "aborted", Detail: said, By: by, Via: via})
 		return nil
 	})
 }

@@ -3,11 +3,13 @@ package jobs
 import "fmt"
 
 // Change is what an update of a run writes beside the run itself, in the same transaction: the events of its log
-// and the entries of its audit trail.
+// and the entries of its audit trail. It also notes the first move of the update that the tables of transitions.go do
+// not allow (Err): the store then saves nothing of it.
 type Change struct {
-	Events []Event
-	Audit  []AuditEntry
-	run    *Run
+	Events  []Event
+	Audit   []AuditEntry
+	run     *Run
+	illegal *IllegalMove
 }
 
 // NewChange starts the change of an update of r: events emitted into it are numbered after r's last one.
@@ -24,4 +26,45 @@ func (c *Change) Emit(e Event) string {
 	}
 	c.Events = append(c.Events, e)
 	return e.ID
+}
+
+// Err is the first move of the change that the tables do not allow, as an *IllegalMove; nil when there was none.
+func (c *Change) Err() error {
+	if c.illegal == nil {
+		return nil
+	}
+	return c.illegal
+}
+
+// allowRun reports whether r may move to status to, and notes the move on the change when it may not.
+func (c *Change) allowRun(r *Run, to RunStatus) bool {
+	if r.Status.CanMove(to) {
+		return true
+	}
+	c.refuse(&IllegalMove{RunID: r.ID, From: string(r.Status), To: string(to)})
+	return false
+}
+
+// allowTask reports whether task t of run runID may move to status to, and notes the move on the change when it may
+// not.
+func (c *Change) allowTask(runID string, t *Task, to TaskStatus) bool {
+	if t.Status.CanMove(to) {
+		return true
+	}
+	c.refuse(&IllegalMove{RunID: runID, TaskID: t.ID, From: string(t.Status), To: string(to)})
+	return false
+}
+
+func (c *Change) refuse(m *IllegalMove) {
+	if c.illegal == nil {
+		c.illegal = m
+	}
+}
+
+// runID is the id of the run the change is of ("" for a change made without one).
+func (c *Change) runID() string {
+	if c.run == nil {
+		return ""
+	}
+	return c.run.ID
 }

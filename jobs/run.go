@@ -3,8 +3,8 @@
 //
 // Where to change what: a new kind of event in events.go and what it says to people in describe.go (every surface
 // renders an event from its Description; none switches over kinds); the words and counts about a run every surface
-// uses in words.go; which status a run or a task may go to from which in transitions.go (the store refuses any other
-// move as it saves).
+// uses in words.go; which status a run or a task may go to from which in transitions.go, and the moves themselves, with
+// the events they record, in moves.go (the store refuses any other move as it saves).
 package jobs
 
 import (

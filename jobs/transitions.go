@@ -5,9 +5,13 @@ import (
 	"slices"
 )
 
-// The moves a run and its tasks may make, written once. Every change of a saved run is checked against them as it is
-// committed (States.Check, called by the store on every update): a change that moves a status where it may not go
-// is refused whole, and nothing of it is saved.
+// The moves a run and its tasks may make, written once. A status changes only through the methods of moves.go
+// (Run.Start, Run.Park, Task.Complete, …), each of which checks its move against these tables. A move they do not
+// allow changes nothing — not the status, not the fields that go with the move, no event — and is noted on the
+// update's Change as an *IllegalMove (Change.Err): the store then refuses the whole change with that error, and
+// nothing of it is saved. The store checks the statuses themselves too (States.Check, on every update), so that a
+// status set by any other means is refused the same way; a test of this package fails on such an assignment outside
+// it.
 //
 // A run goes from queued to running, and then between running, parked (waiting for a person) and paused (waiting
 // for the brain) until it ends: completed, failed or aborted, for good. Its start may park it at once (a plan that

@@ -398,13 +398,13 @@ var backoffs = map[string]backoff.Policy{
 const maxBackoff = time.Minute
 
 // RetryDelay is how long to wait before retry n (1-based) under a backoff policy ("standard" when empty or unknown),
-// with the spec's jitter of ×0.5–1.5.
-func RetryDelay(policy string, n int) time.Duration {
+// with the spec's jitter of ×0.5–1.5 drawn as u, in [0, 1): the same draw, the same delay.
+func RetryDelay(policy string, n int, u float64) time.Duration {
 	b, ok := backoffs[strings.ToLower(strings.TrimSpace(policy))]
 	if !ok {
 		b = backoffs["standard"]
 	}
-	return b.Delay(n)
+	return b.Drawn(n, u)
 }
 
 // knownBackoff reports whether policy names a backoff preset.

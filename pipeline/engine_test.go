@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -848,7 +849,7 @@ func TestRetryDelay(t *testing.T) {
 	within := func(t *testing.T, policy string, n int, lo, hi time.Duration) {
 		t.Helper()
 		for range 200 {
-			if d := RetryDelay(policy, n); d < lo || d > hi {
+			if d := RetryDelay(policy, n, rand.Float64()); d < lo || d > hi {
 				t.Fatalf("RetryDelay(%q, %d) = %v, want within [%v, %v]", policy, n, d, lo, hi)
 			}
 		}
@@ -881,17 +882,21 @@ func TestRetryDelay(t *testing.T) {
 		policy string
 		n      int
 	}{{"none", 1}, {"none", 5}, {" NONE", 3}, {"standard", 0}, {"standard", -1}} {
-		if d := RetryDelay(c.policy, c.n); d != 0 {
+		if d := RetryDelay(c.policy, c.n, rand.Float64()); d != 0 {
 			t.Errorf("RetryDelay(%q, %d) = %v, want 0", c.policy, c.n, d)
 		}
 	}
 	// The jitter is there: 200 delays are not all the same.
 	seen := map[time.Duration]bool{}
 	for range 200 {
-		seen[RetryDelay("standard", 1)] = true
+		seen[RetryDelay("standard", 1, rand.Float64())] = true
 	}
 	if len(seen) < 2 {
 		t.Error("RetryDelay has no jitter")
+	}
+	// The jitter is the draw it is given: the same draw, the same delay.
+	if d := RetryDelay("standard", 2, 0.25); d != 300*ms || RetryDelay("standard", 2, 0.25) != d {
+		t.Errorf("RetryDelay(standard, 2, 0.25) = %v, want 300ms every time", d)
 	}
 }
 

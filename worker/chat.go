@@ -10,7 +10,6 @@ import (
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
-	"github.com/orchrun/orch/workspace"
 )
 
 // An interactive node (agent.mode="interactive") is a conversation: the agent replies, the run parks on the reply
@@ -19,17 +18,6 @@ import (
 
 // maxChatTurn bounds one message kept in a conversation.
 const maxChatTurn = 16 << 10
-
-// agentTurns counts the agent's replies in the task's conversation.
-func agentTurns(t *jobs.Task) int {
-	n := 0
-	for _, turn := range t.Chat {
-		if turn.Role == "agent" {
-			n++
-		}
-	}
-	return n
-}
 
 // chatPrompt is the prompt of the next turn: the whole conversation, or only the human's last message for an agent
 // that resumes its own session.
@@ -53,7 +41,7 @@ func (w *Worker) settleChat(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outc
 		return
 	}
 	now := w.cfg.Store.Now()
-	a := recordAttempt(r, t, c, out)
+	a := recordAttempt(r, t, c, out, now)
 	t.Pending = nil
 	if out.security() {
 		// The turn is not shown as the agent's reply: a person decides about what it did first, and an answer sends
@@ -76,7 +64,7 @@ func (w *Worker) settleChat(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outc
 		Keyed: escalation.ChatOptions(), Output: text}, now)
 	if e != nil {
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.InterviewStartedEvent{Question: e.Question, QuestionType: "FREEFORM",
-			Stage: t.ID, EscalationID: e.ID, Turn: agentTurns(t)}))
+			Stage: t.ID, EscalationID: e.ID, Turn: t.Replies()}))
 	}
 }
 
@@ -84,7 +72,7 @@ func (w *Worker) settleChat(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outc
 // success, /reject as a failure; retry asks the agent again without a new message.
 func (w *Worker) resumeChat(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.Change, now time.Time) {
 	res := e.Resolution
-	r.Status = jobs.RunRunning
+	r.Resume(c)
 	r.RetryAt = time.Time{}
 	cmd := escalation.ChatCommand(res)
 	answer := cmd
@@ -93,7 +81,7 @@ func (w *Worker) resumeChat(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 	}
 	c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.InterviewCompletedEvent{EscalationID: e.ID, Answer: answer,
 		By: res.By, Via: res.Via, WaitSeconds: res.At.Sub(e.CreatedAt).Seconds()}))
-	turns := agentTurns(t)
+	turns := t.Replies()
 	lastReply := ""
 	for i := len(t.Chat) - 1; i >= 0; i-- {
 		if t.Chat[i].Role == "agent" {
@@ -103,16 +91,15 @@ func (w *Worker) resumeChat(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 	}
 	switch {
 	case cmd == escalation.ChatDone || cmd == escalation.ChatApprove:
-		t.Status = jobs.TaskCompleted
 		t.Summary = fmt.Sprintf("conversation ended by %s with %s after %s", res.By, cmd, jobs.Count(turns, "reply"))
 		if why := escalation.ChatReason(res); why != "" {
 			t.Summary += ": " + safetext.Bound(why, maxChatTurn)
 		}
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title, Summary: t.Summary, Commit: workspace.Short(t.Commit)}))
+		t.Complete(c, t.Summary, nil)
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusSuccess, Notes: t.Summary, ContextUpdates: map[string]string{
 			"last_stage": t.ID, "last_response": truncate(lastReply, 200), "interactive.turns": fmt.Sprint(turns)}}, now)
 	case cmd == escalation.ChatReject:
-		t.Status = jobs.TaskFailed
+		t.Fail(c)
 		reason := fmt.Sprintf("rejected by %s in the conversation", res.By)
 		if why := escalation.ChatReason(res); why != "" {
 			reason += ": " + safetext.Bound(why, maxChatTurn)
@@ -122,12 +109,12 @@ func (w *Worker) resumeChat(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: reason,
 			ContextUpdates: map[string]string{"last_stage": t.ID, "last_response": truncate(lastReply, 200)}}, now)
 	case res.Type == jobs.ResolveRetry:
-		t.Status = jobs.TaskPending
+		t.Reopen(c)
 		r.Seq++
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.ResumedEvent{Title: t.Title, Resolution: string(res.Type)}))
 	default:
 		t.Chat = append(t.Chat, jobs.Turn{Role: "human", Text: safetext.Bound(res.Text, maxChatTurn), By: res.By, At: res.At})
-		t.Status = jobs.TaskPending
+		t.Reopen(c)
 		r.Seq++
 		// Every human turn is a checkpoint: the conversation continues from here after any stop.
 		c.Emit(checkpointEvent(r, checkpoint(r)))
@@ -144,7 +131,7 @@ func (w *Worker) resumeGate(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 		return
 	}
 	n := g.Nodes[t.ID]
-	r.Status = jobs.RunRunning
+	r.Resume(c)
 	r.RetryAt = time.Time{}
 	if res.Type == jobs.ResolveRetry {
 		cp := checkpoint(r)
@@ -159,7 +146,7 @@ func (w *Worker) resumeGate(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 			w.run(r, t, c, g, n, now)
 			return
 		}
-		t.Status = jobs.TaskFailed
+		t.Fail(c)
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: "human gate timeout, no default"}, now)
 		return
 	}
@@ -168,10 +155,10 @@ func (w *Worker) resumeGate(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jo
 		Label: o.ContextUpdates["human.gate.label"], By: res.By, Via: res.Via,
 		WaitSeconds: res.At.Sub(e.CreatedAt).Seconds()}))
 	if o.Status == pipeline.StatusSuccess {
-		t.Status = jobs.TaskCompleted
+		t.Pass(c)
 		t.Summary = fmt.Sprintf("%s chose %s", res.By, o.Notes)
 	} else {
-		t.Status = jobs.TaskFailed
+		t.Fail(c)
 	}
 	w.finish(r, t, c, o, now)
 }

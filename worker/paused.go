@@ -94,8 +94,12 @@ func pausedCalls(res agent.Result, st *agent.HookState, home string) *jobs.Pause
 	return p
 }
 
-// pauseAt parks the run on the call its agent stopped at: an approval, or Claude's own question.
+// pauseAt parks the run on the call its agent stopped at: an approval, or Claude's own question. The task keeps a
+// copy of the call, which the question then marks: the outcome p comes from stays as it was, however often it is
+// settled.
 func (w *Worker) pauseAt(r *jobs.Run, t *jobs.Task, c *jobs.Change, a *jobs.Attempt, p *jobs.Paused, now time.Time) {
+	own := *p
+	p = &own
 	t.Paused = p
 	var spec escalation.Spec
 	if len(p.Calls) == 1 && p.Calls[0].Tool == jobs.AskTool {
@@ -104,7 +108,7 @@ func (w *Worker) pauseAt(r *jobs.Run, t *jobs.Task, c *jobs.Change, a *jobs.Atte
 		if !ok {
 			// A question with no questions: the tool is told so and the agent goes on.
 			p.Decision = &jobs.CallDecision{Message: "The question had no questions to ask."}
-			resumePaused(r, t)
+			resumePaused(r, t, c)
 			return
 		}
 		spec = s
@@ -137,9 +141,9 @@ func (w *Worker) nextQuestion(r *jobs.Run, t *jobs.Task, c *jobs.Change, now tim
 }
 
 // resumePaused sends the run on to resume the paused session with the decision.
-func resumePaused(r *jobs.Run, t *jobs.Task) {
-	t.Status = jobs.TaskPending
-	r.Status = jobs.RunRunning
+func resumePaused(r *jobs.Run, t *jobs.Task, c *jobs.Change) {
+	t.Reopen(c)
+	r.Resume(c)
 	r.Seq++
 }
 

@@ -151,8 +151,8 @@ func (w *Worker) enter(r *jobs.Run, c *jobs.Change, g *pipeline.Graph, stop pipe
 	}
 	t.Visits++
 	t.EnteredAt = now.UTC()
-	t.Status = jobs.TaskPending
-	r.Status = jobs.RunRunning
+	t.Reopen(c)
+	r.Resume(c)
 	c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.StageStartedEvent{Title: t.Title, Handler: n.Handler(), TaskKind: t.Kind,
 		Visit: t.Visits, Index: idx}))
 	c.Emit(checkpointEvent(r, cp))
@@ -173,7 +173,7 @@ func (w *Worker) run(r *jobs.Run, t *jobs.Task, c *jobs.Change, g *pipeline.Grap
 	}
 	choices := pipeline.Choices(g, n.ID)
 	if len(choices) == 0 {
-		t.Status = jobs.TaskFailed
+		t.Fail(c)
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: "No outgoing edges for human gate"}, now)
 		return
 	}
@@ -200,38 +200,22 @@ func checkpointEvent(r *jobs.Run, cp *jobs.Checkpoint) jobs.Event {
 		Completed: len(cp.Completed)})
 }
 
-// endCompleted ends a run whose pipeline completed.
+// endCompleted ends a run whose pipeline completed: the pipeline's event, then the run's.
 func endCompleted(r *jobs.Run, c *jobs.Change, now time.Time) {
-	r.Status = jobs.RunCompleted
 	r.Cursor = len(r.Tasks)
-	r.EndedAt = now.UTC()
-	usd, in, out := r.Cost()
-	d := r.EndedAt.Sub(r.CreatedAt).Milliseconds()
-	tally := r.Tally()
-	c.Emit(jobs.NewEvent(r.ID, "", jobs.PipelineCompletedEvent{DurationMS: d, Completed: tally.Done}))
-	c.Emit(jobs.NewEvent(r.ID, "", jobs.RunCompletedEvent{Tasks: tally.Done, Total: tally.Total, Unit: tally.Unit,
-		DurationMS: d, CostUSD: usd,
-		InputTokens: in, OutputTokens: out, Work: jobs.WorkOf(r), PullRequest: pullRequest(r)}))
+	c.Emit(jobs.NewEvent(r.ID, "", jobs.PipelineCompletedEvent{DurationMS: now.UTC().Sub(r.CreatedAt).Milliseconds(),
+		Completed: r.Tally().Done}))
+	r.Complete(c, now)
 }
 
 // endFailed ends a run whose pipeline failed: a stage failed with nowhere to go, or the graph itself is broken.
 func endFailed(r *jobs.Run, c *jobs.Change, taskID, reason string, now time.Time) {
 	reason = safetext.Redact(reason)
-	r.Status = jobs.RunFailed
-	r.Reason = reason
 	r.Cursor = len(r.Tasks)
-	r.EndedAt = now.UTC()
 	r.Queued = nil
 	c.Emit(jobs.NewEvent(r.ID, taskID, jobs.PipelineFailedEvent{Error: reason,
-		DurationMS: r.EndedAt.Sub(r.CreatedAt).Milliseconds()}))
-	c.Emit(jobs.NewEvent(r.ID, taskID, jobs.RunFailedEvent{Reason: reason, DurationMS: r.ElapsedMS(), Work: jobs.WorkOf(r)}))
-}
-
-func pullRequest(r *jobs.Run) string {
-	if r.Git == nil {
-		return ""
-	}
-	return r.Git.PullRequest
+		DurationMS: now.UTC().Sub(r.CreatedAt).Milliseconds()}))
+	r.Fail(c, taskID, reason, jobs.WorkOf(r), now)
 }
 
 // failureRoute reports whether the pipeline routes a failure of t somewhere (a fail edge, a retry target): then a

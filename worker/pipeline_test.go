@@ -200,8 +200,8 @@ func TestPipelineInteractive(t *testing.T) {
 					h := newHarness(t, rdb, sh, nil)
 					got := h.drive(t, h.newPipelineRun(t, chatPipeline).ID, escalation.NewQueue(c.answers, nil))
 					talk := got.Task("talk")
-					if got.Status != c.status || agentTurns(talk) != c.turns || path(got) != c.path {
-						t.Fatalf("%s, %d replies, via %q: %+v", got.Status, agentTurns(talk), path(got), talk.Chat)
+					if got.Status != c.status || talk.Replies() != c.turns || path(got) != c.path {
+						t.Fatalf("%s, %d replies, via %q: %+v", got.Status, talk.Replies(), path(got), talk.Chat)
 					}
 					last := talk.Chat[len(talk.Chat)-1].Text
 					if want := "having read " + string(rune('0'+c.turns-1)) + " human messages"; !strings.Contains(last, want) {
@@ -249,7 +249,7 @@ func TestPipelineInteractiveResumesMidConversation(t *testing.T) {
 				}
 			}
 			talk = got.Task("talk")
-			if got.Status != jobs.RunCompleted || agentTurns(talk) != 4 || !strings.Contains(talk.Chat[6].Text, "having read 3 human messages") {
+			if got.Status != jobs.RunCompleted || talk.Replies() != 4 || !strings.Contains(talk.Chat[6].Text, "having read 3 human messages") {
 				t.Fatalf("%s: %+v", got.Status, talk.Chat)
 			}
 			if n := countEvents(t, h2, r.ID, jobs.CheckpointSavedEvent{}.Kind()); n < 3 {

@@ -12,7 +12,6 @@ import (
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/pipeline"
-	"github.com/orchrun/orch/workspace"
 )
 
 // handleResume applies a person's answer to the run's task and moves the run on: a gate routes, a conversation takes
@@ -22,8 +21,16 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	run, err := w.transition(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
-		e := r.Escalation(p.EscalationID)
+	finishing := func(r *jobs.Run) bool { return answerFinishes(r, p.EscalationID) }
+	run, err := w.transition(ctx, p.RunID, finishing, w.applyAnswer(p.EscalationID))
+	return w.after(ctx, p.RunID, run, err)
+}
+
+// applyAnswer is the transition that applies the answer to escalation escID to the task it is about, when the run
+// still waits on it.
+func (w *Worker) applyAnswer(escID string) func(*jobs.Run, *jobs.Change) error {
+	return func(r *jobs.Run, c *jobs.Change) error {
+		e := r.Escalation(escID)
 		if r.Status != jobs.RunParked || e == nil || e.Resolution == nil || r.OpenEscalation() != nil {
 			return errStale
 		}
@@ -33,8 +40,7 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 		}
 		w.resume(r, task, e, c, w.cfg.Store.Now())
 		return nil
-	})
-	return w.after(ctx, p.RunID, run, err)
+	}
 }
 
 // resume applies the answer to escalation e about task t.
@@ -59,11 +65,18 @@ func (w *Worker) resume(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.C
 		(res.Type == jobs.ResolveChoose || res.Type == jobs.ResolveAnswer) && w.nextQuestion(r, t, c, now) {
 		return // Claude asked several questions: the next one before the agent goes on
 	}
+	w.proceed(r, t, e, c, now)
+}
+
+// proceed applies the answer to escalation e about task t, the question it asked settled: the task is forced on,
+// accepted or run again, unless another question about it comes first.
+func (w *Worker) proceed(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.Change, now time.Time) {
+	res := e.Resolution
 	switch {
 	case res.Type == jobs.ResolveForce:
 		escalation.DropQueued(r, t.ID)
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskForcedEvent{Title: t.Title, By: res.By}))
-		r.Status = jobs.RunRunning
+		r.Resume(c)
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusSuccess, Notes: "forced by " + res.By}, now)
 	case escalation.Next(r, t, c, now) != nil:
 		// Triggers that fired together are asked one at a time: the next one before the task goes on.
@@ -82,11 +95,9 @@ func (w *Worker) resume(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.C
 
 // accept lets through an attempt that had completed and that only a trigger held for a person.
 func (w *Worker) accept(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.Change, now time.Time) {
-	t.Status = jobs.TaskCompleted
 	t.RetryGuidance = ""
-	c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title,
-		Summary: "accepted by " + e.Resolution.By + " after the " + string(e.Trigger) + " check", Commit: workspace.Short(t.Commit)}))
-	r.Status = jobs.RunRunning
+	t.Complete(c, "accepted by "+e.Resolution.By+" after the "+string(e.Trigger)+" check", nil)
+	r.Resume(c)
 	var said string
 	if n := len(t.Attempts); n > 0 {
 		said = t.Attempts[n-1].Summary
@@ -96,7 +107,7 @@ func (w *Worker) accept(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.C
 
 // goOn runs the task again with what the answer said: the next step starts its next attempt.
 func (w *Worker) goOn(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.Change, now time.Time) {
-	r.Status = jobs.RunRunning
+	r.Resume(c)
 	r.Seq++
 	r.RetryAt = time.Time{}
 	c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.ResumedEvent{Title: t.Title, Guidance: escalation.GuidanceFor(e, e.Resolution),

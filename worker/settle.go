@@ -8,14 +8,13 @@ import (
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
-	"github.com/orchrun/orch/workspace"
 )
 
 // settle records an attempt's outcome on the run and applies the verdict on it: the next task, a retry, a person's
 // decision, or the end of the run. It runs inside the transaction that saves the run.
 func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) {
 	now := w.cfg.Store.Now()
-	a := recordAttempt(r, t, c, out)
+	a := recordAttempt(r, t, c, out, now)
 	t.Paused = nil
 	// The attempt is settled here, whatever comes of it: what its agent said was kept (keep) only until now, but for
 	// a judgement the brain could not make (below).
@@ -35,9 +34,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 			said.Stderr = safetext.Redact(said.Stderr)
 			t.Pending = &said
 		}
-		r.Status = jobs.RunPaused
-		r.Reason = "Brain unavailable: " + safetext.Redact(out.unavailable.Error())
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RunPausedEvent{Reason: r.Reason}))
+		r.Pause(c, t.ID, "Brain unavailable: "+safetext.Redact(out.unavailable.Error()))
 		return
 	}
 	a.Status = v.status
@@ -58,11 +55,9 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 	}
 	switch v.kind {
 	case vComplete:
-		t.Status = jobs.TaskCompleted
 		t.Summary = a.Summary
 		t.RetryGuidance = ""
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.TaskCompletedEvent{Title: t.Title, Summary: a.Summary,
-			CostUSD: a.CostUSD, DurationMS: a.Duration.Milliseconds(), Commit: workspace.Short(t.Commit)}))
+		t.Complete(c, a.Summary, a)
 		w.finish(r, t, c, agentOutcome(t, out.said.Text), now)
 	case vHold, vEscalate:
 		if v.loop != nil {
@@ -78,17 +73,10 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 			note = fmt.Sprintf("fix attempt %d of %d", r.E2E.Failures, r.Options.E2EFixAttempts())
 		}
 		// The pipeline says where a failure of this stage goes: no human is needed.
-		t.Status = jobs.TaskFailed
+		t.Fail(c)
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusFail, FailureReason: a.Error, Notes: note}, now)
 	case vRetry:
-		t.RetryGuidance = safetext.Redact(v.guidance)
-		t.Status = jobs.TaskPending
-		r.Seq++
-		delay := pipeline.RetryDelay(t.Backoff, t.Failures)
-		r.RetryAt = now.Add(delay).UTC()
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.RetryingEvent{Title: t.Title, Reason: v.reason, Guidance: t.RetryGuidance,
-			DelayMS: delay.Milliseconds()}))
-		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.StageRetryingEvent{Attempt: t.Failures + 1, DelayMS: delay.Milliseconds()}))
+		r.Retry(c, t, v.reason, safetext.Redact(v.guidance), pipeline.RetryDelay(t.Backoff, t.Failures, out.jitter), now)
 	}
 }
 
@@ -131,10 +119,10 @@ func recordUsage(t *jobs.Task, a *jobs.Attempt, out *outcome) {
 
 // recordAttempt writes what the attempt cost and said onto its record, and notes a brain that fell back.
 // A task with no attempt record lost it with a store holder killed before the record reached disk: the outcome gets a
-// record of its own rather than nothing (or a panic).
-func recordAttempt(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome) *jobs.Attempt {
+// record of its own rather than nothing (or a panic), started out's duration before now.
+func recordAttempt(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome, now time.Time) *jobs.Attempt {
 	if len(t.Attempts) == 0 {
-		t.Attempts = append(t.Attempts, &jobs.Attempt{StartedAt: time.Now().Add(-out.duration).UTC()})
+		t.Attempts = append(t.Attempts, &jobs.Attempt{StartedAt: now.Add(-out.duration).UTC()})
 		t.Started = max(t.Started, 1)
 	}
 	a := t.Attempts[len(t.Attempts)-1]

@@ -18,28 +18,22 @@ func (w *Worker) handleStart(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
-		if r.Status != jobs.RunQueued {
-			return errStale
-		}
-		r.Status = jobs.RunRunning
-		r.Seq = 0 // entering the first node makes it 1
-		started := jobs.RunStartedEvent{Plan: r.PlanPath, Title: r.PlanTitle,
-			Tasks: len(r.Tasks), Unit: r.Unit(), Agent: r.Options.Agent, Brain: r.Options.Brain, Sandbox: r.Options.Sandbox}
-		if r.Options.Agent == "claude" {
-			started.Permissions = Policy(r.Options).Summary()
-		}
-		if r.Git != nil {
-			started.Branch, started.Base = r.Git.Branch, r.Git.Base
-			if started.Base == "" {
-				started.Base = "HEAD"
-			}
-		}
-		c.Emit(jobs.NewEvent(r.ID, "", started))
-		w.begin(r, c, w.cfg.Store.Now())
-		return nil
-	})
+	run, err := w.cfg.Store.Update(ctx, p.RunID, w.startRun)
 	return w.after(ctx, p.RunID, run, err)
+}
+
+// startRun is the transition that starts a queued run and puts it on its graph's first node.
+func (w *Worker) startRun(r *jobs.Run, c *jobs.Change) error {
+	if r.Status != jobs.RunQueued {
+		return errStale
+	}
+	permissions := ""
+	if r.Options.Agent == "claude" {
+		permissions = Policy(r.Options).Summary()
+	}
+	r.Start(c, permissions)
+	w.begin(r, c, w.cfg.Store.Now())
+	return nil
 }
 
 // after finishes a handler: on success it enqueues what the run needs next; on a stale task it makes sure the run is
@@ -61,14 +55,7 @@ func (w *Worker) after(ctx context.Context, runID string, run *jobs.Run, err err
 // Continue moves a run on from wherever it stopped: a paused run (the brain was unavailable) runs again and its saved
 // output is judged; any other run is nudged.
 func (w *Worker) Continue(ctx context.Context, runID string) (*jobs.Run, error) {
-	run, err := w.cfg.Store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
-		if r.Status != jobs.RunPaused {
-			return errStale
-		}
-		r.Status, r.Reason = jobs.RunRunning, ""
-		c.Emit(jobs.NewEvent(r.ID, currentTaskID(r), jobs.ResumedEvent{Title: currentTitle(r), Resolution: jobs.ResumeContinue}))
-		return nil
-	})
+	run, err := w.cfg.Store.Update(ctx, runID, continuePaused)
 	if errors.Is(err, errStale) {
 		run, err = w.cfg.Store.Get(ctx, runID)
 	}
@@ -78,16 +65,18 @@ func (w *Worker) Continue(ctx context.Context, runID string) (*jobs.Run, error) 
 	return run, w.Nudge(ctx, run)
 }
 
+// continuePaused is the transition that has a paused run work again.
+func continuePaused(r *jobs.Run, c *jobs.Change) error {
+	if r.Status != jobs.RunPaused {
+		return errStale
+	}
+	r.Continue(c)
+	return nil
+}
+
 func currentTaskID(r *jobs.Run) string {
 	if t := r.Current(); t != nil {
 		return t.ID
-	}
-	return ""
-}
-
-func currentTitle(r *jobs.Run) string {
-	if t := r.Current(); t != nil {
-		return t.Title
 	}
 	return ""
 }

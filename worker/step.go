@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -172,15 +173,7 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 		return errStale
 	}
 	r.Waiting = ""
-	task.Started++
-	task.Status = jobs.TaskRunning
-	task.Attempts = append(task.Attempts, &jobs.Attempt{N: task.Started, StartedAt: now.UTC(), Owner: self})
-	started := jobs.TaskStartedEvent{Title: task.Title, Attempt: task.Failures + 1,
-		MaxAttempts: r.MaxAttempts(task), Started: task.Started, Agent: r.Options.Agent}
-	if task.Kind == jobs.KindChat {
-		started.Turn = agentTurns(task) + 1
-	}
-	c.Emit(jobs.NewEvent(r.ID, task.ID, started))
+	r.StartAttempt(c, task, self, now)
 	*at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered, owner: self, seq: seq}
 	return nil
 }
@@ -213,7 +206,28 @@ func (w *Worker) finished(r *jobs.Run, task *jobs.Task, recovered bool) (*jobs.A
 // and cannot be taken back: Redis restarting (a deploy, a failover) must not make asynq run it again, so the save
 // keeps trying for a while (Worker.save); the attempt's fence keeps a late or stale save from doing harm.
 func (w *Worker) saveOutcome(ctx context.Context, at *attempt, out *outcome) (*jobs.Run, error) {
-	settle := func(r *jobs.Run, c *jobs.Change) error {
+	settle := w.settlement(at, out)
+	// What the step leaves of the run: played on a copy when the verdict may finish the task or the run, for the commit
+	// and the push; else the run as the step found it, whose task goes on or waits.
+	after := at.run
+	if w.settleFinishes(at.run, out) {
+		after = preview(at.run, settle)
+	}
+	d, err := w.deliver(ctx, at.wt, at.run, after, at.fence)
+	if err != nil {
+		return nil, err
+	}
+	if d != nil && d.elsewhere != "" && !out.security() {
+		// Someone moved the run's branch while the brain judged (after Examine looked): the attempt is held on the
+		// same question as a move while the agent worked, rather than completed without its commit.
+		out.tampered = append(out.tampered, d.elsewhere)
+	}
+	return w.save(ctx, at.run.ID, recorded(d, settle))
+}
+
+// settlement is the transition that saves the outcome of attempt at: fenced, then settled on the run's current task.
+func (w *Worker) settlement(at *attempt, out *outcome) func(*jobs.Run, *jobs.Change) error {
+	return func(r *jobs.Run, c *jobs.Change) error {
 		if err := at.fence(r); err != nil {
 			return err // someone aborted the run while the agent worked, or the step is another delivery's now
 		}
@@ -225,16 +239,6 @@ func (w *Worker) saveOutcome(ctx context.Context, at *attempt, out *outcome) (*j
 		}
 		return nil
 	}
-	d, err := w.deliver(ctx, at.wt, at.run, preview(at.run, settle), at.fence)
-	if err != nil {
-		return nil, err
-	}
-	if d != nil && d.elsewhere != "" && !out.security() {
-		// Someone moved the run's branch while the brain judged (after Examine looked): the attempt is held on the
-		// same question as a move while the agent worked, rather than completed without its commit.
-		out.tampered = append(out.tampered, d.elsewhere)
-	}
-	return w.save(ctx, at.run.ID, recorded(d, settle))
 }
 
 // settleRetry is how a step keeps trying to save what it did while Redis is away, before it gives the step back to
@@ -270,13 +274,16 @@ type outcome struct {
 	diff        string
 	// paused is the tool call the agent stopped at for a person (or the calls it was refused): no brain judges it.
 	paused *jobs.Paused
+	// jitter is the draw, in [0, 1), of the backoff before a retry: drawn once with the outcome, so that settling it is
+	// the same however often it is played.
+	jitter float64
 }
 
 // execute runs the agent (unless its output is waiting to be judged) and judges what it said. Only an interruption
 // (shutdown) is returned as an error.
 func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 	r, task := at.run, at.task
-	out := &outcome{}
+	out := &outcome{jitter: rand.Float64()}
 	learns := r.Git != nil && r.Git.BaseCommit == ""
 	wt, err := w.worktree(ctx, r)
 	if err != nil {

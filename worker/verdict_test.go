@@ -205,7 +205,7 @@ func TestE2EVerdict(t *testing.T) {
 // recorded on a record of its own.
 func TestRecordAttemptWithoutARecord(t *testing.T) {
 	task := &jobs.Task{ID: "1"}
-	a := recordAttempt(&jobs.Run{ID: "r-1"}, task, &jobs.Change{}, &outcome{ran: true, duration: time.Second})
+	a := recordAttempt(&jobs.Run{ID: "r-1"}, task, &jobs.Change{}, &outcome{ran: true, duration: time.Second}, time.Now())
 	if len(task.Attempts) != 1 || a != task.Attempts[0] || a.Duration != time.Second || task.Started != 1 {
 		t.Fatalf("attempts %v, started %d", task.Attempts, task.Started)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/workspace"
@@ -19,8 +20,12 @@ import (
 // A run whose workspace is a git repository works in a worktree of its own, on its own branch (package workspace).
 // What a transition decides about the run's work happens in the worktree before the transition is saved, so that the
 // events it emits can name it: the commit of the task it completes, the push, the pull request of the run it
-// completes. To know what the transition decides, it is first played on a copy of the run; the real transaction then
-// records what was done.
+// completes. Whether a transition may finish a task or end the run is read, where it can be, from what it applies —
+// the verdict on an attempt (settleFinishes), a person's answer (answerFinishes) — before any transaction: one that
+// cannot runs once, in the transaction that saves it. One that may is first played on a copy of the run (preview) to
+// learn what it finishes; the real transaction then records what was done. A transition is played more than once
+// (a preview, and the store's Update plays it again on a conflict), so it must be pure: it changes the run and the
+// change it is given and nothing else, and plays the same on the same run (purity_test.go).
 
 // delivery is what was done in a run's worktree for one transition.
 type delivery struct {
@@ -66,25 +71,50 @@ func workdir(r *jobs.Run, wt *workspace.Worktree) string {
 
 // transition saves fn, a transition of a run that is not a step (a person's answer applied), with what it needs done
 // in the run's worktree first: only a transition that finishes a task or the run touches the worktree, so that an
-// answer that just sends the agent back to work is not slowed down by git.
-func (w *Worker) transition(ctx context.Context, runID string, fn func(*jobs.Run, *jobs.Change) error) (*jobs.Run, error) {
-	var before *jobs.Run
+// answer that just sends the agent back to work is not slowed down by git. finishing says, from the run as it is
+// before any transaction, whether fn may finish something: if not, fn runs once, in the transaction that saves it. If
+// fn finishes something there all the same (what finishing reads cannot see everything: an escalation cap hit on the
+// way), that transaction is given up and fn delivered first as one that may.
+func (w *Worker) transition(ctx context.Context, runID string, finishing func(*jobs.Run) bool,
+	fn func(*jobs.Run, *jobs.Change) error) (*jobs.Run, error) {
+	r, err := w.cfg.Store.Get(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if r.Git != nil && !r.Status.Terminal() && finishing(r) {
+		return w.deliverFirst(ctx, r, fn)
+	}
 	run, err := w.cfg.Store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
-		if r.Git != nil && !r.Status.Terminal() {
-			if after := preview(r, fn); after != nil && finishes(r, after) {
-				before = r
-				return errDeliver // git first, outside the transaction
-			}
+		cur, ended := currentTaskID(r), r.Status.Terminal()
+		if err := fn(r, c); err != nil {
+			return err
 		}
-		return fn(r, c)
+		if r.Git != nil && !ended && finishes(cur, r) {
+			return errDeliver // git first, outside the transaction
+		}
+		return nil
 	})
 	if !errors.Is(err, errDeliver) {
 		return run, err
 	}
+	if r, err = w.cfg.Store.Get(ctx, runID); err != nil {
+		return nil, err
+	}
+	return w.deliverFirst(ctx, r, fn)
+}
+
+// deliverFirst saves fn, a transition that may finish a task or the run, with the work it needs done in the run's
+// worktree done first. before is the run as read before any transaction: fn is played on a copy of it to learn what
+// it finishes.
+func (w *Worker) deliverFirst(ctx context.Context, before *jobs.Run, fn func(*jobs.Run, *jobs.Change) error) (*jobs.Run, error) {
+	after := preview(before, fn)
+	if after == nil || !finishes(currentTaskID(before), after) {
+		return w.cfg.Store.Update(ctx, before.ID, fn) // nothing to deliver: fn says what it makes of the run as it is now
+	}
 	wt, err := w.worktree(ctx, before)
 	if err != nil {
-		w.log.Warn("the run's worktree is not available; its work is not committed now", "run_id", runID, "err", err)
-		return w.cfg.Store.Update(ctx, runID, fn)
+		w.log.Warn("the run's worktree is not available; its work is not committed now", "run_id", before.ID, "err", err)
+		return w.cfg.Store.Update(ctx, before.ID, fn)
 	}
 	// The run must still be where the transition found it when its branch moves: a second answer, or a step, may have
 	// moved it on meanwhile.
@@ -94,14 +124,14 @@ func (w *Worker) transition(ctx context.Context, runID string, fn func(*jobs.Run
 		}
 		return nil
 	}
-	d, err := w.deliver(ctx, wt, before, preview(before, fn), unmoved)
+	d, err := w.deliver(ctx, wt, before, after, unmoved)
 	if errors.Is(err, errStale) {
-		return w.cfg.Store.Update(ctx, runID, fn) // fn says what it makes of the run as it is now
+		return w.cfg.Store.Update(ctx, before.ID, fn) // fn says what it makes of the run as it is now
 	}
 	if err != nil {
 		return nil, err
 	}
-	return w.cfg.Store.Update(ctx, runID, recorded(d, fn))
+	return w.cfg.Store.Update(ctx, before.ID, recorded(d, fn))
 }
 
 // errDeliver ends a transaction that must wait for work in the run's worktree.
@@ -110,23 +140,70 @@ var errDeliver = errors.New("the transition needs the run's worktree first")
 // preview is what fn makes of a copy of r; nil when fn changes nothing.
 func preview(r *jobs.Run, fn func(*jobs.Run, *jobs.Change) error) *jobs.Run {
 	after, err := clone(r)
-	if err != nil || fn(after, jobs.NewChange(after)) != nil {
+	if err != nil {
+		return nil
+	}
+	c := jobs.NewChange(after)
+	if fn(after, c) != nil || c.Err() != nil {
 		return nil
 	}
 	return after
 }
 
-// finishes reports whether going from before to after finishes the current task or the run.
-func finishes(before, after *jobs.Run) bool {
+// finishes reports whether a transition that left the run at after finishes its task taskID (the current one before
+// it) or the run.
+func finishes(taskID string, after *jobs.Run) bool {
 	if after.Status.Terminal() {
 		return true
 	}
-	cur := before.Current()
-	if cur == nil {
+	t := after.Task(taskID)
+	return t != nil && t.Status.Done() && t.Commit == ""
+}
+
+// answerFinishes reports, from the answer to escalation escID of r alone, whether applying it (Worker.resume) may
+// finish the task it is about or end the run, and so needs the run's worktree first: a gate's choice, which the
+// pipeline routes on (the gate passes or fails, and the walk may end); a conversation's ending; a forced task; an
+// attempt that only a trigger held, accepted; a gate let through after a loop stop, which asks at once or fails with
+// nowhere to go. An answer that sends the agent back to work (another attempt, guidance, a conversation's next
+// message) finishes nothing; nor does one the run has moved past (the transition finds it stale).
+func answerFinishes(r *jobs.Run, escID string) bool {
+	e := r.Escalation(escID)
+	if e == nil || e.Resolution == nil {
 		return false
 	}
-	t := after.Task(cur.ID)
-	return t != nil && t.Status.Done() && t.Commit == ""
+	res := e.Resolution
+	switch e.Trigger {
+	case jobs.TriggerGate:
+		return true
+	case jobs.TriggerChat:
+		return escalation.ChatCommand(res) != ""
+	}
+	t := r.Task(e.TaskID)
+	return res.Type == jobs.ResolveForce || e.Held && res.Type != jobs.ResolveRetry || t != nil && t.Kind == jobs.KindGate
+}
+
+// settleFinishes reports, from the verdict on the attempt alone (as it is judged on r, the run as the step found it),
+// whether settling out (Worker.settlement) may finish the task or end the run, and so must be played on a copy first
+// to learn what the commit holds: a completion, a failure the pipeline routes, or a question, which may hit the
+// escalation cap and end the run. A retry, a pause for the brain, a conversation's reply and a call a person is asked
+// about (which counts against no cap) finish nothing.
+func (w *Worker) settleFinishes(r *jobs.Run, out *outcome) bool {
+	t := r.Current()
+	if t == nil {
+		return false // the fence refuses the settlement
+	}
+	direct := out.execErr == nil && out.unavailable == nil
+	switch {
+	case t.Kind == jobs.KindChat && direct:
+		return out.security() // a reply parks the run on the conversation; a turn held for a person asks about it
+	case out.paused != nil && out.execErr == nil && !out.security():
+		return false // the call is asked about, or the agent goes on
+	}
+	switch judgeAttempt(w.facts(r, t, out)).kind {
+	case vRetry, vPause:
+		return false
+	}
+	return true
 }
 
 // deliver does in the worktree what going from before to after needs: the commit of the task it finishes, the

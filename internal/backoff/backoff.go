@@ -29,8 +29,12 @@ type Policy struct {
 	Jitter  Jitter
 }
 
-// Delay is the wait after n failed tries (n >= 1).
-func (p Policy) Delay(n int) time.Duration {
+// Delay is the wait after n failed tries (n >= 1), its jitter drawn at random.
+func (p Policy) Delay(n int) time.Duration { return p.Drawn(n, rand.Float64()) }
+
+// Drawn is Delay with its jitter drawn as u, in [0, 1): the same draw gives the same wait, so that a decision taken
+// again (a transaction played twice) waits the same.
+func (p Policy) Drawn(n int, u float64) time.Duration {
 	if p.Initial <= 0 || n < 1 {
 		return 0
 	}
@@ -43,9 +47,9 @@ func (p Policy) Delay(n int) time.Duration {
 	}
 	switch p.Jitter {
 	case Full:
-		return time.Duration(rand.Int64N(max(int64(d), 1)))
+		return time.Duration(d * u)
 	case Spread:
-		return time.Duration(d * (0.5 + rand.Float64()))
+		return time.Duration(d * (0.5 + u))
 	}
 	return time.Duration(d)
 }

@@ -34,6 +34,20 @@ func TestJitterStaysInItsWindow(t *testing.T) {
 	}
 }
 
+// A drawn jitter is the draw: the same draw waits the same, at either end of the window.
+func TestDrawnJitter(t *testing.T) {
+	full, spread := Policy{Initial: time.Second, Jitter: Full}, Policy{Initial: time.Second, Jitter: Spread}
+	for _, c := range []struct {
+		p    Policy
+		u    float64
+		want time.Duration
+	}{{full, 0, 0}, {full, 0.25, time.Second / 4}, {spread, 0, time.Second / 2}, {spread, 0.5, time.Second}} {
+		if got := c.p.Drawn(1, c.u); got != c.want || c.p.Drawn(1, c.u) != got {
+			t.Errorf("Drawn(1, %v) with jitter %d = %v, want %v", c.u, c.p.Jitter, got, c.want)
+		}
+	}
+}
+
 // noSleep records the waits and lets no time pass.
 type noSleep []time.Duration
 

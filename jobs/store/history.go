@@ -134,10 +134,11 @@ func (s *Store) restore(ctx context.Context, id string, fn func(r *jobs.Run, c *
 	}
 	sum := summarize(r) // of the document put back, before fn changes r
 	states := jobs.StatesOf(r)
-	if err := fn(r, jobs.NewChange(r)); err != nil {
+	c := jobs.NewChange(r)
+	if err := fn(r, c); err != nil {
 		return err
 	}
-	if err := states.Check(r); err != nil {
+	if err := refused(states, r, c); err != nil {
 		return err // refused as update refuses it, before the run comes back
 	}
 	created, err := s.rdb.SetNX(ctx, runKey(id), []byte(ar.Run), 0).Result()

@@ -192,7 +192,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		if err := fn(&r, c); err != nil {
 			return err
 		}
-		if err := states.Check(&r); err != nil {
+		if err := refused(states, &r, c); err != nil {
 			return err
 		}
 		r.Version++
@@ -233,6 +233,15 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		return out, err
 	}
 	return nil, fmt.Errorf("updating run %s: %w", id, ErrConflict)
+}
+
+// refused is the error of a change fn made to r that moves a status where it may not go (an *IllegalMove): one of
+// the domain's moves that refused itself, or a status that went elsewhere since states were taken.
+func refused(states jobs.States, r *jobs.Run, c *jobs.Change) error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	return states.Check(r)
 }
 
 // List returns up to limit runs, newest first.
