@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -41,6 +42,9 @@ type mirror struct {
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
+	// hold is when GitHub's rate limit lets orch talk again: the mirror does not call before (its state waits in the
+	// store, and nothing is lost).
+	hold time.Time
 }
 
 func newMirror(cfg Config, state *store.Mirror) *mirror {
@@ -75,17 +79,32 @@ func (m *mirror) loop() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		ids, err := m.state.Followed(ctx)
+		if m.cfg.Now().Before(m.hold) {
+			continue
+		}
+		m.pass()
+	}
+}
+
+// pass brings every followed run's issue up to date, until GitHub's rate limit says to stop.
+func (m *mirror) pass() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ids, err := m.state.Followed(ctx)
+	if err != nil {
+		m.log.Warn("github: listing the runs to keep up to date", "err", err)
+	}
+	for _, id := range ids {
+		err := m.sync(ctx, id)
+		var rl *forge.RateLimitError
+		if errors.As(err, &rl) {
+			m.hold = rl.RetryAt
+			m.log.Warn("github: rate limited; the issues are brought up to date after the limit", "until", rl.RetryAt, "err", err)
+			return
+		}
 		if err != nil {
-			m.log.Warn("github: listing the runs to keep up to date", "err", err)
+			m.log.Warn("github: keeping a run's issue up to date", "run_id", id, "err", err)
 		}
-		for _, id := range ids {
-			if err := m.sync(ctx, id); err != nil {
-				m.log.Warn("github: keeping a run's issue up to date", "run_id", id, "err", err)
-			}
-		}
-		cancel()
 	}
 }
 
