@@ -8,8 +8,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/orchrun/orch/bot/blocks"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
@@ -28,18 +28,6 @@ func parseCommand(body []byte) (command, error) {
 	return command{Text: unescapeSlack(v.Get("text")), UserID: v.Get("user_id"), ChannelID: v.Get("channel_id"),
 		ResponseURL: v.Get("response_url"), TeamID: v.Get("team_id")}, nil
 }
-
-const helpText = "*orch* runs a coding agent through a plan and asks here when it needs you.\n" +
-	"• `/orch run PLAN [--agent NAME] [--sim-scenario FILE]` start a run (PLAN is a path inside the workspace)\n" +
-	"• `/orch do TEXT` ask the agent in your own words; it works on a branch of its own\n" +
-	"• `/orch status [RUN_ID]` how a run is doing (default: the latest)\n" +
-	"• `/orch history` the latest runs started in this channel, with links to their threads\n" +
-	"• `/orch costs [RUN_ID]` what a run cost, per task; without RUN_ID, this channel's latest runs and their total\n" +
-	"• `/orch questions` the questions waiting for your answer, oldest first\n" +
-	"• `/orch logs RUN_ID` a run's latest events\n" +
-	"• `/orch abort RUN_ID` stop a run\n" +
-	"• `/orch help` this message\n" +
-	"Questions come as a message with a button per option; a reply in the run's thread answers in your own words."
 
 func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request, body []byte) {
 	cmd, err := parseCommand(body)
@@ -60,7 +48,7 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request, body []by
 func (s *Server) command(cmd command) (string, error) {
 	words := strings.Fields(cmd.Text)
 	if len(words) == 0 || words[0] == "help" {
-		return helpText, nil
+		return blocks.HelpText, nil
 	}
 	if _, ok := lookupCommands[words[0]]; ok {
 		return s.lookup(cmd, words[0], words[1:])
@@ -85,7 +73,7 @@ func (s *Server) command(cmd command) (string, error) {
 			return "", err
 		}
 		rel, _ := filepath.Rel(s.cfg.Workspace, req.Plan)
-		return fmt.Sprintf("Starting a run of %s… its thread appears in this channel.", echo(rel)), nil
+		return blocks.StartingReply(rel), nil
 	case "do":
 		if !s.allowed(cmd.UserID) {
 			s.refused(cmd.UserID, "do", cmd.Text)
@@ -104,7 +92,7 @@ func (s *Server) command(cmd command) (string, error) {
 			refund()
 			return "", err
 		}
-		return fmt.Sprintf("On it: “%s”. Its thread appears in this channel.", escapeCut(safetext.HeadLine(redactHead(text, 80)), 80, false)), nil
+		return blocks.DoingReply(text), nil
 	case "status":
 		if !s.allowed(cmd.UserID) {
 			s.refused(cmd.UserID, "status", cmd.Text)
@@ -115,7 +103,7 @@ func (s *Server) command(cmd command) (string, error) {
 			id = words[1]
 		}
 		if id != "" && !isRunID(id) {
-			return "", fmt.Errorf("%s is not a run id (run ids look like `r-k3j9x2m4qa`): `/orch status [RUN_ID]`", echo(id))
+			return "", fmt.Errorf("%s is not a run id (run ids look like `r-k3j9x2m4qa`): `/orch status [RUN_ID]`", blocks.Echo(id))
 		}
 		if err := s.jobs.submit(func(ctx context.Context) { s.status(ctx, id, cmd.UserID, cmd.ChannelID, cmd.ResponseURL) }); err != nil {
 			return "", err
@@ -131,16 +119,16 @@ func (s *Server) command(cmd command) (string, error) {
 		}
 		id := words[1]
 		if !isRunID(id) {
-			return "", fmt.Errorf("%s is not a run id (run ids look like `r-k3j9x2m4qa`): `/orch abort RUN_ID [REASON]`", echo(id))
+			return "", fmt.Errorf("%s is not a run id (run ids look like `r-k3j9x2m4qa`): `/orch abort RUN_ID [REASON]`", blocks.Echo(id))
 		}
 		// The reason is kept with the run, its audit and its events, and shown wherever the run is: a few lines at most.
-		reason := cutPlain(redactHead(strings.Join(words[2:], " "), maxReason), maxReason)
+		reason := blocks.Kept(strings.Join(words[2:], " "), maxReason)
 		if err := s.jobs.submit(func(ctx context.Context) { s.abort(ctx, id, cmd.UserID, reason, cmd.ResponseURL) }); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("Aborting %s…", echo(id)), nil
+		return fmt.Sprintf("Aborting %s…", blocks.Echo(id)), nil
 	}
-	return "", fmt.Errorf("unknown command %s.\n%s", echo(words[0]), helpText)
+	return "", fmt.Errorf("unknown command %s.\n%s", blocks.Echo(words[0]), blocks.HelpText)
 }
 
 // responder answers a slash command through its response_url.
@@ -163,7 +151,7 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 		case "--agent", "--sim-scenario":
 			if !hasVal {
 				if i+1 >= len(args) {
-					return req, fmt.Errorf("%s needs a value", echo(name))
+					return req, fmt.Errorf("%s needs a value", blocks.Echo(name))
 				}
 				i++
 				val = args[i]
@@ -174,7 +162,7 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 				switch val {
 				case "claude", "codex", "sim":
 				default:
-					return req, fmt.Errorf("%s: from Slack choose claude, codex or sim (command templates are set by the operator with ORCH_AGENT)", echo("--agent "+val))
+					return req, fmt.Errorf("%s: from Slack choose claude, codex or sim (command templates are set by the operator with ORCH_AGENT)", blocks.Echo("--agent "+val))
 				}
 				req.Agent = val
 				continue
@@ -186,10 +174,10 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 			req.SimScenario = p
 		default:
 			if strings.HasPrefix(a, "-") {
-				return req, fmt.Errorf("unknown option %s (use `--agent NAME` or `--sim-scenario FILE`)", echo(a))
+				return req, fmt.Errorf("unknown option %s (use `--agent NAME` or `--sim-scenario FILE`)", blocks.Echo(a))
 			}
 			if req.Plan != "" {
-				return req, fmt.Errorf("one plan at a time (got %s and %s)", echo(filepath.Base(req.Plan)), echo(a))
+				return req, fmt.Errorf("one plan at a time (got %s and %s)", blocks.Echo(filepath.Base(req.Plan)), blocks.Echo(a))
 			}
 			p, err := s.resolvePlan(a)
 			if err != nil {
@@ -209,6 +197,8 @@ const (
 	maxErrorEcho = 2000
 	// maxReason bounds the reason given for an abort: it is kept with the run and shown wherever the run is.
 	maxReason = 500
+	// maxRefusalDetail bounds what of a refused request its audit keeps.
+	maxRefusalDetail = 200
 )
 
 // unavailableText is what a person hears when orch cannot reach its store: nothing changed, and trying again later
@@ -248,43 +238,14 @@ func (s *Server) status(ctx context.Context, id, user, channel, responseURL stri
 		s.respond(ctx, responseURL, "No run was started from Slack yet: `/orch run PLAN` starts one.")
 		return
 	case errors.Is(err, jobs.ErrRunNotFound):
-		s.respond(ctx, responseURL, fmt.Sprintf("No such run: %s. `/orch history` lists this channel's runs.", echo(id)))
+		s.respond(ctx, responseURL, fmt.Sprintf("No such run: %s. `/orch history` lists this channel's runs.", blocks.Echo(id)))
 		return
 	case err != nil:
 		s.log.Warn("looking up a run's status", "run_id", id, "err", err)
 		s.respond(ctx, responseURL, unavailableText)
 		return
 	}
-	s.respond(ctx, responseURL, statusText(run, s.mayAnswer(user, channel, run)))
-}
-
-// statusText is a run's status in a few lines; its open question is shown when showQuestion (the reader may see it),
-// else only that there is one, and where.
-func statusText(r *jobs.Run, showQuestion bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s (%s): *%s*", inlineCode(r.ID, maxActionField), escapeCut(planTitle(r), maxLine, false),
-		escapeCut(string(r.Status), 40, false))
-	if r.Reason != "" {
-		fmt.Fprintf(&b, " — %s", escapeCut(safetext.HeadLine(r.Reason), maxLine, false))
-	}
-	done := 0
-	for _, t := range r.Tasks {
-		if t.Status.Done() {
-			done++
-		}
-	}
-	fmt.Fprintf(&b, "\n%d of %d tasks done", done, len(r.Tasks))
-	if t := r.Current(); t != nil && !r.Status.Terminal() {
-		fmt.Fprintf(&b, "; now: %s (%s)", escapeCut(t.ID+" "+t.Title, maxLine, false), escapeCut(string(t.Status), 40, false))
-	}
-	if e := r.OpenEscalation(); e != nil {
-		if showQuestion {
-			fmt.Fprintf(&b, "\nWaiting for an answer (%s): %s", escapeCut(string(e.Trigger), 40, false), questionHead(e))
-		} else {
-			b.WriteString("\nWaiting for an answer: the question is in the run's thread, for the people of its channel.")
-		}
-	}
-	return b.String()
+	s.respond(ctx, responseURL, blocks.StatusText(run, s.mayAnswer(user, channel, run)))
 }
 
 func (s *Server) abort(ctx context.Context, id, user, reason, responseURL string) {
@@ -294,7 +255,7 @@ func (s *Server) abort(ctx context.Context, id, user, reason, responseURL string
 	run, err := escalation.Abort(ctx, s.cfg.Store, s.cfg.Queue, id, user, "slack", reason)
 	switch {
 	case errors.Is(err, jobs.ErrRunNotFound):
-		s.respond(ctx, responseURL, fmt.Sprintf("Could not abort: no such run %s.", echo(id)))
+		s.respond(ctx, responseURL, fmt.Sprintf("Could not abort: no such run %s.", blocks.Echo(id)))
 		return
 	case errors.Is(err, escalation.ErrNoOpenEscalation), errors.Is(err, escalation.ErrAlreadyResolved),
 		errors.Is(err, escalation.ErrInvalid):
@@ -305,34 +266,17 @@ func (s *Server) abort(ctx context.Context, id, user, reason, responseURL string
 		s.respond(ctx, responseURL, unavailableText)
 		return
 	}
-	s.respond(ctx, responseURL, fmt.Sprintf("Run %s is %s.", inlineCode(run.ID, maxActionField), escapeCut(string(run.Status), 40, false)))
+	s.respond(ctx, responseURL, blocks.AbortedReply(run))
 }
 
 // refused audits an attempt by someone not in ORCH_ALLOWED_USERS. The detail (what they typed) is bounded: the audit
 // records the attempt, not whatever it carried.
 func (s *Server) refused(user, what, detail string) {
 	s.log.Warn("refused a Slack user", "user", user, "action", what)
-	detail = cutPlain(redactHead(detail, maxLine), maxLine)
+	detail = blocks.Kept(detail, maxRefusalDetail)
 	_ = s.jobs.submit(func(ctx context.Context) {
 		if err := s.poster.auditRefusal(ctx, user, what, detail); err != nil {
 			s.log.Warn("auditing a refusal", "err", err)
 		}
 	})
 }
-
-// redactHead is the redacted start of s, for a text of which at most n bytes are kept: the patterns cost about a
-// second a megabyte, and an ack must not wait on a megabyte nobody will see. A margin beyond n keeps a credential
-// that starts within the kept part whole for the patterns to find.
-func redactHead(s string, n int) string {
-	if limit := n + redactMargin; len(s) > limit {
-		for limit > 0 && !utf8.RuneStart(s[limit]) {
-			limit--
-		}
-		s = s[:limit]
-	}
-	return safetext.Redact(s)
-}
-
-// redactMargin is how far past what is kept redactHead reads: longer than any credential the patterns know (a private
-// key block is the longest, a few kilobytes).
-const redactMargin = 16 << 10

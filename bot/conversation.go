@@ -9,6 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/bot/blocks"
 	"github.com/orchrun/orch/internal/backoff"
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
@@ -27,7 +28,7 @@ const (
 func (s *Server) conversation(ctx context.Context, m message, parent *jobs.Run) (string, error) {
 	var b strings.Builder
 	if parent != nil {
-		fmt.Fprintf(&b, "This request follows up run %s (%s), which %s.", parent.ID, planTitle(parent), parent.Status)
+		fmt.Fprintf(&b, "This request follows up run %s (%s), which %s.", parent.ID, blocks.PlanTitle(parent), parent.Status)
 		if g := parent.Git; g != nil && g.Commits > 0 {
 			fmt.Fprintf(&b, " Its work is on branch %s (%d commits), and this run's branch starts from it.", g.Branch, g.Commits)
 		}

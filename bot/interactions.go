@@ -11,6 +11,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/bot/blocks"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 )
@@ -47,13 +48,13 @@ func (s *Server) interaction(cb slack.InteractionCallback) error {
 		return nil
 	}
 	for _, a := range cb.ActionCallback.BlockActions {
-		act, err := DecodeAction(a.ActionID, a.Value)
+		act, err := blocks.DecodeAction(a.ActionID, a.Value)
 		if err != nil {
 			s.log.Warn("ignoring a click orch did not make", "action_id", a.ActionID, "err", err)
 			continue
 		}
 		user, responseURL := cb.User.ID, cb.ResponseURL
-		if act.Kind == kindAnswer {
+		if act.Kind == blocks.KindAnswer {
 			if err := s.answerClick(cb, act, user); err != nil {
 				return err
 			}
@@ -92,7 +93,7 @@ func clickedMessage(cb slack.InteractionCallback) (channel, thread, ts string) {
 // click resolves an escalation from a button. The button's value is only a claim: the run and escalation are
 // checked against the store, the option against the stored options, and the same atomic path as the terminal
 // decides which answer wins.
-func (s *Server) click(ctx context.Context, act ActionValue, user, channel, thread, ts, responseURL string) {
+func (s *Server) click(ctx context.Context, act blocks.ActionValue, user, channel, thread, ts, responseURL string) {
 	if !s.clickAllowed(ctx, act, user, channel, thread, ts, responseURL) {
 		return
 	}
@@ -103,18 +104,18 @@ func (s *Server) click(ctx context.Context, act ActionValue, user, channel, thre
 
 // resolveClick resolves an escalation from a button whose place was checked (a thread message, a Home), and returns
 // what to tell the person who clicked: "" when the poster's update of the question says it all.
-func (s *Server) resolveClick(ctx context.Context, act ActionValue, user string) string {
+func (s *Server) resolveClick(ctx context.Context, act blocks.ActionValue, user string) string {
 	if !s.allowed(user) {
 		s.refused(user, "answer", fmt.Sprintf("run %s escalation %s", act.RunID, act.EscalationID))
 		return notAllowedText
 	}
 	req := escalation.Request{RunID: act.RunID, EscalationID: act.EscalationID, By: user, Via: "slack"}
 	switch act.Kind {
-	case "choose":
+	case blocks.KindChoose:
 		req.Type, req.Key = jobs.ResolveChoose, act.Key
-	case "retry":
+	case blocks.KindRetry:
 		req.Type = jobs.ResolveRetry
-	case "abort":
+	case blocks.KindAbort:
 		req.Type, req.Reason = jobs.ResolveAbort, "aborted from Slack"
 	default:
 		return ""
@@ -138,7 +139,7 @@ func (s *Server) resolveClick(ctx context.Context, act ActionValue, user string)
 // clickAllowed checks a click before anything is done for it, and tells the clicker when it is refused. The button must
 // sit on the message orch posted for that very question (a value copied onto another message, or forged, does not
 // answer anything), and the clicker must be allowed to answer.
-func (s *Server) clickAllowed(ctx context.Context, act ActionValue, user, channel, thread, ts, responseURL string) bool {
+func (s *Server) clickAllowed(ctx context.Context, act blocks.ActionValue, user, channel, thread, ts, responseURL string) bool {
 	ok, err := s.poster.messageOf(ctx, act.RunID, act.EscalationID, channel, thread, ts)
 	if err != nil {
 		s.log.Warn("checking a click", "run_id", act.RunID, "err", err)
@@ -170,7 +171,6 @@ func (s *Server) doMessage(ctx context.Context, cb slack.InteractionCallback) {
 	m := message{User: msg.User, Text: s.withoutMention(msg.Text), Channel: cb.Channel.ID, TS: cmp.Or(msg.Timestamp, cb.MessageTs),
 		ThreadTS: msg.ThreadTimestamp}
 	s.request(ctx, m, cb.User.ID, tell, func(run *jobs.Run) {
-		tell(ctx, fmt.Sprintf("Run %s is still going in this thread: answer its question here, or ask again once it has ended to follow it up.",
-			inlineCode(run.ID, maxActionField)))
+		tell(ctx, blocks.StillGoingReply(run.ID))
 	})
 }

@@ -13,6 +13,13 @@ import (
 	"github.com/orchrun/orch/jobs"
 )
 
+// What package blocks says back of a person's input at most (Echo), and the longest line of a list it writes: the
+// bounds the answers below are held to.
+const (
+	maxEcho = 80
+	maxLine = 200
+)
+
 // commandIn types `/orch text` as user in channel and returns the ack's text.
 func (h *harness) commandIn(text, user, channel string) string {
 	h.t.Helper()

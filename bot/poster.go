@@ -13,6 +13,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/bot/blocks"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/backoff"
 	"github.com/orchrun/orch/jobs"
@@ -305,11 +306,8 @@ func (p *poster) cannotPost(ctx context.Context, run *jobs.Run, channel, code st
 		!errors.Is(err, escalation.ErrNoOpenEscalation) {
 		return fmt.Errorf("aborting run %s, which cannot be posted: %w", run.ID, err)
 	}
-	if o := run.Origin; o.Kind == "slack" && slackUserID.MatchString(o.User) {
-		text := fmt.Sprintf("Run %s (%s) was stopped: %s.", inlineCode(run.ID, maxActionField), escapeCut(planTitle(run), maxLine, false),
-			escapeCut(reason, maxLine*2, false))
-		if _, err := p.post(ctx, o.User, "", newMessage(escapeCut("Run "+run.ID+" was stopped: "+reason, maxFallbackText, false),
-			[]slack.Block{sectionBlock(text)})); err != nil {
+	if o := run.Origin; o.Kind == "slack" && blocks.IsUserID(o.User) {
+		if _, err := p.post(ctx, o.User, "", blocks.StoppedMessage(run, reason)); err != nil {
 			p.log.Warn("telling a requester their run was stopped", "run_id", run.ID, "err", err)
 		}
 	}
@@ -320,20 +318,12 @@ func (p *poster) cannotPost(ctx context.Context, run *jobs.Run, channel, code st
 }
 
 // rootMessage is the run's root message, with a link to the conversation it was asked in when it was asked in one.
-func (p *poster) rootMessage(run *jobs.Run) Message {
-	m := RootMessage(run)
-	o := run.Origin
-	if o.ThreadTS == "" {
-		return m
+func (p *poster) rootMessage(run *jobs.Run) blocks.Message {
+	askedIn := ""
+	if o := run.Origin; o.ThreadTS != "" {
+		askedIn = p.link(o.Channel, o.ThreadTS)
 	}
-	if link := p.link(o.Channel, o.ThreadTS); link != "" {
-		what := "Asked in " + slackLink(link, "a conversation")
-		if run.FollowUpOf != "" {
-			what = "Follows up run " + inlineCode(run.FollowUpOf, maxActionField) + ": " + slackLink(link, "its thread")
-		}
-		m.Blocks = append(m.Blocks, contextBlock(what))
-	}
-	return m
+	return blocks.RootMessage(run, askedIn)
 }
 
 // pointer posts, once, where a run was asked for in a thread (a conversation, or the thread of the run it follows
@@ -349,16 +339,7 @@ func (p *poster) pointer(ctx context.Context, run *jobs.Run, st *runState) error
 			return err
 		}
 	}
-	where := "its thread is in this channel"
-	if link := p.link(st.Channel, st.RootTS); link != "" {
-		where = slackLink(link, "follow it in its thread")
-	}
-	text := fmt.Sprintf("On it: run %s, %s.", inlineCode(run.ID, maxActionField), where)
-	if run.FollowUpOf != "" {
-		text = fmt.Sprintf("Follow-up started: run %s, on this run's branch; %s.", inlineCode(run.ID, maxActionField), where)
-	}
-	ts, err := p.post(ctx, o.Channel, o.ThreadTS, newMessage(escapeCut(fmt.Sprintf("On it: run %s", run.ID), maxFallbackText, false),
-		[]slack.Block{sectionBlock(text)}))
+	ts, err := p.post(ctx, o.Channel, o.ThreadTS, blocks.PointerMessage(run, p.link(st.Channel, st.RootTS)))
 	if err != nil {
 		return fmt.Errorf("posting where run %s went: %w", run.ID, err)
 	}
@@ -399,13 +380,13 @@ func (p *poster) event(ctx context.Context, run *jobs.Run, st *runState, ev jobs
 		return true, p.question(ctx, run, st, b.EscalationID)
 	case jobs.ResolutionEvent:
 		if e := run.Escalation(b.EscalationID); e != nil && e.Resolution != nil && st.Esc[e.ID] != "" {
-			if err := p.update(ctx, st.Channel, st.Esc[e.ID], AnsweredMessage(run, e)); err != nil {
+			if err := p.update(ctx, st.Channel, st.Esc[e.ID], blocks.AnsweredMessage(run, e)); err != nil {
 				return true, fmt.Errorf("marking escalation %s answered: %w", e.ID, err)
 			}
 		}
 		return true, nil
 	case jobs.RunPausedEvent:
-		_, err := p.post(ctx, st.Channel, st.RootTS, PausedMessage(run))
+		_, err := p.post(ctx, st.Channel, st.RootTS, blocks.PausedMessage(run))
 		return true, err
 	case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
 		return true, p.final(ctx, run, st)
@@ -416,7 +397,7 @@ func (p *poster) event(ctx context.Context, run *jobs.Run, st *runState, ev jobs
 // question posts an escalation's message in the thread (once) and shows on the root message that the run waits.
 func (p *poster) question(ctx context.Context, run *jobs.Run, st *runState, id string) error {
 	if e := run.Escalation(id); e != nil && st.Esc[id] == "" {
-		ts, err := p.post(ctx, st.Channel, st.RootTS, EscalationMessage(run, e))
+		ts, err := p.post(ctx, st.Channel, st.RootTS, blocks.EscalationMessage(run, e))
 		if err != nil {
 			return fmt.Errorf("posting escalation %s: %w", id, err)
 		}
@@ -431,7 +412,7 @@ func (p *poster) question(ctx context.Context, run *jobs.Run, st *runState, id s
 // final posts the run's final message (once), updates the root message with the final status, and stops following.
 func (p *poster) final(ctx context.Context, run *jobs.Run, st *runState) error {
 	if st.FinalTS == "" {
-		ts, err := p.post(ctx, st.Channel, st.RootTS, FinalMessage(run))
+		ts, err := p.post(ctx, st.Channel, st.RootTS, blocks.FinalMessage(run))
 		if err != nil {
 			return fmt.Errorf("posting the final message: %w", err)
 		}
@@ -464,7 +445,7 @@ func (p *poster) progress(ctx context.Context, run *jobs.Run, st *runState) erro
 	if err != nil {
 		return err
 	}
-	ts, err := p.post(ctx, st.Channel, st.RootTS, ProgressMessage(run, recent))
+	ts, err := p.post(ctx, st.Channel, st.RootTS, blocks.ProgressMessage(run, recent))
 	if err != nil {
 		return err
 	}
@@ -488,13 +469,13 @@ func (p *poster) sendProgress(ctx context.Context, runID, channel, ts string) er
 	if err != nil {
 		return err
 	}
-	m := ProgressMessage(run, recent)
+	m := blocks.ProgressMessage(run, recent)
 	_, _, _, err = p.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...))
 	return err
 }
 
 // post sends a message (in a thread when threadTS is set) and returns its ts.
-func (p *poster) post(ctx context.Context, channel, threadTS string, m Message) (string, error) {
+func (p *poster) post(ctx context.Context, channel, threadTS string, m blocks.Message) (string, error) {
 	opts := []slack.MsgOption{slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...)}
 	if threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(threadTS))
@@ -509,7 +490,7 @@ func (p *poster) post(ctx context.Context, channel, threadTS string, m Message) 
 }
 
 // update replaces a message in place.
-func (p *poster) update(ctx context.Context, channel, ts string, m Message) error {
+func (p *poster) update(ctx context.Context, channel, ts string, m blocks.Message) error {
 	return p.call(ctx, channel, func(ctx context.Context) error {
 		_, _, _, err := p.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...))
 		return err

@@ -6,15 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orchrun/orch/bot/blocks"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
-
-// openQuestion is a question that waits for a person, with its run.
-type openQuestion struct {
-	Run        *jobs.Run
-	Escalation *jobs.Escalation
-}
 
 // maxOpenRuns bounds how many waiting runs one look at the open questions reads: a deployment with more has a
 // backlog no list in Slack would show whole anyway.
@@ -22,11 +17,11 @@ const maxOpenRuns = 500
 
 // openQuestions returns the open questions of Slack runs that user may answer from where they look (channel; "" for
 // the Home), oldest first: at most limit of them, and how many there are in all (up to maxOpenRuns runs' worth).
-func (s *Server) openQuestions(ctx context.Context, user, channel string, limit int) ([]openQuestion, int, error) {
+func (s *Server) openQuestions(ctx context.Context, user, channel string, limit int) ([]blocks.Question, int, error) {
 	if !s.allowed(user) {
 		return nil, 0, nil
 	}
-	var all []openQuestion
+	var all []blocks.Question
 	for offset := 0; offset < maxOpenRuns; {
 		page, more, err := s.cfg.Store.Find(ctx, store.Query{Status: store.StatusOpen}, offset, 100)
 		if err != nil {
@@ -34,7 +29,7 @@ func (s *Server) openQuestions(ctx context.Context, user, channel string, limit 
 		}
 		for _, r := range page {
 			if e := r.OpenEscalation(); e != nil && r.Origin.Kind == "slack" && s.mayAnswer(user, channel, r) {
-				all = append(all, openQuestion{Run: r, Escalation: e})
+				all = append(all, blocks.Question{Run: r, Escalation: e})
 			}
 		}
 		offset += len(page)
@@ -42,7 +37,7 @@ func (s *Server) openQuestions(ctx context.Context, user, channel string, limit 
 			break
 		}
 	}
-	slices.SortFunc(all, func(a, b openQuestion) int {
+	slices.SortFunc(all, func(a, b blocks.Question) int {
 		return cmp.Or(a.Escalation.CreatedAt.Compare(b.Escalation.CreatedAt), strings.Compare(a.Run.ID, b.Run.ID))
 	})
 	n := len(all)

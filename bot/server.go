@@ -1,3 +1,6 @@
+// Package bot is orch's Slack front end: it verifies and acks Slack's requests, starts runs from slash commands and
+// mentions, turns clicks, forms and thread replies into resolutions, and keeps each run's thread up to date within
+// Slack's limits. What it shows is rendered by package blocks.
 package bot
 
 import (
@@ -20,6 +23,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/bot/blocks"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/httpdeadline"
 	"github.com/orchrun/orch/internal/safetext"
@@ -341,13 +345,13 @@ func (s *Server) resolvePlan(arg string) (string, error) {
 	p = filepath.Clean(p)
 	rel, err := filepath.Rel(s.cfg.Workspace, p)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%s is outside the workspace; plans must be inside it", echo(arg))
+		return "", fmt.Errorf("%s is outside the workspace; plans must be inside it", blocks.Echo(arg))
 	}
 	// A symlink inside the workspace must not lead out of it either.
 	if real, err := filepath.EvalSymlinks(p); err == nil {
 		wsReal, _ := filepath.EvalSymlinks(s.cfg.Workspace)
 		if rel, err := filepath.Rel(wsReal, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return "", fmt.Errorf("%s leads outside the workspace; plans must be inside it", echo(arg))
+			return "", fmt.Errorf("%s leads outside the workspace; plans must be inside it", blocks.Echo(arg))
 		}
 	}
 	return p, nil

@@ -26,6 +26,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/orchrun/orch/bot/blocks"
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
@@ -1431,8 +1432,8 @@ func TestClicksCheckedAgainstStore(t *testing.T) {
 		escB, _ := h.escalate(runB.ID, "Which database?", "A) Postgres", "B) SQLite")
 
 		t.Run("option that is not an option", func(t *testing.T) {
-			v := ActionValue{RunID: runA.ID, EscalationID: escA, Kind: kindChoose, Key: "Z"}
-			h.click(qA, alice, v.actionID(), v.Encode())
+			v := ActionValue{RunID: runA.ID, EscalationID: escA, Kind: blocks.KindChoose, Key: "Z"}
+			h.click(qA, alice, v.ActionID(), v.Encode())
 			h.waitEphemeral("That button does not match the question on record")
 			if e := h.esc(runA.ID, escA); e.Resolution != nil {
 				t.Fatalf("resolved with a key that is no option: %+v", e.Resolution)
@@ -1441,10 +1442,10 @@ func TestClicksCheckedAgainstStore(t *testing.T) {
 
 		t.Run("escalation that does not exist", func(t *testing.T) {
 			n := h.countEphemerals("does not match the question on record")
-			v := ActionValue{RunID: runA.ID, EscalationID: "e9", Kind: kindRetry}
-			h.click(qA, alice, v.actionID(), v.Encode())
-			v = ActionValue{RunID: "r-nosuchrun1", EscalationID: escA, Kind: kindRetry}
-			h.click(qA, alice, v.actionID(), v.Encode())
+			v := ActionValue{RunID: runA.ID, EscalationID: "e9", Kind: blocks.KindRetry}
+			h.click(qA, alice, v.ActionID(), v.Encode())
+			v = ActionValue{RunID: "r-nosuchrun1", EscalationID: escA, Kind: blocks.KindRetry}
+			h.click(qA, alice, v.ActionID(), v.Encode())
 			h.waitFor("both refused", func() bool { return h.countEphemerals("does not match the question on record") == n+2 })
 			if e := h.esc(runA.ID, escA); e.Resolution != nil {
 				t.Fatalf("resolved: %+v", e.Resolution)
@@ -1466,8 +1467,8 @@ func TestClicksCheckedAgainstStore(t *testing.T) {
 		t.Run("value naming another run's escalation", func(t *testing.T) {
 			// Pressed on run A's question, the value claims run B's: it answers neither.
 			n := len(h.fake.Ephemerals())
-			v := ActionValue{RunID: runB.ID, EscalationID: escB, Kind: kindChoose, Key: "A"}
-			h.click(qA, bob, v.actionID(), v.Encode())
+			v := ActionValue{RunID: runB.ID, EscalationID: escB, Kind: blocks.KindChoose, Key: "A"}
+			h.click(qA, bob, v.ActionID(), v.Encode())
 			h.waitFor("the click to be handled", func() bool {
 				return h.esc(runB.ID, escB).Resolution != nil || len(h.fake.Ephemerals()) > n
 			})
@@ -1643,9 +1644,9 @@ func TestRedisAwayTellsPeopleToTryAgain(t *testing.T) {
 	start := time.Now()
 	h.command("status r-aaaaaaaaaa", alice)
 	h.command("abort r-aaaaaaaaaa wrong plan", alice)
-	v := ActionValue{RunID: "r-aaaaaaaaaa", EscalationID: "e1", Kind: kindChoose, Key: "A"}
+	v := ActionValue{RunID: "r-aaaaaaaaaa", EscalationID: "e1", Kind: blocks.KindChoose, Key: "A"}
 	click := h.fake.Click(slackfake.Message{Channel: h.channel, TS: "1700000000.000002", ThreadTS: "1700000000.000001"},
-		alice, v.actionID(), v.Encode())
+		alice, v.ActionID(), v.Encode())
 	if code, _ := h.post("/slack/interactions", click, formType); code != http.StatusOK {
 		t.Fatalf("click: %d", code)
 	}
