@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/orchrun/orch/bot/mirror"
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/jobs"
 )
@@ -26,8 +27,8 @@ func (h *harness) homeUser(name string) string {
 	u := h.user(name)
 	h.t.Cleanup(func() {
 		ctx := context.Background()
-		h.rdb.Del(ctx, "orch:"+mirrorName+":views:"+u)
-		h.rdb.ZRem(ctx, "orch:"+mirrorName+":viewers", u)
+		h.rdb.Del(ctx, "orch:"+mirror.Name+":views:"+u)
+		h.rdb.ZRem(ctx, "orch:"+mirror.Name+":viewers", u)
 	})
 	return u
 }
@@ -40,7 +41,7 @@ func (h *harness) openHome(user string) slackfake.Home {
 	h.event(h.fake.AppHomeOpened(h.eventID(), user))
 	home := h.waitHome(user, "the Home of "+user, func(home slackfake.Home) bool { return home.Publishes > before.Publishes })
 	h.waitFor("the Home of "+user+" on record", func() bool {
-		ok, err := h.srv.homeView(context.Background(), user, home.ID)
+		ok, err := h.srv.mirror.IsHome(context.Background(), user, home.ID)
 		return err == nil && ok
 	})
 	return home
@@ -158,14 +159,14 @@ func TestHomeOpened(t *testing.T) {
 			t.Errorf("%d Abort buttons, want one per question", aborts)
 		}
 
-		ok, err := h.srv.homeView(context.Background(), alice, home.ID)
+		ok, err := h.srv.mirror.IsHome(context.Background(), alice, home.ID)
 		if err != nil || !ok {
 			t.Errorf("homeView(alice, her view) = %v, %v; want true", ok, err)
 		}
-		if ok, _ := h.srv.homeView(context.Background(), bob, home.ID); ok {
+		if ok, _ := h.srv.mirror.IsHome(context.Background(), bob, home.ID); ok {
 			t.Error("alice's view counts as bob's Home")
 		}
-		if ok, _ := h.srv.homeView(context.Background(), alice, "V0FORGED"); ok {
+		if ok, _ := h.srv.mirror.IsHome(context.Background(), alice, "V0FORGED"); ok {
 			t.Error("a made-up view id counts as alice's Home")
 		}
 

@@ -197,8 +197,8 @@ func TestRepliesAreCut(t *testing.T) {
 	if got := ephemeralText(t, w.Body.String()); len(got) > maxReplyText {
 		t.Errorf("reply sent %d bytes", len(got))
 	}
-	h.srv.respond(context.Background(), h.fake.ResponseURL("cut"), "respond "+mb)
-	h.srv.ephemeral(context.Background(), h.channel, "", h.user("ALICE"), "ephemeral "+mb)
+	h.srv.talk.respond(context.Background(), h.fake.ResponseURL("cut"), "respond "+mb)
+	h.srv.talk.ephemeral(context.Background(), h.channel, "", h.user("ALICE"), "ephemeral "+mb)
 	for _, what := range []string{"respond", "ephemeral"} {
 		e := h.waitEphemeral(what + " x")
 		if len(e) > maxReplyText {

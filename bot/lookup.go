@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/slack-go/slack"
-
 	"github.com/orchrun/orch/bot/blocks"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
@@ -38,10 +36,10 @@ var lookupCommands = map[string]lookupCommand{
 
 // lookup acks a lookup command and queues the reading: its answer comes through response_url. Someone outside
 // ORCH_ALLOWED_USERS (when it is set) is refused, and the refusal audited.
-func (s *Server) lookup(cmd command, name string, args []string) (string, error) {
+func (c *commands) lookup(cmd command, name string, args []string) (string, error) {
 	lc := lookupCommands[name]
-	if !s.allowed(cmd.UserID) {
-		s.refused(cmd.UserID, name, cmd.Text)
+	if !c.talk.allowed.Allows(cmd.UserID) {
+		c.talk.refused(cmd.UserID, name, cmd.Text)
 		return "", errors.New("you are not allowed to look at runs here (ORCH_ALLOWED_USERS)")
 	}
 	switch {
@@ -63,15 +61,15 @@ func (s *Server) lookup(cmd command, name string, args []string) (string, error)
 	var job func(ctx context.Context)
 	switch name {
 	case "history":
-		job = func(ctx context.Context) { s.history(ctx, cmd.ChannelID, cmd.ResponseURL) }
+		job = func(ctx context.Context) { c.history(ctx, cmd.ChannelID, cmd.ResponseURL) }
 	case "costs":
-		job = func(ctx context.Context) { s.costs(ctx, cmd.ChannelID, id, cmd.ResponseURL) }
+		job = func(ctx context.Context) { c.costs(ctx, cmd.ChannelID, id, cmd.ResponseURL) }
 	case "questions":
-		job = func(ctx context.Context) { s.questions(ctx, cmd.UserID, cmd.ChannelID, cmd.ResponseURL) }
+		job = func(ctx context.Context) { c.questions(ctx, cmd.UserID, cmd.ChannelID, cmd.ResponseURL) }
 	case "logs":
-		job = func(ctx context.Context) { s.logs(ctx, cmd.ChannelID, id, cmd.ResponseURL) }
+		job = func(ctx context.Context) { c.logs(ctx, cmd.ChannelID, id, cmd.ResponseURL) }
 	}
-	if err := s.jobs.submit(job); err != nil {
+	if err := c.jobs.submit(job); err != nil {
 		return "", err
 	}
 	return "Looking it up…", nil
@@ -95,127 +93,101 @@ func isRunID(s string) bool {
 }
 
 // history answers /orch history: the runs started in the channel, newest first.
-func (s *Server) history(ctx context.Context, channel, responseURL string) {
-	runs, more, err := s.cfg.Store.Find(ctx, store.Query{Channel: channel}, 0, historyRuns)
+func (c *commands) history(ctx context.Context, channel, responseURL string) {
+	runs, more, err := c.store.Find(ctx, store.Query{Channel: channel}, 0, historyRuns)
 	if err != nil {
-		s.lookupFailed(ctx, responseURL, "listing a channel's runs", err)
+		c.lookupFailed(ctx, responseURL, "listing a channel's runs", err)
 		return
 	}
 	if len(runs) == 0 {
-		s.respond(ctx, responseURL, "No run was started in this channel yet: `/orch run PLAN` starts one.")
+		c.talk.respond(ctx, responseURL, "No run was started in this channel yet: `/orch run PLAN` starts one.")
 		return
 	}
-	links, err := s.threadLinks(ctx, runs)
+	links, err := c.talk.threadLinks(ctx, runs)
 	if err != nil {
-		s.lookupFailed(ctx, responseURL, "reading a run's thread", err)
+		c.lookupFailed(ctx, responseURL, "reading a run's thread", err)
 		return
 	}
-	s.respondMessage(ctx, responseURL, blocks.HistoryMessage(runs, more, links, s.cfg.Now()))
+	c.talk.respondMessage(ctx, responseURL, blocks.HistoryMessage(runs, more, links, c.now()))
 }
 
 // costs answers /orch costs: one run's costs per task and per model, or the channel's latest runs' with their total.
-func (s *Server) costs(ctx context.Context, channel, id, responseURL string) {
+func (c *commands) costs(ctx context.Context, channel, id, responseURL string) {
 	if id != "" {
-		r, ok := s.channelRun(ctx, channel, id, responseURL)
+		r, ok := c.channelRun(ctx, channel, id, responseURL)
 		if ok {
-			s.respondMessage(ctx, responseURL, blocks.RunCostsMessage(r))
+			c.talk.respondMessage(ctx, responseURL, blocks.RunCostsMessage(r))
 		}
 		return
 	}
-	runs, more, err := s.cfg.Store.Find(ctx, store.Query{Channel: channel}, 0, costsRuns)
+	runs, more, err := c.store.Find(ctx, store.Query{Channel: channel}, 0, costsRuns)
 	if err != nil {
-		s.lookupFailed(ctx, responseURL, "listing a channel's runs", err)
+		c.lookupFailed(ctx, responseURL, "listing a channel's runs", err)
 		return
 	}
 	if len(runs) == 0 {
-		s.respond(ctx, responseURL, "No run was started in this channel yet, so nothing has cost anything here.")
+		c.talk.respond(ctx, responseURL, "No run was started in this channel yet, so nothing has cost anything here.")
 		return
 	}
-	s.respondMessage(ctx, responseURL, blocks.ChannelCostsMessage(runs, more))
+	c.talk.respondMessage(ctx, responseURL, blocks.ChannelCostsMessage(runs, more))
 }
 
 // questions answers /orch questions: the open questions user may answer, oldest first.
-func (s *Server) questions(ctx context.Context, user, channel, responseURL string) {
-	qs, n, err := s.openQuestions(ctx, user, channel, questionsShown)
+func (c *commands) questions(ctx context.Context, user, channel, responseURL string) {
+	qs, n, err := c.mirror.OpenQuestions(ctx, user, channel, questionsShown)
 	if err != nil {
-		s.lookupFailed(ctx, responseURL, "listing open questions", err)
+		c.lookupFailed(ctx, responseURL, "listing open questions", err)
 		return
 	}
 	if n == 0 {
-		s.respond(ctx, responseURL, "No question waits for an answer from you.")
+		c.talk.respond(ctx, responseURL, "No question waits for an answer from you.")
 		return
 	}
-	now := s.cfg.Now()
+	now := c.now()
 	runs := make([]*jobs.Run, 0, len(qs))
 	for _, q := range qs {
 		runs = append(runs, q.Run)
 	}
-	links, err := s.threadLinks(ctx, runs)
+	links, err := c.talk.threadLinks(ctx, runs)
 	if err != nil {
-		s.lookupFailed(ctx, responseURL, "reading a run's thread", err)
+		c.lookupFailed(ctx, responseURL, "reading a run's thread", err)
 		return
 	}
-	s.respondMessage(ctx, responseURL, blocks.QuestionsMessage(qs, n, links, now))
+	c.talk.respondMessage(ctx, responseURL, blocks.QuestionsMessage(qs, n, links, now))
 }
 
 // logs answers /orch logs: a run's last events, as its progress message shows them.
-func (s *Server) logs(ctx context.Context, channel, id, responseURL string) {
-	r, ok := s.channelRun(ctx, channel, id, responseURL)
+func (c *commands) logs(ctx context.Context, channel, id, responseURL string) {
+	r, ok := c.channelRun(ctx, channel, id, responseURL)
 	if !ok {
 		return
 	}
-	events, err := s.cfg.Store.Recent(ctx, r.ID, logEvents)
+	events, err := c.store.Recent(ctx, r.ID, logEvents)
 	if err != nil {
-		s.lookupFailed(ctx, responseURL, "reading a run's events", err)
+		c.lookupFailed(ctx, responseURL, "reading a run's events", err)
 		return
 	}
-	s.respondMessage(ctx, responseURL, blocks.LogsMessage(r, events))
+	c.talk.respondMessage(ctx, responseURL, blocks.LogsMessage(r, events))
 }
 
 // channelRun reads a run started in channel, answering the person itself when there is none or the store cannot
 // be read. A run of another channel is no run here: a channel's runs are its own.
-func (s *Server) channelRun(ctx context.Context, channel, id, responseURL string) (*jobs.Run, bool) {
-	r, err := s.cfg.Store.Get(ctx, id)
+func (c *commands) channelRun(ctx context.Context, channel, id, responseURL string) (*jobs.Run, bool) {
+	r, err := c.store.Get(ctx, id)
 	switch {
 	case errors.Is(err, jobs.ErrRunNotFound) || err == nil && r.Origin.Channel != channel:
-		s.respond(ctx, responseURL, fmt.Sprintf("No run %s here: `/orch history` lists the runs started in this channel.",
+		c.talk.respond(ctx, responseURL, fmt.Sprintf("No run %s here: `/orch history` lists the runs started in this channel.",
 			blocks.Echo(id)))
 		return nil, false
 	case err != nil:
-		s.lookupFailed(ctx, responseURL, "reading a run", err)
+		c.lookupFailed(ctx, responseURL, "reading a run", err)
 		return nil, false
 	}
 	return r, true
 }
 
-// threadLinks are the links to runs' threads, by run id ("" for a run that has none yet).
-func (s *Server) threadLinks(ctx context.Context, runs []*jobs.Run) (map[string]string, error) {
-	links := make(map[string]string, len(runs))
-	for _, r := range runs {
-		st, err := s.poster.mirror.State(ctx, r.ID)
-		if err != nil {
-			return nil, err
-		}
-		links[r.ID] = s.threadLink(st[fieldChannel], st[fieldRootTS])
-	}
-	return links, nil
-}
-
 // lookupFailed says the store could not be read: the one failure a lookup has.
-func (s *Server) lookupFailed(ctx context.Context, responseURL, what string, err error) {
-	s.log.Warn(what, "err", err)
-	s.respond(ctx, responseURL, unavailableText)
-}
-
-// respondMessage sends a delayed ephemeral answer with blocks through a request's response_url; the text is what
-// notifications show.
-func (s *Server) respondMessage(ctx context.Context, responseURL string, m blocks.Message) {
-	if responseURL == "" {
-		return
-	}
-	err := slack.PostWebhookContext(ctx, responseURL, &slack.WebhookMessage{Text: replyText(m.Text),
-		Blocks: &slack.Blocks{BlockSet: m.Blocks}, ResponseType: "ephemeral"})
-	if err != nil {
-		s.log.Warn("answering through response_url", "err", err)
-	}
+func (c *commands) lookupFailed(ctx context.Context, responseURL, what string, err error) {
+	c.log.Warn(what, "err", err)
+	c.talk.respond(ctx, responseURL, unavailableText)
 }

@@ -25,89 +25,13 @@ import (
 // that ack can show errors in the form: so the question is resolved before acking, and must be within this.
 const submitDeadline = 2 * time.Second
 
-// Texts a person reads when an answer is refused.
-const (
-	mismatchText   = "This form does not match the question on record: nothing was answered."
-	notAllowedText = "You are not allowed to answer here (ORCH_ALLOWED_USERS)."
-)
-
-// openAnswer opens the answer form for a click on a question's Answer… button, after the checks every click gets.
-// The click's trigger_id expires 3 s after the click: nothing but those checks (store reads) comes before views.open.
-func (s *Server) openAnswer(ctx context.Context, act blocks.ActionValue, user, channel, thread, ts, triggerID, responseURL string) {
-	if !s.clickAllowed(ctx, act, user, channel, thread, ts, responseURL) {
-		return
-	}
-	run, err := s.cfg.Store.Get(ctx, act.RunID)
-	switch {
-	case errors.Is(err, jobs.ErrRunNotFound):
-		s.respond(ctx, responseURL, doesNotMatchText)
-		return
-	case err != nil:
-		s.log.Warn("opening the answer form", "run_id", act.RunID, "err", err)
-		s.respond(ctx, responseURL, unavailableText)
-		return
-	}
-	e := run.Escalation(act.EscalationID)
-	switch {
-	case e == nil:
-		s.respond(ctx, responseURL, doesNotMatchText)
-		return
-	case e.Resolution != nil:
-		s.respond(ctx, responseURL, blocks.AlreadyAnswered(e))
-		return
-	case run.Status.Terminal():
-		s.respond(ctx, responseURL, fmt.Sprintf("Run %s has ended (%s): nothing to answer.", run.ID, run.Status))
-		return
-	}
-	meta := blocks.AnswerMeta{RunID: run.ID, EscalationID: e.ID, Channel: channel, Thread: thread, TS: ts}
-	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	if _, err := s.api.OpenViewContext(octx, triggerID, blocks.AnswerModal(run, e, meta)); err != nil {
-		s.log.Warn("opening the answer form", "run_id", run.ID, "escalation", e.ID, "err", err)
-		text := "The answer form did not open (" + err.Error() + "): press Answer… again, or reply in the thread."
-		if msg := err.Error(); strings.Contains(msg, "expired_trigger_id") || strings.Contains(msg, "exchanged_trigger_id") {
-			text = "The answer form took too long to open: press Answer… again."
-		}
-		s.respond(ctx, responseURL, text)
-	}
-}
-
-// answerClick queues the opening of the answer form for a click on Answer…. A click from a view (the App Home) has no
-// question message to check the click against, and is refused for now.
-func (s *Server) answerClick(cb slack.InteractionCallback, act blocks.ActionValue, user string) error {
-	trigger, responseURL := cb.TriggerID, cb.ResponseURL
-	if cb.Container.Type == "view" {
-		// A button on someone's Home: accepted only on the view orch last published as that very person's Home. The form
-		// is then the one the question's message would open, checked against the same message.
-		viewID := cb.Container.ViewID
-		if cb.View.ID != viewID {
-			viewID = ""
-		}
-		return s.urgent.submit(func(ctx context.Context) {
-			ok, err := s.homeView(ctx, user, viewID)
-			if err != nil || !ok {
-				s.log.Warn("an Answer… click from a view that is not the clicker's Home", "run_id", act.RunID,
-					"escalation", act.EscalationID, "user", user, "err", err)
-				return
-			}
-			st, err := s.poster.state(ctx, act.RunID)
-			if err != nil {
-				s.log.Warn("opening the answer form from the Home", "run_id", act.RunID, "err", err)
-				return
-			}
-			s.openAnswer(ctx, act, user, st.Channel, st.RootTS, st.Esc[act.EscalationID], trigger, "")
-		})
-	}
-	channel, thread, ts := clickedMessage(cb)
-	return s.urgent.submit(func(ctx context.Context) {
-		s.openAnswer(ctx, act, user, channel, thread, ts, trigger, responseURL)
-	})
-}
+// mismatchText answers a form whose question is not the one on record.
+const mismatchText = "This form does not match the question on record: nothing was answered."
 
 // handleSubmission answers a view_submission over HTTP: an empty 200 closes the form, a response_action "errors"
 // shows what is wrong in it.
 func (s *Server) handleSubmission(w http.ResponseWriter, r *http.Request, cb slack.InteractionCallback) {
-	resp := s.submission(r.Context(), cb)
+	resp := s.answers.submission(r.Context(), cb)
 	if resp == nil {
 		w.WriteHeader(http.StatusOK)
 		return
@@ -120,7 +44,7 @@ func (s *Server) handleSubmission(w http.ResponseWriter, r *http.Request, cb sla
 // background workers (bounded, drained on shutdown) so that the envelopes behind it are not held up.
 func (s *Server) socketSubmission(client *socketmode.Client, req *socketmode.Request, cb slack.InteractionCallback) {
 	err := s.urgent.submit(func(ctx context.Context) {
-		if resp := s.submission(ctx, cb); resp != nil {
+		if resp := s.answers.submission(ctx, cb); resp != nil {
 			s.ack(client, req, resp)
 			return
 		}
@@ -131,13 +55,80 @@ func (s *Server) socketSubmission(client *socketmode.Client, req *socketmode.Req
 	}
 }
 
+// openAnswer opens the answer form for a click on a question's Answer… button, after the checks every click gets.
+// The click's trigger_id expires 3 s after the click: nothing but those checks (store reads) comes before views.open.
+func (a *answers) openAnswer(ctx context.Context, act blocks.ActionValue, user, channel, thread, ts, triggerID, responseURL string) {
+	if !a.clickAllowed(ctx, act, user, channel, thread, ts, responseURL) {
+		return
+	}
+	run, err := a.store.Get(ctx, act.RunID)
+	switch {
+	case errors.Is(err, jobs.ErrRunNotFound):
+		a.talk.respond(ctx, responseURL, doesNotMatchText)
+		return
+	case err != nil:
+		a.log.Warn("opening the answer form", "run_id", act.RunID, "err", err)
+		a.talk.respond(ctx, responseURL, unavailableText)
+		return
+	}
+	e := run.Escalation(act.EscalationID)
+	switch {
+	case e == nil:
+		a.talk.respond(ctx, responseURL, doesNotMatchText)
+		return
+	case e.Resolution != nil:
+		a.talk.respond(ctx, responseURL, blocks.AlreadyAnswered(e))
+		return
+	case run.Status.Terminal():
+		a.talk.respond(ctx, responseURL, fmt.Sprintf("Run %s has ended (%s): nothing to answer.", run.ID, run.Status))
+		return
+	}
+	meta := blocks.AnswerMeta{RunID: run.ID, EscalationID: e.ID, Channel: channel, Thread: thread, TS: ts}
+	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := a.api.OpenViewContext(octx, triggerID, blocks.AnswerModal(run, e, meta)); err != nil {
+		a.log.Warn("opening the answer form", "run_id", run.ID, "escalation", e.ID, "err", err)
+		text := "The answer form did not open (" + err.Error() + "): press Answer… again, or reply in the thread."
+		if msg := err.Error(); strings.Contains(msg, "expired_trigger_id") || strings.Contains(msg, "exchanged_trigger_id") {
+			text = "The answer form took too long to open: press Answer… again."
+		}
+		a.talk.respond(ctx, responseURL, text)
+	}
+}
+
+// formOpener is the job that opens the answer form for a click on Answer…, after the checks every click gets. A click
+// on someone's Home is accepted only on the view orch last published as that very person's Home; the form is then the
+// one the question's message would open, checked against the same message.
+func (a *answers) formOpener(cb slack.InteractionCallback, act blocks.ActionValue) func(context.Context) {
+	user, trigger, responseURL := cb.User.ID, cb.TriggerID, cb.ResponseURL
+	if cb.Container.Type == "view" {
+		viewID := clickedView(cb)
+		return func(ctx context.Context) {
+			ok, err := a.mirror.IsHome(ctx, user, viewID)
+			if err != nil || !ok {
+				a.log.Warn("an Answer… click from a view that is not the clicker's Home", "run_id", act.RunID,
+					"escalation", act.EscalationID, "user", user, "err", err)
+				return
+			}
+			channel, thread, ts, err := a.mirror.QuestionMessage(ctx, act.RunID, act.EscalationID)
+			if err != nil {
+				a.log.Warn("opening the answer form from the Home", "run_id", act.RunID, "err", err)
+				return
+			}
+			a.openAnswer(ctx, act, user, channel, thread, ts, trigger, "")
+		}
+	}
+	channel, thread, ts := clickedMessage(cb)
+	return func(ctx context.Context) { a.openAnswer(ctx, act, user, channel, thread, ts, trigger, responseURL) }
+}
+
 // submission resolves a question from the answer form, as a click would: the form's private_metadata is checked
 // against the store, the person against ORCH_ALLOWED_USERS, and escalation.Resolve decides which answer wins. It
 // returns nil when the question is answered (the form closes; the poster updates the question's message), or the
 // errors to show in the form, when nothing changed.
-func (s *Server) submission(ctx context.Context, cb slack.InteractionCallback) *slack.ViewSubmissionResponse {
+func (a *answers) submission(ctx context.Context, cb slack.InteractionCallback) *slack.ViewSubmissionResponse {
 	if cb.View.CallbackID != blocks.CallbackAnswer {
-		s.log.Warn("ignoring the submission of a form orch did not make", "callback_id", cb.View.CallbackID)
+		a.log.Warn("ignoring the submission of a form orch did not make", "callback_id", cb.View.CallbackID)
 		return nil
 	}
 	// The resolution happens before the ack, so that its errors can be shown in the form: Slack waits 3 s for it.
@@ -147,45 +138,45 @@ func (s *Server) submission(ctx context.Context, cb slack.InteractionCallback) *
 	user := cb.User.ID
 	meta, err := blocks.DecodeAnswerMeta(cb.View.PrivateMetadata)
 	if err != nil {
-		s.log.Warn("an answer form whose private_metadata orch did not write", "user", user, "err", err)
+		a.log.Warn("an answer form whose private_metadata orch did not write", "user", user, "err", err)
 		return f.Error(mismatchText)
 	}
-	if !s.allowed(user) {
-		s.refused(user, "answer", fmt.Sprintf("run %s escalation %s", meta.RunID, meta.EscalationID))
+	if !a.talk.allowed.Allows(user) {
+		a.talk.refused(user, "answer", fmt.Sprintf("run %s escalation %s", meta.RunID, meta.EscalationID))
 		return f.Error(notAllowedText)
 	}
 	if bad := f.Check(); bad != nil {
 		return bad
 	}
-	run, e, bad := s.formQuestion(ctx, f, meta)
+	run, e, bad := a.formQuestion(ctx, f, meta)
 	if bad != nil {
 		return bad
 	}
 	if _, ok := e.OptionByKey(f.Key); f.Key != "" && !ok {
 		return f.OptionError(fmt.Sprintf("%q is not an option of this question.", f.Key))
 	}
-	saved, _, err := escalation.Resolve(ctx, s.cfg.Store, s.cfg.Queue, answerRequest(run.ID, e, user, f.Key, f.Words))
-	return s.resolvedForm(ctx, f, meta, e, saved, err)
+	saved, _, err := escalation.Resolve(ctx, a.store, a.queue, answerRequest(run.ID, e, user, f.Key, f.Words))
+	return a.resolvedForm(ctx, f, meta, e, saved, err)
 }
 
 // formQuestion finds the open question a form answers: its message must be the question's as orch posted it, and
 // the question still open.
-func (s *Server) formQuestion(ctx context.Context, f blocks.Submission, meta blocks.AnswerMeta) (*jobs.Run, *jobs.Escalation, *slack.ViewSubmissionResponse) {
-	ok, err := s.poster.messageOf(ctx, meta.RunID, meta.EscalationID, meta.Channel, meta.Thread, meta.TS)
+func (a *answers) formQuestion(ctx context.Context, f blocks.Submission, meta blocks.AnswerMeta) (*jobs.Run, *jobs.Escalation, *slack.ViewSubmissionResponse) {
+	ok, err := a.mirror.IsQuestionMessage(ctx, meta.RunID, meta.EscalationID, meta.Channel, meta.Thread, meta.TS)
 	if err != nil {
-		s.log.Warn("checking an answer form", "run_id", meta.RunID, "err", err)
+		a.log.Warn("checking an answer form", "run_id", meta.RunID, "err", err)
 		return nil, nil, f.Error(unavailableText)
 	}
 	if !ok {
-		s.log.Warn("an answer form whose message is not the question's", "run_id", meta.RunID, "escalation", meta.EscalationID)
+		a.log.Warn("an answer form whose message is not the question's", "run_id", meta.RunID, "escalation", meta.EscalationID)
 		return nil, nil, f.Error(mismatchText)
 	}
-	run, err := s.cfg.Store.Get(ctx, meta.RunID)
+	run, err := a.store.Get(ctx, meta.RunID)
 	switch {
 	case errors.Is(err, jobs.ErrRunNotFound):
 		return nil, nil, f.Error(mismatchText)
 	case err != nil:
-		s.log.Warn("checking an answer form", "run_id", meta.RunID, "err", err)
+		a.log.Warn("checking an answer form", "run_id", meta.RunID, "err", err)
 		return nil, nil, f.Error(unavailableText)
 	}
 	e := run.Escalation(meta.EscalationID)
@@ -199,12 +190,12 @@ func (s *Server) formQuestion(ctx context.Context, f blocks.Submission, meta blo
 }
 
 // resolvedForm is the form's response to escalation.Resolve's outcome: nil (the form closes) when the answer is saved.
-func (s *Server) resolvedForm(ctx context.Context, f blocks.Submission, meta blocks.AnswerMeta, e *jobs.Escalation, saved *jobs.Run, err error) *slack.ViewSubmissionResponse {
+func (a *answers) resolvedForm(ctx context.Context, f blocks.Submission, meta blocks.AnswerMeta, e *jobs.Escalation, saved *jobs.Run, err error) *slack.ViewSubmissionResponse {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, escalation.ErrAlreadyResolved):
-		if r, gerr := s.cfg.Store.Get(ctx, meta.RunID); gerr == nil && r.Escalation(e.ID) != nil && r.Escalation(e.ID).Resolution != nil {
+		if r, gerr := a.store.Get(ctx, meta.RunID); gerr == nil && r.Escalation(e.ID) != nil && r.Escalation(e.ID).Resolution != nil {
 			return f.Error(blocks.AlreadyAnswered(r.Escalation(e.ID)))
 		}
 		return f.Error("Already answered.")
@@ -220,10 +211,10 @@ func (s *Server) resolvedForm(ctx context.Context, f blocks.Submission, meta blo
 	case saved != nil:
 		// The answer is saved; only the queueing of the run's next step failed, and the next worker start picks
 		// it up. The form closes: asked again, the person would only be told the question is answered.
-		s.log.Error("answered from the form, but the run could not be queued to continue", "run_id", meta.RunID, "err", err)
+		a.log.Error("answered from the form, but the run could not be queued to continue", "run_id", meta.RunID, "err", err)
 		return nil
 	}
-	s.log.Error("resolving from the answer form", "run_id", meta.RunID, "err", err)
+	a.log.Error("resolving from the answer form", "run_id", meta.RunID, "err", err)
 	return f.Error(unavailableText)
 }
 

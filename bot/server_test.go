@@ -27,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orchrun/orch/bot/blocks"
+	"github.com/orchrun/orch/bot/mirror"
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
@@ -128,7 +129,7 @@ func (c commitUnderPosterLock) ProcessPipelineHook(next redis.ProcessPipelineHoo
 			return next(ctx, cmds)
 		}
 		for {
-			release, ok, err := c.locks.TryLock(ctx, id, lockTTL)
+			release, ok, err := c.locks.TryLock(ctx, id, mirror.LockTTL)
 			if err != nil {
 				return err
 			}
@@ -157,11 +158,11 @@ func newHarness(t *testing.T, rdb redis.UniversalClient, opts ...harnessOption) 
 	h.rdb = redis.NewClient(&redis.Options{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: o.TLSConfig})
 	t.Cleanup(func() { h.rdb.Close() })
 	h.store = store.New(h.rdb, nil)
-	h.mirror = h.store.Mirror(mirrorName)
+	h.mirror = h.store.Mirror(mirror.Name)
 	h.queue = &hookQueue{q: queue.New(h.rdb)}
 	h.starter = newTestStarter(h)
 	// Runs followed by a bot test that crashed; on a shared Redis their threads would go to this test's fake.
-	unhooked := store.New(rdb, nil).Mirror(mirrorName)
+	unhooked := store.New(rdb, nil).Mirror(mirror.Name)
 	if ids, err := unhooked.Followed(context.Background()); err == nil {
 		for _, id := range ids {
 			unhooked.Unfollow(context.Background(), id)
@@ -613,7 +614,7 @@ func (h *harness) idle(runID string) bool {
 		return false
 	}
 	// The poster's lock is free: taken and given back at once.
-	release, free, err := h.mirror.TryLock(ctx, runID, lockTTL)
+	release, free, err := h.mirror.TryLock(ctx, runID, mirror.LockTTL)
 	if err != nil || !free {
 		return false
 	}

@@ -1,4 +1,4 @@
-package bot
+package mirror
 
 import (
 	"context"
@@ -96,7 +96,7 @@ func (p *poster) nudge(ctx context.Context, run *jobs.Run, st *runState) error {
 	if waited < time.Duration(sent+1)*every || p.cfg.QuietHours.Quiet(now) {
 		return nil
 	}
-	link := p.link(st.Channel, st.Esc[e.ID])
+	link := p.ws.link(st.Channel, st.Esc[e.ID])
 	if link != "" {
 		link += "?thread_ts=" + st.RootTS + "&cid=" + st.Channel
 	}
