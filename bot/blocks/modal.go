@@ -195,18 +195,22 @@ func optionInput(e *jobs.Escalation, f answerForm) (block *slack.InputBlock, lef
 		}
 		opts = append(opts, own)
 	}
-	var el slack.BlockElement
+	el := optionElement(opts, initial)
+	label := plainText(cutPlain(f.optionLabel, maxInputLabel))
+	return slack.NewInputBlock(blockAnswerOption, label, nil, el).WithOptional(!f.optionRequired), left
+}
+
+// optionElement offers opts as radio buttons, or as a menu when there are more than radio buttons hold; initial is
+// the option chosen already (nil for none).
+func optionElement(opts []*slack.OptionBlockObject, initial *slack.OptionBlockObject) slack.BlockElement {
 	if len(opts) <= maxRadioOptions {
 		radio := slack.NewRadioButtonsBlockElement(actionAnswerOption, opts...)
 		radio.InitialOption = initial
-		el = radio
-	} else {
-		menu := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plainText("Choose…"), actionAnswerOption, opts...)
-		menu.InitialOption = initial
-		el = menu
+		return radio
 	}
-	label := plainText(cutPlain(f.optionLabel, maxInputLabel))
-	return slack.NewInputBlock(blockAnswerOption, label, nil, el).WithOptional(!f.optionRequired), left
+	menu := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plainText("Choose…"), actionAnswerOption, opts...)
+	menu.InitialOption = initial
+	return menu
 }
 
 // Submission is what a person submitted in the answer form: the option chosen and the words written, and where in

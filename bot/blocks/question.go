@@ -160,42 +160,9 @@ func optionBlocks(r *jobs.Run, e *jobs.Escalation, room int, clickable bool) (bl
 		return nil, nil
 	}
 	rec := recommendedKey(e)
-	type keyed struct {
-		key    string
-		button slack.BlockElement
-	}
-	var buttons []keyed
-	var left []string // keys of the options that are no button
-	seen := map[string]bool{}
-	cut := false
-	for _, o := range e.Options {
-		if seen[o.Key] {
-			continue // one answer, one button
-		}
-		seen[o.Key] = true
-		v := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindChoose, Key: o.Key}
-		if !clickable || checkActionValue(v) != nil {
-			left = append(left, o.Key)
-			continue
-		}
-		text, wasCut := optionText(e, o, o.Key == rec)
-		cut = cut || wasCut
-		style := slack.StyleDefault
-		if o.Key == rec {
-			style = slack.StylePrimary
-		}
-		buttons = append(buttons, keyed{o.Key, button(v, text, style)})
-	}
+	buttons, left, cut := optionButtons(r, e, rec, clickable)
 	if cut {
-		lines := make([]string, 0, len(e.Options))
-		for _, o := range e.Options {
-			l := "*" + escapeCut(o.Key, maxActionField, false) + ")* " + escapeCut(singleLine(o.Label), 600, false)
-			if o.Key == rec {
-				l += " _(recommended)_"
-			}
-			lines = append(lines, l)
-		}
-		list = packLines(lines, 1, func(n int) string { return fmt.Sprintf("_… and %s_", jobs.Count(n, "more option")) })[0]
+		list = optionList(e, rec)
 		room--
 	}
 	need := (len(buttons) + maxActionsElements - 1) / maxActionsElements
@@ -217,22 +184,71 @@ func optionBlocks(r *jobs.Run, e *jobs.Escalation, room int, clickable bool) (bl
 		blocks = append(blocks, slack.NewActionBlock("orch_options_"+strconv.Itoa(i/maxActionsElements+1), row...))
 	}
 	if len(left) > 0 {
-		keys := make([]string, len(left))
-		for i, k := range left {
-			keys[i] = escapeCut(k, maxActionField, false)
-		}
-		names := strings.Join(keys, ", ")
-		if textLen(names) > 1500 {
-			names = clampComposed(names, 1500)
-		}
-		how := "reply in this thread"
-		if clickable {
-			how = "choose one with Answer…, " + how
-		}
-		blocks = append(blocks, contextBlock(fmt.Sprintf("%s not shown as buttons (%s): %s, or run %s from a terminal.",
-			jobs.Count(len(left), "option"), names, how, inlineCode("orch escalation resolve "+r.ID+" --choose KEY", maxLine))))
+		blocks = append(blocks, notButtons(r, left, clickable))
 	}
 	return blocks, list
+}
+
+// keyedButton is an option's button, with the option's key.
+type keyedButton struct {
+	key    string
+	button slack.BlockElement
+}
+
+// optionButtons is a button per option (the recommended one, rec, primary), one per key; left are the keys of the
+// options that can be no button (none is, unless clickable), and cut says whether a button had to cut its label.
+func optionButtons(r *jobs.Run, e *jobs.Escalation, rec string, clickable bool) (buttons []keyedButton, left []string, cut bool) {
+	seen := map[string]bool{}
+	for _, o := range e.Options {
+		if seen[o.Key] {
+			continue // one answer, one button
+		}
+		seen[o.Key] = true
+		v := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindChoose, Key: o.Key}
+		if !clickable || checkActionValue(v) != nil {
+			left = append(left, o.Key)
+			continue
+		}
+		text, wasCut := optionText(e, o, o.Key == rec)
+		cut = cut || wasCut
+		style := slack.StyleDefault
+		if o.Key == rec {
+			style = slack.StylePrimary
+		}
+		buttons = append(buttons, keyedButton{o.Key, button(v, text, style)})
+	}
+	return buttons, left, cut
+}
+
+// optionList is a section with every option's label in full, for buttons that had to cut theirs.
+func optionList(e *jobs.Escalation, rec string) slack.Block {
+	lines := make([]string, 0, len(e.Options))
+	for _, o := range e.Options {
+		l := "*" + escapeCut(o.Key, maxActionField, false) + ")* " + escapeCut(singleLine(o.Label), 600, false)
+		if o.Key == rec {
+			l += " _(recommended)_"
+		}
+		lines = append(lines, l)
+	}
+	return packLines(lines, 1, func(n int) string { return fmt.Sprintf("_… and %s_", jobs.Count(n, "more option")) })[0]
+}
+
+// notButtons names the options that are no button (their keys, left), and how else to choose them.
+func notButtons(r *jobs.Run, left []string, clickable bool) slack.Block {
+	keys := make([]string, len(left))
+	for i, k := range left {
+		keys[i] = escapeCut(k, maxActionField, false)
+	}
+	names := strings.Join(keys, ", ")
+	if textLen(names) > 1500 {
+		names = clampComposed(names, 1500)
+	}
+	how := "reply in this thread"
+	if clickable {
+		how = "choose one with Answer…, " + how
+	}
+	return contextBlock(fmt.Sprintf("%s not shown as buttons (%s): %s, or run %s from a terminal.",
+		jobs.Count(len(left), "option"), names, how, inlineCode("orch escalation resolve "+r.ID+" --choose KEY", maxLine)))
 }
 
 // recommendedKey is the key of the recommended option, or "".

@@ -132,42 +132,21 @@ func (h *homes) loop() {
 // pass turns the marks into the people to refresh (those who opened their Home lately), publishes those whose
 // interval has passed, and returns when to come back for the others (0: nobody waits).
 func (h *homes) pass(ctx context.Context) time.Duration {
-	h.mu.Lock()
-	marked, askers := h.marked, h.askers
-	h.marked, h.askers = map[string]bool{}, false
-	h.mu.Unlock()
-	if len(marked) > 0 || askers {
-		recent, err := h.records.LookedSince(ctx, time.Now().Add(-homeRecent))
-		if err != nil {
-			if ctx.Err() == nil {
-				h.log.Warn("finding whose Home to refresh; will try again", "err", err)
-			}
-			h.mu.Lock()
-			for u := range marked {
-				h.marked[u] = true
-			}
-			h.askers = h.askers || askers
-			h.mu.Unlock()
-			return h.cfg.HomeInterval
-		}
-		// A question concerns its run's requester and, when ORCH_ALLOWED_USERS names who answers, each of them; with
-		// no list a Home shows only the viewer's own runs' questions (mayAnswer), so the requester is all.
-		everyone := askers && len(h.cfg.Allowed) > 0
-		for _, u := range recent {
-			if marked[u] || everyone && h.cfg.Allowed.Allows(u) {
-				h.pending[u] = true
-			}
-		}
+	if err := h.takeMarks(ctx); err != nil {
+		return h.cfg.HomeInterval
 	}
 	var wait time.Duration
+	soonest := func(d time.Duration) {
+		if wait == 0 || d < wait {
+			wait = d
+		}
+	}
 	for u := range h.pending {
 		if ctx.Err() != nil {
 			return 0
 		}
 		if d := time.Until(h.lastPublish(u).Add(h.cfg.HomeInterval)); d > 0 {
-			if wait == 0 || d < wait {
-				wait = d
-			}
+			soonest(d)
 			continue
 		}
 		delete(h.pending, u)
@@ -175,12 +154,44 @@ func (h *homes) pass(ctx context.Context) time.Duration {
 			// Tried again after the interval (the failed publish counts as one): a Home is not left stale.
 			h.log.Warn("refreshing a Home tab; will try again", "user", u, "err", err)
 			h.pending[u] = true
-			if d := h.cfg.HomeInterval; wait == 0 || d < wait {
-				wait = d
-			}
+			soonest(h.cfg.HomeInterval)
 		}
 	}
 	return wait
+}
+
+// takeMarks turns the marks into pending refreshes of the Homes of those who opened theirs lately. When the store
+// cannot say who that is, the marks are kept for the next pass, and the error returned.
+func (h *homes) takeMarks(ctx context.Context) error {
+	h.mu.Lock()
+	marked, askers := h.marked, h.askers
+	h.marked, h.askers = map[string]bool{}, false
+	h.mu.Unlock()
+	if len(marked) == 0 && !askers {
+		return nil
+	}
+	recent, err := h.records.LookedSince(ctx, time.Now().Add(-homeRecent))
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("finding whose Home to refresh; will try again", "err", err)
+		}
+		h.mu.Lock()
+		for u := range marked {
+			h.marked[u] = true
+		}
+		h.askers = h.askers || askers
+		h.mu.Unlock()
+		return err
+	}
+	// A question concerns its run's requester and, when ORCH_ALLOWED_USERS names who answers, each of them; with
+	// no list a Home shows only the viewer's own runs' questions (MayAnswer), so the requester is all.
+	everyone := askers && len(h.cfg.Allowed) > 0
+	for _, u := range recent {
+		if marked[u] || everyone && h.cfg.Allowed.Allows(u) {
+			h.pending[u] = true
+		}
+	}
+	return nil
 }
 
 func (h *homes) lastPublish(user string) time.Time {

@@ -212,37 +212,53 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 	if st.Channel == "" {
 		return p.records.Unfollow(ctx, runID) // nowhere to post
 	}
-	if err := p.root(ctx, run, &st); err != nil {
+	if stop, err := p.fixtures(ctx, run, &st); stop {
+		return err
+	}
+	return p.catchUp(ctx, run, &st, events)
+}
+
+// fixtures brings up to date what a thread has whatever its events: the root message (stop: a run whose channel takes
+// no message from the bot ends there, or the root could not be posted), the pointer from where the run was asked
+// for, and the nudge of a question left waiting.
+func (p *poster) fixtures(ctx context.Context, run *jobs.Run, st *runState) (stop bool, err error) {
+	if err := p.root(ctx, run, st); err != nil {
 		if code, ok := unpostable(err); ok {
-			return p.cannotPost(ctx, run, st.Channel, code)
+			return true, p.cannotPost(ctx, run, st.Channel, code)
 		}
-		return err
+		return true, err
 	}
-	if err := p.pointer(ctx, run, &st); err != nil {
-		return err
+	if err := p.pointer(ctx, run, st); err != nil {
+		return true, err
 	}
-	if err := p.nudge(ctx, run, &st); err != nil {
-		p.log.Warn("nudging about a question", "run_id", runID, "err", err)
+	if err := p.nudge(ctx, run, st); err != nil {
+		p.log.Warn("nudging about a question", "run_id", run.ID, "err", err)
 	}
+	return false, nil
+}
+
+// catchUp posts the thread's messages of events, in order, saving the cursor past each; the progress message then
+// shows those that have no message of their own.
+func (p *poster) catchUp(ctx context.Context, run *jobs.Run, st *runState, events []jobs.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
 	progress := false
 	defer func() {
 		if progress {
-			if err := p.progress(ctx, run, &st); err != nil {
-				p.log.Warn("updating the progress message", "run_id", runID, "err", err)
+			if err := p.progress(ctx, run, st); err != nil {
+				p.log.Warn("updating the progress message", "run_id", run.ID, "err", err)
 			}
 		}
 	}()
 	for _, ev := range events {
-		shown, err := p.event(ctx, run, &st, ev)
+		shown, err := p.event(ctx, run, st, ev)
 		if err != nil {
 			return err
 		}
 		progress = progress || !shown
 		st.Cursor = ev.ID
-		if err := p.save(ctx, runID, fieldCursor, ev.ID); err != nil {
+		if err := p.save(ctx, run.ID, fieldCursor, ev.ID); err != nil {
 			return err
 		}
 	}

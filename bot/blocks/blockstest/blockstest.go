@@ -62,10 +62,7 @@ func CheckMarkup(t testing.TB, where, s string) {
 // Whether its buttons' clicks read back is the caller's to check (blocks.DecodeAction).
 func Check(t testing.TB, fallback string, blocks []slack.Block) {
 	t.Helper()
-	if fallback == "" || TextLen(fallback) > maxFallbackText || !utf8.ValidString(fallback) {
-		t.Errorf("fallback text is empty, too long or not UTF-8: %q", fallback)
-	}
-	CheckMarkup(t, "fallback text", fallback)
+	checkFallback(t, fallback)
 	if len(blocks) == 0 || len(blocks) > maxBlocks {
 		t.Errorf("%d blocks (Slack allows 1 to %d)", len(blocks), maxBlocks)
 	}
@@ -94,6 +91,16 @@ func Check(t testing.TB, fallback string, blocks []slack.Block) {
 			t.Errorf("%s: unexpected block %T", where, b)
 		}
 	}
+}
+
+// checkFallback fails when a message's fallback text (what notifications show) is empty, too long, not UTF-8 or
+// holds markup orch did not write.
+func checkFallback(t testing.TB, fallback string) {
+	t.Helper()
+	if fallback == "" || TextLen(fallback) > maxFallbackText || !utf8.ValidString(fallback) {
+		t.Errorf("fallback text is empty, too long or not UTF-8: %q", fallback)
+	}
+	CheckMarkup(t, "fallback text", fallback)
 }
 
 // checkText fails when a text object is missing, invalid, longer than limit or, in mrkdwn, not verbatim or holding
