@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,21 @@ func parseCommand(body []byte) (command, error) {
 	}
 	return command{Text: unescapeSlack(v.Get("text")), UserID: v.Get("user_id"), ChannelID: v.Get("channel_id"),
 		ResponseURL: v.Get("response_url"), TeamID: v.Get("team_id")}, nil
+}
+
+// handleCommand acks a slash command: its answer is the ack's text.
+func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request, body []byte) {
+	cmd, err := parseCommand(body)
+	if err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	text, err := s.commands.command(cmd)
+	if err != nil {
+		reply(w, err.Error())
+		return
+	}
+	reply(w, text)
 }
 
 // commands answers the slash commands: each is acked at once with a line for the requester, and its work (starting,

@@ -1,6 +1,3 @@
-// Package blocks renders what orch shows in Slack: runs, their questions and answers, the Home tab, the answer form,
-// and the answers to commands, as Block Kit and text within Slack's limits. It is pure: data in, a Message or a view
-// out; it reads no store, calls no Slack and reads no clock (whoever needs "now" passes it).
 package blocks
 
 import (

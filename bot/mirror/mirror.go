@@ -1,7 +1,3 @@
-// Package mirror keeps Slack in step with orch's runs: each Slack run's thread (its root message, progress, questions,
-// answers, pauses and end, posted within Slack's pace and surviving restarts), the nudges of questions left waiting,
-// and each person's Home tab, refreshed when what it shows changes. It answers the incoming side's questions about
-// what it posted: which run a thread is, whether a message is a question's, whether a view is someone's Home.
 package mirror
 
 import (
