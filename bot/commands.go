@@ -255,7 +255,8 @@ func (c *commands) resolvePlan(arg string) (string, error) {
 	return p, nil
 }
 
-// status answers /orch status: a run's status, and its open question when user may see it from channel (mayAnswer).
+// status answers /orch status: a run's status, and its open question when user may see it from channel
+// (Allowlist.MayAnswer).
 func (c *commands) status(ctx context.Context, id, user, channel, responseURL string) {
 	var run *jobs.Run
 	var err error

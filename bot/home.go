@@ -37,7 +37,7 @@ func (a *answers) homeClick(ctx context.Context, act blocks.ActionValue, user, v
 }
 
 // homeQuestion says why user may not answer, from the Home, the question a Home button names ("" when they may):
-// the Home shows only what mayAnswer lets a person see, and a click must not reach further.
+// the Home shows only what Allowlist.MayAnswer lets a person see, and a click must not reach further.
 func (a *answers) homeQuestion(ctx context.Context, act blocks.ActionValue, user string) string {
 	if !a.talk.allowed.Allows(user) {
 		return "" // refused, and audited, as any click of theirs

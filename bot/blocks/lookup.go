@@ -88,8 +88,9 @@ func historyLine(r *jobs.Run, link string, now time.Time) string {
 	return strings.Join(parts, " · ")
 }
 
-// RunCostsMessage answers /orch costs RUN_ID: one run's costs as `orch costs RUN_ID` prints them: per task the attempts, the agent's tokens
-// and dollars and the brain's calls, tokens and dollars; the run's sums; per model; the total.
+// RunCostsMessage answers /orch costs RUN_ID: one run's costs as `orch costs RUN_ID` prints them: per task the
+// attempts, the agent's tokens and dollars and the brain's calls, tokens and dollars; the run's sums; per model; the
+// total.
 func RunCostsMessage(r *jobs.Run) Message {
 	c := r.Costs()
 	head := fmt.Sprintf("*Costs of run %s* (%s): *%s* in all\n%s\n%s", inlineCode(r.ID, maxActionField),
@@ -122,7 +123,8 @@ func RunCostsMessage(r *jobs.Run) Message {
 	return newMessage(escapeCut(text, maxFallbackText, false), blocks)
 }
 
-// ChannelCostsMessage answers /orch costs: the costs of a channel's latest runs as `orch costs` prints them, and their total.
+// ChannelCostsMessage answers /orch costs: the costs of a channel's latest runs as `orch costs` prints them, and their
+// total.
 func ChannelCostsMessage(runs []*jobs.Run, more bool) Message {
 	var total float64
 	lines := make([]string, 0, len(runs))
