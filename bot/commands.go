@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
+	"time"
 
+	"github.com/orchrun/orch/bot/blocks"
+	"github.com/orchrun/orch/bot/mirror"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 // command is a slash command as the bot uses it (the fields it needs of slack.SlashCommand).
@@ -29,25 +33,14 @@ func parseCommand(body []byte) (command, error) {
 		ResponseURL: v.Get("response_url"), TeamID: v.Get("team_id")}, nil
 }
 
-const helpText = "*orch* runs a coding agent through a plan and asks here when it needs you.\n" +
-	"• `/orch run PLAN [--agent NAME] [--sim-scenario FILE]` start a run (PLAN is a path inside the workspace)\n" +
-	"• `/orch do TEXT` ask the agent in your own words; it works on a branch of its own\n" +
-	"• `/orch status [RUN_ID]` how a run is doing (default: the latest)\n" +
-	"• `/orch history` the latest runs started in this channel, with links to their threads\n" +
-	"• `/orch costs [RUN_ID]` what a run cost, per task; without RUN_ID, this channel's latest runs and their total\n" +
-	"• `/orch questions` the questions waiting for your answer, oldest first\n" +
-	"• `/orch logs RUN_ID` a run's latest events\n" +
-	"• `/orch abort RUN_ID` stop a run\n" +
-	"• `/orch help` this message\n" +
-	"Questions come as a message with a button per option; a reply in the run's thread answers in your own words."
-
+// handleCommand acks a slash command: its answer is the ack's text.
 func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request, body []byte) {
 	cmd, err := parseCommand(body)
 	if err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
 	}
-	text, err := s.command(cmd)
+	text, err := s.commands.command(cmd)
 	if err != nil {
 		reply(w, err.Error())
 		return
@@ -55,97 +48,131 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request, body []by
 	reply(w, text)
 }
 
+// commands answers the slash commands: each is acked at once with a line for the requester, and its work (starting,
+// aborting, looking up) is queued, its answer sent through the command's response_url.
+type commands struct {
+	talk      *talk
+	runs      *newRuns
+	jobs      *pool
+	store     *store.Store
+	queue     escalation.Enqueuer
+	mirror    *mirror.Mirror
+	workspace string // absolute: plans resolve inside it
+	now       func() time.Time
+	log       *slog.Logger
+}
+
+// maxReason bounds the reason given for an abort: it is kept with the run and shown wherever the run is.
+const maxReason = 500
+
 // command acks a slash command with a line for the requester and queues the work; it never waits for Redis,
 // the queue or Slack.
-func (s *Server) command(cmd command) (string, error) {
+func (c *commands) command(cmd command) (string, error) {
 	words := strings.Fields(cmd.Text)
 	if len(words) == 0 || words[0] == "help" {
-		return helpText, nil
+		return blocks.HelpText, nil
 	}
 	if _, ok := lookupCommands[words[0]]; ok {
-		return s.lookup(cmd, words[0], words[1:])
+		return c.lookup(cmd, words[0], words[1:])
 	}
 	switch words[0] {
 	case "run":
-		if !s.allowed(cmd.UserID) {
-			s.refused(cmd.UserID, "run", cmd.Text)
-			return "", errors.New("you are not allowed to start runs here (ORCH_ALLOWED_USERS)")
-		}
-		req, err := s.parseRun(words[1:])
-		if err != nil {
-			return "", err
-		}
-		refund, err := s.limits.take(cmd.UserID, cmd.ChannelID)
-		if err != nil {
-			return "", err
-		}
-		req.Origin = jobs.Origin{Kind: "slack", User: cmd.UserID, Channel: cmd.ChannelID}
-		if err := s.jobs.submit(func(ctx context.Context) { s.startRun(ctx, req, s.responder(cmd.ResponseURL), refund) }); err != nil {
-			refund()
-			return "", err
-		}
-		rel, _ := filepath.Rel(s.cfg.Workspace, req.Plan)
-		return fmt.Sprintf("Starting a run of %s… its thread appears in this channel.", echo(rel)), nil
+		return c.ackRun(cmd, words[1:])
 	case "do":
-		if !s.allowed(cmd.UserID) {
-			s.refused(cmd.UserID, "do", cmd.Text)
-			return "", errors.New("you are not allowed to start runs here (ORCH_ALLOWED_USERS)")
-		}
-		text := doText(cmd.Text)
-		if text == "" {
-			return "", errors.New("what should the agent do? e.g. `/orch do fix the flaky retry test in jobs`")
-		}
-		refund, err := s.limits.take(cmd.UserID, cmd.ChannelID)
-		if err != nil {
-			return "", err
-		}
-		req := StartRequest{Text: text, Origin: jobs.Origin{Kind: "slack", User: cmd.UserID, Channel: cmd.ChannelID}}
-		if err := s.jobs.submit(func(ctx context.Context) { s.startRun(ctx, req, s.responder(cmd.ResponseURL), refund) }); err != nil {
-			refund()
-			return "", err
-		}
-		return fmt.Sprintf("On it: “%s”. Its thread appears in this channel.", escapeCut(safetext.HeadLine(redactHead(text, 80)), 80, false)), nil
+		return c.ackDo(cmd)
 	case "status":
-		if !s.allowed(cmd.UserID) {
-			s.refused(cmd.UserID, "status", cmd.Text)
-			return "", errors.New("you are not allowed to look at runs here (ORCH_ALLOWED_USERS)")
-		}
-		id := ""
-		if len(words) > 1 {
-			id = words[1]
-		}
-		if id != "" && !isRunID(id) {
-			return "", fmt.Errorf("%s is not a run id (run ids look like `r-k3j9x2m4qa`): `/orch status [RUN_ID]`", echo(id))
-		}
-		if err := s.jobs.submit(func(ctx context.Context) { s.status(ctx, id, cmd.UserID, cmd.ChannelID, cmd.ResponseURL) }); err != nil {
-			return "", err
-		}
-		return "Looking it up…", nil
+		return c.ackStatus(cmd, words[1:])
 	case "abort":
-		if len(words) < 2 {
-			return "", errors.New("which run? `/orch abort RUN_ID`")
-		}
-		if !s.allowed(cmd.UserID) {
-			s.refused(cmd.UserID, "abort", cmd.Text)
-			return "", errors.New("you are not allowed to abort runs here (ORCH_ALLOWED_USERS)")
-		}
-		id := words[1]
-		if !isRunID(id) {
-			return "", fmt.Errorf("%s is not a run id (run ids look like `r-k3j9x2m4qa`): `/orch abort RUN_ID [REASON]`", echo(id))
-		}
-		// The reason is kept with the run, its audit and its events, and shown wherever the run is: a few lines at most.
-		reason := cutPlain(redactHead(strings.Join(words[2:], " "), maxReason), maxReason)
-		if err := s.jobs.submit(func(ctx context.Context) { s.abort(ctx, id, cmd.UserID, reason, cmd.ResponseURL) }); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("Aborting %s…", echo(id)), nil
+		return c.ackAbort(cmd, words[1:])
 	}
-	return "", fmt.Errorf("unknown command %s.\n%s", echo(words[0]), helpText)
+	return "", fmt.Errorf("unknown command %s.\n%s", blocks.Echo(words[0]), blocks.HelpText)
 }
 
-// responder answers a slash command through its response_url.
-func (s *Server) responder(responseURL string) func(context.Context, string) {
-	return func(ctx context.Context, text string) { s.respond(ctx, responseURL, text) }
+// ackRun acks `/orch run PLAN [--agent NAME] [--sim-scenario FILE]` and queues the start of the run.
+func (c *commands) ackRun(cmd command, args []string) (string, error) {
+	if !c.talk.allowed.Allows(cmd.UserID) {
+		c.talk.refused(cmd.UserID, "run", cmd.Text)
+		return "", errors.New("you are not allowed to start runs here (ORCH_ALLOWED_USERS)")
+	}
+	req, err := c.parseRun(args)
+	if err != nil {
+		return "", err
+	}
+	refund, err := c.runs.take(cmd.UserID, cmd.ChannelID)
+	if err != nil {
+		return "", err
+	}
+	req.Origin = jobs.Origin{Kind: "slack", User: cmd.UserID, Channel: cmd.ChannelID}
+	tell := c.talk.responder(cmd.ResponseURL)
+	if err := c.jobs.submit(func(ctx context.Context) { c.runs.start(ctx, req, tell, refund) }); err != nil {
+		refund()
+		return "", err
+	}
+	rel, _ := filepath.Rel(c.workspace, req.Plan)
+	return blocks.StartingReply(rel), nil
+}
+
+// ackDo acks `/orch do TEXT` and queues the start of a run of the words.
+func (c *commands) ackDo(cmd command) (string, error) {
+	if !c.talk.allowed.Allows(cmd.UserID) {
+		c.talk.refused(cmd.UserID, "do", cmd.Text)
+		return "", errors.New("you are not allowed to start runs here (ORCH_ALLOWED_USERS)")
+	}
+	text := doText(cmd.Text)
+	if text == "" {
+		return "", errors.New("what should the agent do? e.g. `/orch do fix the flaky retry test in jobs`")
+	}
+	refund, err := c.runs.take(cmd.UserID, cmd.ChannelID)
+	if err != nil {
+		return "", err
+	}
+	req := StartRequest{Text: text, Origin: jobs.Origin{Kind: "slack", User: cmd.UserID, Channel: cmd.ChannelID}}
+	tell := c.talk.responder(cmd.ResponseURL)
+	if err := c.jobs.submit(func(ctx context.Context) { c.runs.start(ctx, req, tell, refund) }); err != nil {
+		refund()
+		return "", err
+	}
+	return blocks.DoingReply(text), nil
+}
+
+// ackStatus acks `/orch status [RUN_ID]` and queues the look-up.
+func (c *commands) ackStatus(cmd command, args []string) (string, error) {
+	if !c.talk.allowed.Allows(cmd.UserID) {
+		c.talk.refused(cmd.UserID, "status", cmd.Text)
+		return "", errors.New("you are not allowed to look at runs here (ORCH_ALLOWED_USERS)")
+	}
+	id := ""
+	if len(args) > 0 {
+		id = args[0]
+	}
+	if id != "" && !isRunID(id) {
+		return "", fmt.Errorf("%s is not a run id (run ids look like `r-k3j9x2m4qa`): `/orch status [RUN_ID]`", blocks.Echo(id))
+	}
+	if err := c.jobs.submit(func(ctx context.Context) { c.status(ctx, id, cmd.UserID, cmd.ChannelID, cmd.ResponseURL) }); err != nil {
+		return "", err
+	}
+	return "Looking it up…", nil
+}
+
+// ackAbort acks `/orch abort RUN_ID [REASON]` and queues the abort.
+func (c *commands) ackAbort(cmd command, args []string) (string, error) {
+	if len(args) < 1 {
+		return "", errors.New("which run? `/orch abort RUN_ID`")
+	}
+	if !c.talk.allowed.Allows(cmd.UserID) {
+		c.talk.refused(cmd.UserID, "abort", cmd.Text)
+		return "", errors.New("you are not allowed to abort runs here (ORCH_ALLOWED_USERS)")
+	}
+	id := args[0]
+	if !isRunID(id) {
+		return "", fmt.Errorf("%s is not a run id (run ids look like `r-k3j9x2m4qa`): `/orch abort RUN_ID [REASON]`", blocks.Echo(id))
+	}
+	// The reason is kept with the run, its audit and its events, and shown wherever the run is: a few lines at most.
+	reason := blocks.Kept(strings.Join(args[1:], " "), maxReason)
+	if err := c.jobs.submit(func(ctx context.Context) { c.abort(ctx, id, cmd.UserID, reason, cmd.ResponseURL) }); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Aborting %s…", blocks.Echo(id)), nil
 }
 
 // doText is what `/orch do` asks for: the command's text after "do", its line breaks kept.
@@ -154,7 +181,7 @@ func doText(text string) string {
 }
 
 // parseRun reads `run PLAN [--agent NAME] [--sim-scenario FILE]`.
-func (s *Server) parseRun(args []string) (StartRequest, error) {
+func (c *commands) parseRun(args []string) (StartRequest, error) {
 	var req StartRequest
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -163,7 +190,7 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 		case "--agent", "--sim-scenario":
 			if !hasVal {
 				if i+1 >= len(args) {
-					return req, fmt.Errorf("%s needs a value", echo(name))
+					return req, fmt.Errorf("%s needs a value", blocks.Echo(name))
 				}
 				i++
 				val = args[i]
@@ -174,24 +201,24 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 				switch val {
 				case "claude", "codex", "sim":
 				default:
-					return req, fmt.Errorf("%s: from Slack choose claude, codex or sim (command templates are set by the operator with ORCH_AGENT)", echo("--agent "+val))
+					return req, fmt.Errorf("%s: from Slack choose claude, codex or sim (command templates are set by the operator with ORCH_AGENT)", blocks.Echo("--agent "+val))
 				}
 				req.Agent = val
 				continue
 			}
-			p, err := s.resolvePlan(val)
+			p, err := c.resolvePlan(val)
 			if err != nil {
 				return req, err
 			}
 			req.SimScenario = p
 		default:
 			if strings.HasPrefix(a, "-") {
-				return req, fmt.Errorf("unknown option %s (use `--agent NAME` or `--sim-scenario FILE`)", echo(a))
+				return req, fmt.Errorf("unknown option %s (use `--agent NAME` or `--sim-scenario FILE`)", blocks.Echo(a))
 			}
 			if req.Plan != "" {
-				return req, fmt.Errorf("one plan at a time (got %s and %s)", echo(filepath.Base(req.Plan)), echo(a))
+				return req, fmt.Errorf("one plan at a time (got %s and %s)", blocks.Echo(filepath.Base(req.Plan)), blocks.Echo(a))
 			}
-			p, err := s.resolvePlan(a)
+			p, err := c.resolvePlan(a)
 			if err != nil {
 				return req, err
 			}
@@ -204,135 +231,73 @@ func (s *Server) parseRun(args []string) (StartRequest, error) {
 	return req, nil
 }
 
-const (
-	// maxErrorEcho bounds the error a reply passes on (one that quotes a request or a plan).
-	maxErrorEcho = 2000
-	// maxReason bounds the reason given for an abort: it is kept with the run and shown wherever the run is.
-	maxReason = 500
-)
-
-// unavailableText is what a person hears when orch cannot reach its store: nothing changed, and trying again later
-// is the thing to do.
-const unavailableText = "orch cannot reach its store (Redis) right now, so nothing was changed: try again in a moment."
-
-// startRun starts a run and follows it; tell says what went wrong to whoever asked.
-// A run that could not start gives its place under the limits back (refund).
-func (s *Server) startRun(ctx context.Context, req StartRequest, tell func(context.Context, string), refund func()) {
-	run, err := s.cfg.Starter.Start(ctx, req)
-	if err != nil {
-		refund()
-		if s.cfg.Store.Ping(ctx) != nil {
-			s.log.Warn("starting a run", "err", err)
-			tell(ctx, unavailableText)
-			return
+// resolvePlan turns a plan argument into a path inside the workspace, refusing anything that escapes it.
+func (c *commands) resolvePlan(arg string) (string, error) {
+	if arg == "" {
+		return "", errors.New("which plan? `/orch run PLAN`")
+	}
+	p := arg
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.workspace, p)
+	}
+	p = filepath.Clean(p)
+	rel, err := filepath.Rel(c.workspace, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%s is outside the workspace; plans must be inside it", blocks.Echo(arg))
+	}
+	// A symlink inside the workspace must not lead out of it either.
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		wsReal, _ := filepath.EvalSymlinks(c.workspace)
+		if rel, err := filepath.Rel(wsReal, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return "", fmt.Errorf("%s leads outside the workspace; plans must be inside it", blocks.Echo(arg))
 		}
-		tell(ctx, "Could not start the run: "+safetext.Bound(err.Error(), maxErrorEcho))
-		return
 	}
-	if err := s.poster.follow(ctx, run.ID); err != nil {
-		s.log.Error("following a new run", "run_id", run.ID, "err", err)
-	}
+	return p, nil
 }
 
-// status answers /orch status: a run's status, and its open question when user may see it from channel (mayAnswer).
-func (s *Server) status(ctx context.Context, id, user, channel, responseURL string) {
+// status answers /orch status: a run's status, and its open question when user may see it from channel
+// (Allowlist.MayAnswer).
+func (c *commands) status(ctx context.Context, id, user, channel, responseURL string) {
 	var run *jobs.Run
 	var err error
 	if id == "" {
-		run, err = s.cfg.Store.Latest(ctx, func(r *jobs.Run) bool { return r.Origin.Kind == "slack" })
+		run, err = c.store.Latest(ctx, func(r *jobs.Run) bool { return r.Origin.Kind == "slack" })
 	} else {
-		run, err = s.cfg.Store.Get(ctx, id)
+		run, err = c.store.Get(ctx, id)
 	}
 	switch {
 	case errors.Is(err, jobs.ErrRunNotFound) && id == "":
-		s.respond(ctx, responseURL, "No run was started from Slack yet: `/orch run PLAN` starts one.")
+		c.talk.respond(ctx, responseURL, "No run was started from Slack yet: `/orch run PLAN` starts one.")
 		return
 	case errors.Is(err, jobs.ErrRunNotFound):
-		s.respond(ctx, responseURL, fmt.Sprintf("No such run: %s. `/orch history` lists this channel's runs.", echo(id)))
+		c.talk.respond(ctx, responseURL, fmt.Sprintf("No such run: %s. `/orch history` lists this channel's runs.", blocks.Echo(id)))
 		return
 	case err != nil:
-		s.log.Warn("looking up a run's status", "run_id", id, "err", err)
-		s.respond(ctx, responseURL, unavailableText)
+		c.log.Warn("looking up a run's status", "run_id", id, "err", err)
+		c.talk.respond(ctx, responseURL, unavailableText)
 		return
 	}
-	s.respond(ctx, responseURL, statusText(run, s.mayAnswer(user, channel, run)))
+	c.talk.respond(ctx, responseURL, blocks.StatusText(run, c.talk.allowed.MayAnswer(user, channel, run)))
 }
 
-// statusText is a run's status in a few lines; its open question is shown when showQuestion (the reader may see it),
-// else only that there is one, and where.
-func statusText(r *jobs.Run, showQuestion bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s (%s): *%s*", inlineCode(r.ID, maxActionField), escapeCut(planTitle(r), maxLine, false),
-		escapeCut(string(r.Status), 40, false))
-	if r.Reason != "" {
-		fmt.Fprintf(&b, " — %s", escapeCut(safetext.HeadLine(r.Reason), maxLine, false))
-	}
-	done := 0
-	for _, t := range r.Tasks {
-		if t.Status.Done() {
-			done++
-		}
-	}
-	fmt.Fprintf(&b, "\n%d of %d tasks done", done, len(r.Tasks))
-	if t := r.Current(); t != nil && !r.Status.Terminal() {
-		fmt.Fprintf(&b, "; now: %s (%s)", escapeCut(t.ID+" "+t.Title, maxLine, false), escapeCut(string(t.Status), 40, false))
-	}
-	if e := r.OpenEscalation(); e != nil {
-		if showQuestion {
-			fmt.Fprintf(&b, "\nWaiting for an answer (%s): %s", escapeCut(string(e.Trigger), 40, false), questionHead(e))
-		} else {
-			b.WriteString("\nWaiting for an answer: the question is in the run's thread, for the people of its channel.")
-		}
-	}
-	return b.String()
-}
-
-func (s *Server) abort(ctx context.Context, id, user, reason, responseURL string) {
+// abort answers /orch abort: the run aborted, or why not.
+func (c *commands) abort(ctx context.Context, id, user, reason, responseURL string) {
 	if reason == "" {
 		reason = "aborted from Slack"
 	}
-	run, err := escalation.Abort(ctx, s.cfg.Store, s.cfg.Queue, id, user, "slack", reason)
+	run, err := escalation.Abort(ctx, c.store, c.queue, id, user, "slack", reason)
 	switch {
 	case errors.Is(err, jobs.ErrRunNotFound):
-		s.respond(ctx, responseURL, fmt.Sprintf("Could not abort: no such run %s.", echo(id)))
+		c.talk.respond(ctx, responseURL, fmt.Sprintf("Could not abort: no such run %s.", blocks.Echo(id)))
 		return
 	case errors.Is(err, escalation.ErrNoOpenEscalation), errors.Is(err, escalation.ErrAlreadyResolved),
 		errors.Is(err, escalation.ErrInvalid):
-		s.respond(ctx, responseURL, "Could not abort: "+safetext.Bound(err.Error(), maxErrorEcho))
+		c.talk.respond(ctx, responseURL, "Could not abort: "+safetext.Bound(err.Error(), maxErrorEcho))
 		return
 	case err != nil:
-		s.log.Warn("aborting a run", "run_id", id, "err", err)
-		s.respond(ctx, responseURL, unavailableText)
+		c.log.Warn("aborting a run", "run_id", id, "err", err)
+		c.talk.respond(ctx, responseURL, unavailableText)
 		return
 	}
-	s.respond(ctx, responseURL, fmt.Sprintf("Run %s is %s.", inlineCode(run.ID, maxActionField), escapeCut(string(run.Status), 40, false)))
+	c.talk.respond(ctx, responseURL, blocks.AbortedReply(run))
 }
-
-// refused audits an attempt by someone not in ORCH_ALLOWED_USERS. The detail (what they typed) is bounded: the audit
-// records the attempt, not whatever it carried.
-func (s *Server) refused(user, what, detail string) {
-	s.log.Warn("refused a Slack user", "user", user, "action", what)
-	detail = cutPlain(redactHead(detail, maxLine), maxLine)
-	_ = s.jobs.submit(func(ctx context.Context) {
-		if err := s.poster.auditRefusal(ctx, user, what, detail); err != nil {
-			s.log.Warn("auditing a refusal", "err", err)
-		}
-	})
-}
-
-// redactHead is the redacted start of s, for a text of which at most n bytes are kept: the patterns cost about a
-// second a megabyte, and an ack must not wait on a megabyte nobody will see. A margin beyond n keeps a credential
-// that starts within the kept part whole for the patterns to find.
-func redactHead(s string, n int) string {
-	if limit := n + redactMargin; len(s) > limit {
-		for limit > 0 && !utf8.RuneStart(s[limit]) {
-			limit--
-		}
-		s = s[:limit]
-	}
-	return safetext.Redact(s)
-}
-
-// redactMargin is how far past what is kept redactHead reads: longer than any credential the patterns know (a private
-// key block is the longest, a few kilobytes).
-const redactMargin = 16 << 10

@@ -13,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/bot/blocks"
+	"github.com/orchrun/orch/bot/blocks/blockstest"
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/jobs"
 )
@@ -37,7 +39,12 @@ func (h *harness) lookup(text, user string) (slackfake.Response, string) {
 	if err := json.Unmarshal(resp.Blocks, &blocks); err != nil {
 		h.t.Fatalf("/orch %s: blocks do not decode: %v\n%s", text, err, resp.Blocks)
 	}
-	checkMessage(h.t, Message{Text: resp.Text, Blocks: blocks.BlockSet})
+	blockstest.Check(h.t, resp.Text, blocks.BlockSet)
+	for _, b := range blockstest.Buttons(blocks.BlockSet) {
+		if _, err := DecodeAction(b.ActionID, b.Value); err != nil {
+			h.t.Errorf("/orch %s: button %q: a click would not decode: %v", text, b.Text.Text, err)
+		}
+	}
 	return resp, blocksText(slackfake.Message{Blocks: resp.Blocks})
 }
 
@@ -381,7 +388,7 @@ func TestLookupBadArguments(t *testing.T) {
 		if !strings.Contains(got, c.want) {
 			t.Errorf("/orch %.40s: %q lacks %q", c.text, got, c.want)
 		}
-		if len(got) > len(helpText)+300 {
+		if len(got) > len(blocks.HelpText)+300 {
 			t.Errorf("/orch %.40s: an answer of %d bytes", c.text, len(got))
 		}
 	}
@@ -411,7 +418,7 @@ func TestLookupsRefusedOutsideAllowedUsers(t *testing.T) {
 	}
 	h.waitFor("every refusal in the audit", func() bool { return len(h.refusals(mallory)) == 6 })
 	for _, a := range h.refusals(mallory) {
-		if a.Action != "refused" || a.Via != "slack" || textLen(a.Detail) > maxLine+20 {
+		if a.Action != "refused" || a.Via != "slack" || blockstest.TextLen(a.Detail) > maxRefusalDetail+20 {
 			t.Errorf("audit entry %+v", a)
 		}
 	}
@@ -433,30 +440,5 @@ func TestLookupsWithRedisAway(t *testing.T) {
 		if _, got := h.lookup(text, alice); got != unavailableText {
 			t.Errorf("/orch %s with Redis away: %q", text, got)
 		}
-	}
-}
-
-// The costs answers stay within Slack's limits whatever the runs hold: hundreds of tasks, long titles and model
-// names, markup in them.
-func TestCostsMessagesWithinLimits(t *testing.T) {
-	long := strings.Repeat("<b>&amp; a long title ", 60)
-	r := &jobs.Run{ID: "r-limits0001", PlanTitle: long, Request: long + "\n" + long, Status: jobs.RunFailed}
-	for k := range 300 {
-		r.Tasks = append(r.Tasks, &jobs.Task{ID: fmt.Sprintf("%d.%d", k/10, k%10), Title: long, Attempts: []*jobs.Attempt{
-			{N: 1, InputTokens: 1 << 40, OutputTokens: 1 << 40, CostUSD: 1e9, Model: fmt.Sprintf("%s model %d", long, k)}}})
-	}
-	m := runCostsMessage(r)
-	checkMessage(t, m)
-	if all := allText(m); !strings.Contains(all, "_… and ") || strings.Contains(all, "<b>") {
-		t.Errorf("300 tasks not cut to a count, or markup not escaped")
-	}
-	runs := make([]*jobs.Run, costsRuns)
-	for i := range runs {
-		runs[i] = r
-	}
-	m = channelCostsMessage(runs, true)
-	checkMessage(t, m)
-	if !strings.Contains(allText(m), "*Costs of the 20 latest runs started in this channel*") {
-		t.Errorf("a channel with more runs than shown does not say so:\n%s", allText(m))
 	}
 }

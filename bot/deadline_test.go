@@ -41,7 +41,7 @@ func TestSilentSlack(t *testing.T) {
 	}
 
 	// A command's response_url is posted to with the same deadline; the log names its host, not its path.
-	srv.respond(ctx, "http://"+addr+"/commands/T0001/1234/response-secret", "done")
+	srv.talk.respond(ctx, "http://"+addr+"/commands/T0001/1234/response-secret", "done")
 	if ctx.Err() != nil {
 		t.Fatal("the client's deadline did not end the response_url post")
 	}

@@ -1,36 +1,34 @@
 package bot
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/bot/mirror"
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/jobs"
 )
+
+// maxHomeBlocks is Slack's limit on a Home tab view's blocks.
+const maxHomeBlocks = 100
 
 // homeUser is a user id unique to this test whose Home records are removed from Redis at the end.
 func (h *harness) homeUser(name string) string {
 	u := h.user(name)
 	h.t.Cleanup(func() {
 		ctx := context.Background()
-		h.rdb.Del(ctx, "orch:"+mirrorName+":views:"+u)
-		h.rdb.ZRem(ctx, "orch:"+mirrorName+":viewers", u)
+		h.rdb.Del(ctx, "orch:"+mirror.Name+":views:"+u)
+		h.rdb.ZRem(ctx, "orch:"+mirror.Name+":viewers", u)
 	})
 	return u
 }
@@ -43,7 +41,7 @@ func (h *harness) openHome(user string) slackfake.Home {
 	h.event(h.fake.AppHomeOpened(h.eventID(), user))
 	home := h.waitHome(user, "the Home of "+user, func(home slackfake.Home) bool { return home.Publishes > before.Publishes })
 	h.waitFor("the Home of "+user+" on record", func() bool {
-		ok, err := h.srv.homeView(context.Background(), user, home.ID)
+		ok, err := h.srv.mirror.IsHome(context.Background(), user, home.ID)
 		return err == nil && ok
 	})
 	return home
@@ -161,14 +159,14 @@ func TestHomeOpened(t *testing.T) {
 			t.Errorf("%d Abort buttons, want one per question", aborts)
 		}
 
-		ok, err := h.srv.homeView(context.Background(), alice, home.ID)
+		ok, err := h.srv.mirror.IsHome(context.Background(), alice, home.ID)
 		if err != nil || !ok {
 			t.Errorf("homeView(alice, her view) = %v, %v; want true", ok, err)
 		}
-		if ok, _ := h.srv.homeView(context.Background(), bob, home.ID); ok {
+		if ok, _ := h.srv.mirror.IsHome(context.Background(), bob, home.ID); ok {
 			t.Error("alice's view counts as bob's Home")
 		}
-		if ok, _ := h.srv.homeView(context.Background(), alice, "V0FORGED"); ok {
+		if ok, _ := h.srv.mirror.IsHome(context.Background(), alice, "V0FORGED"); ok {
 			t.Error("a made-up view id counts as alice's Home")
 		}
 
@@ -455,128 +453,6 @@ func TestFakeHome(t *testing.T) {
 	}
 	if c := got["container"].(map[string]any); c["type"] != "view" || c["view_id"] != home.ID {
 		t.Errorf("container = %v", c)
-	}
-}
-
-// homeCase is a full Home: a notice, questions of each kind, and runs in each state.
-func homeCase() home {
-	gate := needsHelp()
-	gate.ID, gate.Trigger, gate.Name = "e4", jobs.TriggerGate, "review"
-	qs := []openQuestion{
-		{parkedRun(attemptCap()), attemptCap()},
-		{parkedRun(needsHelp()), needsHelp()},
-		{parkedRun(security()), security()},
-		{parkedRun(gate), gate},
-	}
-	return home{
-		Viewer: "U0123ABCD", Health: "Redis answers · 2 steps queued for workers · 4 runs waiting for a human",
-		Notice:    "Already answered: escalation e1 of run r-7f3kq2m9xa was answered by U0999 (chose B) at 09:30:00",
-		CanAnswer: true, Questions: qs, More: 3,
-		Runs:  []*jobs.Run{testRun(), endedRun(jobs.RunCompleted, ""), endedRun(jobs.RunFailed, "task 1.2 failed")},
-		Links: map[string]string{runID: "https://orch-test.slack.com/archives/C0456EFGH/p1700000000000100"},
-		Now:   t0.Add(10 * time.Minute),
-	}
-}
-
-// checkHome fails when a Home view breaks one of Slack's limits: at most 100 blocks, distinct block ids, and each
-// block within the limits a message's blocks keep (action ids need only differ within their block).
-func checkHome(t *testing.T, v slack.HomeTabViewRequest) {
-	t.Helper()
-	blocks := v.Blocks.BlockSet
-	if v.Type != slack.VTHomeTab || len(blocks) == 0 || len(blocks) > maxHomeBlocks {
-		t.Errorf("a %q view of %d blocks (Slack takes 1 to %d)", v.Type, len(blocks), maxHomeBlocks)
-	}
-	ids := map[string]bool{}
-	for i, b := range blocks {
-		if id := b.ID(); id != "" {
-			if ids[id] {
-				t.Errorf("block %d: block_id %q repeats", i, id)
-			}
-			ids[id] = true
-		}
-		if sec, ok := b.(*slack.SectionBlock); ok && sec.Text != nil {
-			// Links to threads are orch's own markup; their labels are checked as any text.
-			c, text := *sec, *sec.Text
-			text.Text = threadLinkSpan.ReplaceAllString(text.Text, "$1")
-			c.Text = &text
-			b = &c
-		}
-		if b.BlockType() != slack.MBTDivider {
-			checkMessage(t, Message{Text: "home", Blocks: []slack.Block{b}})
-		}
-	}
-}
-
-// threadLinkSpan is a link to a thread as threadLink writes it, with its label.
-var threadLinkSpan = regexp.MustCompile(`<https://[a-z0-9.-]+/archives/[A-Z0-9]+/p[0-9]+\|([^<>|]*)>`)
-
-// The Home as people see it is pinned (go test ./bot -run TestHomeGolden -update rewrites it).
-func TestHomeGolden(t *testing.T) {
-	v := HomeView(homeCase())
-	checkHome(t, v)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join("testdata", "golden", "home.json")
-	if *update {
-		if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (go test ./bot -run TestHomeGolden -update writes it)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("%s differs from what is rendered now (-update accepts it):\n%s", file, firstDiff(string(want), buf.String()))
-	}
-}
-
-// However many questions, options and runs, and however long their texts, the Home stays within Slack's limits and
-// counts what it leaves out.
-func TestHomeViewLimits(t *testing.T) {
-	h := homeCase()
-	h.Questions = nil
-	for i := range maxHomeQuestions {
-		e := manyOptions(80)
-		e.ID = fmt.Sprintf("e%d", i+1)
-		e.Question = longQuestion().Question
-		r := parkedRun(e)
-		r.PlanTitle = strings.Repeat("A very long plan title | with <markup> & more ", 20)
-		h.Questions = append(h.Questions, openQuestion{r, e})
-	}
-	h.More = 250
-	h.Notice = strings.Repeat("<!channel> a very long notice ", 300)
-	h.Runs = nil
-	for range maxHomeRuns {
-		r := endedRun(jobs.RunFailed, strings.Repeat("a reason that goes on ", 200))
-		r.PlanTitle = strings.Repeat("title ", 100)
-		h.Runs = append(h.Runs, r)
-	}
-	v := HomeView(h)
-	checkHome(t, v)
-	text := blocksText(slackfake.Message{Blocks: marshal(t, v.Blocks.BlockSet)})
-	if !strings.Contains(text, "… and 250 more questions") {
-		t.Errorf("the questions left out are not counted:\n%s", text)
-	}
-	if n := strings.Count(text, "cache miss for key"); n == 0 || n > maxHomeQuestions*maxHomeQuestion/40 {
-		t.Errorf("the long questions are shown %d times over: not bounded", n)
-	}
-	for i := range maxHomeQuestions {
-		found := false
-		for _, b := range v.Blocks.BlockSet {
-			if a, ok := b.(*slack.ActionBlock); ok && a.BlockID == fmt.Sprintf("orch_home_%d_controls", i+1) {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("question %d has no Retry/Abort/Answer… row", i+1)
-		}
 	}
 }
 

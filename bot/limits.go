@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/orchrun/orch/bot/blocks"
 )
 
 // Limit is how many new runs one person, or one channel, may start in a period: a bucket of N that refills evenly
@@ -43,7 +45,7 @@ func (l Limit) String() string {
 	if l.N == 0 {
 		return "off"
 	}
-	return fmt.Sprintf("%d per %s", l.N, humanDuration(l.Per))
+	return fmt.Sprintf("%d per %s", l.N, blocks.HumanDuration(l.Per))
 }
 
 // maxLimiters bounds the limiters kept: beyond it those that are full again (whose key has not started a run for a
@@ -85,7 +87,7 @@ func (l *runLimits) take(user, channel string) (refund func(), err error) {
 				t.CancelAt(now)
 			}
 			return nil, fmt.Errorf("that is more new runs than %s may start here (%s): the next can start in %s",
-				k.who, k.lim, humanDuration(wait.Round(time.Second)))
+				k.who, k.lim, blocks.HumanDuration(wait.Round(time.Second)))
 		}
 		taken = append(taken, r)
 	}

@@ -13,6 +13,13 @@ import (
 	"github.com/orchrun/orch/jobs"
 )
 
+// What package blocks says back of a person's input at most (Echo), and the longest line of a list it writes: the
+// bounds the answers below are held to.
+const (
+	maxEcho = 80
+	maxLine = 200
+)
+
 // commandIn types `/orch text` as user in channel and returns the ack's text.
 func (h *harness) commandIn(text, user, channel string) string {
 	h.t.Helper()
@@ -190,8 +197,8 @@ func TestRepliesAreCut(t *testing.T) {
 	if got := ephemeralText(t, w.Body.String()); len(got) > maxReplyText {
 		t.Errorf("reply sent %d bytes", len(got))
 	}
-	h.srv.respond(context.Background(), h.fake.ResponseURL("cut"), "respond "+mb)
-	h.srv.ephemeral(context.Background(), h.channel, "", h.user("ALICE"), "ephemeral "+mb)
+	h.srv.talk.respond(context.Background(), h.fake.ResponseURL("cut"), "respond "+mb)
+	h.srv.talk.ephemeral(context.Background(), h.channel, "", h.user("ALICE"), "ephemeral "+mb)
 	for _, what := range []string{"respond", "ephemeral"} {
 		e := h.waitEphemeral(what + " x")
 		if len(e) > maxReplyText {

@@ -14,206 +14,23 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/bot/blocks"
+	"github.com/orchrun/orch/bot/blocks/blockstest"
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 )
 
-// questionKinds is one question of every kind orch asks a person.
-func questionKinds() map[string]*jobs.Escalation {
-	noOptions := needsHelp()
-	noOptions.ID, noOptions.Options, noOptions.Recommendation = "e9", nil, ""
-	return map[string]*jobs.Escalation{
-		"needs help":  needsHelp(),
-		"no options":  noOptions,
-		"attempt cap": attemptCap(),
-		"security":    security(),
-		"gate": {ID: "e4", TaskID: "1.1", Trigger: jobs.TriggerGate, Question: "Ship it?",
-			Options: []jobs.Option{{Key: "Y", Label: "Yes"}, {Key: "N", Label: "No"}}, Recommendation: "Y"},
-		"chat": {ID: "e5", TaskID: "1.1", Trigger: jobs.TriggerChat, Question: "I renamed the column. Anything else?",
-			Options: escalation.ChatOptions()},
-		"approval": {ID: "e6", TaskID: "1.1", Trigger: jobs.TriggerApproval, Call: true, Question: "Run: git push --force",
-			Options: escalation.ApprovalOptions("Bash(git push:*)")},
-		"call question": {ID: "e7", TaskID: "1.1", Trigger: jobs.TriggerNeedsHelp, Call: true, Question: "Which cache?",
-			Recommendation: "A", Options: []jobs.Option{{Key: "A", Label: "Redis (Recommended)"}, {Key: "B", Label: "LRU"}}},
-		"loop": {ID: "e8", TaskID: "1.1", Trigger: jobs.TriggerLoop, Question: "The pipeline came back to review 5 times."},
-	}
-}
-
-// Every question's message has an Answer… button (with Retry and Abort, within Block Kit's limits); the answered
-// message has no button at all.
-func TestAnswerButtonOnEveryQuestion(t *testing.T) {
-	for name, e := range questionKinds() {
-		t.Run(name, func(t *testing.T) {
-			r := parkedRun(e)
-			m := EscalationMessage(r, e)
-			checkMessage(t, m)
-			found := false
-			for _, b := range buttons(m) {
-				if b.ActionID != ActionAnswer {
-					continue
-				}
-				found = true
-				v, err := DecodeAction(b.ActionID, b.Value)
-				if err != nil || v != (ActionValue{RunID: runID, EscalationID: e.ID, Kind: kindAnswer}) {
-					t.Errorf("Answer… decodes as %+v, %v", v, err)
-				}
-				if b.Text.Text != "Answer…" {
-					t.Errorf("button text %q", b.Text.Text)
-				}
-			}
-			if !found {
-				t.Fatalf("no Answer… button among %v", buttonTexts(m))
-			}
-			done := AnsweredMessage(r, answered(e, jobs.Resolution{Type: jobs.ResolveAnswer, Text: "ok", By: "U0123ABCD", Via: "slack"}))
-			if bs := buttons(done); len(bs) != 0 {
-				t.Errorf("the answered message keeps %d buttons", len(bs))
-			}
-		})
-	}
-}
-
-// formBlocks is a form's input blocks by block id.
-func formBlocks(t *testing.T, blocks []slack.Block) map[string]*slack.InputBlock {
-	t.Helper()
-	out := map[string]*slack.InputBlock{}
-	for _, b := range blocks {
-		if in, ok := b.(*slack.InputBlock); ok {
-			out[in.BlockID] = in
-		}
-	}
-	return out
-}
-
-// formOptions is the options of a form's option input (radio buttons or a menu), and the one chosen already.
-func formOptions(t *testing.T, in *slack.InputBlock) (kind string, opts []*slack.OptionBlockObject, initial *slack.OptionBlockObject) {
-	t.Helper()
-	switch el := in.Element.(type) {
-	case *slack.RadioButtonsBlockElement:
-		return "radio_buttons", el.Options, el.InitialOption
-	case *slack.SelectBlockElement:
-		return el.Type, el.Options, el.InitialOption
-	}
-	t.Fatalf("option input holds a %T", in.Element)
-	return "", nil, nil
-}
-
-// The form for each kind of question: the options the question takes (the recommended one marked and chosen
-// already, and a way to answer in words instead), words worded for what they do, and what is optional.
-func TestAnswerModal(t *testing.T) {
-	type want struct {
-		options  []string // option values, in order
-		initial  string
-		required bool   // the option input
-		words    string // the words' label
-		hint     string // in the words' hint
-	}
-	wants := map[string]want{
-		"needs help":    {[]string{"A", "B", "C", optionOwnWords}, "B", false, "Guidance for the agent", "kept on record"},
-		"no options":    {nil, "", false, "Guidance for the agent", "next attempt"},
-		"attempt cap":   {nil, "", false, "Guidance for the agent", "next attempt"},
-		"security":      {nil, "", false, "Guidance for the agent", "Rotate the credential"},
-		"gate":          {[]string{"Y", "N"}, "Y", true, "Note", "the pipeline goes the way you choose"},
-		"chat":          {[]string{"/done", "/approve", "/reject"}, "", false, "Your reply to the agent", "One turn"},
-		"approval":      {[]string{"A", "B", "C"}, "", false, "Reason to deny the call", "deny the call with your reason"},
-		"call question": {[]string{"A", "B", optionOwnWords}, "A", false, "Or answer in your own words", "answer to its question"},
-		"loop":          {nil, "", false, "Guidance for the agent", "next attempt"},
-	}
-	for name, e := range questionKinds() {
-		t.Run(name, func(t *testing.T) {
-			w := wants[name]
-			r := parkedRun(e)
-			meta := answerMeta{RunID: r.ID, EscalationID: e.ID, Channel: "C1", Thread: "1.1", TS: "1.2"}
-			v := answerModal(r, e, meta)
-			data, err := json.Marshal(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var back slack.View // as Slack hands it back
-			if err := json.Unmarshal(data, &back); err != nil {
-				t.Fatal(err)
-			}
-			if back.CallbackID != CallbackAnswer || back.Title.Text != "Answer" || back.Type != slack.VTModal {
-				t.Errorf("callback %q, title %q, type %q", back.CallbackID, back.Title.Text, back.Type)
-			}
-			if got, err := decodeAnswerMeta(back.PrivateMetadata); err != nil || got != meta {
-				t.Errorf("private_metadata %q reads back as %+v, %v", back.PrivateMetadata, got, err)
-			}
-			if !strings.Contains(string(data), e.Question[:min(10, len(e.Question))]) || !strings.Contains(string(data), r.ID) {
-				t.Errorf("the form does not show the question and the run:\n%s", data)
-			}
-			inputs := formBlocks(t, back.Blocks.BlockSet)
-			words := inputs[blockAnswerWords]
-			if words == nil {
-				t.Fatalf("no words input: %s", data)
-			}
-			el := words.Element.(*slack.PlainTextInputBlockElement)
-			if !el.Multiline || el.MaxLength != maxAnswerWords || el.ActionID != actionAnswerWords {
-				t.Errorf("words input = %+v", el)
-			}
-			if words.Label.Text != w.words || !strings.Contains(words.Hint.Text, w.hint) {
-				t.Errorf("words labelled %q, hint %q; want %q and %q", words.Label.Text, words.Hint.Text, w.words, w.hint)
-			}
-			opt := inputs[blockAnswerOption]
-			if (opt != nil) != (w.options != nil) {
-				t.Fatalf("option input %v, want options %v", opt != nil, w.options)
-			}
-			if words.Optional != (opt != nil) {
-				t.Errorf("words optional = %v with an option input %v", words.Optional, opt != nil)
-			}
-			if opt == nil {
-				return
-			}
-			if opt.Optional == w.required {
-				t.Errorf("option input optional = %v, want required %v", opt.Optional, w.required)
-			}
-			kind, opts, initial := formOptions(t, opt)
-			if kind != "radio_buttons" {
-				t.Errorf("%d options in a %s, want radio buttons", len(opts), kind)
-			}
-			var values []string
-			for _, o := range opts {
-				values = append(values, o.Value)
-			}
-			if strings.Join(values, " ") != strings.Join(w.options, " ") {
-				t.Errorf("options %q, want %q", values, w.options)
-			}
-			switch {
-			case w.initial == "" && initial != nil:
-				t.Errorf("option %q chosen already, want none", initial.Value)
-			case w.initial != "" && (initial == nil || initial.Value != w.initial):
-				t.Errorf("initial option %+v, want %s", initial, w.initial)
-			case initial != nil && !strings.Contains(strings.ToLower(initial.Text.Text), "recommended"):
-				t.Errorf("the recommendation %q is not marked", initial.Text.Text)
-			}
-		})
-	}
-}
-
-// Beyond ten options (Slack's limit for radio buttons) the form lists them in a menu; every label is cut to an option
-// text's 75 characters.
-func TestAnswerModalManyOptions(t *testing.T) {
-	for _, tt := range []struct {
-		n    int
-		kind string
-	}{{9, "radio_buttons"}, {10, "static_select"}, {26, "static_select"}} {
-		e := manyOptions(tt.n) // the recommendation is chosen already: one more option answers in words
-		e.Options[0].Label = strings.Repeat("long label ", 20)
-		v := answerModal(parkedRun(e), e, answerMeta{})
-		kind, opts, initial := formOptions(t, formBlocks(t, v.Blocks.BlockSet)[blockAnswerOption])
-		if kind != tt.kind || len(opts) != tt.n+1 {
-			t.Errorf("%d options: %d in a %s, want %d in a %s", tt.n, len(opts), kind, tt.n+1, tt.kind)
-		}
-		if initial == nil || initial.Value != "C" {
-			t.Errorf("%d options: initial %+v, want C", tt.n, initial)
-		}
-		for _, o := range opts {
-			if n := textLen(o.Text.Text); n > maxOptionText {
-				t.Errorf("option text %q is %d long", o.Text.Text, n)
-			}
-		}
-	}
-}
+// The answer form's names on the wire, as package blocks writes them: what Slack sends back of a submission.
+const (
+	blockAnswerOption  = "orch_answer_option"
+	blockAnswerWords   = "orch_answer_words"
+	actionAnswerOption = "option"
+	// optionOwnWords is the option that chooses none of the question's, to answer in words.
+	optionOwnWords = "orch:own-words"
+	// maxAnswerWords is the longest answer the form takes.
+	maxAnswerWords = 3000
+)
 
 // escalateWith parks a run on a question of spec, as a worker would, and waits for its message in the thread.
 func (h *harness) escalateWith(runID string, spec escalation.Spec) (string, slackfake.Message) {
@@ -323,11 +140,11 @@ func TestAnswerFormChoosesAnOption(t *testing.T) {
 		if err := json.Unmarshal(v.JSON, &form); err != nil {
 			t.Fatal(err)
 		}
-		meta, err := decodeAnswerMeta(form.PrivateMetadata)
-		if err != nil || meta != (answerMeta{RunID: run.ID, EscalationID: escID, Channel: q.Channel, Thread: q.ThreadTS, TS: q.TS}) {
+		meta, err := blocks.DecodeAnswerMeta(form.PrivateMetadata)
+		if err != nil || meta != (blocks.AnswerMeta{RunID: run.ID, EscalationID: escID, Channel: q.Channel, Thread: q.ThreadTS, TS: q.TS}) {
 			t.Errorf("private_metadata %+v (%v), want the question and its message", meta, err)
 		}
-		_, opts, initial := formOptions(t, formBlocks(t, form.Blocks.BlockSet)[blockAnswerOption])
+		_, opts, initial := blockstest.Options(t, blockstest.Inputs(form.Blocks.BlockSet)[blockAnswerOption])
 		if len(opts) != 3 || opts[0].Text.Text != "A) Redis (recommended)" || opts[1].Text.Text != "B) In-memory" {
 			t.Errorf("options %+v", opts)
 		}
@@ -528,32 +345,32 @@ func TestAnswerFormForgedMetadata(t *testing.T) {
 		runB, _ := h.startRun(alice)
 		escB, qB := h.escalate(runB.ID, "Which database?", "A) Postgres", "B) SQLite")
 		v := h.openForm(qA, alice)
-		real := answerMeta{RunID: runA.ID, EscalationID: escA, Channel: qA.Channel, Thread: qA.ThreadTS, TS: qA.TS}
+		real := blocks.AnswerMeta{RunID: runA.ID, EscalationID: escA, Channel: qA.Channel, Thread: qA.ThreadTS, TS: qA.TS}
 		for _, tt := range []struct {
 			name string
-			meta func(m answerMeta) string
+			meta func(m blocks.AnswerMeta) string
 		}{
-			{"another run's question, at this message", func(m answerMeta) string {
+			{"another run's question, at this message", func(m blocks.AnswerMeta) string {
 				m.RunID, m.EscalationID = runB.ID, escB
-				return m.encode()
+				return m.Encode()
 			}},
-			{"another run's question and message", func(m answerMeta) string {
+			{"another run's question and message", func(m blocks.AnswerMeta) string {
 				m.RunID, m.EscalationID, m.Thread, m.TS = runB.ID, escB, qB.ThreadTS, qB.TS+"x"
-				return m.encode()
+				return m.Encode()
 			}},
-			{"an escalation the run does not have", func(m answerMeta) string {
+			{"an escalation the run does not have", func(m blocks.AnswerMeta) string {
 				m.EscalationID = "e9"
-				return m.encode()
+				return m.Encode()
 			}},
-			{"a message that is not the question's", func(m answerMeta) string {
+			{"a message that is not the question's", func(m blocks.AnswerMeta) string {
 				m.TS = h.ts()
-				return m.encode()
+				return m.Encode()
 			}},
-			{"another channel", func(m answerMeta) string {
+			{"another channel", func(m blocks.AnswerMeta) string {
 				m.Channel = "C" + h.sfx + "X"
-				return m.encode()
+				return m.Encode()
 			}},
-			{"not orch's metadata", func(answerMeta) string { return `{"run":"` + runA.ID + `"}` }},
+			{"not orch's metadata", func(blocks.AnswerMeta) string { return `{"run":"` + runA.ID + `"}` }},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				body := h.forged(v, alice, map[string]string{blockAnswerOption: "A"}, func(view map[string]any) {
@@ -637,7 +454,7 @@ func TestAnswerFormStoreAway(t *testing.T) {
 	v := h.openForm(q, alice)
 	m.Close()
 	errs := h.submitForm(v, alice, map[string]string{blockAnswerOption: "B"})
-	if errs[blockAnswerOption] != cutPlain(unavailableText, maxFormError) {
+	if errs[blockAnswerOption] != unavailableText {
 		t.Errorf("errors %q, want the store's absence under the options", errs)
 	}
 }

@@ -93,7 +93,7 @@ func TestPosterCatchUpOrder(t *testing.T) {
 		// time, so at any moment one of them is likely to be locked.)
 		for _, id := range ids {
 			st, _ := h.mirror.State(context.Background(), id)
-			if ts := st[fieldProgressTS]; progressTS[ts] == "" && st[fieldEscPrefix+questions[id]] != "" && ts != "" && h.idle(id) {
+			if ts := st["progress_ts"]; progressTS[ts] == "" && st["esc:"+questions[id]] != "" && ts != "" && h.idle(id) {
 				progressTS[ts] = id
 			}
 		}

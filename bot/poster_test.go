@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -16,8 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/bot/mirror"
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
@@ -132,7 +130,7 @@ func (h *harness) locked(runID string, fn func()) {
 	ctx := context.Background()
 	var release func()
 	h.waitFor("the poster's lock", func() bool {
-		r, ok, err := h.mirror.TryLock(ctx, runID, lockTTL)
+		r, ok, err := h.mirror.TryLock(ctx, runID, mirror.LockTTL)
 		release = r
 		return err == nil && ok
 	})
@@ -627,79 +625,5 @@ func TestPosterReadsEventsWithTheirRun(t *testing.T) {
 				t.Errorf("root = %q after the run completed", r.Text)
 			}
 		})
-	})
-}
-
-// A Web API call waits out Slack's 429s (the first call and five more at most), is not retried on other errors, and
-// returns promptly when its context is done, whether it is waiting for Slack's Retry-After or for the channel's pace.
-func TestPosterCall(t *testing.T) {
-	// A poster of its own: call uses neither Redis nor Slack's API but through fn.
-	newPosterEvery := func(every time.Duration) *poster {
-		st := store.New(nil, nil)
-		return newPoster(Config{Store: st, PostInterval: every}, slog.New(slog.DiscardHandler), nil, st.Mirror(mirrorName),
-			nil, func(string, string) string { return "" })
-	}
-	limited := func(after time.Duration) error { return &slack.RateLimitedError{RetryAfter: after} }
-
-	t.Run("gives up after six 429s", func(t *testing.T) {
-		p, calls := newPosterEvery(time.Millisecond), 0
-		err := p.call(context.Background(), "C1", func(context.Context) error { calls++; return limited(time.Millisecond) })
-		var rl *slack.RateLimitedError
-		if calls != 6 || !errors.As(err, &rl) {
-			t.Fatalf("%d calls, %v; want 6 and the 429", calls, err)
-		}
-	})
-
-	t.Run("waits out Retry-After", func(t *testing.T) {
-		p, calls := newPosterEvery(time.Millisecond), 0
-		start := time.Now()
-		err := p.call(context.Background(), "C1", func(context.Context) error {
-			if calls++; calls == 1 {
-				return limited(200 * time.Millisecond)
-			}
-			return nil
-		})
-		if err != nil || calls != 2 {
-			t.Fatalf("%d calls, %v; want 2 and success", calls, err)
-		}
-		if waited := time.Since(start); waited < 200*time.Millisecond {
-			t.Errorf("the second call came %v after the first, before the 200ms Slack asked for", waited)
-		}
-	})
-
-	t.Run("other errors are not retried", func(t *testing.T) {
-		p, calls := newPosterEvery(time.Millisecond), 0
-		boom := errors.New("channel_not_found")
-		if err := p.call(context.Background(), "C1", func(context.Context) error { calls++; return boom }); calls != 1 || !errors.Is(err, boom) {
-			t.Fatalf("%d calls, %v; want 1 and the error", calls, err)
-		}
-	})
-
-	returnsPromptly := func(t *testing.T, p *poster, fn func(context.Context) error) {
-		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(50*time.Millisecond, cancel)
-		start := time.Now()
-		err := p.call(ctx, "C1", fn)
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("call = %v, want the context's error", err)
-		}
-		if took := time.Since(start); took > 2*time.Second {
-			t.Errorf("call returned %v after its context was done", took)
-		}
-	}
-	t.Run("cancelled during Retry-After", func(t *testing.T) {
-		returnsPromptly(t, newPosterEvery(time.Millisecond), func(context.Context) error { return limited(time.Hour) })
-	})
-	t.Run("cancelled while paced", func(t *testing.T) {
-		p := newPosterEvery(time.Hour)
-		if err := p.call(context.Background(), "C1", func(context.Context) error { return nil }); err != nil {
-			t.Fatal(err)
-		}
-		// Another channel has a pace of its own.
-		if err := p.call(context.Background(), "C2", func(context.Context) error { return nil }); err != nil {
-			t.Fatal(err)
-		}
-		returnsPromptly(t, p, func(context.Context) error { return nil })
 	})
 }

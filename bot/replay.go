@@ -2,8 +2,11 @@ package bot
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/orchrun/orch/bot/mirror"
 )
 
 // Replays. verify accepts a signature while its timestamp is within five minutes of now, so a request captured on its
@@ -30,24 +33,31 @@ const (
 	replayCheckTimeout = 250 * time.Millisecond
 )
 
+// replays keeps the signed requests and Socket Mode envelopes seen, across the bot's replicas, so that one received
+// before is not handled again (see above).
+type replays struct {
+	mirror *mirror.Mirror // where the keys seen are kept
+	log    *slog.Logger
+}
+
 // seenOnce reports whether key (a request's signature, a Socket Mode envelope id) is seen for the first time across
 // the bot's replicas, and returns unsee, which forgets it again for a request that was seen but not taken (refused as
 // busy) and that its sender will send again as it was. When the store does not answer, the request counts as a first
 // (see above).
-func (s *Server) seenOnce(ctx context.Context, key string) (first bool, unsee func()) {
+func (p *replays) seenOnce(ctx context.Context, key string) (first bool, unsee func()) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), replayCheckTimeout)
 	defer cancel()
-	first, err := s.poster.mirror.Once(ctx, key, replayTTL)
+	first, err := p.mirror.Once(ctx, key, replayTTL)
 	if err != nil {
-		s.log.Warn("the store does not answer; a Slack request is handled without checking whether it was received before",
+		p.log.Warn("the store does not answer; a Slack request is handled without checking whether it was received before",
 			"err", err)
 		return true, func() {}
 	}
 	return first, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), replayCheckTimeout)
 		defer cancel()
-		if err := s.poster.mirror.Unsee(ctx, key); err != nil {
-			s.log.Warn("forgetting a Slack request that was not taken", "err", err)
+		if err := p.mirror.Unsee(ctx, key); err != nil {
+			p.log.Warn("forgetting a Slack request that was not taken", "err", err)
 		}
 	}
 }
@@ -81,15 +91,15 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 
 // notReplayed lets a verified request through to next once. A replay is answered as the package comment says; a
 // request next answers with a server error (busy) is forgotten, so that the same request sent again is taken.
-func (s *Server) notReplayed(w http.ResponseWriter, r *http.Request, body []byte, next func(http.ResponseWriter, *http.Request, []byte)) {
-	first, unsee := s.seenOnce(r.Context(), replayKey(r.Header.Get("X-Slack-Signature")))
+func (p *replays) notReplayed(w http.ResponseWriter, r *http.Request, body []byte, next func(http.ResponseWriter, *http.Request, []byte)) {
+	first, unsee := p.seenOnce(r.Context(), replayKey(r.Header.Get("X-Slack-Signature")))
 	if !first {
 		if r.URL.Path == "/slack/events" {
-			s.log.Info("a Slack event delivered again with the same signature; acknowledged, nothing done")
+			p.log.Info("a Slack event delivered again with the same signature; acknowledged, nothing done")
 			w.WriteHeader(http.StatusOK)
 			return
 		}
-		s.log.Warn("rejected a replayed Slack request", "path", r.URL.Path)
+		p.log.Warn("rejected a replayed Slack request", "path", r.URL.Path)
 		http.Error(w, "request already received (replayed)", http.StatusUnauthorized)
 		return
 	}

@@ -1,28 +1,19 @@
 package bot
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/bot/mirror"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/httpdeadline"
-	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -90,27 +81,36 @@ type Config struct {
 	HomeInterval time.Duration
 }
 
+// QuietHours is a daily span in which orch sends no nudges (mirror.QuietHours).
+type QuietHours = mirror.QuietHours
+
+// ParseQuietHours reads "HH:MM-HH:MM", optionally followed by an IANA time zone (mirror.ParseQuietHours).
+func ParseQuietHours(s string, loc *time.Location) (QuietHours, error) {
+	return mirror.ParseQuietHours(s, loc)
+}
+
 // The pool of deadline-bound work: a few workers, and a short backlog beyond which Slack's deadline would pass anyway.
 const (
 	urgentWorkers = 4
 	urgentBacklog = 64
 )
 
-// Server is the Slack front end: HTTP endpoints (or Socket Mode) that ack at once and do the work after, and a
-// poster that keeps each run's thread up to date.
+// Server is the Slack front end: HTTP endpoints (or Socket Mode) that verify each request, route it and ack at once,
+// and the work after the ack, done by the commands, the answers and the conversations; and the mirror, which keeps
+// each run's thread and each person's Home up to date.
 type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	api    *slack.Client
-	http   *http.Client // the Web API's client, which response_url posts use too
-	jobs   *pool
-	urgent *pool
-	poster *poster
-	limits *runLimits
-	homes  *homes
-	botID  string // the bot's own user id, to ignore its messages
-	// teamURL is the workspace's address as auth.test gives it ("https://acme.slack.com/"), for links to threads.
-	teamURL string
+	jobs   *pool // the work after an ack
+	urgent *pool // the work Slack holds a deadline over
+	mirror *mirror.Mirror
+
+	replays       *replays
+	talk          *talk
+	commands      *commands
+	answers       *answers
+	conversations *conversations
 }
 
 // fillDefaults sets what the configuration leaves unset to its default.
@@ -136,10 +136,7 @@ func (cfg *Config) fillDefaults() {
 			*v = def
 		}
 	}
-	every(&cfg.PollInterval, 200*time.Millisecond)
-	every(&cfg.PostInterval, time.Second)
-	every(&cfg.HomeInterval, 10*time.Second)
-	every(&cfg.HTTPTimeout, httpdeadline.Request)
+	every(&cfg.HTTPTimeout, httpdeadline.Request) // the mirror's intervals have the mirror's defaults
 }
 
 // New validates the configuration and returns a server. It does not contact Slack.
@@ -170,15 +167,25 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(cfg.AppToken))
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, api: slack.New(cfg.BotToken, opts...), http: hc}
+	api := slack.New(cfg.BotToken, opts...)
+	s := &Server{cfg: cfg, log: cfg.Log, api: api}
 	s.jobs = newPool(cfg.Workers, cfg.Backlog, cfg.Log)
 	// Work Slack holds a deadline over (a form to open within its trigger's 3 s, a form submission to answer within
 	// 3 s) has workers of its own: it never waits behind a backlog of other work.
 	s.urgent = newPool(urgentWorkers, urgentBacklog, cfg.Log)
-	s.limits = newRunLimits(cfg.UserRuns, cfg.ChannelRuns, cfg.Now)
-	mirror := cfg.Store.Mirror(mirrorName)
-	s.homes = newHomes(cfg, cfg.Log, mirror, s.allowed, s.publishHome)
-	s.poster = newPoster(cfg, cfg.Log, s.api, mirror, s.homes, s.threadLink)
+	allowed := mirror.Allowlist(cfg.AllowedUsers)
+	s.mirror = mirror.New(mirror.Config{Store: cfg.Store, Queue: cfg.Queue, Slack: api, Log: cfg.Log, Now: cfg.Now,
+		PollInterval: cfg.PollInterval, PostInterval: cfg.PostInterval, HomeInterval: cfg.HomeInterval,
+		NudgeAfter: cfg.NudgeAfter, QuietHours: cfg.QuietHours, Allowed: allowed, Health: cfg.Health})
+	s.replays = &replays{mirror: s.mirror, log: cfg.Log}
+	s.talk = &talk{api: api, http: hc, log: cfg.Log, store: cfg.Store, mirror: s.mirror, jobs: s.jobs, allowed: allowed}
+	runs := &newRuns{starter: cfg.Starter, store: cfg.Store, mirror: s.mirror,
+		limits: newRunLimits(cfg.UserRuns, cfg.ChannelRuns, cfg.Now), log: cfg.Log}
+	s.commands = &commands{talk: s.talk, runs: runs, jobs: s.jobs, store: cfg.Store, queue: cfg.Queue, mirror: s.mirror,
+		workspace: cfg.Workspace, now: cfg.Now, log: cfg.Log}
+	s.answers = &answers{talk: s.talk, store: cfg.Store, queue: cfg.Queue, mirror: s.mirror, api: api, log: cfg.Log}
+	s.conversations = &conversations{talk: s.talk, answers: s.answers, runs: runs, api: api, store: cfg.Store,
+		mirror: s.mirror, log: cfg.Log}
 	return s, nil
 }
 
@@ -188,23 +195,18 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("slack auth.test: %w", err)
 	}
-	s.botID = auth.UserID
-	if u := auth.URL; u != "" {
-		s.teamURL = strings.TrimSuffix(u, "/") + "/"
-	}
+	s.talk.botID = auth.UserID
+	s.mirror.Start(auth.URL)
 	s.jobs.start()
 	s.urgent.start()
-	s.poster.start()
-	s.homes.start()
 	return nil
 }
 
-// Shutdown drains: acks already given are honoured (their background work finishes), then the poster stops, then the
-// Home tabs' refreshes (which the poster's events ask for).
+// Shutdown drains: acks already given are honoured (their background work finishes), then the mirror stops (see
+// mirror.Shutdown).
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := errors.Join(s.urgent.shutdown(ctx), s.jobs.shutdown(ctx))
-	s.poster.shutdown()
-	s.homes.shutdown()
+	s.mirror.Shutdown()
 	return err
 }
 
@@ -226,131 +228,6 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ok")
-}
-
-// verified reads the body (bounded) and checks Slack's signature before anything else: a request that fails gets
-// 401 and changes nothing, and so does one received before (notReplayed).
-func (s *Server) verified(next func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-				return
-			}
-			http.Error(w, "reading request", http.StatusBadRequest)
-			return
-		}
-		if err := verify(r.Header, body, s.cfg.SigningSecret, s.cfg.Now()); err != nil {
-			s.log.Warn("rejected a Slack request", "path", r.URL.Path, "err", err)
-			http.Error(w, "invalid signature", http.StatusUnauthorized)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		s.notReplayed(w, r, body, next)
-	}
-}
-
-// Errors of verify.
-var (
-	errNoSignature  = errors.New("missing signature headers")
-	errStale        = errors.New("timestamp more than 5 minutes from now")
-	errBadSignature = errors.New("signature does not match")
-)
-
-// verify checks a request's v0 signature and that its timestamp is within five minutes of now (so a captured request
-// cannot be replayed later).
-func verify(h http.Header, body []byte, secret string, now time.Time) error {
-	sig, ts := h.Get("X-Slack-Signature"), h.Get("X-Slack-Request-Timestamp")
-	if sig == "" || ts == "" || secret == "" {
-		return errNoSignature
-	}
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return errNoSignature
-	}
-	if d := now.Sub(time.Unix(sec, 0)); d > 5*time.Minute || d < -5*time.Minute {
-		return errStale
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(mac, "v0:%s:", ts)
-	mac.Write(body)
-	want := "v0=" + hex.EncodeToString(mac.Sum(nil))
-	if !hmac.Equal([]byte(want), []byte(sig)) {
-		return errBadSignature
-	}
-	return nil
-}
-
-// allowed reports whether a Slack user may start runs and answer.
-func (s *Server) allowed(user string) bool {
-	if len(s.cfg.AllowedUsers) == 0 {
-		return true
-	}
-	for _, u := range s.cfg.AllowedUsers {
-		if u == user {
-			return true
-		}
-	}
-	return false
-}
-
-// maxReplyText bounds every answer the bot gives a person (an ack, a response_url answer, an ephemeral message):
-// each echo of what they sent is bounded where it is made, and this is the last line should one be missed.
-const maxReplyText = 4000
-
-// replyText is an answer's text within maxReplyText.
-func replyText(text string) string { return safetext.Bound(text, maxReplyText) }
-
-// reply writes a response Slack shows to the requester only.
-func reply(w http.ResponseWriter, text string) {
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]string{"response_type": "ephemeral", "text": replyText(text)})
-}
-
-// respond sends a delayed ephemeral answer through a request's response_url.
-func (s *Server) respond(ctx context.Context, responseURL, text string) {
-	if responseURL == "" {
-		return
-	}
-	err := slack.PostWebhookCustomHTTPContext(ctx, responseURL, s.http, &slack.WebhookMessage{Text: replyText(text), ResponseType: "ephemeral"})
-	if err != nil {
-		// A response_url answers for its command without a token: its path is left out of the log.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		host := ""
-		if u, perr := url.Parse(responseURL); perr == nil {
-			host = u.Host
-		}
-		s.log.Warn("answering through response_url", "host", host, "err", err)
-	}
-}
-
-// resolvePlan turns a plan argument into a path inside the workspace, refusing anything that escapes it.
-func (s *Server) resolvePlan(arg string) (string, error) {
-	if arg == "" {
-		return "", errors.New("which plan? `/orch run PLAN`")
-	}
-	p := arg
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(s.cfg.Workspace, p)
-	}
-	p = filepath.Clean(p)
-	rel, err := filepath.Rel(s.cfg.Workspace, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%s is outside the workspace; plans must be inside it", echo(arg))
-	}
-	// A symlink inside the workspace must not lead out of it either.
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		wsReal, _ := filepath.EvalSymlinks(s.cfg.Workspace)
-		if rel, err := filepath.Rel(wsReal, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return "", fmt.Errorf("%s leads outside the workspace; plans must be inside it", echo(arg))
-		}
-	}
-	return p, nil
 }
 
 // AuthTest checks a bot token with Slack's auth.test and returns the bot's user and team names.

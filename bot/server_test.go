@@ -26,6 +26,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/orchrun/orch/bot/blocks"
+	"github.com/orchrun/orch/bot/mirror"
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
@@ -127,7 +129,7 @@ func (c commitUnderPosterLock) ProcessPipelineHook(next redis.ProcessPipelineHoo
 			return next(ctx, cmds)
 		}
 		for {
-			release, ok, err := c.locks.TryLock(ctx, id, lockTTL)
+			release, ok, err := c.locks.TryLock(ctx, id, mirror.LockTTL)
 			if err != nil {
 				return err
 			}
@@ -156,11 +158,11 @@ func newHarness(t *testing.T, rdb redis.UniversalClient, opts ...harnessOption) 
 	h.rdb = redis.NewClient(&redis.Options{Addr: o.Addr, Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: o.TLSConfig})
 	t.Cleanup(func() { h.rdb.Close() })
 	h.store = store.New(h.rdb, nil)
-	h.mirror = h.store.Mirror(mirrorName)
+	h.mirror = h.store.Mirror(mirror.Name)
 	h.queue = &hookQueue{q: queue.New(h.rdb)}
 	h.starter = newTestStarter(h)
 	// Runs followed by a bot test that crashed; on a shared Redis their threads would go to this test's fake.
-	unhooked := store.New(rdb, nil).Mirror(mirrorName)
+	unhooked := store.New(rdb, nil).Mirror(mirror.Name)
 	if ids, err := unhooked.Followed(context.Background()); err == nil {
 		for _, id := range ids {
 			unhooked.Unfollow(context.Background(), id)
@@ -612,7 +614,7 @@ func (h *harness) idle(runID string) bool {
 		return false
 	}
 	// The poster's lock is free: taken and given back at once.
-	release, free, err := h.mirror.TryLock(ctx, runID, lockTTL)
+	release, free, err := h.mirror.TryLock(ctx, runID, mirror.LockTTL)
 	if err != nil || !free {
 		return false
 	}
@@ -1431,8 +1433,8 @@ func TestClicksCheckedAgainstStore(t *testing.T) {
 		escB, _ := h.escalate(runB.ID, "Which database?", "A) Postgres", "B) SQLite")
 
 		t.Run("option that is not an option", func(t *testing.T) {
-			v := ActionValue{RunID: runA.ID, EscalationID: escA, Kind: kindChoose, Key: "Z"}
-			h.click(qA, alice, v.actionID(), v.Encode())
+			v := ActionValue{RunID: runA.ID, EscalationID: escA, Kind: blocks.KindChoose, Key: "Z"}
+			h.click(qA, alice, v.ActionID(), v.Encode())
 			h.waitEphemeral("That button does not match the question on record")
 			if e := h.esc(runA.ID, escA); e.Resolution != nil {
 				t.Fatalf("resolved with a key that is no option: %+v", e.Resolution)
@@ -1441,10 +1443,10 @@ func TestClicksCheckedAgainstStore(t *testing.T) {
 
 		t.Run("escalation that does not exist", func(t *testing.T) {
 			n := h.countEphemerals("does not match the question on record")
-			v := ActionValue{RunID: runA.ID, EscalationID: "e9", Kind: kindRetry}
-			h.click(qA, alice, v.actionID(), v.Encode())
-			v = ActionValue{RunID: "r-nosuchrun1", EscalationID: escA, Kind: kindRetry}
-			h.click(qA, alice, v.actionID(), v.Encode())
+			v := ActionValue{RunID: runA.ID, EscalationID: "e9", Kind: blocks.KindRetry}
+			h.click(qA, alice, v.ActionID(), v.Encode())
+			v = ActionValue{RunID: "r-nosuchrun1", EscalationID: escA, Kind: blocks.KindRetry}
+			h.click(qA, alice, v.ActionID(), v.Encode())
 			h.waitFor("both refused", func() bool { return h.countEphemerals("does not match the question on record") == n+2 })
 			if e := h.esc(runA.ID, escA); e.Resolution != nil {
 				t.Fatalf("resolved: %+v", e.Resolution)
@@ -1466,8 +1468,8 @@ func TestClicksCheckedAgainstStore(t *testing.T) {
 		t.Run("value naming another run's escalation", func(t *testing.T) {
 			// Pressed on run A's question, the value claims run B's: it answers neither.
 			n := len(h.fake.Ephemerals())
-			v := ActionValue{RunID: runB.ID, EscalationID: escB, Kind: kindChoose, Key: "A"}
-			h.click(qA, bob, v.actionID(), v.Encode())
+			v := ActionValue{RunID: runB.ID, EscalationID: escB, Kind: blocks.KindChoose, Key: "A"}
+			h.click(qA, bob, v.ActionID(), v.Encode())
 			h.waitFor("the click to be handled", func() bool {
 				return h.esc(runB.ID, escB).Resolution != nil || len(h.fake.Ephemerals()) > n
 			})
@@ -1643,9 +1645,9 @@ func TestRedisAwayTellsPeopleToTryAgain(t *testing.T) {
 	start := time.Now()
 	h.command("status r-aaaaaaaaaa", alice)
 	h.command("abort r-aaaaaaaaaa wrong plan", alice)
-	v := ActionValue{RunID: "r-aaaaaaaaaa", EscalationID: "e1", Kind: kindChoose, Key: "A"}
+	v := ActionValue{RunID: "r-aaaaaaaaaa", EscalationID: "e1", Kind: blocks.KindChoose, Key: "A"}
 	click := h.fake.Click(slackfake.Message{Channel: h.channel, TS: "1700000000.000002", ThreadTS: "1700000000.000001"},
-		alice, v.actionID(), v.Encode())
+		alice, v.ActionID(), v.Encode())
 	if code, _ := h.post("/slack/interactions", click, formType); code != http.StatusOK {
 		t.Fatalf("click: %d", code)
 	}

@@ -46,7 +46,7 @@ func (s *Server) socketEvent(client *socketmode.Client, ev socketmode.Event) {
 			break
 		}
 		var first bool
-		if first, unsee = s.seenOnce(context.Background(), envelopeKey(ev.Request.EnvelopeID)); !first {
+		if first, unsee = s.replays.seenOnce(context.Background(), envelopeKey(ev.Request.EnvelopeID)); !first {
 			s.log.Info("socket mode: an envelope delivered again; acknowledged, nothing done", "type", ev.Type)
 			s.ack(client, ev.Request, nil)
 			return
@@ -54,30 +54,9 @@ func (s *Server) socketEvent(client *socketmode.Client, ev socketmode.Event) {
 	}
 	switch ev.Type {
 	case socketmode.EventTypeSlashCommand:
-		sc, ok := ev.Data.(slack.SlashCommand)
-		if !ok || ev.Request == nil {
-			return
-		}
-		text, err := s.command(command{Text: unescapeSlack(sc.Text), UserID: sc.UserID, ChannelID: sc.ChannelID,
-			ResponseURL: sc.ResponseURL, TeamID: sc.TeamID})
-		if err != nil {
-			text = err.Error()
-		}
-		s.ack(client, ev.Request, map[string]string{"response_type": "ephemeral", "text": replyText(text)})
+		s.socketCommand(client, ev)
 	case socketmode.EventTypeInteractive:
-		cb, ok := ev.Data.(slack.InteractionCallback)
-		if !ok || ev.Request == nil {
-			return
-		}
-		if cb.Type == slack.InteractionTypeViewSubmission {
-			s.socketSubmission(client, ev.Request, cb) // acked with the response: its errors must be in the ack
-			return
-		}
-		if err := s.interaction(cb); err != nil {
-			s.ack(client, ev.Request, map[string]string{"response_type": "ephemeral", "text": replyText(err.Error())})
-			return
-		}
-		s.ack(client, ev.Request, nil)
+		s.socketInteractive(client, ev)
 	case socketmode.EventTypeEventsAPI:
 		e, ok := ev.Data.(slackevents.EventsAPIEvent)
 		if !ok || ev.Request == nil {
@@ -93,6 +72,37 @@ func (s *Server) socketEvent(client *socketmode.Client, ev socketmode.Event) {
 	case socketmode.EventTypeConnectionError:
 		s.log.Warn("socket mode: connection error; reconnecting", "err", ev.Data)
 	}
+}
+
+// socketCommand acks a slash command's envelope with the command's answer.
+func (s *Server) socketCommand(client *socketmode.Client, ev socketmode.Event) {
+	sc, ok := ev.Data.(slack.SlashCommand)
+	if !ok || ev.Request == nil {
+		return
+	}
+	text, err := s.commands.command(command{Text: unescapeSlack(sc.Text), UserID: sc.UserID, ChannelID: sc.ChannelID,
+		ResponseURL: sc.ResponseURL, TeamID: sc.TeamID})
+	if err != nil {
+		text = err.Error()
+	}
+	s.ack(client, ev.Request, map[string]string{"response_type": "ephemeral", "text": replyText(text)})
+}
+
+// socketInteractive acks an interaction's envelope: a click at once, a form's submission once it is resolved.
+func (s *Server) socketInteractive(client *socketmode.Client, ev socketmode.Event) {
+	cb, ok := ev.Data.(slack.InteractionCallback)
+	if !ok || ev.Request == nil {
+		return
+	}
+	if cb.Type == slack.InteractionTypeViewSubmission {
+		s.socketSubmission(client, ev.Request, cb) // acked with the response: its errors must be in the ack
+		return
+	}
+	if err := s.interaction(cb); err != nil {
+		s.ack(client, ev.Request, map[string]string{"response_type": "ephemeral", "text": replyText(err.Error())})
+		return
+	}
+	s.ack(client, ev.Request, nil)
 }
 
 func (s *Server) ack(client *socketmode.Client, req *socketmode.Request, payload any) {

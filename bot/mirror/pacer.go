@@ -1,11 +1,16 @@
-package bot
+package mirror
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/orchrun/orch/internal/backoff"
 )
 
 // pacer keeps Slack's pace in each channel (and each Home tab): one call at a time, at least interval apart, with room
@@ -245,4 +250,46 @@ func (p *pacer) shutdown() {
 	p.mu.Unlock()
 	p.cancel()
 	p.wg.Wait()
+}
+
+// slackTries bounds the calls of one Web API method that Slack keeps answering with 429: the first and five more.
+const slackTries = 6
+
+// call makes one Web API call in a turn of channel key (a channel, or "home:" and a person), waiting out a 429's
+// Retry-After. Other errors are returned at once: the poster's next pass tries again.
+func (p *pacer) call(ctx context.Context, channel string, fn func(context.Context) error) error {
+	retry := backoff.Retry{Tries: slackTries, OnRetry: func(_ int, _ error, wait time.Duration) {
+		p.log.Info("Slack asked to slow down", "channel", channel, "retry_after", wait)
+	}}
+	return retry.Do(ctx, func(ctx context.Context) error {
+		release, err := p.turn(ctx, channel)
+		if err != nil {
+			return backoff.Permanent(err)
+		}
+		defer release()
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		err = fn(cctx)
+		if wait, limited := retryAfter(err); limited {
+			p.slowDown(channel, wait)
+			return backoff.After(err, wait)
+		}
+		return backoff.Permanent(err)
+	})
+}
+
+// transient reports whether a Web API call that failed with err may succeed as it is later: Slack asked to slow down or
+// did not answer, rather than refusing the call (an error of its own, such as message_not_found).
+func transient(err error) bool {
+	var se slack.SlackErrorResponse
+	return err != nil && !errors.As(err, &se)
+}
+
+// retryAfter reports whether err is Slack's 429, and how long it asked to wait.
+func retryAfter(err error) (time.Duration, bool) {
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return rl.RetryAfter, true
+	}
+	return 0, false
 }

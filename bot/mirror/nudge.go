@@ -1,4 +1,4 @@
-package bot
+package mirror
 
 import (
 	"context"
@@ -7,9 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/slack-go/slack"
-
-	"github.com/orchrun/orch/internal/safetext"
+	"github.com/orchrun/orch/bot/blocks"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -98,17 +96,11 @@ func (p *poster) nudge(ctx context.Context, run *jobs.Run, st *runState) error {
 	if waited < time.Duration(sent+1)*every || p.cfg.QuietHours.Quiet(now) {
 		return nil
 	}
-	question := escapeCut(safetext.HeadLine(e.Question), maxLine, false)
-	where := ""
-	if link := p.link(st.Channel, st.Esc[e.ID]); link != "" {
+	link := p.ws.link(st.Channel, st.Esc[e.ID])
+	if link != "" {
 		link += "?thread_ts=" + st.RootTS + "&cid=" + st.Channel
-		where = " " + slackLink(link, "Answer it")
 	}
-	label := escapeCut(taskLabel(run, e.TaskID), maxLine, false)
-	text := fmt.Sprintf(":bell: Still waiting for an answer after %s: *%s* — %s%s", humanDuration(waited.Round(time.Minute)),
-		label, question, where)
-	fallback := fmt.Sprintf("Still waiting for an answer after %s: %s", humanDuration(waited.Round(time.Minute)), safetext.HeadLine(e.Question))
-	msg := newMessage(escapeCut(fallback, maxFallbackText, false), []slack.Block{sectionBlock(text)})
+	msg, dm := blocks.Nudges(run, e, waited, link)
 	if _, err := p.post(ctx, st.Channel, st.RootTS, msg); err != nil {
 		return fmt.Errorf("re-announcing escalation %s: %w", e.ID, err)
 	}
@@ -117,11 +109,9 @@ func (p *poster) nudge(ctx context.Context, run *jobs.Run, st *runState) error {
 		return err
 	}
 	st.Nudges[e.ID] = int(waited / every)
-	if o := run.Origin; o.Kind == "slack" && slackUserID.MatchString(o.User) {
-		dm := fmt.Sprintf(":bell: Run %s (%s) has waited %s for your answer: *%s* — %s%s", inlineCode(run.ID, maxActionField),
-			escapeCut(planTitle(run), maxLine, false), humanDuration(waited.Round(time.Minute)), label, question, where)
+	if o := run.Origin; o.Kind == "slack" && blocks.IsUserID(o.User) {
 		// A direct message: Slack takes the user's id as the channel of the app's conversation with them.
-		if _, err := p.post(ctx, o.User, "", newMessage(msg.Text, []slack.Block{sectionBlock(dm)})); err != nil {
+		if _, err := p.post(ctx, o.User, "", dm); err != nil {
 			return fmt.Errorf("sending %s a reminder: %w", o.User, err)
 		}
 	}

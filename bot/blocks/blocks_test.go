@@ -1,4 +1,4 @@
-package bot
+package blocks
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/bot/blocks/blockstest"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -182,10 +183,10 @@ func goldenCases() []goldenCase {
 	paused := testRun()
 	paused.Status, paused.Reason = jobs.RunPaused, "the brain is unavailable: anthropic: 529 overloaded (3 tries)"
 	return []goldenCase{
-		{"root_running", RootMessage(testRun())},
-		{"root_parked", RootMessage(rootParked)},
-		{"root_completed", RootMessage(endedRun(jobs.RunCompleted, ""))},
-		{"root_paused", RootMessage(paused)},
+		{"root_running", RootMessage(testRun(), "")},
+		{"root_parked", RootMessage(rootParked, "")},
+		{"root_completed", RootMessage(endedRun(jobs.RunCompleted, ""), "")},
+		{"root_paused", RootMessage(paused, "")},
 		{"progress", ProgressMessage(testRun(), testEvents())},
 		{"escalation_needs_help", EscalationMessage(parkedRun(needsHelp()), needsHelp())},
 		{"escalation_attempt_cap", EscalationMessage(parkedRun(attemptCap()), attemptCap())},
@@ -238,10 +239,10 @@ func TestGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(file)
 			if err != nil {
-				t.Fatalf("%v (go test ./bot -run TestGolden -update writes it)", err)
+				t.Fatalf("%v (go test ./bot/blocks -run TestGolden -update writes it)", err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from what is rendered now (go test ./bot -run TestGolden -update accepts it):\n%s",
+				t.Errorf("%s differs from what is rendered now (go test ./bot/blocks -run TestGolden -update accepts it):\n%s",
 					file, firstDiff(string(want), string(got)))
 			}
 		})
@@ -297,115 +298,14 @@ func TestBlocksRoundTrip(t *testing.T) {
 	}
 }
 
-// allowedSpan is what orch itself writes in <…>: a user mention, a date (a time, or a day and a time) and a link (to a
-// pull request, to a thread).
-var allowedSpan = regexp.MustCompile(`<@[UW][A-Z0-9]+>|<!date\^\d+\^\{time_secs\}\|[0-9:]+ UTC>|` +
-	`<!date\^\d+\^\{date_short_pretty\} at \{time\}\|[0-9-]+ [0-9:]+ UTC>|<https?://[^|<>\s]+\|[A-Za-z ]+>`)
-
-// checkMarkup fails when mrkdwn holds a <…> span orch did not write or a bare &.
-func checkMarkup(t *testing.T, where, s string) {
-	t.Helper()
-	rest := allowedSpan.ReplaceAllString(s, "")
-	if strings.ContainsAny(rest, "<>") {
-		t.Errorf("%s: unescaped < or > in %q", where, s)
-	}
-	rest = strings.NewReplacer("&amp;", "", "&lt;", "", "&gt;", "").Replace(rest)
-	if strings.Contains(rest, "&") {
-		t.Errorf("%s: unescaped & in %q", where, s)
-	}
-}
-
-// checkMessage fails when m breaks one of Slack's limits or could not be posted.
+// checkMessage fails when m breaks one of Slack's limits or could not be posted, or when a click on one of its buttons
+// would not read back.
 func checkMessage(t *testing.T, m Message) {
 	t.Helper()
-	if m.Text == "" || textLen(m.Text) > maxFallbackText || !utf8.ValidString(m.Text) {
-		t.Errorf("fallback text is empty, too long or not UTF-8: %q", m.Text)
-	}
-	checkMarkup(t, "fallback text", m.Text)
-	if len(m.Blocks) == 0 || len(m.Blocks) > maxBlocks {
-		t.Errorf("%d blocks (Slack allows 1 to %d)", len(m.Blocks), maxBlocks)
-	}
-	text := func(where string, o *slack.TextBlockObject, limit int) {
-		t.Helper()
-		switch {
-		case o == nil:
-			t.Errorf("%s: no text", where)
-			return
-		case o.Validate() != nil:
-			t.Errorf("%s: %v", where, o.Validate())
-		case textLen(o.Text) > limit:
-			t.Errorf("%s: %d characters (at most %d)", where, textLen(o.Text), limit)
-		case !utf8.ValidString(o.Text):
-			t.Errorf("%s: not UTF-8", where)
-		}
-		if o.Type == slack.MarkdownType {
-			if !o.Verbatim {
-				t.Errorf("%s: mrkdwn is not verbatim: Slack would turn bare names into links and pings", where)
-			}
-			checkMarkup(t, where, o.Text)
-		}
-	}
-	actionIDs, blockIDs := map[string]bool{}, map[string]bool{}
-	for i, b := range m.Blocks {
-		where := fmt.Sprintf("block %d (%s)", i, b.BlockType())
-		if id := b.ID(); id != "" {
-			if blockIDs[id] || len(id) > 255 {
-				t.Errorf("%s: block_id %q repeats or is too long", where, id)
-			}
-			blockIDs[id] = true
-		}
-		switch b := b.(type) {
-		case *slack.HeaderBlock:
-			text(where, b.Text, maxHeaderText)
-			if b.Text != nil && b.Text.Type != slack.PlainTextType {
-				t.Errorf("%s: a header must be plain_text", where)
-			}
-		case *slack.SectionBlock:
-			text(where, b.Text, maxSectionText)
-		case *slack.ContextBlock:
-			els := b.ContextElements.Elements
-			if len(els) == 0 || len(els) > maxContextElements {
-				t.Errorf("%s: %d elements (Slack allows 1 to %d)", where, len(els), maxContextElements)
-			}
-			for _, el := range els {
-				o, ok := el.(*slack.TextBlockObject)
-				if !ok {
-					t.Errorf("%s: element %T", where, el)
-					continue
-				}
-				text(where, o, maxContextText)
-			}
-		case *slack.ActionBlock:
-			els := b.Elements.ElementSet
-			if len(els) == 0 || len(els) > maxActionsElements {
-				t.Errorf("%s: %d elements (Slack allows 1 to %d)", where, len(els), maxActionsElements)
-			}
-			for _, el := range els {
-				btn, ok := el.(*slack.ButtonBlockElement)
-				if !ok {
-					t.Errorf("%s: element %T", where, el)
-					continue
-				}
-				text(where+" button", btn.Text, maxButtonText)
-				if len(btn.ActionID) > maxActionID || actionIDs[btn.ActionID] {
-					t.Errorf("%s: action_id %q repeats or is too long", where, btn.ActionID)
-				}
-				actionIDs[btn.ActionID] = true
-				if textLen(btn.Value) > maxButtonValue {
-					t.Errorf("%s: value of %d characters", where, textLen(btn.Value))
-				}
-				if _, err := DecodeAction(btn.ActionID, btn.Value); err != nil {
-					t.Errorf("%s: a click would not decode: %v", where, err)
-				}
-				if c := btn.Confirm; c != nil {
-					text(where+" confirm title", c.Title, maxConfirmTitle)
-					text(where+" confirm text", c.Text, maxConfirmText)
-					text(where+" confirm button", c.Confirm, maxConfirmButton)
-					text(where+" deny button", c.Deny, maxConfirmButton)
-				}
-			}
-		default:
-			t.Errorf("%s: unexpected block %T", where, b)
+	blockstest.Check(t, m.Text, m.Blocks)
+	for _, btn := range blockstest.Buttons(m.Blocks) {
+		if _, err := DecodeAction(btn.ActionID, btn.Value); err != nil {
+			t.Errorf("button %q: a click would not decode: %v", btn.Text.Text, err)
 		}
 	}
 }
@@ -540,7 +440,7 @@ func TestEscalationManyOptions(t *testing.T) {
 		}
 		chosen := map[string]bool{}
 		for _, b := range buttons(m) {
-			if v, err := DecodeAction(b.ActionID, b.Value); err == nil && v.Kind == kindChoose {
+			if v, err := DecodeAction(b.ActionID, b.Value); err == nil && v.Kind == KindChoose {
 				chosen[v.Key] = true
 				if !strings.HasPrefix(b.Text.Text, v.Key+") ") {
 					t.Errorf("button %q does not start with its key %q", b.Text.Text, v.Key)
@@ -696,7 +596,7 @@ func TestEscaping(t *testing.T) {
 	ended.PlanTitle = evil
 	msgs := map[string]Message{
 		"escalation": EscalationMessage(r, e),
-		"root":       RootMessage(r),
+		"root":       RootMessage(r, ""),
 		"progress":   ProgressMessage(r, events),
 		"final":      FinalMessage(ended),
 		"paused":     PausedMessage(r),
@@ -793,8 +693,8 @@ func TestHumanDuration(t *testing.T) {
 		59*time.Minute + 59*time.Second: "59m 59s",
 	}
 	for d, want := range tests {
-		if got := humanDuration(d); got != want {
-			t.Errorf("humanDuration(%v) = %q, want %q", d, got, want)
+		if got := HumanDuration(d); got != want {
+			t.Errorf("HumanDuration(%v) = %q, want %q", d, got, want)
 		}
 	}
 }
@@ -889,7 +789,7 @@ func TestRootManyTasks(t *testing.T) {
 	for i := range 1000 {
 		r.Tasks = append(r.Tasks, &jobs.Task{ID: fmt.Sprint("1.", i), Title: strings.Repeat("a task & more ", 5), Status: jobs.TaskPending})
 	}
-	m := RootMessage(r)
+	m := RootMessage(r, "")
 	checkMessage(t, m)
 	if all := allText(m); !regexp.MustCompile(`… and \d+ more tasks`).MatchString(all) {
 		t.Errorf("the tasks left out are not counted")

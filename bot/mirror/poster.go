@@ -1,4 +1,4 @@
-package bot
+package mirror
 
 import (
 	"context"
@@ -13,21 +13,14 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/bot/blocks"
 	"github.com/orchrun/orch/escalation"
-	"github.com/orchrun/orch/internal/backoff"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
 
-// The poster's state lives in the store (store.Mirror), not in memory, so that a restarted bot carries on where the
-// last one stopped: nothing posted twice, nothing lost.
-const (
-	mirrorName = "slack"
-	onceTTL    = 24 * time.Hour
-	lockTTL    = 2 * time.Minute
-	// recentEvents is how many recent events the progress view reads; it shows the last of those people care about.
-	recentEvents = 40
-)
+// recentEvents is how many recent events the progress view reads; it shows the last of those people care about.
+const recentEvents = 40
 
 // The fields of a run's state (store.Mirror.State): the channel, the ts of the root, progress and final messages, the
 // id of the last event handled, "1" once the thread is finished, and "esc:<id>" the ts of escalation id's message.
@@ -53,36 +46,32 @@ func threadKey(channel, threadTS string) string { return channel + ":" + threadT
 // an event's messages before it moves past the event, so a Slack outage delays messages but loses none, and a
 // thread's messages stay in order.
 type poster struct {
-	cfg   Config
-	log   *slog.Logger
-	api   *slack.Client
-	homes *homes // the Home tabs an event changes
-	// link is the address of a message in the workspace ("" until the bot knows its workspace's address).
-	link func(channel, ts string) string
+	cfg     Config
+	log     *slog.Logger
+	api     *slack.Client
+	records *store.Mirror // what the poster knows of each run's messages, and the runs it follows
+	homes   *homes        // the Home tabs an event changes
+	pace    *pacer        // per channel: Slack allows about one message a second
+	ws      *workspace    // for links to messages
 
-	mirror   *store.Mirror
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
-
-	pace *pacer // per channel: Slack allows about one message a second
 }
 
-func newPoster(cfg Config, log *slog.Logger, api *slack.Client, mirror *store.Mirror, homes *homes,
-	link func(channel, ts string) string) *poster {
-	return &poster{cfg: cfg, log: log, api: api, homes: homes, link: link, mirror: mirror,
-		stop: make(chan struct{}), done: make(chan struct{}), pace: newPacer(cfg.PostInterval, log)}
+func newPoster(cfg Config, records *store.Mirror, homes *homes, pace *pacer, ws *workspace) *poster {
+	return &poster{cfg: cfg, log: cfg.Log, api: cfg.Slack, records: records, homes: homes, pace: pace, ws: ws,
+		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 func (p *poster) start() {
 	go p.loop()
 }
 
-// shutdown stops the loop after the pass in progress, then drops the progress updates not sent yet.
+// shutdown stops the loop after the pass in progress.
 func (p *poster) shutdown() {
 	p.stopOnce.Do(func() { close(p.stop) })
 	<-p.done
-	p.pace.shutdown()
 }
 
 func (p *poster) loop() {
@@ -114,20 +103,15 @@ func (p *poster) adopt(ctx context.Context) {
 		if r.Origin.Kind != "slack" {
 			continue
 		}
-		st, err := p.mirror.State(ctx, r.ID)
+		st, err := p.records.State(ctx, r.ID)
 		if err == nil && st[fieldFinal] == "" {
-			err = p.mirror.Follow(ctx, r.ID)
+			err = p.records.Follow(ctx, r.ID)
 		}
 		if err != nil {
 			p.log.Warn("looking for Slack runs to follow", "err", err)
 			return
 		}
 	}
-}
-
-// follow starts keeping a run's thread up to date.
-func (p *poster) follow(ctx context.Context, runID string) error {
-	return p.mirror.Follow(ctx, runID)
 }
 
 // syncWorkers is how many runs' threads a pass brings up to date at once. Their calls to Slack wait in their
@@ -137,7 +121,7 @@ const syncWorkers = 16
 
 // pass brings every followed run's thread up to date.
 func (p *poster) pass(ctx context.Context) {
-	ids, err := p.mirror.Followed(ctx)
+	ids, err := p.records.Followed(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.log.Warn("listing followed runs", "err", err)
@@ -171,7 +155,7 @@ type runState struct {
 }
 
 func (p *poster) state(ctx context.Context, runID string) (runState, error) {
-	m, err := p.mirror.State(ctx, runID)
+	m, err := p.records.State(ctx, runID)
 	if err != nil {
 		return runState{}, err
 	}
@@ -190,19 +174,19 @@ func (p *poster) state(ctx context.Context, runID string) (runState, error) {
 }
 
 func (p *poster) save(ctx context.Context, runID string, fieldValues ...string) error {
-	return p.mirror.Save(ctx, runID, fieldValues...)
+	return p.records.Save(ctx, runID, fieldValues...)
 }
 
 // sync posts what a run's thread is missing, event by event.
 func (p *poster) sync(ctx context.Context, runID string) error {
 	// One poster per run at a time, however many bots run. The lock holds a token of this sync, is released only by
 	// it, and outlives the sync: the sync gives up before the lock could expire under it.
-	release, ok, err := p.mirror.TryLock(ctx, runID, lockTTL)
+	release, ok, err := p.records.TryLock(ctx, runID, LockTTL)
 	if err != nil || !ok {
 		return err
 	}
 	defer release()
-	ctx, cancel := context.WithTimeout(ctx, lockTTL-10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, LockTTL-10*time.Second)
 	defer cancel()
 
 	st, err := p.state(ctx, runID)
@@ -217,7 +201,7 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 	}
 	run, err := p.cfg.Store.Get(ctx, runID)
 	if errors.Is(err, jobs.ErrRunNotFound) {
-		return p.mirror.Unfollow(ctx, runID)
+		return p.records.Unfollow(ctx, runID)
 	}
 	if err != nil {
 		return err
@@ -226,39 +210,55 @@ func (p *poster) sync(ctx context.Context, runID string) error {
 		st.Channel = run.Origin.Channel
 	}
 	if st.Channel == "" {
-		return p.mirror.Unfollow(ctx, runID) // nowhere to post
+		return p.records.Unfollow(ctx, runID) // nowhere to post
 	}
-	if err := p.root(ctx, run, &st); err != nil {
+	if stop, err := p.fixtures(ctx, run, &st); stop {
+		return err
+	}
+	return p.catchUp(ctx, run, &st, events)
+}
+
+// fixtures brings up to date what a thread has whatever its events: the root message (stop: a run whose channel takes
+// no message from the bot ends there, or the root could not be posted), the pointer from where the run was asked
+// for, and the nudge of a question left waiting.
+func (p *poster) fixtures(ctx context.Context, run *jobs.Run, st *runState) (stop bool, err error) {
+	if err := p.root(ctx, run, st); err != nil {
 		if code, ok := unpostable(err); ok {
-			return p.cannotPost(ctx, run, st.Channel, code)
+			return true, p.cannotPost(ctx, run, st.Channel, code)
 		}
-		return err
+		return true, err
 	}
-	if err := p.pointer(ctx, run, &st); err != nil {
-		return err
+	if err := p.pointer(ctx, run, st); err != nil {
+		return true, err
 	}
-	if err := p.nudge(ctx, run, &st); err != nil {
-		p.log.Warn("nudging about a question", "run_id", runID, "err", err)
+	if err := p.nudge(ctx, run, st); err != nil {
+		p.log.Warn("nudging about a question", "run_id", run.ID, "err", err)
 	}
+	return false, nil
+}
+
+// catchUp posts the thread's messages of events, in order, saving the cursor past each; the progress message then
+// shows those that have no message of their own.
+func (p *poster) catchUp(ctx context.Context, run *jobs.Run, st *runState, events []jobs.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
 	progress := false
 	defer func() {
 		if progress {
-			if err := p.progress(ctx, run, &st); err != nil {
-				p.log.Warn("updating the progress message", "run_id", runID, "err", err)
+			if err := p.progress(ctx, run, st); err != nil {
+				p.log.Warn("updating the progress message", "run_id", run.ID, "err", err)
 			}
 		}
 	}()
 	for _, ev := range events {
-		shown, err := p.event(ctx, run, &st, ev)
+		shown, err := p.event(ctx, run, st, ev)
 		if err != nil {
 			return err
 		}
 		progress = progress || !shown
 		st.Cursor = ev.ID
-		if err := p.save(ctx, runID, fieldCursor, ev.ID); err != nil {
+		if err := p.save(ctx, run.ID, fieldCursor, ev.ID); err != nil {
 			return err
 		}
 	}
@@ -278,7 +278,7 @@ func (p *poster) root(ctx context.Context, run *jobs.Run, st *runState) error {
 	if err := p.save(ctx, run.ID, fieldChannel, st.Channel, fieldRootTS, ts); err != nil {
 		return err
 	}
-	return p.mirror.SetThread(ctx, threadKey(st.Channel, ts), run.ID)
+	return p.records.SetThread(ctx, threadKey(st.Channel, ts), run.ID)
 }
 
 // unpostable reports whether err says the bot can never post in the channel (chat.postMessage's errors for a channel
@@ -305,35 +305,24 @@ func (p *poster) cannotPost(ctx context.Context, run *jobs.Run, channel, code st
 		!errors.Is(err, escalation.ErrNoOpenEscalation) {
 		return fmt.Errorf("aborting run %s, which cannot be posted: %w", run.ID, err)
 	}
-	if o := run.Origin; o.Kind == "slack" && slackUserID.MatchString(o.User) {
-		text := fmt.Sprintf("Run %s (%s) was stopped: %s.", inlineCode(run.ID, maxActionField), escapeCut(planTitle(run), maxLine, false),
-			escapeCut(reason, maxLine*2, false))
-		if _, err := p.post(ctx, o.User, "", newMessage(escapeCut("Run "+run.ID+" was stopped: "+reason, maxFallbackText, false),
-			[]slack.Block{sectionBlock(text)})); err != nil {
+	if o := run.Origin; o.Kind == "slack" && blocks.IsUserID(o.User) {
+		if _, err := p.post(ctx, o.User, "", blocks.StoppedMessage(run, reason)); err != nil {
 			p.log.Warn("telling a requester their run was stopped", "run_id", run.ID, "err", err)
 		}
 	}
 	if err := p.save(ctx, run.ID, fieldFinal, "1"); err != nil {
 		return err
 	}
-	return p.mirror.Unfollow(ctx, run.ID)
+	return p.records.Unfollow(ctx, run.ID)
 }
 
 // rootMessage is the run's root message, with a link to the conversation it was asked in when it was asked in one.
-func (p *poster) rootMessage(run *jobs.Run) Message {
-	m := RootMessage(run)
-	o := run.Origin
-	if o.ThreadTS == "" {
-		return m
+func (p *poster) rootMessage(run *jobs.Run) blocks.Message {
+	askedIn := ""
+	if o := run.Origin; o.ThreadTS != "" {
+		askedIn = p.ws.link(o.Channel, o.ThreadTS)
 	}
-	if link := p.link(o.Channel, o.ThreadTS); link != "" {
-		what := "Asked in " + slackLink(link, "a conversation")
-		if run.FollowUpOf != "" {
-			what = "Follows up run " + inlineCode(run.FollowUpOf, maxActionField) + ": " + slackLink(link, "its thread")
-		}
-		m.Blocks = append(m.Blocks, contextBlock(what))
-	}
-	return m
+	return blocks.RootMessage(run, askedIn)
 }
 
 // pointer posts, once, where a run was asked for in a thread (a conversation, or the thread of the run it follows
@@ -349,16 +338,7 @@ func (p *poster) pointer(ctx context.Context, run *jobs.Run, st *runState) error
 			return err
 		}
 	}
-	where := "its thread is in this channel"
-	if link := p.link(st.Channel, st.RootTS); link != "" {
-		where = slackLink(link, "follow it in its thread")
-	}
-	text := fmt.Sprintf("On it: run %s, %s.", inlineCode(run.ID, maxActionField), where)
-	if run.FollowUpOf != "" {
-		text = fmt.Sprintf("Follow-up started: run %s, on this run's branch; %s.", inlineCode(run.ID, maxActionField), where)
-	}
-	ts, err := p.post(ctx, o.Channel, o.ThreadTS, newMessage(escapeCut(fmt.Sprintf("On it: run %s", run.ID), maxFallbackText, false),
-		[]slack.Block{sectionBlock(text)}))
+	ts, err := p.post(ctx, o.Channel, o.ThreadTS, blocks.PointerMessage(run, p.ws.link(st.Channel, st.RootTS)))
 	if err != nil {
 		return fmt.Errorf("posting where run %s went: %w", run.ID, err)
 	}
@@ -399,13 +379,13 @@ func (p *poster) event(ctx context.Context, run *jobs.Run, st *runState, ev jobs
 		return true, p.question(ctx, run, st, b.EscalationID)
 	case jobs.ResolutionEvent:
 		if e := run.Escalation(b.EscalationID); e != nil && e.Resolution != nil && st.Esc[e.ID] != "" {
-			if err := p.update(ctx, st.Channel, st.Esc[e.ID], AnsweredMessage(run, e)); err != nil {
+			if err := p.update(ctx, st.Channel, st.Esc[e.ID], blocks.AnsweredMessage(run, e)); err != nil {
 				return true, fmt.Errorf("marking escalation %s answered: %w", e.ID, err)
 			}
 		}
 		return true, nil
 	case jobs.RunPausedEvent:
-		_, err := p.post(ctx, st.Channel, st.RootTS, PausedMessage(run))
+		_, err := p.post(ctx, st.Channel, st.RootTS, blocks.PausedMessage(run))
 		return true, err
 	case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
 		return true, p.final(ctx, run, st)
@@ -416,7 +396,7 @@ func (p *poster) event(ctx context.Context, run *jobs.Run, st *runState, ev jobs
 // question posts an escalation's message in the thread (once) and shows on the root message that the run waits.
 func (p *poster) question(ctx context.Context, run *jobs.Run, st *runState, id string) error {
 	if e := run.Escalation(id); e != nil && st.Esc[id] == "" {
-		ts, err := p.post(ctx, st.Channel, st.RootTS, EscalationMessage(run, e))
+		ts, err := p.post(ctx, st.Channel, st.RootTS, blocks.EscalationMessage(run, e))
 		if err != nil {
 			return fmt.Errorf("posting escalation %s: %w", id, err)
 		}
@@ -431,7 +411,7 @@ func (p *poster) question(ctx context.Context, run *jobs.Run, st *runState, id s
 // final posts the run's final message (once), updates the root message with the final status, and stops following.
 func (p *poster) final(ctx context.Context, run *jobs.Run, st *runState) error {
 	if st.FinalTS == "" {
-		ts, err := p.post(ctx, st.Channel, st.RootTS, FinalMessage(run))
+		ts, err := p.post(ctx, st.Channel, st.RootTS, blocks.FinalMessage(run))
 		if err != nil {
 			return fmt.Errorf("posting the final message: %w", err)
 		}
@@ -447,7 +427,7 @@ func (p *poster) final(ctx context.Context, run *jobs.Run, st *runState) error {
 	if err := p.save(ctx, run.ID, fieldFinal, "1"); err != nil {
 		return err
 	}
-	return p.mirror.Unfollow(ctx, run.ID)
+	return p.records.Unfollow(ctx, run.ID)
 }
 
 // progress posts or updates the progress message: one update however many events came, so a busy run does not
@@ -464,7 +444,7 @@ func (p *poster) progress(ctx context.Context, run *jobs.Run, st *runState) erro
 	if err != nil {
 		return err
 	}
-	ts, err := p.post(ctx, st.Channel, st.RootTS, ProgressMessage(run, recent))
+	ts, err := p.post(ctx, st.Channel, st.RootTS, blocks.ProgressMessage(run, recent))
 	if err != nil {
 		return err
 	}
@@ -488,19 +468,19 @@ func (p *poster) sendProgress(ctx context.Context, runID, channel, ts string) er
 	if err != nil {
 		return err
 	}
-	m := ProgressMessage(run, recent)
+	m := blocks.ProgressMessage(run, recent)
 	_, _, _, err = p.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...))
 	return err
 }
 
 // post sends a message (in a thread when threadTS is set) and returns its ts.
-func (p *poster) post(ctx context.Context, channel, threadTS string, m Message) (string, error) {
+func (p *poster) post(ctx context.Context, channel, threadTS string, m blocks.Message) (string, error) {
 	opts := []slack.MsgOption{slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...)}
 	if threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(threadTS))
 	}
 	var ts string
-	err := p.call(ctx, channel, func(ctx context.Context) error {
+	err := p.pace.call(ctx, channel, func(ctx context.Context) error {
 		var err error
 		_, ts, err = p.api.PostMessageContext(ctx, channel, opts...)
 		return err
@@ -509,84 +489,9 @@ func (p *poster) post(ctx context.Context, channel, threadTS string, m Message) 
 }
 
 // update replaces a message in place.
-func (p *poster) update(ctx context.Context, channel, ts string, m Message) error {
-	return p.call(ctx, channel, func(ctx context.Context) error {
+func (p *poster) update(ctx context.Context, channel, ts string, m blocks.Message) error {
+	return p.pace.call(ctx, channel, func(ctx context.Context) error {
 		_, _, _, err := p.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...))
 		return err
 	})
-}
-
-// slackTries bounds the calls of one Web API method that Slack keeps answering with 429: the first and five more.
-const slackTries = 6
-
-// call makes one Web API call within Slack's pace for the channel, waiting out a 429's Retry-After. Other errors are
-// returned at once: the next pass tries again.
-func (p *poster) call(ctx context.Context, channel string, fn func(context.Context) error) error {
-	retry := backoff.Retry{Tries: slackTries, OnRetry: func(_ int, _ error, wait time.Duration) {
-		p.log.Info("Slack asked to slow down", "channel", channel, "retry_after", wait)
-	}}
-	return retry.Do(ctx, func(ctx context.Context) error {
-		release, err := p.pace.turn(ctx, channel)
-		if err != nil {
-			return backoff.Permanent(err)
-		}
-		defer release()
-		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		err = fn(cctx)
-		if wait, limited := retryAfter(err); limited {
-			p.pace.slowDown(channel, wait)
-			return backoff.After(err, wait)
-		}
-		return backoff.Permanent(err)
-	})
-}
-
-// transient reports whether a Web API call that failed with err may succeed as it is later: Slack asked to slow down or
-// did not answer, rather than refusing the call (an error of its own, such as message_not_found).
-func transient(err error) bool {
-	var se slack.SlackErrorResponse
-	return err != nil && !errors.As(err, &se)
-}
-
-// retryAfter reports whether err is Slack's 429, and how long it asked to wait.
-func retryAfter(err error) (time.Duration, bool) {
-	var rl *slack.RateLimitedError
-	if errors.As(err, &rl) {
-		return rl.RetryAfter, true
-	}
-	return 0, false
-}
-
-// once reports whether key is seen for the first time (within a day).
-func (p *poster) once(ctx context.Context, key string) (bool, error) {
-	return p.mirror.Once(ctx, key, onceTTL)
-}
-
-// messageOf reports whether a click on message ts, in thread threadTS of channel, can be about escalation escID of
-// run runID: the message must be in the run's thread, and be the question's own message once that is on record (it
-// is saved a moment after it is posted).
-func (p *poster) messageOf(ctx context.Context, runID, escID, channel, threadTS, ts string) (bool, error) {
-	st, err := p.state(ctx, runID)
-	if err != nil {
-		return false, err
-	}
-	if st.Channel == "" || st.Channel != channel || st.RootTS == "" || st.RootTS != threadTS {
-		return false, nil
-	}
-	if known := st.Esc[escID]; known != "" && known != ts {
-		return false, nil
-	}
-	return true, nil
-}
-
-// runOfThread finds the run whose root message is the thread's parent.
-func (p *poster) runOfThread(ctx context.Context, channel, threadTS string) (string, error) {
-	return p.mirror.RunOfThread(ctx, threadKey(channel, threadTS))
-}
-
-// auditRefusal records a request from someone not allowed to make it.
-func (p *poster) auditRefusal(ctx context.Context, user, what, detail string) error {
-	return p.cfg.Store.AuditOutsideRuns(ctx, jobs.AuditEntry{Action: "refused", Detail: what + ": " + detail,
-		By: user, Via: "slack"})
 }

@@ -1,4 +1,4 @@
-package bot
+package blocks
 
 import (
 	"errors"
@@ -25,8 +25,8 @@ func TestActionValueRoundTrip(t *testing.T) {
 			if got := tt.v.Encode(); got != tt.value {
 				t.Errorf("Encode() = %q, want %q", got, tt.value)
 			}
-			if got := tt.v.actionID(); got != tt.actionID {
-				t.Errorf("actionID() = %q, want %q", got, tt.actionID)
+			if got := tt.v.ActionID(); got != tt.actionID {
+				t.Errorf("ActionID() = %q, want %q", got, tt.actionID)
 			}
 			got, err := DecodeAction(tt.actionID, tt.value)
 			if err != nil {
@@ -42,14 +42,14 @@ func TestActionValueRoundTrip(t *testing.T) {
 func TestEncodeFitsSlack(t *testing.T) {
 	// The largest value DecodeAction accepts: every field at its limit, every byte escaped.
 	long := strings.Repeat("|", maxActionField)
-	v := ActionValue{RunID: long, EscalationID: long, Kind: kindChoose, Key: long}
+	v := ActionValue{RunID: long, EscalationID: long, Kind: KindChoose, Key: long}
 	if n := len(v.Encode()); n > maxButtonValue {
 		t.Errorf("a maximal value is %d bytes; Slack allows %d", n, maxButtonValue)
 	}
-	if n := len(v.actionID()); n > maxActionID {
+	if n := len(v.ActionID()); n > maxActionID {
 		t.Errorf("a maximal action_id is %d bytes; Slack allows %d", n, maxActionID)
 	}
-	if _, err := DecodeAction(v.actionID(), v.Encode()); err != nil {
+	if _, err := DecodeAction(v.ActionID(), v.Encode()); err != nil {
 		t.Errorf("a maximal value does not decode: %v", err)
 	}
 }
@@ -118,7 +118,7 @@ func FuzzDecodeAction(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if got := v.actionID(); got != actionID {
+		if got := v.ActionID(); got != actionID {
 			t.Errorf("accepted action_id %q, but the value's own is %q", actionID, got)
 		}
 		if got := v.Encode(); got != value {

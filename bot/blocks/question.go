@@ -1,0 +1,354 @@
+package blocks
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/orchrun/orch/internal/safetext"
+	"github.com/orchrun/orch/jobs"
+)
+
+// EscalationMessage is a question to a human in the run's thread: the task, the question, what triggered it, a button
+// per option (the recommended one primary), Answer… (a form), Retry and Abort, and a hint that a thread reply gives
+// free-text guidance.
+// A security escalation offers no options: only Retry and Abort, and a hint to rotate the leaked credential.
+func EscalationMessage(r *jobs.Run, e *jobs.Escalation) Message {
+	label, suffix := taskLabel(r, e.TaskID), questionSuffix(e)
+	blocks := escalationHead(r, e, label, suffix)
+	var tail []slack.Block // after the option buttons
+
+	answer := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindAnswer}
+	retry := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindRetry}
+	abort := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindAbort}
+	clickable := checkActionValue(retry) == nil
+	if clickable {
+		// Answer… opens a form that takes any answer the question allows: an option from a list (however many
+		// there are) or words.
+		controls := []slack.BlockElement{button(answer, "Answer…", ""), button(retry, "Retry", "")}
+		if e.Trigger == jobs.TriggerGate || e.Call {
+			// A gate is answered with a choice, and so is a call the agent paused at (its session waits for that
+			// answer): there is nothing to retry.
+			controls = controls[:1]
+		}
+		controls = append(controls, button(abort, "Abort", slack.StyleDanger).WithConfirm(abortConfirm(r)))
+		tail = append(tail, slack.NewActionBlock("orch_controls", controls...))
+	}
+	hint := "Or reply in this thread to give free-text guidance instead."
+	switch e.Trigger {
+	case jobs.TriggerSecurity:
+		hint = ":rotating_light: A secret may have leaked: *rotate the credential* before you retry. " +
+			"A reply in this thread gives free-text guidance."
+	case jobs.TriggerGate:
+		hint = "Or reply in this thread with a choice's key or label."
+	case jobs.TriggerApproval:
+		hint = "Or reply in this thread to deny the call with your reason, which the agent reads."
+	case jobs.TriggerChat:
+		hint = "Reply in this thread to answer the agent: each reply is one turn. *Done* or *Approve* ends the " +
+			"conversation, *Reject* fails the task; to say why, choose Reject in *Answer…* and write the reason."
+	default:
+		if e.Call {
+			hint = "Or reply in this thread with an answer of your own."
+		}
+	}
+	tail = append(tail, contextBlock(hint))
+
+	var options []slack.Block
+	if e.Trigger != jobs.TriggerSecurity {
+		room := maxBlocks - len(blocks) - len(tail)
+		var list slack.Block
+		options, list = optionBlocks(r, e, room, clickable)
+		if list != nil {
+			blocks = append(blocks, list)
+		}
+	}
+	blocks = append(blocks, options...)
+	blocks = append(blocks, tail...)
+	text := fmt.Sprintf("%s%s: %s", label, suffix, safetext.HeadLine(e.Question))
+	return newMessage(escapeCut(text, maxFallbackText, false), blocks)
+}
+
+// questionSuffix ends a question's header after the task's label: what the question is waiting for.
+func questionSuffix(e *jobs.Escalation) string {
+	switch e.Trigger {
+	case jobs.TriggerGate:
+		return " — your call"
+	case jobs.TriggerChat:
+		return " — the agent replied"
+	}
+	return " needs you"
+}
+
+// AnsweredMessage is an escalation once answered: the same question without buttons, and who answered what after how
+// long. Slack users are named as mentions (<@U123>), anyone else as plain text.
+func AnsweredMessage(r *jobs.Run, e *jobs.Escalation) Message {
+	label := taskLabel(r, e.TaskID)
+	res := e.Resolution
+	if res == nil {
+		blocks := escalationHead(r, e, label, " needs you")
+		blocks = append(blocks, contextBlock("_No answer is recorded yet._"))
+		return newMessage(escapeCut(label+" needs you", maxFallbackText, false), blocks)
+	}
+	blocks := escalationHead(r, e, label, " — answered")
+	who := userRef(res.By, res.Via)
+	after := "after " + HumanDuration(res.At.Sub(e.CreatedAt))
+	line, what := answerLine(e, res, who, after)
+	blocks = append(blocks, sectionBlock(line))
+	where := fmt.Sprintf("escalation %s · run %s", inlineCode(e.ID, maxActionField), inlineCode(r.ID, maxActionField))
+	if res.Via != "" {
+		where = "Answered " + viaText(res.Via) + " · " + where
+	}
+	blocks = append(blocks, contextBlock(where))
+	text := fmt.Sprintf("%s: %s %s (%s)", escapeCut(label, maxLine, false), who,
+		escapeCut(singleLine(what), maxLine, false), after)
+	return newMessage(text, blocks)
+}
+
+// escalationHead is what a question and its answered form share: header, trigger line, question, recommendation
+// (when it names no option) and the error.
+func escalationHead(r *jobs.Run, e *jobs.Escalation, label, suffix string) []slack.Block {
+	header := cutPlain(label, maxHeaderText-textLen(suffix)) + suffix
+	blocks := []slack.Block{headerBlock(header), contextBlock(triggerLine(r, e))}
+	q := strings.TrimSpace(e.Question)
+	if q == "" {
+		blocks = append(blocks, sectionBlock("_No question text._"))
+	} else {
+		blocks = append(blocks, sectionBlock(escapeCut(q, maxSectionText, true)))
+	}
+	if rec := strings.TrimSpace(e.Recommendation); rec != "" && !hasOption(e, rec) {
+		const p = "*Recommendation:* "
+		blocks = append(blocks, sectionBlock(p+escapeCut(rec, maxSectionText-len(p), true)))
+	}
+	if msg := strings.TrimSpace(e.Error); msg != "" {
+		const p = "*Last error:*\n```\n"
+		// A fence inside the error would end the code block early.
+		msg = strings.ReplaceAll(msg, "```", "`\u200b``")
+		blocks = append(blocks, sectionBlock(p+escapeCut(msg, 1500, true)+fenceClose))
+	}
+	return blocks
+}
+
+func hasOption(e *jobs.Escalation, key string) bool {
+	for _, o := range e.Options {
+		if o.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// triggerLine says why the run needs a human: the trigger, the attempt, and the error similarity when known.
+func triggerLine(r *jobs.Run, e *jobs.Escalation) string {
+	parts := []string{"Trigger: *" + escapeCut(e.Trigger.Describe(e.Name), maxLine, false) + "*"}
+	if a := jobs.AttemptText(e.Attempt, r.Options.MaxAttempts); a != "" {
+		parts = append(parts, a)
+	}
+	if e.Similarity > 0 {
+		parts = append(parts, fmt.Sprintf("error similarity %.0f%%", 100*e.Similarity))
+	}
+	parts = append(parts, "run "+inlineCode(r.ID, maxActionField))
+	return strings.Join(parts, " · ")
+}
+
+// optionBlocks renders the options as buttons in actions blocks, in at most room blocks. Options that do not fit, or
+// whose key cannot be a button, are named in a context line instead. When a button had to cut its label, list is a
+// section with every label in full.
+func optionBlocks(r *jobs.Run, e *jobs.Escalation, room int, clickable bool) (blocks []slack.Block, list slack.Block) {
+	if len(e.Options) == 0 {
+		return nil, nil
+	}
+	rec := recommendedKey(e)
+	buttons, left, cut := optionButtons(r, e, rec, clickable)
+	if cut {
+		list = optionList(e, rec)
+		room--
+	}
+	need := (len(buttons) + maxActionsElements - 1) / maxActionsElements
+	if len(left) > 0 || need > room {
+		room-- // for the line that names the rest
+	}
+	if need > room {
+		shown := max(room, 0) * maxActionsElements
+		for _, b := range buttons[shown:] {
+			left = append(left, b.key)
+		}
+		buttons = buttons[:shown]
+	}
+	for i := 0; i < len(buttons); i += maxActionsElements {
+		var row []slack.BlockElement
+		for _, b := range buttons[i:min(i+maxActionsElements, len(buttons))] {
+			row = append(row, b.button)
+		}
+		blocks = append(blocks, slack.NewActionBlock("orch_options_"+strconv.Itoa(i/maxActionsElements+1), row...))
+	}
+	if len(left) > 0 {
+		blocks = append(blocks, notButtons(r, left, clickable))
+	}
+	return blocks, list
+}
+
+// keyedButton is an option's button, with the option's key.
+type keyedButton struct {
+	key    string
+	button slack.BlockElement
+}
+
+// optionButtons is a button per option (the recommended one, rec, primary), one per key; left are the keys of the
+// options that can be no button (none is, unless clickable), and cut says whether a button had to cut its label.
+func optionButtons(r *jobs.Run, e *jobs.Escalation, rec string, clickable bool) (buttons []keyedButton, left []string, cut bool) {
+	seen := map[string]bool{}
+	for _, o := range e.Options {
+		if seen[o.Key] {
+			continue // one answer, one button
+		}
+		seen[o.Key] = true
+		v := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindChoose, Key: o.Key}
+		if !clickable || checkActionValue(v) != nil {
+			left = append(left, o.Key)
+			continue
+		}
+		text, wasCut := optionText(e, o, o.Key == rec)
+		cut = cut || wasCut
+		style := slack.StyleDefault
+		if o.Key == rec {
+			style = slack.StylePrimary
+		}
+		buttons = append(buttons, keyedButton{o.Key, button(v, text, style)})
+	}
+	return buttons, left, cut
+}
+
+// optionList is a section with every option's label in full, for buttons that had to cut theirs.
+func optionList(e *jobs.Escalation, rec string) slack.Block {
+	lines := make([]string, 0, len(e.Options))
+	for _, o := range e.Options {
+		l := "*" + escapeCut(o.Key, maxActionField, false) + ")* " + escapeCut(singleLine(o.Label), 600, false)
+		if o.Key == rec {
+			l += " _(recommended)_"
+		}
+		lines = append(lines, l)
+	}
+	return packLines(lines, 1, func(n int) string { return fmt.Sprintf("_… and %s_", jobs.Count(n, "more option")) })[0]
+}
+
+// notButtons names the options that are no button (their keys, left), and how else to choose them.
+func notButtons(r *jobs.Run, left []string, clickable bool) slack.Block {
+	keys := make([]string, len(left))
+	for i, k := range left {
+		keys[i] = escapeCut(k, maxActionField, false)
+	}
+	names := strings.Join(keys, ", ")
+	if textLen(names) > 1500 {
+		names = clampComposed(names, 1500)
+	}
+	how := "reply in this thread"
+	if clickable {
+		how = "choose one with Answer…, " + how
+	}
+	return contextBlock(fmt.Sprintf("%s not shown as buttons (%s): %s, or run %s from a terminal.",
+		jobs.Count(len(left), "option"), names, how, inlineCode("orch escalation resolve "+r.ID+" --choose KEY", maxLine)))
+}
+
+// recommendedKey is the key of the recommended option, or "".
+func recommendedKey(e *jobs.Escalation) string {
+	if e.Recommendation == "" {
+		return ""
+	}
+	if hasOption(e, e.Recommendation) {
+		return e.Recommendation
+	}
+	if o, ok := e.OptionByKey(e.Recommendation); ok {
+		return o.Key
+	}
+	return ""
+}
+
+// optionText is a button's text: "A) Redis", the label cut to fit, "(recommended)" kept whole. The options of a call
+// the agent paused at are its own (Claude's question's labels, Allow once, Deny): their buttons show the label alone.
+func optionText(e *jobs.Escalation, o jobs.Option, recommended bool) (text string, cut bool) {
+	prefix, suffix := o.Key+")", ""
+	switch {
+	case e.Trigger == jobs.TriggerGate:
+		prefix = "[" + o.Key + "]" // as the pipeline's edge labels write it
+	case e.Trigger == jobs.TriggerChat:
+		return o.Label, false // Done, Approve, Reject
+	case e.Call && strings.TrimSpace(o.Label) != "":
+		prefix = ""
+	}
+	label := strings.Join(strings.Fields(o.Label), " ")
+	if recommended && !strings.Contains(strings.ToLower(label), "recommended") {
+		suffix = " (recommended)"
+	}
+	if label != "" && prefix != "" {
+		prefix += " "
+	}
+	room := maxButtonText - textLen(prefix) - textLen(suffix)
+	if room < 8 { // a key that long: cut the whole text instead
+		whole := prefix + label + suffix
+		return cutPlain(whole, maxButtonText), textLen(whole) > maxButtonText
+	}
+	short := cutPlain(label, room)
+	return prefix + short + suffix, short != label
+}
+
+func button(v ActionValue, text string, style slack.Style) *slack.ButtonBlockElement {
+	return slack.NewButtonBlockElement(v.ActionID(), v.Encode(), plainText(cutPlain(text, maxButtonText))).WithStyle(style)
+}
+
+func abortConfirm(r *jobs.Run) *slack.ConfirmationBlockObject {
+	text := cutPlain(fmt.Sprintf("Run %s stops here, with its task unfinished. This cannot be undone.", r.ID), maxConfirmText)
+	c := slack.NewConfirmationBlockObject(plainText(cutPlain("Abort this run?", maxConfirmTitle)), plainText(text),
+		plainText(cutPlain("Abort run", maxConfirmButton)), plainText(cutPlain("Keep it", maxConfirmButton)))
+	return c.WithStyle(slack.StyleDanger)
+}
+
+// answerLine says who answered what after how long (mrkdwn), and what in plain words for the fallback text.
+func answerLine(e *jobs.Escalation, res *jobs.Resolution, who, after string) (line, what string) {
+	const room = maxSectionText - 400 // for the words around the human's text
+	switch res.Type {
+	case jobs.ResolveChoose:
+		choice := res.Key
+		if o, ok := e.OptionByKey(res.Key); ok {
+			switch e.Trigger {
+			case jobs.TriggerGate:
+				choice = "[" + o.Key + "] " + o.Label
+			case jobs.TriggerChat:
+				choice = o.Label
+			default:
+				choice = o.Key + ") " + o.Label
+			}
+		}
+		return fmt.Sprintf(":white_check_mark: %s chose *%s* %s", who, escapeCut(singleLine(choice), 600, false), after),
+			"chose " + choice
+	case jobs.ResolveAnswer:
+		if e.Trigger == jobs.TriggerChat {
+			return fmt.Sprintf(":speech_balloon: %s replied %s:\n%s", who, after, escapeCut(res.Text, room, true)),
+				"replied: " + safetext.HeadLine(res.Text)
+		}
+		return fmt.Sprintf(":speech_balloon: %s answered %s:\n%s", who, after, escapeCut(res.Text, room, true)),
+			"answered: " + safetext.HeadLine(res.Text)
+	case jobs.ResolveResume:
+		return fmt.Sprintf(":arrow_forward: %s resumed the run %s", who, after), "resumed the run"
+	case jobs.ResolveRetry:
+		return fmt.Sprintf(":repeat: %s asked for one more attempt %s", who, after), "asked for one more attempt"
+	case jobs.ResolveAbort:
+		line = fmt.Sprintf(":octagonal_sign: %s aborted the run %s", who, after)
+		if strings.TrimSpace(res.Reason) != "" {
+			line += ": " + escapeCut(res.Reason, room, true)
+		}
+		return line, "aborted the run: " + safetext.HeadLine(res.Reason)
+	case jobs.ResolveForce:
+		return fmt.Sprintf(":warning: %s forced the task to continue (risk acknowledged) %s", who, after),
+			"forced the task to continue (risk acknowledged)"
+	case jobs.ResolveDecline:
+		line = fmt.Sprintf(":no_entry_sign: %s declined %s", who, after)
+		if strings.TrimSpace(res.Reason) != "" {
+			line += ": " + escapeCut(res.Reason, room, true)
+		}
+		return line, "declined: " + safetext.HeadLine(res.Reason)
+	}
+	kind := escapeCut(string(res.Type), maxLine, false)
+	return fmt.Sprintf("%s answered (%s) %s", who, kind, after), string(res.Type)
+}
