@@ -231,7 +231,7 @@ func TestPosterThread(t *testing.T) {
 		h.answerFromTerminal(run.ID, escID, "B")
 		h.waitFor("the question to show the answer", func() bool { return len(slackfake.Buttons(h.message(q.TS))) == 0 })
 		answered := h.message(q.TS)
-		if !strings.Contains(answered.Text, "ops-alice chose B) In-memory") || !strings.Contains(blocksText(answered), "from the terminal (cli)") {
+		if !strings.Contains(answered.Text, "ops-alice chose B) In-memory") || !strings.Contains(blocksText(answered), "Answered at the terminal") {
 			t.Errorf("answered question: %q %s", answered.Text, answered.Blocks)
 		}
 

@@ -205,24 +205,8 @@ func isAutomatic(res *jobs.Resolution) bool {
 	return res.Via == "timeout" || res.Via == "auto-approve"
 }
 
-// via says where an answer came from.
-func via(v string) string {
-	switch v {
-	case "slack":
-		return "in Slack"
-	case "console", "cli":
-		return "at the terminal"
-	case "answers-file":
-		return "from an answers file"
-	case "auto-approve":
-		return "by auto-approval"
-	case "timeout":
-		return "on timeout"
-	case "":
-		return ""
-	}
-	return "via " + gfm.Inline(v, 50)
-}
+// via says where an answer came from, in the words every surface uses (jobs.ViaText).
+func via(v string) string { return gfm.Inline(jobs.ViaText(v), 60) }
 
 // taskStatus is a task's status for people.
 func taskStatus(s jobs.TaskStatus) string {

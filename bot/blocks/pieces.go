@@ -29,22 +29,8 @@ func userRef(by, via string) string {
 	return escapeCut(by, 100, false)
 }
 
-// viaText says where an answer came from.
-func viaText(via string) string {
-	switch via {
-	case "slack":
-		return "in Slack"
-	case "console", "cli":
-		return "from the terminal (" + via + ")"
-	case "answers-file":
-		return "from an answers file"
-	case "auto-approve":
-		return "by auto-approval"
-	case "timeout":
-		return "on timeout"
-	}
-	return "via " + escapeCut(via, maxLine, false)
-}
+// viaText says where an answer came from, in the words every surface uses (jobs.ViaText).
+func viaText(via string) string { return escapeCut(jobs.ViaText(via), maxLine, false) }
 
 // startedBy names who started a run.
 func startedBy(o jobs.Origin) string {

@@ -17,6 +17,7 @@ import (
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
+	"github.com/orchrun/orch/runs"
 )
 
 // recentEvents is how many recent events the progress view reads; it shows the last of those people care about.
@@ -243,20 +244,19 @@ func (p *poster) catchUp(ctx context.Context, run *jobs.Run, st *runState, event
 	if len(events) == 0 {
 		return nil
 	}
-	progress := false
+	t := &thread{p: p, run: run, st: st}
 	defer func() {
-		if progress {
+		if t.progress {
 			if err := p.progress(ctx, run, st); err != nil {
 				p.log.Warn("updating the progress message", "run_id", run.ID, "err", err)
 			}
 		}
 	}()
 	for _, ev := range events {
-		shown, err := p.event(ctx, run, st, ev)
-		if err != nil {
+		p.homes.event(run, ev) // the Home tabs it changes are refreshed off this path
+		if err := runs.Present(ctx, t, ev); err != nil {
 			return err
 		}
-		progress = progress || !shown
 		st.Cursor = ev.ID
 		if err := p.save(ctx, run.ID, fieldCursor, ev.ID); err != nil {
 			return err
@@ -370,28 +370,48 @@ func (p *poster) linkFollowUp(ctx context.Context, run *jobs.Run) error {
 	return nil
 }
 
-// event posts what one event means for the thread: a question, its answer, a pause, the end. shown is false for the
-// events that only the progress message reflects.
-func (p *poster) event(ctx context.Context, run *jobs.Run, st *runState, ev jobs.Event) (shown bool, err error) {
-	p.homes.event(run, ev) // the Home tabs it changes are refreshed off this path
-	switch b := ev.Body.(type) {
-	case jobs.EscalationEvent:
-		return true, p.question(ctx, run, st, b.EscalationID)
-	case jobs.ResolutionEvent:
-		if e := run.Escalation(b.EscalationID); e != nil && e.Resolution != nil && st.Esc[e.ID] != "" {
-			if err := p.update(ctx, st.Channel, st.Esc[e.ID], blocks.AnsweredMessage(run, e)); err != nil {
-				return true, fmt.Errorf("marking escalation %s answered: %w", e.ID, err)
-			}
-		}
-		return true, nil
-	case jobs.RunPausedEvent:
-		_, err := p.post(ctx, st.Channel, st.RootTS, blocks.PausedMessage(run))
-		return true, err
-	case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
-		return true, p.final(ctx, run, st)
-	}
-	return false, nil
+// thread is one pass over a run's new events, as the surface its Slack thread is (runs.Surface): a question, its
+// answer, a pause and the end have messages of their own; every other event is shown by the progress message.
+type thread struct {
+	p        *poster
+	run      *jobs.Run
+	st       *runState
+	progress bool // an event only the progress message shows came
 }
+
+var _ runs.Surface = (*thread)(nil)
+
+// Progress leaves the event to the progress message, updated once after the pass.
+func (t *thread) Progress(context.Context, jobs.Event) error {
+	t.progress = true
+	return nil
+}
+
+// Ask posts the question's message.
+func (t *thread) Ask(ctx context.Context, _ jobs.Event, q jobs.EscalationEvent) error {
+	return t.p.question(ctx, t.run, t.st, q.EscalationID)
+}
+
+// Answered updates the question's message to say who answered, from where and what.
+func (t *thread) Answered(ctx context.Context, _ jobs.Event, a jobs.ResolutionEvent) error {
+	e := t.run.Escalation(a.EscalationID)
+	if e == nil || e.Resolution == nil || t.st.Esc[e.ID] == "" {
+		return nil
+	}
+	if err := t.p.update(ctx, t.st.Channel, t.st.Esc[e.ID], blocks.AnsweredMessage(t.run, e)); err != nil {
+		return fmt.Errorf("marking escalation %s answered: %w", e.ID, err)
+	}
+	return nil
+}
+
+// Paused posts why the run stopped and how to continue it.
+func (t *thread) Paused(ctx context.Context, _ jobs.Event) error {
+	_, err := t.p.post(ctx, t.st.Channel, t.st.RootTS, blocks.PausedMessage(t.run))
+	return err
+}
+
+// Ended posts the final message and stops following the run.
+func (t *thread) Ended(ctx context.Context, _ jobs.Event) error { return t.p.final(ctx, t.run, t.st) }
 
 // question posts an escalation's message in the thread (once) and shows on the root message that the run waits.
 func (p *poster) question(ctx context.Context, run *jobs.Run, st *runState, id string) error {
