@@ -15,6 +15,7 @@ import (
 	"github.com/orchrun/orch/bot/mirror"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/safetext"
+	"github.com/orchrun/orch/internal/workpool"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -53,7 +54,7 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request, body []by
 type commands struct {
 	talk      *talk
 	runs      *newRuns
-	jobs      *pool
+	jobs      *workpool.Pool
 	store     *store.Store
 	queue     escalation.Enqueuer
 	mirror    *mirror.Mirror
@@ -104,7 +105,7 @@ func (c *commands) ackRun(cmd command, args []string) (string, error) {
 	}
 	req.Origin = jobs.Origin{Kind: "slack", User: cmd.UserID, Channel: cmd.ChannelID}
 	tell := c.talk.responder(cmd.ResponseURL)
-	if err := c.jobs.submit(func(ctx context.Context) { c.runs.start(ctx, req, tell, refund) }); err != nil {
+	if err := c.jobs.Submit(func(ctx context.Context) { c.runs.start(ctx, req, tell, refund) }); err != nil {
 		refund()
 		return "", err
 	}
@@ -128,7 +129,7 @@ func (c *commands) ackDo(cmd command) (string, error) {
 	}
 	req := StartRequest{Text: text, Origin: jobs.Origin{Kind: "slack", User: cmd.UserID, Channel: cmd.ChannelID}}
 	tell := c.talk.responder(cmd.ResponseURL)
-	if err := c.jobs.submit(func(ctx context.Context) { c.runs.start(ctx, req, tell, refund) }); err != nil {
+	if err := c.jobs.Submit(func(ctx context.Context) { c.runs.start(ctx, req, tell, refund) }); err != nil {
 		refund()
 		return "", err
 	}
@@ -148,7 +149,7 @@ func (c *commands) ackStatus(cmd command, args []string) (string, error) {
 	if id != "" && !isRunID(id) {
 		return "", fmt.Errorf("%s is not a run id (run ids look like `r-k3j9x2m4qa`): `/orch status [RUN_ID]`", blocks.Echo(id))
 	}
-	if err := c.jobs.submit(func(ctx context.Context) { c.status(ctx, id, cmd.UserID, cmd.ChannelID, cmd.ResponseURL) }); err != nil {
+	if err := c.jobs.Submit(func(ctx context.Context) { c.status(ctx, id, cmd.UserID, cmd.ChannelID, cmd.ResponseURL) }); err != nil {
 		return "", err
 	}
 	return "Looking it up…", nil
@@ -169,7 +170,7 @@ func (c *commands) ackAbort(cmd command, args []string) (string, error) {
 	}
 	// The reason is kept with the run, its audit and its events, and shown wherever the run is: a few lines at most.
 	reason := blocks.Kept(strings.Join(args[1:], " "), maxReason)
-	if err := c.jobs.submit(func(ctx context.Context) { c.abort(ctx, id, cmd.UserID, reason, cmd.ResponseURL) }); err != nil {
+	if err := c.jobs.Submit(func(ctx context.Context) { c.abort(ctx, id, cmd.UserID, reason, cmd.ResponseURL) }); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("Aborting %s…", blocks.Echo(id)), nil

@@ -64,17 +64,17 @@ func (s *Server) event(ev slackevents.EventsAPIEvent) error {
 		if in.Tab != "home" {
 			return nil // the Messages tab
 		}
-		return s.jobs.submit(func(ctx context.Context) { s.homeOpened(ctx, outer.EventID, in.User) })
+		return s.jobs.Submit(func(ctx context.Context) { s.homeOpened(ctx, outer.EventID, in.User) })
 	default:
 		return nil
 	}
 	if mentioned {
-		return s.jobs.submit(func(ctx context.Context) { s.conversations.mentioned(ctx, outer.EventID, m) })
+		return s.jobs.Submit(func(ctx context.Context) { s.conversations.mentioned(ctx, outer.EventID, m) })
 	}
 	if !m.inThread() {
 		return nil // only replies in a run's thread mean something to orch
 	}
-	return s.jobs.submit(func(ctx context.Context) { s.conversations.reply(ctx, outer.EventID, m) })
+	return s.jobs.Submit(func(ctx context.Context) { s.conversations.reply(ctx, outer.EventID, m) })
 }
 
 // homeOpened publishes the Home of someone who just opened it, and keeps it up to date for a while. A retried

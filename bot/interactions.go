@@ -40,7 +40,7 @@ func (s *Server) handleInteraction(w http.ResponseWriter, r *http.Request, body 
 // and ignored.
 func (s *Server) interaction(cb slack.InteractionCallback) error {
 	if cb.Type == slack.InteractionTypeMessageAction && cb.CallbackID == ShortcutDoMessage {
-		return s.jobs.submit(func(ctx context.Context) { s.conversations.doMessage(ctx, cb) })
+		return s.jobs.Submit(func(ctx context.Context) { s.conversations.doMessage(ctx, cb) })
 	}
 	if cb.Type != slack.InteractionTypeBlockActions {
 		return nil
@@ -56,7 +56,7 @@ func (s *Server) interaction(cb slack.InteractionCallback) error {
 		switch {
 		case act.Kind == blocks.KindAnswer:
 			// Opening a form has a deadline (its trigger's 3 s): it has workers of its own.
-			if err := s.urgent.submit(s.answers.formOpener(cb, act)); err != nil {
+			if err := s.urgent.Submit(s.answers.formOpener(cb, act)); err != nil {
 				return err
 			}
 			continue
@@ -68,7 +68,7 @@ func (s *Server) interaction(cb slack.InteractionCallback) error {
 			channel, thread, ts := clickedMessage(cb)
 			job = func(ctx context.Context) { s.answers.click(ctx, act, user, channel, thread, ts, responseURL) }
 		}
-		if err := s.jobs.submit(job); err != nil {
+		if err := s.jobs.Submit(job); err != nil {
 			return err
 		}
 	}

@@ -69,7 +69,7 @@ func (c *commands) lookup(cmd command, name string, args []string) (string, erro
 	case "logs":
 		job = func(ctx context.Context) { c.logs(ctx, cmd.ChannelID, id, cmd.ResponseURL) }
 	}
-	if err := c.jobs.submit(job); err != nil {
+	if err := c.jobs.Submit(job); err != nil {
 		return "", err
 	}
 	return "Looking it up…", nil

@@ -43,7 +43,7 @@ func (s *Server) handleSubmission(w http.ResponseWriter, r *http.Request, cb sla
 // socketSubmission answers a view_submission over Socket Mode: the ack carries the response. The work goes to the
 // background workers (bounded, drained on shutdown) so that the envelopes behind it are not held up.
 func (s *Server) socketSubmission(client *socketmode.Client, req *socketmode.Request, cb slack.InteractionCallback) {
-	err := s.urgent.submit(func(ctx context.Context) {
+	err := s.urgent.Submit(func(ctx context.Context) {
 		if resp := s.answers.submission(ctx, cb); resp != nil {
 			s.ack(client, req, resp)
 			return

@@ -14,6 +14,7 @@ import (
 	"github.com/orchrun/orch/bot/mirror"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/httpdeadline"
+	"github.com/orchrun/orch/internal/workpool"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -102,8 +103,8 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	api    *slack.Client
-	jobs   *pool // the work after an ack
-	urgent *pool // the work Slack holds a deadline over
+	jobs   *workpool.Pool // the work after an ack
+	urgent *workpool.Pool // the work Slack holds a deadline over
 	mirror *mirror.Mirror
 
 	replays       *replays
@@ -169,10 +170,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	api := slack.New(cfg.BotToken, opts...)
 	s := &Server{cfg: cfg, log: cfg.Log, api: api}
-	s.jobs = newPool(cfg.Workers, cfg.Backlog, cfg.Log)
+	s.jobs = workpool.New(cfg.Workers, cfg.Backlog, cfg.Log)
 	// Work Slack holds a deadline over (a form to open within its trigger's 3 s, a form submission to answer within
 	// 3 s) has workers of its own: it never waits behind a backlog of other work.
-	s.urgent = newPool(urgentWorkers, urgentBacklog, cfg.Log)
+	s.urgent = workpool.New(urgentWorkers, urgentBacklog, cfg.Log)
 	allowed := mirror.Allowlist(cfg.AllowedUsers)
 	s.mirror = mirror.New(mirror.Config{Store: cfg.Store, Queue: cfg.Queue, Slack: api, Log: cfg.Log, Now: cfg.Now,
 		PollInterval: cfg.PollInterval, PostInterval: cfg.PostInterval, HomeInterval: cfg.HomeInterval,
@@ -197,15 +198,15 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.talk.botID = auth.UserID
 	s.mirror.Start(auth.URL)
-	s.jobs.start()
-	s.urgent.start()
+	s.jobs.Start()
+	s.urgent.Start()
 	return nil
 }
 
 // Shutdown drains: acks already given are honoured (their background work finishes), then the mirror stops (see
 // mirror.Shutdown).
 func (s *Server) Shutdown(ctx context.Context) error {
-	err := errors.Join(s.urgent.shutdown(ctx), s.jobs.shutdown(ctx))
+	err := errors.Join(s.urgent.Shutdown(ctx), s.jobs.Shutdown(ctx))
 	s.mirror.Shutdown()
 	return err
 }

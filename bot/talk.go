@@ -14,6 +14,7 @@ import (
 	"github.com/orchrun/orch/bot/blocks"
 	"github.com/orchrun/orch/bot/mirror"
 	"github.com/orchrun/orch/internal/safetext"
+	"github.com/orchrun/orch/internal/workpool"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 )
@@ -27,7 +28,7 @@ type talk struct {
 	log     *slog.Logger
 	store   *store.Store // where refusals are audited
 	mirror  *mirror.Mirror
-	jobs    *pool // refusals are audited after the ack
+	jobs    *workpool.Pool // refusals are audited after the ack
 	allowed mirror.Allowlist
 	// botID is the bot's own user id (auth.test), to ignore its messages: set by Server.Start, before anything is
 	// served.
@@ -115,7 +116,7 @@ const maxRefusalDetail = 200
 func (t *talk) refused(user, what, detail string) {
 	t.log.Warn("refused a Slack user", "user", user, "action", what)
 	detail = blocks.Kept(detail, maxRefusalDetail)
-	_ = t.jobs.submit(func(ctx context.Context) {
+	_ = t.jobs.Submit(func(ctx context.Context) {
 		err := t.store.AuditOutsideRuns(ctx, jobs.AuditEntry{Action: "refused", Detail: what + ": " + detail, By: user, Via: "slack"})
 		if err != nil {
 			t.log.Warn("auditing a refusal", "err", err)
