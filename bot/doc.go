@@ -4,8 +4,8 @@
 //
 // A request reaches the Server (server.go): verify.go bounds its body and checks its signature, replay.go that it was
 // not received before; commands.go, events.go and interactions.go parse and route it and ack (socket.go does the same
-// for Socket Mode envelopes). The work after the ack runs on bounded pools (internal/workpool), done by types that each hold
-// what they use and none the Server:
+// for Socket Mode envelopes). The work after the ack runs on bounded pools (internal/workpool), done by types that
+// each hold what they use and none the Server:
 //
 //   - commands (commands.go, lookup.go): the slash commands. A new command is a case of commands.command with an ack
 //     method beside ackRun, or a row of lookupCommands for one that only reads; its work is a method of commands,
