@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orchrun/orch/bot"
+	"github.com/orchrun/orch/hub"
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/queue"
@@ -32,7 +33,9 @@ func (a *app) serveCmd() *cobra.Command {
 			"worker. Env: SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_APP_TOKEN, SLACK_API_URL, ORCH_HTTP_ADDR,\n" +
 			"ORCH_WORKSPACE, ORCH_ALLOWED_USERS, ORCH_REDIS_URL, ORCH_AGENT, ORCH_BRAIN, ORCH_SANDBOX, ORCH_SANDBOX_USER,\n" +
 			"ORCH_INSTANCE; each run's branch: ORCH_REPO, ORCH_GIT_BASE, ORCH_GIT_PUSH, ORCH_GIT_AUTHOR, ORCH_WORKTREES,\n" +
-			"ORCH_GITHUB_TOKEN; the web view beside the Slack endpoints: ORCH_WEB_TOKEN, ORCH_PUBLIC_URL.",
+			"ORCH_GITHUB_TOKEN; the web view beside the Slack endpoints: ORCH_WEB_TOKEN, ORCH_PUBLIC_URL; GitHub's webhook\n" +
+			"on POST /github/webhook: ORCH_GITHUB_WEBHOOK_SECRET, ORCH_GITHUB_REPO, ORCH_GITHUB_API_URL,\n" +
+			"ORCH_GITHUB_MENTION, ORCH_GITHUB_ALLOWED_USERS.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd, true, true) },
 	}
@@ -110,11 +113,15 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 	// The bot proves its token (auth.test) before the worker takes any work: a bot refused by Slack leaves no run
 	// half taken.
 	var srv *bot.Server
+	var gh *hub.Server
 	var view http.Handler
 	if withBot {
+		starter := &runs.Starter{Store: b.Store, Queue: b.Queue, FindTasks: a.findTasks}
 		slack.Store, slack.Queue, slack.Log, slack.Health = b.Store, b.Queue, a.log, healthLine(b)
-		slack.Starter = &slackStarter{runs: &runs.Starter{Store: b.Store, Queue: b.Queue, FindTasks: a.findTasks},
-			base: opts, workspace: ws, git: a.branchRequest(cmd)}
+		slack.Starter = &slackStarter{runs: starter, base: opts, workspace: ws, git: a.branchRequest(cmd)}
+		if gh, err = a.githubSurface(cmd, b, starter, opts, ws); err != nil {
+			return err
+		}
 		// The web view shares the Slack endpoints' address: with ORCH_WEB_TOKEN people sign in; without it, it is
 		// served only when that address is this machine's alone.
 		if token := a.env("ORCH_WEB_TOKEN"); web.CheckAddr(addr, token) == nil {
@@ -149,7 +156,14 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 	if !withBot {
 		return a.serveWorker(ctx, fr, ln, b, m)
 	}
-	return a.serveBot(ctx, fr, ln, srv, slack.AppToken != "", m, view)
+	return a.serveBot(ctx, fr, ln, fronts{slack: srv, github: gh, view: view}, slack.AppToken != "", m)
+}
+
+// fronts are what serveBot serves: Slack, GitHub's webhook when it is configured, the web view when it may be.
+type fronts struct {
+	slack  *bot.Server
+	github *hub.Server
+	view   http.Handler
 }
 
 // slackConfig reads the bot's settings from the environment.
@@ -248,9 +262,15 @@ func (a *app) serveWorker(ctx context.Context, fr *front, ln net.Listener, b *st
 }
 
 // serveBot serves Slack (HTTP endpoints, or Socket Mode) and the metrics until ctx is done, then drains.
-func (a *app) serveBot(ctx context.Context, fr *front, ln net.Listener, srv *bot.Server, socketMode bool, m *metrics, view http.Handler) error {
+func (a *app) serveBot(ctx context.Context, fr *front, ln net.Listener, f fronts, socketMode bool, m *metrics) error {
+	srv, view := f.slack, f.view
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.handler())
+	if f.github != nil {
+		mux.Handle("POST /github/webhook", f.github.Handler())
+		f.github.Start()
+		fmt.Fprintf(a.stderr, "orch: GitHub webhook on http://%s/github/webhook\n", ln.Addr())
+	}
 	if view != nil {
 		mux.Handle("/slack/", srv.Handler())
 		mux.Handle("GET /healthz", srv.Handler())
@@ -277,7 +297,11 @@ func (a *app) serveBot(ctx context.Context, fr *front, ln net.Listener, srv *bot
 	herr := fr.shutdown(10 * time.Second)
 	bctx, bcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer bcancel()
-	if err := errors.Join(herr, srv.Shutdown(bctx)); err != nil {
+	err := errors.Join(herr, srv.Shutdown(bctx))
+	if f.github != nil {
+		err = errors.Join(err, f.github.Shutdown(bctx))
+	}
+	if err != nil {
 		a.log.Warn("shutting down", "err", err)
 	}
 	return nil
