@@ -1,5 +1,6 @@
-// Package githubfake is a fake GitHub REST API on loopback for tests: the three pull request endpoints orch calls,
-// with GitHub's authentication, status codes and error bodies, and a record of the requests it got.
+// Package githubfake is a fake GitHub on loopback for tests: the REST endpoints orch calls (pull requests here;
+// issues, comments, reactions and permissions in issues.go), with GitHub's authentication, status codes and error
+// bodies, a record of the requests it got, and webhook deliveries signed as GitHub signs them (hooks.go).
 //
 // Where each behaviour comes from:
 //
@@ -89,6 +90,10 @@ type repo struct {
 	gitDir   string
 	readOnly bool
 	pulls    []*PullRequest
+	issues   []*Issue
+	comments []*Comment
+	reacted  map[int64][]string // comment → "login:content"
+	roles    map[string]string  // login (lower case) → role
 }
 
 // branch is the commit a branch of the repository is at.
@@ -112,7 +117,10 @@ type GitHub struct {
 	mu       sync.Mutex
 	repos    map[string]*repo // "owner/name", lower case: GitHub's names are not case sensitive
 	requests []Request
-	next     int
+	next     int // the number of the next issue or pull request
+	// login is the token's user; nextComment numbers comments.
+	login       string
+	nextComment int64
 	// limit, when set, answers the next request with a rate limit.
 	limit *rateLimit
 }
@@ -125,12 +133,13 @@ type rateLimit struct {
 
 // New starts a fake GitHub that accepts token; it runs until Close.
 func New(token string) *GitHub {
-	g := &GitHub{token: token, repos: map[string]*repo{}, next: 1}
+	g := &GitHub{token: token, repos: map[string]*repo{}, next: 1, login: "orch"}
 	mux := http.NewServeMux()
 	for _, prefix := range []string{"", "/api/v3"} {
 		mux.HandleFunc("GET "+prefix+"/repos/{owner}/{repo}/pulls", g.list)
 		mux.HandleFunc("POST "+prefix+"/repos/{owner}/{repo}/pulls", g.create)
 		mux.HandleFunc("PATCH "+prefix+"/repos/{owner}/{repo}/pulls/{number}", g.update)
+		g.routeIssues(mux, prefix)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		g.record(r, nil)
