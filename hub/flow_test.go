@@ -1,0 +1,200 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/forge"
+	"github.com/orchrun/orch/forge/githubfake"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/jobstest"
+	"github.com/orchrun/orch/jobs/store"
+)
+
+// starter creates the run a request asks for, running, as a worker would have it after its start.
+type starter struct {
+	st   *store.Store
+	mu   sync.Mutex
+	reqs []StartRequest
+}
+
+func (s *starter) Start(ctx context.Context, req StartRequest) (*jobs.Run, error) {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	s.mu.Unlock()
+	r := &jobs.Run{ID: jobs.NewRunID(), PlanTitle: req.Text, Status: jobs.RunRunning, CreatedAt: time.Now(),
+		Origin:  jobs.Origin{Kind: "github", User: req.By, Repo: req.Repo.String(), Issue: req.Issue},
+		Options: jobs.Options{MaxAttempts: 3},
+		Tasks:   []*jobs.Task{{ID: "1", Title: req.Text, Status: jobs.TaskRunning}}}
+	return r, s.st.Create(ctx, r, jobs.NewEvent(r.ID, "", jobs.RunStartedEvent{Tasks: 1, Unit: "task"}))
+}
+
+func (s *starter) requests() []StartRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]StartRequest(nil), s.reqs...)
+}
+
+type surfaceFixture struct {
+	gh      *githubfake.GitHub
+	st      *store.Store
+	starter *starter
+	url     string
+	issue   int
+}
+
+func newSurface(t *testing.T, st *store.Store) *surfaceFixture {
+	t.Helper()
+	gh := githubfake.New("t0ken")
+	t.Cleanup(gh.Close)
+	gh.AddRepo("acme", "api")
+	gh.SetPermission("acme", "api", "ann", "maintain")
+	gh.SetPermission("acme", "api", "bob", "triage")
+	talker, err := forge.NewGitHub("t0ken", gh.URL()+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &surfaceFixture{gh: gh, st: st, starter: &starter{st: st}}
+	s, err := New(Config{Secret: secret, Store: st, Queue: noQueue{}, GitHub: talker, Starter: f.starter,
+		PollInterval: 20 * time.Millisecond, PublicURL: "https://orch.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		s.Shutdown(context.Background())
+	})
+	f.url = srv.URL + "/github/webhook"
+	f.issue = gh.AddIssue("acme", "api", "The client is slow", "Every call takes 2 s.", "ann")
+	return f
+}
+
+// comment has login say body in the issue and delivers it; it returns the delivery.
+func (f *surfaceFixture) comment(t *testing.T, login, body string) githubfake.Delivery {
+	t.Helper()
+	c := f.gh.Say("acme", "api", f.issue, login, body)
+	resp, d, err := f.gh.Deliver(f.url, secret, "issue_comment", f.gh.IssueCommentPayload("acme", "api", c, "created"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("the delivery of %q: %d", body, resp.StatusCode)
+	}
+	return d
+}
+
+// orchSaid waits until orch's comments in the issue satisfy ok, and returns them.
+func (f *surfaceFixture) orchSaid(t *testing.T, what string, ok func([]githubfake.Comment) bool) []githubfake.Comment {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var mine []githubfake.Comment
+		for _, c := range f.gh.Comments("acme", "api", f.issue) {
+			if c.Author == "orch" {
+				mine = append(mine, c)
+			}
+		}
+		if ok(mine) {
+			return mine
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("orch never said %s; its comments: %+v", what, mine)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func containing(s string) func([]githubfake.Comment) bool {
+	return func(cs []githubfake.Comment) bool {
+		for _, c := range cs {
+			if strings.Contains(c.Body, s) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// An issue comment starts a run, which keeps one status comment; its question is a comment of its own, which a
+// stranger cannot answer and a maintainer answers with an option's key; the comment then says who answered.
+func TestAnIssueCommentStartsARunAndItsQuestionIsAnsweredThere(t *testing.T) {
+	for name, c := range jobstest.Clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st := store.New(c, nil)
+			f := newSurface(t, st)
+
+			f.comment(t, "ann", "@orch add a cache in front of the client")
+			said := f.orchSaid(t, "a status comment", func(cs []githubfake.Comment) bool { return len(cs) == 1 })
+			reqs := f.starter.requests()
+			if len(reqs) != 1 || reqs[0].Text != "add a cache in front of the client" || reqs[0].By != "ann" ||
+				!strings.Contains(reqs[0].Context, "Every call takes 2 s.") || reqs[0].Issue != f.issue {
+				t.Fatalf("start requests: %+v", reqs)
+			}
+			if r := f.gh.Comments("acme", "api", f.issue)[0]; len(f.gh.Reactions("acme", "api", r.ID)) != 1 {
+				t.Errorf("the command was not acknowledged with a reaction")
+			}
+			ids, _ := st.Mirror(MirrorName).Followed(ctx)
+			if len(ids) != 1 {
+				t.Fatalf("followed runs: %v", ids)
+			}
+			runID := ids[0]
+			if !strings.Contains(said[0].Body, runID) || !strings.Contains(said[0].Body, "/runs/"+runID) {
+				t.Errorf("the status comment:\n%s", said[0].Body)
+			}
+
+			if _, err := st.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+				escalation.Open(r, r.Tasks[0], c, escalation.Spec{Trigger: jobs.TriggerNeedsHelp, Source: "agent",
+					Question: "Which store?", Options: []string{"A) Redis", "B) In memory"}, Recommendation: "B"}, time.Now())
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			f.orchSaid(t, "the question", containing("`@orch B` to choose an option"))
+			f.orchSaid(t, "that the run waits", containing("Waiting for an answer"))
+
+			f.comment(t, "bob", "@orch A")
+			f.orchSaid(t, "no to a stranger", containing("@bob Sorry, only people with write access"))
+			if r, _ := st.Get(ctx, runID); r.OpenEscalation() == nil {
+				t.Fatal("a person without write access answered")
+			}
+			audit, _ := st.AuditOutside(ctx)
+			if len(audit) != 1 || audit[0].By != "bob" || audit[0].Via != "github" || audit[0].Action != "refused" {
+				t.Errorf("the refusal's audit: %+v", audit)
+			}
+
+			d := f.comment(t, "ann", "@orch b)")
+			f.orchSaid(t, "who answered", containing("**ann on GitHub** after"))
+			r, _ := st.Get(ctx, runID)
+			e := r.Escalations[0]
+			if e.Resolution == nil || e.Resolution.Type != jobs.ResolveChoose || e.Resolution.Key != "B" ||
+				e.Resolution.By != "ann" || e.Resolution.Via != "github" {
+				t.Fatalf("the resolution: %+v", e.Resolution)
+			}
+			// GitHub's redelivery of the same comment changes nothing.
+			resp, err := f.gh.Redeliver(f.url, secret, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("a redelivery: %d", resp.StatusCode)
+			}
+			f.comment(t, "ann", "@orch A")
+			f.orchSaid(t, "that nothing waits", containing(fmt.Sprintf("Run `%s` is at work and waits for no answer", runID)))
+			if n := len(f.starter.requests()); n != 1 {
+				t.Errorf("%d runs started", n)
+			}
+		})
+	}
+}
