@@ -198,3 +198,101 @@ func TestAnIssueCommentStartsARunAndItsQuestionIsAnsweredThere(t *testing.T) {
 		})
 	}
 }
+
+// The first answer wins wherever it is given: a question answered in the web view is marked so in its comment, and
+// an answer by comment that comes after is told who was first. The run's one status comment and one question
+// comment are all orch wrote, in a handful of API calls.
+func TestALateCommentIsToldWhoAnsweredFirst(t *testing.T) {
+	ctx := context.Background()
+	st := store.New(jobstest.Clients(t)["miniredis"], nil)
+	f := newSurface(t, st)
+	f.comment(t, "ann", "@orch add a cache")
+	f.orchSaid(t, "a status comment", func(cs []githubfake.Comment) bool { return len(cs) == 1 })
+	ids, _ := st.Mirror(MirrorName).Followed(ctx)
+	runID := ids[0]
+	if _, err := st.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		escalation.Open(r, r.Tasks[0], c, escalation.Spec{Trigger: jobs.TriggerNeedsHelp, Source: "agent",
+			Question: "Which store?", Options: []string{"A) Redis", "B) In memory"}}, time.Now())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.orchSaid(t, "the question", containing("orch needs an answer"))
+	if _, _, err := escalation.Resolve(ctx, st, noQueue{}, escalation.Request{RunID: runID, EscalationID: "e1",
+		Type: jobs.ResolveChoose, Key: "A", By: "carol", Via: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	f.orchSaid(t, "that the web answered", containing("**carol in the web view** after"))
+	// The comment is written before the answer: the desk reads the run when its work comes, which is after.
+	late := f.gh.Say("acme", "api", f.issue, "ann", "@orch B")
+	resp, _, err := f.gh.Deliver(f.url, secret, "issue_comment", f.gh.IssueCommentPayload("acme", "api", late, "created"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	f.orchSaid(t, "nothing waits", containing("waits for no answer"))
+
+	// Thirty steps of progress write nothing at once (the status comment shows progress at most every
+	// ProgressEvery); the end is written at once.
+	writes := func() int {
+		n := 0
+		for _, r := range f.gh.Requests() {
+			if r.Method != http.MethodGet {
+				n++
+			}
+		}
+		return n
+	}
+	f.orchSaid(t, "that the run works again", containing("🔧 **Working**"))
+	before := writes()
+	if _, err := st.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		for i := range 30 {
+			c.Emit(jobs.NewEvent(r.ID, "1", jobs.AgentActivityEvent{Calls: []string{fmt.Sprintf("Read file%d.go", i)}}))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		r.Tasks[0].Complete(c, "cache added", nil)
+		r.Complete(c, time.Now())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mine := f.orchSaid(t, "the end", containing("✅ **Completed**"))
+	if len(mine) != 3 { // the status, the question, the answer to the late comment
+		t.Errorf("orch wrote %d comments: %+v", len(mine), mine)
+	}
+	if n := writes() - before; n != 1 {
+		t.Errorf("30 steps of progress and the end took %d writes to GitHub, want 1 (the status comment's last edit)", n)
+	}
+	t.Logf("GitHub API calls for the run: %d (%d writes)", len(f.gh.Requests()), writes())
+}
+
+// An issue assigned to orch's user, or labelled orch, is a run of the issue itself; assigned to someone else, or
+// labelled otherwise, it is nothing.
+func TestAnIssueAssignedOrLabelledStartsARun(t *testing.T) {
+	st := store.New(jobstest.Clients(t)["miniredis"], nil)
+	f := newSurface(t, st)
+	send := func(action, assignee, label string) int {
+		resp, _, err := f.gh.Deliver(f.url, secret, "issues", f.gh.IssuesPayload("acme", "api", f.issue, action, "ann", assignee, label))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := send("assigned", "bob", ""); code != http.StatusAccepted {
+		t.Fatalf("assigned to bob: %d", code)
+	}
+	if code := send("labeled", "", "bug"); code != http.StatusAccepted {
+		t.Fatalf("labelled bug: %d", code)
+	}
+	send("labeled", "", "orch")
+	f.orchSaid(t, "a status comment", func(cs []githubfake.Comment) bool { return len(cs) == 1 })
+	reqs := f.starter.requests()
+	if len(reqs) != 1 || !strings.HasPrefix(reqs[0].Text, "The client is slow\n\nEvery call takes 2 s.") || reqs[0].By != "ann" {
+		t.Fatalf("start requests: %+v", reqs)
+	}
+}
