@@ -59,6 +59,9 @@ func statusHead(r *jobs.Run) string {
 	case jobs.RunRunning:
 		return "🔧 **Working**"
 	case jobs.RunParked:
+		if r.OpenEscalation() == nil {
+			return "▶️ **Answered**: the run goes on."
+		}
 		return "✋ **Waiting for an answer**: the question is below."
 	case jobs.RunPaused:
 		return "⏸️ **Paused**" + reason

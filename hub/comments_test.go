@@ -53,6 +53,8 @@ func goldenComments() map[string]string {
 	queued := commentRun(jobs.RunQueued)
 	running := commentRun(jobs.RunRunning)
 	parked := commentRun(jobs.RunParked)
+	parked.Escalations = []*jobs.Escalation{question(jobs.TriggerNeedsHelp)}
+	answered := commentRun(jobs.RunParked) // answered, and not yet taken up by a worker
 	completed := commentRun(jobs.RunCompleted)
 	completed.Tasks[1].Status = jobs.TaskCompleted
 	completed.Git = &jobs.Git{Branch: "orch/r-20261128-abc", Base: "main", BaseCommit: "1111111", Commits: 2,
@@ -70,6 +72,7 @@ func goldenComments() map[string]string {
 		"status_queued":       StatusComment(queued, "", ""),
 		"status_running":      StatusComment(running, "Task 1.2: Wire it in — attempt 2/3", "https://orch.example.com/runs/r-20261128-abc"),
 		"status_parked":       StatusComment(parked, "NEEDS HUMAN INPUT", ""),
+		"status_answered":     StatusComment(answered, "Answered by ann (github) after 3m0s: chose B) In memory", ""),
 		"status_completed":    StatusComment(completed, "ignored at the end", "https://orch.example.com/runs/r-20261128-abc"),
 		"status_failed":       StatusComment(failed, "", ""),
 		"question_needs":      QuestionComment(parked, question(jobs.TriggerNeedsHelp), "@orch"),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,7 @@ type surfaceFixture struct {
 	st      *store.Store
 	starter *starter
 	url     string
+	name    string // the repository, acme/name
 	issue   int
 }
 
@@ -54,14 +56,16 @@ func newSurface(t *testing.T, st *store.Store) *surfaceFixture {
 	t.Helper()
 	gh := githubfake.New("t0ken")
 	t.Cleanup(gh.Close)
-	gh.AddRepo("acme", "api")
-	gh.SetPermission("acme", "api", "ann", "maintain")
-	gh.SetPermission("acme", "api", "bob", "triage")
+	// A repository of this test's own: a store shared with another test knows nothing of its issues.
+	name := "api-" + strings.ToLower(jobs.NewRunID()[2:])
+	gh.AddRepo("acme", name)
+	gh.SetPermission("acme", name, "ann", "maintain")
+	gh.SetPermission("acme", name, "bob", "triage")
 	talker, err := forge.NewGitHub("t0ken", gh.URL()+"/", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &surfaceFixture{gh: gh, st: st, starter: &starter{st: st}}
+	f := &surfaceFixture{gh: gh, st: st, starter: &starter{st: st}, name: name}
 	s, err := New(Config{Secret: secret, Store: st, Queue: noQueue{}, GitHub: talker, Starter: f.starter,
 		PollInterval: 20 * time.Millisecond, PublicURL: "https://orch.example.com"})
 	if err != nil {
@@ -74,15 +78,30 @@ func newSurface(t *testing.T, st *store.Store) *surfaceFixture {
 		s.Shutdown(context.Background())
 	})
 	f.url = srv.URL + "/github/webhook"
-	f.issue = gh.AddIssue("acme", "api", "The client is slow", "Every call takes 2 s.", "ann")
+	f.issue = gh.AddIssue("acme", name, "The client is slow", "Every call takes 2 s.", "ann")
 	return f
+}
+
+// run is the id of the run that serves the fixture's issue, and which the mirror follows.
+func (f *surfaceFixture) run(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	id, err := f.st.Mirror(MirrorName).RunOfThread(ctx, issueKey(forge.Repo{Owner: "acme", Name: f.name}, f.issue))
+	if err != nil || id == "" {
+		t.Fatalf("the issue's run: %q %v", id, err)
+	}
+	ids, _ := f.st.Mirror(MirrorName).Followed(ctx)
+	if !slices.Contains(ids, id) {
+		t.Fatalf("run %s is not followed: %v", id, ids)
+	}
+	return id
 }
 
 // comment has login say body in the issue and delivers it; it returns the delivery.
 func (f *surfaceFixture) comment(t *testing.T, login, body string) githubfake.Delivery {
 	t.Helper()
-	c := f.gh.Say("acme", "api", f.issue, login, body)
-	resp, d, err := f.gh.Deliver(f.url, secret, "issue_comment", f.gh.IssueCommentPayload("acme", "api", c, "created"))
+	c := f.gh.Say("acme", f.name, f.issue, login, body)
+	resp, d, err := f.gh.Deliver(f.url, secret, "issue_comment", f.gh.IssueCommentPayload("acme", f.name, c, "created"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +118,7 @@ func (f *surfaceFixture) orchSaid(t *testing.T, what string, ok func([]githubfak
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var mine []githubfake.Comment
-		for _, c := range f.gh.Comments("acme", "api", f.issue) {
+		for _, c := range f.gh.Comments("acme", f.name, f.issue) {
 			if c.Author == "orch" {
 				mine = append(mine, c)
 			}
@@ -141,14 +160,10 @@ func TestAnIssueCommentStartsARunAndItsQuestionIsAnsweredThere(t *testing.T) {
 				!strings.Contains(reqs[0].Context, "Every call takes 2 s.") || reqs[0].Issue != f.issue {
 				t.Fatalf("start requests: %+v", reqs)
 			}
-			if r := f.gh.Comments("acme", "api", f.issue)[0]; len(f.gh.Reactions("acme", "api", r.ID)) != 1 {
+			if r := f.gh.Comments("acme", f.name, f.issue)[0]; len(f.gh.Reactions("acme", f.name, r.ID)) != 1 {
 				t.Errorf("the command was not acknowledged with a reaction")
 			}
-			ids, _ := st.Mirror(MirrorName).Followed(ctx)
-			if len(ids) != 1 {
-				t.Fatalf("followed runs: %v", ids)
-			}
-			runID := ids[0]
+			runID := f.run(t)
 			if !strings.Contains(said[0].Body, runID) || !strings.Contains(said[0].Body, "/runs/"+runID) {
 				t.Errorf("the status comment:\n%s", said[0].Body)
 			}
@@ -169,8 +184,14 @@ func TestAnIssueCommentStartsARunAndItsQuestionIsAnsweredThere(t *testing.T) {
 				t.Fatal("a person without write access answered")
 			}
 			audit, _ := st.AuditOutside(ctx)
-			if len(audit) != 1 || audit[0].By != "bob" || audit[0].Via != "github" || audit[0].Action != "refused" {
-				t.Errorf("the refusal's audit: %+v", audit)
+			var refused []jobs.AuditEntry
+			for _, a := range audit {
+				if strings.Contains(a.Detail, f.name) {
+					refused = append(refused, a)
+				}
+			}
+			if len(refused) != 1 || refused[0].By != "bob" || refused[0].Via != "github" || refused[0].Action != "refused" {
+				t.Errorf("the refusal's audit: %+v", refused)
 			}
 
 			d := f.comment(t, "ann", "@orch b)")
@@ -208,8 +229,7 @@ func TestALateCommentIsToldWhoAnsweredFirst(t *testing.T) {
 	f := newSurface(t, st)
 	f.comment(t, "ann", "@orch add a cache")
 	f.orchSaid(t, "a status comment", func(cs []githubfake.Comment) bool { return len(cs) == 1 })
-	ids, _ := st.Mirror(MirrorName).Followed(ctx)
-	runID := ids[0]
+	runID := f.run(t)
 	if _, err := st.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
 		escalation.Open(r, r.Tasks[0], c, escalation.Spec{Trigger: jobs.TriggerNeedsHelp, Source: "agent",
 			Question: "Which store?", Options: []string{"A) Redis", "B) In memory"}}, time.Now())
@@ -224,8 +244,8 @@ func TestALateCommentIsToldWhoAnsweredFirst(t *testing.T) {
 	}
 	f.orchSaid(t, "that the web answered", containing("**carol in the web view** after"))
 	// The comment is written before the answer: the desk reads the run when its work comes, which is after.
-	late := f.gh.Say("acme", "api", f.issue, "ann", "@orch B")
-	resp, _, err := f.gh.Deliver(f.url, secret, "issue_comment", f.gh.IssueCommentPayload("acme", "api", late, "created"))
+	late := f.gh.Say("acme", f.name, f.issue, "ann", "@orch B")
+	resp, _, err := f.gh.Deliver(f.url, secret, "issue_comment", f.gh.IssueCommentPayload("acme", f.name, late, "created"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +263,7 @@ func TestALateCommentIsToldWhoAnsweredFirst(t *testing.T) {
 		}
 		return n
 	}
-	f.orchSaid(t, "that the run works again", containing("🔧 **Working**"))
+	f.orchSaid(t, "that the question is answered", containing("▶️ **Answered**: the run goes on."))
 	before := writes()
 	if _, err := st.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
 		for i := range 30 {
@@ -276,7 +296,7 @@ func TestAnIssueAssignedOrLabelledStartsARun(t *testing.T) {
 	st := store.New(jobstest.Clients(t)["miniredis"], nil)
 	f := newSurface(t, st)
 	send := func(action, assignee, label string) int {
-		resp, _, err := f.gh.Deliver(f.url, secret, "issues", f.gh.IssuesPayload("acme", "api", f.issue, action, "ann", assignee, label))
+		resp, _, err := f.gh.Deliver(f.url, secret, "issues", f.gh.IssuesPayload("acme", f.name, f.issue, action, "ann", assignee, label))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orchrun/orch/forge"
 	"github.com/orchrun/orch/jobs"
@@ -91,7 +92,10 @@ func TestWebhookVerifiesThenRoutes(t *testing.T) {
 			if code, body := deliver(t, srv.URL, "ping", signed(ping), ping); code != http.StatusOK || !strings.Contains(body, "pong") {
 				t.Errorf("ping: %d %q", code, body)
 			}
-			comment := []byte(`{"action":"created","issue":{"number":3},"comment":{"id":9,"body":"looks good to me",` +
+			// Each test's deliveries are its own (GitHub's ids are unique): a store shared with another test has not
+			// seen them.
+			nonce := time.Now().UnixNano()
+			comment := []byte(`{"action":"created","issue":{"number":3},"comment":{"id":` + fmt.Sprint(nonce) + `,"body":"looks good to me",` +
 				`"user":{"login":"ann","type":"User"}},"repository":{"name":"api","owner":{"login":"acme"}},` +
 				`"sender":{"login":"ann","type":"User"}}`)
 			if code, body := deliver(t, srv.URL, "issue_comment", signed(comment), comment); code != http.StatusAccepted || !strings.Contains(body, "nothing") {
@@ -105,11 +109,11 @@ func TestWebhookVerifiesThenRoutes(t *testing.T) {
 			if code, body := deliver(t, srv.URL, "issue_comment", signed(bot), bot); code != http.StatusAccepted || !strings.Contains(body, "nothing") {
 				t.Errorf("a bot's command: %d %q", code, body)
 			}
-			star := []byte(`{"action":"created","starred_at":"2026-11-28T10:00:00Z"}`)
+			star := []byte(`{"action":"created","starred_at":"2026-11-28T10:00:00Z","nonce":` + fmt.Sprint(nonce) + `}`)
 			if code, _ := deliver(t, srv.URL, "star", signed(star), star); code != http.StatusAccepted {
 				t.Errorf("an event orch does not handle: %d", code)
 			}
-			bad := []byte(`{"action": 7}`)
+			bad := []byte(`{"action": 7, "nonce": ` + fmt.Sprint(nonce) + `}`)
 			if code, _ := deliver(t, srv.URL, "issue_comment", signed(bad), bad); code != http.StatusBadRequest {
 				t.Errorf("a payload that does not parse: %d", code)
 			}

@@ -42,6 +42,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -118,9 +119,12 @@ type GitHub struct {
 	repos    map[string]*repo // "owner/name", lower case: GitHub's names are not case sensitive
 	requests []Request
 	next     int // the number of the next issue or pull request
-	// login is the token's user; nextComment numbers comments.
+	// login is the token's user; nextComment numbers comments, from where firstComment says.
 	login       string
 	nextComment int64
+	// firstComment is where this fake's comment ids start: GitHub's ids are unique across all of GitHub, so two fakes
+	// (two tests on one store) must not give two comments the same id.
+	firstComment int64
 	// limit, when set, answers the next request with a rate limit.
 	limit *rateLimit
 }
@@ -133,7 +137,8 @@ type rateLimit struct {
 
 // New starts a fake GitHub that accepts token; it runs until Close.
 func New(token string) *GitHub {
-	g := &GitHub{token: token, repos: map[string]*repo{}, next: 1, login: "orch"}
+	g := &GitHub{token: token, repos: map[string]*repo{}, next: 1, login: "orch",
+		firstComment: 1_000_000 + mrand.Int64N(1_000_000_000)}
 	mux := http.NewServeMux()
 	for _, prefix := range []string{"", "/api/v3"} {
 		mux.HandleFunc("GET "+prefix+"/repos/{owner}/{repo}/pulls", g.list)

@@ -171,7 +171,7 @@ func (rp *repo) issue(number int) (*Issue, bool) {
 func (rp *repo) addComment(g *GitHub, number int, login, userType, body string) *Comment {
 	g.nextComment++
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(g.nextComment) * time.Second)
-	c := &Comment{ID: 5000 + g.nextComment, Issue: number, Author: login, UserType: userType, Body: body,
+	c := &Comment{ID: g.firstComment + g.nextComment, Issue: number, Author: login, UserType: userType, Body: body,
 		Created: now, Updated: now}
 	rp.comments = append(rp.comments, c)
 	return c
