@@ -119,3 +119,26 @@ func TestGitHubConfigurationErrors(t *testing.T) {
 		})
 	}
 }
+
+// orch health checks that the token may write on the repository orch serves, and says whether the webhook can be
+// verified.
+func TestHealthChecksGitHub(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	gh := githubfake.New("ghp_test")
+	t.Cleanup(gh.Close)
+	gh.AddRepo("acme", "app")
+	env := func(more ...string) []string {
+		return append([]string{"ORCH_GITHUB_API_URL=" + gh.URL(), "ORCH_GITHUB_REPO=acme/app"}, more...)
+	}
+	must(t, orchEnv(t, dir, nil, nil, "health", "--agent", "sim"), 0, "github", "ORCH_GITHUB_TOKEN not set")
+	must(t, orchEnv(t, dir, env("ORCH_GITHUB_TOKEN=ghp_test", "ORCH_GITHUB_WEBHOOK_SECRET=s"), nil, "health", "--agent", "sim"), 0,
+		"the token may write on acme/app; webhook secret set")
+	must(t, orchEnv(t, dir, env("ORCH_GITHUB_WEBHOOK_SECRET=s"), nil, "health", "--agent", "sim"), 1,
+		"no token (ORCH_GITHUB_TOKEN)", "unhealthy: github")
+	must(t, orchEnv(t, dir, env("ORCH_GITHUB_TOKEN=ghp_wrong"), nil, "health", "--agent", "sim"), 1,
+		"did not accept the token", "unhealthy: github")
+	gh.ReadOnly("acme", "app")
+	must(t, orchEnv(t, dir, env("ORCH_GITHUB_TOKEN=ghp_test"), nil, "health", "--agent", "sim"), 1,
+		"may read acme/app but not write on it", "unhealthy: github")
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/bot"
 	"github.com/orchrun/orch/brain"
+	"github.com/orchrun/orch/forge"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/worker"
@@ -29,7 +31,7 @@ type check struct {
 func (a *app) healthCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "health",
-		Short: "Check Redis, Docker, the agent CLI, the brain and Slack; exit 1 naming what fails",
+		Short: "Check Redis, Docker, the agent CLI, the brain, Slack and GitHub; exit 1 naming what fails",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -51,6 +53,7 @@ func (a *app) healthCmd() *cobra.Command {
 			}
 			checks = append(checks, a.checkBrain(opts))
 			checks = append(checks, a.checkSlack(ctx))
+			checks = append(checks, a.checkGitHub(cmd))
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			var failed []string
 			for _, c := range checks {
@@ -175,4 +178,43 @@ func (a *app) checkSlack(ctx context.Context) check {
 		return check{part: "slack", detail: err.Error()}
 	}
 	return check{part: "slack", ok: true, detail: fmt.Sprintf("auth.test: %s in %s", user, team)}
+}
+
+// checkGitHub checks what orch needs on GitHub: a token that may write on the repository it serves, and for the
+// webhook its secret. Without a token and a secret there is nothing to check.
+func (a *app) checkGitHub(cmd *cobra.Command) check {
+	token := cmp.Or(a.env("ORCH_GITHUB_TOKEN"), a.env("GITHUB_TOKEN"))
+	secret := a.env("ORCH_GITHUB_WEBHOOK_SECRET")
+	switch {
+	case token == "" && secret == "":
+		return check{part: "github", skip: true, detail: "ORCH_GITHUB_TOKEN not set"}
+	case token == "":
+		return check{part: "github", detail: "ORCH_GITHUB_WEBHOOK_SECRET is set but no token (ORCH_GITHUB_TOKEN): orch cannot answer on GitHub"}
+	}
+	gh, err := forge.NewGitHub(token, a.env("ORCH_GITHUB_API_URL"), nil)
+	if err != nil {
+		return check{part: "github", detail: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+	defer cancel()
+	_, ws, _, err := a.baseOptions(cmd, "local")
+	if err != nil {
+		return check{part: "github", detail: err.Error()}
+	}
+	repo, err := a.servedRepo(ctx, a.branchRequest(cmd), ws)
+	if err != nil {
+		return check{part: "github", detail: err.Error()}
+	}
+	write, err := gh.MayWrite(ctx, repo)
+	switch {
+	case err != nil:
+		return check{part: "github", detail: err.Error()}
+	case !write:
+		return check{part: "github", detail: fmt.Sprintf("the token may read %s but not write on it: orch can open no pull request and answer in no issue", repo)}
+	}
+	hook := "no webhook (ORCH_GITHUB_WEBHOOK_SECRET not set)"
+	if secret != "" {
+		hook = "webhook secret set"
+	}
+	return check{part: "github", ok: true, detail: fmt.Sprintf("the token may write on %s; %s", repo, hook)}
 }

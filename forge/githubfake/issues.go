@@ -21,6 +21,8 @@ package githubfake
 //   - reactions/create-for-issue-comment (POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions): content
 //     one of +1, -1, laugh, confused, heart, hooray, rocket, eyes; 201 "Reaction created", 200 "Reaction exists" when
 //     the user already reacted so; 422 for any other content.
+//   - repos/get (GET /repos/{owner}/{repo}): the repository, with permissions (admin, maintain, push, triage, pull)
+//     of the authenticated user; a read-only token has pull and not push.
 //   - repos/get-collaborator-permission-level (GET /repos/{owner}/{repo}/collaborators/{username}/permission):
 //     permission is the legacy base role (admin, write, read, none), "where the maintain role is mapped to write and
 //     the triage role is mapped to read", role_name the role itself, user the person; 404 for someone who is not a
@@ -91,6 +93,7 @@ func (g *GitHub) routeIssues(mux *http.ServeMux, prefix string) {
 	mux.HandleFunc("PATCH "+prefix+"/repos/{owner}/{repo}/issues/comments/{id}", g.updateComment)
 	mux.HandleFunc("POST "+prefix+"/repos/{owner}/{repo}/issues/comments/{id}/reactions", g.react)
 	mux.HandleFunc("GET "+prefix+"/repos/{owner}/{repo}/collaborators/{username}/permission", g.permission)
+	mux.HandleFunc("GET "+prefix+"/repos/{owner}/{repo}", g.getRepo)
 }
 
 // SetLogin names the token's user: the author of the comments it writes.
@@ -369,6 +372,19 @@ func (g *GitHub) permission(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"permission": legacyPermission[role], "role_name": role,
 		"user": g.userJSON(login, "User")})
+}
+
+func (g *GitHub) getRepo(w http.ResponseWriter, r *http.Request) {
+	rp, _ := g.begin(w, r, false)
+	if rp == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.repoJSON(rp)
+	write := !rp.readOnly
+	out["permissions"] = map[string]bool{"admin": false, "maintain": false, "push": write, "triage": write, "pull": true}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (g *GitHub) userJSON(login, typ string) map[string]any {

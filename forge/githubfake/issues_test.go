@@ -200,3 +200,18 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+func TestRepositoryPermissions(t *testing.T) {
+	g := New("tok")
+	defer g.Close()
+	g.AddRepo("acme", "app")
+	c := client(t, g, "tok")
+	r, _, err := c.Repositories.Get(context.Background(), "acme", "app")
+	if err != nil || !r.GetPermissions().GetPush() || r.GetFullName() != "acme/app" {
+		t.Fatalf("Get: %v %+v", err, r)
+	}
+	g.ReadOnly("acme", "app")
+	if r, _, _ := c.Repositories.Get(context.Background(), "acme", "app"); r.GetPermissions().GetPush() || !r.GetPermissions().GetPull() {
+		t.Fatalf("a read-only token's permissions: %+v", r.GetPermissions())
+	}
+}
