@@ -188,6 +188,22 @@ func (e *RateLimitError) Error() string {
 	return fmt.Sprintf("%s: %s; retry after %s", e.op, which, e.RetryAt.UTC().Format(time.RFC3339))
 }
 
+// RefusedError is GitHub answering a request with an error status (other than a rate limit): Status says which, the
+// message what to do about it.
+type RefusedError struct {
+	Status int
+	msg    string
+}
+
+func (e *RefusedError) Error() string { return e.msg }
+
+// Gone reports whether err is GitHub saying that what the request names is not there, or no longer (404, 410): asking
+// again will not bring it back.
+func Gone(err error) bool {
+	var re *RefusedError
+	return errors.As(err, &re) && (re.Status == http.StatusNotFound || re.Status == http.StatusGone)
+}
+
 // secondaryWait is how long to wait after a secondary rate limit that names no time: GitHub's documentation says to
 // wait at least a minute.
 const secondaryWait = time.Minute
@@ -221,7 +237,7 @@ func (g *GitHub) explainWith(op string, refused func(*github.ErrorResponse) stri
 		}
 		return &RateLimitError{RetryAt: g.now().Add(wait), Secondary: true, op: op}
 	case errors.As(err, &er) && er.Response != nil:
-		return errors.New(op + ": " + refused(er))
+		return &RefusedError{Status: er.Response.StatusCode, msg: op + ": " + refused(er)}
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

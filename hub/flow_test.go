@@ -316,3 +316,42 @@ func TestAnIssueAssignedOrLabelledStartsARun(t *testing.T) {
 		t.Fatalf("start requests: %+v", reqs)
 	}
 }
+
+// A status comment someone deleted is written anew at the next change that matters; a run whose issue was deleted
+// is no longer kept up to date there, and nothing keeps calling GitHub about it.
+func TestDeletedCommentsAndIssues(t *testing.T) {
+	ctx := context.Background()
+	st := store.New(jobstest.Clients(t)["miniredis"], nil)
+	f := newSurface(t, st)
+	f.comment(t, "ann", "@orch add a cache")
+	first := f.orchSaid(t, "a status comment", func(cs []githubfake.Comment) bool { return len(cs) == 1 })[0]
+	runID := f.run(t)
+	f.gh.DeleteComment("acme", f.name, first.ID)
+	if _, err := st.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		escalation.Open(r, r.Tasks[0], c, escalation.Spec{Trigger: jobs.TriggerNeedsHelp, Source: "agent",
+			Question: "Which store?"}, time.Now())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.orchSaid(t, "a new status comment", containing("Waiting for an answer"))
+
+	f.gh.DeleteIssue("acme", f.name, f.issue)
+	if _, err := st.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		r.Abort(c, "1", "not needed", "ann", time.Now())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ids, _ := st.Mirror(MirrorName).Followed(ctx)
+		if !slices.Contains(ids, runID) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a run whose issue is gone is still followed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -102,6 +102,14 @@ func (m *mirror) pass() {
 			m.log.Warn("github: rate limited; the issues are brought up to date after the limit", "until", rl.RetryAt, "err", err)
 			return
 		}
+		if forge.Gone(err) {
+			// The issue (or the comment orch keeps) was deleted, or the repository went: nothing will bring it back.
+			m.log.Warn("github: a run's issue is gone; it is no longer kept up to date there", "run_id", id, "err", err)
+			if err := m.state.Unfollow(ctx, id); err != nil {
+				m.log.Warn("github: unfollowing a run", "run_id", id, "err", err)
+			}
+			continue
+		}
 		if err != nil {
 			m.log.Warn("github: keeping a run's issue up to date", "run_id", id, "err", err)
 		}
@@ -206,7 +214,8 @@ func (t *thread) Answered(ctx context.Context, _ jobs.Event, a jobs.ResolutionEv
 	if e == nil || e.Resolution == nil || id == 0 {
 		return nil
 	}
-	if err := t.m.cfg.GitHub.EditComment(ctx, t.repo, id, AnsweredComment(t.run, e)); err != nil {
+	err := t.m.cfg.GitHub.EditComment(ctx, t.repo, id, AnsweredComment(t.run, e))
+	if err != nil && !forge.Gone(err) { // a question's comment someone deleted stays deleted
 		return fmt.Errorf("marking escalation %s answered: %w", e.ID, err)
 	}
 	return nil
@@ -234,11 +243,17 @@ func (t *thread) status(ctx context.Context) error {
 		return t.m.state.Save(ctx, t.run.ID, fieldLatest, t.st[fieldLatest])
 	}
 	body := StatusComment(t.run, t.st[fieldLatest], t.link())
-	if id, _ := strconv.ParseInt(t.st[fieldStatus], 10, 64); id != 0 {
-		if err := t.m.cfg.GitHub.EditComment(ctx, t.repo, id, body); err != nil {
+	id, _ := strconv.ParseInt(t.st[fieldStatus], 10, 64)
+	if id != 0 {
+		err := t.m.cfg.GitHub.EditComment(ctx, t.repo, id, body)
+		switch {
+		case forge.Gone(err):
+			id = 0 // someone deleted it: a new one takes its place
+		case err != nil:
 			return fmt.Errorf("editing the status comment: %w", err)
 		}
-	} else {
+	}
+	if id == 0 {
 		id, err := t.m.cfg.GitHub.Comment(ctx, t.repo, t.issue, body)
 		if err != nil {
 			return fmt.Errorf("writing the status comment: %w", err)

@@ -5,7 +5,9 @@ package githubfake
 // OpenAPI description of the same version):
 //
 //   - issues/get (GET /repos/{owner}/{repo}/issues/{issue_number}): an issue, or a pull request ("every pull request
-//     is an issue, but not every issue is a pull request": a pull request has a pull_request key); 200 or 404.
+//     is an issue, but not every issue is a pull request": a pull request has a pull_request key); 200, 404, or 410
+//     Gone for a deleted issue (issues/get, issues/list-comments and issues/create-comment document 410; the message
+//     is the fake's own words).
 //     Issues and pull requests of a repository share one sequence of numbers.
 //   - issues/list-comments (GET …/issues/{issue_number}/comments): the comments of an issue or of a pull request's
 //     conversation, "ordered by ascending ID"; per_page (default 30, at most 100) and page; 200 or 404.
@@ -54,6 +56,7 @@ type Issue struct {
 	Title, Body string
 	Author      string
 	State       string
+	Deleted     bool // 410 Gone from then on, as GitHub answers for a deleted issue
 }
 
 // Comment is a comment on an issue as the fake holds it.
@@ -136,6 +139,26 @@ func (g *GitHub) Say(owner, name string, number int, login, body string) Comment
 	return *g.repo(owner, name).addComment(g, number, login, "User", body)
 }
 
+// DeleteComment deletes a comment, as a person with write access may on github.com: it is 404 from then on.
+func (g *GitHub) DeleteComment(owner, name string, id int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	rp := g.repo(owner, name)
+	rp.comments = slices.DeleteFunc(rp.comments, func(c *Comment) bool { return c.ID == id })
+}
+
+// DeleteIssue deletes an issue, as an admin may on github.com: the issue is 410 Gone from then on, and its comments,
+// deleted with it, 404.
+func (g *GitHub) DeleteIssue(owner, name string, number int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	rp := g.repo(owner, name)
+	if is, _ := rp.issue(number); is != nil {
+		is.Deleted = true
+		rp.comments = slices.DeleteFunc(rp.comments, func(c *Comment) bool { return c.Issue == number })
+	}
+}
+
 // Comments are an issue's comments, oldest first.
 func (g *GitHub) Comments(owner, name string, number int) []Comment {
 	g.mu.Lock()
@@ -169,6 +192,24 @@ func (rp *repo) issue(number int) (*Issue, bool) {
 		}
 	}
 	return nil, false
+}
+
+// open reports whether issue number is there to read or comment on, answering 404 or 410 when it is not.
+func (rp *repo) open(w http.ResponseWriter, number int) bool {
+	is, _ := rp.issue(number)
+	switch {
+	case is == nil:
+		notFound(w)
+		return false
+	case is.Deleted:
+		gone(w)
+		return false
+	}
+	return true
+}
+
+func gone(w http.ResponseWriter) {
+	writeJSON(w, http.StatusGone, map[string]any{"message": "This issue was deleted", "documentation_url": docsIssues, "status": "410"})
 }
 
 func (rp *repo) addComment(g *GitHub, number int, login, userType, body string) *Comment {
@@ -206,6 +247,10 @@ func (g *GitHub) getIssue(w http.ResponseWriter, r *http.Request) {
 		notFound(w)
 		return
 	}
+	if is.Deleted {
+		gone(w)
+		return
+	}
 	writeJSON(w, http.StatusOK, g.issueJSON(r, rp, is, pull))
 }
 
@@ -217,8 +262,7 @@ func (g *GitHub) listComments(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n, _ := strconv.Atoi(r.PathValue("number"))
-	if is, _ := rp.issue(n); is == nil {
-		notFound(w)
+	if !rp.open(w, n) {
 		return
 	}
 	per, page := 30, 1
@@ -253,8 +297,7 @@ func (g *GitHub) createComment(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n, _ := strconv.Atoi(r.PathValue("number"))
-	if is, _ := rp.issue(n); is == nil {
-		notFound(w)
+	if !rp.open(w, n) {
 		return
 	}
 	c := rp.addComment(g, n, g.login, "User", in)
