@@ -45,19 +45,21 @@ func NewGitHub(token, apiURL string, httpClient *http.Client) (*GitHub, error) {
 	if httpClient == nil {
 		httpClient = httpdeadline.Client(defaultTimeout)
 	}
+	return newGitHub(apiURL, httpClient, github.WithAuthToken(token))
+}
+
+// newGitHub is a client of the REST API at apiURL over httpClient, which authenticates with auth (a token), or
+// itself when auth is nil (an App's transport).
+func newGitHub(apiURL string, httpClient *http.Client, auth github.ClientOptionsFunc) (*GitHub, error) {
 	host := "api.github.com"
-	opts := []github.ClientOptionsFunc{
-		github.WithHTTPClient(httpClient),
-		github.WithAuthToken(token),
-		github.WithUserAgent("orch"),
+	opts := []github.ClientOptionsFunc{github.WithHTTPClient(httpClient), github.WithUserAgent("orch")}
+	if auth != nil {
+		opts = append(opts, auth)
 	}
 	if apiURL != "" && apiURL != DefaultAPIURL {
-		u, err := url.Parse(apiURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("GitHub API URL %q: want http(s)://HOST[/api/v3]", apiURL)
-		}
-		if u.User != nil {
-			return nil, errors.New("GitHub API URL: it must not hold credentials; the token is given apart")
+		u, err := checkAPIURL(apiURL)
+		if err != nil {
+			return nil, err
 		}
 		// The enterprise mechanism adds /api/v3/ to a server's URL (not to an api.* host), as GitHub Enterprise
 		// Server serves its REST API there; uploads are not used.
@@ -69,6 +71,18 @@ func NewGitHub(token, apiURL string, httpClient *http.Client) (*GitHub, error) {
 		return nil, fmt.Errorf("making the GitHub client: %w", err)
 	}
 	return &GitHub{client: c, now: time.Now, host: host}, nil
+}
+
+// checkAPIURL parses a GitHub API URL, refusing one that is no http(s) address or that holds credentials.
+func checkAPIURL(apiURL string) (*url.URL, error) {
+	u, err := url.Parse(apiURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("GitHub API URL %q: want http(s)://HOST[/api/v3]", apiURL)
+	}
+	if u.User != nil {
+		return nil, errors.New("GitHub API URL: it must not hold credentials; the token is given apart")
+	}
+	return u, nil
 }
 
 // PullRequest is what OpenDraft opens: Head, a branch of Owner/Repo, into its branch Base.

@@ -140,11 +140,16 @@ func (g *GitHub) ReadIssue(ctx context.Context, repo Repo, number, last int) (Is
 }
 
 // MayWrite reports whether the token may write on repo (push, and so comment and open pull requests), as GitHub says
-// of the authenticated user; an error says what is wrong with the token or the repository's name.
+// of the authenticated user; an error says what is wrong with the token or the repository's name. A repository
+// GitHub names no permissions with (an App's installation token may get none) is taken as writable: nothing says
+// otherwise.
 func (g *GitHub) MayWrite(ctx context.Context, repo Repo) (bool, error) {
 	r, _, err := g.client.Repositories.Get(ctx, repo.Owner, repo.Name)
 	if err != nil {
 		return false, g.explainWith("reading "+repo.String(), talkRefusal(repo), err)
+	}
+	if r.Permissions == nil {
+		return true, nil
 	}
 	return r.GetPermissions().GetPush(), nil
 }

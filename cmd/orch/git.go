@@ -170,22 +170,16 @@ func printBranch(w io.Writer, run *jobs.Run) {
 	}
 }
 
-// pullRequests opens the draft pull request of a completed run when a GitHub token is set: on the GitHub repository
-// that the run's push remote names (ORCH_GITHUB_REPO=owner/name names it outright, for a remote GitHub does not
-// host under its own name, e.g. a mirror). ORCH_GITHUB_API_URL points at GitHub Enterprise. nil without a token.
+// pullRequests opens the draft pull request of a completed run when a GitHub token or App is set: on the GitHub
+// repository that the run's push remote names (ORCH_GITHUB_REPO=owner/name names it outright, for a remote GitHub
+// does not host under its own name, e.g. a mirror). ORCH_GITHUB_API_URL points at GitHub Enterprise. nil without a
+// token or an App.
 func (a *app) pullRequests() (func(ctx context.Context, r *jobs.Run) (string, error), error) {
-	token := a.env("ORCH_GITHUB_TOKEN")
-	if token == "" {
-		token = a.env("GITHUB_TOKEN")
-	}
-	if token == "" {
-		return nil, nil
+	clientFor, err := a.githubClients()
+	if err != nil || clientFor == nil {
+		return nil, err
 	}
 	api := a.env("ORCH_GITHUB_API_URL")
-	gh, err := forge.NewGitHub(token, api, nil)
-	if err != nil {
-		return nil, usageErr("%v", err)
-	}
 	named := a.env("ORCH_GITHUB_REPO")
 	if named != "" {
 		if o, r, ok := strings.Cut(named, "/"); !ok || o == "" || r == "" || strings.Contains(r, "/") {
@@ -215,6 +209,10 @@ func (a *app) pullRequests() (func(ctx context.Context, r *jobs.Run) (string, er
 			}
 		}
 		base, err := baseBranch(g)
+		if err != nil {
+			return "", err
+		}
+		gh, err := clientFor(ctx, forge.Repo{Owner: owner, Name: repo})
 		if err != nil {
 			return "", err
 		}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,20 +28,21 @@ func (a *app) githubSurface(cmd *cobra.Command, b *store.Backend, starter *runs.
 	if secret == "" {
 		return nil, nil
 	}
-	token := a.env("ORCH_GITHUB_TOKEN")
-	if token == "" {
-		token = a.env("GITHUB_TOKEN")
-	}
-	if token == "" {
-		return nil, usageErr("ORCH_GITHUB_WEBHOOK_SECRET is set but no GitHub token is: set ORCH_GITHUB_TOKEN (a token " +
-			"that may write issues and pull requests on the repository) for orch to answer on GitHub")
-	}
-	gh, err := forge.NewGitHub(token, a.env("ORCH_GITHUB_API_URL"), nil)
+	clientFor, err := a.githubClients()
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, err
+	}
+	if clientFor == nil {
+		return nil, usageErr("ORCH_GITHUB_WEBHOOK_SECRET is set but no GitHub token is: set ORCH_GITHUB_TOKEN (a token " +
+			"that may write issues and pull requests on the repository), or a GitHub App (ORCH_GITHUB_APP_ID and " +
+			"ORCH_GITHUB_APP_PRIVATE_KEY), for orch to answer on GitHub")
 	}
 	git := a.branchRequest(cmd)
 	served, err := a.servedRepo(cmd.Context(), git, ws)
+	if err != nil {
+		return nil, err
+	}
+	gh, err := clientFor(cmd.Context(), served)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +61,36 @@ func (a *app) githubSurface(cmd *cobra.Command, b *store.Backend, starter *runs.
 		return nil, usageErr("%v", err)
 	}
 	return srv, nil
+}
+
+// githubClients is how orch reaches GitHub for a repository: as a GitHub App's installation on it when
+// ORCH_GITHUB_APP_ID is set (its key at ORCH_GITHUB_APP_PRIVATE_KEY), else with ORCH_GITHUB_TOKEN (or GITHUB_TOKEN).
+// nil, nil when neither is set.
+func (a *app) githubClients() (func(ctx context.Context, repo forge.Repo) (*forge.GitHub, error), error) {
+	api := a.env("ORCH_GITHUB_API_URL")
+	if id := a.env("ORCH_GITHUB_APP_ID"); id != "" {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil || n <= 0 {
+			return nil, usageErr("ORCH_GITHUB_APP_ID %q: want the App's numeric id", id)
+		}
+		key := a.env("ORCH_GITHUB_APP_PRIVATE_KEY")
+		if key == "" {
+			return nil, usageErr("ORCH_GITHUB_APP_ID is set but ORCH_GITHUB_APP_PRIVATE_KEY is not: set it to the path of the App's private key (PEM)")
+		}
+		app := forge.App{ID: n, KeyFile: key}
+		return func(ctx context.Context, repo forge.Repo) (*forge.GitHub, error) {
+			return forge.NewGitHubApp(ctx, app, api, repo, nil)
+		}, nil
+	}
+	token := cmp.Or(a.env("ORCH_GITHUB_TOKEN"), a.env("GITHUB_TOKEN"))
+	if token == "" {
+		return nil, nil
+	}
+	gh, err := forge.NewGitHub(token, api, nil)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return func(context.Context, forge.Repo) (*forge.GitHub, error) { return gh, nil }, nil
 }
 
 // servedRepo is the GitHub repository this orch works on, owner/name: ORCH_GITHUB_REPO, or the one its repository

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -138,6 +142,22 @@ func TestHealthChecksGitHub(t *testing.T) {
 		"no token (ORCH_GITHUB_TOKEN)", "unhealthy: github")
 	must(t, orchEnv(t, dir, env("ORCH_GITHUB_TOKEN=ghp_wrong"), nil, "health", "--agent", "sim"), 1,
 		"did not accept the token", "unhealthy: github")
+	// As a GitHub App: its installation on the repository, and a key that is the App's.
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemFile := filepath.Join(t.TempDir(), "app.pem")
+	writeFile(t, filepath.Dir(pemFile), "app.pem", string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY",
+		Bytes: x509.MarshalPKCS1PrivateKey(key)})))
+	gh.AddApp(99, &key.PublicKey)
+	app := env("ORCH_GITHUB_APP_ID=99", "ORCH_GITHUB_APP_PRIVATE_KEY="+pemFile)
+	must(t, orchEnv(t, dir, app, nil, "health", "--agent", "sim"), 1, "GitHub App 99 is not installed on acme/app")
+	gh.Install(99, "acme", "app")
+	must(t, orchEnv(t, dir, app, nil, "health", "--agent", "sim"), 0, "the token may write on acme/app")
+	must(t, orchEnv(t, dir, env("ORCH_GITHUB_APP_ID=99"), nil, "health", "--agent", "sim"), 1,
+		"ORCH_GITHUB_APP_PRIVATE_KEY is not")
+
 	gh.ReadOnly("acme", "app")
 	must(t, orchEnv(t, dir, env("ORCH_GITHUB_TOKEN=ghp_test"), nil, "health", "--agent", "sim"), 1,
 		"may read acme/app but not write on it", "unhealthy: github")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/bot"
 	"github.com/orchrun/orch/brain"
-	"github.com/orchrun/orch/forge"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/sandbox"
 	"github.com/orchrun/orch/worker"
@@ -183,17 +181,15 @@ func (a *app) checkSlack(ctx context.Context) check {
 // checkGitHub checks what orch needs on GitHub: a token that may write on the repository it serves, and for the
 // webhook its secret. Without a token and a secret there is nothing to check.
 func (a *app) checkGitHub(cmd *cobra.Command) check {
-	token := cmp.Or(a.env("ORCH_GITHUB_TOKEN"), a.env("GITHUB_TOKEN"))
 	secret := a.env("ORCH_GITHUB_WEBHOOK_SECRET")
+	clientFor, err := a.githubClients()
 	switch {
-	case token == "" && secret == "":
-		return check{part: "github", skip: true, detail: "ORCH_GITHUB_TOKEN not set"}
-	case token == "":
-		return check{part: "github", detail: "ORCH_GITHUB_WEBHOOK_SECRET is set but no token (ORCH_GITHUB_TOKEN): orch cannot answer on GitHub"}
-	}
-	gh, err := forge.NewGitHub(token, a.env("ORCH_GITHUB_API_URL"), nil)
-	if err != nil {
+	case err != nil:
 		return check{part: "github", detail: err.Error()}
+	case clientFor == nil && secret == "":
+		return check{part: "github", skip: true, detail: "ORCH_GITHUB_TOKEN not set"}
+	case clientFor == nil:
+		return check{part: "github", detail: "ORCH_GITHUB_WEBHOOK_SECRET is set but no token (ORCH_GITHUB_TOKEN) or App: orch cannot answer on GitHub"}
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 	defer cancel()
@@ -202,6 +198,10 @@ func (a *app) checkGitHub(cmd *cobra.Command) check {
 		return check{part: "github", detail: err.Error()}
 	}
 	repo, err := a.servedRepo(ctx, a.branchRequest(cmd), ws)
+	if err != nil {
+		return check{part: "github", detail: err.Error()}
+	}
+	gh, err := clientFor(ctx, repo)
 	if err != nil {
 		return check{part: "github", detail: err.Error()}
 	}

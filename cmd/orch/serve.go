@@ -35,7 +35,8 @@ func (a *app) serveCmd() *cobra.Command {
 			"ORCH_INSTANCE; each run's branch: ORCH_REPO, ORCH_GIT_BASE, ORCH_GIT_PUSH, ORCH_GIT_AUTHOR, ORCH_WORKTREES,\n" +
 			"ORCH_GITHUB_TOKEN; the web view beside the Slack endpoints: ORCH_WEB_TOKEN, ORCH_PUBLIC_URL; GitHub's webhook\n" +
 			"on POST /github/webhook: ORCH_GITHUB_WEBHOOK_SECRET, ORCH_GITHUB_REPO, ORCH_GITHUB_API_URL,\n" +
-			"ORCH_GITHUB_MENTION, ORCH_GITHUB_ALLOWED_USERS.",
+			"ORCH_GITHUB_MENTION, ORCH_GITHUB_ALLOWED_USERS; a GitHub App instead of a token: ORCH_GITHUB_APP_ID,\n" +
+			"ORCH_GITHUB_APP_PRIVATE_KEY.",
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.serve(cmd, true, true) },
 	}

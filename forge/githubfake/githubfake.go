@@ -120,8 +120,11 @@ type GitHub struct {
 	requests []Request
 	next     int // the number of the next issue or pull request
 	// login is the token's user; nextComment numbers comments, from where firstComment says.
-	login       string
-	nextComment int64
+	login         string
+	nextComment   int64
+	apps          map[int64]*app
+	installs      []*installation
+	installTokens map[string]*installation // the installation tokens minted, and what they reach
 	// firstComment is where this fake's comment ids start: GitHub's ids are unique across all of GitHub, so two fakes
 	// (two tests on one store) must not give two comments the same id.
 	firstComment int64
@@ -145,6 +148,7 @@ func New(token string) *GitHub {
 		mux.HandleFunc("POST "+prefix+"/repos/{owner}/{repo}/pulls", g.create)
 		mux.HandleFunc("PATCH "+prefix+"/repos/{owner}/{repo}/pulls/{number}", g.update)
 		g.routeIssues(mux, prefix)
+		g.routeApps(mux, prefix)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		g.record(r, nil)
@@ -284,17 +288,20 @@ func (g *GitHub) begin(w http.ResponseWriter, r *http.Request, write bool) (*rep
 		return nil, nil
 	}
 	authed := false
+	var inst *installation // the installation an installation token acts for
 	if a := r.Header.Get("Authorization"); a != "" {
 		scheme, tok, _ := strings.Cut(a, " ")
-		if !(strings.EqualFold(scheme, "bearer") || strings.EqualFold(scheme, "token")) || tok != g.token || g.token == "" {
+		inst = g.installTokens[tok]
+		if !(strings.EqualFold(scheme, "bearer") || strings.EqualFold(scheme, "token")) || (inst == nil && (tok != g.token || g.token == "")) {
 			writeJSON(w, http.StatusUnauthorized, map[string]any{
 				"message": "Bad credentials", "documentation_url": docsAuth, "status": "401"})
 			return nil, nil
 		}
 		authed = true
 	}
-	rp := g.repos[key(r.PathValue("owner"), r.PathValue("repo"))]
-	if rp == nil || !authed {
+	k := key(r.PathValue("owner"), r.PathValue("repo"))
+	rp := g.repos[k]
+	if rp == nil || !authed || (inst != nil && !inst.repos[k]) {
 		notFound(w)
 		return nil, nil
 	}
