@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -220,11 +221,12 @@ func (s *Server) forget(sig string) {
 	}
 }
 
+// Events are the webhook events orch acts on; deploy/github-app-manifest.yaml subscribes the App to these.
+var Events = []string{"issue_comment", "issues"}
+
 // parse reads a delivery's payload as event; an event orch does not handle is nil.
 func parse(event string, body []byte) (any, error) {
-	switch event {
-	case "issue_comment", "issues":
-	default:
+	if !slices.Contains(Events, event) {
 		return nil, nil
 	}
 	v, err := github.ParseWebHook(event, body)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/jobstest"
 	"github.com/orchrun/orch/jobs/store"
+	"gopkg.in/yaml.v3"
 )
 
 const secret = "It's a Secret to Everybody"
@@ -124,5 +127,27 @@ func TestWebhookVerifiesThenRoutes(t *testing.T) {
 func TestNewRefusesNoSecret(t *testing.T) {
 	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "ORCH_GITHUB_WEBHOOK_SECRET") {
 		t.Fatalf("New without a secret: %v", err)
+	}
+}
+
+// The App's manifest subscribes to the events orch acts on, no fewer and no more.
+func TestManifestSubscribesToWhatOrchHandles(t *testing.T) {
+	data, err := os.ReadFile("../deploy/github-app-manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Events      []string          `yaml:"default_events"`
+		Permissions map[string]string `yaml:"default_permissions"`
+	}
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	got, want := slices.Sorted(slices.Values(m.Events)), slices.Sorted(slices.Values(Events))
+	if !slices.Equal(got, want) {
+		t.Errorf("the manifest subscribes to %v; orch handles %v", got, want)
+	}
+	if m.Permissions["issues"] != "write" || m.Permissions["pull_requests"] != "write" || m.Permissions["contents"] != "read" {
+		t.Errorf("permissions %v", m.Permissions)
 	}
 }

@@ -154,7 +154,7 @@ func TestHealthChecksGitHub(t *testing.T) {
 	app := env("ORCH_GITHUB_APP_ID=99", "ORCH_GITHUB_APP_PRIVATE_KEY="+pemFile)
 	must(t, orchEnv(t, dir, app, nil, "health", "--agent", "sim"), 1, "GitHub App 99 is not installed on acme/app")
 	gh.Install(99, "acme", "app")
-	must(t, orchEnv(t, dir, app, nil, "health", "--agent", "sim"), 0, "the token may write on acme/app")
+	must(t, orchEnv(t, dir, app, nil, "health", "--agent", "sim"), 0, "GitHub App 99 installed on acme/app")
 	must(t, orchEnv(t, dir, env("ORCH_GITHUB_APP_ID=99"), nil, "health", "--agent", "sim"), 1,
 		"ORCH_GITHUB_APP_PRIVATE_KEY is not")
 

@@ -205,6 +205,15 @@ func (a *app) checkGitHub(cmd *cobra.Command) check {
 	if err != nil {
 		return check{part: "github", detail: err.Error()}
 	}
+	if a.env("ORCH_GITHUB_APP_ID") != "" {
+		// An App writes issues and pull requests with the permissions its manifest names; Contents may be read only
+		// (workers push with their own git credentials), so the repository's push permission says nothing here.
+		if _, err := gh.MayWrite(ctx, repo); err != nil {
+			return check{part: "github", detail: err.Error()}
+		}
+		return check{part: "github", ok: true, detail: fmt.Sprintf("GitHub App %s installed on %s; %s",
+			a.env("ORCH_GITHUB_APP_ID"), repo, webhookNote(secret))}
+	}
 	write, err := gh.MayWrite(ctx, repo)
 	switch {
 	case err != nil:
@@ -212,9 +221,12 @@ func (a *app) checkGitHub(cmd *cobra.Command) check {
 	case !write:
 		return check{part: "github", detail: fmt.Sprintf("the token may read %s but not write on it: orch can open no pull request and answer in no issue", repo)}
 	}
-	hook := "no webhook (ORCH_GITHUB_WEBHOOK_SECRET not set)"
-	if secret != "" {
-		hook = "webhook secret set"
+	return check{part: "github", ok: true, detail: fmt.Sprintf("the token may write on %s; %s", repo, webhookNote(secret))}
+}
+
+func webhookNote(secret string) string {
+	if secret == "" {
+		return "no webhook (ORCH_GITHUB_WEBHOOK_SECRET not set)"
 	}
-	return check{part: "github", ok: true, detail: fmt.Sprintf("the token may write on %s; %s", repo, hook)}
+	return "webhook secret set"
 }
