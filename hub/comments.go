@@ -30,9 +30,9 @@ func StatusComment(r *jobs.Run, latest, link string) string {
 	var b strings.Builder
 	b.WriteString(statusHead(r))
 	b.WriteString("\n\n")
-	fmt.Fprintf(&b, "orch run %s · %s · %s\n", gfm.Code(r.ID), gfm.Inline(planTitle(r), maxLine), r.Tally())
+	fmt.Fprintf(&b, "orch run %s · %s · %s\n", gfm.Code(r.ID), gfm.Inline(safetext.Redact(planTitle(r)), maxLine), r.Tally())
 	if !r.Status.Terminal() && latest != "" {
-		fmt.Fprintf(&b, "\n**Latest:** %s\n", gfm.Inline(latest, maxLine))
+		fmt.Fprintf(&b, "\n**Latest:** %s\n", gfm.Inline(safetext.Redact(latest), maxLine))
 	}
 	if w := workText(r); w != "" {
 		b.WriteString("\n" + w + "\n")

@@ -126,6 +126,13 @@ func (d *desk) command(ctx context.Context, a asked, cmd Command, is *github.Iss
 		d.say(ctx, a, "orch cannot read its runs right now: "+safetext.OneLine(err.Error(), 200)+". Try again in a moment.")
 		return
 	}
+	if run == nil && is.IsPullRequest() {
+		// A pull request's conversation is no place for a new run of its own: follow-ups on a pull request's branch
+		// are not taken yet, and a run started here would work on a branch of its own.
+		d.say(ctx, a, "orch takes requests, and answers, in issues: it does not act on pull requests' comments yet. "+
+			"Ask in an issue, or in the issue whose run opened this pull request.")
+		return
+	}
 	if run == nil || run.Status.Terminal() {
 		if cmd.Verb != VerbNone || cmd.Words == "" {
 			d.say(ctx, a, fmt.Sprintf("There is no run here to answer. %s followed by what to do starts one.",

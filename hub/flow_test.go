@@ -355,3 +355,45 @@ func TestDeletedCommentsAndIssues(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A command in a pull request's conversation starts no run of its own: orch says where to ask.
+func TestACommandOnAPullRequestStartsNothing(t *testing.T) {
+	st := store.New(jobstest.Clients(t)["miniredis"], nil)
+	f := newSurface(t, st)
+	f.gh.Push("acme", f.name, "main", "aaa")
+	f.gh.Push("acme", f.name, "feature", "bbb")
+	talker, err := forge.NewGitHub("t0ken", f.gh.URL()+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := talker.OpenDraft(context.Background(), forge.PullRequest{Owner: "acme", Repo: f.name, Head: "feature",
+		Base: "main", Title: "A change"}); err != nil {
+		t.Fatal(err)
+	}
+	pr := f.gh.Pulls("acme", f.name)[0].Number
+	c := f.gh.Say("acme", f.name, pr, "ann", "@orch make it faster")
+	resp, _, err := f.gh.Deliver(f.url, secret, "issue_comment", f.gh.IssueCommentPayload("acme", f.name, c, "created"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var said string
+		for _, c := range f.gh.Comments("acme", f.name, pr) {
+			if c.Author == "orch" {
+				said = c.Body
+			}
+		}
+		if strings.Contains(said, "does not act on pull requests' comments yet") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("orch did not say where to ask; it said %q", said)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(f.starter.requests()); n != 0 {
+		t.Errorf("%d runs started from a pull request", n)
+	}
+}
