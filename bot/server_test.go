@@ -1328,7 +1328,7 @@ func TestCommandAbort(t *testing.T) {
 				t.Errorf("final message %q does not say why", final.Text)
 			}
 			h.waitFor("the question to show the abort", func() bool { return len(slackfake.Buttons(h.message(q.TS))) == 0 })
-			if m := h.message(q.TS); !strings.Contains(m.Text, "aborted the run") {
+			if m := h.message(q.TS); !strings.Contains(m.Text, "aborted: ") {
 				t.Errorf("the question reads %q after the abort", m.Text)
 			}
 		})

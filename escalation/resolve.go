@@ -323,38 +323,54 @@ func apply(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, res *jobs.Resolution, 
 }
 
 func describe(e *jobs.Escalation, res *jobs.Resolution) string {
+	v := Verb(e, res)
+	switch {
+	case res.Type == jobs.ResolveAnswer && v != "answered" && v != "replied":
+		return v // a conversation's end names its command
+	case res.Type == jobs.ResolveAnswer:
+		return v + ": " + firstLine(res.Text)
+	case res.Type == jobs.ResolveAbort, res.Type == jobs.ResolveDecline:
+		return v + ": " + firstLine(res.Reason)
+	}
+	return v
+}
+
+// Verb says what a resolution did without the words a person gave with it (their answer, their reason), which a
+// surface shows its own way: "chose B) Redis", "answered", "aborted". Every surface says it in these words.
+func Verb(e *jobs.Escalation, res *jobs.Resolution) string {
 	switch res.Type {
 	case jobs.ResolveChoose:
-		if o, ok := e.OptionByKey(res.Key); ok {
-			if e.Trigger == jobs.TriggerChat {
-				return "ended the conversation: " + o.Key
-			}
-			if e.Trigger == jobs.TriggerGate {
-				return fmt.Sprintf("chose [%s] %s", o.Key, o.Label)
-			}
-			return fmt.Sprintf("chose %s) %s", o.Key, o.Label)
+		o, ok := e.OptionByKey(res.Key)
+		switch {
+		case !ok:
+			return "chose " + res.Key
+		case e.Trigger == jobs.TriggerChat:
+			return "ended the conversation: " + o.Key
+		case e.Trigger == jobs.TriggerGate:
+			return fmt.Sprintf("chose [%s] %s", o.Key, o.Label)
 		}
-		return "chose " + res.Key
+		return fmt.Sprintf("chose %s) %s", o.Key, o.Label)
 	case jobs.ResolveAnswer:
-		if e.Trigger == jobs.TriggerChat {
-			if c := ChatCommand(res); c != "" {
-				return "ended the conversation: " + c
-			}
-			return "replied: " + firstLine(res.Text)
+		if e.Trigger != jobs.TriggerChat {
+			return "answered"
 		}
-		return "answered: " + firstLine(res.Text)
-	case jobs.ResolveResume:
-		return "resumed"
-	case jobs.ResolveRetry:
-		return "asked for one more attempt"
-	case jobs.ResolveAbort:
-		return "aborted: " + firstLine(res.Reason)
-	case jobs.ResolveForce:
-		return "forced the task to continue (risk acknowledged)"
-	case jobs.ResolveDecline:
-		return "declined: " + firstLine(res.Reason)
+		if c := ChatCommand(res); c != "" {
+			return "ended the conversation: " + c
+		}
+		return "replied"
+	}
+	if v, ok := verbs[res.Type]; ok {
+		return v
 	}
 	return string(res.Type)
+}
+
+var verbs = map[jobs.ResolutionType]string{
+	jobs.ResolveResume:  "resumed",
+	jobs.ResolveRetry:   "asked for one more attempt",
+	jobs.ResolveAbort:   "aborted",
+	jobs.ResolveForce:   "forced the task to continue (risk acknowledged)",
+	jobs.ResolveDecline: "declined",
 }
 
 // Describe says in a few words what a resolution did.

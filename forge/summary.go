@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/gfm"
 	"github.com/orchrun/orch/jobs"
 )
@@ -173,31 +174,10 @@ func writeDecision(b *strings.Builder, r *jobs.Run, e *jobs.Escalation) {
 	}
 }
 
-// answered says what a resolution did, in a few words.
+// answered says what a resolution did, in the words every surface uses (escalation.Verb); what the person said with
+// it is quoted after it.
 func answered(e *jobs.Escalation, res *jobs.Resolution) string {
-	switch res.Type {
-	case jobs.ResolveChoose:
-		if o, ok := e.OptionByKey(res.Key); ok {
-			return fmt.Sprintf("chose **%s) %s**", gfm.Inline(o.Key, 50), gfm.Inline(o.Label, 200))
-		}
-		return "chose **" + gfm.Inline(res.Key, 100) + "**"
-	case jobs.ResolveAnswer:
-		if e.Trigger == jobs.TriggerChat {
-			return "replied"
-		}
-		return "answered"
-	case jobs.ResolveResume:
-		return "resumed the task as it was"
-	case jobs.ResolveRetry:
-		return "asked for one more attempt"
-	case jobs.ResolveAbort:
-		return "aborted the run"
-	case jobs.ResolveForce:
-		return "marked the task done despite its error"
-	case jobs.ResolveDecline:
-		return "declined to answer"
-	}
-	return gfm.Inline(string(res.Type), 50)
+	return gfm.Inline(escalation.Verb(e, res), 300)
 }
 
 // isAutomatic reports whether orch settled the question itself (a timeout, auto-approval) rather than a person.

@@ -91,10 +91,10 @@ func TestSummaryContent(t *testing.T) {
 		// The humans' decisions: what was asked, who, where, what.
 		"- **1 (Login form)** · attempt cap · attempt 2",
 		"  > Task 1 failed 2 times with similar errors.\n  > What now?",
-		"U0123ABC chose **B) Skip the flaky check** in Slack (2026-03-01 09:03 UTC)",
+		"U0123ABC chose B) Skip the flaky check in Slack (2026-03-01 09:03 UTC)",
 		"Reason: the check is known to flake",
 		"alice answered at the terminal (2026-03-01 09:05 UTC):\n  > Cookies, signed;",
-		"bob marked the task done despite its error in Slack",
+		"bob forced the task to continue (risk acknowledged) in Slack",
 		// What orch settled by itself, apart.
 		"### Questions settled without a human",
 		"- **2 (Tests | e2e)** · custom trigger migration",

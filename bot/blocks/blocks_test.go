@@ -645,15 +645,15 @@ func TestAnsweredMessage(t *testing.T) {
 		not  []string
 	}{
 		{"slack user chose", jobs.Resolution{Type: jobs.ResolveChoose, Key: "B", By: "U0123ABCD", Via: "slack"},
-			[]string{"<@U0123ABCD> chose *B) In-memory LRU* after 2m 5s", "in Slack"}, nil},
+			[]string{"<@U0123ABCD> chose B) In-memory LRU after 2m 5s", "in Slack"}, nil},
 		{"terminal user answered", jobs.Resolution{Type: jobs.ResolveAnswer, Text: "use the LRU one", By: "alice", Via: "cli"},
 			[]string{"alice answered after 2m 5s:\nuse the LRU one", "at the terminal"}, []string{"<@"}},
 		{"terminal user who looks like a Slack id", jobs.Resolution{Type: jobs.ResolveRetry, By: "U0123ABCD", Via: "console"},
 			[]string{"U0123ABCD asked for one more attempt after 2m 5s"}, []string{"<@"}},
 		{"slack name that is no user id", jobs.Resolution{Type: jobs.ResolveResume, By: "bob", Via: "slack"},
-			[]string{"bob resumed the run after 2m 5s"}, []string{"<@"}},
+			[]string{"bob resumed after 2m 5s"}, []string{"<@"}},
 		{"abort with reason", jobs.Resolution{Type: jobs.ResolveAbort, Reason: "wrong plan", By: "U0123ABCD", Via: "slack"},
-			[]string{"<@U0123ABCD> aborted the run after 2m 5s: wrong plan"}, nil},
+			[]string{"<@U0123ABCD> aborted after 2m 5s: wrong plan"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
@@ -304,51 +305,31 @@ func abortConfirm(r *jobs.Run) *slack.ConfirmationBlockObject {
 	return c.WithStyle(slack.StyleDanger)
 }
 
-// answerLine says who answered what after how long (mrkdwn), and what in plain words for the fallback text.
+// answerLine says who answered what after how long (mrkdwn), and what in plain words for the fallback text, in the
+// words every surface uses (escalation.Verb, escalation.Describe); a person's answer or reason follows them.
 func answerLine(e *jobs.Escalation, res *jobs.Resolution, who, after string) (line, what string) {
 	const room = maxSectionText - 400 // for the words around the human's text
+	line = fmt.Sprintf("%s %s %s %s", answerEmoji[res.Type], who, escapeCut(singleLine(escalation.Verb(e, res)), 700, false), after)
 	switch res.Type {
-	case jobs.ResolveChoose:
-		choice := res.Key
-		if o, ok := e.OptionByKey(res.Key); ok {
-			switch e.Trigger {
-			case jobs.TriggerGate:
-				choice = "[" + o.Key + "] " + o.Label
-			case jobs.TriggerChat:
-				choice = o.Label
-			default:
-				choice = o.Key + ") " + o.Label
-			}
-		}
-		return fmt.Sprintf(":white_check_mark: %s chose *%s* %s", who, escapeCut(singleLine(choice), 600, false), after),
-			"chose " + choice
 	case jobs.ResolveAnswer:
-		if e.Trigger == jobs.TriggerChat {
-			return fmt.Sprintf(":speech_balloon: %s replied %s:\n%s", who, after, escapeCut(res.Text, room, true)),
-				"replied: " + safetext.HeadLine(res.Text)
+		if t := strings.TrimSpace(res.Text); t != "" && escalation.ChatCommand(res) == "" {
+			line += ":\n" + escapeCut(res.Text, room, true)
 		}
-		return fmt.Sprintf(":speech_balloon: %s answered %s:\n%s", who, after, escapeCut(res.Text, room, true)),
-			"answered: " + safetext.HeadLine(res.Text)
-	case jobs.ResolveResume:
-		return fmt.Sprintf(":arrow_forward: %s resumed the run %s", who, after), "resumed the run"
-	case jobs.ResolveRetry:
-		return fmt.Sprintf(":repeat: %s asked for one more attempt %s", who, after), "asked for one more attempt"
-	case jobs.ResolveAbort:
-		line = fmt.Sprintf(":octagonal_sign: %s aborted the run %s", who, after)
+	case jobs.ResolveAbort, jobs.ResolveDecline:
 		if strings.TrimSpace(res.Reason) != "" {
 			line += ": " + escapeCut(res.Reason, room, true)
 		}
-		return line, "aborted the run: " + safetext.HeadLine(res.Reason)
-	case jobs.ResolveForce:
-		return fmt.Sprintf(":warning: %s forced the task to continue (risk acknowledged) %s", who, after),
-			"forced the task to continue (risk acknowledged)"
-	case jobs.ResolveDecline:
-		line = fmt.Sprintf(":no_entry_sign: %s declined %s", who, after)
-		if strings.TrimSpace(res.Reason) != "" {
-			line += ": " + escapeCut(res.Reason, room, true)
-		}
-		return line, "declined: " + safetext.HeadLine(res.Reason)
 	}
-	kind := escapeCut(string(res.Type), maxLine, false)
-	return fmt.Sprintf("%s answered (%s) %s", who, kind, after), string(res.Type)
+	return strings.TrimLeft(line, " "), escalation.Describe(e, res)
+}
+
+// answerEmoji marks each kind of answer.
+var answerEmoji = map[jobs.ResolutionType]string{
+	jobs.ResolveChoose:  ":white_check_mark:",
+	jobs.ResolveAnswer:  ":speech_balloon:",
+	jobs.ResolveResume:  ":arrow_forward:",
+	jobs.ResolveRetry:   ":repeat:",
+	jobs.ResolveAbort:   ":octagonal_sign:",
+	jobs.ResolveForce:   ":warning:",
+	jobs.ResolveDecline: ":no_entry_sign:",
 }
