@@ -52,7 +52,7 @@ func chartOf(run *jobs.Run, now time.Time) template.HTML {
 		end := now
 		state := "still waiting"
 		if e.Resolution != nil {
-			end, state = e.Resolution.At, "answered by "+e.Resolution.By+" via "+e.Resolution.Via
+			end, state = e.Resolution.At, strings.TrimSpace("answered by "+e.Resolution.By+" "+jobs.ViaText(e.Resolution.Via))
 		}
 		d := end.Sub(e.CreatedAt)
 		bars = append(bars, bar{label: "wait " + e.ID, d: d, fill: fillWaiting,

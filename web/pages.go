@@ -282,23 +282,9 @@ func answeredViews(run *jobs.Run) []answeredView {
 	return out
 }
 
-// resolutionText says what an answer was, as the terminal says it.
+// resolutionText says what an answer was, in the words every surface uses (escalation.Describe).
 func resolutionText(e *jobs.Escalation) string {
-	res := e.Resolution
-	switch res.Type {
-	case jobs.ResolveChoose:
-		if o, ok := e.OptionByKey(res.Key); ok {
-			return "chose " + o.Key + ") " + o.Label
-		}
-		return "chose " + res.Key
-	case jobs.ResolveAnswer:
-		return "answered: " + truncate(res.Text, 300)
-	case jobs.ResolveAbort:
-		return "aborted: " + res.Reason
-	case jobs.ResolveForce:
-		return "forced the run on (risk acknowledged)" + strings.TrimPrefix(": "+res.Reason, ": ")
-	}
-	return string(res.Type)
+	return truncate(escalation.Describe(e, e.Resolution), 300)
 }
 
 // notice is what the page says after a form: the answer was taken, or someone else's was first.
