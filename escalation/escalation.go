@@ -150,7 +150,7 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 			t.ID, n, limit, s.Trigger)
 		t.Fail(c)
 		DropQueued(r, t.ID)
-		r.Fail(c, t.ID, reason, jobs.Work{}, now) // the cap's event has never told the branch's work
+		r.Fail(c, t.ID, reason, jobs.WorkOf(r), now) // the work on the branch, as every end of a run tells it
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, Action: "stopped", Trigger: s.Trigger,
 			Detail: reason, By: "orch", Via: "escalation cap"})
 		return nil

@@ -409,7 +409,7 @@ func Decline(ctx context.Context, store *store.Store, runID, escID, by, via, rea
 		}
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: e.TaskID, EscalationID: e.ID, Action: "declined",
 			Trigger: e.Trigger, Resolution: string(jobs.ResolveDecline), Detail: reason, By: by, Via: via})
-		r.Fail(c, e.TaskID, reason, jobs.Work{}, now) // a declined question's event has never told the branch's work
+		r.Fail(c, e.TaskID, reason, jobs.WorkOf(r), now) // the work on the branch, as every end of a run tells it
 		return nil
 	})
 	return err
