@@ -31,8 +31,10 @@ const MirrorName = "github"
 const (
 	// maxPayload is GitHub's cap on a delivery ("Webhook events and payloads": payloads are capped at 25 MB).
 	maxPayload = 25 << 20
-	// seenTTL is how long a delivery is remembered: a replay after that is as old as the secret's last rotation.
-	seenTTL = 7 * 24 * time.Hour
+	// seenTTL is how long a delivery is remembered, and refused when it comes again. GitHub signs no time into a
+	// delivery, so one replayed later than that would be taken: a secret that may have leaked is rotated, which makes
+	// every delivery signed with it worthless.
+	seenTTL = 30 * 24 * time.Hour
 )
 
 // Talker is what orch says on GitHub and reads there; forge.GitHub is one.
