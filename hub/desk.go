@@ -204,13 +204,19 @@ func (d *desk) start(ctx context.Context, a asked, text string, is *github.Issue
 	}
 }
 
-// context is what a run started in an issue is told of it: its title, text and latest comments, bounded.
+// context is what a run started in an issue is told of it: its title, text and the latest comments of people who may
+// steer orch, bounded.
 func (d *desk) context(ctx context.Context, a asked, is *github.Issue) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "GitHub issue %s#%d: %s\n\n%s\n", a.repo, a.issue, is.GetTitle(), is.GetBody())
 	if full, err := d.cfg.GitHub.ReadIssue(ctx, a.repo, a.issue, contextComments); err == nil {
 		for _, c := range full.Comments {
+			// Only the words of people who may steer orch reach its agent: on a public repository anyone may
+			// comment, and a comment is text the agent would read as part of its task.
 			if c.Bot {
+				continue
+			}
+			if ok, err := d.perms.may(ctx, a.repo, c.Author); err != nil || !ok {
 				continue
 			}
 			fmt.Fprintf(&b, "\n%s wrote:\n%s\n", c.Author, c.Body)
