@@ -81,6 +81,11 @@ func measureRescue(ctx context.Context, r *rig, n int) (rescueResult, error) {
 		if err != nil {
 			return res, err
 		}
+		// A worker killed between its claim and its first attempt's record has made no attempt: the rescued step
+		// is that step's first attempt, and there would be no second to time.
+		if err := attempts(ctx, s, id, 1); err != nil {
+			return res, err
+		}
 		w := workers[pid]
 		if w == nil {
 			return res, fmt.Errorf("run %s's step is claimed by process %d, which is not one of the bench's workers", id, pid)
@@ -146,19 +151,25 @@ func killAndWait(ctx context.Context, s *store.Store, w *exec.Cmd, id string) (r
 	killed = time.Now()
 	w.Process.Signal(syscall.SIGKILL)
 	w.Wait()
-	rescued, err = secondAttempt(ctx, s, id)
-	return rescued, killed, err
+	if err := attempts(ctx, s, id, 2); err != nil {
+		return rescued, killed, err
+	}
+	run, err := s.Get(ctx, id)
+	if err != nil {
+		return rescued, killed, err
+	}
+	return run.Tasks[0].Attempts[1].StartedAt, killed, nil
 }
 
-// secondAttempt waits for run id's first task's second attempt, and returns when it started.
-func secondAttempt(ctx context.Context, s *store.Store, id string) (time.Time, error) {
+// attempts waits until run id's first task has made n attempts.
+func attempts(ctx context.Context, s *store.Store, id string, n int) error {
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		run, err := s.Get(ctx, id)
-		if err == nil && len(run.Tasks) > 0 && len(run.Tasks[0].Attempts) >= 2 {
-			return run.Tasks[0].Attempts[1].StartedAt, nil
+		if err == nil && len(run.Tasks) > 0 && len(run.Tasks[0].Attempts) >= n {
+			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return time.Time{}, fmt.Errorf("run %s: no second attempt within two minutes of its worker's death", id)
+			return fmt.Errorf("run %s: its first task has not made %d attempt(s) within two minutes", id, n)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/workspace"
@@ -12,6 +13,9 @@ import (
 // branch is where run runID's work goes: a branch of its own in the workspace's repository, or in the repository it
 // clones; nil for a workspace that is not a repository, which the run then works in directly.
 func branch(ctx context.Context, ws string, req Git, runID string) (*jobs.Git, error) {
+	if req.Continue != nil {
+		return continuation(req)
+	}
 	if req.URL != "" {
 		push := req.Push
 		if push == "" {
@@ -76,4 +80,37 @@ func placeIn(top, ws string) (string, error) {
 		return "", nil
 	}
 	return rel, nil
+}
+
+// continuation is the branch of a run that goes on with one of orch's branches: cloned from the remote, started at the
+// commit the branch is at there, pushed back over that commit alone.
+func continuation(req Git) (*jobs.Git, error) {
+	c := req.Continue
+	switch {
+	case req.URL == "":
+		return nil, invalidf("going on with the branch %s needs the repository's URL: the branch is what the remote holds", c.Branch)
+	case !strings.HasPrefix(c.Branch, jobs.BranchPrefix) || len(c.Branch) == len(jobs.BranchPrefix):
+		return nil, invalidf("orch goes on only with branches of its own (%s…), not with %q", jobs.BranchPrefix, c.Branch)
+	case !isCommitName(c.At):
+		return nil, invalidf("the branch %s's commit %q is not a full commit name", c.Branch, c.At)
+	}
+	push := req.Push
+	if push == "" {
+		push = "origin"
+	}
+	return &jobs.Git{URL: req.URL, Base: c.Branch, BaseCommit: c.At, Branch: c.Branch, Push: push, Pushed: c.At,
+		PullRequest: c.PullRequest}, nil
+}
+
+// isCommitName reports a full commit name: 40 (SHA-1) or 64 (SHA-256) lower-case hex digits.
+func isCommitName(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

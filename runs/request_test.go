@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -93,5 +94,41 @@ func TestPrepareRequestBranch(t *testing.T) {
 	}
 	if g := p.Run.Git; g == nil || g.Base != "orch/r-before" || g.BaseCommit == "" {
 		t.Fatalf("follow-up git: %+v", g)
+	}
+}
+
+// A run that goes on with a pull request's branch works on that branch from the commit it is at, pushes over that
+// commit alone and opens no pull request; orch goes on with no branch but its own.
+func TestPrepareRequestContinuesABranch(t *testing.T) {
+	ctx := context.Background()
+	opts := jobs.Options{Agent: "cmd:true", Sandbox: "local"}
+	at := strings.Repeat("ab", 20)
+	req := func(g Git) Request { return Request{Text: "address the review", Options: opts, Git: g} }
+	p, err := Prepare(ctx, req(Git{URL: "https://github.test/acme/app.git", Continue: &Continuation{Branch: "orch/r-0123456789",
+		At: at, PullRequest: "https://github.test/acme/app/pull/4"}}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := jobs.Git{URL: "https://github.test/acme/app.git", Base: "orch/r-0123456789", BaseCommit: at,
+		Branch: "orch/r-0123456789", Push: "origin", Pushed: at, PullRequest: "https://github.test/acme/app/pull/4"}
+	if g := p.Run.Git; g == nil || !reflect.DeepEqual(*g, want) {
+		t.Fatalf("git: %+v\nwant %+v", g, want)
+	}
+	for name, tc := range map[string]struct {
+		g    Git
+		want string
+	}{
+		"no URL":            {Git{Continue: &Continuation{Branch: "orch/r-1", At: at}}, "needs the repository's URL"},
+		"a person's branch": {Git{URL: "u", Continue: &Continuation{Branch: "main", At: at}}, `not with "main"`},
+		"the prefix alone":  {Git{URL: "u", Continue: &Continuation{Branch: "orch/", At: at}}, "branches of its own"},
+		"a short commit":    {Git{URL: "u", Continue: &Continuation{Branch: "orch/r-1", At: "abc123"}}, "not a full commit name"},
+		"an upper-case one": {Git{URL: "u", Continue: &Continuation{Branch: "orch/r-1", At: strings.ToUpper(at)}}, "not a full commit name"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Prepare(ctx, req(tc.g), nil)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrInvalid saying %q", err, tc.want)
+			}
+		})
 	}
 }

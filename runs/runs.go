@@ -55,6 +55,19 @@ type Git struct {
 	// Push is the remote the branch is pushed to after every committed task; "" for none ("origin" for URL, where
 	// the branch would otherwise live on one worker only).
 	Push string
+	// Continue, when set, is a branch of orch's that the run goes on with instead of making its own: a pull request's,
+	// after a review or a red check. It needs URL, as the branch is what the remote holds.
+	Continue *Continuation
+}
+
+// Continuation is an existing branch of orch's that a run goes on with.
+type Continuation struct {
+	// Branch is the branch (orch/…: orch pushes to no branch but its own), At the commit it is at on the remote. The
+	// run starts from At, counts its work from there, and pushes only over At: commits someone else pushes to the
+	// branch while the run works are not lost (the push is refused and says so).
+	Branch, At string
+	// PullRequest is the branch's pull request: the run opens none of its own.
+	PullRequest string
 }
 
 // TaskFinder finds the tasks of a milestone whose headings do not name them (an LLM brain reading the plan).
