@@ -15,6 +15,7 @@ const (
 	maxRequest      = 16 << 10 // the request itself
 	maxContext      = 16 << 10 // the conversation and run it was asked in
 	maxRequestTitle = 80       // runes of the title made from its first line
+	maxRequestTasks = 50       // tasks a surface may find in one request (a review's threads)
 )
 
 // RequestTaskID is the id of the one task of a run asked for in words.
@@ -39,20 +40,50 @@ func prepareRequest(ctx context.Context, req Request) (*Prepared, error) {
 		return nil, err
 	}
 	text = safetext.Redact(safetext.Bound(text, maxRequest))
-	desc := text
+	told := ""
 	if c := strings.TrimSpace(req.Context); c != "" {
-		desc += "\n\n## Context\n\n" + safetext.Redact(safetext.Bound(c, maxContext))
+		told = "\n\n## Context\n\n" + safetext.Redact(safetext.Bound(c, maxContext))
 	}
 	title := RequestTitle(text)
+	tasks := []pipeline.Task{{ID: RequestTaskID, Title: title, Description: text + told}}
+	if len(req.Tasks) > 0 {
+		var err error
+		if tasks, err = requestTasks(req.Tasks, told); err != nil {
+			return nil, err
+		}
+	}
 	p := &Prepared{}
-	p.Run = newRun("", title, []pipeline.Task{{ID: RequestTaskID, Title: title, Description: desc}}, opts,
-		req.Workspace, req.Origin)
+	p.Run = newRun("", title, tasks, opts, req.Workspace, req.Origin)
 	p.Run.Request, p.Run.FollowUpOf = text, req.FollowUpOf
 	var err error
 	if p.Run.Git, err = branch(ctx, req.Workspace, req.Git, p.Run.ID); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// requestTasks are the tasks a surface found in a request, each checked and bounded, with context after each
+// description.
+func requestTasks(in []pipeline.Task, told string) ([]pipeline.Task, error) {
+	if len(in) > maxRequestTasks {
+		return nil, invalidf("a request of %d tasks: at most %d are taken at once", len(in), maxRequestTasks)
+	}
+	seen := map[string]bool{}
+	out := make([]pipeline.Task, 0, len(in))
+	for _, t := range in {
+		switch {
+		case t.ID == "" || seen[t.ID]:
+			return nil, invalidf("a request's tasks need ids of their own; %q is empty or taken", t.ID)
+		case strings.TrimSpace(t.Title) == "" || strings.TrimSpace(t.Description) == "":
+			return nil, invalidf("task %s of the request has no title or no description", t.ID)
+		case strings.ContainsRune(t.Title+t.Description, 0) || !utf8.ValidString(t.Title+t.Description):
+			return nil, invalidf("task %s of the request holds a NUL byte or is not valid UTF-8", t.ID)
+		}
+		seen[t.ID] = true
+		out = append(out, pipeline.Task{ID: t.ID, Title: RequestTitle(t.Title),
+			Description: safetext.Redact(safetext.Bound(t.Description, maxRequest)) + told})
+	}
+	return out, nil
 }
 
 // RequestTitle is what a run asked for in words is called: the request's first line, on one line, cut to a title's

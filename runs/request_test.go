@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/pipeline"
 )
 
 func TestPrepareRequest(t *testing.T) {
@@ -126,6 +128,45 @@ func TestPrepareRequestContinuesABranch(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Prepare(ctx, req(tc.g), nil)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrInvalid saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A request's tasks as a surface found them (a review's threads) are the run's tasks, each with the request's context;
+// tasks that cannot be told apart or say nothing are refused.
+func TestPrepareRequestTasks(t *testing.T) {
+	ctx := context.Background()
+	opts := jobs.Options{Agent: "cmd:true", Sandbox: "local"}
+	req := func(tasks ...pipeline.Task) Request {
+		return Request{Text: "Address the review of #4", Context: "The pull request adds a cache.", Tasks: tasks, Options: opts}
+	}
+	p, err := Prepare(ctx, req(pipeline.Task{ID: "1", Title: "cache.go:12", Description: "Use a sync.Map here. token=ghp_" + strings.Repeat("a", 36)},
+		pipeline.Task{ID: "2", Title: "cache_test.go:3", Description: "Why a sleep?"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Run; r.PlanTitle != "Address the review of #4" || len(r.Tasks) != 2 || r.Tasks[1].Title != "cache_test.go:3" ||
+		!strings.HasSuffix(r.Tasks[0].Description, "The pull request adds a cache.") || strings.Contains(r.Tasks[0].Description, "ghp_aaaa") {
+		t.Fatalf("run: %q, tasks %+v", r.PlanTitle, r.Tasks)
+	}
+	many := make([]pipeline.Task, maxRequestTasks+1)
+	for i := range many {
+		many[i] = pipeline.Task{ID: fmt.Sprint(i + 1), Title: "t", Description: "d"}
+	}
+	for name, tc := range map[string]struct {
+		tasks []pipeline.Task
+		want  string
+	}{
+		"twice the same id": {[]pipeline.Task{{ID: "1", Title: "a", Description: "b"}, {ID: "1", Title: "c", Description: "d"}}, "ids of their own"},
+		"no description":    {[]pipeline.Task{{ID: "1", Title: "a", Description: " "}}, "no title or no description"},
+		"a NUL":             {[]pipeline.Task{{ID: "1", Title: "a", Description: "b\x00"}}, "NUL"},
+		"too many":          {many, "at most 50"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Prepare(ctx, req(tc.tasks...), nil)
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want ErrInvalid saying %q", err, tc.want)
 			}

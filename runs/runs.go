@@ -31,6 +31,9 @@ type Request struct {
 	// has one agent task whose description is Text, with Context after it (the conversation it was asked in, the run it
 	// follows up). FollowUpOf names that run.
 	Text, Context, FollowUpOf string
+	// Tasks, with Text, are the run's tasks as the surface it was asked on found them (a review's threads, one task
+	// each): Text is what the run as a whole is asked, and Context follows every task's description.
+	Tasks []pipeline.Task
 	// PlanName is how the run names its plan (a path relative to the workspace, as Slack shows it); "": Plan.
 	PlanName string
 	// Task, when set, runs only this agent task of the plan (`orch task`), with no end-to-end phase.
