@@ -1,7 +1,7 @@
 // Command bench measures orch end to end on loopback with a real Redis, using orch's own packages: how fast the Slack
-// handlers ack, how long a click takes to resume an agent, what a parked run costs, how many task steps one worker
-// moves and what orch adds to each, and how fast a Docker sandbox starts. It writes bench/results.json and the table
-// between the bench markers in README.md.
+// handlers and the GitHub webhook ack, how long a click or a comment takes to resume an agent, what a parked run
+// costs, how many task steps one worker moves and what orch adds to each, and how fast a Docker sandbox starts. It
+// writes bench/results.json and the table between the bench markers in README.md.
 //
 //	go run ./bench [-quick] [-out bench/results.json] [-readme README.md]
 //
@@ -140,6 +140,20 @@ func measurements(c counts) []measurement {
 			}},
 		{"resume", "resume: click to resumed agent start, orch's poll interval, then asynq's default", true,
 			func(ctx context.Context, r *rig, res *Results) error { return measureResumes(ctx, r, c, res) }},
+		{"github-ack", "github ack: 200 concurrent signed issue_comment deliveries to the GitHub webhook", true,
+			func(ctx context.Context, r *rig, res *Results) error {
+				ack, err := measureGitHubAck(ctx, r, c.ackRounds, ackResult{p50: res.AckP50Ms, p99: res.AckP99Ms})
+				if err != nil {
+					return err
+				}
+				res.GitHubAckP50Ms, res.GitHubAckP99Ms = roundTo(ack.p50, 3), roundTo(ack.p99, 3)
+				res.Notes.GitHubAck = ack.note
+				return nil
+			}},
+		{"github-resume", "github resume: a comment answering a question to the resumed agent start", true,
+			func(ctx context.Context, r *rig, res *Results) error {
+				return measureGitHubResume(ctx, r, c.resumes, res)
+			}},
 		{"approval", "approval: click on a tool-call approval to the resumed claude process", true,
 			func(ctx context.Context, r *rig, res *Results) error {
 				approvals, err := clickToApproval(ctx, r, 20*time.Millisecond, c.approvals)

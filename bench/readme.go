@@ -73,8 +73,11 @@ func benchTable(r *Results, quick bool) string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", row.field, row.value, row.target, row.met)
 	}
 	b.WriteString("\n`ack_*` is the handler's time for a request, both endpoints together; the round trip of the 200\n" +
-		"clients, which share the two cores with the server, is in `notes.ack`. `overhead_ms_per_step` is a worker slot's\n" +
-		"wall time per step minus the agent process's own time; `notes.overhead` splits it.\n")
+		"clients, which share the two cores with the server, is in `notes.ack`. `github_ack_*` is the same for the GitHub\n" +
+		"webhook, under a burst of `issue_comment` deliveries, and `github_resume_*` a comment `@orch B` answering a\n" +
+		"question, timed as `resume_*` times a click; `notes.github_ack` and `notes.github_resume` say what their paths\n" +
+		"have that Slack's do not. `overhead_ms_per_step` is a worker slot's wall time per step minus the agent process's\n" +
+		"own time; `notes.overhead` splits it.\n")
 	return b.String()
 }
 
@@ -85,6 +88,7 @@ func rows(r *Results) []row {
 	le := func(v, limit float64) string { return yesNo(v <= limit) }
 	ratio := r.ResumeAsynqDefaultP50Ms / r.ResumeP50Ms
 	growth := r.EmbeddedStatusMsAt10k / r.EmbeddedStatusMsAt100
+	beyond := r.GitHubResumeP50Ms - r.ResumeP50Ms
 	return []row{
 		{"ack_p50_ms", num(r.AckP50Ms), "—", "—"},
 		{"ack_p99_ms", num(r.AckP99Ms), "≤ 20", le(r.AckP99Ms, 20)},
@@ -92,6 +96,13 @@ func rows(r *Results) []row {
 		{"resume_p99_ms", num(r.ResumeP99Ms), "≤ 100", le(r.ResumeP99Ms, 100)},
 		{"resume_asynq_default_p50_ms", fmt.Sprintf("%s (%.1f× `resume_p50_ms`)", num(r.ResumeAsynqDefaultP50Ms), ratio),
 			"≥ 10× `resume_p50_ms`", yesNo(ratio >= 10)},
+		{"github_ack_p50_ms", num(r.GitHubAckP50Ms), "—", "—"},
+		{"github_ack_p99_ms", fmt.Sprintf("%s (%.2f× `ack_p99_ms`)", num(r.GitHubAckP99Ms), r.GitHubAckP99Ms/r.AckP99Ms),
+			"≤ 20", le(r.GitHubAckP99Ms, 20)},
+		{"github_resume_p50_ms", fmt.Sprintf("%s (`resume_p50_ms` %+.1f ms)", num(r.GitHubResumeP50Ms), beyond),
+			"≤ `resume_p50_ms` + 50", le(beyond, 50)},
+		{"github_resume_p90_ms", num(r.GitHubResumeP90Ms), "—", "—"},
+		{"github_resume_max_ms", num(r.GitHubResumeMaxMs), "—", "—"},
 		{"approval_resume_p50_ms", num(r.ApprovalResumeP50Ms), "≤ 30", le(r.ApprovalResumeP50Ms, 30)},
 		{"approval_resume_p99_ms", num(r.ApprovalResumeP99Ms), "—", "—"},
 		{"parked_runs", fmt.Sprint(r.ParkedRuns), "10,000", yesNo(r.ParkedRuns == 10000)},

@@ -70,6 +70,7 @@ func TestPercentileIsNearestRank(t *testing.T) {
 func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 	cold, warm, repo := 300.0, 90.0, 320.0
 	good := Results{AckP50Ms: 0.02, AckP99Ms: 0.2, ResumeP50Ms: 21, ResumeP99Ms: 45, ResumeAsynqDefaultP50Ms: 1000,
+		GitHubAckP50Ms: 0.03, GitHubAckP99Ms: 0.3, GitHubResumeP50Ms: 25, GitHubResumeP90Ms: 40, GitHubResumeMaxMs: 60,
 		ApprovalResumeP50Ms: 24, ApprovalResumeP99Ms: 60,
 		ParkedRuns: 10, ParkedRedisBytesPerRun: 3000, ResumeAllSeconds: 1, StepsPerSecond: 300,
 		OverheadMsPerStep: 2, DockerColdStartP50Ms: &cold, DockerWarmStartP50Ms: &warm, DockerRepoStartP50Ms: &repo,
@@ -91,6 +92,8 @@ func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 		"NaN":          func(r *Results) { r.AckP99Ms = math.NaN() },
 		"zero rate":    func(r *Results) { r.StepsPerSecond = 0 },
 		"p50 > p99":    func(r *Results) { r.ResumeP50Ms = 50 },
+		"p90 > max":    func(r *Results) { r.GitHubResumeP90Ms = 70 },
+		"no comment":   func(r *Results) { r.GitHubResumeP50Ms = 0 },
 		"half docker":  func(r *Results) { r.DockerWarmStartP50Ms = nil },
 		"no worktree":  func(r *Results) { r.WorktreeSetupP50Ms = 0 },
 		"more held":    func(r *Results) { r.ConcurrentRunsIsolated = 17 },

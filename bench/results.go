@@ -21,6 +21,13 @@ type Results struct {
 	ResumeP50Ms             float64 `json:"resume_p50_ms"`
 	ResumeP99Ms             float64 `json:"resume_p99_ms"`
 	ResumeAsynqDefaultP50Ms float64 `json:"resume_asynq_default_p50_ms"`
+	// GitHubAckP50Ms is the GitHub webhook's ack under the same burst as Slack's (issue_comment deliveries);
+	// GitHubResumeP50Ms a comment answering a question to the resumed agent, as ResumeP50Ms is a click.
+	GitHubAckP50Ms    float64 `json:"github_ack_p50_ms"`
+	GitHubAckP99Ms    float64 `json:"github_ack_p99_ms"`
+	GitHubResumeP50Ms float64 `json:"github_resume_p50_ms"`
+	GitHubResumeP90Ms float64 `json:"github_resume_p90_ms"`
+	GitHubResumeMaxMs float64 `json:"github_resume_max_ms"`
 	// ApprovalResumeP50Ms is a click on a claude agent's tool-call approval to its resumed process starting.
 	ApprovalResumeP50Ms    float64  `json:"approval_resume_p50_ms"`
 	ApprovalResumeP99Ms    float64  `json:"approval_resume_p99_ms"`
@@ -83,22 +90,24 @@ type Machine struct {
 
 // Notes say how each number was obtained.
 type Notes struct {
-	Mode      string `json:"mode"`
-	Redis     string `json:"redis"`
-	Ack       string `json:"ack"`
-	Resume    string `json:"resume"`
-	Approval  string `json:"approval"`
-	Parked    string `json:"parked"`
-	ResumeAll string `json:"resume_all"`
-	Steps     string `json:"steps"`
-	Overhead  string `json:"overhead"`
-	Docker    string `json:"docker"`
-	Worktrees string `json:"worktrees"`
-	History   string `json:"history"`
-	Web       string `json:"web"`
-	Output    string `json:"output"`
-	Rescue    string `json:"rescue"`
-	Crash     string `json:"crash"`
+	Mode         string `json:"mode"`
+	Redis        string `json:"redis"`
+	Ack          string `json:"ack"`
+	Resume       string `json:"resume"`
+	GitHubAck    string `json:"github_ack"`
+	GitHubResume string `json:"github_resume"`
+	Approval     string `json:"approval"`
+	Parked       string `json:"parked"`
+	ResumeAll    string `json:"resume_all"`
+	Steps        string `json:"steps"`
+	Overhead     string `json:"overhead"`
+	Docker       string `json:"docker"`
+	Worktrees    string `json:"worktrees"`
+	History      string `json:"history"`
+	Web          string `json:"web"`
+	Output       string `json:"output"`
+	Rescue       string `json:"rescue"`
+	Crash        string `json:"crash"`
 }
 
 func machine(redisVersion string) Machine {
@@ -133,6 +142,8 @@ func (r *Results) check(wantParked int) error {
 	positive := map[string]float64{
 		"ack_p50_ms": r.AckP50Ms, "ack_p99_ms": r.AckP99Ms, "resume_p50_ms": r.ResumeP50Ms,
 		"resume_p99_ms": r.ResumeP99Ms, "resume_asynq_default_p50_ms": r.ResumeAsynqDefaultP50Ms,
+		"github_ack_p50_ms": r.GitHubAckP50Ms, "github_ack_p99_ms": r.GitHubAckP99Ms, "github_resume_p50_ms": r.GitHubResumeP50Ms,
+		"github_resume_p90_ms": r.GitHubResumeP90Ms, "github_resume_max_ms": r.GitHubResumeMaxMs,
 		"approval_resume_p50_ms": r.ApprovalResumeP50Ms, "approval_resume_p99_ms": r.ApprovalResumeP99Ms,
 		"parked_redis_bytes_per_run": r.ParkedRedisBytesPerRun, "resume_all_seconds": r.ResumeAllSeconds,
 		"steps_per_second": r.StepsPerSecond, "worktree_setup_p50_ms": r.WorktreeSetupP50Ms,
@@ -148,6 +159,7 @@ func (r *Results) check(wantParked int) error {
 			errs = append(errs, fmt.Errorf("%s = %v: want a positive number", name, v))
 		}
 	}
+	errs = append(errs, r.checkGitHub()...)
 	return errors.Join(append(errs, r.checkCounts(wantParked)...)...)
 }
 
@@ -177,6 +189,15 @@ func (r *Results) checkCounts(wantParked int) []error {
 		errs = append(errs, fmt.Errorf("run_rss_200mb_output_mb = %v", *v))
 	}
 	return append(errs, r.checkDocker()...)
+}
+
+// checkGitHub checks the GitHub surface's percentiles are in order.
+func (r *Results) checkGitHub() []error {
+	if r.GitHubAckP50Ms > r.GitHubAckP99Ms || r.GitHubResumeP50Ms > r.GitHubResumeP90Ms ||
+		r.GitHubResumeP90Ms > r.GitHubResumeMaxMs {
+		return []error{errors.New("a GitHub percentile above a higher one")}
+	}
+	return nil
 }
 
 // checkDocker checks the Docker times: all or none (no engine), each positive.
