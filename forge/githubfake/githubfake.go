@@ -1,6 +1,7 @@
 // Package githubfake is a fake GitHub on loopback for tests: the REST endpoints orch calls (pull requests here;
-// issues, comments, reactions and permissions in issues.go), with GitHub's authentication, status codes and error
-// bodies, a record of the requests it got, and webhook deliveries signed as GitHub signs them (hooks.go).
+// issues, comments, reactions and permissions in issues.go; reviews, review comments, check runs and GitHub Actions
+// logs in reviews.go), with GitHub's authentication, status codes and error bodies, a record of the requests it got,
+// and webhook deliveries signed as GitHub signs them (hooks.go).
 //
 // Where each behaviour comes from:
 //
@@ -34,8 +35,9 @@
 //     repository the test pushes to with git): GitHub knows a branch once it was pushed, and a pull request of a
 //     branch it does not have is the 422 above. The fake adds no branch of its own.
 //
-// What it leaves out: forks and cross-repository heads, pagination's Link header, sorting other than newest first,
-// issue conversion, and every other endpoint (404, as GitHub answers an unknown route).
+// What it leaves out: forks and cross-repository heads, the Link header of the pull request list (reviews.go's lists
+// have it), sorting other than newest first, issue conversion, and every other endpoint (404, as GitHub answers an
+// unknown route).
 package githubfake
 
 import (
@@ -81,6 +83,7 @@ type PullRequest struct {
 	Base   string
 	State  string // open or closed
 	Draft  bool
+	Author string // who opened it; "" is the token's user, who opened it through the API
 }
 
 type repo struct {
@@ -95,6 +98,7 @@ type repo struct {
 	comments []*Comment
 	reacted  map[int64][]string // comment → "login:content"
 	roles    map[string]string  // login (lower case) → role
+	rv       reviewState        // reviews, review comments and check runs (reviews.go)
 }
 
 // branch is the commit a branch of the repository is at.
@@ -130,6 +134,8 @@ type GitHub struct {
 	firstComment int64
 	// limit, when set, answers the next request with a rate limit.
 	limit *rateLimit
+	// dl serves GitHub Actions logs on a host of its own, as GitHub's download URLs are (reviews.go).
+	dl downloads
 }
 
 type rateLimit struct {
@@ -149,17 +155,22 @@ func New(token string) *GitHub {
 		mux.HandleFunc("PATCH "+prefix+"/repos/{owner}/{repo}/pulls/{number}", g.update)
 		g.routeIssues(mux, prefix)
 		g.routeApps(mux, prefix)
+		g.routeReviews(mux, prefix)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		g.record(r, nil)
 		notFound(w)
 	})
 	g.srv = httptest.NewServer(mux)
+	g.dl.srv = httptest.NewServer(http.HandlerFunc(g.serveDownload))
 	return g
 }
 
 // Close stops the server.
-func (g *GitHub) Close() { g.srv.Close() }
+func (g *GitHub) Close() {
+	g.srv.Close()
+	g.dl.srv.Close()
+}
 
 // URL is the server's address: the API URL for a GitHub Enterprise client, which adds /api/v3/.
 func (g *GitHub) URL() string { return g.srv.URL }
@@ -517,19 +528,20 @@ func (g *GitHub) update(w http.ResponseWriter, r *http.Request) {
 // pullJSON is a pull request in the fields of GitHub's pull-request schema that a client reads. The API URLs follow
 // the request's own prefix (/api/v3 or none); the caller holds mu.
 func (g *GitHub) pullJSON(r *http.Request, rp *repo, p *PullRequest) map[string]any {
-	prefix := ""
-	if strings.HasPrefix(r.URL.Path, "/api/v3/") {
-		prefix = "/api/v3"
-	}
-	api := fmt.Sprintf("%s%s/repos/%s/%s", g.srv.URL, prefix, rp.owner, rp.name)
+	api := g.apiBase(r, rp)
 	html := g.HTMLURL(rp.owner, rp.name, p.Number)
 	var body any
 	if p.Body != "" {
 		body = p.Body // GitHub's body is null when empty
 	}
 	branch := func(ref string) map[string]any {
-		sha, _ := rp.branch(ref)
-		return map[string]any{"label": rp.owner + ":" + ref, "ref": ref, "sha": sha}
+		sha, _ := rp.branch(ref) // a branch's current commit: head.sha follows pushes
+		return map[string]any{"label": rp.owner + ":" + ref, "ref": ref, "sha": sha,
+			"user": g.userJSON(rp.owner, "Organization"), "repo": g.repoJSON(rp)}
+	}
+	author := p.Author
+	if author == "" {
+		author = g.login
 	}
 	created := time.Date(2026, 1, 1, 0, 0, p.Number, 0, time.UTC).Format(time.RFC3339)
 	return map[string]any{
@@ -545,6 +557,7 @@ func (g *GitHub) pullJSON(r *http.Request, rp *repo, p *PullRequest) map[string]
 		"title":                 p.Title,
 		"body":                  body,
 		"draft":                 p.Draft,
+		"user":                  g.userJSON(author, "User"),
 		"head":                  branch(p.Head),
 		"base":                  branch(p.Base),
 		"created_at":            created,
