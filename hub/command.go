@@ -62,6 +62,32 @@ func ParseCommand(body, mention string) (c Command, ok bool) {
 	return c, true
 }
 
+// Mentions reports whether body mentions mention anywhere, as a whole login: "please @orch, fix" does, "@orchestra" and
+// "ops@orch.dev" do not. Case does not matter, as in ParseCommand.
+func Mentions(body, mention string) bool {
+	lower, m := strings.ToLower(body), strings.ToLower(mention)
+	for i := 0; m != "" && i < len(lower); {
+		j := strings.Index(lower[i:], m)
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		before, _ := utf8.DecodeLastRuneInString(lower[:at])
+		after, _ := utf8.DecodeRuneInString(lower[at+len(m):])
+		end := at+len(m) == len(lower) || unicode.IsSpace(after) || strings.ContainsRune(",:;.!?)]}'\"", after)
+		if end && (at == 0 || !loginRune(before)) {
+			return true
+		}
+		i = at + len(m)
+	}
+	return false
+}
+
+// loginRune reports a rune that can be part of a login or an address, so that a mention cannot follow it.
+func loginRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_.@/", r)
+}
+
 // cutMention returns what follows mention at the start of s.
 func cutMention(s, mention string) (string, bool) {
 	if mention == "" || len(s) < len(mention) || !strings.EqualFold(s[:len(mention)], mention) {

@@ -206,3 +206,51 @@ func firstKey(e *jobs.Escalation) string {
 	}
 	return "A"
 }
+
+// ThreadReply is orch's answer in a review thread that task t of run r took up, once the run has ended: the commit
+// that addresses it (GitHub links a full commit name), the agent's answer when the task changed nothing (a question to
+// the author), or why the thread was not addressed.
+func ThreadReply(r *jobs.Run, t *jobs.Task) string {
+	said := gfm.Text(safetext.Redact(strings.TrimSpace(t.Summary)), maxAnswer)
+	var b strings.Builder
+	switch {
+	case t.Status.Done() && t.Commit != "":
+		fmt.Fprintf(&b, "Addressed in %s.", t.Commit)
+		if said != "" {
+			b.WriteString("\n\n" + said)
+		}
+	case t.Status.Done() && said != "":
+		b.WriteString(said)
+	case t.Status.Done():
+		b.WriteString("orch looked at this and changed nothing.")
+	default:
+		fmt.Fprintf(&b, "Not addressed: the run ended (%s) before this task was done", r.Status)
+		if s := strings.TrimSpace(r.Reason); s != "" {
+			fmt.Fprintf(&b, " (%s)", gfm.Inline(safetext.Redact(s), maxLine))
+		}
+		b.WriteString(".")
+	}
+	fmt.Fprintf(&b, "\n\n<sub>orch run %s, task %s</sub>\n", gfm.Code(r.ID), gfm.Inline(t.ID, 20))
+	return gfm.Bound(b.String(), "\n_(cut)_\n")
+}
+
+// ChecksQuestion is what orch says in a pull request instead of another fix run: the checks named failed the same
+// way same times in a row, or fixes fix runs were made already. It says how to go on.
+func ChecksQuestion(names []string, same, fixes int, mention string) string {
+	checks := make([]string, len(names))
+	for i, n := range names {
+		checks[i] = gfm.Code(n)
+	}
+	var b strings.Builder
+	if same >= sameFailures {
+		fmt.Fprintf(&b, "### ✋ orch stops fixing the checks: %s failed the same way %d times\n\n", strings.Join(checks, ", "), same)
+		b.WriteString("Another attempt on its own would most likely fail the same way. ")
+	} else {
+		fmt.Fprintf(&b, "### ✋ orch stops fixing the checks: %s still failing after %s\n\n", strings.Join(checks, ", "),
+			jobs.Count(fixes, "fix run"))
+		b.WriteString("That is as many fix runs as orch makes on a pull request on its own. ")
+	}
+	fmt.Fprintf(&b, "What should change? %s makes another attempt with your words; or push a fix to the branch yourself.\n",
+		gfm.Code(mention+" <guidance>"))
+	return b.String()
+}

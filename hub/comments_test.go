@@ -68,7 +68,17 @@ func goldenComments() map[string]string {
 	aborted := question(jobs.TriggerNeedsHelp)
 	aborted.Resolution = &jobs.Resolution{Type: jobs.ResolveAbort, Reason: "wrong repository, ask @bob", By: "octocat",
 		Via: "github", At: t0.Add(90 * time.Second)}
+	review := commentRun(jobs.RunCompleted)
+	review.Tasks[0].Commit, review.Tasks[0].Summary = strings.Repeat("4", 40), "Guarded the map with a mutex, as @bob asked."
+	review.Tasks[1].Status, review.Tasks[1].Summary = jobs.TaskCompleted, "The sleep waits for the janitor. Token ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+	unaddressed := commentRun(jobs.RunFailed)
+	unaddressed.Reason = "the agent gave up"
 	return map[string]string{
+		"reply_commit":        ThreadReply(review, review.Tasks[0]),
+		"reply_answer":        ThreadReply(review, review.Tasks[1]),
+		"reply_failed":        ThreadReply(unaddressed, unaddressed.Tasks[1]),
+		"checks_same":         ChecksQuestion([]string{"test", "lint"}, 3, 2, "@orch"),
+		"checks_cap":          ChecksQuestion([]string{"test"}, 1, 3, "@orch"),
 		"status_queued":       StatusComment(queued, "", ""),
 		"status_running":      StatusComment(running, "Task 1.2: Wire it in — attempt 2/3", "https://orch.example.com/runs/r-20261128-abc"),
 		"status_parked":       StatusComment(parked, "NEEDS HUMAN INPUT", ""),

@@ -65,6 +65,14 @@ func (d *desk) route(event string, body []byte) (func(context.Context), error) {
 		return d.comment(e), nil
 	case *github.IssuesEvent:
 		return d.issue(e), nil
+	case *github.PullRequestReviewEvent:
+		return d.review(e), nil
+	case *github.PullRequestReviewCommentEvent:
+		return d.reviewComment(e), nil
+	case *github.CheckRunEvent:
+		return d.checkRun(e), nil
+	case *github.WorkflowRunEvent:
+		return d.workflowRun(e), nil
 	}
 	return nil, nil
 }
@@ -120,17 +128,15 @@ func (d *desk) fromBot(u *github.User) bool {
 }
 
 // command does what a command in an issue asks: answer the question its run waits on, or start a run of its words.
+// In a pull request's conversation it is the pull request's (pullCommand).
 func (d *desk) command(ctx context.Context, a asked, cmd Command, is *github.Issue) {
+	if is.IsPullRequest() {
+		d.pullCommand(ctx, a, cmd)
+		return
+	}
 	run, err := d.runOf(ctx, a)
 	if err != nil {
 		d.say(ctx, a, "orch cannot read its runs right now: "+safetext.OneLine(err.Error(), 200)+". Try again in a moment.")
-		return
-	}
-	if run == nil && is.IsPullRequest() {
-		// A pull request's conversation is no place for a new run of its own: follow-ups on a pull request's branch
-		// are not taken yet, and a run started here would work on a branch of its own.
-		d.say(ctx, a, "orch takes requests, and answers, in issues: it does not act on pull requests' comments yet. "+
-			"Ask in an issue, or in the issue whose run opened this pull request.")
 		return
 	}
 	if run == nil || run.Status.Terminal() {
@@ -142,6 +148,11 @@ func (d *desk) command(ctx context.Context, a asked, cmd Command, is *github.Iss
 		d.start(ctx, a, cmd.Words, is)
 		return
 	}
+	d.answer(ctx, a, run, cmd)
+}
+
+// answer gives a run at work what a command says: the answer to its open question, or its end.
+func (d *desk) answer(ctx context.Context, a asked, run *jobs.Run, cmd Command) {
 	e := run.OpenEscalation()
 	if e == nil {
 		if cmd.Verb == VerbAbort {
@@ -190,7 +201,7 @@ func (d *desk) start(ctx context.Context, a asked, text string, is *github.Issue
 		return
 	}
 	req := StartRequest{Repo: a.repo, CloneURL: a.cloneURL, Issue: a.issue, Text: text, By: a.login,
-		Context: d.context(ctx, a, is)}
+		Context: fmt.Sprintf("GitHub issue %s#%d: %s", a.repo, a.issue, d.context(ctx, a, is.GetTitle(), is.GetBody()))}
 	run, err := d.cfg.Starter.Start(ctx, req)
 	if err != nil {
 		d.say(ctx, a, "orch could not start a run: "+gfm.Inline(safetext.Redact(err.Error()), 600))
@@ -204,11 +215,11 @@ func (d *desk) start(ctx context.Context, a asked, text string, is *github.Issue
 	}
 }
 
-// context is what a run started in an issue is told of it: its title, text and the latest comments of people who may
-// steer orch, bounded.
-func (d *desk) context(ctx context.Context, a asked, is *github.Issue) string {
+// context is what a run started in an issue or a pull request is told of it: its title, text and the latest
+// comments of people who may steer orch, bounded.
+func (d *desk) context(ctx context.Context, a asked, title, body string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "GitHub issue %s#%d: %s\n\n%s\n", a.repo, a.issue, is.GetTitle(), is.GetBody())
+	fmt.Fprintf(&b, "%s\n\n%s\n", title, body)
 	if full, err := d.cfg.GitHub.ReadIssue(ctx, a.repo, a.issue, contextComments); err == nil {
 		for _, c := range full.Comments {
 			// Only the words of people who may steer orch reach its agent: on a public repository anyone may
@@ -259,9 +270,12 @@ func (d *desk) may(ctx context.Context, a asked, what string) bool {
 	return false
 }
 
-// say answers the person in their issue.
+// say answers the person in their issue; with no person (a red check asks), it says it to the issue.
 func (d *desk) say(ctx context.Context, a asked, text string) {
-	if _, err := d.cfg.GitHub.Comment(ctx, a.repo, a.issue, "@"+a.login+" "+text); err != nil {
+	if a.login != "" {
+		text = "@" + a.login + " " + text
+	}
+	if _, err := d.cfg.GitHub.Comment(ctx, a.repo, a.issue, text); err != nil {
 		d.log.Warn("github: answering in an issue", "repo", a.repo, "issue", a.issue, "err", err)
 	}
 }

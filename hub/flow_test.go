@@ -34,7 +34,16 @@ func (s *starter) Start(ctx context.Context, req StartRequest) (*jobs.Run, error
 		Origin:  jobs.Origin{Kind: "github", User: req.By, Repo: req.Repo.String(), Issue: req.Issue},
 		Options: jobs.Options{MaxAttempts: 3},
 		Tasks:   []*jobs.Task{{ID: "1", Title: req.Text, Status: jobs.TaskRunning}}}
-	return r, s.st.Create(ctx, r, jobs.NewEvent(r.ID, "", jobs.RunStartedEvent{Tasks: 1, Unit: "task"}))
+	if len(req.Tasks) > 0 {
+		r.Tasks = nil
+		for _, t := range req.Tasks {
+			r.Tasks = append(r.Tasks, &jobs.Task{ID: t.ID, Title: t.Title, Description: t.Description, Status: jobs.TaskPending})
+		}
+	}
+	if p := req.Pull; p != nil {
+		r.Git = &jobs.Git{Branch: p.Branch, BaseCommit: p.Head, Pushed: p.Head, PullRequest: p.URL}
+	}
+	return r, s.st.Create(ctx, r, jobs.NewEvent(r.ID, "", jobs.RunStartedEvent{Tasks: len(r.Tasks), Unit: "task"}))
 }
 
 func (s *starter) requests() []StartRequest {
@@ -47,6 +56,7 @@ type surfaceFixture struct {
 	gh      *githubfake.GitHub
 	st      *store.Store
 	starter *starter
+	talker  *forge.GitHub
 	url     string
 	name    string // the repository, acme/name
 	issue   int
@@ -65,7 +75,7 @@ func newSurface(t *testing.T, st *store.Store) *surfaceFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &surfaceFixture{gh: gh, st: st, starter: &starter{st: st}, name: name}
+	f := &surfaceFixture{gh: gh, st: st, starter: &starter{st: st}, talker: talker, name: name}
 	s, err := New(Config{Secret: secret, Store: st, Queue: noQueue{}, GitHub: talker, Starter: f.starter,
 		PollInterval: 20 * time.Millisecond, PublicURL: "https://orch.example.com"})
 	if err != nil {
@@ -356,47 +366,5 @@ func TestDeletedCommentsAndIssues(t *testing.T) {
 			t.Fatal("a run whose issue is gone is still followed")
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// A command in a pull request's conversation starts no run of its own: orch says where to ask.
-func TestACommandOnAPullRequestStartsNothing(t *testing.T) {
-	st := store.New(jobstest.Clients(t)["miniredis"], nil)
-	f := newSurface(t, st)
-	f.gh.Push("acme", f.name, "main", "aaa")
-	f.gh.Push("acme", f.name, "feature", "bbb")
-	talker, err := forge.NewGitHub("t0ken", f.gh.URL()+"/", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := talker.OpenDraft(context.Background(), forge.PullRequest{Owner: "acme", Repo: f.name, Head: "feature",
-		Base: "main", Title: "A change"}); err != nil {
-		t.Fatal(err)
-	}
-	pr := f.gh.Pulls("acme", f.name)[0].Number
-	c := f.gh.Say("acme", f.name, pr, "ann", "@orch make it faster")
-	resp, _, err := f.gh.Deliver(f.url, secret, "issue_comment", f.gh.IssueCommentPayload("acme", f.name, c, "created"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var said string
-		for _, c := range f.gh.Comments("acme", f.name, pr) {
-			if c.Author == "orch" {
-				said = c.Body
-			}
-		}
-		if strings.Contains(said, "does not act on pull requests' comments yet") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("orch did not say where to ask; it said %q", said)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := len(f.starter.requests()); n != 0 {
-		t.Errorf("%d runs started from a pull request", n)
 	}
 }

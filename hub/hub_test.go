@@ -37,6 +37,26 @@ func TestVerifyGitHubsVector(t *testing.T) {
 	}
 }
 
+// A review comment may mention orch anywhere, but as a whole login only.
+func TestMentions(t *testing.T) {
+	for body, want := range map[string]bool{
+		"@orch please rename this":          true,
+		"Could you, @ORCH, rename this?":    true,
+		"rename this (@orch)":               true,
+		"rename this.\n\n@orch":             true,
+		"@orchestra would know":             false,
+		"mail ops@orch.dev":                 false,
+		"see github.com/@orch":              false,
+		"nothing for a bot here":            false,
+		"@orch-bot is someone else":         false,
+		"first @orchard, then @orch: do it": true,
+	} {
+		if got := Mentions(body, "@orch"); got != want {
+			t.Errorf("Mentions(%q) = %v, want %v", body, got, want)
+		}
+	}
+}
+
 func TestParseCommand(t *testing.T) {
 	for _, c := range []struct {
 		body string

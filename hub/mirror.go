@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,9 +59,11 @@ func (m *mirror) shutdown() {
 	<-m.done
 }
 
-// follow starts keeping run runID up to date in issue of repo, and writes its status comment at once.
-func (m *mirror) follow(ctx context.Context, runID string, repo forge.Repo, issue int) error {
-	if err := m.state.Save(ctx, runID, fieldOwner, repo.Owner, fieldRepo, repo.Name, fieldIssue, strconv.Itoa(issue)); err != nil {
+// follow starts keeping run runID up to date in issue of repo, and writes its status comment at once. fields are more
+// of the run's state, as field, value pairs (the review threads its tasks answer).
+func (m *mirror) follow(ctx context.Context, runID string, repo forge.Repo, issue int, fields ...string) error {
+	fields = append([]string{fieldOwner, repo.Owner, fieldRepo, repo.Name, fieldIssue, strconv.Itoa(issue)}, fields...)
+	if err := m.state.Save(ctx, runID, fields...); err != nil {
 		return err
 	}
 	if err := m.state.Follow(ctx, runID); err != nil {
@@ -160,6 +163,9 @@ func (m *mirror) sync(ctx context.Context, runID string) error {
 		return err
 	}
 	if t.ended {
+		if err := t.replyThreads(ctx); err != nil {
+			return err
+		}
 		return m.state.Unfollow(ctx, runID)
 	}
 	return nil
@@ -271,4 +277,31 @@ func (t *thread) link() string {
 		return ""
 	}
 	return u + "/runs/" + t.run.ID
+}
+
+// replyThreads answers, once each, the review threads the run's tasks took up, now that the run has ended: the
+// commit that addresses each, or the agent's answer, or why it was not addressed.
+func (t *thread) replyThreads(ctx context.Context) error {
+	var tasks []string
+	for k := range t.st {
+		if id, ok := strings.CutPrefix(k, fieldThread); ok && t.st[fieldReplied+id] == "" {
+			tasks = append(tasks, id)
+		}
+	}
+	slices.Sort(tasks)
+	for _, id := range tasks {
+		root, _ := strconv.ParseInt(t.st[fieldThread+id], 10, 64)
+		task := t.run.Task(id)
+		if task == nil || root == 0 {
+			continue
+		}
+		_, err := t.m.cfg.GitHub.Reply(ctx, t.repo, t.issue, root, ThreadReply(t.run, task))
+		if err != nil && !forge.Gone(err) { // a thread someone deleted takes no answer
+			return fmt.Errorf("answering review thread %d: %w", root, err)
+		}
+		if err := t.m.state.Save(ctx, t.run.ID, fieldReplied+id, "1"); err != nil {
+			return err
+		}
+	}
+	return nil
 }

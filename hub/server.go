@@ -18,6 +18,7 @@ import (
 	"github.com/orchrun/orch/internal/workpool"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
+	"github.com/orchrun/orch/pipeline"
 )
 
 // The webhook: GitHub POSTs a delivery; orch checks its signature before it reads anything of it, answers at once,
@@ -44,6 +45,12 @@ type Talker interface {
 	React(ctx context.Context, repo forge.Repo, id int64, content string) error
 	Permission(ctx context.Context, repo forge.Repo, login string) (string, error)
 	ReadIssue(ctx context.Context, repo forge.Repo, number, last int) (forge.Issue, error)
+	PullRequest(ctx context.Context, repo forge.Repo, number int) (forge.Pull, error)
+	ReviewComments(ctx context.Context, repo forge.Repo, number int, reviewID int64) ([]forge.ReviewComment, error)
+	Reply(ctx context.Context, repo forge.Repo, number int, id int64, body string) (int64, error)
+	ReactToReviewComment(ctx context.Context, repo forge.Repo, id int64, content string) error
+	CheckRuns(ctx context.Context, repo forge.Repo, sha string) ([]forge.CheckRun, error)
+	JobLog(ctx context.Context, repo forge.Repo, id int64, max int) (string, error)
 }
 
 // Starter creates and queues a run for a request made on GitHub; cmd wires it, as it knows plans and options.
@@ -51,14 +58,26 @@ type Starter interface {
 	Start(ctx context.Context, req StartRequest) (*jobs.Run, error)
 }
 
-// StartRequest is a run asked for on GitHub: an issue's words, in its repository.
+// StartRequest is a run asked for on GitHub: an issue's words, or the next iteration of an orch pull request, in its
+// repository.
 type StartRequest struct {
 	Repo     forge.Repo
 	CloneURL string // the repository, which the run clones
-	Issue    int
+	Issue    int    // the issue or pull request it was asked in
 	// Text is the task; Context what it was asked in (the issue's title, text and latest comments), bounded.
 	Text, Context string
-	By            string // who asked
+	// Tasks, when set, are the run's tasks (a review's threads, one each), and Text what the run as a whole is asked.
+	Tasks []pipeline.Task
+	// Pull, when set, is the orch pull request whose branch the run goes on with.
+	Pull *PullTarget
+	By   string // who asked
+}
+
+// PullTarget is an orch pull request a run goes on with: its branch, at the commit it is at on GitHub.
+type PullTarget struct {
+	Number       int
+	Branch, Head string
+	URL          string // the pull request's page
 }
 
 // Config wires the GitHub surface. Secret, Store, Queue, GitHub and Starter are required.
@@ -85,6 +104,12 @@ type Config struct {
 	Workers, Backlog int
 	// PublicURL is where the web view is reachable ("" for nowhere): the status comment links the run's page.
 	PublicURL string
+	// FixChecks says which failing checks on an orch pull request start a fix run (ORCH_GITHUB_FIX_CHECKS): every
+	// check when empty, none when FixOff, else the checks (or workflows) of these names.
+	FixChecks []string
+	FixOff    bool
+	// MaxFixes is how many fix runs a red check may start on one pull request before orch asks instead (default 3).
+	MaxFixes int
 	// PollInterval is how often the mirror looks for new events of the runs it follows (default 500ms);
 	// ProgressEvery the least time between two edits of a status comment for progress alone (default 30s).
 	PollInterval, ProgressEvery time.Duration
@@ -108,6 +133,9 @@ func (cfg *Config) fillDefaults() {
 	}
 	if cfg.Backlog <= 0 {
 		cfg.Backlog = 256
+	}
+	if cfg.MaxFixes <= 0 {
+		cfg.MaxFixes = 3
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 500 * time.Millisecond
@@ -224,7 +252,8 @@ func (s *Server) forget(sig string) {
 }
 
 // Events are the webhook events orch acts on; deploy/github-app-manifest.yaml subscribes the App to these.
-var Events = []string{"issue_comment", "issues"}
+var Events = []string{"issue_comment", "issues", "pull_request_review", "pull_request_review_comment", "check_run",
+	"workflow_run"}
 
 // parse reads a delivery's payload as event; an event orch does not handle is nil.
 func parse(event string, body []byte) (any, error) {

@@ -147,7 +147,8 @@ func TestManifestSubscribesToWhatOrchHandles(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("the manifest subscribes to %v; orch handles %v", got, want)
 	}
-	if m.Permissions["issues"] != "write" || m.Permissions["pull_requests"] != "write" || m.Permissions["contents"] != "read" {
+	if m.Permissions["issues"] != "write" || m.Permissions["pull_requests"] != "write" || m.Permissions["contents"] != "read" ||
+		m.Permissions["checks"] != "read" || m.Permissions["actions"] != "read" {
 		t.Errorf("permissions %v", m.Permissions)
 	}
 }

@@ -53,10 +53,18 @@ func (a *app) githubSurface(cmd *cobra.Command, b *store.Backend, starter *runs.
 	if !strings.HasPrefix(mention, "@") || strings.ContainsAny(mention, " \t\n") {
 		return nil, usageErr("ORCH_GITHUB_MENTION %q: want @ and a login, such as @orch", mention)
 	}
+	fixOff, fixChecks := false, []string(nil)
+	switch v := strings.TrimSpace(a.env("ORCH_GITHUB_FIX_CHECKS")); strings.ToLower(v) {
+	case "", "on":
+	case "off":
+		fixOff = true
+	default:
+		fixChecks = splitList(v)
+	}
 	srv, err := hub.New(hub.Config{Secret: secret, Mention: mention, Login: strings.TrimPrefix(mention, "@"),
 		Allowed: splitList(a.env("ORCH_GITHUB_ALLOWED_USERS")), Store: b.Store, Queue: b.Queue, GitHub: gh,
 		Starter: &githubStarter{runs: starter, base: base, workspace: ws, git: git, served: served},
-		Log:     a.log, PublicURL: a.env("ORCH_PUBLIC_URL")})
+		Log:     a.log, PublicURL: a.env("ORCH_PUBLIC_URL"), FixOff: fixOff, FixChecks: fixChecks})
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
@@ -136,6 +144,34 @@ func (s *githubStarter) Start(ctx context.Context, req hub.StartRequest) (*jobs.
 		return nil, fmt.Errorf("this orch works on %s, not on %s", s.served, req.Repo)
 	}
 	origin := jobs.Origin{Kind: "github", User: req.By, Repo: req.Repo.String(), Issue: req.Issue}
-	return s.runs.Start(ctx, runs.Request{Text: req.Text, Context: req.Context, Options: s.base,
-		Workspace: s.workspace, Origin: origin, Confined: true, Git: s.git})
+	git := s.git
+	if p := req.Pull; p != nil {
+		// The next iteration of a pull request works on its branch as GitHub has it: the run clones the repository
+		// the branch was pushed to, whatever this orch's workspace holds.
+		url, err := s.remote(ctx)
+		if err != nil {
+			return nil, err
+		}
+		git = runs.Git{URL: url, Push: s.git.Push, Continue: &runs.Continuation{Branch: p.Branch, At: p.Head, PullRequest: p.URL}}
+		if s.git.URL == "" {
+			git.Push = "" // the clone's own remote, origin, is the URL
+		}
+	}
+	return s.runs.Start(ctx, runs.Request{Text: req.Text, Context: req.Context, Tasks: req.Tasks, Options: s.base,
+		Workspace: s.workspace, Origin: origin, Confined: true, Git: git})
+}
+
+// remote is the URL of the repository orch's branches are pushed to: the repository runs clone (ORCH_REPO), else
+// the workspace's push remote.
+func (s *githubStarter) remote(ctx context.Context) (string, error) {
+	if s.git.URL != "" {
+		return s.git.URL, nil
+	}
+	push := cmp.Or(s.git.Push, "origin")
+	url, err := workspace.RemoteURL(ctx, s.workspace, push)
+	if err != nil || url == "" {
+		return "", fmt.Errorf("orch pushes its branches to no remote it can name (%s: %v): set ORCH_GIT_PUSH, or ORCH_REPO to "+
+			"the repository's URL", push, err)
+	}
+	return url, nil
 }

@@ -82,9 +82,13 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 		}
 	}
 	var slack bot.Config
+	// Slack is served unless orch is on GitHub alone: a webhook secret and no Slack token.
+	withSlack := withBot && (a.env("SLACK_BOT_TOKEN") != "" || a.env("ORCH_GITHUB_WEBHOOK_SECRET") == "")
 	if withBot {
-		if slack, err = a.slackConfig(ws); err != nil {
-			return err
+		if withSlack {
+			if slack, err = a.slackConfig(ws); err != nil {
+				return err
+			}
 		}
 		if err := web.CheckPublicURL(a.env("ORCH_PUBLIC_URL")); err != nil {
 			return usageErr("%v", err)
@@ -111,43 +115,18 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 	}
 	defer b.Close()
 	m := newMetrics(b)
-	// The bot proves its token (auth.test) before the worker takes any work: a bot refused by Slack leaves no run
-	// half taken.
-	var srv *bot.Server
-	var gh *hub.Server
-	var view http.Handler
+	var f fronts
 	if withBot {
-		starter := &runs.Starter{Store: b.Store, Queue: b.Queue, FindTasks: a.findTasks}
-		slack.Store, slack.Queue, slack.Log, slack.Health = b.Store, b.Queue, a.log, healthLine(b)
-		slack.Starter = &slackStarter{runs: starter, base: opts, workspace: ws, git: a.branchRequest(cmd)}
-		if gh, err = a.githubSurface(cmd, b, starter, opts, ws); err != nil {
-			return err
-		}
-		// The web view shares the Slack endpoints' address: with ORCH_WEB_TOKEN people sign in; without it, it is
-		// served only when that address is this machine's alone.
-		if token := a.env("ORCH_WEB_TOKEN"); web.CheckAddr(addr, token) == nil {
-			if view, err = a.webView(b, token); err != nil {
-				return err
-			}
-			a.noteWebNames(addr, token)
-		} else {
-			fmt.Fprintf(a.stderr, "orch: no web view on %s: set ORCH_WEB_TOKEN to serve it there\n", addr)
-		}
-		if srv, err = bot.New(slack); err != nil {
-			return withCode(exitUsage, err)
-		}
-		fr.wait("asking Slack who the bot is (auth.test)")
-		if err := a.awaitSlack(ctx, srv, fr); errors.Is(err, errStoppedWaiting) {
-			return nil
-		} else if err != nil {
+		var stop bool
+		if f, stop, err = a.fronts(cmd, fr, b, opts, ws, addr, slack, withSlack); stop || err != nil {
 			return err
 		}
 	}
 	if withWorker {
 		e, err := a.startServiceWorker(b, wk, opts, ws)
 		if err != nil {
-			if srv != nil {
-				srv.Shutdown(context.Background())
+			if f.slack != nil {
+				f.slack.Shutdown(context.Background())
 			}
 			return err
 		}
@@ -157,14 +136,55 @@ func (a *app) serve(cmd *cobra.Command, withBot, withWorker bool) error {
 	if !withBot {
 		return a.serveWorker(ctx, fr, ln, b, m)
 	}
-	return a.serveBot(ctx, fr, ln, fronts{slack: srv, github: gh, view: view}, slack.AppToken != "", m)
+	return a.serveBot(ctx, fr, ln, f, slack.AppToken != "", m)
+}
+
+// fronts makes what the bot serves: Slack unless withSlack is false, GitHub's webhook when it is configured, the web
+// view when it may be served on addr. The bot proves its token (auth.test) before the worker takes any work: a bot
+// refused by Slack leaves no run half taken. stop is true when orch was stopped while it waited for Slack.
+func (a *app) fronts(cmd *cobra.Command, fr *front, b *store.Backend, opts jobs.Options, ws, addr string, slack bot.Config,
+	withSlack bool) (f fronts, stop bool, err error) {
+	f.store = b.Store
+	starter := &runs.Starter{Store: b.Store, Queue: b.Queue, FindTasks: a.findTasks}
+	slack.Store, slack.Queue, slack.Log, slack.Health = b.Store, b.Queue, a.log, healthLine(b)
+	slack.Starter = &slackStarter{runs: starter, base: opts, workspace: ws, git: a.branchRequest(cmd)}
+	if f.github, err = a.githubSurface(cmd, b, starter, opts, ws); err != nil {
+		return f, false, err
+	}
+	if !withSlack {
+		fmt.Fprintln(a.stderr, "orch: no Slack (SLACK_BOT_TOKEN is not set): serving GitHub only")
+	}
+	// The web view shares the Slack endpoints' address: with ORCH_WEB_TOKEN people sign in; without it, it is
+	// served only when that address is this machine's alone.
+	if token := a.env("ORCH_WEB_TOKEN"); web.CheckAddr(addr, token) == nil {
+		if f.view, err = a.webView(b, token); err != nil {
+			return f, false, err
+		}
+		a.noteWebNames(addr, token)
+	} else {
+		fmt.Fprintf(a.stderr, "orch: no web view on %s: set ORCH_WEB_TOKEN to serve it there\n", addr)
+	}
+	if !withSlack {
+		return f, false, nil
+	}
+	if f.slack, err = bot.New(slack); err != nil {
+		return f, false, withCode(exitUsage, err)
+	}
+	fr.wait("asking Slack who the bot is (auth.test)")
+	if err := a.awaitSlack(cmd.Context(), f.slack, fr); errors.Is(err, errStoppedWaiting) {
+		return f, true, nil
+	} else if err != nil {
+		return f, false, err
+	}
+	return f, false, nil
 }
 
 // fronts are what serveBot serves: Slack, GitHub's webhook when it is configured, the web view when it may be.
 type fronts struct {
-	slack  *bot.Server
+	slack  *bot.Server // nil when orch is on GitHub alone
 	github *hub.Server
 	view   http.Handler
+	store  *store.Store
 }
 
 // slackConfig reads the bot's settings from the environment.
@@ -173,7 +193,7 @@ func (a *app) slackConfig(ws string) (bot.Config, error) {
 		AppToken: a.env("SLACK_APP_TOKEN"), APIURL: a.env("SLACK_API_URL"), Workspace: ws,
 		AllowedUsers: splitList(a.env("ORCH_ALLOWED_USERS")), PostInterval: time.Second}
 	if c.BotToken == "" {
-		return c, usageErr("SLACK_BOT_TOKEN is not set")
+		return c, usageErr("SLACK_BOT_TOKEN is not set (or, to serve GitHub alone, set ORCH_GITHUB_WEBHOOK_SECRET and no Slack token)")
 	}
 	if c.SigningSecret == "" && c.AppToken == "" {
 		return c, usageErr("SLACK_SIGNING_SECRET is not set: without it orch would accept forged requests (or set SLACK_APP_TOKEN for Socket Mode)")
@@ -272,24 +292,40 @@ func (a *app) serveBot(ctx context.Context, fr *front, ln net.Listener, f fronts
 		f.github.Start()
 		fmt.Fprintf(a.stderr, "orch: GitHub webhook on http://%s/github/webhook\n", ln.Addr())
 	}
-	if view != nil {
+	switch {
+	case srv == nil:
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+			if err := f.store.Ping(r.Context()); err != nil {
+				http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, "ok")
+		})
+		if view != nil {
+			mux.Handle("/", view)
+		}
+	case view != nil:
 		mux.Handle("/slack/", srv.Handler())
 		mux.Handle("GET /healthz", srv.Handler())
 		// Only the view's own routes check the Host header: Slack, monitors and probes reach the rest under any name.
 		mux.Handle("/", view)
-		fmt.Fprintf(a.stderr, "orch: web view on http://%s/\n", ln.Addr())
-	} else {
+	default:
 		mux.Handle("/", srv.Handler())
 	}
+	if view != nil {
+		fmt.Fprintf(a.stderr, "orch: web view on http://%s/\n", ln.Addr())
+	}
 	fr.use(mux)
-	if socketMode {
+	switch {
+	case srv == nil:
+	case socketMode:
 		fmt.Fprintf(a.stderr, "orch: Slack over Socket Mode; health on http://%s/healthz\n", ln.Addr())
 		go func() {
 			if err := srv.RunSocketMode(ctx); err != nil {
 				a.log.Error("socket mode stopped", "err", err)
 			}
 		}()
-	} else {
+	default:
 		fmt.Fprintf(a.stderr, "orch: Slack endpoints on http://%s/slack/{commands,interactions,events}\n", ln.Addr())
 	}
 	<-ctx.Done()
@@ -298,7 +334,10 @@ func (a *app) serveBot(ctx context.Context, fr *front, ln net.Listener, f fronts
 	herr := fr.shutdown(10 * time.Second)
 	bctx, bcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer bcancel()
-	err := errors.Join(herr, srv.Shutdown(bctx))
+	err := herr
+	if srv != nil {
+		err = errors.Join(err, srv.Shutdown(bctx))
+	}
 	if f.github != nil {
 		err = errors.Join(err, f.github.Shutdown(bctx))
 	}
