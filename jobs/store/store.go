@@ -89,25 +89,44 @@ func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) e
 	if err != nil {
 		return fmt.Errorf("encoding run: %w", err)
 	}
-	// On a connection of its own (a watch that watches nothing), so that waiting for a replica waits for these writes.
-	err = s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-		ok, err := tx.SetNX(ctx, runKey(r.ID), data, 0).Result()
+	// Written at once (MULTI) under a watch of the run's key, so that waiting for a replica waits for these writes, and
+	// a connection lost as they were sent leaves all of them or none: which one, a read of the run tells.
+	key, sent := runKey(r.ID), false
+	create := func(tx *redis.Tx) error {
+		n, err := tx.Exists(ctx, key).Result()
 		if err != nil {
 			return fmt.Errorf("saving run %s: %w", r.ID, err)
 		}
-		if !ok {
+		if n > 0 {
 			return fmt.Errorf("saving run %s: a run with this id exists", r.ID)
 		}
+		sent = true
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, key, data, 0)
 			p.ZAdd(ctx, keyRuns, redis.Z{Score: float64(now.UnixMilli()), Member: r.ID})
 			p.HSet(ctx, keySummaries, r.ID, summarize(r))
 			return s.appendEvents(ctx, p, r.ID, c.Events)
 		})
 		if err != nil {
-			return fmt.Errorf("indexing run %s: %w", r.ID, err)
+			return fmt.Errorf("saving run %s: %w", r.ID, err)
 		}
 		return s.replicate(ctx, tx, r.ID)
-	})
+	}
+	for lost := 0; ; lost++ {
+		sent = false
+		err = s.rdb.Watch(ctx, create, key)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue // the key changed under the watch: the next look finds the run that took the id
+		}
+		if err == nil || !lostConnection(err) || lost == lostRetries {
+			break
+		}
+		if sent {
+			if err = s.landed(ctx, key, data); err == nil || !errors.Is(err, errNotLanded) {
+				break
+			}
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -174,6 +193,12 @@ func (s *Store) Update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *jobs.Change) error) (*jobs.Run, error) {
 	key := runKey(id)
 	var out *jobs.Run
+	// What a try sent to be written: when the connection is lost as it is sent, a read of the run tells whether it was.
+	var sent struct {
+		run    *jobs.Run
+		data   []byte
+		events []jobs.Event
+	}
 	txf := func(tx *redis.Tx) error {
 		data, err := tx.Get(ctx, key).Bytes()
 		if errors.Is(err, redis.Nil) {
@@ -201,6 +226,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		if err != nil {
 			return fmt.Errorf("encoding run %s: %w", id, err)
 		}
+		sent.run, sent.data, sent.events = &r, data, c.Events
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, key, data, 0)
 			p.HSet(ctx, keySummaries, id, summarize(&r))
@@ -214,18 +240,28 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		}
 		if err == nil {
 			out = &r
-			if len(c.Events) > 0 {
-				for _, fn := range s.observers {
-					fn(c.Events)
-				}
-			}
+			s.observe(c.Events)
 		}
 		return err
 	}
-	for i := 0; i < updateRetries; i++ {
+	for i, lost := 0, 0; i < updateRetries; i++ {
+		sent.data = nil
 		err := s.rdb.Watch(ctx, txf, key)
 		if errors.Is(err, redis.TxFailedErr) {
 			continue
+		}
+		if err != nil && lostConnection(err) && lost < lostRetries {
+			lost++
+			if sent.data == nil {
+				continue // lost before anything was sent: nothing was written
+			}
+			if err = s.landed(ctx, key, sent.data); errors.Is(err, errNotLanded) {
+				continue
+			}
+			if err == nil {
+				out = sent.run
+				s.observe(sent.events)
+			}
 		}
 		if err == nil {
 			s.makeDurable(ctx, id)
@@ -233,6 +269,16 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		return out, err
 	}
 	return nil, fmt.Errorf("updating run %s: %w", id, ErrConflict)
+}
+
+// observe hands committed events to the store's observers.
+func (s *Store) observe(events []jobs.Event) {
+	if len(events) == 0 {
+		return
+	}
+	for _, fn := range s.observers {
+		fn(events)
+	}
 }
 
 // refused is the error of a change fn made to r that moves a status where it may not go (an *IllegalMove): one of
