@@ -91,6 +91,24 @@ type ReviewComment struct {
 	CommitID        string
 }
 
+// Review is a submitted review of a pull request: who, its state (APPROVED, CHANGES_REQUESTED, COMMENTED) and its
+// own text ("" for none).
+type Review struct {
+	ID          int64
+	Author      string
+	State, Body string
+}
+
+// Review is review id of pull request number (GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}).
+func (g *GitHub) Review(ctx context.Context, repo Repo, number int, id int64) (Review, error) {
+	what := fmt.Sprintf("review %d on pull request #%d", id, number)
+	rv, _, err := g.client.PullRequests.GetReview(ctx, repo.Owner, repo.Name, number, id)
+	if err != nil {
+		return Review{}, g.explainWith("reading "+what+" on "+repo.String(), refusalAbout(repo, what, talkPermissions, false), err)
+	}
+	return Review{ID: rv.GetID(), Author: rv.GetUser().GetLogin(), State: rv.GetState(), Body: rv.GetBody()}, nil
+}
+
 // ReviewComments are the comments of review reviewID on pull request number, oldest first (GET
 // /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments, every page).
 func (g *GitHub) ReviewComments(ctx context.Context, repo Repo, number int, reviewID int64) ([]ReviewComment, error) {

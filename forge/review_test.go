@@ -146,6 +146,13 @@ func TestReviewComments(t *testing.T) {
 	if one, err := r.g.ReviewComment(ctx, app, made[1].ID); err != nil || one != second {
 		t.Errorf("ReviewComment = %v %+v, want %+v", err, one, second)
 	}
+	want := Review{ID: id, Author: "ann", State: "CHANGES_REQUESTED", Body: "Two things."}
+	if rv, err := r.g.Review(ctx, app, 1, id); err != nil || rv != want {
+		t.Errorf("Review = %v %+v, want %+v", err, rv, want)
+	}
+	if _, err := r.g.Review(ctx, app, 1, id+1000); err == nil || !strings.Contains(err.Error(), "review") {
+		t.Errorf("a review GitHub does not have: %v", err)
+	}
 }
 
 // A review with more comments than a page holds is read whole, a page at a time.

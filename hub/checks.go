@@ -13,7 +13,9 @@ import (
 	"github.com/google/go-github/v92/github"
 
 	"github.com/orchrun/orch/forge"
+	"github.com/orchrun/orch/internal/gfm"
 	"github.com/orchrun/orch/internal/safetext"
+	"github.com/orchrun/orch/jobs"
 )
 
 // Red checks on orch's pull requests: a check run or a workflow run that fails on a pull request's head commit is a
@@ -33,6 +35,8 @@ const (
 	fieldFixes   = "fixes"
 	fieldFailure = "failure"
 	fieldSame    = "same"
+	// fieldLastFailure is what the last fix run would have been told, kept when orch asked instead.
+	fieldLastFailure = "last_failure"
 )
 
 // failedConclusion reports a check's conclusion that is a failure to fix (not a cancellation, a skip, or a neutral
@@ -87,22 +91,25 @@ func (d *desk) fixes(name string) bool {
 // failure is a failing check as a fix run is told of it.
 type failure struct{ name, text string }
 
-// fix starts the fix run of pull request a.issue for its head commit sha, once, or asks in the pull request when the
-// loop should stop. A failure of a commit the branch has moved past, or while a run works on the branch (whose push
-// brings checks of its own), is left alone.
+// fixBy is who a fix run is by: no person asked for it.
+const fixBy = "a red check"
+
+// fix starts the fix run of pull request a.issue for its head commit sha ("" for whatever the head is now), once, or
+// asks in the pull request when the loop should stop. A failure of a commit the branch has moved past, or while a run
+// works on the branch, is left alone: when that run ends, the head's checks are looked at again (afterRun).
 func (d *desk) fix(ctx context.Context, a asked, sha string) {
 	p, ok, err := d.pullOf(ctx, a.repo, a.issue)
 	if err != nil {
 		d.log.Error("github: reading a pull request with a red check", "repo", a.repo, "pull", a.issue, "err", err)
 	}
-	if !ok || p.HeadSHA != sha || p.State != "open" || !p.run.Status.Terminal() {
+	if !ok || (sha != "" && p.HeadSHA != sha) || p.State != "open" || !p.run.Status.Terminal() {
 		return
 	}
-	key := fmt.Sprintf("fix:%s@%s", issueKey(a.repo, a.issue), sha)
+	key := fmt.Sprintf("fix:%s@%s", issueKey(a.repo, a.issue), p.HeadSHA)
 	if first, err := d.issues.Once(ctx, key, seenTTL); err != nil || !first {
 		return
 	}
-	failing, err := d.failing(ctx, a.repo, sha)
+	failing, err := d.failing(ctx, a.repo, p.HeadSHA)
 	if err != nil || len(failing) == 0 {
 		if err != nil {
 			d.log.Error("github: reading the checks of a pull request", "repo", a.repo, "pull", a.issue, "err", err)
@@ -110,46 +117,100 @@ func (d *desk) fix(ctx context.Context, a asked, sha string) {
 		_ = d.issues.Unsee(ctx, key) // the next check's delivery tries again
 		return
 	}
-	fixes, ok := d.tally(ctx, a, failing)
-	if !ok {
+	pull := "pull:" + issueKey(a.repo, a.issue)
+	t, err := d.tally(ctx, pull, failing)
+	if err != nil {
+		d.log.Error("github: reading a pull request's fixes", "repo", a.repo, "pull", a.issue, "err", err)
+		_ = d.issues.Unsee(ctx, key)
 		return
 	}
+	told := failContext(a, p, failing)
+	if t.same >= sameFailures || t.fixes >= d.cfg.MaxFixes {
+		// The failure is kept, for the attempt a person's words start to read.
+		d.save(ctx, pull, fieldFailure, t.sig, fieldSame, strconv.Itoa(t.same), fieldLastFailure, told)
+		d.say(ctx, a, ChecksQuestion(checkNames(failing), t.same, t.fixes, d.cfg.Mention))
+		return
+	}
+	// Counted before the run starts, as the run's end may come before this goroutine's next step; given back when it
+	// does not start.
+	d.save(ctx, pull, fieldFailure, t.sig, fieldSame, strconv.Itoa(t.same), fieldFixes, strconv.Itoa(t.fixes+1))
 	req := StartRequest{Text: fmt.Sprintf("Make the failing checks of pull request #%d pass: %s", p.Number,
-		strings.Join(checkNames(failing), ", ")), Context: failContext(a, p, failing), By: "a red check"}
-	if _, ok := d.goOn(ctx, a, p, req); ok {
-		if err := d.issues.Save(ctx, "pull:"+issueKey(a.repo, a.issue), fieldFixes, strconv.Itoa(fixes+1)); err != nil {
-			d.log.Error("github: saving a pull request's fixes", "repo", a.repo, "pull", a.issue, "err", err)
-		}
+		strings.Join(checkNames(failing), ", ")), Context: told, By: fixBy}
+	if _, ok := d.goOn(ctx, a, p, req); !ok {
+		d.save(ctx, pull, fieldFailure, t.was.sig, fieldSame, strconv.Itoa(t.was.same), fieldFixes, strconv.Itoa(t.fixes))
+		_ = d.issues.Unsee(ctx, key)
 	}
 }
 
-// tally counts a failure of pull request a.issue against its loop's two stops: the same failure seen sameFailures
-// times in a row, and MaxFixes fix runs. ok is true when another fix run may start (fixes is how many it had); when
-// not, orch has asked in the pull request instead.
-func (d *desk) tally(ctx context.Context, a asked, failing []failure) (fixes int, ok bool) {
-	pull := "pull:" + issueKey(a.repo, a.issue)
+// tallied is a failure counted against a pull request's loop: the fix runs it had, the failure's signature, and how
+// many times in a row it was seen, this time included.
+type tallied struct {
+	fixes, same int
+	sig         string
+	// was is the failure counted before this one.
+	was struct {
+		same int
+		sig  string
+	}
+}
+
+// tally counts a failure of a pull request against its loop's two stops: the same failure seen sameFailures times
+// in a row, and MaxFixes fix runs. It saves nothing: what it counted is saved with what becomes of it.
+func (d *desk) tally(ctx context.Context, pull string, failing []failure) (tallied, error) {
 	st, err := d.issues.State(ctx, pull)
 	if err != nil {
-		d.log.Error("github: reading a pull request's fixes", "repo", a.repo, "pull", a.issue, "err", err)
-		return 0, false
+		return tallied{}, err
 	}
-	fixes, _ = strconv.Atoi(st[fieldFixes])
-	same, _ := strconv.Atoi(st[fieldSame])
-	sig := signature(failing)
-	if sig == st[fieldFailure] {
-		same++
-	} else {
-		same = 1
+	t := tallied{sig: signature(failing)}
+	t.fixes, _ = strconv.Atoi(st[fieldFixes])
+	t.was.same, _ = strconv.Atoi(st[fieldSame])
+	t.was.sig = st[fieldFailure]
+	t.same = 1
+	if t.sig == t.was.sig {
+		t.same = t.was.same + 1
 	}
-	if err := d.issues.Save(ctx, pull, fieldFailure, sig, fieldSame, strconv.Itoa(same)); err != nil {
-		d.log.Error("github: saving a pull request's fixes", "repo", a.repo, "pull", a.issue, "err", err)
-		return 0, false
+	return t, nil
+}
+
+// save saves fields of a pull request's state, and says in the log when it cannot.
+func (d *desk) save(ctx context.Context, pull string, fieldValues ...string) {
+	if err := d.issues.Save(ctx, pull, fieldValues...); err != nil {
+		d.log.Error("github: saving a pull request's fixes", "pull", pull, "err", err)
 	}
-	if same >= sameFailures || fixes >= d.cfg.MaxFixes {
-		d.say(ctx, a, ChecksQuestion(checkNames(failing), same, fixes, d.cfg.Mention))
-		return fixes, false
+}
+
+// afterRun looks at a pull request again when a run on its branch has ended: a fix run that changed nothing is a
+// question (another would change nothing either), and a check that failed while the run worked, on the head the run
+// left, is fixed now — GitHub does not say it again.
+func (d *desk) afterRun(ctx context.Context, r *jobs.Run, repo forge.Repo) {
+	if r.Git == nil {
+		return
 	}
-	return fixes, true
+	n := pullNumber(r.Git.PullRequest)
+	if n == 0 {
+		return
+	}
+	a := asked{repo: repo, issue: n}
+	if r.Origin.User == fixBy && r.Status == jobs.RunCompleted && r.Git.Commits == 0 {
+		d.say(ctx, a, fmt.Sprintf("The fix run %s changed nothing, so the checks still fail as they did. What should "+
+			"change? %s makes another attempt with your words; or push a fix to the branch yourself.", gfm.Code(r.ID),
+			gfm.Code(d.cfg.Mention+" <guidance>")))
+		return
+	}
+	d.fix(ctx, a, "")
+}
+
+// pullNumber is the number of the pull request whose page is url ("…/pull/12"), 0 for none.
+func pullNumber(url string) int {
+	i := strings.LastIndex(url, "/pull/")
+	if i < 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(url[i+len("/pull/"):])
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
 }
 
 func checkNames(failing []failure) []string {
@@ -221,7 +282,8 @@ func signature(failing []failure) string {
 
 // resetFixes starts a pull request's fix count again: a person said what to do.
 func (d *desk) resetFixes(ctx context.Context, repo forge.Repo, number int) {
-	if err := d.issues.Save(ctx, "pull:"+issueKey(repo, number), fieldFixes, "0", fieldSame, "0", fieldFailure, ""); err != nil {
+	if err := d.issues.Save(ctx, "pull:"+issueKey(repo, number), fieldFixes, "0", fieldSame, "0", fieldFailure, "",
+		fieldLastFailure, ""); err != nil {
 		d.log.Warn("github: resetting a pull request's fixes", "repo", repo, "pull", number, "err", err)
 	}
 }

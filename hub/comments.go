@@ -214,8 +214,14 @@ func ThreadReply(r *jobs.Run, t *jobs.Task) string {
 	said := gfm.Text(safetext.Redact(strings.TrimSpace(t.Summary)), maxAnswer)
 	var b strings.Builder
 	switch {
-	case t.Status.Done() && t.Commit != "":
+	case t.Status.Done() && t.Commit != "" && pushed(r):
 		fmt.Fprintf(&b, "Addressed in %s.", t.Commit)
+		if said != "" {
+			b.WriteString("\n\n" + said)
+		}
+	case t.Status.Done() && t.Commit != "":
+		fmt.Fprintf(&b, "Not pushed: the change was committed (%s), but the branch moved on GitHub while the run "+
+			"worked, and orch does not push over someone else's commits.", gfm.Code(t.Commit[:min(12, len(t.Commit))]))
 		if said != "" {
 			b.WriteString("\n\n" + said)
 		}
@@ -232,6 +238,11 @@ func ThreadReply(r *jobs.Run, t *jobs.Task) string {
 	}
 	fmt.Fprintf(&b, "\n\n<sub>orch run %s, task %s</sub>\n", gfm.Code(r.ID), gfm.Inline(t.ID, 20))
 	return gfm.Bound(b.String(), "\n_(cut)_\n")
+}
+
+// pushed reports whether everything run r committed is on its remote.
+func pushed(r *jobs.Run) bool {
+	return r.Git != nil && r.Git.Head != "" && r.Git.Pushed == r.Git.Head
 }
 
 // ChecksQuestion is what orch says in a pull request instead of another fix run: the checks named failed the same

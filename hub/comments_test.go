@@ -71,11 +71,16 @@ func goldenComments() map[string]string {
 	review := commentRun(jobs.RunCompleted)
 	review.Tasks[0].Commit, review.Tasks[0].Summary = strings.Repeat("4", 40), "Guarded the map with a mutex, as @bob asked."
 	review.Tasks[1].Status, review.Tasks[1].Summary = jobs.TaskCompleted, "The sleep waits for the janitor. Token ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+	review.Git = &jobs.Git{Branch: "orch/r-20261128-abc", Head: strings.Repeat("4", 40), Pushed: strings.Repeat("4", 40)}
+	moved := commentRun(jobs.RunCompleted)
+	moved.Tasks[0].Commit = strings.Repeat("4", 40)
+	moved.Git = &jobs.Git{Branch: "orch/r-20261128-abc", Head: strings.Repeat("4", 40), Pushed: strings.Repeat("3", 40)}
 	unaddressed := commentRun(jobs.RunFailed)
 	unaddressed.Reason = "the agent gave up"
 	return map[string]string{
 		"reply_commit":        ThreadReply(review, review.Tasks[0]),
 		"reply_answer":        ThreadReply(review, review.Tasks[1]),
+		"reply_not_pushed":    ThreadReply(moved, moved.Tasks[0]),
 		"reply_failed":        ThreadReply(unaddressed, unaddressed.Tasks[1]),
 		"checks_same":         ChecksQuestion([]string{"test", "lint"}, 3, 2, "@orch"),
 		"checks_cap":          ChecksQuestion([]string{"test"}, 1, 3, "@orch"),

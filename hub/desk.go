@@ -18,6 +18,8 @@ import (
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
+	"github.com/orchrun/orch/pipeline"
+	"github.com/orchrun/orch/runs"
 )
 
 // The desk does what deliveries ask, after their ack: it starts runs from issues and answers their questions through
@@ -204,7 +206,7 @@ func (d *desk) start(ctx context.Context, a asked, text string, is *github.Issue
 		Context: fmt.Sprintf("GitHub issue %s#%d: %s", a.repo, a.issue, d.context(ctx, a, is.GetTitle(), is.GetBody()))}
 	run, err := d.cfg.Starter.Start(ctx, req)
 	if err != nil {
-		d.say(ctx, a, "orch could not start a run: "+gfm.Inline(safetext.Redact(err.Error()), 600))
+		d.say(ctx, a, d.cannotStart(a, err))
 		return
 	}
 	if err := d.issues.SetThread(ctx, issueKey(a.repo, a.issue), run.ID); err != nil {
@@ -213,6 +215,17 @@ func (d *desk) start(ctx context.Context, a asked, text string, is *github.Issue
 	if err := d.mirror.follow(ctx, run.ID, a.repo, a.issue); err != nil {
 		d.log.Error("github: following a run", "run_id", run.ID, "err", err)
 	}
+}
+
+// cannotStart says why a run could not start: a request orch refuses says why in its own words (redacted); anything
+// else is orch's own trouble, which goes to its log and not to a conversation the public may read.
+func (d *desk) cannotStart(a asked, err error) string {
+	var plan *pipeline.PlanError
+	if errors.Is(err, runs.ErrInvalid) || errors.As(err, &plan) {
+		return "orch could not start a run: " + gfm.Inline(safetext.Redact(err.Error()), 600)
+	}
+	d.log.Error("github: starting a run", "repo", a.repo, "issue", a.issue, "err", err)
+	return "orch could not start a run: something on orch's side failed, which its operators find in its log. Ask again in a moment."
 }
 
 // context is what a run started in an issue or a pull request is told of it: its title, text and the latest

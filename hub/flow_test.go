@@ -24,6 +24,7 @@ type starter struct {
 	st   *store.Store
 	mu   sync.Mutex
 	reqs []StartRequest
+	ids  []string
 }
 
 func (s *starter) Start(ctx context.Context, req StartRequest) (*jobs.Run, error) {
@@ -43,7 +44,17 @@ func (s *starter) Start(ctx context.Context, req StartRequest) (*jobs.Run, error
 	if p := req.Pull; p != nil {
 		r.Git = &jobs.Git{Branch: p.Branch, BaseCommit: p.Head, Pushed: p.Head, PullRequest: p.URL}
 	}
+	s.mu.Lock()
+	s.ids = append(s.ids, r.ID)
+	s.mu.Unlock()
 	return r, s.st.Create(ctx, r, jobs.NewEvent(r.ID, "", jobs.RunStartedEvent{Tasks: len(r.Tasks), Unit: "task"}))
+}
+
+// last is the id of the run started last.
+func (s *starter) last() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids[len(s.ids)-1]
 }
 
 func (s *starter) requests() []StartRequest {

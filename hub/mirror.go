@@ -33,7 +33,10 @@ const (
 	fieldLatest   = "latest"    // the latest progress line
 	fieldEdited   = "edited"    // when the status comment was last edited, Unix milliseconds
 	fieldQuestion = "question:" // + escalation id: its comment's id
-	lockTTL       = 2 * time.Minute
+	// fieldReplyTries + a task's id: the passes that failed to answer its review thread.
+	fieldReplyTries = "reply_tries:"
+	maxReplyTries   = 5
+	lockTTL         = 2 * time.Minute
 )
 
 type mirror struct {
@@ -46,6 +49,9 @@ type mirror struct {
 	// hold is when GitHub's rate limit lets orch talk again: the mirror does not call before (its state waits in the
 	// store, and nothing is lost).
 	hold time.Time
+	// ended, when set, is told of each followed run that ended, once its issue says so (the desk looks at the run's
+	// pull request again).
+	ended func(ctx context.Context, r *jobs.Run, repo forge.Repo)
 }
 
 func newMirror(cfg Config, state *store.Mirror) *mirror {
@@ -163,10 +169,22 @@ func (m *mirror) sync(ctx context.Context, runID string) error {
 		return err
 	}
 	if t.ended {
-		if err := t.replyThreads(ctx); err != nil {
-			return err
-		}
-		return m.state.Unfollow(ctx, runID)
+		return m.end(ctx, t)
+	}
+	return nil
+}
+
+// end finishes with a run whose issue shows its end: its review threads are answered, it is no longer followed, and
+// the desk hears of it.
+func (m *mirror) end(ctx context.Context, t *thread) error {
+	if err := t.replyThreads(ctx); err != nil {
+		return err
+	}
+	if err := m.state.Unfollow(ctx, t.run.ID); err != nil {
+		return err
+	}
+	if m.ended != nil {
+		m.ended(ctx, t.run, t.repo)
 	}
 	return nil
 }
@@ -280,7 +298,9 @@ func (t *thread) link() string {
 }
 
 // replyThreads answers, once each, the review threads the run's tasks took up, now that the run has ended: the
-// commit that addresses each, or the agent's answer, or why it was not addressed.
+// commit that addresses each, or the agent's answer, or why it was not addressed. A reply is marked as being sent
+// before it is: a process that dies between the two leaves the thread without a second answer rather than with two.
+// One that GitHub keeps refusing is given up after maxReplyTries passes.
 func (t *thread) replyThreads(ctx context.Context) error {
 	var tasks []string
 	for k := range t.st {
@@ -288,20 +308,45 @@ func (t *thread) replyThreads(ctx context.Context) error {
 			tasks = append(tasks, id)
 		}
 	}
-	slices.Sort(tasks)
+	slices.SortFunc(tasks, byNumber)
 	for _, id := range tasks {
 		root, _ := strconv.ParseInt(t.st[fieldThread+id], 10, 64)
 		task := t.run.Task(id)
 		if task == nil || root == 0 {
 			continue
 		}
-		_, err := t.m.cfg.GitHub.Reply(ctx, t.repo, t.issue, root, ThreadReply(t.run, task))
-		if err != nil && !forge.Gone(err) { // a thread someone deleted takes no answer
-			return fmt.Errorf("answering review thread %d: %w", root, err)
-		}
-		if err := t.m.state.Save(ctx, t.run.ID, fieldReplied+id, "1"); err != nil {
+		if err := t.m.state.Save(ctx, t.run.ID, fieldReplied+id, "sending"); err != nil {
 			return err
 		}
+		_, err := t.m.cfg.GitHub.Reply(ctx, t.repo, t.issue, root, ThreadReply(t.run, task))
+		if err == nil || forge.Gone(err) { // a thread someone deleted takes no answer
+			if err := t.m.state.Save(ctx, t.run.ID, fieldReplied+id, "1"); err != nil {
+				return err
+			}
+			continue
+		}
+		tries, _ := strconv.Atoi(t.st[fieldReplyTries+id])
+		if tries+1 >= maxReplyTries {
+			t.m.log.Error("github: giving up answering a review thread", "run_id", t.run.ID, "thread", root, "err", err)
+			if err := t.m.state.Save(ctx, t.run.ID, fieldReplied+id, "gave up"); err != nil {
+				return err
+			}
+			continue
+		}
+		if serr := t.m.state.Save(ctx, t.run.ID, fieldReplied+id, "", fieldReplyTries+id, strconv.Itoa(tries+1)); serr != nil {
+			return serr
+		}
+		return fmt.Errorf("answering review thread %d: %w", root, err)
 	}
 	return nil
+}
+
+// byNumber orders task ids as numbers where they are ("2" before "10").
+func byNumber(a, b string) int {
+	x, errA := strconv.Atoi(a)
+	y, errB := strconv.Atoi(b)
+	if errA == nil && errB == nil {
+		return x - y
+	}
+	return strings.Compare(a, b)
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/orchrun/orch/forge"
 	"github.com/orchrun/orch/internal/gfm"
-	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -68,7 +67,16 @@ func (d *desk) goOn(ctx context.Context, a asked, p orchPull, req StartRequest, 
 		d.say(ctx, a, fmt.Sprintf("This pull request is %s: orch works on open pull requests only.", p.State))
 		return nil, false
 	}
-	if !p.run.Status.Terminal() {
+	// One run at a time on a branch: of the requests that find the same run last on it, one goes on (a compare and
+	// set on that run), whatever process or delivery it comes in.
+	after := fmt.Sprintf("after:%s:%s", issueKey(a.repo, p.Number), p.run.ID)
+	first, err := d.issues.Once(ctx, after, seenTTL)
+	if err != nil {
+		d.log.Error("github: taking a pull request's branch", "repo", a.repo, "pull", p.Number, "err", err)
+		d.say(ctx, a, "orch cannot reach its store right now; ask again in a moment.")
+		return nil, false
+	}
+	if !p.run.Status.Terminal() || !first {
 		d.say(ctx, a, fmt.Sprintf("Run %s is still at work on this pull request's branch, and one run at a time works "+
 			"on a branch. Ask again once it ends.", gfm.Code(p.run.ID)))
 		return nil, false
@@ -80,7 +88,8 @@ func (d *desk) goOn(ctx context.Context, a asked, p orchPull, req StartRequest, 
 	req.Pull = &PullTarget{Number: p.Number, Branch: p.HeadRef, Head: p.HeadSHA, URL: p.HTMLURL}
 	run, err := d.cfg.Starter.Start(ctx, req)
 	if err != nil {
-		d.say(ctx, a, "orch could not start a run: "+gfm.Inline(safetext.Redact(err.Error()), 600))
+		_ = d.issues.Unsee(ctx, after)
+		d.say(ctx, a, d.cannotStart(a, err))
 		return nil, false
 	}
 	if err := d.issues.SetThread(ctx, issueKey(a.repo, p.Number), run.ID); err != nil {
@@ -116,6 +125,9 @@ func (d *desk) pullCommand(ctx context.Context, a asked, cmd Command) {
 	}
 	ctxText := fmt.Sprintf("This is the next iteration of pull request %s#%d (%s), which orch opened; the run works on "+
 		"its branch %s.\n\n%s", a.repo, p.Number, p.Title, p.HeadRef, d.context(ctx, a, p.Title, p.Body))
+	if st, err := d.issues.State(ctx, "pull:"+issueKey(a.repo, p.Number)); err == nil && st[fieldLastFailure] != "" {
+		ctxText += "\n\nThe checks orch stopped fixing on its own, as they failed last:\n\n" + st[fieldLastFailure]
+	}
 	if _, ok := d.goOn(ctx, a, p, StartRequest{Text: cmd.Words, Context: ctxText}); ok {
 		// A person's own words are new: the checks' loop detection starts again from them.
 		d.resetFixes(ctx, a.repo, p.Number)

@@ -155,12 +155,10 @@ func TestAReviewIsOneRunAndEachThreadIsAnswered(t *testing.T) {
 		t.Fatalf("%d runs for one review", n)
 	}
 
-	runID, err := st.Mirror(MirrorName).RunOfThread(context.Background(), issueKey(forge.Repo{Owner: "acme", Name: f.name}, pr))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runID := f.starter.last()
 	commit := sha("4")
 	f.finish(t, runID, func(r *jobs.Run) {
+		r.Git.Head, r.Git.Pushed = commit, commit
 		r.Tasks[0].Status, r.Tasks[0].Commit, r.Tasks[0].Summary = jobs.TaskCompleted, commit, "Guarded the map with a mutex."
 		r.Tasks[1].Status, r.Tasks[1].Summary = jobs.TaskCompleted, "The sleep waits for the cache's janitor; a clock would be better."
 	})
@@ -224,11 +222,10 @@ func TestARedCheckIsAFixUntilItFailsTheSameWayThrice(t *testing.T) {
 	}
 	finishLast := func() {
 		t.Helper()
-		id, err := st.Mirror(MirrorName).RunOfThread(context.Background(), issueKey(forge.Repo{Owner: "acme", Name: f.name}, pr))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.finish(t, id, func(r *jobs.Run) { r.Tasks[0].Status = jobs.TaskCompleted })
+		f.finish(t, f.starter.last(), func(r *jobs.Run) {
+			r.Tasks[0].Status = jobs.TaskCompleted
+			r.Git.Head, r.Git.Pushed, r.Git.Commits = sha("9"), sha("9"), 1 // the fix pushed a commit
+		})
 	}
 
 	fail(sha("2"), "2026-11-28T10:00:01Z")

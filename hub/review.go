@@ -55,10 +55,19 @@ func (d *desk) reviewComment(e *github.PullRequestReviewCommentEvent) func(conte
 // takeReview starts the run of review reviewID on pull request a.issue, once. body is the review's own text ("" when
 // unknown); mention is the comment that mentioned orch (0 for the review itself), which gets the 👀.
 func (d *desk) takeReview(ctx context.Context, a asked, reviewID int64, body string, mention int64) {
+	// Once per review, before anything is said: a review's deliveries (the review, each comment) get one answer.
+	key := fmt.Sprintf("review:%s:%d", strings.ToLower(a.repo.String()), reviewID)
+	if first, err := d.issues.Once(ctx, key, seenTTL); err != nil || !first {
+		if err != nil {
+			d.log.Error("github: taking a review", "repo", a.repo, "pull", a.issue, "err", err)
+		}
+		return
+	}
 	p, ok, err := d.pullOf(ctx, a.repo, a.issue)
 	switch {
 	case err != nil:
 		d.log.Error("github: reading a reviewed pull request", "repo", a.repo, "pull", a.issue, "err", err)
+		_ = d.issues.Unsee(ctx, key) // GitHub's redelivery of it is taken
 		return
 	case !ok:
 		if mention != 0 || Mentions(body, d.cfg.Mention) {
@@ -69,19 +78,24 @@ func (d *desk) takeReview(ctx context.Context, a asked, reviewID int64, body str
 	if !d.may(ctx, a, "ask orch for changes") {
 		return
 	}
-	key := fmt.Sprintf("review:%s:%d", strings.ToLower(a.repo.String()), reviewID)
-	if first, err := d.issues.Once(ctx, key, seenTTL); err != nil || !first {
-		return
-	}
 	if mention != 0 {
 		if err := d.cfg.GitHub.ReactToReviewComment(ctx, a.repo, mention, "eyes"); err != nil {
 			d.log.Warn("github: acknowledging a review comment", "repo", a.repo, "err", err)
 		}
 	}
+	if body == "" && mention != 0 {
+		// A comment's delivery came first: the review's own words are read from GitHub.
+		if rv, err := d.cfg.GitHub.Review(ctx, a.repo, a.issue, reviewID); err == nil {
+			body = rv.Body
+		} else {
+			d.log.Warn("github: reading a review", "repo", a.repo, "pull", a.issue, "err", err)
+		}
+	}
 	comments, err := d.cfg.GitHub.ReviewComments(ctx, a.repo, a.issue, reviewID)
 	if err != nil {
 		d.log.Error("github: reading a review's comments", "repo", a.repo, "pull", a.issue, "err", err)
-		d.say(ctx, a, "orch could not read your review's comments: "+gfm.Inline(err.Error(), 300))
+		_ = d.issues.Unsee(ctx, key)
+		d.say(ctx, a, "orch could not read your review's comments right now; its operators find why in its log.")
 		return
 	}
 	req, fields, ok := reviewRequest(a, p, body, comments)

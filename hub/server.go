@@ -46,6 +46,7 @@ type Talker interface {
 	Permission(ctx context.Context, repo forge.Repo, login string) (string, error)
 	ReadIssue(ctx context.Context, repo forge.Repo, number, last int) (forge.Issue, error)
 	PullRequest(ctx context.Context, repo forge.Repo, number int) (forge.Pull, error)
+	Review(ctx context.Context, repo forge.Repo, number int, id int64) (forge.Review, error)
 	ReviewComments(ctx context.Context, repo forge.Repo, number int, reviewID int64) ([]forge.ReviewComment, error)
 	Reply(ctx context.Context, repo forge.Repo, number int, id int64, body string) (int64, error)
 	ReactToReviewComment(ctx context.Context, repo forge.Repo, id int64, content string) error
@@ -167,8 +168,10 @@ func New(cfg Config) (*Server, error) {
 	cfg.fillDefaults()
 	seen := cfg.Store.Mirror(MirrorName)
 	m := newMirror(cfg, seen)
+	d := newDesk(cfg, seen, m)
+	m.ended = d.afterRun
 	return &Server{cfg: cfg, log: cfg.Log, seen: seen, jobs: workpool.New(cfg.Workers, cfg.Backlog, cfg.Log),
-		desk: newDesk(cfg, seen, m), mirror: m}, nil
+		desk: d, mirror: m}, nil
 }
 
 // Start starts the work after acks and the mirror. Stop with Shutdown.

@@ -7,6 +7,9 @@ package githubfake
 //   - pulls/get (GET /repos/{owner}/{repo}/pulls/{pull_number}): the pull-request schema (user, state, draft, merged,
 //     html_url; head and base with ref, sha, user and repo); 200 or 404. head.sha is the head branch's commit now:
 //     with AddGitRepo, what git rev-parse says in the bare repository, so it follows pushes as GitHub's does.
+//   - pulls/get-review (GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}): the pull-request-review
+//     schema (id, user, body — "" when the review has none —, state upper case: APPROVED, CHANGES_REQUESTED,
+//     COMMENTED, commit_id, submitted_at, html_url); 200 or 404. The webhook's review has the state in lower case.
 //   - pulls/list-comments-for-review (GET …/pulls/{pull_number}/reviews/{review_id}/comments): the review-comment
 //     schema (id, pull_request_review_id, in_reply_to_id, path, line, start_line, side, original_line, diff_hunk,
 //     commit_id, user, body, html_url); per_page (default 30, at most 100) and page, with the Link header of "Using
@@ -148,6 +151,7 @@ var reviewStates = []string{"APPROVED", "CHANGES_REQUESTED", "COMMENTED"}
 func (g *GitHub) routeReviews(mux *http.ServeMux, prefix string) {
 	rp := prefix + "/repos/{owner}/{repo}"
 	mux.HandleFunc("GET "+rp+"/pulls/{number}", g.getPull)
+	mux.HandleFunc("GET "+rp+"/pulls/{number}/reviews/{review}", g.getReview)
 	mux.HandleFunc("GET "+rp+"/pulls/{number}/reviews/{review}/comments", g.listReviewComments)
 	mux.HandleFunc("GET "+rp+"/pulls/comments/{id}", g.getReviewComment)
 	mux.HandleFunc("POST "+rp+"/pulls/{number}/comments/{id}/replies", g.reply)
@@ -793,15 +797,40 @@ func (g *GitHub) PullRequestReviewPayload(owner, name string, pr int, reviewID i
 	if rv.body != "" {
 		body = rv.body
 	}
-	html := g.HTMLURL(rp.owner, rp.name, pr)
-	review := map[string]any{"id": rv.id, "node_id": fmt.Sprintf("PRR_%d", rv.id),
-		"user": g.userJSON(rv.author, rv.userType), "body": body, "commit_id": rv.commit,
-		"submitted_at": rv.at.Format(time.RFC3339), "state": strings.ToLower(rv.state),
-		"html_url":           fmt.Sprintf("%s#pullrequestreview-%d", html, rv.id),
-		"pull_request_url":   fmt.Sprintf("%s/pulls/%d", g.apiBase(nil, rp), pr),
-		"author_association": association(rp, rv.author)}
+	review := g.reviewJSON(nil, rp, rv)
+	review["body"], review["state"] = body, strings.ToLower(rv.state) // the webhook's state is lower case
 	return map[string]any{"action": action, "review": review, "pull_request": g.pullJSON(nil, rp, p),
 		"repository": g.repoJSON(rp), "sender": g.userJSON(rv.author, rv.userType)}
+}
+
+// reviewJSON is a review as the pull-request-review schema has it; the REST API's state is upper case
+// (pulls/get-review: APPROVED, CHANGES_REQUESTED, COMMENTED) and its body "" when there is none.
+func (g *GitHub) reviewJSON(r *http.Request, rp *repo, rv *review) map[string]any {
+	html := g.HTMLURL(rp.owner, rp.name, rv.pr)
+	return map[string]any{"id": rv.id, "node_id": fmt.Sprintf("PRR_%d", rv.id),
+		"user": g.userJSON(rv.author, rv.userType), "body": rv.body, "commit_id": rv.commit,
+		"submitted_at": rv.at.Format(time.RFC3339), "state": rv.state,
+		"html_url":           fmt.Sprintf("%s#pullrequestreview-%d", html, rv.id),
+		"pull_request_url":   fmt.Sprintf("%s/pulls/%d", g.apiBase(r, rp), rv.pr),
+		"author_association": association(rp, rv.author)}
+}
+
+// getReview is pulls/get-review: GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}, 200 or 404.
+func (g *GitHub) getReview(w http.ResponseWriter, r *http.Request) {
+	rp, _ := g.beginNeeding(w, r, false, "pull_requests")
+	if rp == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n, _ := strconv.Atoi(r.PathValue("number"))
+	id, _ := strconv.ParseInt(r.PathValue("review"), 10, 64)
+	rv := rp.review(id)
+	if rp.pull(n) == nil || rv == nil || rv.pr != n {
+		notFound(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, g.reviewJSON(r, rp, rv))
 }
 
 // PullRequestReviewCommentPayload is the pull_request_review_comment event of review comment commentID on pull
