@@ -253,3 +253,43 @@ func TestARedCheckIsAFixUntilItFailsTheSameWayThrice(t *testing.T) {
 		t.Fatalf("%d fix runs, want 2 and a question", n)
 	}
 }
+
+// ORCH_GITHUB_FIX_CHECKS: every check by default, none when off, else the checks named (GitHub's names are shown as
+// typed; orch matches them whatever their case).
+func TestWhichChecksAreFixed(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		name string
+		want bool
+	}{
+		{Config{}, "test", true},
+		{Config{FixOff: true}, "test", false},
+		{Config{FixChecks: []string{"Test", "lint"}}, "test", true},
+		{Config{FixChecks: []string{"lint"}}, "test", false},
+	} {
+		if got := (&desk{cfg: c.cfg}).fixes(c.name); got != c.want {
+			t.Errorf("%+v fixes %q: %v, want %v", c.cfg, c.name, got, c.want)
+		}
+	}
+}
+
+// The same failure has the same signature whatever changes between two runs of it (times, durations, commits); a
+// failure of another test, or of another check, has another.
+func TestFailureSignature(t *testing.T) {
+	run := func(at, dur, test string) []failure {
+		return []failure{{name: "test", text: at + " --- FAIL: " + test + " (" + dur + "s)\n" + at +
+			" cache_test.go:14: got 2 entries, want 1\nat commit 3f2c9a1b\nFAIL"}}
+	}
+	a := signature(run("2026-11-28T10:00:01Z", "0.02", "TestCache"))
+	if b := signature(run("2026-11-28T11:42:17Z", "0.31", "TestCache")); a != b {
+		t.Errorf("the same failure signs %s and %s", a, b)
+	}
+	if b := signature(run("2026-11-28T10:00:01Z", "0.02", "TestEvict")); a == b {
+		t.Error("another test's failure has the same signature")
+	}
+	other := run("2026-11-28T10:00:01Z", "0.02", "TestCache")
+	other[0].name = "lint"
+	if signature(other) == a {
+		t.Error("another check's failure has the same signature")
+	}
+}
