@@ -158,4 +158,13 @@ func TestGitHubReviewAndRedCheckIterateOnThePullRequest(t *testing.T) {
 	if got := gitT(t, origin, "rev-parse", pr.Head); got != third || len(gh.Pulls("acme", "app")) != 1 {
 		t.Fatalf("after a green check the branch moved to %s, or another pull request was opened (%d)", got, len(gh.Pulls("acme", "app")))
 	}
+	reads, writes := 0, 0
+	for _, r := range gh.Requests() {
+		if r.Method == http.MethodGet {
+			reads++
+		} else {
+			writes++
+		}
+	}
+	t.Logf("GitHub API calls, from the issue's comment to the green check: %d reads, %d writes", reads, writes)
 }
