@@ -63,20 +63,13 @@ func eventually(t *testing.T, what string, ok func() bool, out *syncBuffer) {
 // green check after it starts nothing. No second pull request is opened.
 func TestGitHubReviewAndRedCheckIterateOnThePullRequest(t *testing.T) {
 	t.Parallel()
-	dir, origin := t.TempDir(), filepath.Join(t.TempDir(), "origin.git")
-	gitT(t, dir, "init", "-q", "-b", "main")
-	writeFile(t, dir, "log.txt", "base\n")
-	writeFile(t, dir, "words.sim.yaml", `tasks:
+	dir, origin := githubWorkspace(t, `tasks:
   "1":
     - output: "Added a line to log.txt. All tests pass."
       sh: 'echo "$ORCH_RUN_ID" >> log.txt'
   "2":
     - output: "The run id tells which run wrote the line; no change is needed. Done. All tests pass."
 `)
-	gitT(t, dir, "add", "-A")
-	gitT(t, dir, "commit", "-q", "-m", "first")
-	gitT(t, t.TempDir(), "clone", "-q", "--bare", dir, origin)
-	gitT(t, dir, "remote", "add", "origin", origin)
 
 	gh := githubfake.New("ghp_test")
 	t.Cleanup(gh.Close)

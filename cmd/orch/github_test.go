@@ -23,18 +23,11 @@ const hookSecret = "It's a Secret to Everybody"
 // request, which closes the issue when merged.
 func TestGitHubIssueCommentToPullRequest(t *testing.T) {
 	t.Parallel()
-	dir, origin := t.TempDir(), filepath.Join(t.TempDir(), "origin.git")
-	gitT(t, dir, "init", "-q", "-b", "main")
-	writeFile(t, dir, "log.txt", "base\n")
-	writeFile(t, dir, "words.sim.yaml", `tasks:
+	dir, origin := githubWorkspace(t, `tasks:
   "1":
     - output: "Added a line to log.txt. All tests pass."
       sh: 'echo "$ORCH_RUN_ID" >> log.txt'
 `)
-	gitT(t, dir, "add", "-A")
-	gitT(t, dir, "commit", "-q", "-m", "first")
-	gitT(t, t.TempDir(), "clone", "-q", "--bare", dir, origin)
-	gitT(t, dir, "remote", "add", "origin", origin)
 
 	gh := githubfake.New("ghp_test")
 	t.Cleanup(gh.Close)
@@ -97,6 +90,21 @@ func TestGitHubIssueCommentToPullRequest(t *testing.T) {
 	if r := gh.Reactions("acme", "app", c.ID); len(r) != 1 || r[0] != "orch:eyes" {
 		t.Errorf("the command's acknowledgement: %q", r)
 	}
+}
+
+// githubWorkspace is a workspace for a day on GitHub: a repository with log.txt and the sim agent's scenario, and
+// origin, a bare clone of it that GitHub holds and orch pushes to.
+func githubWorkspace(t *testing.T, scenario string) (dir, origin string) {
+	t.Helper()
+	dir, origin = t.TempDir(), filepath.Join(t.TempDir(), "origin.git")
+	gitT(t, dir, "init", "-q", "-b", "main")
+	writeFile(t, dir, "log.txt", "base\n")
+	writeFile(t, dir, "words.sim.yaml", scenario)
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "first")
+	gitT(t, t.TempDir(), "clone", "-q", "--bare", dir, origin)
+	gitT(t, dir, "remote", "add", "origin", origin)
+	return dir, origin
 }
 
 // Serving GitHub without what it needs is a configuration error that says what to set, before anything is served.
