@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -252,6 +254,16 @@ func (c *commands) resolvePlan(arg string) (string, error) {
 		if rel, err := filepath.Rel(wsReal, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 			return "", fmt.Errorf("%s leads outside the workspace; plans must be inside it", blocks.Echo(arg))
 		}
+	}
+	// Checked before the ack says the run starts: a stat, well within Slack's 3 s. The answer names the path as it
+	// was given, never where the workspace is on the server.
+	switch fi, err := os.Stat(p); {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("%s is not in the workspace: no such file", blocks.Echo(arg))
+	case err != nil:
+		return "", fmt.Errorf("%s cannot be read in the workspace", blocks.Echo(arg))
+	case fi.IsDir():
+		return "", fmt.Errorf("%s is a directory, not a plan", blocks.Echo(arg))
 	}
 	return p, nil
 }

@@ -181,7 +181,7 @@ func New(cfg Config) (*Server, error) {
 	s.replays = &replays{mirror: s.mirror, log: cfg.Log}
 	s.talk = &talk{api: api, http: hc, log: cfg.Log, store: cfg.Store, mirror: s.mirror, jobs: s.jobs, allowed: allowed}
 	runs := &newRuns{starter: cfg.Starter, store: cfg.Store, mirror: s.mirror,
-		limits: newRunLimits(cfg.UserRuns, cfg.ChannelRuns, cfg.Now), log: cfg.Log}
+		limits: newRunLimits(cfg.UserRuns, cfg.ChannelRuns, cfg.Now), log: cfg.Log, workspace: cfg.Workspace}
 	s.commands = &commands{talk: s.talk, runs: runs, jobs: s.jobs, store: cfg.Store, queue: cfg.Queue, mirror: s.mirror,
 		workspace: cfg.Workspace, now: cfg.Now, log: cfg.Log}
 	s.answers = &answers{talk: s.talk, store: cfg.Store, queue: cfg.Queue, mirror: s.mirror, api: api, log: cfg.Log}

@@ -1218,9 +1218,17 @@ func TestRunRefusesPlansOutsideWorkspace(t *testing.T) {
 		{"elsewhere/secret.md", "`elsewhere/secret.md` leads outside the workspace"},
 		{"plan.md --sim-scenario ../scenario.yaml", "`../scenario.yaml` is outside the workspace"},
 		{"plan.md --sim-scenario=evil.md", "`evil.md` leads outside the workspace"},
+		// Checked before the ack says the run starts, and said without the server's paths.
+		{"plans/nope.md", "`plans/nope.md` is not in the workspace: no such file"},
+		{"plans", "`plans` is a directory, not a plan"},
+		{"plan.md --sim-scenario nope.yaml", "`nope.yaml` is not in the workspace: no such file"},
 	} {
-		if got := h.command("run "+tt.args, alice); !strings.Contains(got, tt.want) {
+		got := h.command("run "+tt.args, alice)
+		if !strings.Contains(got, tt.want) {
 			t.Errorf("/orch run %s: %q, want %q", tt.args, got, tt.want)
+		}
+		if (strings.Contains(got, h.ws) || strings.Contains(got, outside)) && !strings.Contains(tt.args, outside) {
+			t.Errorf("/orch run %s shows a server path: %q", tt.args, got)
 		}
 	}
 	// Inside the workspace, through a symlink or not, is fine.
