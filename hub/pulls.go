@@ -67,8 +67,14 @@ func (d *desk) goOn(ctx context.Context, a asked, p orchPull, req StartRequest, 
 		d.say(ctx, a, fmt.Sprintf("This pull request is %s: orch works on open pull requests only.", p.State))
 		return nil, false
 	}
-	// One run at a time on a branch: of the requests that find the same run last on it, one goes on (a compare and
-	// set on that run), whatever process or delivery it comes in.
+	busy := fmt.Sprintf("Run %s is still at work on this pull request's branch, and one run at a time works on a "+
+		"branch. Ask again once it ends.", gfm.Code(p.run.ID))
+	if !p.run.Status.Terminal() {
+		d.say(ctx, a, busy)
+		return nil, false
+	}
+	// One run at a time on a branch: of the requests that find the same ended run last on it, one goes on (a compare
+	// and set on that run), whatever process or delivery it comes in.
 	after := fmt.Sprintf("after:%s:%s", issueKey(a.repo, p.Number), p.run.ID)
 	first, err := d.issues.Once(ctx, after, seenTTL)
 	if err != nil {
@@ -76,9 +82,10 @@ func (d *desk) goOn(ctx context.Context, a asked, p orchPull, req StartRequest, 
 		d.say(ctx, a, "orch cannot reach its store right now; ask again in a moment.")
 		return nil, false
 	}
-	if !p.run.Status.Terminal() || !first {
-		d.say(ctx, a, fmt.Sprintf("Run %s is still at work on this pull request's branch, and one run at a time works "+
-			"on a branch. Ask again once it ends.", gfm.Code(p.run.ID)))
+	if !first {
+		busy = "Another request on this pull request was taken a moment ago, and one run at a time works on a branch. " +
+			"Ask again once its run ends."
+		d.say(ctx, a, busy)
 		return nil, false
 	}
 	req.Repo, req.CloneURL, req.Issue = a.repo, a.cloneURL, p.Number

@@ -103,8 +103,23 @@ func TestAPullRequestCommentGoesOnWithItsBranch(t *testing.T) {
 			c = f.gh.Say("acme", f.name, pr, "ann", "@orch and the docs")
 			f.deliver(t, "issue_comment", f.gh.IssueCommentPayload("acme", f.name, c, "created"))
 			f.in(t, pr, "that the run is at work", containing("is at work and waits for no answer"))
+			// A review that comes meanwhile is told to come back; once the run ended, the branch takes the next one.
+			review, _ := f.gh.Review("acme", f.name, pr, "ann", "CHANGES_REQUESTED", "@orch rename the cache")
+			f.deliver(t, "pull_request_review", f.gh.PullRequestReviewPayload("acme", f.name, pr, review, "submitted"))
+			f.in(t, pr, "that a run works on the branch", containing("is still at work on this pull request's branch"))
 			if n := len(f.starter.requests()); n != 1 {
 				t.Fatalf("%d runs started while one works on the branch", n)
+			}
+			f.finish(t, f.starter.last(), func(r *jobs.Run) { r.Tasks[0].Status = jobs.TaskCompleted })
+			c = f.gh.Say("acme", f.name, pr, "ann", "@orch now the docs")
+			f.deliver(t, "issue_comment", f.gh.IssueCommentPayload("acme", f.name, c, "created"))
+			for deadline := time.Now().Add(60 * time.Second); len(f.starter.requests()) != 2; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("after the run ended, %d runs; want the next one started", len(f.starter.requests()))
+				}
+			}
+			if got := f.starter.requests()[1]; got.Text != "now the docs" || got.Pull == nil {
+				t.Fatalf("the next run: %+v", got)
 			}
 
 			// A pull request someone else opened, even on a branch named like orch's, is not orch's.
@@ -118,8 +133,8 @@ func TestAPullRequestCommentGoesOnWithItsBranch(t *testing.T) {
 			c = f.gh.Say("acme", f.name, theirs, "ann", "@orch make it faster")
 			f.deliver(t, "issue_comment", f.gh.IssueCommentPayload("acme", f.name, c, "created"))
 			f.in(t, theirs, "where to ask", containing("orch works on pull requests it opened"))
-			if n := len(f.starter.requests()); n != 1 {
-				t.Fatalf("%d runs started", n)
+			if n := len(f.starter.requests()); n != 2 {
+				t.Fatalf("%d runs started, want the 2 on orch's pull request", n)
 			}
 		})
 	}
