@@ -28,9 +28,6 @@ type starter struct {
 }
 
 func (s *starter) Start(ctx context.Context, req StartRequest) (*jobs.Run, error) {
-	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
-	s.mu.Unlock()
 	r := &jobs.Run{ID: jobs.NewRunID(), PlanTitle: req.Text, Status: jobs.RunRunning, CreatedAt: time.Now(),
 		Origin:  jobs.Origin{Kind: "github", User: req.By, Repo: req.Repo.String(), Issue: req.Issue},
 		Options: jobs.Options{MaxAttempts: 3},
@@ -44,10 +41,14 @@ func (s *starter) Start(ctx context.Context, req StartRequest) (*jobs.Run, error
 	if p := req.Pull; p != nil {
 		r.Git = &jobs.Git{Branch: p.Branch, BaseCommit: p.Head, Pushed: p.Head, PullRequest: p.URL}
 	}
+	if err := s.st.Create(ctx, r, jobs.NewEvent(r.ID, "", jobs.RunStartedEvent{Tasks: len(r.Tasks), Unit: "task"})); err != nil {
+		return nil, err
+	}
+	// Counted once the run is in the store, as a test that sees the request looks the run up.
 	s.mu.Lock()
-	s.ids = append(s.ids, r.ID)
+	s.reqs, s.ids = append(s.reqs, req), append(s.ids, r.ID)
 	s.mu.Unlock()
-	return r, s.st.Create(ctx, r, jobs.NewEvent(r.ID, "", jobs.RunStartedEvent{Tasks: len(r.Tasks), Unit: "task"}))
+	return r, nil
 }
 
 // last is the id of the run started last.
