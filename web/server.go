@@ -31,6 +31,7 @@ import (
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs/store"
+	"github.com/orchrun/orch/runs"
 )
 
 //go:embed templates/*.html static/*
@@ -40,6 +41,10 @@ var assets embed.FS
 type Config struct {
 	Store *store.Store
 	Queue escalation.Enqueuer
+	// Front starts the runs people ask for in the view; nil serves a view that only follows and answers runs.
+	Front *runs.Front
+	// Diffs shows a run's work; nil when there is no repository to read it from.
+	Diffs runs.Differ
 	// Token is ORCH_WEB_TOKEN: when set, people sign in with it; when empty, only loopback clients are served.
 	Token string
 	// PublicURL is ORCH_PUBLIC_URL, where people reach the view from elsewhere: with Token set, its host is served

@@ -157,7 +157,7 @@ func (a *app) fronts(cmd *cobra.Command, fr *front, b *store.Backend, opts jobs.
 	// The web view shares the Slack endpoints' address: with ORCH_WEB_TOKEN people sign in; without it, it is
 	// served only when that address is this machine's alone.
 	if token := a.env("ORCH_WEB_TOKEN"); web.CheckAddr(addr, token) == nil {
-		if f.view, err = a.webView(b, token); err != nil {
+		if f.view, err = a.webView(b, token, a.frontOf(cmd, b, opts, ws)); err != nil {
 			return f, false, err
 		}
 		a.noteWebNames(addr, token)

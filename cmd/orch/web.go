@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
+	"github.com/orchrun/orch/runs"
 	"github.com/orchrun/orch/web"
 )
 
@@ -65,7 +67,11 @@ func (a *app) webCmd() *cobra.Command {
 				}
 				defer e.Shutdown()
 			}
-			h, err := a.webView(b, token)
+			front, err := a.front(cmd, b, "local")
+			if err != nil {
+				return err
+			}
+			h, err := a.webView(b, token, front)
 			if err != nil {
 				return err
 			}
@@ -79,17 +85,45 @@ func (a *app) webCmd() *cobra.Command {
 	cmd.Flags().String("addr", defaultWebAddr, "address to listen on (beyond loopback it needs ORCH_WEB_TOKEN)")
 	cmd.Flags().Bool("no-worker", false, "only serve pages: answered runs go on where a worker runs")
 	cmd.Flags().Int("concurrency", 2, "agent processes run at once by this process's worker")
+	cmd.Flags().String("agent", "claude", "agent of the runs started from the view: claude, codex, sim or cmd:TEMPLATE (env ORCH_AGENT)")
+	cmd.Flags().String("workspace", ".", "the directory runs started from the view work in (env ORCH_WORKSPACE)")
 	return cmd
 }
 
-// webView is the web view of a store, as orch web, orch serve and orch bot serve it.
-func (a *app) webView(b *store.Backend, token string) (http.Handler, error) {
-	s, err := web.New(web.Config{Store: b.Store, Queue: b.Queue, Token: token, PublicURL: a.env("ORCH_PUBLIC_URL"),
-		AllowedUsers: splitList(a.env("ORCH_ALLOWED_USERS")), LocalUser: whoami(), Log: a.log})
+// webView is the web view of a store, as orch web, orch serve and orch bot serve it; front starts the runs people
+// ask for there.
+func (a *app) webView(b *store.Backend, token string, front *runFront) (http.Handler, error) {
+	s, err := web.New(web.Config{Store: b.Store, Queue: b.Queue, Front: front.Front, Diffs: front.diffs, Token: token,
+		PublicURL: a.env("ORCH_PUBLIC_URL"), AllowedUsers: splitList(a.env("ORCH_ALLOWED_USERS")), LocalUser: whoami(),
+		Log: a.log})
 	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}
 	return s.Handler(), nil
+}
+
+// runFront is how the surfaces served over HTTP start runs and show their work.
+type runFront struct {
+	*runs.Front
+	diffs runs.Differ // nil when the runs' repositories cannot be read here
+}
+
+// front is the run front of this process: its options (with sandbox the default sandbox), workspace and branches.
+func (a *app) front(cmd *cobra.Command, b *store.Backend, sandbox string) (*runFront, error) {
+	opts, ws, _, err := a.baseOptions(cmd, sandbox)
+	if err != nil {
+		return nil, err
+	}
+	return a.frontOf(cmd, b, opts, ws), nil
+}
+
+func (a *app) frontOf(cmd *cobra.Command, b *store.Backend, opts jobs.Options, ws string) *runFront {
+	f := &runFront{Front: &runs.Front{Starter: &runs.Starter{Store: b.Store, Queue: b.Queue, FindTasks: a.findTasks},
+		Options: opts, Workspace: ws, Git: a.branchRequest(cmd), Agents: runs.KnownAgents}}
+	if trees, err := a.worktrees(cmd); err == nil {
+		f.diffs = trees
+	}
+	return f
 }
 
 // noteWebNames says at start which names a view bound beyond this machine will not answer to, so that the person
