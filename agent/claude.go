@@ -14,6 +14,9 @@ type ClaudeConfig struct {
 	// Hook is the shell command that runs orch's PreToolUse hook (`orch claude-hook`) where the agent runs; "" when
 	// orch cannot run there, and then the policy is passed as Claude Code's own rules alone.
 	Hook string
+	// PromptTool is the command (argv) that serves orch's permission prompt tool where the agent runs (`orch mcp
+	// --permission-prompt`), given with the hook; nil for none.
+	PromptTool []string
 }
 
 // Claude runs Claude Code headless and reads its stream-json output.
@@ -27,6 +30,7 @@ func NewClaude(cfg ClaudeConfig) *Claude {
 		cfg.Binary = "claude"
 	}
 	cfg.ExtraArgs = append([]string(nil), cfg.ExtraArgs...)
+	cfg.PromptTool = append([]string(nil), cfg.PromptTool...)
 	return &Claude{cfg: cfg}
 }
 
@@ -34,7 +38,8 @@ func NewClaude(cfg ClaudeConfig) *Claude {
 func (c *Claude) Name() string { return "claude" }
 
 // Command returns: claude -p --output-format stream-json --verbose [--model M] [--resume SESSION]
-// [--settings JSON [--permission-mode MODE]] [extra…] PROMPT, the documented command line, for a prompt an argument
+// [--settings JSON [--permission-mode MODE] [--mcp-config JSON --permission-prompt-tool mcp__orch__approve]]
+// [extra…] PROMPT, the documented command line, for a prompt an argument
 // can hold; a longer one (or one no argument can carry) goes on standard input instead, with no prompt argument: with
 // -p and no prompt argument Claude Code reads the prompt from stdin (code.claude.com/docs/en/cli-reference, "Process
 // piped content"; "Error: Input must be provided either through stdin or as a prompt argument when using --print"
@@ -69,6 +74,14 @@ func (c *Claude) Command(req Request) (Command, error) {
 			return Command{}, fmt.Errorf("claude command: encoding the permission state: %w", err)
 		}
 		env = append(env, HookEnv+"="+string(state))
+		if c.cfg.Hook != "" && len(c.cfg.PromptTool) > 0 {
+			// --mcp-config takes every argument up to the next option: the prompt tool's option comes after it.
+			mcpConfig, err := promptConfig(c.cfg.PromptTool, state)
+			if err != nil {
+				return Command{}, fmt.Errorf("claude command: %w", err)
+			}
+			args = append(args, "--mcp-config", mcpConfig, "--permission-prompt-tool", PromptTool)
+		}
 	}
 	args = append(args, c.cfg.ExtraArgs...)
 	cmd := Command{Args: args, Env: env}

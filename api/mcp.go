@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -108,9 +109,9 @@ type EventsQuery struct {
 	Limit int    `json:"limit,omitempty" jsonschema:"how many of the latest events (1 to 1000; default 100)"`
 }
 
-// EventList is a run's latest events, oldest first.
+// EventList is a run's latest events, oldest first, each the JSON `orch run --json` prints.
 type EventList struct {
-	Events []jobs.Event `json:"events"`
+	Events []map[string]any `json:"events"`
 }
 
 func (t mcpTools) getEvents(ctx context.Context, _ *mcp.CallToolRequest, in EventsQuery) (*mcp.CallToolResult, EventList, error) {
@@ -127,10 +128,18 @@ func (t mcpTools) getEvents(ctx context.Context, _ *mcp.CallToolRequest, in Even
 	if err != nil {
 		return nil, EventList{}, t.said(err)
 	}
-	if events == nil {
-		events = []jobs.Event{}
+	out := EventList{Events: []map[string]any{}}
+	for _, ev := range events {
+		data, err := json.Marshal(ev)
+		if err != nil {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal(data, &m) == nil {
+			out.Events = append(out.Events, m)
+		}
 	}
-	return nil, EventList{Events: events}, nil
+	return nil, out, nil
 }
 
 // DiffQuery asks for a run's work.

@@ -96,7 +96,7 @@ func (a *app) root() *cobra.Command {
 	pf.String("redis", "", "Redis URL (env ORCH_REDIS_URL; default: the embedded store in --state-dir)")
 	pf.String("state-dir", ".orch", "where the embedded store keeps its state (env ORCH_STATE_DIR)")
 	root.AddCommand(a.runCmd(), a.resumeCmd(), a.taskCmd(), a.statusCmd(), a.historyCmd(),
-		a.costsCmd(), a.logsCmd(), a.diffCmd(), a.escalationCmd(), a.brainCmd(), a.simAgentCmd(), a.serveCmd(), a.botCmd(), a.workerCmd(), a.webCmd(), a.healthCmd())
+		a.costsCmd(), a.logsCmd(), a.diffCmd(), a.escalationCmd(), a.brainCmd(), a.simAgentCmd(), a.serveCmd(), a.botCmd(), a.workerCmd(), a.webCmd(), a.mcpCmd(), a.healthCmd())
 	return root
 }
 
@@ -297,7 +297,9 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 func newAgent(opts jobs.Options, self string) (agent.Adapter, error) {
 	switch {
 	case opts.Agent == "claude":
-		return agent.NewClaude(agent.ClaudeConfig{Model: opts.AgentModel, Hook: hookFor(opts, self)}), nil
+		hook := hookFor(opts, self)
+		return agent.NewClaude(agent.ClaudeConfig{Model: opts.AgentModel, Hook: hook,
+			PromptTool: promptToolFor(hook, opts, self)}), nil
 	case opts.Agent == "codex":
 		// "-": the prompt is read from stdin (codex exec --help: "If not provided as an argument (or if `-` is used),
 		// instructions are read from stdin"), where it may be of any size.

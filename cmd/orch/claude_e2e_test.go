@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/orchrun/orch/agent"
 	"github.com/orchrun/orch/bot/slackfake"
 )
 
@@ -501,5 +502,43 @@ func TestHealthNamesClaudesVersion(t *testing.T) {
 		if !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "local defaults: ask by default") {
 			t.Errorf("claude %s: health lacks %q:\n%s", version, want, r)
 		}
+	}
+}
+
+// On Claude Code 2.1.187 and later, `-p` offers AskUserQuestion only with a permission prompt tool: orch gives its
+// own, so Claude's question still reaches a person with its own labels, and the answer reaches Claude in the same
+// session. Without the tool the question would not be offered at all (the fake says "No such tool available").
+func TestClaudeQuestionOnCurrentCLIs(t *testing.T) {
+	t.Parallel()
+	dir, _ := claudeWorkspace(t)
+	env, log := claudeSetup(t, askModel)
+	env = append(env, "FAKE_CLAUDE_VERSION=2.1.240")
+	r := orchEnv(t, dir, env, nil, "run", "--agent", "claude", "--brain", "heuristic", "plan.md")
+	must(t, r, 3, "is parked", "Which cache backend should the service use?", "Redis (Recommended)", "In-process LRU")
+	id := runID(t, r)
+	procs := claudeLog(t, log)
+	if len(procs) != 1 || !slices.Contains(procs[0].Args, "--permission-prompt-tool") ||
+		!slices.Contains(procs[0].Args, agent.PromptTool) || procs[0].hookDecisions()[0] != "AskUserQuestion=defer" {
+		t.Fatalf("the first claude process: %+v", procs)
+	}
+	show := orchEnv(t, dir, env, nil, "escalation", "show", id, "--json")
+	must(t, show, 0, "In-process LRU")
+	var key string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if k, rest, ok := strings.Cut(strings.TrimSpace(line), ") "); ok && strings.HasPrefix(rest, "In-process LRU") {
+			key = k
+		}
+	}
+	if key == "" {
+		t.Fatalf("no option for In-process LRU in:\n%s", r.stdout)
+	}
+	must(t, orchEnv(t, dir, env, nil, "escalation", "resolve", id, "--choose", key), 0, "resolved")
+	must(t, orchEnv(t, dir, env, nil, "resume", id), 0, "Task 1: COMPLETED")
+	procs = claudeLog(t, log)
+	if len(procs) != 2 || procs[1].Session != procs[0].Session || !procs[1].Resumed {
+		t.Fatalf("claude processes: %+v", procs)
+	}
+	if transcript := sessionText(t, env, procs[0].Session); !strings.Contains(transcript, `\"Which cache backend should the service use?\"=\"In-process LRU\"`) {
+		t.Fatalf("the agent did not receive the answer:\n%s", transcript)
 	}
 }

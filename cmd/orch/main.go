@@ -35,6 +35,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == hookCommand {
 		os.Exit(runHook(os.Stdin, os.Stdout, os.Stderr))
 	}
+	if len(os.Args) == 3 && os.Args[1] == "mcp" && os.Args[2] == promptCommand {
+		os.Exit(runPromptTool(os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -99,7 +99,11 @@ func (a *app) webView(b *store.Backend, token string, front *runFront) (http.Han
 	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}
-	return s.Handler(), nil
+	as, err := a.apiServer(b, front)
+	if err != nil {
+		return nil, err
+	}
+	return withAPI(s.Handler(), as), nil
 }
 
 // runFront is how the surfaces served over HTTP start runs and show their work.
