@@ -42,7 +42,9 @@ func TestPromptToolOverStdio(t *testing.T) {
 	serverIn, clientOut := io.Pipe()
 	clientIn, serverOut := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- ServePromptTool(context.Background(), serverIn, serverOut, string(state), "/home/agent", "test") }()
+	go func() {
+		done <- ServePromptTool(context.Background(), serverIn, serverOut, string(state), "/home/agent", "test")
+	}()
 	ctx := context.Background()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "test"}, nil).Connect(ctx,
 		&mcp.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
