@@ -32,6 +32,7 @@ var funcs = template.FuncMap{
 	"trunc":  truncate,
 	"add":    func(a, b int) int { return a + b },
 	"count":  jobs.Count,
+	"agent":  jobs.AgentName,
 	"diffstat": func(g *jobs.Git) string {
 		return jobs.Work{FilesChanged: g.FilesChanged, Insertions: g.Insertions, Deletions: g.Deletions}.Diffstat()
 	},
@@ -88,10 +89,23 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, p person, statu
 	s.render(w, r, status, "message", map[string]any{"Person": p, "Title": title, "Text": text})
 }
 
-// runRow is one run in the list.
+// runRow is one run in the list: how long it has taken, what it cost, how far it got and where its work is.
 type runRow struct {
 	Run      *jobs.Run
 	Question *jobs.Escalation
+	Duration string
+	CostUSD  float64
+	Tally    jobs.Tally
+	Branch   string
+}
+
+func rowOf(run *jobs.Run, now time.Time) runRow {
+	usd, _, _ := run.Cost()
+	row := runRow{Run: run, Question: run.OpenEscalation(), Duration: since(run.Duration(now)), CostUSD: usd, Tally: run.Tally()}
+	if run.Git != nil {
+		row.Branch = run.Git.Branch
+	}
+	return row
 }
 
 // handleRuns lists runs, newest first, filtered by status, plan and who started them.
@@ -106,9 +120,10 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request, p person) {
 		s.message(w, r, p, http.StatusServiceUnavailable, "The store does not answer", err.Error())
 		return
 	}
+	now := s.cfg.Now()
 	rows := make([]runRow, len(runs))
 	for i, run := range runs {
-		rows[i] = runRow{Run: run, Question: run.OpenEscalation()}
+		rows[i] = rowOf(run, now)
 	}
 	link := func(page int) string {
 		v := url.Values{}
@@ -125,7 +140,8 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request, p person) {
 		}
 		return "/?" + v.Encode()
 	}
-	data := map[string]any{"Person": p, "Rows": rows, "Filter": filter, "Statuses": statuses, "Page": pageNo}
+	data := map[string]any{"Person": p, "Rows": rows, "Filter": filter, "Statuses": statuses, "Page": pageNo,
+		"CanStart": s.cfg.Front != nil && s.mayAnswer(p)}
 	if pageNo > 0 {
 		data["Newer"] = link(pageNo - 1)
 	}
@@ -163,7 +179,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, p person) {
 		s.message(w, r, p, http.StatusServiceUnavailable, "The store does not answer", err.Error())
 		return
 	}
-	events, err := s.cfg.Store.Recent(ctx, run.ID, 200)
+	events, err := s.cfg.Store.Recent(ctx, run.ID, timelineWindow)
 	if err != nil {
 		s.cfg.Log.Warn("web: reading events", "run", run.ID, "err", err)
 	}
@@ -171,18 +187,24 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, p person) {
 	if err != nil {
 		s.cfg.Log.Warn("web: reading the audit trail", "run", run.ID, "err", err)
 	}
+	all := r.URL.Query().Get("all") == "1"
+	now := s.cfg.Now()
 	data := map[string]any{
 		"Person":   p,
 		"Run":      run,
-		"Question": questionView(run, run.OpenEscalation(), s.mayAnswer(p)),
+		"Question": questionView(run, run.OpenEscalation(), p, s.mayAnswer(p), now),
 		"Answered": answeredViews(run),
-		"Events":   eventViews(events),
+		"Timeline": timelineOf(run, events, all),
+		"Live":     liveOf(run, events, now),
 		"Audit":    audit,
 		"Cost":     costOf(run),
 		"Notice":   s.notice(run, r.URL.Query()),
 		"LastID":   lastID(events),
 		"Graph":    graphOf(run),
-		"Chart":    chartOf(run, s.cfg.Now()),
+		"Chart":    chartOf(run, now),
+		"Actions":  s.actionsOf(run, p),
+		"Duration": since(run.Duration(now)),
+		"CostUSD":  costOf(run).AgentUSD + costOf(run).BrainUSD,
 	}
 	s.render(w, r, http.StatusOK, "run", data)
 }
@@ -216,39 +238,38 @@ func graphOf(run *jobs.Run) template.HTML {
 	return template.HTML(pipeline.SVG(g, states))
 }
 
-// question is an open escalation as the form shows it: what a person can answer, exactly as the terminal and Slack
-// offer it.
+// question is an open escalation as the forms show it: the answers it really has (escalation.AnswersOf), exactly
+// as the terminal and Slack offer them, and where the forms are posted from.
 type question struct {
-	E              *jobs.Escalation
-	Task           string
-	Recommended    string // the recommended option's key, or text
-	Options        []jobs.Option
-	CanRetry       bool
-	CanForce       bool
-	MayAnswer      bool
-	Waiting        string
-	Guidance       string // what a free-text answer does here
-	ConfirmAbort   string
-	Approval, Gate bool
+	E           *jobs.Escalation
+	RunID       string
+	Task        string
+	Recommended string // the recommended option's key, or text
+	Answers     escalation.Answers
+	MayAnswer   bool
+	CSRF        string
+	// Back is where an answer returns to: "" for the run's page, "questions" for the questions page.
+	Back         string
+	Waiting      string
+	Guidance     string // what a free-text answer does here
+	ConfirmAbort string
 }
 
-func questionView(run *jobs.Run, e *jobs.Escalation, may bool) *question {
+func questionView(run *jobs.Run, e *jobs.Escalation, p person, may bool, now time.Time) *question {
 	if e == nil {
 		return nil
 	}
-	q := &question{E: e, Task: taskTitle(run, e.TaskID), Recommended: e.Recommendation, MayAnswer: may,
-		Waiting: since(time.Since(e.CreatedAt)), CanRetry: e.Trigger != jobs.TriggerGate && !e.Call,
-		CanForce: e.Trigger != jobs.TriggerGate, Approval: e.Trigger == jobs.TriggerApproval, Gate: e.Trigger == jobs.TriggerGate,
+	q := &question{E: e, RunID: run.ID, Task: taskTitle(run, e.TaskID), Recommended: e.Recommendation,
+		Answers: escalation.AnswersOf(e), MayAnswer: may, CSRF: p.CSRF, Waiting: since(now.Sub(e.CreatedAt)),
 		Guidance:     "Guidance for the agent's next attempt",
 		ConfirmAbort: fmt.Sprintf("Abort run %s? Its work so far is kept, but nothing more runs.", run.ID)}
-	if e.Trigger != jobs.TriggerSecurity {
-		q.Options = e.Options
-	}
 	switch {
 	case e.Trigger == jobs.TriggerApproval:
 		q.Guidance = "Deny the call with your reason (the agent reads it)"
 	case e.Trigger == jobs.TriggerGate:
 		q.Guidance = "Answer with a choice's key or label"
+	case e.Trigger == jobs.TriggerChat:
+		q.Guidance = "Your reply to the agent (/done or /approve ends the conversation, /reject fails the task)"
 	case e.Call:
 		q.Guidance = "An answer of your own"
 	}
@@ -289,6 +310,14 @@ func resolutionText(e *jobs.Escalation) string {
 
 // notice is what the page says after a form: the answer was taken, or someone else's was first.
 func (s *Server) notice(run *jobs.Run, q url.Values) string {
+	switch {
+	case q.Get("started") != "" && q.Get("again") != "":
+		return fmt.Sprintf("Run %s started again, as %s was asked for.", run.ID, truncate(q.Get("again"), 40))
+	case q.Get("started") != "":
+		return fmt.Sprintf("Run %s started.", run.ID)
+	case q.Get("cancelled") != "" && run.Status == jobs.RunAborted:
+		return fmt.Sprintf("Run %s was cancelled: %s.", run.ID, run.Reason)
+	}
 	id := q.Get("answered")
 	lost := q.Get("lost")
 	if id == "" && lost == "" {
@@ -318,7 +347,7 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request, p person) 
 		s.message(w, r, p, http.StatusForbidden, "Not allowed", "You are not allowed to answer here (ORCH_ALLOWED_USERS).")
 		return
 	}
-	req := escalation.Request{RunID: runID, EscalationID: r.PostFormValue("escalation"), By: p.Name, Via: "web"}
+	req := escalation.Request{RunID: runID, EscalationID: r.PostFormValue("escalation"), By: p.Name, Via: originKind}
 	switch action := r.PostFormValue("action"); action {
 	case "choose":
 		req.Type, req.Key = jobs.ResolveChoose, r.PostFormValue("key")
@@ -347,13 +376,21 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request, p person) 
 		s.message(w, r, p, http.StatusBadRequest, "Unknown answer", fmt.Sprintf("The form sent %q, which is no answer.", truncate(action, 40)))
 		return
 	}
+	if msg := s.notOffered(r, req); msg != "" {
+		s.message(w, r, p, http.StatusBadRequest, "That answer does not fit the question", msg)
+		return
+	}
 	_, _, err := escalation.Resolve(r.Context(), s.cfg.Store, s.cfg.Queue, req)
-	target := "/runs/" + url.PathEscape(runID)
+	// The answer's page: the run's, or the questions page it was given from, which then says what became of it.
+	target, anchor := "/runs/"+url.PathEscape(runID)+"?", "#question"
+	if r.PostFormValue("back") == "questions" {
+		target, anchor = "/questions?run="+url.QueryEscape(runID)+"&", ""
+	}
 	switch {
 	case err == nil:
-		http.Redirect(w, r, target+"?answered="+url.QueryEscape(req.EscalationID)+"#question", http.StatusSeeOther)
+		http.Redirect(w, r, target+"answered="+url.QueryEscape(req.EscalationID)+anchor, http.StatusSeeOther)
 	case errors.Is(err, escalation.ErrAlreadyResolved), errors.Is(err, escalation.ErrNoOpenEscalation):
-		http.Redirect(w, r, target+"?lost="+url.QueryEscape(req.EscalationID)+"#question", http.StatusSeeOther)
+		http.Redirect(w, r, target+"lost="+url.QueryEscape(req.EscalationID)+anchor, http.StatusSeeOther)
 	case errors.Is(err, escalation.ErrInvalid):
 		s.message(w, r, p, http.StatusBadRequest, "That answer does not fit the question", err.Error())
 	case errors.Is(err, jobs.ErrRunNotFound):
@@ -364,18 +401,38 @@ func (s *Server) handleAnswer(w http.ResponseWriter, r *http.Request, p person) 
 	}
 }
 
-// openQuestion is one question waiting for an answer, across all runs.
+// notOffered says why an answer is not one the question has (escalation.AnswersOf): a form of another page, or
+// made by hand, must not retry an agent's question or force an approval. "" when it is, or when the question is no
+// longer open — the resolution then tells who answered first.
+func (s *Server) notOffered(r *http.Request, req escalation.Request) string {
+	run, err := s.cfg.Store.Get(r.Context(), req.RunID)
+	if err != nil {
+		return ""
+	}
+	e := run.Escalation(req.EscalationID)
+	if e == nil || e.Resolution != nil || escalation.AnswersOf(e).Offers(req.Type) {
+		return ""
+	}
+	return fmt.Sprintf("Question %s (%s) cannot be answered with %s.", e.ID, e.Trigger, req.Type)
+}
+
+// openQuestion is one question waiting for an answer, across all runs, with the forms that answer it.
 type openQuestion struct {
 	Run     *jobs.Run
 	E       *jobs.Escalation
 	Task    string
 	Waiting time.Duration
+	Q       *question // nil past maxQuestionForms: the run's page answers it
 }
 
 // maxQuestions bounds the questions page: past that many, a person needs the filters of the runs page anyway.
 const maxQuestions = 2000
 
-// handleQuestions lists the open questions of every run, oldest first, with how long each has waited.
+// maxQuestionForms is how many questions the page answers in place, the oldest first; the others link to their run.
+const maxQuestionForms = 100
+
+// handleQuestions lists the open questions of every run, oldest first, with how long each has waited and the forms
+// that answer it.
 func (s *Server) handleQuestions(w http.ResponseWriter, r *http.Request, p person) {
 	// Store.Find picks the waiting runs by their summaries: only those runs are read.
 	runs, _, err := s.cfg.Store.Find(r.Context(), store.Query{Status: store.StatusOpen}, 0, maxQuestions)
@@ -391,42 +448,30 @@ func (s *Server) handleQuestions(w http.ResponseWriter, r *http.Request, p perso
 		}
 	}
 	sort.SliceStable(qs, func(i, j int) bool { return qs[i].E.CreatedAt.Before(qs[j].E.CreatedAt) })
-	s.render(w, r, http.StatusOK, "questions", map[string]any{"Person": p, "Questions": qs, "since": since})
-}
-
-// eventView is one line of a run's timeline.
-type eventView struct {
-	ID, Time, Task, Kind, Text string
-	// Reload, in the live stream, says the event changed more than the timeline: the page renders itself again.
-	Reload bool `json:",omitempty"`
-}
-
-func eventViews(events []jobs.Event) []eventView {
-	out := make([]eventView, 0, len(events))
-	for _, e := range events {
-		out = append(out, eventLine(e))
+	may := s.mayAnswer(p)
+	for i := range qs[:min(len(qs), maxQuestionForms)] {
+		qs[i].Q = questionView(qs[i].Run, qs[i].E, p, may, now)
+		qs[i].Q.Back = "questions"
 	}
-	return out
+	s.render(w, r, http.StatusOK, "questions", map[string]any{"Person": p, "Questions": qs, "since": since,
+		"Notice": s.questionsNotice(r), "MoreThanForms": len(qs) > maxQuestionForms})
 }
 
-// eventLine is an event as the timeline shows it: its kind and its description (the engine's bookkeeping too, which
-// other views for people leave out), redacted again in case the event was written by an older orch.
-func eventLine(e jobs.Event) eventView {
-	v := eventView{ID: e.ID, Time: e.Time.UTC().Format("15:04:05"), Task: e.TaskID, Kind: e.Type()}
-	d := e.Describe()
-	text := d.String()
-	if d.Detail != "" {
-		text += " — " + d.Detail
-	}
-	v.Text = safetext.Redact(text)
-	return v
-}
-
-func lastID(events []jobs.Event) string {
-	if len(events) == 0 {
+// questionsNotice is what the questions page says after an answer given there: the run's page would say the same.
+func (s *Server) questionsNotice(r *http.Request) string {
+	q := r.URL.Query()
+	id := q.Get("run")
+	if id == "" {
 		return ""
 	}
-	return events[len(events)-1].ID
+	run, err := s.cfg.Store.Get(r.Context(), id)
+	if err != nil {
+		return ""
+	}
+	if text := s.notice(run, q); text != "" {
+		return "Run " + run.ID + ": " + text
+	}
+	return ""
 }
 
 // cost is what a run cost so far: the agent's calls and the brain's.

@@ -120,8 +120,8 @@ func New(cfg Config) (*Server, error) {
 		s.key = make([]byte, 32)
 		rand.Read(s.key)
 	}
-	for _, page := range []string{"runs", "run", "questions", "login", "message"} {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+page+".html")
+	for _, page := range []string{"runs", "run", "questions", "login", "message", "new", "diff"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/answer.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: parsing %s: %w", page, err)
 		}
@@ -142,8 +142,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /logout", s.signedIn(s.handleLogout))
 	mux.HandleFunc("GET /{$}", s.signedIn(s.handleRuns))
 	mux.HandleFunc("GET /questions", s.signedIn(s.handleQuestions))
+	mux.HandleFunc("GET /runs/new", s.signedIn(s.handleNewRun))
+	mux.HandleFunc("POST /runs", s.signedIn(s.handleStart))
 	mux.HandleFunc("GET /runs/{id}", s.signedIn(s.handleRun))
+	mux.HandleFunc("GET /runs/{id}/diff", s.signedIn(s.handleDiff))
 	mux.HandleFunc("POST /runs/{id}/answer", s.signedIn(s.handleAnswer))
+	mux.HandleFunc("POST /runs/{id}/cancel", s.signedIn(s.handleCancel))
+	mux.HandleFunc("POST /runs/{id}/rerun", s.signedIn(s.handleRerun))
 	mux.HandleFunc("GET /runs/{id}/events", s.signedIn(s.handleEvents))
 	return s.secured(s.hosts(s.local(mux)))
 }
@@ -302,8 +307,8 @@ func sameHost(origin, host string) bool {
 	return ok && strings.EqualFold(rest, host)
 }
 
-// mayAnswer reports whether the person may answer questions: anyone the view serves, unless ORCH_ALLOWED_USERS names
-// who may and the person is not among them.
+// mayAnswer reports whether the person may answer questions — and start and cancel runs, which need the same right:
+// anyone the view serves, unless ORCH_ALLOWED_USERS names who may and the person is not among them.
 func (s *Server) mayAnswer(p person) bool {
 	if len(s.cfg.AllowedUsers) == 0 {
 		return true

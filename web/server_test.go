@@ -128,9 +128,15 @@ func TestAnswerFromTheBrowser(t *testing.T) {
 			if code != http.StatusOK {
 				t.Fatalf("GET run: %d\n%s", code, page)
 			}
-			for _, want := range []string{"Which cache should I use?", "A) Redis", "B) In-memory · recommended", "Retry", "Abort", "Force continue"} {
+			for _, want := range []string{"Which cache should I use?", "A) Redis", "B) In-memory · recommended", "Abort"} {
 				if !strings.Contains(page, want) {
 					t.Errorf("the run page lacks %q", want)
+				}
+			}
+			// An agent's question is answered, not retried or forced past (escalation.AnswersOf).
+			for _, not := range []string{`value="retry"`, `value="resume"`, "Force continue"} {
+				if strings.Contains(page, not) {
+					t.Errorf("the agent's question offers %q", not)
 				}
 			}
 			if strings.Contains(page, "<script>alert(1)") {
