@@ -108,11 +108,9 @@ func (a *app) mcpCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.Bool("no-worker", false, "only serve the tools: the runs started go on where a worker runs")
-	f.Int("concurrency", 2, "agent processes run at once by this process's worker")
-	f.String("agent", "claude", "agent of the runs started here: claude, codex, sim or cmd:TEMPLATE (env ORCH_AGENT)")
-	f.String("workspace", ".", "the directory runs started here work in (env ORCH_WORKSPACE)")
 	f.Bool("permission-prompt", false, "serve the permission prompt tool orch gives Claude Code instead")
 	f.MarkHidden("permission-prompt")
+	a.runFlags(cmd) // the options of the runs started here, and of its worker
 	return cmd
 }
 

@@ -495,8 +495,8 @@ func TestHealthNamesClaudesVersion(t *testing.T) {
 	env, _ := claudeSetup(t, claudeModel{})
 	for version, want := range map[string]string{
 		"2.1.63":  "2.1.63 (Claude Code): older than 2.1.89, so a tool call that needs approval is refused first",
-		"2.1.186": "2.1.186 (Claude Code): tool calls that need approval wait for a person\n",
-		"2.1.240": "offers no AskUserQuestion in -p",
+		"2.1.186": "2.1.186 (Claude Code): tool calls that need approval wait for a person; Claude's own questions (AskUserQuestion) reach the hook\n",
+		"2.1.240": "offers AskUserQuestion in -p only with a permission prompt tool: orch gives its own (mcp__orch__approve",
 	} {
 		r := orchEnv(t, dir, append(env, "FAKE_CLAUDE_VERSION="+version), nil, "health", "--agent", "claude", "--sandbox", "local")
 		if !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "local defaults: ask by default") {

@@ -147,9 +147,12 @@ func claudeVersion(ctx context.Context, path string) string {
 		return v + ": older than " + agent.DeferVersion + ", so a tool call that needs approval is refused first and asked about after"
 	}
 	s := v + ": tool calls that need approval wait for a person"
-	if !agent.OffersQuestions(v) {
-		s += "; from " + agent.QuestionsHiddenVersion + " Claude Code offers no AskUserQuestion in -p, so Claude asks in " +
-			"its text (the sandbox image pins 2.1.186, which offers it)"
+	if agent.OffersQuestions(v) {
+		s += "; Claude's own questions (AskUserQuestion) reach the hook"
+	} else {
+		s += "; from " + agent.QuestionsHiddenVersion + " Claude Code offers AskUserQuestion in -p only with a permission " +
+			"prompt tool: orch gives its own (" + agent.PromptTool + ", `orch mcp --permission-prompt`), and Claude's " +
+			"questions reach the hook through it"
 	}
 	return s
 }

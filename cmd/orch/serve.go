@@ -161,8 +161,16 @@ func (a *app) fronts(cmd *cobra.Command, fr *front, b *store.Backend, opts jobs.
 			return f, false, err
 		}
 		a.noteWebNames(addr, token)
+	} else if a.env("ORCH_API_TOKENS") != "" {
+		// The API's tokens guard it wherever it is served: without the view's token it is served alone.
+		as, err := a.apiServer(b, a.frontOf(cmd, b, opts, ws))
+		if err != nil {
+			return f, false, err
+		}
+		f.view = withAPI(http.NotFoundHandler(), as)
+		fmt.Fprintf(a.stderr, "orch: no web view on %s (set ORCH_WEB_TOKEN to serve it there); the API and MCP are served, behind ORCH_API_TOKENS\n", addr)
 	} else {
-		fmt.Fprintf(a.stderr, "orch: no web view on %s: set ORCH_WEB_TOKEN to serve it there\n", addr)
+		fmt.Fprintf(a.stderr, "orch: no web view, API or MCP on %s: set ORCH_WEB_TOKEN or ORCH_API_TOKENS to serve them there\n", addr)
 	}
 	if !withSlack {
 		return f, false, nil

@@ -84,9 +84,7 @@ func (a *app) webCmd() *cobra.Command {
 	}
 	cmd.Flags().String("addr", defaultWebAddr, "address to listen on (beyond loopback it needs ORCH_WEB_TOKEN)")
 	cmd.Flags().Bool("no-worker", false, "only serve pages: answered runs go on where a worker runs")
-	cmd.Flags().Int("concurrency", 2, "agent processes run at once by this process's worker")
-	cmd.Flags().String("agent", "claude", "agent of the runs started from the view: claude, codex, sim or cmd:TEMPLATE (env ORCH_AGENT)")
-	cmd.Flags().String("workspace", ".", "the directory runs started from the view work in (env ORCH_WORKSPACE)")
+	a.runFlags(cmd) // the options of the runs started from the view, and of its worker
 	return cmd
 }
 
