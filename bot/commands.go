@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/orchrun/orch/internal/workpool"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
+	"github.com/orchrun/orch/runs"
 )
 
 // command is a slash command as the bot uses it (the fields it needs of slack.SlashCommand).
@@ -234,38 +233,28 @@ func (c *commands) parseRun(args []string) (StartRequest, error) {
 	return req, nil
 }
 
-// resolvePlan turns a plan argument into a path inside the workspace, refusing anything that escapes it.
+// resolvePlan turns a plan argument into a path inside the workspace (runs.PlanIn): anything that escapes it, or is no
+// file in it, is refused. It is checked before the ack says the run starts: a stat, well within Slack's 3 s. The
+// answer names the path as it was given, as inline code, never where the workspace is on the server.
 func (c *commands) resolvePlan(arg string) (string, error) {
 	if arg == "" {
 		return "", errors.New("which plan? `/orch run PLAN`")
 	}
-	p := arg
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(c.workspace, p)
-	}
-	p = filepath.Clean(p)
-	rel, err := filepath.Rel(c.workspace, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%s is outside the workspace; plans must be inside it", blocks.Echo(arg))
-	}
-	// A symlink inside the workspace must not lead out of it either.
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		wsReal, _ := filepath.EvalSymlinks(c.workspace)
-		if rel, err := filepath.Rel(wsReal, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return "", fmt.Errorf("%s leads outside the workspace; plans must be inside it", blocks.Echo(arg))
-		}
-	}
-	// Checked before the ack says the run starts: a stat, well within Slack's 3 s. The answer names the path as it
-	// was given, never where the workspace is on the server.
-	switch fi, err := os.Stat(p); {
-	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("%s is not in the workspace: no such file", blocks.Echo(arg))
-	case err != nil:
-		return "", fmt.Errorf("%s cannot be read in the workspace", blocks.Echo(arg))
-	case fi.IsDir():
-		return "", fmt.Errorf("%s is a directory, not a plan", blocks.Echo(arg))
+	p, err := runs.PlanIn(c.workspace, arg)
+	if err != nil {
+		return "", echoedArg(err, arg)
 	}
 	return p, nil
+}
+
+// echoedArg is a refusal of runs.PlanIn's, which names the argument as given, with the argument said back as Slack
+// shows a person's input (Echo): escaped, one line, bounded.
+func echoedArg(err error, arg string) error {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, arg); ok {
+		return errors.New(blocks.Echo(arg) + rest)
+	}
+	return fmt.Errorf("%s is not a plan in the workspace", blocks.Echo(arg))
 }
 
 // status answers /orch status: a run's status, and its open question when user may see it from channel

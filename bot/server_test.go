@@ -1222,6 +1222,8 @@ func TestRunRefusesPlansOutsideWorkspace(t *testing.T) {
 		{"plans/nope.md", "`plans/nope.md` is not in the workspace: no such file"},
 		{"plans", "`plans` is a directory, not a plan"},
 		{"plan.md --sim-scenario nope.yaml", "`nope.yaml` is not in the workspace: no such file"},
+		// What a person typed is said back escaped (Slack sends < and > as &lt; and &gt;): no mention, no ping.
+		{"&lt;!channel&gt;.md", "`&lt;!channel&gt;.md` is not in the workspace: no such file"},
 	} {
 		got := h.command("run "+tt.args, alice)
 		if !strings.Contains(got, tt.want) {

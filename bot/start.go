@@ -4,12 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
-	"regexp"
-	"strings"
 
 	"github.com/orchrun/orch/bot/mirror"
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs/store"
+	"github.com/orchrun/orch/runs"
 )
 
 // newRuns starts the runs people ask for in Slack (`/orch run`, `/orch do`, a mention, the message shortcut) within
@@ -31,18 +30,18 @@ func (n *newRuns) take(user, channel string) (refund func(), err error) {
 	return n.limits.take(user, channel)
 }
 
-// start starts a run and follows it; tell says what went wrong to whoever asked.
-// A run that could not start gives its place under the limits back (refund).
-func (n *newRuns) start(ctx context.Context, req StartRequest, tell func(context.Context, string), refund func()) {
+// start starts a run and follows it; notStarted says, in a sentence of plain words, why it did not start to wherever
+// the request is answered. A run that could not start gives its place under the limits back (refund).
+func (n *newRuns) start(ctx context.Context, req StartRequest, notStarted func(context.Context, string), refund func()) {
 	run, err := n.starter.Start(ctx, req)
 	if err != nil {
 		refund()
 		if n.store.Ping(ctx) != nil {
 			n.log.Warn("starting a run", "err", err)
-			tell(ctx, unavailableText)
+			notStarted(ctx, unavailableText)
 			return
 		}
-		tell(ctx, "Could not start the run: "+safetext.Bound(n.withoutWorkspace(err.Error()), maxErrorEcho))
+		notStarted(ctx, "Could not start the run: "+safetext.Bound(n.withoutWorkspace(err.Error()), maxErrorEcho))
 		return
 	}
 	if err := n.mirror.Follow(ctx, run.ID); err != nil {
@@ -50,21 +49,13 @@ func (n *newRuns) start(ctx context.Context, req StartRequest, tell func(context
 	}
 }
 
-// withoutWorkspace is msg with the paths in the workspace made relative to it: where the workspace is on the server is
-// no one's business in a channel.
+// withoutWorkspace is msg with the paths in the workspace made relative to it (runs.WithoutWorkspace): where the
+// workspace is on the server is no one's business in a channel. The workspace is taken out under both its names, as
+// configured and with its symbolic links resolved, since an error may name either.
 func (n *newRuns) withoutWorkspace(msg string) string {
-	ws := filepath.Clean(n.workspace)
-	if n.workspace == "" || ws == string(filepath.Separator) {
-		return msg
+	msg = runs.WithoutWorkspace(n.workspace, msg)
+	if real, err := filepath.EvalSymlinks(n.workspace); err == nil && real != filepath.Clean(n.workspace) {
+		msg = runs.WithoutWorkspace(real, msg)
 	}
-	// The workspace's path where it is whole: followed by a separator (a file in it, now relative), or by what
-	// cannot go on a name (the workspace itself, now ".").
-	whole := regexp.MustCompile(regexp.QuoteMeta(ws) + `(/|[^\w.\-/]|$)`)
-	return whole.ReplaceAllStringFunc(msg, func(m string) string {
-		rest := strings.TrimPrefix(m, ws)
-		if rest == "/" {
-			return ""
-		}
-		return "." + rest
-	})
+	return msg
 }
