@@ -81,13 +81,29 @@ func (c *conversations) mentioned(ctx context.Context, eventID string, m message
 	}
 	m.Text = c.withoutMention(m.Text)
 	tell := func(ctx context.Context, text string) { c.talk.ephemeral(ctx, m.Channel, m.ThreadTS, m.User, text) }
-	c.request(ctx, m, m.User, tell, func(run *jobs.Run) { c.answers.threadReply(ctx, m, run.ID) })
+	c.request(ctx, m, m.User, tell, c.notStartedHere(m), func(run *jobs.Run) { c.answers.threadReply(ctx, m, run.ID) })
+}
+
+// notStartedHere says why the run a mention asked for did not start where it was asked, for the channel to read: in the
+// mention's thread (the thread the mention starts, outside one), as the run's own messages would have been. Said to
+// the person alone it would leave everyone else looking at a request that nothing came of. When the channel takes no
+// message from the bot, the person is told alone.
+func (c *conversations) notStartedHere(m message) func(context.Context, string) {
+	return func(ctx context.Context, text string) {
+		err := c.talk.say(ctx, m.Channel, cmp.Or(m.ThreadTS, m.TS), blocks.NotStartedMessage(m.User, text))
+		if err != nil {
+			c.log.Warn("saying in the channel that a run did not start", "channel", m.Channel, "err", err)
+			c.talk.ephemeral(ctx, m.Channel, m.ThreadTS, m.User, text)
+		}
+	}
 }
 
 // request starts a run of a message's words for user: a follow-up on the run's branch in the thread of a run that
 // ended, a run with the conversation as context in any other thread, a run of the words alone outside threads. In
-// the thread of a run that has not ended, running calls going instead. tell answers the person.
-func (c *conversations) request(ctx context.Context, m message, user string, tell func(context.Context, string), going func(*jobs.Run)) {
+// the thread of a run that has not ended, running calls going instead. tell answers the person; notStarted says why a
+// run that was asked for did not start.
+func (c *conversations) request(ctx context.Context, m message, user string, tell, notStarted func(context.Context, string),
+	going func(*jobs.Run)) {
 	var parent *jobs.Run
 	// A reply, or a message with replies (the shortcut on a thread's parent): the thread is its conversation.
 	if m.ThreadTS != "" {
@@ -137,7 +153,7 @@ func (c *conversations) request(ctx context.Context, m message, user string, tel
 				safetext.Bound(err.Error(), 200)))
 		}
 	}
-	c.runs.start(ctx, req, tell, refund)
+	c.runs.start(ctx, req, notStarted, refund)
 }
 
 // firstTime reports whether a message is seen for the first time. The same message can arrive twice: a retried
@@ -164,7 +180,7 @@ func (c *conversations) doMessage(ctx context.Context, cb slack.InteractionCallb
 	msg := cb.Message
 	m := message{User: msg.User, Text: c.withoutMention(msg.Text), Channel: cb.Channel.ID, TS: cmp.Or(msg.Timestamp, cb.MessageTs),
 		ThreadTS: msg.ThreadTimestamp}
-	c.request(ctx, m, cb.User.ID, tell, func(run *jobs.Run) {
+	c.request(ctx, m, cb.User.ID, tell, tell, func(run *jobs.Run) {
 		tell(ctx, blocks.StillGoingReply(run.ID))
 	})
 }

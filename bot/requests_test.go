@@ -13,6 +13,7 @@ import (
 
 	"github.com/orchrun/orch/bot/slackfake"
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/runs"
 )
 
 // newRequest waits for the starter's next run and its root message.
@@ -457,5 +458,61 @@ func TestARunWhereTheBotCannotPost(t *testing.T) {
 			return false
 		})
 		h.waitFor("the poster to stop following the run", func() bool { return !h.following(run.ID) })
+	})
+}
+
+// A mention that cannot start a run (the starter refuses it: an agent that is not installed, a plan that does not
+// parse) is answered where it was asked, for the channel to read: in the mention's thread, with the reason escaped and
+// without the server's paths. When that post fails, the person is still told, alone.
+func TestMentionThatCannotStartSaysSoInItsThread(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb)
+		alice := h.user("ALICE")
+		h.starter.mu.Lock()
+		h.starter.refuse = fmt.Errorf("%w: agent \"claude\" is not installed on this server (looked for %s/bin/claude); "+
+			"<!channel> *read this*", runs.ErrInvalid, h.ws)
+		h.starter.mu.Unlock()
+
+		notStarted := func(thread string) slackfake.Message {
+			return h.waitMessage("the reason in thread "+thread, func(m slackfake.Message) bool {
+				return m.ThreadTS == thread && strings.Contains(blocksText(m), "no run started")
+			})
+		}
+		asked := h.mention(alice, "fix the retry test", "")
+		said := notStarted(asked.TS)
+		text := blocksText(said)
+		for _, want := range []string{"<@" + alice + ">", "Could not start the run: invalid run request: agent \"claude\" is not installed",
+			"(looked for bin/claude)", "&lt;!channel&gt;"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the thread is told %q, which lacks %q", text, want)
+			}
+		}
+		if strings.Contains(text, "<!channel>") || strings.Contains(said.Text, "<!channel>") {
+			t.Errorf("the reason pings the channel: %q / %q", text, said.Text)
+		}
+
+		// In a conversation's thread, the answer goes in that thread.
+		parent := h.fake.Say(h.channel, "", alice, "the retry test is flaky")
+		h.mention(alice, "fix it", parent.TS)
+		notStarted(parent.TS)
+
+		// Slack refuses the post: the person is told alone.
+		h.fake.RateLimitMethod("chat.postMessage", 1, 1)
+		h.mention(alice, "fix it again", "")
+		h.waitEphemeral("Could not start the run: invalid run request")
+
+		for _, m := range h.fake.Messages() {
+			if strings.Contains(m.Text, h.ws) || strings.Contains(string(m.Blocks), h.ws) {
+				t.Errorf("a message shows the workspace's path: %q %s", m.Text, m.Blocks)
+			}
+		}
+		for _, e := range h.fake.Ephemerals() {
+			if strings.Contains(e, h.ws) {
+				t.Errorf("an ephemeral message shows the workspace's path: %q", e)
+			}
+		}
+		if n := h.starter.created(); n != 0 {
+			t.Errorf("%d runs started", n)
+		}
 	})
 }

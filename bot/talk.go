@@ -108,6 +108,18 @@ func (t *talk) ephemeral(ctx context.Context, channel, threadTS, user, text stri
 	}
 }
 
+// say posts m in the thread threadTS of channel ("" for the channel itself), for everyone there to read.
+func (t *talk) say(ctx context.Context, channel, threadTS string, m blocks.Message) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	opts := []slack.MsgOption{slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...)}
+	if threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(threadTS))
+	}
+	_, _, err := t.api.PostMessageContext(ctx, channel, opts...)
+	return err
+}
+
 // maxRefusalDetail bounds what of a refused request its audit keeps.
 const maxRefusalDetail = 200
 

@@ -68,6 +68,17 @@ func PointerMessage(r *jobs.Run, link string) Message {
 	return newMessage(escapeCut(fmt.Sprintf("On it: run %s", r.ID), maxFallbackText, false), []slack.Block{sectionBlock(text)})
 }
 
+// NotStartedMessage says, where someone asked for a run in a channel (a mention of the bot), that it did not start and
+// why: text is a sentence of plain words, the reason included, and user (a Slack user id) who asked.
+func NotStartedMessage(user, text string) Message {
+	who := "someone"
+	if IsUserID(user) {
+		who = "<@" + user + ">"
+	}
+	body := fmt.Sprintf(":warning: %s, no run started. %s", who, escapeCut(text, maxSectionText-200, true))
+	return newMessage(escapeCut("No run started: "+safetext.HeadLine(text), maxFallbackText, false), []slack.Block{sectionBlock(body)})
+}
+
 // StoppedMessage tells whoever started run r that it was stopped, and why: orch cannot post in its channel.
 func StoppedMessage(r *jobs.Run, reason string) Message {
 	text := fmt.Sprintf("Run %s (%s) was stopped: %s.", inlineCode(r.ID, maxActionField), escapeCut(PlanTitle(r), maxLine, false),
