@@ -154,6 +154,8 @@ func measurements(c counts) []measurement {
 			func(ctx context.Context, r *rig, res *Results) error {
 				return measureGitHubResume(ctx, r, c.resumes, res)
 			}},
+		{"api-resume", "api resume: an answer POSTed to the API to the resumed agent start", true,
+			func(ctx context.Context, r *rig, res *Results) error { return measureAPIResume(ctx, r, c.resumes, res) }},
 		{"approval", "approval: click on a tool-call approval to the resumed claude process", true,
 			func(ctx context.Context, r *rig, res *Results) error {
 				approvals, err := clickToApproval(ctx, r, 20*time.Millisecond, c.approvals)
@@ -277,6 +279,8 @@ func measureHistoryInto(ctx context.Context, r *rig, c counts, res *Results) err
 	res.WebRunsPageMsAt10k, res.WebRunsFilteredMsAt10k = roundTo(hist.web.list, 2), roundTo(hist.web.filtered, 2)
 	res.WebRunPageMs = roundTo(hist.web.run, 2)
 	res.Notes.Web = hist.web.note
+	res.APIRunsP50MsAt10k, res.APIRunsP99MsAt10k = roundTo(hist.web.apiP50, 2), roundTo(hist.web.apiP99, 2)
+	res.Notes.API = hist.web.apiNote
 	return nil
 }
 

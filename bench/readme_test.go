@@ -71,6 +71,7 @@ func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 	cold, warm, repo := 300.0, 90.0, 320.0
 	good := Results{AckP50Ms: 0.02, AckP99Ms: 0.2, ResumeP50Ms: 21, ResumeP99Ms: 45, ResumeAsynqDefaultP50Ms: 1000,
 		GitHubAckP50Ms: 0.03, GitHubAckP99Ms: 0.3, GitHubResumeP50Ms: 25, GitHubResumeP90Ms: 40, GitHubResumeMaxMs: 60,
+		APIResumeP50Ms: 22, APIResumeP99Ms: 44, APIRunsP50MsAt10k: 3, APIRunsP99MsAt10k: 6,
 		ApprovalResumeP50Ms: 24, ApprovalResumeP99Ms: 60,
 		ParkedRuns: 10, ParkedRedisBytesPerRun: 3000, ResumeAllSeconds: 1, StepsPerSecond: 300,
 		OverheadMsPerStep: 2, DockerColdStartP50Ms: &cold, DockerWarmStartP50Ms: &warm, DockerRepoStartP50Ms: &repo,
@@ -88,17 +89,19 @@ func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 		t.Errorf("missed targets rejected: %v", err)
 	}
 	for name, bad := range map[string]func(r *Results){
-		"parked count": func(r *Results) { r.ParkedRuns = 9 },
-		"NaN":          func(r *Results) { r.AckP99Ms = math.NaN() },
-		"zero rate":    func(r *Results) { r.StepsPerSecond = 0 },
-		"p50 > p99":    func(r *Results) { r.ResumeP50Ms = 50 },
-		"p90 > max":    func(r *Results) { r.GitHubResumeP90Ms = 70 },
-		"no comment":   func(r *Results) { r.GitHubResumeP50Ms = 0 },
-		"half docker":  func(r *Results) { r.DockerWarmStartP50Ms = nil },
-		"no worktree":  func(r *Results) { r.WorktreeSetupP50Ms = 0 },
-		"more held":    func(r *Results) { r.ConcurrentRunsIsolated = 17 },
-		"no rescue":    func(r *Results) { r.RescueP50Seconds = 0 },
-		"no trials":    func(r *Results) { r.CrashTrials = 0 },
+		"parked count":  func(r *Results) { r.ParkedRuns = 9 },
+		"NaN":           func(r *Results) { r.AckP99Ms = math.NaN() },
+		"zero rate":     func(r *Results) { r.StepsPerSecond = 0 },
+		"p50 > p99":     func(r *Results) { r.ResumeP50Ms = 50 },
+		"p90 > max":     func(r *Results) { r.GitHubResumeP90Ms = 70 },
+		"no comment":    func(r *Results) { r.GitHubResumeP50Ms = 0 },
+		"api p50 > p99": func(r *Results) { r.APIRunsP50MsAt10k = 7 },
+		"no api answer": func(r *Results) { r.APIResumeP50Ms = 0 },
+		"half docker":   func(r *Results) { r.DockerWarmStartP50Ms = nil },
+		"no worktree":   func(r *Results) { r.WorktreeSetupP50Ms = 0 },
+		"more held":     func(r *Results) { r.ConcurrentRunsIsolated = 17 },
+		"no rescue":     func(r *Results) { r.RescueP50Seconds = 0 },
+		"no trials":     func(r *Results) { r.CrashTrials = 0 },
 	} {
 		r := good
 		bad(&r)

@@ -28,6 +28,9 @@ type Results struct {
 	GitHubResumeP50Ms float64 `json:"github_resume_p50_ms"`
 	GitHubResumeP90Ms float64 `json:"github_resume_p90_ms"`
 	GitHubResumeMaxMs float64 `json:"github_resume_max_ms"`
+	// APIResumeP50Ms is an answer POSTed to the HTTP API to the resumed agent, as ResumeP50Ms is a click.
+	APIResumeP50Ms float64 `json:"api_resume_p50_ms"`
+	APIResumeP99Ms float64 `json:"api_resume_p99_ms"`
 	// ApprovalResumeP50Ms is a click on a claude agent's tool-call approval to its resumed process starting.
 	ApprovalResumeP50Ms    float64  `json:"approval_resume_p50_ms"`
 	ApprovalResumeP99Ms    float64  `json:"approval_resume_p99_ms"`
@@ -62,6 +65,10 @@ type Results struct {
 	WebRunsPageMsAt10k     float64 `json:"web_runs_page_ms_at_10k"`
 	WebRunsFilteredMsAt10k float64 `json:"web_runs_filtered_ms_at_10k"`
 	WebRunPageMs           float64 `json:"web_run_page_ms"`
+	// APIRunsP50MsAt10k and APIRunsP99MsAt10k are GET /api/v1/runs (newest 50) in the 10,000-run workspace, as its
+	// client sees it on loopback.
+	APIRunsP50MsAt10k float64 `json:"api_runs_p50_ms_at_10k"`
+	APIRunsP99MsAt10k float64 `json:"api_runs_p99_ms_at_10k"`
 	// RunRSS200MBOutputMB is orch run's peak resident memory, in MiB, while its agent prints 200 MB (the largest of
 	// three shapes of output); null where the OS does not report it.
 	RunRSS200MBOutputMB *float64 `json:"run_rss_200mb_output_mb"`
@@ -96,6 +103,8 @@ type Notes struct {
 	Resume       string `json:"resume"`
 	GitHubAck    string `json:"github_ack"`
 	GitHubResume string `json:"github_resume"`
+	APIResume    string `json:"api_resume"`
+	API          string `json:"api"`
 	Approval     string `json:"approval"`
 	Parked       string `json:"parked"`
 	ResumeAll    string `json:"resume_all"`
@@ -153,6 +162,8 @@ func (r *Results) check(wantParked int) error {
 		"embedded_state_bytes_per_finished_run": r.EmbeddedStateBytesPerFinishedRun,
 		"web_runs_page_ms_at_10k":               r.WebRunsPageMsAt10k, "web_runs_filtered_ms_at_10k": r.WebRunsFilteredMsAt10k,
 		"web_run_page_ms": r.WebRunPageMs, "rescue_p50_seconds": r.RescueP50Seconds,
+		"api_resume_p50_ms": r.APIResumeP50Ms, "api_resume_p99_ms": r.APIResumeP99Ms,
+		"api_runs_p50_ms_at_10k": r.APIRunsP50MsAt10k, "api_runs_p99_ms_at_10k": r.APIRunsP99MsAt10k,
 	}
 	for name, v := range positive {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
@@ -170,7 +181,8 @@ func (r *Results) checkCounts(wantParked int) []error {
 	if math.IsNaN(r.OverheadMsPerStep) || math.IsInf(r.OverheadMsPerStep, 0) {
 		errs = append(errs, fmt.Errorf("overhead_ms_per_step = %v", r.OverheadMsPerStep))
 	}
-	if r.AckP50Ms > r.AckP99Ms || r.ResumeP50Ms > r.ResumeP99Ms || r.ApprovalResumeP50Ms > r.ApprovalResumeP99Ms {
+	if r.AckP50Ms > r.AckP99Ms || r.ResumeP50Ms > r.ResumeP99Ms || r.ApprovalResumeP50Ms > r.ApprovalResumeP99Ms ||
+		r.APIResumeP50Ms > r.APIResumeP99Ms || r.APIRunsP50MsAt10k > r.APIRunsP99MsAt10k {
 		errs = append(errs, errors.New("a p50 above its p99"))
 	}
 	if r.ParkedRuns != wantParked {

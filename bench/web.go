@@ -18,6 +18,9 @@ import (
 type webResult struct {
 	list, filtered, run float64 // p50 ms of the server's own time (Server-Timing)
 	note                string
+	// apiP50 and apiP99 are GET /api/v1/runs as its client sees it.
+	apiP50, apiP99 float64
+	apiNote        string
 }
 
 var serverTimingRe = regexp.MustCompile(`app;dur=([0-9.]+)`)
@@ -74,6 +77,22 @@ func (r *rig) measureWeb(ctx context.Context, ws string, n, samples int) (webRes
 		}
 		*p.dst = percentileMs(times, 0.5)
 	}
+	var apiTimes []time.Duration
+	for range samples * 4 {
+		t0 := time.Now()
+		body, err := getJSON(c, base+"/api/v1/runs")
+		if err != nil {
+			return res, err
+		}
+		if !strings.Contains(body, `"runs"`) {
+			return res, fmt.Errorf("GET /api/v1/runs: %s", body)
+		}
+		apiTimes = append(apiTimes, time.Since(t0))
+	}
+	res.apiP50, res.apiP99 = percentileMs(apiTimes, 0.5), percentileMs(apiTimes, 0.99)
+	res.apiNote = fmt.Sprintf("GET /api/v1/runs (the newest 50, as JSON) from the same `orch web --no-worker` in the "+
+		"%d-run workspace, on loopback without a token (the view's loopback mode), %d requests one after another, timed "+
+		"by the client from the request to the last byte: p50 %.2f ms, p99 %.2f ms.", n, len(apiTimes), res.apiP50, res.apiP99)
 	res.note = fmt.Sprintf("`orch web --no-worker` in the workspace of %d finished runs (and the parked ones) of the history "+
 		"measurement; %d loads of each page, the server's own time from its Server-Timing header (reading the store and "+
 		"rendering; not the loopback round trip): the runs page (newest 50) p50 %.2f ms, filtered by status at page 20 "+
@@ -101,4 +120,21 @@ func load(c *http.Client, u string) (string, time.Duration, error) {
 	}
 	ms, _ := strconv.ParseFloat(m[1], 64)
 	return string(body), time.Duration(ms * float64(time.Millisecond)), nil
+}
+
+// getJSON GETs u and returns its body.
+func getJSON(c *http.Client, u string) (string, error) {
+	resp, err := c.Get(u)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s %s", u, resp.Status, body)
+	}
+	return string(body), nil
 }
