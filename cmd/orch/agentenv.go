@@ -59,6 +59,7 @@ func ownVariable(name string) bool {
 		return false
 	}
 	return slices.Contains(secretEnv, name) || slices.Contains(urlEnv, name) || slices.Contains(headerEnv, name) ||
+		slices.Contains(tokensEnv, name) ||
 		name == "DOCKER_HOST"
 }
 

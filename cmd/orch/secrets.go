@@ -26,6 +26,9 @@ var secretEnv = []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SE
 var urlEnv = []string{"ORCH_REDIS_URL", "ORCH_REPO", "ORCH_GIT_PUSH", "SLACK_API_URL", "ORCH_GITHUB_API_URL",
 	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ORCH_NOTIFY_WEBHOOK"}
 
+// tokensEnv are the variables that hold name:token pairs (name:token,…), whose tokens are credentials.
+var tokensEnv = []string{"ORCH_API_TOKENS"}
+
 // headerEnv are the variables that hold HTTP headers (key=value,…), whose values are often credentials.
 var headerEnv = []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"}
 
@@ -116,6 +119,13 @@ func collectSecrets(env func(string) string, environ []string, args []string) se
 	}
 	for _, k := range headerEnv {
 		ss.addHeaders(k, env(k))
+	}
+	for _, k := range tokensEnv {
+		for _, pair := range strings.Split(env(k), ",") {
+			if _, token, ok := strings.Cut(pair, ":"); ok {
+				ss.add(k, "token", token)
+			}
+		}
 	}
 	for _, kv := range environ {
 		ss.addVariable(kv)

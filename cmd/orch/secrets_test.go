@@ -35,11 +35,12 @@ func TestSecretsScrub(t *testing.T) {
 		"ORCH_NOTIFY_WEBHOOK":        "https://hooks.example.com/services/T0/B0/Hunter2Hook",
 		"SLACK_API_URL":              "http://u:Hunter2%41pi@[::1/",
 		"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20Hunter2Otel,x-written-wrong: Hunter2Wrong",
+		"ORCH_API_TOKENS":            "dana:Hunter2ApiDana0123, ci:Hunter2ApiCi01234",
 	}
 	ss := collectSecrets(func(k string) string { return env[k] }, nil, []string{"status", "--redis", "redis://:Hunter2Flag@h:1/0", "--repo=https://u:Hunter2Repo@h/r"})
 	text := `parse "redis://:p@ss/Hunter2Redis@127.0.0.1:6379/0": path /Hunter2Redis@127.0.0.1; token tok-Hunter2Bot; ` +
 		`Post "https://hooks.example.com/services/T0/B0/Hunter2Hook": refused; "http://u:Hunter2%41pi@[::1/" and Hunter2Api; ` +
-		`Bearer Hunter2Otel; x-written-wrong: Hunter2Wrong; Hunter2Flag; Hunter2Repo`
+		`Bearer Hunter2Otel; x-written-wrong: Hunter2Wrong; Hunter2Flag; Hunter2Repo; Bearer Hunter2ApiDana0123 Hunter2ApiCi01234`
 	got := ss.scrub(text)
 	if strings.Contains(got, "Hunter2") {
 		t.Fatalf("a secret is left in %q", got)
