@@ -466,7 +466,7 @@ func TestOnlyTheAnswersAQuestionHas(t *testing.T) {
 }
 
 // emit appends events to a run as its worker would.
-func emit(t *testing.T, st *store.Store, id string, events ...jobs.Event) {
+func emit(t testing.TB, st *store.Store, id string, events ...jobs.Event) {
 	t.Helper()
 	if _, err := st.Update(context.Background(), id, func(r *jobs.Run, c *jobs.Change) error {
 		for _, e := range events {
@@ -494,7 +494,7 @@ func TestTimelineAndTheAgentAtWork(t *testing.T) {
 		jobs.NewEvent(run.ID, "1", jobs.TaskCompletedEvent{Summary: "first done"}),
 		jobs.NewEvent(run.ID, "1", jobs.CheckpointSavedEvent{}),
 		jobs.NewEvent(run.ID, "2", jobs.TaskStartedEvent{Title: "Second", Attempt: 1, MaxAttempts: 3, Agent: "sim"}),
-		jobs.NewEvent(run.ID, "2", jobs.AgentActivityEvent{Calls: []string{"Bash: go test ./...", "Edit: cache.go"}}))
+		jobs.NewEvent(run.ID, "2", jobs.AgentActivityEvent{Calls: []string{"Bash: go test ./...", "Edit: cache.go", "Bash: deploy AKIA0123456789ABCDEF"}}))
 	c := browser(t)
 	_, page, _ := get(t, c, f.srv.URL+"/runs/"+run.ID)
 	timeline := page[strings.Index(page, `id="timeline"`):]
@@ -510,6 +510,9 @@ func TestTimelineAndTheAgentAtWork(t *testing.T) {
 	}
 	if !strings.Contains(timeline, `href="/runs/`+run.ID+`?all=1#timeline"`) {
 		t.Error("every event is not a click away")
+	}
+	if strings.Contains(page, "AKIA0123456789ABCDEF") {
+		t.Error("a secret in a tool call reached the page")
 	}
 	live := page[strings.Index(page, `id="live"`):strings.Index(page, `id="question"`)]
 	if strings.Contains(live, "hidden") || !strings.Contains(live, "Bash: go test ./...") || !strings.Contains(live, "Edit: cache.go") ||
@@ -619,7 +622,8 @@ func TestTheDiffOfARun(t *testing.T) {
 		t.Errorf("the last page:\n%s", page)
 	}
 	_, page, _ = get(t, c, f.srv.URL+"/runs/"+run.ID+"/diff?file=3")
-	if !strings.Contains(page, "file 3 alone") || strings.Contains(page, `id="f4"`) || !strings.Contains(page, "line 10000 of a big") {
+	if !strings.Contains(page, "file 3 alone") || strings.Contains(page, `id="f4"`) || !strings.Contains(page, "line 5000 of a big") ||
+		!strings.Contains(page, "more lines of this file not shown (a page shows 512 KiB of a file)") || !strings.Contains(page, "git diff abc123 orch/x -- pkg/file0003.go") {
 		t.Errorf("file 3 alone:\n%.3000s", page)
 	}
 	if _, page, _ = get(t, c, f.srv.URL+"/runs/"+run.ID+"/diff?page=9"); !strings.Contains(page, "page 10 is past its end") {

@@ -19,8 +19,8 @@ import (
 // The bounds of a diff page.
 const (
 	diffFilesPerPage = 50
-	diffPageBytes    = 1 << 20   // of the files' lines on one page
-	diffFileBytes    = 256 << 10 // of one file's lines on a page of many (alone, it gets diffPageBytes)
+	diffPageBytes    = 512 << 10 // of the files' lines on one page: every line is redacted, at some 100 ms a MiB
+	diffFileBytes    = 128 << 10 // of one file's lines on a page of many (alone, it gets diffPageBytes)
 	diffLineBytes    = 2000      // of one line: a minified file's line is cut
 )
 

@@ -189,13 +189,14 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, p person) {
 	}
 	all := r.URL.Query().Get("all") == "1"
 	now := s.cfg.Now()
+	lines := eventViews(events)
 	data := map[string]any{
 		"Person":   p,
 		"Run":      run,
 		"Question": questionView(run, run.OpenEscalation(), p, s.mayAnswer(p), now),
 		"Answered": answeredViews(run),
-		"Timeline": timelineOf(run, events, all),
-		"Live":     liveOf(run, events, now),
+		"Timeline": timelineOf(run, lines, all),
+		"Live":     liveOf(run, lines, now),
 		"Audit":    audit,
 		"Cost":     costOf(run),
 		"Notice":   s.notice(run, r.URL.Query()),
@@ -204,7 +205,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, p person) {
 		"Chart":    chartOf(run, now),
 		"Actions":  s.actionsOf(run, p),
 		"Duration": since(run.Duration(now)),
-		"CostUSD":  costOf(run).AgentUSD + costOf(run).BrainUSD,
+		"CostUSD":  usdOf(run),
 	}
 	s.render(w, r, http.StatusOK, "run", data)
 }
@@ -492,4 +493,9 @@ func costOf(run *jobs.Run) cost {
 		}
 	}
 	return c
+}
+
+func usdOf(run *jobs.Run) float64 {
+	usd, _, _ := run.Cost()
+	return usd
 }

@@ -35,18 +35,35 @@ type eventView struct {
 	Idle  bool `json:",omitempty"`
 	// Reload, in the live stream, says the event changed more than the timeline: the page renders itself again.
 	Reload bool `json:",omitempty"`
+	at     time.Time
 }
 
 // eventLine is an event as the timeline shows it: its kind and its description, redacted again in case the event was
 // written by an older orch.
 func eventLine(e jobs.Event) eventView {
+	v := eventRaw(e)
+	v.redact()
+	return v
+}
+
+// redact takes secrets out of what the line shows. It is the costly part of a line (a dozen patterns over its
+// text), so a page redacts only the lines it shows.
+func (v *eventView) redact() {
+	v.Text = safetext.Redact(v.Text)
+	for i, c := range v.Calls {
+		v.Calls[i] = safetext.Redact(c)
+	}
+}
+
+// eventRaw is the line of an event before its redaction.
+func eventRaw(e jobs.Event) eventView {
 	d := e.Describe()
-	v := eventView{ID: e.ID, Time: e.Time.UTC().Format("15:04:05"), Task: e.TaskID, Kind: e.Type(), Notable: notable(d)}
+	v := eventView{ID: e.ID, Time: e.Time.UTC().Format("15:04:05"), Task: e.TaskID, Kind: e.Type(), Notable: notable(d), at: e.Time}
 	text := d.String()
 	if d.Detail != "" {
 		text += " — " + d.Detail
 	}
-	v.Text = safetext.Redact(text)
+	v.Text = text
 	switch d.Moment {
 	case jobs.MomentBegin:
 		v.Begin = true
@@ -65,7 +82,7 @@ func notable(d jobs.Description) bool {
 	return !d.Quiet && d.Moment != jobs.MomentWork && d.Level >= slog.LevelInfo
 }
 
-// callsOf are the tool calls an activity event reports, each on one bounded, redacted line.
+// callsOf are the tool calls an activity event reports, each on one bounded line.
 func callsOf(e jobs.Event) []string {
 	a, ok := e.Body.(jobs.AgentActivityEvent)
 	if !ok {
@@ -73,7 +90,7 @@ func callsOf(e jobs.Event) []string {
 	}
 	out := make([]string, 0, len(a.Calls)+1)
 	for _, c := range a.Calls {
-		out = append(out, safetext.Redact(safetext.OneLine(c, 200)))
+		out = append(out, safetext.OneLine(c, 200))
 	}
 	if a.More > 0 {
 		out = append(out, fmt.Sprintf("(+%d more)", a.More))
@@ -93,14 +110,24 @@ type timelineView struct {
 	Toggle string
 }
 
-func timelineOf(run *jobs.Run, events []jobs.Event, all bool) timelineView {
+// eventViews are the lines of events, each described once for the timeline and the live panel both, and not yet
+// redacted: each of them redacts what it shows.
+func eventViews(events []jobs.Event) []eventView {
+	out := make([]eventView, len(events))
+	for i, e := range events {
+		out[i] = eventRaw(e)
+	}
+	return out
+}
+
+func timelineOf(run *jobs.Run, events []eventView, all bool) timelineView {
 	t := timelineView{All: all, Older: len(events) == timelineWindow}
-	for _, e := range events {
-		v := eventLine(e)
+	for _, v := range events {
 		if !all && !v.Notable {
 			t.Left++
 			continue
 		}
+		v.redact()
 		t.Events = append(t.Events, v)
 	}
 	t.Toggle = "/runs/" + url.PathEscape(run.ID) + "?all=1#timeline"
@@ -119,25 +146,28 @@ type liveView struct {
 
 // liveOf is the agent at work in the run, from its latest events; nil when no agent works (the run is over, waits
 // for a person, or its last attempt ended).
-func liveOf(run *jobs.Run, events []jobs.Event, now time.Time) *liveView {
+func liveOf(run *jobs.Run, events []eventView, now time.Time) *liveView {
 	if run.Status.Terminal() || run.Status == jobs.RunParked {
 		return nil
 	}
 	var live *liveView
-	for _, e := range events {
-		v := eventLine(e)
+	for _, v := range events {
 		switch {
 		case v.Begin:
-			live = &liveView{Attempt: v.Text, Since: since(now.Sub(e.Time))}
+			live = &liveView{Attempt: v.Text, Since: since(now.Sub(v.at))}
 		case v.Idle:
 			live = nil
 		case live != nil && len(v.Calls) > 0:
 			live.Calls = append(live.Calls, v.Calls...)
 		}
 	}
-	if live != nil && len(live.Calls) > liveCalls {
-		live.Calls = live.Calls[len(live.Calls)-liveCalls:]
+	if live == nil {
+		return nil
 	}
+	live.Calls = live.Calls[max(0, len(live.Calls)-liveCalls):]
+	shown := eventView{Text: live.Attempt, Calls: live.Calls}
+	shown.redact()
+	live.Attempt, live.Calls = shown.Text, shown.Calls
 	return live
 }
 
