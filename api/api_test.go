@@ -81,6 +81,8 @@ type fixture struct {
 	queue *queue
 	ws    string
 	token string // the bearer token requests carry; "" for none
+	// user is the person a loopback request is: a name of the test's own, as the real Redis is shared by the tests.
+	user string
 }
 
 // serve starts the API on a store of each Redis under test, with cfg's access settings.
@@ -92,7 +94,7 @@ func serve(t *testing.T, cfg Config) map[string]*fixture {
 		q := &queue{}
 		ws := workspace(t)
 		c := cfg
-		c.Store, c.Queue, c.LocalUser = st, q, "carol"
+		c.Store, c.Queue, c.LocalUser = st, q, "carol-"+jobs.NewRunID()
 		c.Front = &runs.Front{Starter: &runs.Starter{Store: st, Queue: q}, Options: jobs.Options{Agent: "sim",
 			Sandbox: "local", MaxAttempts: 3}, Workspace: ws, Agents: runs.KnownAgents}
 		if c.Diffs == nil {
@@ -107,7 +109,7 @@ func serve(t *testing.T, cfg Config) map[string]*fixture {
 		mux.Handle(MCPPath, s.MCPHandler("test"))
 		srv := httptest.NewServer(mux)
 		t.Cleanup(srv.Close)
-		out[name] = &fixture{srv: srv, api: s, store: st, queue: q, ws: ws}
+		out[name] = &fixture{srv: srv, api: s, store: st, queue: q, ws: ws, user: c.LocalUser}
 	}
 	return out
 }
@@ -164,25 +166,25 @@ func TestStartListGetAndAnswerARun(t *testing.T) {
 				t.Fatalf("POST /runs = %d %s", status, data)
 			}
 			run := decode[RunDetail](t, data)
-			if h.Get("Location") != "/api/v1/runs/"+run.RunID || run.Status != "queued" || run.Origin != "api" || run.StartedBy != "carol" {
+			if h.Get("Location") != "/api/v1/runs/"+run.RunID || run.Status != "queued" || run.Origin != "api" || run.StartedBy != f.user {
 				t.Fatalf("started %+v (Location %q)", run.RunSummary, h.Get("Location"))
 			}
 			if len(f.queue.started) != 1 || f.queue.started[0] != run.RunID {
 				t.Fatalf("queued %v, want the run", f.queue.started)
 			}
-			status, data, _ = f.call(t, "GET", "/api/v1/runs?status=queued&limit=10", nil)
+			status, data, _ = f.call(t, "GET", "/api/v1/runs?status=queued&limit=10&user="+f.user, nil)
 			list := decode[RunList](t, data)
 			if status != 200 || len(list.Runs) != 1 || list.Runs[0].RunID != run.RunID || list.Runs[0].TasksTotal == 0 {
 				t.Fatalf("GET /runs = %d %s", status, data)
 			}
-			if _, data, _ = f.call(t, "GET", "/api/v1/runs?status=completed", nil); len(decode[RunList](t, data).Runs) != 0 {
+			if _, data, _ = f.call(t, "GET", "/api/v1/runs?status=completed&user="+f.user, nil); len(decode[RunList](t, data).Runs) != 0 {
 				t.Fatalf("a completed filter lists the queued run: %s", data)
 			}
 
 			parked := parkedRun(t, f.store)
 			status, data, _ = f.call(t, "GET", "/api/v1/questions", nil)
-			qs := decode[QuestionList](t, data).Questions
-			if status != 200 || len(qs) != 1 || qs[0].RunID != parked.ID {
+			qs := ours(decode[QuestionList](t, data).Questions, parked.ID)
+			if status != 200 || len(qs) != 1 {
 				t.Fatalf("GET /questions = %d %s", status, data)
 			}
 			// An agent's question is answered with its options, words or an abort: retrying it means nothing.
@@ -201,17 +203,28 @@ func TestStartListGetAndAnswerARun(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := got.Escalations[0].Resolution
-			if res == nil || res.Key != "B" || res.By != "carol" || res.Via != "api" {
-				t.Fatalf("resolution = %+v, want B by carol via api", res)
+			if res == nil || res.Key != "B" || res.By != f.user || res.Via != "api" {
+				t.Fatalf("resolution = %+v, want B by %s via api", res, f.user)
 			}
 			// The second answer to the same question loses and is told who answered first.
 			status, data, _ = f.call(t, "POST", "/api/v1/runs/"+parked.ID+"/answer", AnswerRequest{EscalationID: qs[0].EscalationID, Choose: "A"})
 			p := decode[Problem](t, data)
-			if status != http.StatusConflict || p.AnsweredBy != "carol" || p.AnsweredVia != "api" || p.AnsweredAt == nil {
+			if status != http.StatusConflict || p.AnsweredBy != f.user || p.AnsweredVia != "api" || p.AnsweredAt == nil {
 				t.Fatalf("second answer = %d %s", status, data)
 			}
 		})
 	}
+}
+
+// ours keeps the questions of run id: the real Redis holds the other tests' runs too.
+func ours(qs []Question, id string) []Question {
+	var out []Question
+	for _, q := range qs {
+		if q.RunID == id {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // parkedRun saves a run parked on an agent's question with options A and B.

@@ -51,7 +51,8 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any, out an
 func TestMCPDrivesRuns(t *testing.T) {
 	for name, f := range serve(t, Config{}) {
 		t.Run(name, func(t *testing.T) {
-			cs := connect(t, f, "erin")
+			erin := "erin-" + name
+			cs := connect(t, f, erin)
 			tools, err := cs.ListTools(context.Background(), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -70,11 +71,11 @@ func TestMCPDrivesRuns(t *testing.T) {
 			if failed, text := callTool(t, cs, "start_run", map[string]any{"plan": "ambiguous_task.md"}, &started); failed || started.RunID == "" {
 				t.Fatalf("start_run failed: %s", text)
 			}
-			if started.Origin != "mcp" || started.StartedBy != "erin" {
+			if started.Origin != "mcp" || started.StartedBy != erin {
 				t.Fatalf("started by %s via %s, want erin via mcp", started.StartedBy, started.Origin)
 			}
 			var list RunList
-			callTool(t, cs, "list_runs", map[string]any{"status": "queued"}, &list)
+			callTool(t, cs, "list_runs", map[string]any{"status": "queued", "user": erin}, &list)
 			if len(list.Runs) != 1 || list.Runs[0].RunID != started.RunID {
 				t.Fatalf("list_runs = %+v", list)
 			}
@@ -82,7 +83,7 @@ func TestMCPDrivesRuns(t *testing.T) {
 			parked := parkedRun(t, f.store)
 			var qs QuestionList
 			callTool(t, cs, "list_questions", map[string]any{}, &qs)
-			if len(qs.Questions) != 1 || qs.Questions[0].RunID != parked.ID || len(qs.Questions[0].Options) != 2 {
+			if mine := ours(qs.Questions, parked.ID); len(mine) != 1 || len(mine[0].Options) != 2 {
 				t.Fatalf("list_questions = %+v", qs)
 			}
 			var resolved Resolved
@@ -90,12 +91,12 @@ func TestMCPDrivesRuns(t *testing.T) {
 				t.Fatalf("answer_question failed: %s", text)
 			}
 			got, _ := f.store.Get(context.Background(), parked.ID)
-			if res := got.Escalations[0].Resolution; res == nil || res.By != "erin" || res.Via != "mcp" || res.Key != "A" {
+			if res := got.Escalations[0].Resolution; res == nil || res.By != erin || res.Via != "mcp" || res.Key != "A" {
 				t.Fatalf("resolution = %+v, want A by erin via mcp", res)
 			}
 			// A second answer loses, and the tool says who answered first.
 			failed, text := callTool(t, cs, "answer_question", map[string]any{"run_id": parked.ID, "escalation_id": got.Escalations[0].ID, "choose": "B"}, nil)
-			if !failed || !strings.Contains(text, "answered by erin") {
+			if !failed || !strings.Contains(text, "answered by "+erin) {
 				t.Fatalf("a second answer: failed %v, %q", failed, text)
 			}
 			var diff string
