@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -162,7 +163,7 @@ func pageText(ctx context.Context) string {
 
 // screenshotDir is where the tests leave their screenshots: ORCH_SCREENSHOTS, or a directory the test removes.
 // docs/screenshots holds the ones the README shows: ORCH_SCREENSHOTS=$PWD/docs/screenshots go test ./cmd/orch -run
-// TestBrowserAnswers takes them again (a relative ORCH_SCREENSHOTS is relative to cmd/orch, where tests run).
+// TestBrowser takes them again (a relative ORCH_SCREENSHOTS is relative to cmd/orch, where tests run).
 func screenshotDir(t *testing.T) string {
 	if dir := os.Getenv("ORCH_SCREENSHOTS"); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -336,4 +337,215 @@ func TestBrowserFromAnotherAddressMustSignIn(t *testing.T) {
 	waitElement(ctx, t, fmt.Sprintf("table.runs a[href=%q]", "/runs/"+id))
 	waitPage(ctx, t, "location.pathname === '/'", "the runs")
 	waitText(ctx, t, "U0BROWSER") // the header names who signed in
+}
+
+// phoneDark makes the browser a phone 390 px wide whose system asks for a dark theme, as the pages must serve one.
+func phoneDark(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulatePortrait, chromedp.EmulateMobile, chromedp.EmulateScale(2))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fitsAndIsDark checks the page at phone width in the dark theme: nothing wider than the screen (no column lost off
+// its edge; tables are cards, diffs scroll inside their box), and the dark colours in use.
+func fitsAndIsDark(ctx context.Context, t *testing.T) {
+	t.Helper()
+	waitPage(ctx, t, "window.innerWidth === 390 && document.documentElement.scrollWidth <= window.innerWidth", "a page no wider than the phone")
+	waitPage(ctx, t, "getComputedStyle(document.body).backgroundColor === 'rgb(18, 21, 27)'", "the dark theme")
+}
+
+// acceptDialogs answers yes to the page's confirmations (the cancel and abort forms ask before they post).
+func acceptDialogs(ctx context.Context) {
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for _, err := range dialogs {
+			if err != nil {
+				return
+			}
+			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+}
+
+// typeInto fills a field as a person types.
+func typeInto(ctx context.Context, t *testing.T, sel, text string) {
+	t.Helper()
+	waitElement(ctx, t, sel)
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
+		t.Fatalf("typing into %s: %v", sel, err)
+	}
+}
+
+// A workspace whose tests wait until the file released exists: the agent's `make test` is at work until the test
+// has seen it live in the page.
+func heldWorkspace(t *testing.T) (dir, released string) {
+	t.Helper()
+	dir, _ = claudeWorkspace(t)
+	released = filepath.Join(t.TempDir(), "released")
+	writeFile(t, dir, "Makefile", fmt.Sprintf("test:\n\tuntil [ -f %s ]; do sleep 0.1; done\n\tgrep -q hello hello.txt && echo 'ok: 1 test passed'\n", released))
+	gitT(t, dir, "commit", "-q", "-am", "tests that wait")
+	return dir, released
+}
+
+// A person starts a run from the browser (after a plan outside the workspace is refused, without a server path),
+// watches the agent's tool calls arrive live while it works, sees the run complete by itself, reads its diff with
+// the added lines marked, and runs it again; the list then shows the run's progress and branch. A phone in the dark
+// theme shows the same pages, none wider than the screen.
+func TestBrowserStartsARunAndWatchesItWork(t *testing.T) {
+	t.Parallel()
+	ctx := newBrowser(t)
+	shots := screenshotDir(t)
+	dir, released := heldWorkspace(t)
+	writeAndWait := claudeModel{Turns: [][]claudeStep{{
+		{Tool: "Write", Input: map[string]any{"file_path": "{{cwd}}/hello.txt", "content": "hello\n"}},
+		{Tool: "Bash", Input: map[string]any{"command": "make test", "description": "Run the tests", "timeout": 600000}},
+		{Text: "Wrote hello.txt and ran the tests: {{last_result}}. All tests pass."},
+	}}}
+	env, _ := claudeSetup(t, writeAndWait)
+	port := freePort(t)
+	_, out := startOrch(t, dir, env, "web", "--agent", "claude", "--addr", fmt.Sprintf("127.0.0.1:%d", port))
+	waitOutput(t, out, "web view on http://")
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+
+	open(ctx, t, base+"/")
+	click(ctx, t, "#start-run")
+	waitElement(ctx, t, `#start-plan input[name="plan"]`)
+	waitPage(ctx, t, `document.querySelector('datalist#plans option[value="plan.md"]') !== null`, "plan.md among the plans offered")
+	typeInto(ctx, t, `#start-plan input[name="plan"]`, "../outside.md")
+	click(ctx, t, "#start-plan button.primary")
+	waitText(ctx, t, "../outside.md is outside the workspace")
+	if text := pageText(ctx); strings.Contains(text, dir) {
+		t.Fatalf("the refusal names the workspace's place on the server:\n%s", text)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#start-plan input[name="plan"]').value = ""`)); err != nil {
+		t.Fatal(err)
+	}
+	typeInto(ctx, t, `#start-plan input[name="plan"]`, "plan.md")
+	screenshot(ctx, t, shots, "start.png")
+	click(ctx, t, "#start-plan button.primary")
+	waitPage(ctx, t, "location.pathname.startsWith('/runs/r-') && location.search === '?started=1'", "the new run's page")
+	id := strings.TrimPrefix(location(ctx), base+"/runs/")
+	id = strings.TrimSuffix(id, "?started=1")
+	waitText(ctx, t, "Run "+id+" started.")
+
+	// The agent is at work, held in its tests: its calls are on the page, brought by the page's own script.
+	waitPage(ctx, t, "!document.getElementById('live').hidden && document.getElementById('live-calls').innerText.includes('Bash: make test')",
+		"the agent's tool calls, live")
+	waitPage(ctx, t, "document.getElementById('live-calls').innerText.includes('Write: ')", "the Write call, live")
+	screenshot(ctx, t, shots, "run-live.png")
+	if err := os.WriteFile(released, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(ctx, t, "document.getElementById('run-status').textContent.trim() === 'completed'", "the run completed")
+	waitPage(ctx, t, "document.getElementById('live') === null", "no agent at work any more")
+	// The timeline says what mattered, without the tool calls; they are one click away.
+	waitText(ctx, t, "Task 1: COMPLETED")
+	if text := pageText(ctx); strings.Contains(text, "agent_activity") {
+		t.Errorf("the default timeline shows the tool calls:\n%s", text)
+	}
+	click(ctx, t, "#timeline-toggle")
+	waitPage(ctx, t, "document.getElementById('events').innerText.includes('agent_activity')", "every event, the tool calls among them")
+
+	click(ctx, t, "#see-diff")
+	waitText(ctx, t, "1 file changed")
+	waitPage(ctx, t, "Array.from(document.querySelectorAll('pre.diff span.add')).some(s => s.textContent === '+hello')", "+hello marked as added")
+	waitPage(ctx, t, "getComputedStyle(document.querySelector('pre.diff span.add')).backgroundColor !== getComputedStyle(document.body).backgroundColor",
+		"the added line coloured")
+	screenshot(ctx, t, shots, "diff.png")
+
+	open(ctx, t, base+"/runs/"+id)
+	click(ctx, t, "form.rerun button")
+	waitText(ctx, t, "started again, as "+id+" was asked for")
+	again := strings.TrimPrefix(strings.Split(location(ctx), "?")[0], base+"/runs/")
+	if again == id || !strings.HasPrefix(again, "r-") {
+		t.Fatalf("run again went to %s", location(ctx))
+	}
+	waitPage(ctx, t, "document.getElementById('run-status').textContent.trim() === 'completed'", "the run started again completed")
+
+	open(ctx, t, base+"/")
+	row := fmt.Sprintf("tr:has(a[href=%q])", "/runs/"+id)
+	waitPage(ctx, t, fmt.Sprintf("(document.querySelector(%s) || {innerText: ''}).innerText.includes('orch/%s')", strconv.Quote(row), id), "the run's branch in the list")
+	waitPage(ctx, t, fmt.Sprintf("document.querySelector(%s + ' td.progress').innerText.trim() === '1/1'", strconv.Quote(row)), "the run's progress in the list")
+	screenshot(ctx, t, shots, "runs-columns.png")
+
+	// The same pages on a phone, in the dark.
+	phone := newBrowser(t)
+	phoneDark(phone, t)
+	open(phone, t, base+"/")
+	waitText(phone, t, "orch/"+id)
+	fitsAndIsDark(phone, t)
+	waitPage(phone, t, fmt.Sprintf("document.querySelector(%s + ' td.progress').getBoundingClientRect().right <= 390", strconv.Quote(row)), "the progress on screen")
+	screenshot(phone, t, shots, "phone-dark-runs.png")
+	open(phone, t, base+"/runs/"+id)
+	waitText(phone, t, "Task 1: COMPLETED")
+	fitsAndIsDark(phone, t)
+	screenshot(phone, t, shots, "phone-dark-run.png")
+	open(phone, t, base+"/runs/"+id+"/diff")
+	waitText(phone, t, "hello.txt")
+	fitsAndIsDark(phone, t)
+	screenshot(phone, t, shots, "phone-dark-diff.png")
+	open(phone, t, base+"/runs/new")
+	waitElement(phone, t, `#start-plan input[name="plan"]`)
+	fitsAndIsDark(phone, t)
+
+	if s := status(t, dir, id); s["status"] != "completed" {
+		t.Fatalf("the page says completed, orch status says %v", s["status"])
+	}
+}
+
+// Two runs wait for answers. On the questions page a person answers one in place and stays there; the other run
+// they cancel from its page, confirming it, and the audit trail names them and the web. A phone in the dark theme
+// shows the questions and their answers, none wider than the screen.
+func TestBrowserAnswersFromTheQuestionsPageAndCancelsARun(t *testing.T) {
+	t.Parallel()
+	ctx := newBrowser(t)
+	shots := screenshotDir(t)
+	dir, first, port := parkedWebRun(t, "127.0.0.1:%d")
+	// A second run parks beside the first, in the same store: `orch web` serves both.
+	r := orch(t, dir, "", "run", "--agent", "sim", "examples/plans/ambiguous_task.md")
+	must(t, r, 3, "is parked")
+	second := runID(t, r)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+
+	phone := newBrowser(t)
+	phoneDark(phone, t)
+	open(phone, t, base+"/questions")
+	waitPage(phone, t, "document.querySelectorAll('article.qcard').length === 2", "both questions")
+	fitsAndIsDark(phone, t)
+	screenshot(phone, t, shots, "phone-dark-questions.png")
+
+	open(ctx, t, base+"/questions")
+	card := fmt.Sprintf("article#q-%s", first)
+	click(ctx, t, card+` button.option[data-key="B"]`)
+	waitPage(ctx, t, "location.pathname === '/questions'", "the questions page again")
+	waitText(ctx, t, "Run "+first+": Your answer was taken: chose B) In-memory")
+	waitPage(ctx, t, "document.querySelectorAll('article.qcard').length === 1", "one question left")
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int]("document.querySelectorAll('button[value=retry], button[value=resume]').length")); err != nil || n != 0 {
+		t.Errorf("an agent's question offers Retry or Resume (%d, %v)", n, err)
+	}
+	screenshot(ctx, t, shots, "questions-answered.png")
+
+	// The other run is cancelled from its page, once the person confirms it.
+	acceptDialogs(ctx)
+	open(ctx, t, base+"/runs/"+second)
+	waitText(ctx, t, "What would you prefer?")
+	click(ctx, t, "details.cancel > summary")
+	click(ctx, t, `form.cancel input[name="confirm"]`)
+	typeInto(ctx, t, `form.cancel input[name="reason"]`, "not this sprint")
+	screenshot(ctx, t, shots, "cancel.png")
+	click(ctx, t, "form.cancel button.danger")
+	waitText(ctx, t, "Run "+second+" was cancelled: not this sprint")
+	waitPage(ctx, t, "document.getElementById('run-status').textContent.trim() === 'aborted'", "the run aborted")
+	if s := status(t, dir, second); s["status"] != "aborted" {
+		t.Fatalf("the page says aborted, orch status says %v", s["status"])
+	}
+	log := orch(t, dir, "", "escalation", "log", second)
+	if !regexp.MustCompile(`\S+\s+web\s+.*not this sprint`).MatchString(log.stdout) {
+		t.Errorf("the audit trail does not name the web and the reason:\n%s", log.stdout)
+	}
 }
