@@ -9,6 +9,7 @@ const (
 	ActionRetry  = blocks.ActionRetry
 	ActionAbort  = blocks.ActionAbort
 	ActionAnswer = blocks.ActionAnswer
+	ActionPage   = blocks.ActionPage
 )
 
 // ActionValue is what a question's button carries (blocks.ActionValue).

@@ -115,7 +115,7 @@ func TestHomeOpened(t *testing.T) {
 			if !strings.Contains(string(home.Blocks), link) {
 				t.Errorf("the Home has no link %s to run %s's thread", link, r.run.ID)
 			}
-			for _, id := range []string{ActionChoose + ":A", ActionChoose + ":B", ActionRetry, ActionAbort, ActionAnswer} {
+			for _, id := range []string{ActionChoose + ":A", ActionChoose + ":B", ActionAbort, ActionAnswer} {
 				homeButton(t, home, r.run.ID, r.esc, id)
 			}
 		}

@@ -46,6 +46,9 @@ func (s *Server) interaction(cb slack.InteractionCallback) error {
 		return nil
 	}
 	for _, a := range cb.ActionCallback.BlockActions {
+		if a.ActionID == blocks.ActionPage {
+			continue // a link: Slack opened it in the browser, and the click asks nothing of orch
+		}
 		act, err := blocks.DecodeAction(a.ActionID, a.Value)
 		if err != nil {
 			s.log.Warn("ignoring a click orch did not make", "action_id", a.ActionID, "err", err)

@@ -152,11 +152,22 @@ func (a *answers) submission(ctx context.Context, cb slack.InteractionCallback) 
 	if bad != nil {
 		return bad
 	}
-	if _, ok := e.OptionByKey(f.Key); f.Key != "" && !ok {
+	if f.Key != "" && !offersOption(e, f.Key) {
 		return f.OptionError(fmt.Sprintf("%q is not an option of this question.", f.Key))
 	}
 	saved, _, err := escalation.Resolve(ctx, a.store, a.queue, answerRequest(run.ID, e, user, f.Key, f.Words))
 	return a.resolvedForm(ctx, f, meta, e, saved, err)
+}
+
+// offersOption reports whether key is one of the options question e has (escalation.AnswersOf), which are all the form
+// lists: an option it never showed (a security question's) is forged.
+func offersOption(e *jobs.Escalation, key string) bool {
+	for _, o := range escalation.AnswersOf(e).Options {
+		if strings.EqualFold(o.Key, key) {
+			return true
+		}
+	}
+	return false
 }
 
 // formQuestion finds the open question a form answers: its message must be the question's as orch posted it, and

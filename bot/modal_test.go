@@ -513,3 +513,29 @@ func TestAnswerFormSocketMode(t *testing.T) {
 		})
 	})
 }
+
+// The form takes only the answers its question has (escalation.AnswersOf): a security question offers no option, so
+// an option forged into its form answers nothing, though the question holds one.
+func TestAnswerFormRefusesAnOptionTheQuestionDoesNotHave(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb)
+		alice := h.user("ALICE")
+		run, _ := h.startRun(alice)
+		escID, q := h.escalateWith(run.ID, escalation.Spec{Trigger: jobs.TriggerSecurity, Source: "orch",
+			Question: "A secret leaked.", Options: []string{"A) Go on as it is"}})
+		if len(h.esc(run.ID, escID).Options) != 1 {
+			t.Fatalf("the question holds options %v, want the one this test forges", h.esc(run.ID, escID).Options)
+		}
+		v := h.openForm(q, alice)
+		body := h.forged(v, alice, map[string]string{blockAnswerWords: "go on"}, func(view map[string]any) {
+			values := view["state"].(map[string]any)["values"].(map[string]any)
+			values[blockAnswerOption] = map[string]any{actionAnswerOption: map[string]any{"type": "radio_buttons",
+				"selected_option": map[string]any{"text": map[string]any{"type": "plain_text", "text": "A) Go on"}, "value": "A"}}}
+		})
+		errs := h.submitBody(body)
+		if !strings.Contains(errs[blockAnswerWords], `"A" is not an option of this question`) {
+			t.Errorf("errors %q, want the option refused", errs)
+		}
+		h.unanswered(t, run.ID, escID)
+	})
+}

@@ -214,16 +214,19 @@ func TestPosterThread(t *testing.T) {
 			t.Errorf("chat.postMessage called %d times, want 2 (root, progress)", n)
 		}
 
-		// A question, in the thread, with a button per option, Retry and Abort.
+		// A question, in the thread, with a button per option, Answer… and Abort: the agent asked, so no Retry.
 		escID, q := h.escalate(run.ID, "Which cache?", "A) Redis", "B) In-memory")
 		if q.ThreadTS != root.TS || !strings.Contains(q.Text, "Task 1.1: Add the cache needs you: Which cache?") {
 			t.Fatalf("question: %+v", q)
 		}
 		buttons := slackfake.Buttons(q)
-		for _, id := range []string{ActionChoose + ":A", ActionChoose + ":B", ActionRetry, ActionAbort} {
+		for _, id := range []string{ActionChoose + ":A", ActionChoose + ":B", ActionAnswer, ActionAbort} {
 			if _, ok := buttons[id]; !ok {
 				t.Errorf("question lacks button %s: %v", id, buttons)
 			}
+		}
+		if _, ok := buttons[ActionRetry]; ok || len(buttons) != 4 {
+			t.Errorf("an agent's question has buttons %v, want its options, Answer… and Abort alone", buttons)
 		}
 		h.waitFor("the root to show the wait", func() bool { return strings.Contains(h.message(root.TS).Text, "waiting for a human") })
 
@@ -625,5 +628,45 @@ func TestPosterReadsEventsWithTheirRun(t *testing.T) {
 				t.Errorf("root = %q after the run completed", r.Text)
 			}
 		})
+	})
+}
+
+// With ORCH_PUBLIC_URL a question links its run's page in the web view, in its thread and on the Home. A click on the
+// link (Slack opens it, and sends the click all the same) is acknowledged and does nothing else: no answer, no
+// message, no warning of a click orch did not make.
+func TestQuestionLinksTheRunPage(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb, func(h *harness, c *Config) { c.PublicURL = "https://orch.example.com/" })
+		alice := h.homeUser("ALICE")
+		run, _ := h.startRun(alice)
+		escID, q := h.escalate(run.ID, "Which cache?", "A) Redis", "B) In-memory")
+		want := "https://orch.example.com/runs/" + run.ID
+		link := func(bs []slackfake.Button) slackfake.Button {
+			for _, b := range bs {
+				if b.ActionID == ActionPage {
+					return b
+				}
+			}
+			return slackfake.Button{}
+		}
+		if b := link(slackfake.ButtonList(q)); b.URL != want || b.Value != "" {
+			t.Fatalf("the question's page button = %+v, want a link to %s; buttons %v", b, want, slackfake.ButtonList(q))
+		}
+		if b := link(h.openHome(alice).Buttons()); b.URL != want {
+			t.Errorf("the Home's page button = %+v, want a link to %s", b, want)
+		}
+
+		messages, ephemerals := len(h.messages()), len(h.fake.Ephemerals())
+		h.click(q, alice, ActionPage, "")
+		if strings.Contains(h.logs.String(), "ignoring a click") {
+			t.Errorf("the link's click was taken for a forgery:\n%s", h.logs.String())
+		}
+		// Nothing was queued for the click: what it could change is as it was when the ack came.
+		if e := h.esc(run.ID, escID); e.Resolution != nil {
+			t.Errorf("the link answered the question: %+v", e.Resolution)
+		}
+		if len(h.messages()) != messages || len(h.fake.Ephemerals()) != ephemerals {
+			t.Errorf("the link's click was answered\n%s", h.dump())
+		}
 	})
 }

@@ -80,6 +80,9 @@ type Config struct {
 	// HomeInterval is the least time between two refreshes of one person's Home tab after changes; the refresh shows
 	// the state of its moment, however many changes came. Default 10s.
 	HomeInterval time.Duration
+	// PublicURL is where people reach orch's web view (ORCH_PUBLIC_URL); "" for nowhere. With it a question links its
+	// run's page there (<PublicURL>/runs/<run id>).
+	PublicURL string
 }
 
 // QuietHours is a daily span in which orch sends no nudges (mirror.QuietHours).
@@ -177,7 +180,8 @@ func New(cfg Config) (*Server, error) {
 	allowed := mirror.Allowlist(cfg.AllowedUsers)
 	s.mirror = mirror.New(mirror.Config{Store: cfg.Store, Queue: cfg.Queue, Slack: api, Log: cfg.Log, Now: cfg.Now,
 		PollInterval: cfg.PollInterval, PostInterval: cfg.PostInterval, HomeInterval: cfg.HomeInterval,
-		NudgeAfter: cfg.NudgeAfter, QuietHours: cfg.QuietHours, Allowed: allowed, Health: cfg.Health})
+		NudgeAfter: cfg.NudgeAfter, QuietHours: cfg.QuietHours, Allowed: allowed, Health: cfg.Health,
+		PublicURL: cfg.PublicURL})
 	s.replays = &replays{mirror: s.mirror, log: cfg.Log}
 	s.talk = &talk{api: api, http: hc, log: cfg.Log, store: cfg.Store, mirror: s.mirror, jobs: s.jobs, allowed: allowed}
 	runs := &newRuns{starter: cfg.Starter, store: cfg.Store, mirror: s.mirror,

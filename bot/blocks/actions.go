@@ -15,6 +15,9 @@ const (
 	ActionAbort  = "orch_abort"
 	// ActionAnswer opens a form (a modal) to answer in words, or by an option from a list.
 	ActionAnswer = "orch_answer"
+	// ActionPage is the link to a run's page in the web view. It answers nothing: Slack opens the link, and sends
+	// the click all the same, which is acknowledged and otherwise ignored.
+	ActionPage = "orch_page"
 )
 
 // Kinds of ActionValue.

@@ -188,11 +188,12 @@ func goldenCases() []goldenCase {
 		{"root_completed", RootMessage(endedRun(jobs.RunCompleted, ""), "")},
 		{"root_paused", RootMessage(paused, "")},
 		{"progress", ProgressMessage(testRun(), testEvents())},
-		{"escalation_needs_help", EscalationMessage(parkedRun(needsHelp()), needsHelp())},
-		{"escalation_attempt_cap", EscalationMessage(parkedRun(attemptCap()), attemptCap())},
-		{"escalation_security", EscalationMessage(parkedRun(security()), security())},
-		{"escalation_many_options", EscalationMessage(parkedRun(manyOptions(30)), manyOptions(30))},
-		{"escalation_long_question", EscalationMessage(parkedRun(longQuestion()), longQuestion())},
+		{"escalation_needs_help", EscalationMessage(parkedRun(needsHelp()), needsHelp(), "")},
+		{"escalation_attempt_cap", EscalationMessage(parkedRun(attemptCap()), attemptCap(), "")},
+		{"escalation_security", EscalationMessage(parkedRun(security()), security(), "")},
+		{"escalation_many_options", EscalationMessage(parkedRun(manyOptions(30)), manyOptions(30), "")},
+		{"escalation_long_question", EscalationMessage(parkedRun(longQuestion()), longQuestion(), "")},
+		{"escalation_page", EscalationMessage(parkedRun(attemptCap()), attemptCap(), testPage)},
 		{"answered_slack", AnsweredMessage(testRun(), answered(needsHelp(),
 			jobs.Resolution{Type: jobs.ResolveChoose, Key: "B", By: "U0123ABCD", Via: "slack"}))},
 		{"answered_terminal", AnsweredMessage(testRun(), answered(attemptCap(),
@@ -203,6 +204,8 @@ func goldenCases() []goldenCase {
 		{"final_failed", FinalMessage(endedRun(jobs.RunFailed, "task 1.2 needed a human 5 times (escalation loop)"))},
 		{"final_aborted", FinalMessage(endedRun(jobs.RunAborted, "aborted from the terminal by alice"))},
 		{"paused", PausedMessage(paused)},
+		{"not_started", NotStartedMessage("U0123ABCD", "Could not start the run: invalid run request: agent \"claude\" "+
+			"is not installed on this server <!channel> *now*")},
 	}
 }
 
@@ -304,6 +307,12 @@ func checkMessage(t *testing.T, m Message) {
 	t.Helper()
 	blockstest.Check(t, m.Text, m.Blocks)
 	for _, btn := range blockstest.Buttons(m.Blocks) {
+		if btn.ActionID == ActionPage {
+			if btn.URL == "" || btn.Value != "" {
+				t.Errorf("the run page's button has url %q and value %q, want a link alone", btn.URL, btn.Value)
+			}
+			continue
+		}
 		if _, err := DecodeAction(btn.ActionID, btn.Value); err != nil {
 			t.Errorf("button %q: a click would not decode: %v", btn.Text.Text, err)
 		}
@@ -349,7 +358,7 @@ func allText(m Message) string { return m.Text + "\n" + strings.Join(texts(m), "
 
 func TestEscalationButtons(t *testing.T) {
 	e := needsHelp()
-	m := EscalationMessage(parkedRun(e), e)
+	m := EscalationMessage(parkedRun(e), e, "")
 	bs := buttons(m)
 	type want struct {
 		text, actionID string
@@ -361,7 +370,7 @@ func TestEscalationButtons(t *testing.T) {
 		{"B) In-memory LRU (recommended)", "orch_choose:B", slack.StylePrimary, ActionValue{runID, "e1", "choose", "B"}},
 		{"C) File-based", "orch_choose:C", "", ActionValue{runID, "e1", "choose", "C"}},
 		{"Answer…", "orch_answer", "", ActionValue{runID, "e1", "answer", ""}},
-		{"Retry", "orch_retry", "", ActionValue{runID, "e1", "retry", ""}},
+		// An agent's question is answered, not retried: no Retry (escalation.AnswersOf).
 		{"Abort", "orch_abort", slack.StyleDanger, ActionValue{runID, "e1", "abort", ""}},
 	}
 	if len(bs) != len(wants) {
@@ -380,7 +389,7 @@ func TestEscalationButtons(t *testing.T) {
 			t.Errorf("button %d: confirm dialog %v, want one on Abort only", i, b.Confirm)
 		}
 	}
-	if c := bs[5].Confirm; c == nil || c.Style != slack.StyleDanger || !strings.Contains(c.Text.Text, runID) {
+	if c := bs[4].Confirm; c == nil || c.Style != slack.StyleDanger || !strings.Contains(c.Text.Text, runID) {
 		t.Errorf("abort confirm = %+v, want a danger dialog naming the run", c)
 	}
 	h := m.Blocks[0].(*slack.HeaderBlock).Text.Text
@@ -400,7 +409,7 @@ func TestEscalationButtons(t *testing.T) {
 
 func TestEscalationAttemptCap(t *testing.T) {
 	e := attemptCap()
-	all := allText(EscalationMessage(parkedRun(e), e))
+	all := allText(EscalationMessage(parkedRun(e), e, ""))
 	for _, s := range []string{"attempt cap", "attempt 3/3", "error similarity 87%", "TestCacheEviction",
 		"got &lt;nil&gt;, want &amp;Item"} {
 		if !strings.Contains(all, s) {
@@ -411,7 +420,7 @@ func TestEscalationAttemptCap(t *testing.T) {
 
 func TestEscalationSecurity(t *testing.T) {
 	e := security()
-	m := EscalationMessage(parkedRun(e), e)
+	m := EscalationMessage(parkedRun(e), e, "")
 	var ids []string
 	for _, b := range buttons(m) {
 		ids = append(ids, b.ActionID)
@@ -427,7 +436,7 @@ func TestEscalationSecurity(t *testing.T) {
 func TestEscalationManyOptions(t *testing.T) {
 	t.Run("30 options: every one a button, in actions blocks of at most 25", func(t *testing.T) {
 		e := manyOptions(30)
-		m := EscalationMessage(parkedRun(e), e)
+		m := EscalationMessage(parkedRun(e), e, "")
 		checkMessage(t, m)
 		var rows []int
 		for _, b := range m.Blocks {
@@ -435,8 +444,8 @@ func TestEscalationManyOptions(t *testing.T) {
 				rows = append(rows, len(a.Elements.ElementSet))
 			}
 		}
-		if fmt.Sprint(rows) != "[25 5 3]" {
-			t.Errorf("actions blocks hold %v buttons, want [25 5 3]", rows)
+		if fmt.Sprint(rows) != "[25 5 2]" { // the options, then Answer… and Abort
+			t.Errorf("actions blocks hold %v buttons, want [25 5 2]", rows)
 		}
 		chosen := map[string]bool{}
 		for _, b := range buttons(m) {
@@ -455,7 +464,7 @@ func TestEscalationManyOptions(t *testing.T) {
 	})
 	t.Run("more than 50 blocks can hold: the rest summarised", func(t *testing.T) {
 		e := manyOptions(3000)
-		m := EscalationMessage(parkedRun(e), e)
+		m := EscalationMessage(parkedRun(e), e, "")
 		checkMessage(t, m)
 		shown := 0
 		for _, b := range buttons(m) {
@@ -477,7 +486,7 @@ func TestEscalationManyOptions(t *testing.T) {
 	t.Run("a key that cannot be a button is named instead", func(t *testing.T) {
 		e := needsHelp()
 		e.Options = append(e.Options, jobs.Option{Key: "D E", Label: "spaced key"})
-		m := EscalationMessage(parkedRun(e), e)
+		m := EscalationMessage(parkedRun(e), e, "")
 		checkMessage(t, m)
 		if all := allText(m); !strings.Contains(all, "1 option not shown as buttons (D E)") {
 			t.Errorf("the unusable key is not named:\n%s", all)
@@ -487,7 +496,7 @@ func TestEscalationManyOptions(t *testing.T) {
 
 func TestLongTextIsCut(t *testing.T) {
 	e := longQuestion()
-	m := EscalationMessage(parkedRun(e), e)
+	m := EscalationMessage(parkedRun(e), e, "")
 	checkMessage(t, m)
 	var q string
 	for _, s := range texts(m) {
@@ -539,7 +548,7 @@ func TestButtonAndHeaderLimits(t *testing.T) {
 	e.Options[1].Label = strings.Repeat("very long label ", 20)
 	r := parkedRun(e)
 	r.Tasks[0].Title = strings.Repeat("An extremely long task title ", 12)
-	m := EscalationMessage(r, e)
+	m := EscalationMessage(r, e, "")
 	checkMessage(t, m)
 	b := buttons(m)[1]
 	if !strings.HasPrefix(b.Text.Text, "B) very long label") || !strings.HasSuffix(b.Text.Text, "… (recommended)") {
@@ -595,7 +604,7 @@ func TestEscaping(t *testing.T) {
 	ended := endedRun(jobs.RunFailed, evil)
 	ended.PlanTitle = evil
 	msgs := map[string]Message{
-		"escalation": EscalationMessage(r, e),
+		"escalation": EscalationMessage(r, e, ""),
 		"root":       RootMessage(r, ""),
 		"progress":   ProgressMessage(r, events),
 		"final":      FinalMessage(ended),
@@ -816,7 +825,7 @@ func TestPausedCallButtons(t *testing.T) {
 		{approval, []string{"Allow once", "Allow for this run (Bash(git push:*))", "Deny", "Answer…", "Abort"}, "deny the call with your reason"},
 		{question, []string{"Redis (Recommended)", "In-process LRU", "Memcached", "Answer…", "Abort"}, "an answer of your own"},
 	} {
-		m := EscalationMessage(parkedRun(tt.e), tt.e)
+		m := EscalationMessage(parkedRun(tt.e), tt.e, "")
 		var got []string
 		for _, b := range buttons(m) {
 			got = append(got, b.Text.Text)

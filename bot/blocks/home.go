@@ -7,6 +7,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -40,12 +41,14 @@ type Home struct {
 	More      int               // open questions not shown
 	Runs      []*jobs.Run       // the viewer's latest runs, newest first
 	Links     map[string]string // run id → its thread
+	Pages     map[string]string // run id → its page in the web view, when there is one
 	Now       time.Time
 }
 
 // HomeView is a person's Home tab: a notice when there is one, the deployment's health, the questions waiting on them
 // (oldest first, each with its run, task, question, how long it has waited, a link to its thread, and the buttons of
-// its thread message plus "Answer…"), and their latest runs with their status and threads.
+// its thread message: the answers it has, Answer… and the link to its run's page), and their latest runs with their
+// status and threads.
 func HomeView(h Home) slack.HomeTabViewRequest {
 	blocks := []slack.Block{headerBlock("orch")}
 	if strings.TrimSpace(h.Notice) != "" {
@@ -78,7 +81,7 @@ func HomeView(h Home) slack.HomeTabViewRequest {
 		// Each question after this one needs at least its two sections and its controls, and the count of the rest
 		// one more block.
 		room := maxHomeBlocks - len(blocks) - len(tail) - 3*(len(h.Questions)-i-1) - 1
-		blocks = append(blocks, homeQuestion(q, i, h.Links[q.Run.ID], h.Now, room)...)
+		blocks = append(blocks, homeQuestion(q, i, h.Links[q.Run.ID], h.Pages[q.Run.ID], h.Now, room)...)
 	}
 	if h.More > 0 {
 		blocks = append(blocks, contextBlock(fmt.Sprintf("_… and %s: the oldest are shown first._",
@@ -92,9 +95,10 @@ func HomeView(h Home) slack.HomeTabViewRequest {
 }
 
 // homeQuestion is the n-th open question on the Home, in at most room blocks (at least three): what and where, the
-// question, the option buttons, and Retry, Abort and Answer…. Its blocks' ids are its own: a view's block ids must
-// differ, and every question's option rows would otherwise be "orch_options_1".
-func homeQuestion(q Question, n int, link string, now time.Time, room int) []slack.Block {
+// question, the option buttons, and the answers it has besides (escalation.AnswersOf: Retry only where a task failed),
+// Abort, Answer… and the link to its run's page (page, "" for none). Its blocks' ids are its own: a view's block ids
+// must differ, and every question's option rows would otherwise be "orch_options_1".
+func homeQuestion(q Question, n int, link, page string, now time.Time, room int) []slack.Block {
 	r, e := q.Run, q.Escalation
 	label := escapeCut(taskLabel(r, e.TaskID), maxLine, false)
 	if link != "" {
@@ -108,7 +112,8 @@ func homeQuestion(q Question, n int, link string, now time.Time, room int) []sla
 		text = escapeCut(qt, maxHomeQuestion, true)
 	}
 	blocks := []slack.Block{sectionBlock(head), sectionBlock(text)}
-	if e.Trigger != jobs.TriggerSecurity {
+	answers := escalation.AnswersOf(e)
+	if len(answers.Options) > 0 {
 		options, list := optionBlocks(r, e, min(maxHomeOptionBlocks, room-3), true)
 		if list != nil {
 			blocks = append(blocks, list)
@@ -120,19 +125,23 @@ func homeQuestion(q Question, n int, link string, now time.Time, room int) []sla
 		}
 		blocks = append(blocks, options...)
 	}
-	answer := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindAnswer}
-	if checkActionValue(answer) != nil {
-		return blocks // ids no button can carry: the thread and the terminal answer it
-	}
 	var controls []slack.BlockElement
-	if e.Trigger != jobs.TriggerGate && !e.Call {
-		// As in the thread: a gate is answered with a choice, and a call the agent paused at waits for its answer.
-		controls = append(controls, button(ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindRetry}, "Retry", ""))
+	answer := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindAnswer}
+	if checkActionValue(answer) == nil { // else ids no button can carry: the thread and the terminal answer it
+		if answers.Retry {
+			controls = append(controls, button(ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindRetry}, "Retry", ""))
+		}
+		controls = append(controls,
+			button(ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindAbort}, "Abort", slack.StyleDanger).
+				WithConfirm(abortConfirm(r)),
+			button(answer, "Answer…", ""))
 	}
-	controls = append(controls,
-		button(ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindAbort}, "Abort", slack.StyleDanger).
-			WithConfirm(abortConfirm(r)),
-		button(answer, "Answer…", ""))
+	if b := pageButton(page); b != nil {
+		controls = append(controls, b)
+	}
+	if len(controls) == 0 {
+		return blocks
+	}
 	return append(blocks, slack.NewActionBlock(fmt.Sprintf("orch_home_%d_controls", n+1), controls...))
 }
 

@@ -157,18 +157,19 @@ func AnswerModal(r *jobs.Run, e *jobs.Escalation, meta AnswerMeta) slack.ModalVi
 	}
 }
 
-// optionInput is the input that chooses one of e's options: radio buttons, or a menu when there are more than radio
-// buttons hold; nil for a question without options and for a security escalation (its message offers none either).
-// left counts the options it could not list.
+// optionInput is the input that chooses one of the options e has (escalation.AnswersOf), and nothing else: radio
+// buttons, or a menu when there are more than radio buttons hold; nil for a question without options, a security
+// escalation among them (its message offers none either). left counts the options it could not list.
 func optionInput(e *jobs.Escalation, f answerForm) (block *slack.InputBlock, left int) {
-	if e.Trigger == jobs.TriggerSecurity || len(e.Options) == 0 {
+	options := escalation.AnswersOf(e).Options
+	if len(options) == 0 {
 		return nil, 0
 	}
 	rec := recommendedKey(e)
 	var opts []*slack.OptionBlockObject
 	var initial *slack.OptionBlockObject
 	seen := map[string]bool{}
-	for _, o := range e.Options {
+	for _, o := range options {
 		if seen[o.Key] {
 			continue // one answer, one option
 		}

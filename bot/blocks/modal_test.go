@@ -33,13 +33,13 @@ func questionKinds() map[string]*jobs.Escalation {
 	}
 }
 
-// Every question's message has an Answer… button (with Retry and Abort, within Block Kit's limits); the answered
-// message has no button at all.
+// Every question's message has an Answer… button (with Abort, and Retry where a task failed, within Block Kit's
+// limits); the answered message has no button at all.
 func TestAnswerButtonOnEveryQuestion(t *testing.T) {
 	for name, e := range questionKinds() {
 		t.Run(name, func(t *testing.T) {
 			r := parkedRun(e)
-			m := EscalationMessage(r, e)
+			m := EscalationMessage(r, e, "")
 			checkMessage(t, m)
 			found := false
 			for _, b := range buttons(m) {

@@ -12,29 +12,36 @@ import (
 	"github.com/orchrun/orch/jobs"
 )
 
-// EscalationMessage is a question to a human in the run's thread: the task, the question, what triggered it, a button
-// per option (the recommended one primary), Answer… (a form), Retry and Abort, and a hint that a thread reply gives
-// free-text guidance.
+// EscalationMessage is a question to a human in the run's thread: the task, the question, what triggered it, what the
+// agent did so far (the diffstat's summary and the first files), a button per option (the recommended one primary),
+// Answer… (a form), Retry where the question has it (escalation.AnswersOf: a task that failed; not an agent's question,
+// a gate or a call the agent paused at, which are answered, not retried), Abort, a link to the run's page in the web
+// view when there is one (page, "" for none), and a hint that a thread reply gives free-text guidance.
 // A security escalation offers no options: only Retry and Abort, and a hint to rotate the leaked credential.
-func EscalationMessage(r *jobs.Run, e *jobs.Escalation) Message {
+func EscalationMessage(r *jobs.Run, e *jobs.Escalation, page string) Message {
 	label, suffix := taskLabel(r, e.TaskID), questionSuffix(e)
 	blocks := escalationHead(r, e, label, suffix)
 	var tail []slack.Block // after the option buttons
 
+	answers := escalation.AnswersOf(e)
 	answer := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindAnswer}
 	retry := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindRetry}
 	abort := ActionValue{RunID: r.ID, EscalationID: e.ID, Kind: KindAbort}
 	clickable := checkActionValue(retry) == nil
+	var controls []slack.BlockElement
 	if clickable {
 		// Answer… opens a form that takes any answer the question allows: an option from a list (however many
 		// there are) or words.
-		controls := []slack.BlockElement{button(answer, "Answer…", ""), button(retry, "Retry", "")}
-		if e.Trigger == jobs.TriggerGate || e.Call {
-			// A gate is answered with a choice, and so is a call the agent paused at (its session waits for that
-			// answer): there is nothing to retry.
-			controls = controls[:1]
+		controls = append(controls, button(answer, "Answer…", ""))
+		if answers.Retry {
+			controls = append(controls, button(retry, "Retry", ""))
 		}
 		controls = append(controls, button(abort, "Abort", slack.StyleDanger).WithConfirm(abortConfirm(r)))
+	}
+	if b := pageButton(page); b != nil {
+		controls = append(controls, b)
+	}
+	if len(controls) > 0 {
 		tail = append(tail, slack.NewActionBlock("orch_controls", controls...))
 	}
 	hint := "Or reply in this thread to give free-text guidance instead."
@@ -57,7 +64,7 @@ func EscalationMessage(r *jobs.Run, e *jobs.Escalation) Message {
 	tail = append(tail, contextBlock(hint))
 
 	var options []slack.Block
-	if e.Trigger != jobs.TriggerSecurity {
+	if len(answers.Options) > 0 {
 		room := maxBlocks - len(blocks) - len(tail)
 		var list slack.Block
 		options, list = optionBlocks(r, e, room, clickable)
@@ -296,6 +303,33 @@ func optionText(e *jobs.Escalation, o jobs.Option, recommended bool) (text strin
 
 func button(v ActionValue, text string, style slack.Style) *slack.ButtonBlockElement {
 	return slack.NewButtonBlockElement(v.ActionID(), v.Encode(), plainText(cutPlain(text, maxButtonText))).WithStyle(style)
+}
+
+// maxButtonURL is the longest url a button takes (docs.slack.dev/reference/block-kit/block-elements/button-element).
+const maxButtonURL = 3000
+
+// pageButton is a link to a run's page in the web view (nil without one, or for a link that cannot be a button's). Slack
+// opens the link in the browser and still sends the click to orch, which acknowledges it and does nothing else.
+func pageButton(page string) *slack.ButtonBlockElement {
+	if !isWebLink(page) || len(page) > maxButtonURL {
+		return nil
+	}
+	b := slack.NewButtonBlockElement(ActionPage, "", plainText("Open run page"))
+	b.URL = page
+	return b
+}
+
+// isWebLink reports whether s is an absolute http(s) link with nothing in it that would end or break it.
+func isWebLink(s string) bool {
+	if !strings.HasPrefix(s, "https://") && !strings.HasPrefix(s, "http://") {
+		return false
+	}
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f || r == '<' || r == '>' || r == '|' || r == '"' {
+			return false
+		}
+	}
+	return true
 }
 
 func abortConfirm(r *jobs.Run) *slack.ConfirmationBlockObject {

@@ -262,7 +262,7 @@ func (h *homes) publish(ctx context.Context, user string) error {
 // render reads what user's Home shows and renders it.
 func (h *homes) render(ctx context.Context, user string) (slack.HomeTabViewRequest, error) {
 	home := blocks.Home{Viewer: user, Notice: h.notice(user), CanAnswer: h.cfg.Allowed.Allows(user), Links: map[string]string{},
-		Now: h.cfg.Now()}
+		Pages: map[string]string{}, Now: h.cfg.Now()}
 	home.Health = h.health(ctx)
 	qs, total, err := openQuestions(ctx, h.cfg.Store, h.cfg.Allowed, user, "", blocks.MaxHomeQuestions)
 	if err != nil {
@@ -276,6 +276,7 @@ func (h *homes) render(ctx context.Context, user string) (slack.HomeTabViewReque
 	runs := make([]*jobs.Run, 0, len(qs)+len(home.Runs))
 	for _, q := range qs {
 		runs = append(runs, q.Run)
+		home.Pages[q.Run.ID] = runPage(h.cfg.PublicURL, q.Run.ID)
 	}
 	for _, r := range append(runs, home.Runs...) {
 		if _, ok := home.Links[r.ID]; ok {

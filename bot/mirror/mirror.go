@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -45,6 +46,18 @@ type Config struct {
 	// Health is the deployment's health in a few words, for the Home tab; without it the Home says whether the store
 	// answers.
 	Health func(ctx context.Context) string
+	// PublicURL is where people reach orch's web view ("https://orch.example.com/"); "" for nowhere. With it a question
+	// links its run's page there.
+	PublicURL string
+}
+
+// runPage is run runID's page in the web view at publicURL, "" without one.
+func runPage(publicURL, runID string) string {
+	u := strings.TrimSuffix(strings.TrimSpace(publicURL), "/")
+	if u == "" || runID == "" {
+		return ""
+	}
+	return u + "/runs/" + url.PathEscape(runID)
 }
 
 func (cfg *Config) fillDefaults() {

@@ -416,7 +416,7 @@ func (t *thread) Ended(ctx context.Context, _ jobs.Event) error { return t.p.fin
 // question posts an escalation's message in the thread (once) and shows on the root message that the run waits.
 func (p *poster) question(ctx context.Context, run *jobs.Run, st *runState, id string) error {
 	if e := run.Escalation(id); e != nil && st.Esc[id] == "" {
-		ts, err := p.post(ctx, st.Channel, st.RootTS, blocks.EscalationMessage(run, e))
+		ts, err := p.post(ctx, st.Channel, st.RootTS, blocks.EscalationMessage(run, e, runPage(p.cfg.PublicURL, run.ID)))
 		if err != nil {
 			return fmt.Errorf("posting escalation %s: %w", id, err)
 		}

@@ -48,6 +48,10 @@
 // click on a Home button (HomeClick) is the block_actions payload of a Home tab view in
 // https://docs.slack.dev/reference/interaction-payloads/block_actions-payload: container.type "view", a view, no
 // channel, message or response_url.
+//
+// A click on a button is its block_actions action with the button's value, when it has one. A link button (one with a
+// url, docs.slack.dev/reference/block-kit/block-elements/button-element) has none: Slack opens the link in the
+// browser, and "you'll still receive an interaction payload and will need to send an acknowledgement response".
 package slackfake
 
 import (
@@ -670,7 +674,8 @@ func (s *Slack) SlashCommand(text, user, channel string) []byte {
 	return []byte(v.Encode())
 }
 
-// Click is the form body of a click on a button of message m by user.
+// Click is the form body of a click on a button of message m by user. A button without a value (value "": a link
+// button) is clicked as Slack sends it, its action without a value.
 func (s *Slack) Click(m Message, user, actionID, value string) []byte {
 	payload := map[string]any{
 		"type":         "block_actions",
@@ -682,8 +687,8 @@ func (s *Slack) Click(m Message, user, actionID, value string) []byte {
 		"message":      map[string]any{"ts": m.TS, "thread_ts": m.ThreadTS, "text": m.Text},
 		"response_url": s.ResponseURL("click-" + user),
 		"trigger_id":   s.Trigger(user),
-		"actions": []map[string]any{{"type": "button", "action_id": actionID, "block_id": "b",
-			"value": value, "action_ts": "1700000001.000001"}},
+		"actions": []map[string]any{buttonAction(map[string]any{"type": "button", "action_id": actionID, "block_id": "b",
+			"action_ts": "1700000001.000001"}, value)},
 	}
 	data, _ := json.Marshal(payload)
 	return []byte(url.Values{"payload": {string(data)}}.Encode())
@@ -767,9 +772,9 @@ func Buttons(m Message) map[string]string {
 	return out
 }
 
-// Button is one button of a message: its label, action id and value.
+// Button is one button of a message: its label, action id and value, and the link a link button opens.
 type Button struct {
-	Text, ActionID, Value string
+	Text, ActionID, Value, URL string
 }
 
 // ButtonList returns a message's buttons in the order Slack shows them.
@@ -783,6 +788,7 @@ func ButtonList(m Message) []Button {
 			} `json:"text"`
 			ActionID string `json:"action_id"`
 			Value    string `json:"value"`
+			URL      string `json:"url"`
 		} `json:"elements"`
 	}
 	json.Unmarshal(m.Blocks, &blocks)
@@ -793,7 +799,7 @@ func ButtonList(m Message) []Button {
 		}
 		for _, e := range b.Elements {
 			if e.Type == "button" {
-				out = append(out, Button{Text: e.Text.Text, ActionID: e.ActionID, Value: e.Value})
+				out = append(out, Button{Text: e.Text.Text, ActionID: e.ActionID, Value: e.Value, URL: e.URL})
 			}
 		}
 	}
@@ -933,10 +939,18 @@ func (s *Slack) HomeClick(h Home, user, actionID, value string) []byte {
 		"container":  map[string]any{"type": "view", "view_id": h.ID},
 		"trigger_id": s.Trigger(user),
 		"view":       view,
-		"actions": []map[string]any{{"type": "button", "block_id": "b", "action_id": actionID, "value": value,
+		"actions": []map[string]any{buttonAction(map[string]any{"type": "button", "block_id": "b", "action_id": actionID,
 			"text":      map[string]any{"type": "plain_text", "text": "button", "emoji": true},
-			"action_ts": fmt.Sprintf("%d.000001", time.Now().Unix())}},
+			"action_ts": fmt.Sprintf("%d.000001", time.Now().Unix())}, value)},
 	}
 	data, _ := json.Marshal(payload)
 	return []byte(url.Values{"payload": {string(data)}}.Encode())
+}
+
+// buttonAction is a clicked button's action with its value, which it carries only when the button has one.
+func buttonAction(action map[string]any, value string) map[string]any {
+	if value != "" {
+		action["value"] = value
+	}
+	return action
 }

@@ -28,6 +28,7 @@ const (
 	maxConfirmButton   = 30
 	maxActionID        = 255
 	maxButtonValue     = 2000
+	maxButtonURL       = 3000
 	maxBlockID         = 255
 )
 
@@ -162,6 +163,9 @@ func checkActions(t testing.TB, where string, b *slack.ActionBlock, actionIDs ma
 		actionIDs[btn.ActionID] = true
 		if TextLen(btn.Value) > maxButtonValue {
 			t.Errorf("%s: value of %d characters", where, TextLen(btn.Value))
+		}
+		if u := btn.URL; u != "" && (len(u) > maxButtonURL || !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://")) {
+			t.Errorf("%s: url %q is no link Slack opens (http or https, at most %d characters)", where, u, maxButtonURL)
 		}
 		if c := btn.Confirm; c != nil {
 			checkText(t, where+" confirm title", c.Title, maxConfirmTitle)
