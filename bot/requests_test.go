@@ -475,7 +475,7 @@ func TestMentionThatCannotStartSaysSoInItsThread(t *testing.T) {
 
 		notStarted := func(thread string) slackfake.Message {
 			return h.waitMessage("the reason in thread "+thread, func(m slackfake.Message) bool {
-				return m.ThreadTS == thread && strings.Contains(blocksText(m), "no run started")
+				return m.ThreadTS == thread && strings.Contains(blocksText(m), "Could not start the run")
 			})
 		}
 		asked := h.mention(alice, "fix the retry test", "")

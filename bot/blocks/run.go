@@ -75,8 +75,8 @@ func NotStartedMessage(user, text string) Message {
 	if IsUserID(user) {
 		who = "<@" + user + ">"
 	}
-	body := fmt.Sprintf(":warning: %s, no run started. %s", who, escapeCut(text, maxSectionText-200, true))
-	return newMessage(escapeCut("No run started: "+safetext.HeadLine(text), maxFallbackText, false), []slack.Block{sectionBlock(body)})
+	body := fmt.Sprintf(":warning: %s: %s", who, escapeCut(text, maxSectionText-200, true))
+	return newMessage(escapeCut(safetext.HeadLine(text), maxFallbackText, false), []slack.Block{sectionBlock(body)})
 }
 
 // StoppedMessage tells whoever started run r that it was stopped, and why: orch cannot post in its channel.
