@@ -25,17 +25,7 @@ const apiToken = "bench-api-token-0123456789"
 // returns the time from each POST to the run's resumed attempt starting (its task_started commit).
 func answerToResume(ctx context.Context, r *rig, poll time.Duration, n int) ([]time.Duration, error) {
 	st, q, events := r.backend()
-	ended, resumed := newSignals(), newSignals()
-	events.hook(func(e jobs.Event, at time.Time) {
-		switch b := e.Body.(type) {
-		case jobs.TaskStartedEvent:
-			if b.Started == 2 { // the attempt after the human's answer
-				resumed.fire(e.RunID, at)
-			}
-		case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
-			ended.fire(e.RunID, at)
-		}
-	})
+	ended, resumed := watchAnswers(events)
 	w, err := r.startWorker(st, q, poll)
 	if err != nil {
 		return nil, err

@@ -264,17 +264,7 @@ type githubResume struct {
 // then what a click does: the atomic resolution, the resume task, the worker's resume and step handlers.
 func commentToResume(ctx context.Context, r *rig, poll time.Duration, n int) (githubResume, error) {
 	st, q, events := r.backend()
-	ended, resumed := newSignals(), newSignals()
-	events.hook(func(e jobs.Event, at time.Time) {
-		switch b := e.Body.(type) {
-		case jobs.TaskStartedEvent:
-			if b.Started == 2 { // the attempt after the human's answer
-				resumed.fire(e.RunID, at)
-			}
-		case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
-			ended.fire(e.RunID, at)
-		}
-	})
+	ended, resumed := watchAnswers(events)
 	w, err := r.startWorker(st, q, poll)
 	if err != nil {
 		return githubResume{}, err
@@ -309,6 +299,22 @@ func commentToResume(ctx context.Context, r *rig, poll time.Duration, n int) (gi
 	}
 	res.permReads = permissionReads(g.fake) - before
 	return res, nil
+}
+
+// watchAnswers signals each run's end, and its agent resuming after a human's answer (its second attempt starting).
+func watchAnswers(events *tally) (ended, resumed *signals) {
+	ended, resumed = newSignals(), newSignals()
+	events.hook(func(e jobs.Event, at time.Time) {
+		switch b := e.Body.(type) {
+		case jobs.TaskStartedEvent:
+			if b.Started == 2 { // the attempt after the human's answer
+				resumed.fire(e.RunID, at)
+			}
+		case jobs.RunCompletedEvent, jobs.RunFailedEvent, jobs.RunAbortedEvent:
+			ended.fire(e.RunID, at)
+		}
+	})
+	return ended, resumed
 }
 
 // startFromIssues opens n issues and starts a run in each with a comment, as a person would.

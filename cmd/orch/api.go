@@ -71,13 +71,9 @@ func (a *app) mcpCmd() *cobra.Command {
 				}
 				return nil
 			}
-			noWorker, _ := cmd.Flags().GetBool("no-worker")
-			var wk workerSettings
-			if !noWorker {
-				var err error
-				if wk, err = a.workerSettings(cmd); err != nil {
-					return err
-				}
+			wk, err := a.sideWorker(cmd)
+			if err != nil {
+				return err
 			}
 			b, err := a.backend(cmd)
 			if err != nil {
@@ -92,13 +88,11 @@ func (a *app) mcpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if !noWorker {
-				e, err := a.startWorker(b, wk)
-				if err != nil {
-					return err
-				}
-				defer e.Shutdown()
+			stop, err := wk.start(a, b)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			err = s.MCP(whoami(), orchVersion()).Run(cmd.Context(), &mcp.StdioTransport{})
 			if errors.Is(err, context.Canceled) {
 				return nil

@@ -37,13 +37,9 @@ func (a *app) webCmd() *cobra.Command {
 			if err := web.CheckPublicURL(a.env("ORCH_PUBLIC_URL")); err != nil {
 				return usageErr("%v", err)
 			}
-			noWorker, _ := cmd.Flags().GetBool("no-worker")
-			var wk workerSettings
-			if !noWorker {
-				var err error
-				if wk, err = a.workerSettings(cmd); err != nil {
-					return err
-				}
+			wk, err := a.sideWorker(cmd)
+			if err != nil {
+				return err
 			}
 			// The address is taken first: a worker must not take a run for a view that cannot serve.
 			ln, err := net.Listen("tcp", addr)
@@ -60,13 +56,11 @@ func (a *app) webCmd() *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			if !noWorker {
-				e, err := a.startWorker(b, wk)
-				if err != nil {
-					return err
-				}
-				defer e.Shutdown()
+			stop, err := wk.start(a, b)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			front, err := a.front(cmd, b, "local")
 			if err != nil {
 				return err
@@ -138,4 +132,31 @@ func (a *app) noteWebNames(addr, token string) {
 	case token != "" && public == "" && web.CheckAddr(addr, "") != nil:
 		fmt.Fprintln(a.stderr, "orch: the web view answers to localhost names only: set ORCH_PUBLIC_URL to the address people use to reach it")
 	}
+}
+
+// sideWorker is the worker a serving command (orch web, orch mcp) runs beside what it serves, so that the runs
+// started or answered there go on; none with --no-worker. Its settings are checked before anything starts.
+type sideWorker struct{ settings *workerSettings }
+
+func (a *app) sideWorker(cmd *cobra.Command) (sideWorker, error) {
+	if noWorker, _ := cmd.Flags().GetBool("no-worker"); noWorker {
+		return sideWorker{}, nil
+	}
+	wk, err := a.workerSettings(cmd)
+	if err != nil {
+		return sideWorker{}, err
+	}
+	return sideWorker{settings: &wk}, nil
+}
+
+// start starts the worker on b, and returns what stops it.
+func (s sideWorker) start(a *app, b *store.Backend) (stop func(), err error) {
+	if s.settings == nil {
+		return func() {}, nil
+	}
+	e, err := a.startWorker(b, *s.settings)
+	if err != nil {
+		return nil, err
+	}
+	return e.Shutdown, nil
 }
