@@ -199,7 +199,7 @@ type fronts struct {
 func (a *app) slackConfig(ws string) (bot.Config, error) {
 	c := bot.Config{SigningSecret: a.env("SLACK_SIGNING_SECRET"), BotToken: a.env("SLACK_BOT_TOKEN"),
 		AppToken: a.env("SLACK_APP_TOKEN"), APIURL: a.env("SLACK_API_URL"), Workspace: ws,
-		AllowedUsers: splitList(a.env("ORCH_ALLOWED_USERS")), PostInterval: time.Second}
+		AllowedUsers: splitList(a.env("ORCH_ALLOWED_USERS")), PostInterval: time.Second, PublicURL: a.env("ORCH_PUBLIC_URL")}
 	if c.BotToken == "" {
 		return c, usageErr("SLACK_BOT_TOKEN is not set (or, to serve GitHub alone, set ORCH_GITHUB_WEBHOOK_SECRET and no Slack token)")
 	}

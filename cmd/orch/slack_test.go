@@ -135,7 +135,7 @@ func finalMsg(msgs []slackfake.Message, word string) bool {
 // message shows who answered → the run completes and says so in the thread.
 func TestSlackRunClickComplete(t *testing.T) {
 	t.Parallel()
-	s := startServe(t)
+	s := startServe(t, "ORCH_PUBLIC_URL=https://orch.example.test/")
 	code, body := s.post("/slack/commands", s.slack.SlashCommand("run examples/plans/ambiguous_task.md", "U123ALICE", "C0RUNS"), "application/x-www-form-urlencoded")
 	if code != 200 || !strings.Contains(body, "Starting a run") {
 		t.Fatalf("slash command: %d %s", code, body)
@@ -156,8 +156,19 @@ func TestSlackRunClickComplete(t *testing.T) {
 			chooseB, value = id, v
 		}
 	}
-	if chooseB == "" || buttons["orch_retry"] == "" || buttons["orch_abort"] == "" {
+	// The agent asked: its question is answered, not retried. Its run's page is linked where ORCH_PUBLIC_URL says.
+	if _, retry := buttons["orch_retry"]; chooseB == "" || retry || buttons["orch_answer"] == "" || buttons["orch_abort"] == "" {
 		t.Fatalf("buttons: %v", buttons)
+	}
+	runID := regexp.MustCompile(`r-[a-z2-7]{10}`).FindString(root.Text)
+	page := ""
+	for _, b := range slackfake.ButtonList(q) {
+		if b.ActionID == "orch_page" {
+			page = b.URL
+		}
+	}
+	if want := "https://orch.example.test/runs/" + runID; page != want {
+		t.Errorf("the question links %q, want the run's page %s", page, want)
 	}
 	if code, _ := s.post("/slack/interactions", s.slack.Click(q, "U123ALICE", chooseB, value), "application/x-www-form-urlencoded"); code != 200 {
 		t.Fatalf("click: %d", code)
