@@ -194,6 +194,7 @@ func goldenCases() []goldenCase {
 		{"escalation_many_options", EscalationMessage(parkedRun(manyOptions(30)), manyOptions(30), "")},
 		{"escalation_long_question", EscalationMessage(parkedRun(longQuestion()), longQuestion(), "")},
 		{"escalation_page", EscalationMessage(parkedRun(attemptCap()), attemptCap(), testPage)},
+		{"escalation_work", EscalationMessage(parkedRun(workedQuestion()), workedQuestion(), "")},
 		{"answered_slack", AnsweredMessage(testRun(), answered(needsHelp(),
 			jobs.Resolution{Type: jobs.ResolveChoose, Key: "B", By: "U0123ABCD", Via: "slack"}))},
 		{"answered_terminal", AnsweredMessage(testRun(), answered(attemptCap(),

@@ -2,6 +2,8 @@ package blocks
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -135,7 +137,91 @@ func escalationHead(r *jobs.Run, e *jobs.Escalation, label, suffix string) []sla
 		msg = strings.ReplaceAll(msg, "```", "`\u200b``")
 		blocks = append(blocks, sectionBlock(p+escapeCut(msg, 1500, true)+fenceClose))
 	}
+	if work := workExcerpt(e); work != "" {
+		blocks = append(blocks, contextBlock(work))
+	}
 	return blocks
+}
+
+// Bounds of the excerpt of what the agent did that a question shows: its whole diff is on the run's branch and page.
+const (
+	maxExcerptFiles = 5  // files named
+	maxExcerptName  = 80 // characters of a file's name
+)
+
+// workExcerpt is what the agent did so far, in a line: the summary of git's diffstat ("3 files changed, 10
+// insertions(+), 2 deletions(-)") and the first few files changed, each as inline code (a file's name, the agent's to
+// choose, can neither format, mention nor link), the rest counted; "" when the question carries neither.
+func workExcerpt(e *jobs.Escalation) string {
+	var parts []string
+	if sum := diffstatSummary(e.Diff); sum != "" {
+		parts = append(parts, escapeCut(sum, maxLine, false))
+	}
+	var names []string
+	more := 0
+	for _, f := range e.Files {
+		if n, ok := moreFiles(f); ok {
+			more += n
+			continue
+		}
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		if len(names) == maxExcerptFiles {
+			more++
+			continue
+		}
+		names = append(names, fileChange(f))
+	}
+	if more > 0 {
+		names = append(names, "and "+jobs.Count(more, "more file"))
+	}
+	if len(names) > 0 {
+		parts = append(parts, strings.Join(names, ", "))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ":pencil2: *So far:* " + strings.Join(parts, " · ")
+}
+
+// diffstatSummary is the summary line of git diff --stat output ("3 files changed, 10 insertions(+)…"), "" for none.
+func diffstatSummary(stat string) string {
+	lines := strings.Split(stat, "\n")
+	for _, l := range slices.Backward(lines) {
+		if l = strings.TrimSpace(l); diffstatLine.MatchString(l) {
+			return l
+		}
+	}
+	return ""
+}
+
+var diffstatLine = regexp.MustCompile(`^\d+ files? changed(, \d+ insertions?\(\+\))?(, \d+ deletions?\(-\))?$`)
+
+// moreFiles reads the entry that counts the files an escalation left out ("… and 12 more"), as escalation.Open writes it.
+func moreFiles(f string) (int, bool) {
+	m := moreFilesEntry.FindStringSubmatch(f)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil
+}
+
+var moreFilesEntry = regexp.MustCompile(`^… and (\d+) more$`)
+
+// fileChange is one file the agent changed, as git's --name-status gives it ("M\tpath"): its name as inline code, and
+// what happened to it in a word.
+func fileChange(f string) string {
+	status, name, ok := strings.Cut(f, "\t")
+	if !ok {
+		return inlineCode(f, maxExcerptName)
+	}
+	word := map[string]string{"A": "added", "M": "modified", "D": "deleted", "T": "type changed"}[status]
+	if word == "" {
+		return inlineCode(name, maxExcerptName)
+	}
+	return inlineCode(name, maxExcerptName) + " " + word
 }
 
 func hasOption(e *jobs.Escalation, key string) bool {

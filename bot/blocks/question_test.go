@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/orchrun/orch/bot/blocks/blockstest"
 	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
 )
 
 const testPage = "https://orch.example.com/runs/" + runID
@@ -122,4 +124,90 @@ func actionIDs(bs []*slack.ButtonBlockElement) []string {
 		out = append(out, b.ActionID)
 	}
 	return out
+}
+
+// workedQuestion is the agent's question after it changed files, as the worker reports them: git's --name-status
+// lines and --stat, some of the names the agent's own hostile choices.
+func workedQuestion() *jobs.Escalation {
+	e := needsHelp()
+	e.Files = []string{"M\tapi/cache.go", "A\t*bold* <!channel> & `tick`.go", "D\t" + strings.Repeat("very/long/", 40) + "name.go",
+		"A\tapi/cache_test.go", "M\tgo.mod", "M\tgo.sum", "A\tdocs/cache.md", "… and 12 more"}
+	e.Diff = " api/cache.go      | 40 ++++++++++----\n api/cache_test.go | 80 ++++++++++++++++\n" +
+		" 19 files changed, 170 insertions(+), 12 deletions(-)\n"
+	return e
+}
+
+// A question shows what the agent did so far: the diffstat's summary and its first files, each name as inline code,
+// bounded and escaped whatever the agent named them, the rest counted. The answered message and the form keep it.
+func TestQuestionShowsWhatTheAgentDid(t *testing.T) {
+	e := workedQuestion()
+	r := parkedRun(e)
+	m := EscalationMessage(r, e, "")
+	checkMessage(t, m)
+	var line string
+	for _, b := range m.Blocks {
+		if c, ok := b.(*slack.ContextBlock); ok {
+			for _, el := range c.ContextElements.Elements {
+				if tx, ok := el.(*slack.TextBlockObject); ok && strings.Contains(tx.Text, "So far") {
+					line = tx.Text
+				}
+			}
+		}
+	}
+	if line == "" {
+		t.Fatalf("the question does not say what the agent did:\n%s", allText(m))
+	}
+	for _, want := range []string{"19 files changed, 170 insertions(+), 12 deletions(-)", "`api/cache.go` modified",
+		"`*bold* &lt;!channel&gt; &amp; 'tick'.go` added", "`api/cache_test.go` added", "`go.mod` modified",
+		"and 14 more files"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the excerpt lacks %q:\n%s", want, line)
+		}
+	}
+	if strings.Contains(line, "go.sum") || strings.Contains(line, "docs/cache.md") {
+		t.Errorf("the excerpt names more than %d files:\n%s", maxExcerptFiles, line)
+	}
+	if !strings.Contains(line, "very/long/") || strings.Contains(line, strings.Repeat("very/long/", 9)) {
+		t.Errorf("the long name is not cut to %d characters:\n%s", maxExcerptName, line)
+	}
+	// Every name is inside its inline code: nothing of it can format the line.
+	outside := strings.Replace(regexp.MustCompile("`[^`]*`").ReplaceAllString(line, ""), "*So far:*", "", 1)
+	if strings.ContainsAny(outside, "*<>&_~") {
+		t.Errorf("a name escapes its code span: %q", outside)
+	}
+	if n := textLen(line); n > 1000 {
+		t.Errorf("the excerpt is %d characters long", n)
+	}
+	for name, v := range map[string]string{
+		"answered": allText(AnsweredMessage(r, answered(workedQuestion(), jobs.Resolution{Type: jobs.ResolveChoose, Key: "B",
+			By: "U0123ABCD", Via: "slack"}))),
+		"form": jsonText(t, AnswerModal(r, e, AnswerMeta{}).Blocks),
+	} {
+		if !strings.Contains(v, "19 files changed") {
+			t.Errorf("the %s does not say what the agent did", name)
+		}
+	}
+
+	// Nothing to say: no line.
+	for _, tc := range []struct {
+		files []string
+		diff  string
+	}{{nil, ""}, {nil, "not a diffstat"}, {[]string{" "}, "\n"}} {
+		e := needsHelp()
+		e.Files, e.Diff = tc.files, tc.diff
+		if all := allText(EscalationMessage(parkedRun(e), e, "")); strings.Contains(all, "So far") {
+			t.Errorf("files %q, diff %q: the question says %q", tc.files, tc.diff, all)
+		}
+	}
+	// Files alone, or the summary alone.
+	e = needsHelp()
+	e.Files = []string{"M\tmain.go"}
+	if all := allText(EscalationMessage(parkedRun(e), e, "")); !strings.Contains(all, "*So far:* `main.go` modified") {
+		t.Errorf("files alone: %s", all)
+	}
+	e = needsHelp()
+	e.Diff = " main.go | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)"
+	if all := allText(EscalationMessage(parkedRun(e), e, "")); !strings.Contains(all, "*So far:* 1 file changed, 1 insertion(+), 1 deletion(-)") {
+		t.Errorf("the summary alone: %s", all)
+	}
 }
