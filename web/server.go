@@ -1,12 +1,15 @@
-// Package web serves orch's web view: every run of a deployment, what each is doing, the questions that wait and
-// the form that answers them. Pages are rendered on the server (they work without JavaScript); a small script on top
-// follows a run's event stream so the page updates without a reload.
+// Package web serves orch's web view: every run of a deployment, what each is doing and what it changed, the questions
+// that wait and the forms that answer them, and the forms that start, cancel and start runs again. Pages are rendered
+// on the server (they work without JavaScript); a small script on top follows a run's event stream so the page
+// updates without a reload.
 //
 // Access: with no token the view serves loopback clients only, as the person running orch; with ORCH_WEB_TOKEN it
 // serves anyone who signs in with the token. Either way it answers only to its own names (localhost and loopback
 // addresses; with a token, the host of ORCH_PUBLIC_URL too), which is what stops a page elsewhere from reaching it
 // through DNS rebinding. Every form carries a CSRF token, and answers go through the same atomic
-// resolution as the terminal and Slack, so the first answer wins wherever it comes from.
+// resolution as the terminal and Slack, so the first answer wins wherever it comes from. Starting and cancelling
+// need the same right as answering (AllowedUsers); runs start through runs.Front, which checks what a person asks for
+// the same way on every surface.
 package web
 
 import (

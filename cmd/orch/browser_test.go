@@ -392,13 +392,53 @@ func heldWorkspace(t *testing.T) (dir, released string) {
 	return dir, released
 }
 
+// screen is a browser as people use the view: a desktop in the light theme, or a phone 390 px wide whose system
+// asks for the dark theme. name prefixes its screenshots.
+type screen struct {
+	name  string
+	phone bool
+}
+
+var screens = []screen{{name: "desktop"}, {name: "phone-dark", phone: true}}
+
+// open starts the screen's browser.
+func (sc screen) open(t *testing.T) context.Context {
+	ctx := newBrowser(t)
+	if sc.phone {
+		phoneDark(ctx, t)
+	}
+	return ctx
+}
+
+// shot checks that the page fits the screen (and, on the phone, is dark), then saves it as name, prefixed on the
+// phone.
+func (sc screen) shot(ctx context.Context, t *testing.T, dir, name string) {
+	t.Helper()
+	if sc.phone {
+		fitsAndIsDark(ctx, t)
+		name = sc.name + "-" + name
+	} else {
+		waitPage(ctx, t, "document.documentElement.scrollWidth <= window.innerWidth", "a page no wider than the window")
+	}
+	screenshot(ctx, t, dir, name)
+}
+
 // A person starts a run from the browser (after a plan outside the workspace is refused, without a server path),
 // watches the agent's tool calls arrive live while it works, sees the run complete by itself, reads its diff with
-// the added lines marked, and runs it again; the list then shows the run's progress and branch. A phone in the dark
-// theme shows the same pages, none wider than the screen.
+// the added lines marked, and runs it again; the list then shows the run's progress and branch. On a desktop, and on
+// a phone in the dark theme, every page no wider than the screen.
 func TestBrowserStartsARunAndWatchesItWork(t *testing.T) {
 	t.Parallel()
-	ctx := newBrowser(t)
+	for _, sc := range screens {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			startAndWatch(t, sc)
+		})
+	}
+}
+
+func startAndWatch(t *testing.T, sc screen) {
+	ctx := sc.open(t)
 	shots := screenshotDir(t)
 	dir, released := heldWorkspace(t)
 	writeAndWait := claudeModel{Turns: [][]claudeStep{{
@@ -426,18 +466,17 @@ func TestBrowserStartsARunAndWatchesItWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	typeInto(ctx, t, `#start-plan input[name="plan"]`, "plan.md")
-	screenshot(ctx, t, shots, "start.png")
+	sc.shot(ctx, t, shots, "start.png")
 	click(ctx, t, "#start-plan button.primary")
 	waitPage(ctx, t, "location.pathname.startsWith('/runs/r-') && location.search === '?started=1'", "the new run's page")
-	id := strings.TrimPrefix(location(ctx), base+"/runs/")
-	id = strings.TrimSuffix(id, "?started=1")
+	id := strings.TrimSuffix(strings.TrimPrefix(location(ctx), base+"/runs/"), "?started=1")
 	waitText(ctx, t, "Run "+id+" started.")
 
 	// The agent is at work, held in its tests: its calls are on the page, brought by the page's own script.
 	waitPage(ctx, t, "!document.getElementById('live').hidden && document.getElementById('live-calls').innerText.includes('Bash: make test')",
 		"the agent's tool calls, live")
 	waitPage(ctx, t, "document.getElementById('live-calls').innerText.includes('Write: ')", "the Write call, live")
-	screenshot(ctx, t, shots, "run-live.png")
+	sc.shot(ctx, t, shots, "run-live.png")
 	if err := os.WriteFile(released, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -448,6 +487,7 @@ func TestBrowserStartsARunAndWatchesItWork(t *testing.T) {
 	if text := pageText(ctx); strings.Contains(text, "agent_activity") {
 		t.Errorf("the default timeline shows the tool calls:\n%s", text)
 	}
+	sc.shot(ctx, t, shots, "run-done.png")
 	click(ctx, t, "#timeline-toggle")
 	waitPage(ctx, t, "document.getElementById('events').innerText.includes('agent_activity')", "every event, the tool calls among them")
 
@@ -456,7 +496,7 @@ func TestBrowserStartsARunAndWatchesItWork(t *testing.T) {
 	waitPage(ctx, t, "Array.from(document.querySelectorAll('pre.diff span.add')).some(s => s.textContent === '+hello')", "+hello marked as added")
 	waitPage(ctx, t, "getComputedStyle(document.querySelector('pre.diff span.add')).backgroundColor !== getComputedStyle(document.body).backgroundColor",
 		"the added line coloured")
-	screenshot(ctx, t, shots, "diff.png")
+	sc.shot(ctx, t, shots, "diff.png")
 
 	open(ctx, t, base+"/runs/"+id)
 	click(ctx, t, "form.rerun button")
@@ -468,30 +508,11 @@ func TestBrowserStartsARunAndWatchesItWork(t *testing.T) {
 	waitPage(ctx, t, "document.getElementById('run-status').textContent.trim() === 'completed'", "the run started again completed")
 
 	open(ctx, t, base+"/")
-	row := fmt.Sprintf("tr:has(a[href=%q])", "/runs/"+id)
-	waitPage(ctx, t, fmt.Sprintf("(document.querySelector(%s) || {innerText: ''}).innerText.includes('orch/%s')", strconv.Quote(row), id), "the run's branch in the list")
-	waitPage(ctx, t, fmt.Sprintf("document.querySelector(%s + ' td.progress').innerText.trim() === '1/1'", strconv.Quote(row)), "the run's progress in the list")
-	screenshot(ctx, t, shots, "runs-columns.png")
-
-	// The same pages on a phone, in the dark.
-	phone := newBrowser(t)
-	phoneDark(phone, t)
-	open(phone, t, base+"/")
-	waitText(phone, t, "orch/"+id)
-	fitsAndIsDark(phone, t)
-	waitPage(phone, t, fmt.Sprintf("document.querySelector(%s + ' td.progress').getBoundingClientRect().right <= 390", strconv.Quote(row)), "the progress on screen")
-	screenshot(phone, t, shots, "phone-dark-runs.png")
-	open(phone, t, base+"/runs/"+id)
-	waitText(phone, t, "Task 1: COMPLETED")
-	fitsAndIsDark(phone, t)
-	screenshot(phone, t, shots, "phone-dark-run.png")
-	open(phone, t, base+"/runs/"+id+"/diff")
-	waitText(phone, t, "hello.txt")
-	fitsAndIsDark(phone, t)
-	screenshot(phone, t, shots, "phone-dark-diff.png")
-	open(phone, t, base+"/runs/new")
-	waitElement(phone, t, `#start-plan input[name="plan"]`)
-	fitsAndIsDark(phone, t)
+	row := strconv.Quote(fmt.Sprintf("tr:has(a[href=%q])", "/runs/"+id))
+	waitPage(ctx, t, fmt.Sprintf("(document.querySelector(%s) || {innerText: ''}).innerText.includes('orch/%s')", row, id), "the run's branch in the list")
+	waitPage(ctx, t, fmt.Sprintf("document.querySelector(%s + ' td.progress').innerText.trim() === '1/1'", row), "the run's progress in the list")
+	waitPage(ctx, t, fmt.Sprintf("document.querySelector(%s + ' td.progress').getBoundingClientRect().right <= window.innerWidth", row), "the progress on screen")
+	sc.shot(ctx, t, shots, "runs-columns.png")
 
 	if s := status(t, dir, id); s["status"] != "completed" {
 		t.Fatalf("the page says completed, orch status says %v", s["status"])
@@ -499,11 +520,20 @@ func TestBrowserStartsARunAndWatchesItWork(t *testing.T) {
 }
 
 // Two runs wait for answers. On the questions page a person answers one in place and stays there; the other run
-// they cancel from its page, confirming it, and the audit trail names them and the web. A phone in the dark theme
-// shows the questions and their answers, none wider than the screen.
+// they cancel from its page, confirming it, and the audit trail names them and the web. On a desktop, and on a phone
+// in the dark theme.
 func TestBrowserAnswersFromTheQuestionsPageAndCancelsARun(t *testing.T) {
 	t.Parallel()
-	ctx := newBrowser(t)
+	for _, sc := range screens {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			answerAndCancel(t, sc)
+		})
+	}
+}
+
+func answerAndCancel(t *testing.T, sc screen) {
+	ctx := sc.open(t)
 	shots := screenshotDir(t)
 	dir, first, port := parkedWebRun(t, "127.0.0.1:%d")
 	// A second run parks beside the first, in the same store: `orch web` serves both.
@@ -512,23 +542,17 @@ func TestBrowserAnswersFromTheQuestionsPageAndCancelsARun(t *testing.T) {
 	second := runID(t, r)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 
-	phone := newBrowser(t)
-	phoneDark(phone, t)
-	open(phone, t, base+"/questions")
-	waitPage(phone, t, "document.querySelectorAll('article.qcard').length === 2", "both questions")
-	fitsAndIsDark(phone, t)
-	screenshot(phone, t, shots, "phone-dark-questions.png")
-
 	open(ctx, t, base+"/questions")
-	card := fmt.Sprintf("article#q-%s", first)
-	click(ctx, t, card+` button.option[data-key="B"]`)
-	waitPage(ctx, t, "location.pathname === '/questions'", "the questions page again")
-	waitText(ctx, t, "Run "+first+": Your answer was taken: chose B) In-memory")
-	waitPage(ctx, t, "document.querySelectorAll('article.qcard').length === 1", "one question left")
+	waitPage(ctx, t, "document.querySelectorAll('article.qcard').length === 2", "both questions")
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int]("document.querySelectorAll('button[value=retry], button[value=resume]').length")); err != nil || n != 0 {
 		t.Errorf("an agent's question offers Retry or Resume (%d, %v)", n, err)
 	}
-	screenshot(ctx, t, shots, "questions-answered.png")
+	sc.shot(ctx, t, shots, "questions-to-answer.png")
+	click(ctx, t, fmt.Sprintf("article#q-%s", first)+` button.option[data-key="B"]`)
+	waitPage(ctx, t, "location.pathname === '/questions'", "the questions page again")
+	waitText(ctx, t, "Run "+first+": Your answer was taken: chose B) In-memory")
+	waitPage(ctx, t, "document.querySelectorAll('article.qcard').length === 1", "one question left")
+	sc.shot(ctx, t, shots, "questions-answered.png")
 
 	// The other run is cancelled from its page, once the person confirms it.
 	acceptDialogs(ctx)
@@ -537,10 +561,11 @@ func TestBrowserAnswersFromTheQuestionsPageAndCancelsARun(t *testing.T) {
 	click(ctx, t, "details.cancel > summary")
 	click(ctx, t, `form.cancel input[name="confirm"]`)
 	typeInto(ctx, t, `form.cancel input[name="reason"]`, "not this sprint")
-	screenshot(ctx, t, shots, "cancel.png")
+	sc.shot(ctx, t, shots, "cancel.png")
 	click(ctx, t, "form.cancel button.danger")
 	waitText(ctx, t, "Run "+second+" was cancelled: not this sprint")
 	waitPage(ctx, t, "document.getElementById('run-status').textContent.trim() === 'aborted'", "the run aborted")
+	sc.shot(ctx, t, shots, "cancelled.png")
 	if s := status(t, dir, second); s["status"] != "aborted" {
 		t.Fatalf("the page says aborted, orch status says %v", s["status"])
 	}
