@@ -359,6 +359,14 @@ func TestStartARunAgain(t *testing.T) {
 			if !strings.Contains(page, `action="/runs/`+first+`/rerun"`) {
 				t.Fatalf("no Run again:\n%s", page)
 			}
+			// Or the start form, filled in as the run was asked for.
+			if !strings.Contains(page, `href="/runs/new?agent=sim&amp;plan=plans%2Fcache.md"`) {
+				t.Errorf("no Change and run with the run's plan and agent:\n%s", page)
+			}
+			_, form, _ := get(t, c, f.srv.URL+"/runs/new?agent=sim&plan=plans%2Fcache.md")
+			if !strings.Contains(form, `name="plan" value="plans/cache.md"`) || !strings.Contains(form, `<option value="sim" selected>`) {
+				t.Errorf("the start form is not filled in:\n%s", form)
+			}
 			code, _, h := post(t, c, f.srv.URL+"/runs/"+first+"/rerun", url.Values{"csrf": {csrf}})
 			if code != http.StatusSeeOther {
 				t.Fatalf("rerun: %d", code)

@@ -213,16 +213,30 @@ func plansIn(ws string) []string {
 type actions struct {
 	Cancel, Rerun, Diff bool
 	ConfirmCancel       string
+	// Change is the start form filled in as the run was asked for, to start it again with something changed.
+	Change string
 }
 
 func (s *Server) actionsOf(run *jobs.Run, p person) actions {
 	may := s.mayAnswer(p)
-	return actions{
+	a := actions{
 		Cancel:        may && !run.Status.Terminal(),
 		Rerun:         may && s.cfg.Front != nil && (run.PlanPath != "" || run.Request != ""),
 		Diff:          s.cfg.Diffs != nil && run.Git != nil,
 		ConfirmCancel: fmt.Sprintf("Cancel run %s? Its work so far is kept on its branch, but nothing more runs.", run.ID),
 	}
+	if a.Rerun {
+		if ask, err := s.askAgain(run); err == nil {
+			v := url.Values{}
+			for k, x := range map[string]string{"plan": ask.Plan, "text": ask.Text, "agent": ask.Agent, "base": ask.Base} {
+				if x != "" {
+					v.Set(k, x)
+				}
+			}
+			a.Change = "/runs/new?" + v.Encode()
+		}
+	}
+	return a
 }
 
 // runOf reads the run the path names, or answers that it cannot.
