@@ -207,6 +207,21 @@ func TestPosterThread(t *testing.T) {
 		if th := h.thread(root.TS); len(th) != 1 || th[0].TS != progress.TS {
 			t.Fatalf("thread after three rounds of progress: %d messages, want the one progress message\n%s", len(th), h.dump())
 		}
+		// The root message says what the run does now, and its cost; the progress message adds the events alone.
+		h.waitFor("the root to show attempt 2", func() bool {
+			return strings.Contains(blocksText(h.message(root.TS)), "*1.1* Add the cache _(attempt 2)_")
+		})
+		rootText, progressText := blocksText(h.message(root.TS)), blocksText(h.message(progress.TS))
+		for _, said := range []string{"*Running*: Task 1.1: Add the cache", "Cost: "} {
+			if !strings.Contains(rootText, said) {
+				t.Errorf("the root message does not say %q:\n%s", said, rootText)
+			}
+		}
+		for _, line := range strings.Split(strings.TrimSpace(progressText), "\n") {
+			if strings.Contains(rootText, line) || strings.Contains(line, "Cost") {
+				t.Errorf("the progress message repeats the root's %q:\n%s", line, progressText)
+			}
+		}
 		if m := h.message(progress.TS); m.Updates < 2 {
 			t.Errorf("progress message updated %d times, want at least 2", m.Updates)
 		}

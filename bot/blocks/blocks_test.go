@@ -781,15 +781,41 @@ func TestProgressIsBounded(t *testing.T) {
 	}
 	m := ProgressMessage(testRun(), events)
 	checkMessage(t, m)
-	lines := strings.Split(m.Blocks[1].(*slack.SectionBlock).Text.Text, "\n")
+	lines := strings.Split(m.Blocks[0].(*slack.SectionBlock).Text.Text, "\n")
 	if len(lines) != maxProgressEvents {
 		t.Fatalf("%d event lines, want %d", len(lines), maxProgressEvents)
 	}
 	if !strings.Contains(lines[len(lines)-1], "error 59:") || !strings.Contains(lines[0], "error 50:") {
 		t.Errorf("not the last events: %q … %q", lines[0], lines[len(lines)-1])
 	}
-	if all := allText(m); !strings.Contains(all, "attempt 2/3") || !strings.Contains(all, "Cost so far: $0.0418") {
-		t.Errorf("no current attempt or cost:\n%s", all)
+}
+
+// The progress message only adds to the root message, which is kept up to date beside it: the events. What the run
+// does now (its task and attempt), its tasks, who started it and its cost are the root's, and said once.
+func TestProgressAddsToTheRoot(t *testing.T) {
+	r := testRun()
+	root, progress := RootMessage(r, ""), ProgressMessage(r, testEvents())
+	rootText := strings.Join(texts(root), "\n")
+	for _, said := range []string{"*Running*: Task 1.2: Add tests for the cache (2 of 3)", "_(attempt 2)_", "Cost: $0.0418",
+		"started by <@U0123ABCD>"} {
+		if !strings.Contains(rootText, said) {
+			t.Fatalf("the root message does not say %q:\n%s", said, rootText)
+		}
+	}
+	progressText := strings.Join(texts(progress), "\n")
+	for _, repeated := range []string{"Cost", "tokens in", "tasks done", "Add a cache to the API", "plans/feature.md",
+		"<@U0123ABCD> ·", "attempt 2/3*", "* · attempt"} {
+		if strings.Contains(progressText, repeated) {
+			t.Errorf("the progress message repeats the root's %q:\n%s", repeated, progressText)
+		}
+	}
+	for _, line := range strings.Split(progressText, "\n") {
+		if strings.Contains(rootText, line) {
+			t.Errorf("the progress message's line %q is the root's too", line)
+		}
+	}
+	if !strings.Contains(progressText, "Invoking the agent (attempt 2/3)") || !strings.Contains(progressText, "LOOP DETECTED") {
+		t.Errorf("the progress message lacks the run's events:\n%s", progressText)
 	}
 }
 

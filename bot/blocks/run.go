@@ -86,26 +86,14 @@ func StoppedMessage(r *jobs.Run, reason string) Message {
 	return newMessage(escapeCut("Run "+r.ID+" was stopped: "+reason, maxFallbackText, false), []slack.Block{sectionBlock(text)})
 }
 
-// ProgressMessage is the progress view in the run's thread, updated in place: the current task and attempt, the last
-// few events as short lines, and the cost so far.
+// ProgressMessage is the progress view in the run's thread, updated in place: the last few events as short lines,
+// which the root message does not show. What the run is doing now (its task and attempt), its tasks and its cost are
+// the root message's, kept up to date beside it: the thread does not say them a second time.
 func ProgressMessage(r *jobs.Run, recent []jobs.Event) Message {
-	now := "All tasks are done."
 	fallback := fmt.Sprintf("Run %s: %s", r.ID, r.Status)
 	if t := r.Current(); t != nil {
-		label := taskLabel(r, t.ID)
-		now = fmt.Sprintf("%s *%s*", taskEmoji(t.Status), escapeCut(label, maxLine, false))
-		if a := jobs.AttemptText(t.Started, r.Options.MaxAttempts); a != "" {
-			now += " · " + a
-		}
-		if t.Status == jobs.TaskWaiting {
-			now += " · waiting for a human"
-		}
-		fallback = fmt.Sprintf("Run %s: %s (%s)", r.ID, label, t.Status)
+		fallback = fmt.Sprintf("Run %s: %s (%s)", r.ID, taskLabel(r, t.ID), t.Status)
 	}
-	if r.Status.Terminal() || r.Status == jobs.RunPaused {
-		now = runStatusLine(r)
-	}
-	blocks := []slack.Block{sectionBlock(now)}
 	lines := make([]string, 0, len(recent))
 	for _, e := range recent {
 		if l := eventLine(e); l != "" {
@@ -118,9 +106,7 @@ func ProgressMessage(r *jobs.Run, recent []jobs.Event) Message {
 	if len(lines) == 0 {
 		lines = append(lines, "_No events yet._")
 	}
-	blocks = append(blocks, sectionBlock(strings.Join(lines, "\n")))
-	blocks = append(blocks, contextBlock(costLine(r, "Cost so far")))
-	return newMessage(escapeCut(fallback, maxFallbackText, false), blocks)
+	return newMessage(escapeCut(fallback, maxFallbackText, false), []slack.Block{sectionBlock(strings.Join(lines, "\n"))})
 }
 
 // FinalMessage is the thread message when the run ends: the run id, `completed`, `failed` or `aborted`, how long it

@@ -404,10 +404,14 @@ func (t *thread) Answered(ctx context.Context, _ jobs.Event, a jobs.ResolutionEv
 	return nil
 }
 
-// Paused posts why the run stopped and how to continue it.
+// Paused posts why the run stopped and how to continue it; the root message says it is paused when the channel has a
+// turn for it.
 func (t *thread) Paused(ctx context.Context, _ jobs.Event) error {
-	_, err := t.p.post(ctx, t.st.Channel, t.st.RootTS, blocks.PausedMessage(t.run))
-	return err
+	if _, err := t.p.post(ctx, t.st.Channel, t.st.RootTS, blocks.PausedMessage(t.run)); err != nil {
+		return err
+	}
+	t.p.refreshRoot(t.run.ID, t.st.Channel, t.st.RootTS)
+	return nil
 }
 
 // Ended posts the final message and stops following the run.
@@ -453,8 +457,10 @@ func (p *poster) final(ctx context.Context, run *jobs.Run, st *runState) error {
 // progress posts or updates the progress message: one update however many events came, so a busy run does not
 // flood the thread. The first progress message is a post in the thread, made at once, so that it keeps its place
 // (before the question or the end that follows it); its updates are left to the channel's pace, which sends each
-// progress message's latest state when nothing more important waits.
+// progress message's latest state when nothing more important waits. The progress message shows the events alone:
+// what the run does now, its tasks and its cost are the root message's, brought up to date the same way.
 func (p *poster) progress(ctx context.Context, run *jobs.Run, st *runState) error {
+	p.refreshRoot(run.ID, st.Channel, st.RootTS)
 	if st.ProgressTS != "" {
 		runID, channel, ts := run.ID, st.Channel, st.ProgressTS
 		p.pace.progress(channel, ts, func(ctx context.Context) error { return p.sendProgress(ctx, runID, channel, ts) })
@@ -470,6 +476,32 @@ func (p *poster) progress(ctx context.Context, run *jobs.Run, st *runState) erro
 	}
 	st.ProgressTS = ts
 	return p.save(ctx, run.ID, fieldProgressTS, ts)
+}
+
+// refreshRoot has the channel's pace bring a run's root message (rootTS in channel) up to date as a progress update
+// is: in a turn nothing more important wants, in the run's state at that moment, once however often the run moved.
+func (p *poster) refreshRoot(runID, channel, rootTS string) {
+	if rootTS == "" {
+		return
+	}
+	p.pace.progress(channel, rootTS, func(ctx context.Context) error { return p.sendRoot(ctx, runID, channel, rootTS) })
+}
+
+// sendRoot updates a run's root message (ts in channel) to show the run as it is now. It runs in the channel's turn
+// (pacer), so it calls Slack directly.
+func (p *poster) sendRoot(ctx context.Context, runID, channel, ts string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	run, err := p.cfg.Store.Get(ctx, runID)
+	if errors.Is(err, jobs.ErrRunNotFound) {
+		return nil // pruned meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	m := p.rootMessage(run)
+	_, _, _, err = p.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...))
+	return err
 }
 
 // sendProgress updates a run's progress message (ts in channel) to show the run as it is now. It runs in the channel's
