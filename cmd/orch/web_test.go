@@ -139,3 +139,62 @@ func TestWebViewAnswersOnlyToItsNames(t *testing.T) {
 	r := orchEnv(t, dir, []string{"ORCH_PUBLIC_URL=http://:8080/"}, nil, "web", "--no-worker", "--addr", "127.0.0.1:0")
 	must(t, r, 2, "ORCH_PUBLIC_URL")
 }
+
+// `orch web --no-worker` starts a run from the view's form into the store, where it waits for a worker; cancelling
+// it from the view aborts it, and the audit trail names the web and the person.
+func TestARunStartedAndCancelledFromTheWebView(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	port := freePort(t)
+	_, out := startOrch(t, dir, nil, "web", "--no-worker", "--agent", "sim", "--addr", fmt.Sprintf("127.0.0.1:%d", port))
+	waitOutput(t, out, "web view on http://")
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+
+	form := fetch(t, c, base+"/runs/new")
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(form)
+	if csrf == nil || !strings.Contains(form, `<option value="examples/plans/hello.md">`) {
+		t.Fatalf("no start form offering the workspace's plans:\n%s", form)
+	}
+	page := postForm(t, c, base+"/runs", url.Values{"csrf": {csrf[1]}, "plan": {"examples/plans/hello.md"}})
+	m := regexp.MustCompile(`Run (r-[a-z2-7]{10}) started\.`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("after the start:\n%s", page)
+	}
+	id := m[1]
+	s := status(t, dir, id)
+	if s["status"] != "queued" {
+		t.Fatalf("the run started from the view is %v, want queued (no worker here)", s["status"])
+	}
+	if origin, _ := s["origin"].(map[string]any); origin["kind"] != "web" {
+		t.Errorf("origin = %v, want the web", s["origin"])
+	}
+
+	page = postForm(t, c, base+"/runs/"+id+"/cancel", url.Values{"csrf": {csrf[1]}, "confirm": {"yes"}, "reason": {"started by mistake"}})
+	if !strings.Contains(page, "Run "+id+" was cancelled: started by mistake") {
+		t.Fatalf("after the cancel:\n%s", page)
+	}
+	if s := status(t, dir, id); s["status"] != "aborted" {
+		t.Fatalf("status after the cancel: %v", s["status"])
+	}
+	log := orch(t, dir, "", "escalation", "log", id)
+	if !regexp.MustCompile(`aborted\s+\S+\s+web\s+started by mistake`).MatchString(log.stdout) {
+		t.Errorf("the audit trail does not name the web:\n%s", log.stdout)
+	}
+}
+
+// postForm posts a form and returns the page it leads to.
+func postForm(t *testing.T, c *http.Client, u string, form url.Values) string {
+	t.Helper()
+	resp, err := c.PostForm(u, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %d\n%s", u, resp.StatusCode, b)
+	}
+	return string(b)
+}
