@@ -78,10 +78,14 @@ func eachBackend(t *testing.T, fn func(t *testing.T, rdb redis.UniversalClient))
 // harness is the bot on loopback: a Server against a fake Slack, a real store and queue on rdb, and a Starter that
 // creates real runs the way cmd does.
 type harness struct {
-	t       *testing.T
-	rdb     redis.UniversalClient
-	store   *store.Store
-	mirror  *store.Mirror // the poster's state in the store
+	t      *testing.T
+	rdb    redis.UniversalClient
+	store  *store.Store
+	mirror *store.Mirror // the poster's state in the store
+	// observer reads the poster's state as mirror does, on a client of its own: what it asks is not the bot's.
+	observer *store.Mirror
+	// passes, when set, counts the poster's passes, and waits wait on them rather than on the clock (byPosterPasses).
+	passes  *posterPasses
 	queue   *hookQueue
 	fake    *slackfake.Slack
 	starter *testStarter
@@ -145,6 +149,39 @@ func (c commitUnderPosterLock) ProcessPipelineHook(next redis.ProcessPipelineHoo
 
 type harnessOption func(h *harness, c *Config)
 
+// byPosterPasses makes the harness's waits wait on the poster's progress instead of the clock: a wait gives up once
+// the poster has made maxWaitPasses passes over its runs without the condition coming true, however long a machine
+// under load takes over them. For the tests of what the poster does, where the poster's own passes are what the
+// condition waits for.
+func byPosterPasses(h *harness, _ *Config) {
+	h.passes = &posterPasses{key: "orch:" + mirror.Name + ":active"}
+	h.rdb.AddHook(h.passes)
+}
+
+// maxWaitPasses is how many passes of the poster a wait lets go by: the poster brings a run up to date in one or two.
+const maxWaitPasses = 2000
+
+// posterPasses counts the poster's passes on the bot's client: each starts with its read of the runs it follows
+// (SMEMBERS of the set of followed runs), which nothing else of the bot makes.
+type posterPasses struct {
+	key string
+	n   atomic.Int64
+}
+
+func (*posterPasses) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (*posterPasses) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (p *posterPasses) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); cmd.Name() == "smembers" && len(args) > 1 && args[1] == p.key {
+			p.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
 func newHarness(t *testing.T, rdb redis.UniversalClient, opts ...harnessOption) *harness {
 	t.Helper()
 	sfx := strings.ToUpper(jobs.NewRunID()[2:])
@@ -163,6 +200,7 @@ func newHarness(t *testing.T, rdb redis.UniversalClient, opts ...harnessOption) 
 	h.starter = newTestStarter(h)
 	// Runs followed by a bot test that crashed; on a shared Redis their threads would go to this test's fake.
 	unhooked := store.New(rdb, nil).Mirror(mirror.Name)
+	h.observer = unhooked
 	if ids, err := unhooked.Followed(context.Background()); err == nil {
 		for _, id := range ids {
 			unhooked.Unfollow(context.Background(), id)
@@ -394,9 +432,19 @@ func marshal(t *testing.T, v any) []byte {
 	return data
 }
 
-// waitFor polls until cond holds.
+// waitFor polls until cond holds: for 30 seconds, or, with byPosterPasses, for maxWaitPasses passes of the poster.
 func (h *harness) waitFor(what string, cond func() bool) {
 	h.t.Helper()
+	if h.passes != nil {
+		start := h.passes.n.Load()
+		for !cond() {
+			if n := h.passes.n.Load() - start; n > maxWaitPasses {
+				h.t.Fatalf("waiting for %s: not so after %d passes of the poster\n%s", what, n, h.dump())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
