@@ -501,6 +501,10 @@ func TestMentionThatCannotStartSaysSoInItsThread(t *testing.T) {
 		h.mention(alice, "fix it again", "")
 		h.waitEphemeral("Could not start the run: invalid run request")
 
+		// A command is answered as before, to the person who typed it.
+		h.command("do fix it", alice)
+		h.waitFor("the command's answer", func() bool { return h.countEphemerals("Could not start the run") == 2 })
+
 		for _, m := range h.fake.Messages() {
 			if strings.Contains(m.Text, h.ws) || strings.Contains(string(m.Blocks), h.ws) {
 				t.Errorf("a message shows the workspace's path: %q %s", m.Text, m.Blocks)
