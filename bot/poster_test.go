@@ -687,3 +687,24 @@ func TestQuestionLinksTheRunPage(t *testing.T) {
 		}
 	})
 }
+
+// A pause has its message in the thread, and the root message says the run is paused and how to resume it, as it
+// says every other state of the run.
+func TestPosterPauseShowsOnTheRoot(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		h := newHarness(t, rdb)
+		run, root := h.startRun(h.user("ALICE"))
+		h.startTask(run.ID, 1)
+		h.waitFor("the poster to settle", func() bool { return h.idle(run.ID) })
+		h.change(run.ID, func(r *jobs.Run, c *jobs.Change) {
+			r.Status, r.Reason = jobs.RunPaused, "the brain is unavailable"
+			c.Emit(jobs.NewEvent(r.ID, "", jobs.RunPausedEvent{Reason: r.Reason}))
+		})
+		h.waitMessage("the pause in the thread", func(m slackfake.Message) bool {
+			return m.ThreadTS == root.TS && strings.Contains(m.Text, "paused")
+		})
+		h.waitFor("the root to say the run is paused", func() bool {
+			return strings.Contains(blocksText(h.message(root.TS)), "*Paused*")
+		})
+	})
+}
