@@ -254,7 +254,8 @@ func (s *Server) authenticate(r *http.Request) (who string, status int, why stri
 		return "", http.StatusForbidden, "without ORCH_API_TOKENS the API serves this machine only"
 	}
 	if !loopbackHost(r.Host) {
-		return "", http.StatusForbidden, fmt.Sprintf("the API answers to localhost names only without ORCH_API_TOKENS, not %q", r.Host)
+		// As the web view answers a name not its own: 421, the name is wrong, not the person.
+		return "", http.StatusMisdirectedRequest, fmt.Sprintf("the API answers to localhost names only without ORCH_API_TOKENS, not %q", r.Host)
 	}
 	// A page in a browser can send to loopback; a request the browser marks as from another site is refused whatever
 	// its method, and a state change must be JSON, which a page can send elsewhere only after a preflight this server

@@ -382,7 +382,7 @@ func TestWithoutTokensOnlyThisMachine(t *testing.T) {
 		{"this machine", "127.0.0.1:5000", "127.0.0.1:3080", "GET", "", 200},
 		{"localhost by name", "[::1]:5000", "localhost:3080", "GET", "", 200},
 		{"another machine", "10.1.2.3:5000", "127.0.0.1:3080", "GET", "", 403},
-		{"a rebound name", "127.0.0.1:5000", "attacker.example:3080", "GET", "", 403},
+		{"a rebound name", "127.0.0.1:5000", "attacker.example:3080", "GET", "", 421},
 		{"a page of another site", "127.0.0.1:5000", "127.0.0.1:3080", "POST", "cross-site", 403},
 		{"a page of another site reading", "127.0.0.1:5000", "127.0.0.1:3080", "GET", "cross-site", 403},
 	} {
