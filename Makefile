@@ -14,7 +14,7 @@ build:
 # cmd/orch runs beside the other packages, with -cover: its tests run an orch built with coverage, and its TestMain
 # merges what every orch process covered with the in-process tests' counters into one line, kept in
 # $(COVERDIR)/cmd-orch.txt with a profile for go tool cover -html=$(COVERDIR)/cmd-orch.cover. (go test's own
-# "coverage:" figure for cmd/orch counts the in-process tests alone.)
+# "coverage:" figure for cmd/orch counts the in-process tests alone.) Last, the brain's scores on every labelled set.
 COVERDIR ?= bin/cover
 CLI      := github.com/orchrun/orch/cmd/orch
 TESTFLAGS = -race -count=1 -timeout 20m
@@ -31,6 +31,10 @@ test:
 	    $(GO) test $(TESTFLAGS) $$others || status=1; \
 	  fi; \
 	  if [ -n "$$pid" ]; then wait $$pid || status=1; cat $(COVERDIR)/cmd-orch.txt 2>/dev/null; fi; \
+	  if echo "$$pkgs" | grep -qx 'github.com/orchrun/orch/brain'; then \
+	    echo "the brain's scores on every labelled set (TestEval; each floor only moves up):"; \
+	    $(GO) test -count=1 -run '^TestEval$$' -v ./brain 2>&1 | sed -n '/summary (/,/^--- /p' | grep -v -e '^--- ' -e 'summary (' | cut -c9-; \
+	  fi; \
 	  exit $$status
 
 lint:

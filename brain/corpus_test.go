@@ -23,6 +23,18 @@ type interpretCase struct {
 	} `json:"expect"`
 	Output string `json:"output"`
 	Note   string `json:"note,omitempty"`
+	// keys are a question's options and recommendation labelled as corpus2 labels them (keyLabels); nil elsewhere.
+	keys *keyLabels
+}
+
+// keyLabels are corpus2's labels of a question (its interpret_extract.jsonl): a key phrase per option, in order, each
+// a case-insensitive part of the option at its place; whether the options were listed or inline in prose; and
+// regular expressions, any of which matches the lower-cased recommendation (none: no recommendation).
+type keyLabels struct {
+	ID             string   `json:"id"`
+	Options        []string `json:"options"`
+	Kind           string   `json:"options_kind"`
+	Recommendation []string `json:"recommendation"`
 }
 
 type decideCase struct {

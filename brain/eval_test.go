@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -50,33 +51,43 @@ var evalBackends = map[string]func() (evalJudge, error){
 // evalParallel bounds concurrent judgements: the heuristic does not need it, an LLM backend does.
 const evalParallel = 4
 
-// evalSet is one labelled file and the accuracy a backend must reach on it. The shared corpus is the
-// project's bar; the train set is what the heuristic was tuned on (a 90% floor, not 100%, on purpose: chasing
-// its last cases would overfit); the held-out set measures generalisation, and its floor catches regressions.
+// evalSet is one labelled file and the scores a backend must keep on it. A floor is the heuristic's score when it was
+// last raised: it only moves up. A change that lowers a set's score fails here, whichever set it is; a change that
+// raises one raises its floor with it. The sets: the shared corpus and corpus2 (written from the seeds by someone who
+// had not read the brain, with a reason per label), the train set the rules were first written from, the held-out
+// sets that measured them at first sight, and the batches written for each kind of text (batch_*.jsonl).
 type evalSet struct {
 	name string
 	file string
 	min  float64
-	// minExtract is the floor of option and of recommendation extraction, on the sets that label them.
-	minExtract float64
+	// minOptions and minRecommendation are the floors of option and recommendation extraction, on the sets that
+	// label them.
+	minOptions, minRecommendation float64
+	// keys, when set, is the set's corpus2-style labels of its questions (keyLabels).
+	keys string
 }
 
 var (
 	interpretSets = []evalSet{
-		{"shared", "testdata/corpus/interpret.jsonl", 0.95, 0.90},
-		{"train", "testdata/eval/interpret_train.jsonl", 0.90, 0.90},
-		{"heldout", "testdata/eval/interpret_heldout.jsonl", 0.85, 0.90},
-		{"heldout3", "testdata/eval/interpret_heldout3.jsonl", 0.95, 0.90},
+		{"shared", "testdata/corpus/interpret.jsonl", 1, 1, 1, ""},
+		{"train", "testdata/eval/interpret_train.jsonl", 1, 1, 1, ""},
+		{"heldout", "testdata/eval/interpret_heldout.jsonl", 1, 34.0 / 35, 1, ""},
+		{"heldout3", "testdata/eval/interpret_heldout3.jsonl", 1, 1, 1, ""},
+		{"corpus2", "testdata/corpus2/interpret.jsonl", 54.0 / 60, 13.0 / 20, 1, "testdata/corpus2/interpret_extract.jsonl"},
 	}
 	decideSets = []evalSet{
-		{"shared", "testdata/corpus/decide.jsonl", 0.95, 0},
-		{"train", "testdata/eval/decide_train.jsonl", 0.90, 0},
-		{"heldout", "testdata/eval/decide_heldout.jsonl", 0.85, 0},
-		{"heldout3", "testdata/eval/decide_heldout3.jsonl", 0.95, 0},
+		{"shared", "testdata/corpus/decide.jsonl", 1, 0, 0, ""},
+		{"train", "testdata/eval/decide_train.jsonl", 1, 0, 0, ""},
+		{"heldout", "testdata/eval/decide_heldout.jsonl", 1, 0, 0, ""},
+		{"heldout3", "testdata/eval/decide_heldout3.jsonl", 73.0 / 75, 0, 0, ""},
+		{"corpus2", "testdata/corpus2/decide.jsonl", 21.0 / 25, 0, 0, ""},
 	}
 	interpretClasses = []string{string(StatusCompleted), string(StatusFailed), string(StatusNeedsHelp)}
 	decideClasses    = []string{string(Retry), string(Escalate)}
 )
+
+// below reports whether right of n is under floor, with room for the float arithmetic of a fraction.
+func below(right, n int, floor float64) bool { return float64(right) < floor*float64(n)-1e-9 }
 
 // classError is the confusion matrix's column for a judgement that returned an error instead of a class.
 const classError = "error"
@@ -93,6 +104,7 @@ type evalResult struct {
 // extraction compares what a backend read of a question with its labels.
 type extraction struct {
 	options, recommendation bool   // right
+	kind                    string // listed or inline, where the set says
 	gotOptions              string // for the report when wrong
 	gotRecommendation       string
 	wantOptions             string
@@ -131,6 +143,32 @@ func sameRecommendation(want string, options []string, got string) bool {
 	return strings.Contains(g, w) || strings.Contains(w, g)
 }
 
+// keyOptions: as many options as key phrases, each phrase a part of the option at its place, whatever the case.
+func keyOptions(keys, got []string) bool {
+	if len(keys) != len(got) {
+		return false
+	}
+	for i, k := range keys {
+		if !strings.Contains(strings.ToLower(got[i]), strings.ToLower(k)) {
+			return false
+		}
+	}
+	return true
+}
+
+// keyRecommendation: none for none; else any of the patterns matches the lower-cased recommendation.
+func keyRecommendation(patterns []string, got string) bool {
+	if len(patterns) == 0 || got == "" {
+		return len(patterns) == 0 && got == ""
+	}
+	for _, p := range patterns {
+		if regexp.MustCompile(p).MatchString(strings.ToLower(got)) {
+			return true
+		}
+	}
+	return false
+}
+
 // evalReport is a backend's score on one set.
 type evalReport struct {
 	title   string
@@ -164,7 +202,17 @@ func judgeInterpret(j evalJudge) func(context.Context, interpretCase) evalResult
 		}
 		res.got = string(got.Status)
 		res.detail = fmt.Sprintf("summary=%q question=%q error=%q", truncate(got.Summary, 120), truncate(got.Question, 120), truncate(got.Error, 120))
-		if c.Expect.Status == StatusNeedsHelp && c.Expect.Options != nil && c.Expect.Recommendation != nil {
+		if k := c.keys; k != nil && c.Expect.Status == StatusNeedsHelp {
+			res.extraction = &extraction{
+				options:            keyOptions(k.Options, got.Options),
+				recommendation:     keyRecommendation(k.Recommendation, got.Recommendation),
+				kind:               k.Kind,
+				gotOptions:         fmt.Sprintf("%q", got.Options),
+				gotRecommendation:  truncate(got.Recommendation, 160),
+				wantOptions:        fmt.Sprintf("%q", k.Options),
+				wantRecommendation: strings.Join(k.Recommendation, " | "),
+			}
+		} else if c.Expect.Status == StatusNeedsHelp && c.Expect.Options != nil && c.Expect.Recommendation != nil {
 			want := *c.Expect.Recommendation
 			res.extraction = &extraction{
 				options:            sameOptions(c.Expect.Options, got.Options),
@@ -293,7 +341,7 @@ func (r evalReport) String() string {
 		}
 	}
 	if n, opts, rec := r.extracted(); n > 0 {
-		fmt.Fprintf(&b, "options: %d/%d = %s exact · recommendation: %d/%d = %s\n", opts, n, ratio(opts, n), rec, n, ratio(rec, n))
+		fmt.Fprintf(&b, "options: %d/%d = %s exact · recommendation: %d/%d = %s%s\n", opts, n, ratio(opts, n), rec, n, ratio(rec, n), r.byKind())
 		for _, res := range r.results {
 			x := res.extraction
 			if x == nil {
@@ -308,6 +356,29 @@ func (r evalReport) String() string {
 		}
 	}
 	return b.String()
+}
+
+// byKind splits option extraction by how the options were given, where the set says ("" when it does not).
+func (r evalReport) byKind() string {
+	var out []string
+	for _, kind := range []string{"listed", "inline"} {
+		n, right := 0, 0
+		for _, res := range r.results {
+			if x := res.extraction; x != nil && x.kind == kind {
+				n++
+				if x.options {
+					right++
+				}
+			}
+		}
+		if n > 0 {
+			out = append(out, fmt.Sprintf("%s %d/%d", kind, right, n))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (options " + strings.Join(out, ", ") + ")"
 }
 
 func ratio(n, of int) string {
@@ -354,25 +425,29 @@ func TestEval(t *testing.T) {
 				t.Errorf("%s: %s", res.id, res.contract)
 			}
 		}
-		if r.accuracy() < set.min {
-			t.Errorf("%s: accuracy %.1f%% below %.0f%%", set.file, 100*r.accuracy(), 100*set.min)
+		if below(r.right(), len(r.results), set.min) {
+			t.Errorf("%s: accuracy %.1f%% below its floor %.1f%%", set.file, 100*r.accuracy(), 100*set.min)
 		}
 		extract := "\t\t"
 		if n, opts, rec := r.extracted(); n > 0 {
 			extract = fmt.Sprintf("%d/%d = %s\t%d/%d = %s\t", opts, n, ratio(opts, n), rec, n, ratio(rec, n))
-			for what, right := range map[string]int{"option": opts, "recommendation": rec} {
-				if float64(right) < set.minExtract*float64(n) {
-					t.Errorf("%s: %s extraction %s below %.0f%%", set.file, what, ratio(right, n), 100*set.minExtract)
-				}
+			if below(opts, n, set.minOptions) {
+				t.Errorf("%s: option extraction %s below its floor %.1f%%", set.file, ratio(opts, n), 100*set.minOptions)
+			}
+			if below(rec, n, set.minRecommendation) {
+				t.Errorf("%s: recommendation extraction %s below its floor %.1f%%", set.file, ratio(rec, n), 100*set.minRecommendation)
 			}
 		}
-		summary = append(summary, fmt.Sprintf("%s\t%d/%d\t%.1f%%\t≥ %.0f%%\t%s", r.title, r.right(), len(r.results), 100*r.accuracy(), 100*set.min, extract))
+		summary = append(summary, fmt.Sprintf("%s\t%d/%d\t%.1f%%\t≥ %.1f%%\t%s", r.title, r.right(), len(r.results), 100*r.accuracy(), 100*set.min, extract))
 	}
 	for _, set := range interpretSets {
 		t.Run("interpret/"+set.name, func(t *testing.T) {
 			cases := readJSONL[interpretCase](t, set.file)
 			if set.name == "shared" {
 				labelSharedOptions(t, cases)
+			}
+			if set.keys != "" {
+				labelKeys(t, cases, set.keys)
 			}
 			score(t, set, evaluate(t.Context(), fmt.Sprintf("interpret · %s · %s", set.name, name), interpretClasses, cases, judgeInterpret(j)))
 		})
@@ -420,6 +495,24 @@ func labelSharedOptions(t *testing.T, cases []interpretCase) {
 	}
 	for id := range labels {
 		t.Errorf("%s: %s is not a case of the shared corpus", sharedOptions, id)
+	}
+}
+
+// labelKeys adds a corpus2-style extraction file's labels to its set's cases.
+func labelKeys(t *testing.T, cases []interpretCase, file string) {
+	t.Helper()
+	labels := map[string]keyLabels{}
+	for _, l := range readJSONL[keyLabels](t, file) {
+		labels[l.ID] = l
+	}
+	for i := range cases {
+		if l, ok := labels[cases[i].ID]; ok {
+			cases[i].keys = &l
+			delete(labels, l.ID)
+		}
+	}
+	for id := range labels {
+		t.Errorf("%s: %s is not a case of its set", file, id)
 	}
 }
 
