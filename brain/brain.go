@@ -4,6 +4,7 @@ package brain
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Status is the interpret judgement's verdict on one agent run.
@@ -39,6 +40,13 @@ type Interpretation struct {
 	Fallback string
 	// Usage is what the LLM calls behind this answer cost, failed ones included (zero for the offline paths).
 	Usage Usage
+}
+
+// Unclear reports whether the brain could not tell what the attempt came to: no sign of completion, of failure or of
+// a question of the agent's own. Such an answer is no question the agent asked, and it is put to a person as one
+// about the attempt (accept its work, or run it again), never as a bare prompt whose every answer runs it again.
+func (in Interpretation) Unclear() bool {
+	return in.Status == StatusNeedsHelp && len(in.Options) == 0 && strings.TrimSpace(in.Question) == unclearQuestion
 }
 
 // Via values for the offline paths; LLM backends name themselves.

@@ -21,6 +21,8 @@ func AnswersOf(e *jobs.Escalation) Answers {
 		a.Options = e.Options
 	}
 	switch {
+	case e.Unclear:
+		a.Retry = true // the same as its option B, for the surfaces that show Retry beside the options
 	case e.Call, e.Trigger == jobs.TriggerNeedsHelp, e.Trigger == jobs.TriggerGate, e.Trigger == jobs.TriggerApproval:
 	case e.Trigger == jobs.TriggerChat:
 		a.Retry = true

@@ -42,6 +42,9 @@ type Spec struct {
 	// Call marks a question about a tool call the agent paused at (an approval, Claude's own question): a person is
 	// deciding the agent's next step, not rescuing a task in trouble, so it does not count against MaxPerTask.
 	Call bool
+	// Unclear marks a question about an attempt whose outcome the brain could not tell (Unclear): its options are
+	// UnclearOptions, fixed, whatever Options says.
+	Unclear bool
 }
 
 // DefaultMaxPerTask is how many times a task may need a human before the run ends as failed.
@@ -188,6 +191,7 @@ func build(r *jobs.Run, t *jobs.Task, s Spec, now time.Time) *jobs.Escalation {
 		Default:        s.Default,
 		Timeout:        s.Timeout,
 		Call:           s.Call,
+		Unclear:        s.Unclear,
 		CreatedAt:      now.UTC(),
 	}
 	for i, f := range s.Files {
@@ -361,6 +365,9 @@ var leadingKey = regexp.MustCompile(`^[\[(]?([A-Za-z0-9]{1,2})(?:[\])]|[.:,]|\s+
 
 // GuidanceFor turns a resolution into the guidance the next attempt gets ("" for none).
 func GuidanceFor(e *jobs.Escalation, res *jobs.Resolution) string {
+	if e.Unclear && res.Type == jobs.ResolveChoose {
+		return "" // accepted, or run again as it was: the choice itself tells the agent nothing
+	}
 	switch res.Type {
 	case jobs.ResolveChoose:
 		if o, ok := e.OptionByKey(res.Key); ok {

@@ -131,7 +131,10 @@ type Escalation struct {
 	// running the task again.
 	Held bool `json:"held,omitempty"`
 	// Call is set on a question about a tool call the agent paused at (an approval, Claude's own question).
-	Call       bool        `json:"call,omitempty"`
+	Call bool `json:"call,omitempty"`
+	// Unclear is set on a question about an attempt whose outcome the brain could not tell: its options accept the
+	// attempt's work (UnclearAccept) or run the task again, and words are guidance for the next attempt.
+	Unclear    bool        `json:"unclear,omitempty"`
 	EventRef   string      `json:"event_ref,omitempty"`
 	CreatedAt  time.Time   `json:"created_at"`
 	Resolution *Resolution `json:"resolution,omitempty"`

@@ -80,7 +80,7 @@ func (w *Worker) proceed(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.
 		w.finish(r, t, c, pipeline.Outcome{Status: pipeline.StatusSuccess, Notes: "forced by " + res.By}, now)
 	case escalation.Next(r, t, c, now) != nil:
 		// Triggers that fired together are asked one at a time: the next one before the task goes on.
-	case e.Held && res.Type != jobs.ResolveRetry:
+	case escalation.Accepts(e, res):
 		w.accept(r, t, e, c, now)
 	default:
 		if problem := validate(r); problem != "" {
@@ -96,7 +96,11 @@ func (w *Worker) proceed(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.
 // accept lets through an attempt that had completed and that only a trigger held for a person.
 func (w *Worker) accept(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.Change, now time.Time) {
 	t.RetryGuidance = ""
-	t.Complete(c, "accepted by "+e.Resolution.By+" after the "+string(e.Trigger)+" check", nil)
+	why := "accepted by " + e.Resolution.By + " after the " + string(e.Trigger) + " check"
+	if e.Unclear {
+		why = "accepted by " + e.Resolution.By + ", who read what the brain could not tell"
+	}
+	t.Complete(c, why, nil)
 	r.Resume(c)
 	var said string
 	if n := len(t.Attempts); n > 0 {

@@ -100,6 +100,10 @@ func judgeAttempt(f facts) verdict {
 		v.kind, v.status, v.specs = vHold, "held", extra
 	case brain.StatusNeedsHelp:
 		v.kind = vEscalate
+		if f.interp.Unclear() {
+			v.specs = append(extra, escalation.UnclearSpec(f.taskID, f.output))
+			break
+		}
 		v.specs = append(extra, escalation.Spec{Trigger: jobs.TriggerNeedsHelp, Source: "agent", Question: f.interp.Question,
 			Options: f.interp.Options, Recommendation: f.interp.Recommendation, Output: f.output})
 	default:

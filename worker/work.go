@@ -179,7 +179,7 @@ func answerFinishes(r *jobs.Run, escID string) bool {
 		return escalation.ChatCommand(res) != ""
 	}
 	t := r.Task(e.TaskID)
-	return res.Type == jobs.ResolveForce || e.Held && res.Type != jobs.ResolveRetry || t != nil && t.Kind == jobs.KindGate
+	return res.Type == jobs.ResolveForce || escalation.Accepts(e, res) || t != nil && t.Kind == jobs.KindGate
 }
 
 // settleFinishes reports, from the verdict on the attempt alone (as it is judged on r, the run as the step found it),
