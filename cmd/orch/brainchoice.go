@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -30,14 +31,7 @@ func (a *app) chooseBrain(cmd *cobra.Command) (brainChoice, error) {
 	key := a.env("ANTHROPIC_API_KEY")
 	switch name {
 	case "auto", "":
-		switch {
-		case brain.Available("anthropic", exec.LookPath, key) == nil:
-			c.name, c.note = "anthropic", "brain: anthropic (auto: ANTHROPIC_API_KEY is set)"
-		case brain.Available("claude", exec.LookPath, key) == nil:
-			c.name, c.note = "claude", "brain: claude (auto: the claude CLI is on PATH)"
-		default:
-			c.name, c.note = "heuristic", "brain: heuristic (auto: no LLM brain is configured; set ANTHROPIC_API_KEY or install the claude CLI)"
-		}
+		c.name, c.note = autoBrain(cmd.Context(), key, c.model)
 	case "heuristic":
 		c.name, c.note = "heuristic", "brain: heuristic"
 	case "claude", "anthropic":
@@ -55,6 +49,45 @@ func (a *app) chooseBrain(cmd *cobra.Command) (brainChoice, error) {
 		c.note += " (model " + c.model + ")"
 	}
 	return c, nil
+}
+
+// prober is an LLM brain that can be asked whether it answers.
+type prober interface{ Probe(ctx context.Context) error }
+
+// autoBrain is --brain auto: the Messages API when ANTHROPIC_API_KEY is set, else the claude CLI when it is on PATH,
+// each only once it has answered a probe (a key can be revoked or out of credit; a claude on PATH may not be Claude
+// Code, or not be signed in); else the heuristic. The note says which brain judges and why, and why the others do
+// not: it is the run's first line.
+func autoBrain(ctx context.Context, key, model string) (name, note string) {
+	candidates := []struct {
+		name, because string
+		build         func() (prober, error)
+	}{
+		{"anthropic", "ANTHROPIC_API_KEY is set and the Messages API answers", func() (prober, error) {
+			return brain.NewAnthropic(brain.AnthropicConfig{APIKey: key, Model: model})
+		}},
+		{"claude", "the claude CLI on PATH answers", func() (prober, error) {
+			return brain.NewClaudeCLI(brain.ClaudeCLIConfig{Model: model}), nil
+		}},
+	}
+	var refused []string
+	for _, cand := range candidates {
+		if brain.Available(cand.name, exec.LookPath, key) != nil {
+			continue
+		}
+		p, err := cand.build()
+		if err == nil {
+			err = p.Probe(ctx)
+		}
+		if err == nil {
+			return cand.name, "brain: " + cand.name + " (auto: " + cand.because + ")"
+		}
+		refused = append(refused, fmt.Sprintf("the %s brain did not answer (%v)", cand.name, err))
+	}
+	if len(refused) == 0 {
+		return "heuristic", "brain: heuristic (auto: no LLM brain is configured; set ANTHROPIC_API_KEY or install the claude CLI)"
+	}
+	return "heuristic", "brain: heuristic (auto: " + strings.Join(refused, "; ") + "; every judgement is the offline heuristic's)"
 }
 
 // brainTuning resolves how a brain judges, from flags, env and orch.yaml: --llm-only (ORCH_LLM_ONLY, llm_only) and

@@ -705,3 +705,24 @@ func TestTheSameFailureInOtherWordsIsALoop(t *testing.T) {
 		t.Errorf("the guidance quotes the closing words, not the failure:\n%s", r.stdout)
 	}
 }
+
+// --brain auto relies on a claude CLI only once it has answered: one that cannot (not signed in, not Claude Code)
+// leaves the heuristic judging, and the run's first line says so and why.
+func TestAutoBrainReliesOnlyOnABrainThatAnswers(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	path, calls := fakeBrainCLI(t)
+	td, _ := filepath.Abs("testdata")
+	failing := filepath.Join(t.TempDir(), "login.json")
+	os.WriteFile(failing, []byte(`{"type":"result","subtype":"success","is_error":true,"result":"Not logged in · Please run /login"}`), 0o644)
+	r := orchEnv(t, dir, []string{path, "FAKECLAUDE_DIR=" + calls, "FAKECLAUDE_FAIL=1000", "FAKECLAUDE_FAIL_REPLY=" + failing},
+		nil, "run", "--agent", "sim", "examples/plans/hello.md")
+	must(t, r, 0, "brain: heuristic (auto: the claude brain did not answer (", "Not logged in", "Task 1.2: COMPLETED")
+	if n, _ := os.ReadFile(filepath.Join(calls, "count")); strings.TrimSpace(string(n)) != "1" {
+		t.Fatalf("the claude CLI was asked %s times, want once (the probe): the heuristic judges the run", n)
+	}
+	calls2 := t.TempDir()
+	r = orchEnv(t, dir, []string{path, "FAKECLAUDE_DIR=" + calls2, "FAKECLAUDE_REPLIES=" + filepath.Join(td, "brain_completed.json")},
+		strings.NewReader("I changed the handler."), "brain", "interpret")
+	must(t, r, 0, "brain: claude (auto: the claude CLI on PATH answers)", `"completed"`)
+}
