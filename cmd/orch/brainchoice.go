@@ -52,7 +52,9 @@ func (a *app) chooseBrain(cmd *cobra.Command) (brainChoice, error) {
 }
 
 // prober is an LLM brain that can be asked whether it answers.
-type prober interface{ Probe(ctx context.Context) error }
+type prober interface {
+	Probe(ctx context.Context) error
+}
 
 // autoBrain is --brain auto: the Messages API when ANTHROPIC_API_KEY is set, else the claude CLI when it is on PATH,
 // each only once it has answered a probe (a key can be revoked or out of credit; a claude on PATH may not be Claude
