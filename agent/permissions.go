@@ -398,6 +398,8 @@ type Verdict struct {
 	Decision Decision
 	Rule     string // the rule that decided, "" for the default or the outside-the-workspace check
 	Reason   string // why, for people and for the agent
+	// Default is set when no rule and no check decided: the policy's default did.
+	Default bool
 }
 
 // Decide applies the policy to call c made in cwd (the workspace root is root), with the rules people allowed for
@@ -437,7 +439,7 @@ func (p Policy) Decide(c Call, approved []string, cwd, root, home string) Verdic
 		if where := outside(call.Tool, inp, pl); where != "" {
 			return Verdict{Decision: Ask, Reason: "it changes " + where + ", outside the workspace"}
 		}
-		return Verdict{Decision: p.Default, Reason: "orch's permission policy: " + string(p.Default) + " by default"}
+		return Verdict{Decision: p.Default, Reason: "orch's permission policy: " + string(p.Default) + " by default", Default: true}
 	}
 	worst := Verdict{Decision: Allow}
 	for i, sub := range subs {

@@ -30,12 +30,18 @@ var UnclearOptions = []jobs.Option{
 // phone; the whole output is in the question's context.
 const maxLastWords = 1200
 
-// UnclearSpec is the question about task taskID's attempt when the brain could not tell its outcome from output.
-func UnclearSpec(taskID, output string) Spec {
+// UnclearSpec is the question about task taskID's attempt when the brain could not tell its outcome from output;
+// effects are the calls with effects beyond the worktree that the attempt ran with a person's leave, which running
+// the task again may run again.
+func UnclearSpec(taskID, output string, effects []string) Spec {
 	words := lastWords(output, maxLastWords)
 	q := fmt.Sprintf("orch cannot tell whether task %s is done: the agent's answer says neither that it finished, that "+
 		"it failed, nor what it needs. It ended with:\n\n%s\n\nAccept its work as completed, have it run the task again "+
 		"(an answer in your own words goes to it as guidance), or abort the run.", taskID, quote(words))
+	if len(effects) > 0 {
+		q += "\n\nRunning the task again may run again what a person let through, with effects beyond its worktree:\n" +
+			Bullets(effects)
+	}
 	s := Spec{Trigger: jobs.TriggerNeedsHelp, Source: "brain", Question: q, Output: output, Unclear: true,
 		Keyed: UnclearOptions}
 	return s
@@ -53,6 +59,22 @@ func Accepts(e *jobs.Escalation, res *jobs.Resolution) bool {
 	}
 	return false
 }
+
+// Bullets lists lines as a markdown list, bounded.
+func Bullets(lines []string) string {
+	var b strings.Builder
+	for i, l := range lines {
+		if i == maxBullets {
+			fmt.Fprintf(&b, "- … and %d more\n", len(lines)-maxBullets)
+			break
+		}
+		b.WriteString("- " + safetext.OneLine(l, 300) + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// maxBullets bounds a list in a question.
+const maxBullets = 10
 
 // lastWords is the end of output, at most n bytes, cut at a line where it can be.
 func lastWords(output string, n int) string {

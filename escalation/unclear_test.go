@@ -9,7 +9,7 @@ import (
 
 func TestAnUnclearAttemptIsAQuestionAboutIt(t *testing.T) {
 	long := strings.Repeat("checked the staging logs line by line\n", 100) + "Pushed the tag; the pipeline is running."
-	s := UnclearSpec("2.1", long)
+	s := UnclearSpec("2.1", long, nil)
 	if !s.Unclear || len(s.Keyed) != 2 || s.Keyed[0].Key != UnclearAccept || s.Keyed[1].Key != UnclearRetry {
 		t.Fatalf("spec = %+v", s)
 	}
@@ -20,7 +20,12 @@ func TestAnUnclearAttemptIsAQuestionAboutIt(t *testing.T) {
 	if s.Output != long {
 		t.Fatal("the output is not kept for the context")
 	}
-	if q := UnclearSpec("2.1", "  ").Question; !strings.Contains(q, "> (nothing)") {
+	effects := []string{"`Bash: git push --force origin main` (allowed for this run: Bash(git push:*))"}
+	if q := UnclearSpec("2.1", "Pushed.", effects).Question; !strings.Contains(q, "may run again what a person let through") ||
+		!strings.Contains(q, "- "+effects[0]) {
+		t.Fatalf("the question does not name what running again would repeat:\n%s", q)
+	}
+	if q := UnclearSpec("2.1", "  ", nil).Question; !strings.Contains(q, "> (nothing)") {
 		t.Fatalf("an empty answer: %s", q)
 	}
 	e := &jobs.Escalation{Trigger: jobs.TriggerNeedsHelp, Unclear: true, Options: s.Keyed}

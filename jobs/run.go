@@ -325,6 +325,9 @@ type Pending struct {
 	// came.
 	Tampered []string `json:"tampered,omitempty"`
 	Leaked   []string `json:"leaked,omitempty"`
+	// Effects are the calls with effects beyond the worktree (a push, a deploy) that ran with a person's leave, each
+	// said in a line with who let it through: running the task again may run them again, which a person decides.
+	Effects []string `json:"effects,omitempty"`
 	// Work is the git tree of the worktree's files as the agent left them (a run with a branch): a later delivery
 	// judges the saved output only where the worktree still holds this work.
 	Work string `json:"work,omitempty"`

@@ -18,7 +18,12 @@ type intake struct {
 	w     *Worker
 	mu    sync.Mutex
 	found []string
+	// calls are the latest tool calls the agent made, oldest first (maxCallsKept), secrets taken out.
+	calls []agent.Call
 }
+
+// maxCallsKept bounds the calls an intake keeps to find the attempt's effects in (agent.HookState.Effects).
+const maxCallsKept = 256
 
 // note adds names not noted yet.
 func (in *intake) note(names []string) {
@@ -34,7 +39,28 @@ func (in *intake) note(names []string) {
 // watch wraps the function that receives each tool call as the agent makes it: it gets the call with orch's secrets
 // taken out of its input.
 func (in *intake) watch(fn func(agent.Call)) func(agent.Call) {
-	return func(c agent.Call) { fn(in.call(c)) }
+	return func(c agent.Call) {
+		c = in.call(c)
+		in.keep(c)
+		fn(c)
+	}
+}
+
+// keep remembers a call, the latest maxCallsKept.
+func (in *intake) keep(c agent.Call) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.calls) == maxCallsKept {
+		in.calls = slices.Delete(in.calls, 0, 1)
+	}
+	in.calls = append(in.calls, c)
+}
+
+// made returns the calls kept, oldest first.
+func (in *intake) made() []agent.Call {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slices.Clone(in.calls)
 }
 
 // call takes orch's secrets out of a tool call's input, and notes them. The patterns are not applied to an input: a

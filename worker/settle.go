@@ -84,7 +84,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 func (w *Worker) facts(r *jobs.Run, t *jobs.Task, out *outcome) facts {
 	f := facts{taskID: t.ID, failures: t.Failures, maxAttempts: r.MaxAttempts(t), threshold: w.threshold(r),
 		interp: out.interp, decision: out.decision, similarity: out.similarity, secrets: out.secrets, tampered: out.tampered, leaked: out.leaked, custom: out.custom,
-		output: out.said.Text, unavailable: out.unavailable != nil}
+		output: out.said.Text, effects: out.said.Effects, unavailable: out.unavailable != nil}
 	if out.execErr != nil {
 		f.sandboxErr = safetext.Redact(out.execErr.Error())
 		f.inputErr = out.inputErr

@@ -510,12 +510,34 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	w.defers.saw(result.Version)
 	out.paused = pausedCalls(result, perms, homeDir())
 	out.said = jobs.Pending{Text: result.Text, Success: result.Success, Errors: result.Errors, ExitCode: res.ExitCode,
-		Signal: res.Signal, Stderr: stderr, TimedOut: res.TimedOut, OOMKilled: res.OOMKilled}
+		Signal: res.Signal, Stderr: stderr, TimedOut: res.TimedOut, OOMKilled: res.OOMKilled,
+		Effects: effectsOf(perms, &task, in.made(), result)}
 	w.noteEnd(at, out)
 	if w.testEnded != nil {
 		w.testEnded()
 	}
 	return nil
+}
+
+// effectsOf says, a line each, the calls of the attempt with effects beyond the worktree that ran with a person's
+// leave: those the agent made, and the paused call a person allowed that the resumed session ran.
+func effectsOf(perms *agent.HookState, task *jobs.Task, made []agent.Call, res agent.Result) []string {
+	if perms == nil {
+		return nil
+	}
+	var calls []agent.Call
+	if p := task.Paused; p != nil && !p.Denied && p.Decision != nil && p.Decision.Allow {
+		for _, c := range p.Calls {
+			if !slices.ContainsFunc(made, func(m agent.Call) bool { return m.ID == c.ID }) {
+				calls = append(calls, agent.Call{ID: c.ID, Tool: c.Tool, Input: c.Input})
+			}
+		}
+	}
+	var out []string
+	for _, e := range perms.Effects(append(calls, made...), res, homeDir()) {
+		out = append(out, e.String())
+	}
+	return out
 }
 
 // promptOf is what an attempt at task is told: the task and the guidance it was given.

@@ -36,14 +36,16 @@ type facts struct {
 	maxAttempts int
 	threshold   float64 // error similarity from which two failures count as the same
 
-	interp      brain.Interpretation
-	decision    *brain.Decision // the brain's retry/escalate advice, for a failure
-	similarity  float64         // mean similarity of the recent errors, this one included
-	secrets     []string        // kinds of secret found in the agent's output
-	tampered    []string        // what the agent changed that orch's git would have trusted
-	leaked      []string        // kinds of secret found in what the agent's work adds to the repository
-	custom      []escalation.Spec
-	output      string // what the agent said
+	interp     brain.Interpretation
+	decision   *brain.Decision // the brain's retry/escalate advice, for a failure
+	similarity float64         // mean similarity of the recent errors, this one included
+	secrets    []string        // kinds of secret found in the agent's output
+	tampered   []string        // what the agent changed that orch's git would have trusted
+	leaked     []string        // kinds of secret found in what the agent's work adds to the repository
+	custom     []escalation.Spec
+	output     string // what the agent said
+	// effects are the calls with effects beyond the worktree that ran with a person's leave (jobs.Pending.Effects).
+	effects     []string
 	sandboxErr  string // orch could not run the agent (redacted)
 	inputErr    bool   // …because of what it was to be given, not because anything is misconfigured
 	unavailable bool   // the brain could not judge
@@ -101,7 +103,7 @@ func judgeAttempt(f facts) verdict {
 	case brain.StatusNeedsHelp:
 		v.kind = vEscalate
 		if f.interp.Unclear() {
-			v.specs = append(extra, escalation.UnclearSpec(f.taskID, f.output))
+			v.specs = append(extra, escalation.UnclearSpec(f.taskID, f.output, f.effects))
 			break
 		}
 		v.specs = append(extra, escalation.Spec{Trigger: jobs.TriggerNeedsHelp, Source: "agent", Question: f.interp.Question,
@@ -170,6 +172,13 @@ func judgeFailure(f facts, extra []escalation.Spec) verdict {
 			Error:    errText, Similarity: f.similarity, Output: f.output})
 	case len(extra) > 0:
 		v.kind, v.specs = vEscalate, extra
+	case len(f.effects) > 0:
+		// Another attempt may do again what a person let through and orch cannot take back: that is theirs to say.
+		v.kind = vEscalate
+		v.specs = []escalation.Spec{{Trigger: jobs.TriggerBrain, Source: "orch", Error: errText, Output: f.output,
+			Question: fmt.Sprintf("Task %s failed after running what a person let through, with effects beyond its "+
+				"worktree:\n%s\nAnother attempt may run it again. Retry to run the task again anyway (words you give "+
+				"guide it), force it on if its work is done, or abort.", f.taskID, escalation.Bullets(f.effects))}}
 	default:
 		v.kind = vRetry
 		if f.decision != nil {

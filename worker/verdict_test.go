@@ -89,6 +89,16 @@ func TestJudgeAttempt(t *testing.T) {
 			kind: vEscalate, failed: true, status: "failed", triggers: "security attempt_cap",
 			loop: &jobs.LoopDetectedEvent{Failures: 3}},
 		{name: "the brain unavailable pauses the run", f: facts{unavailable: true, interp: failed("x")}, kind: vPause},
+		// What a person let through and orch cannot take back is not run again without them.
+		{name: "a failure after a push a person allowed asks instead of a retry", f: facts{interp: failed("x"),
+			decision: retry, routed: never, effects: []string{"`Bash: git push --force origin main` (allowed for this run: Bash(git push:*))"}},
+			kind: vEscalate, failed: true, status: "failed", triggers: "brain",
+			question: "failed after running what a person let through, with effects beyond its worktree:\n- `Bash: git push --force origin main` (allowed for this run: Bash(git push:*))"},
+		{name: "an answer the brain cannot read is a question about the attempt", f: facts{output: "Pushed it.",
+			interp:  brain.Interpretation{Status: brain.StatusNeedsHelp, Question: "The agent's result is unclear. Please review the output and advise."},
+			effects: []string{"`Bash: git push origin main` (allowed once by a person)"}},
+			kind: vEscalate, status: "needs_help", triggers: "needs_help",
+			question: "> Pushed it.\n\nAccept its work as completed"},
 		{name: "the agent could not run", f: facts{sandboxErr: "exec: claude: not found"},
 			kind: vSandboxError, status: "error", triggers: "config", question: "Task 1.1 could not run: exec: claude: not found"},
 		// A prompt no argument can hold is nothing a person can fix in the configuration: never a config escalation.

@@ -542,3 +542,32 @@ func TestClaudeQuestionOnCurrentCLIs(t *testing.T) {
 		t.Fatalf("the agent did not receive the answer:\n%s", transcript)
 	}
 }
+
+// A person allows `git push` for the run; the agent pushes and ends with words the brain cannot read. The question
+// that follows shows the agent's words, offers to accept the work, and names the push that running the task again
+// would repeat, with the rule that lets it through; accepting ends the run without running the agent again.
+func TestAnApprovedPushIsNotRunAgainByAnAnswer(t *testing.T) {
+	t.Parallel()
+	dir, origin := claudeWorkspace(t)
+	model := claudeModel{Turns: [][]claudeStep{{
+		{Tool: "Bash", Input: map[string]any{"command": "git push --force origin HEAD:refs/heads/agent", "description": "Publish the work"}},
+		{Text: "Pushed the branch to origin."},
+	}}}
+	env, log := claudeSetup(t, model)
+	r := orchEnv(t, dir, env, nil, "run", "--agent", "claude", "--brain", "heuristic", "plan.md")
+	must(t, r, 3, "is parked", "B) Allow for this run")
+	id := runID(t, r)
+	must(t, orchEnv(t, dir, env, nil, "escalation", "resolve", id, "--choose", "B"), 0, "resolved")
+	asked := orchEnv(t, dir, env, nil, "resume", id)
+	must(t, asked, 3, "cannot tell whether task 1 is done", "> Pushed the branch to origin.",
+		"may run again what a person let through", "git push --force origin HEAD:refs/heads/agent",
+		"allowed for this run: Bash(git push:*)", "A) Accept as completed")
+	if _, err := exec.Command("git", "--git-dir", origin, "rev-parse", "--verify", "-q", "refs/heads/agent").Output(); err != nil {
+		t.Fatalf("the push did not run: %v", err)
+	}
+	must(t, orchEnv(t, dir, env, nil, "escalation", "resolve", id, "--choose", "A"), 0, "resolved")
+	must(t, orchEnv(t, dir, env, nil, "resume", id), 0, "Task 1: COMPLETED")
+	if procs := claudeLog(t, log); len(procs) != 2 {
+		t.Fatalf("claude ran %d times, want 2 (the session paused at the push, then resumed): %+v", len(procs), procs)
+	}
+}
