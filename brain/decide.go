@@ -23,13 +23,41 @@ var errEmptyHistory = errors.New("deciding retry: attempt history is empty")
 type permanentRule struct {
 	re  *pattern
 	why string
+	// notInTest: the words also name what a test expects ("want AccessDenied"), where they are the code under test
+	// misbehaving, which a retry can fix.
+	notInTest bool
 }
 
 var permanentCauses = []permanentRule{
+	// Secret scanners refusing a push (GitHub push protection, GitLab secret detection, gitleaks in a hook): the
+	// secret is in a commit already, so it must be revoked by its owner and the history cleaned by a person who
+	// decides how; another attempt could only bypass the scanner or rewrite history, which it must not.
+	{lazyRE(oneOf(`(?i)`,
+		`\bpush protection\b`,
+		`\bpush cannot contain secrets\b`,
+		`\bGH013\b`,
+		`\bsecrets? (?:detected|found)\b`,
+		`\bsecret (?:scanning|detection)\b[^.\n]{0,60}\b(?:block|reject|declin|found|violation)`,
+		`\bleaks? found\b`,
+	)),
+		"a secret scanner blocking the push: the secret's owner must revoke it and a person must decide how to clean the history (no attempt may rewrite history or bypass the scanner)", false},
+	// A billing quota or credit used up (OpenAI's insufficient_quota, Anthropic's credit balance, a cloud project
+	// without billing): the key works, the account cannot pay. Told apart from missing credentials, which it is not.
+	{lazyRE(oneOf(`(?i)`,
+		`\bcredit balance is too low\b`,
+		`\binsufficient_quota\b`,
+		`\b(?:out of|no remaining|insufficient|not enough) (?:credits?|funds|balance)\b`,
+		`\bpurchase (?:more )?credits\b`,
+		`\bcheck your plan and billing\b`,
+		`\bbilling (?:account|details|information|profile)\b[^.\n]{0,60}\b(?:not found|disabled|closed|suspended|required|must be enabled|is not enabled|not active)\b`,
+		`\bbilling must be enabled\b`,
+		`\bpayment required\b`,
+	)),
+		"a billing quota or credit that is used up: only a person can pay for more or raise the limit", false},
 	{lazyRE(`(?i)\bpermission denied\b|\bpermission to \S+ denied\b|\bEACCES\b|\bEPERM\b|\boperation not permitted\b|\baccess (?:is )?denied\b`),
-		"a permission problem the agent cannot grant itself"},
+		"a permission problem the agent cannot grant itself", false},
 	{lazyRE(`(?i)\bno space left on device\b|\bdisk quota exceeded\b|\bread-only file ?system\b`),
-		"a machine problem (full or read-only disk) the agent cannot fix from inside"},
+		"a machine problem (full or read-only disk) the agent cannot fix from inside", false},
 	{lazyRE(oneOf(`(?i)`,
 		`\b(?:missing|invalid|expired|revoked|bad|incorrect|no)\s+(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api|github|gitlab|npm|personal access) token|password)\b`,
 		`\b(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api) token)\s+(?:is\s+|are\s+|was\s+)?(?:missing|not set|not found|invalid|expired|not configured|required|unset|empty)\b`,
@@ -44,10 +72,8 @@ var permanentCauses = []permanentRule{
 		`\bcould not read Username\b`,
 		`\bunable to authenticate\b`,
 		`\bcode E40[13]\b`,
-		`\bcredit balance is too low\b`,
-		`\binsufficient_quota\b`,
 	)),
-		"missing or invalid credentials only a human can provide"},
+		"missing or invalid credentials only a human can provide", false},
 	// SDKs and CLIs word a missing key or login in their own ways: "the api_key client option must be set",
 	// "could not resolve authentication method", "invalid x-api-key", "please run: gh auth login", "set the GH_TOKEN
 	// environment variable", "Application Default Credentials … not found".
@@ -61,7 +87,7 @@ var permanentCauses = []permanentRule{
 		`\bdefault credentials\b[^.\n]{0,40}\bnot (?:found|set|available)`,
 		`\bapplication default credentials\b[^.\n]{0,60}\b(?:not|no|missing|unable|could not)\b`,
 	)),
-		"missing or invalid credentials only a human can provide"},
+		"missing or invalid credentials only a human can provide", false},
 	// A usage or spending limit that lifts at a stated time, or a quota used up: retrying before then fails the
 	// same way and burns what is left. A limit that says to try again in seconds is transient and stays a retry.
 	{lazyRE(oneOf(`(?i)`,
@@ -72,11 +98,73 @@ var permanentCauses = []permanentRule{
 		`\bexceeded (?:your|the) (?:current |monthly |daily )?quota\b`,
 		`\b(?:limit|quota)\b[^.\n]{0,60}?\bresets?\s+(?:at|on|in \d+\s*(?:hours?|days?|h|d)\b|mon|tue|wed|thu|fri|sat|sun|tomorrow|\d)`,
 		`\btry again (?:in \d+\s*(?:hours?|days?|weeks?)\b|(?:at|on|after) (?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|tomorrow|midnight))`,
+		// A limit named by what it caps (usage, spend, a budget, a plan), with words between ("your specified
+		// workspace API usage limits"); a rate limit is not among them: it lifts in seconds.
+		`\b(?:hit|reached|exceeded) (?:your|the) (?:[\w-]+ ){0,3}?(?:usage|spend(?:ing)?|billing|budget|credit|plan|monthly|daily|weekly) limits?\b`,
+		// Access that comes back at a stated date, however it is said.
+		`\b(?:regain access|access (?:will be|is) restored|(?:will be )?available again|(?:limits?|quota) (?:will )?reset)\s+(?:on|at|after)\s+(?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|tomorrow|midnight)`,
 	)),
-		"a usage limit or quota that no retry lifts before it resets"},
+		"a usage limit or quota that no retry lifts before it resets", false},
 	// A tool that refuses to run as root (or under sudo) is refusing this environment, not the agent's change.
 	{lazyRE(`(?i)\b(?:cannot|can't|must not|may not|should not|is not allowed to|refuses? to)\s+(?:be\s+)?(?:used|run|started|executed)\b[^.\n]{0,40}?\b(?:as|with|under|by) (?:the )?(?:root|sudo|superuser)\b|\broot/sudo privileges\b`),
-		"a tool that refuses to run in this environment (as root)"},
+		"a tool that refuses to run in this environment (as root)", false},
+	// A cloud identity without the right (AWS IAM "AccessDenied … is not authorized to perform", Azure RBAC
+	// "AuthorizationFailed … does not have authorization to perform action", gcloud "PERMISSION_DENIED",
+	// "Permission 'x' denied"): only someone who administers the account can grant it.
+	{lazyRE(oneOf(`(?i)`,
+		`(?-i:\bAccessDenied(?:Exception)?\b)`,
+		`\bnot authorized to perform\b`,
+		`\bdoes not have (?:authorization|permission) to (?:perform|access)\b`,
+		`(?-i:\bAuthorizationFailed\b|\bPERMISSION_DENIED\b|\bUnauthorizedOperation\b)`,
+		`\bpermission '[\w.]+' denied\b`,
+		`\binsufficient (?:permissions|privileges|scopes?)\b`,
+	)),
+		"an authorization the agent's cloud identity lacks (IAM, RBAC): only an administrator can grant it", true},
+	// A repository, bucket, project or other account-level resource that does not exist, or that the agent cannot see:
+	// creating it or correcting its name is a person's call. Files, modules and cluster objects are not here: the
+	// agent can create or correct those.
+	{lazyRE(oneOf(`(?i)`,
+		`\brepository (?:\S+ )?not found\b`,
+		`\b(?:repository|repo|bucket|organi[sz]ation|subscription|resource group|container registry)\s+(?:['"\x60]?[\w./@:-]+['"\x60]?\s+)?(?:does not exist|doesn't exist|could not be found|was not found|is not found)\b`,
+		`\brepository does not exist\b`,
+		`(?-i:\bNoSuchBucket\b|\bResourceGroupNotFound\b|\bRepositoryNotFoundException\b|\bSubscriptionNotFound\b)`,
+		`\bthe specified bucket does not exist\b`,
+	)),
+		"a repository or resource that does not exist, or that the agent cannot see: a person must create it or correct the name", false},
+	// A security or organisational policy the task runs into (a policy document, an admission controller, an
+	// organisation constraint, branch protection): changing the policy, or the task, is a person's decision.
+	{lazyRE(oneOf(`(?i)`,
+		`\b(?:violates?|violation of|conflicts? with|against|not allowed by|forbidden by|blocked by|denied by|prohibited by)\s+(?:the |our |an? |this |your )?(?:\w+ ){0,2}?(?:security|organi[sz]ation(?:al)?|org|compliance|company|data|branch protection|admission|repository) (?:policy|policies|rules?|ruleset|constraints?)\b`,
+		`\bpolicy (?:violation|forbids|prohibits|does not allow|disallows)\b`,
+		`\badmission webhook\b[^\n]{0,80}\bdenied the request\b`,
+		`(?-i:\bRequestDisallowedByPolicy\b)`,
+		`\bconstraints/[\w.]+\b[^\n]{0,60}\bviolated\b`,
+		`\bprotected branch\b[^\n]{0,60}\b(?:failed|rejected|declined|not allowed)\b`,
+		`\bGH006\b`,
+	)),
+		"a conflict with a security or organisational policy: a person must decide whether the task or the policy gives way", false},
+	// Code signing (xcodebuild, fastlane match, gradle's keystore): certificates, provisioning profiles and keys live in
+	// an account and a keychain the agent has no access to.
+	{lazyRE(oneOf(`(?i)`,
+		`\bno (?:\S+ )?signing certificate\b`,
+		`\bsigning certificate\b[^\n]{0,60}\b(?:not found|was not found|missing|expired|revoked)\b`,
+		`\bno (?:matching )?(?:provisioning )?profiles? (?:for \S+ )?(?:were |was )?(?:found|matching)\b`,
+		`\bprovisioning profiles?\b[^\n]{0,60}\b(?:not found|missing|expired|required|doesn't include|does not include)\b`,
+		`\bcouldn't find any [^\n]{0,40}provisioning profiles?\b`,
+		`\b(?:could not|couldn't|unable to) find a (?:matching |valid )?code ?signing identity\b`,
+		`\bno (?:valid |matching )?(?:code ?signing|signing) identit(?:y|ies)\b`,
+		`\berrSecInternalComponent\b`,
+		`\bkeystore\b[^\n]{0,40}\b(?:not found|was tampered|password was incorrect)\b`,
+	)),
+		"a signing certificate or provisioning profile missing from this machine: only a person with the account can install it", false},
+	// A lock another person or machine holds (terraform's state lock "Who: x@host", Liquibase's "locked by host since
+	// …"): breaking it could destroy their work. A lock a local process holds for a moment (apt, dpkg) is not here.
+	{lazyRE(oneOf(`(?is)`,
+		`\b(?:error acquiring|could not acquire|couldn't acquire|failed to acquire|unable to acquire)\b[^\n]{0,40}\block\b.{0,600}?\bwho:\s*[\w.-]+@[\w.-]+`,
+		`\block\b[^\n]{0,80}\b(?:currently )?(?:locked|held|owned) by (?:user )?[a-z][\w.@-]*(?: \([^)]*\))? since\b`,
+		`\block (?:is )?(?:held|owned) by (?:user )?[\w.-]+@[\w.-]+`,
+	)),
+		"a lock another person or machine holds: only they, or someone who knows it is safe to break, can release it", false},
 	{lazyRE(oneOf(`(?i)`,
 		`\bconflicts? with (?:the |our |an? )?(?:existing )?(?:architecture|design)\b`,
 		`\b(?:architecture|architectural|design) (?:issue|problem|conflict|flaw|question|decision)\b`,
@@ -84,7 +172,7 @@ var permanentCauses = []permanentRule{
 		`\bbreaking change\b[^.]{0,80}\b(?:public|other teams?|clients?|consumers?|downstream)\b`,
 		`\b(?:public|exported) API\b[^.]{0,80}\bbreaking change\b`,
 	)),
-		"a design or architecture question rather than a coding bug"},
+		"a design or architecture question rather than a coding bug", false},
 	{lazyRE(oneOf(`(?i)`,
 		`\bcontradict(?:ory|s|ion|ing)\b`,
 		`\bmutually exclusive\b`,
@@ -94,7 +182,7 @@ var permanentCauses = []permanentRule{
 		`\bimpossible (?:requirement|task|to satisfy)\b`,
 		`\bnot possible to satisfy\b`,
 	)),
-		"requirements that contradict each other"},
+		"requirements that contradict each other", false},
 	{lazyRE(oneOf(`(?i)`,
 		`\b(?:I|we)\s+need\s+(?:some\s+|more\s+)?(?:clarification|your input|a (?:human )?decision|human input|guidance|direction)\b`,
 		`\bneeds? (?:clarification|a human|human (?:input|decision|review|intervention))\b`,
@@ -107,17 +195,17 @@ var permanentCauses = []permanentRule{
 		`\b(?:I'm|I am|we're|we are)\s+(?:a bit\s+|still\s+|quite\s+)?confused\b`,
 		`\b(?:I|we) (?:don't|do not) (?:understand|know) what\b[^.;]{0,60}?\b(?:means?|should (?:produce|return|do|be|contain)|is (?:expected|wanted|meant|required))\b`,
 	)),
-		"the agent asking for a human decision"},
+		"the agent asking for a human decision", false},
 	{lazyRE(oneOf(`(?i)`,
 		`\b(?:sandbox|firewall|proxy|network policy|egress policy|corporate network)\b[^.;]{0,40}\b(?:blocks?|blocked|forbids?|denies|denied|does not allow|doesn't allow|prevents?|disallows?)\b`,
 		`\bnothing (?:I|we|the agent) can (?:change|do|fix)\b`,
 		`\b(?:outside|beyond) (?:my|our|the agent's) control\b`,
 	)),
-		"a restriction of the environment the agent cannot lift"},
+		"a restriction of the environment the agent cannot lift", false},
 	{lazyRE(`(?i)\buntil (?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\b|\b(?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\s+(?:has to|needs to|will have to)\b`),
-		"an action only a person can take"},
+		"an action only a person can take", false},
 	{lazyRE(`(?i)\b(?:needs?|requires?|without|pending|waiting for)\s+(?:[\w'-]+\s+){0,3}?(?:approval|sign-?off)(?:\s+(?:from|by|of|before)\b|\s*[.,;:)]|\s*$)`),
-		"a change that needs someone's approval"},
+		"a change that needs someone's approval", false},
 	{lazyRE(`(?i)\b(?:task|plan|spec(?:ification)?|ticket|issue|instructions?|requirements?|story)\s+(?:says|said|asks|asked|refers|references|mentions|points|tells|names|requires|links)\b(?:[^.;:]|\.\S){0,120}?\b` + anyOf(
 		`does not exist`,
 		`doesn't exist`,
@@ -127,7 +215,7 @@ var permanentCauses = []permanentRule{
 		`(?:could not|couldn't|cannot|can't) find (?:it|them|that|this|those)`,
 		`no such`,
 	) + `\b`),
-		"missing context: the task refers to something that is not there"},
+		"missing context: the task refers to something that is not there", false},
 }
 
 var (
@@ -139,6 +227,7 @@ var (
 		`\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?: code)?|code|response|returned|got)(?: error)?[\s:=]{0,3}(?:401|403)\b`,
 		`\b(?:401|403)\s+(?:unauthori[sz]ed|forbidden)`,
 	))
+	rateLimitRe      = lazyRE(`(?i)\brate[ _-]?limit|\btoo many requests\b|\bretry-after\b|\bsecondary rate\b`)
 	testAssertionRe  = lazyRE(`(?i)\bexpected\b|\bwant(?:ed)?\b|\bassert|--- FAIL|\bFAIL:|\btest\w*\s+(?:failed|fails)`)
 	httpAuthCauseWhy = "an authorization failure (401/403) that needs access only a human can grant"
 )
@@ -246,11 +335,12 @@ func asksAPerson(failure string) bool {
 // permanentCause names why err cannot be fixed by retrying, or "" when it might be.
 func permanentCause(err string) string {
 	for _, c := range permanentCauses {
-		if c.re.MatchString(err) {
+		if c.re.MatchString(err) && !(c.notInTest && testAssertionRe.MatchString(err)) {
 			return c.why
 		}
 	}
-	if httpAuthRe.MatchString(err) && !testAssertionRe.MatchString(err) {
+	// GitHub and others answer a rate limit with 403: a limit that lifts in seconds is transient, not a refusal.
+	if httpAuthRe.MatchString(err) && !testAssertionRe.MatchString(err) && !rateLimitRe.MatchString(err) {
 		return httpAuthCauseWhy
 	}
 	return ""
