@@ -244,16 +244,17 @@ func (h *Heuristic) Decide(ctx context.Context, in DecideInput) (Decision, error
 		return Decision{}, errEmptyHistory
 	}
 	threshold := h.threshold()
-	// Consecutive similarities, computed once: every rule below reads them.
-	sigs := make([]signature, len(history))
+	// Each failure read once (signature, subject, text); consecutive likenesses, computed once: every rule below
+	// reads them.
+	fails := make([]failure, len(history))
 	sims := make([]float64, len(history)-1)
 	for i := range history {
 		if err := ctx.Err(); err != nil {
 			return Decision{}, err
 		}
-		sigs[i] = signatureOf(history[i])
+		fails[i] = failureOf(history[i])
 		if i > 0 {
-			sims[i-1] = sigs[i-1].similarity(sigs[i])
+			sims[i-1] = fails[i-1].likeness(fails[i])
 		}
 	}
 	d := Decision{Similarity: mean(sims)}
@@ -272,22 +273,39 @@ func (h *Heuristic) Decide(ctx context.Context, in DecideInput) (Decision, error
 		return d, nil
 	}
 
-	// The run of alike errors ending at the latest one.
+	// The run of alike errors ending at the latest one, or, when one failure is named differently from attempt to
+	// attempt, the attempts that hang together by what failed.
 	run := 1
 	for i := len(sims) - 1; i >= 0 && sims[i] >= threshold; i-- {
 		run++
 	}
+	alike := newLikeness(fails, threshold)
+	if run < minLoopRun {
+		run = max(run, alike.loopRun())
+	}
 	if run >= minLoopRun {
-		// The reason cites the run's own similarity; Decision.Similarity stays the whole history's mean.
 		d.Decision = Escalate
-		d.Reason = fmt.Sprintf("failed %d times in a row with similar errors (error similarity %d%%): retrying is stuck in a loop",
-			run, percent(mean(sims[len(sims)-run+1:])))
+		first := len(history) - run
+		if textual := mean(sims[first:]); textual >= threshold {
+			// The reason cites the run's own similarity; Decision.Similarity stays the whole history's mean.
+			d.Reason = fmt.Sprintf("failed %d times in a row with similar errors (error similarity %d%%): retrying is stuck in a loop",
+				run, percent(textual))
+		} else {
+			d.Reason = fmt.Sprintf("failed %d times in a row on the same thing%s, reported in different words: retrying is stuck in a loop",
+				run, alike.named(first))
+		}
 		return d, nil
 	}
-	if n := len(sigs); n >= 3 && oscillating(sigs[n-3], sigs[n-2], sigs[n-1], threshold) {
+	if back := alike.recurrence(); back >= 0 {
 		d.Decision = Escalate
-		d.Reason = fmt.Sprintf("errors oscillate between two failures (attempts %d and %d fail alike, attempt %d differently): fixing one breaks the other",
-			len(history)-2, len(history), len(history)-1)
+		n := len(history)
+		if back == n-3 {
+			d.Reason = fmt.Sprintf("errors oscillate between two failures (attempts %d and %d fail alike, attempt %d differently): fixing one breaks the other",
+				n-2, n, n-1)
+		} else {
+			d.Reason = fmt.Sprintf("the failure of attempt %d is back at attempt %d%s after different failures in between: fixing one breaks another",
+				back+1, n, fails[n-1].subj.namedIn())
+		}
 		return d, nil
 	}
 

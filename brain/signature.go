@@ -204,8 +204,41 @@ func addErrorKinds(kinds map[string]bool, l string) {
 // failing check told with different numbers, paths, timings or words around it. Failures that name different
 // failing tests, or errors of different kinds, are different failures however alike their texts look. When
 // neither failure has a line that says what failed (an agent's prose only), their normalised texts are compared.
+//
+// What failed decides before the words do (subject.go): the same resource, test or package named by different
+// tools is the same failure (1), and a different one of the same kind is a different failure (at most
+// differentSubjectCap), whatever the texts share.
 func ErrorSimilarity(a, b string) float64 {
-	return signatureOf(a).similarity(signatureOf(b))
+	return failureOf(a).likeness(failureOf(b))
+}
+
+// failure is one attempt's failure read once: its signature, its subject and its text.
+type failure struct {
+	sig  signature
+	subj subject
+	text string
+}
+
+func failureOf(s string) failure {
+	text := historyPrefixRe.ReplaceAllString(s, "")
+	sig := signatureOf(s)
+	return failure{sig: sig, subj: subjectIn(text, strings.ToLower(text), sig.tests), text: text}
+}
+
+// differentSubjectCap is the most two failures about different things can score: below any threshold that
+// would call them a loop.
+const differentSubjectCap = 0.5
+
+// likeness is ErrorSimilarity of two failures read once.
+func (fa failure) likeness(fb failure) float64 {
+	sim := fa.sig.similarity(fb.sig)
+	switch compareSubjects(fa.subj, fb.subj, fa.text, fb.text) {
+	case subjectSame:
+		return 1
+	case subjectDifferent:
+		return min(sim, differentSubjectCap)
+	}
+	return sim
 }
 
 // similarity is ErrorSimilarity of two signatures read once.

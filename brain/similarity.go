@@ -41,12 +41,12 @@ func Oscillating(errors []string, threshold float64) bool {
 	if n < 3 {
 		return false
 	}
-	return oscillating(signatureOf(errors[n-3]), signatureOf(errors[n-2]), signatureOf(errors[n-1]), threshold)
+	return oscillating(failureOf(errors[n-3]), failureOf(errors[n-2]), failureOf(errors[n-1]), threshold)
 }
 
-// oscillating is the A-B-A test on the signatures of the last three failures.
-func oscillating(a1, b, a2 signature, threshold float64) bool {
-	return a1.similarity(a2) >= threshold && a1.similarity(b) < threshold && b.similarity(a2) < threshold
+// oscillating is the A-B-A test on the last three failures.
+func oscillating(a1, b, a2 failure, threshold float64) bool {
+	return a1.likeness(a2) >= threshold && a1.likeness(b) < threshold && b.likeness(a2) < threshold
 }
 
 // matcher holds difflib's b2j index of the second sequence. Junk (isjunk) is always None here, so the only

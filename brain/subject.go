@@ -1,0 +1,505 @@
+package brain
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// subject.go names what a failure is about: the resource that failed, whatever tool reported it and however it was
+// worded. One database refusing connections reads "connection to server at "db" (10.0.0.5), port 5432 failed" in
+// psql, "dial tcp 10.0.0.5:5432: connect: connection refused" in Go and "Can't reach database server at `db`:`5432`"
+// in Prisma; one missing package is "Can't resolve 'x'" in webpack and "Could not resolve "x"" in esbuild. Their
+// texts share little, their subjects are the same. Two failures whose subjects are the same are the same failure;
+// two whose subjects of one kind are different are different failures, however alike their words.
+
+// subjectKind is one kind of thing that fails. Kinds are compared one by one.
+type subjectKind string
+
+const (
+	subjHost   subjectKind = "host"   // a host the agent could not reach or resolve
+	subjURL    subjectKind = "url"    // an HTTP endpoint that answered with an error status (host and path)
+	subjStatus subjectKind = "status" // that error status
+	subjModule subjectKind = "module" // a package, module or crate that could not be found or fetched
+	subjFile   subjectKind = "file"   // a file that is missing
+	subjTest   subjectKind = "test"   // a failing test
+	subjRule   subjectKind = "rule"   // a linter rule that fired
+	subjPlace  subjectKind = "place"  // the file a linter rule fired in
+	subjSymbol subjectKind = "symbol" // a name the compiler cannot find
+)
+
+// aliasKinds are the kinds one resource can be named by more than once (a host by its name and its address, an
+// endpoint by its host): one failure's names contained in the other's are the same resource. Other kinds must be
+// equal: fewer failing tests or missing modules than last time is progress, not the same failure.
+var aliasKinds = map[subjectKind]bool{subjHost: true, subjURL: true}
+
+// subject is what one failure is about, by kind.
+type subject map[subjectKind]map[string]bool
+
+func (s subject) add(k subjectKind, v string) {
+	v = strings.ToLower(strings.Trim(v, "`'\".,;:()[]{}<> "))
+	if v == "" {
+		return
+	}
+	if s[k] == nil {
+		s[k] = map[string]bool{}
+	}
+	s[k][v] = true
+}
+
+var (
+	// A failure to reach something over the network, in any tool's words: the text for which hosts are subjects.
+	networkFailureRe = lazyRE(oneOf(`(?i)`,
+		`connection refused`, `\bECONNREFUSED\b`, `\bECONNRESET\b`, `\bETIMEDOUT\b`, `\bEHOSTUNREACH\b`, `\bENOTFOUND\b`,
+		`\b(?:can't|cannot|could not|couldn't|unable to|failed to) (?:connect|reach|resolve)\b`,
+		`\bconnection (?:reset|timed out|to \S+ failed)\b`, `\bno such host\b`, `\bname or service not known\b`,
+		`\bname resolution\b`, `\bnot resolve host\b`, `\bmax retries exceeded\b`, `\bunreachable\b`,
+		`\btim(?:ed|ing) ?out\b`, `\btimeout\b`, `\bi/o timeout\b`,
+	))
+	// An HTTP error status in a response: the text for which the endpoint is the subject.
+	httpStatusRe = lazyRE(`(?i)(?:\b(?:HTTP(?:/[\d.]+)?|status(?: code)?|->|returned|answer(?:s|ed|ing)(?: with)?|server error|client error)\s*'?(?:[:=]\s*)?([45]\d\d)\b|\b([45]\d\d)\s+(?:bad gateway|service unavailable|gateway time-?out|internal server error|not found|too many requests)\b)`)
+	urlRe        = lazyRE(`(?i)\bhttps?://([\w.-]+(?::\d+)?)(/[^\s'"<>()\x60]*)?`)
+	hostPortRe   = lazyRE(`(?i)(?:^|[\s'"\x60(@=/])((?:\d{1,3}\.){3}\d{1,3}|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*)['"\x60]?:['"\x60]?(\d{2,5})\b`)
+	// A host and its port in one clause, the port said apart: libpq's `server at "db" (10.0.0.5), port 5432`.
+	hostThenPortRe = lazyRE(`(?i)\b(?:at|on|to|host)\s+['"\x60]?([a-z0-9][\w.-]*[a-z0-9])['"\x60]?(?:\s*\(((?:\d{1,3}\.){3}\d{1,3})\))?,?\s+port\s+(\d{2,5})\b`)
+	// A bare host name: a dotted name ending in a top-level or internal domain, or an IPv4 address.
+	bareHostRe = lazyRE(`(?i)\b((?:\d{1,3}\.){3}\d{1,3}|(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:com|org|net|io|dev|app|co|ai|cloud|internal|local|lan|corp|example|test|svc|cluster|us|uk|de|eu))\b`)
+
+	// A module, package or crate that could not be found or fetched, as each ecosystem names it.
+	moduleSubjectRes = []*pattern{
+		lazyRE(`(?i)\bno module named\s+['"]?([\w.\-]+)`),                                                                                  // Python
+		lazyRE(`(?i)\bcannot find module\s+['"]([^'"]+)['"]`),                                                                              // Node, tsc
+		lazyRE(`(?i)\bcan't resolve\s+['"]([^'"]+)['"]`),                                                                                   // webpack
+		lazyRE(`(?i)\b(?:could not|failed to) resolve(?: import)?\s+['"]([^'"]+)['"]`),                                                     // esbuild, vite
+		lazyRE(`(?i)\bno required module provides package\s+([^\s;:]+)`),                                                                   // go
+		lazyRE(`(?i)\bcannot find package\s+"?([^\s"]+)`),                                                                                  // go
+		lazyRE(`(?m)^\s*go: ([\w.-]+\.[\w]+/[^\s@:]+)@`),                                                                                   // go get, go mod
+		lazyRE(`(?i)missing go\.sum entry for module providing package\s+([^\s;(]+)`),                                                      // go
+		lazyRE("(?i)\\bno matching package named `([^`]+)`"),                                                                               // cargo
+		lazyRE("(?i)\\bfailed to select a version for the requirement `([\\w-]+)"),                                                         // cargo
+		lazyRE("(?i)\\bcan't find crate for `([^`]+)`"),                                                                                    // rustc
+		lazyRE(`(?i)\b(?:no matching distribution found|could not find a version that satisfies the requirement) (?:for )?([\w.\-\[\]]+)`), // pip
+		lazyRE(`(?i)\b([\w.\-]+) \([^)]*\) which doesn't match any versions`),                                                              // poetry
+		lazyRE(`(?i)'(@?[\w.\-]+(?:/[\w.\-]+)?)@[^']*' is not in (?:this|the npm) registry`),                                               // npm
+		lazyRE(`(?i)(?:^|\s)(@?[\w.\-]+(?:/[\w.\-]+)?) is not in the npm registry`),                                                        // pnpm
+		lazyRE(`(?i)\bno matching version found for (@?[\w.\-]+(?:/[\w.\-]+)?)@`),                                                          // npm, pnpm
+		lazyRE(`(?i)\b(?:npm ERR! 404|E404|FETCH_404)\b.*?registry\.[\w.]+/(@?[\w.\-]+(?:%2f[\w.\-]+)?)`),                                  // npm, pnpm
+		lazyRE(`(?i)\bcould not (?:resolve|find|transfer) (?:dependencies|artifact)\b[^\n]*?\bat ([\w.\-]+:[\w.\-]+):`),                    // maven
+	}
+	// A missing file, as runtimes and tools name it.
+	fileSubjectRes = []*pattern{
+		lazyRE(`(?i)\bno such file or directory(?:,\s*\w+)?:?\s+['"]([^'"]+)['"]`),
+		lazyRE(`(?i)\b(?:open|stat|lstat|read)\s+([\w./-]+):\s+no such file or directory`),
+		lazyRE(`(?i)['"]([\w./-]+\.\w+)['"]\s+(?:does not exist|not found)`),
+	}
+	// A test named as failing in prose or in a tool's one-line form: "TestX: …", "test_y fails", "TestZ failed".
+	proseTestRe   = lazyRE(`(?m)(?:^|[\s(])((?:Test[A-Z_]\w*|test_\w+)(?:/[\w./-]+)?)(?::\s|\s+(?:fails|failed|failing|still fails|is failing|hangs|timed out)\b)`)
+	runningTestRe = lazyRE(`(?m)^\s+(Test\w+(?:/\S+)?) \(\d[^)]*\)\s*$`)
+	// A linter's rule: an eslint rule at the end of a finding, a code after a location (ruff, flake8), clippy's lint.
+	lintRuleRes = []struct {
+		re    *pattern
+		gates []string // words without which it cannot match
+	}{
+		{lazyRE(`(?m)^\s*\d+:\d+\s+(?:error|warning|warn)\s+.*?\s((?:@?[\w-]+/)?[a-z][\w-]*)\s*$`), []string{" error ", " warning ", " warn "}},
+		// Python linters (ruff, flake8, pylint) put a code after the location.
+		{lazyRE(`(?m)^\s*\S+\.py:\d+:\d+:\s+([A-Z]{1,3}\d{2,4})\b`), []string{".py:"}},
+		{lazyRE(`\bclippy::([a-z_-]+)`), []string{"clippy::"}},
+		// go vet's analyzers name themselves after the location: "worker.go:88:3: printf: …".
+		{lazyRE(`(?m)^\s*\S+\.go:\d+:\d+:\s+(` + strings.Join(vetAnalyzers, "|") + `):\s`), vetGates()},
+	}
+	// Where a linter's rule fired: the file heading eslint's findings, or the location on or after the finding.
+	lintPlaceRes = []*pattern{
+		lazyRE(`(?m)^\s*([\w./@-]+\.[A-Za-z]{1,5})\s*$`),
+		lazyRE(`(?m)^\s*(?:-->\s*)?([\w./-]+\.[A-Za-z]{1,5}):\d+:\d+`),
+	}
+	symbolSubjectRes = []*pattern{
+		lazyRE(`\bundefined:\s+([\w.]+)`),
+		lazyRE("\\bcannot find (?:value|function|type|struct|trait|macro) `([^`]+)`"),
+		lazyRE(`\bCannot find name '([^']+)'`),
+		lazyRE(`\bNameError: name '([^']+)' is not defined`),
+		lazyRE(`\bsymbol:\s+\w+\s+(\w+)`),
+	}
+	// File extensions: a dotted name ending in one is a file, not a host.
+	fileExts = map[string]bool{"go": true, "py": true, "rs": true, "ts": true, "tsx": true, "js": true, "jsx": true, "mjs": true,
+		"cjs": true, "java": true, "kt": true, "rb": true, "json": true, "yaml": true, "yml": true, "toml": true, "csv": true,
+		"md": true, "txt": true, "sql": true, "sh": true, "html": true, "css": true, "lock": true, "mod": true, "sum": true,
+		"xml": true, "tf": true, "env": true, "cfg": true, "ini": true, "c": true, "h": true, "cpp": true, "swift": true, "zip": true}
+)
+
+var vetAnalyzers = []string{"printf", "copylocks", "composites", "unreachable", "shadow", "structtag", "unusedresult",
+	"lostcancel", "nilfunc", "assign", "atomic", "bools", "loopclosure", "stdmethods", "unmarshal", "httpresponse",
+	"errorsas", "ifaceassert", "stringintconv", "directive", "slog", "timeformat", "appends", "defers", "shift",
+	"sigchanyzer", "unsafeptr"}
+
+func vetGates() []string {
+	g := make([]string, len(vetAnalyzers))
+	for i, a := range vetAnalyzers {
+		g[i] = ": " + a + ": "
+	}
+	return g
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// localHosts name this machine: what identifies a local service is its port, so they count only with one.
+var localHosts = map[string]bool{"localhost": true, "127.0.0.1": true, "0.0.0.0": true, "::1": true, "[::1]": true}
+
+// subjectOf reads what one attempt's failure is about.
+func subjectOf(failure string) subject {
+	failure = historyPrefixRe.ReplaceAllString(failure, "")
+	return subjectIn(failure, strings.ToLower(failure), nil)
+}
+
+// subjectGates are words without which a family of patterns cannot match: checking them first keeps reading the
+// subject of a long log (hundreds of failing tests) cheap.
+var subjectGates = map[subjectKind][]string{
+	subjHost: {"refused", "econn", "etimedout", "ehostunreach", "enotfound", "connect", "reach", "resolv", "reset",
+		"no such host", "name or service", "max retries", "unreachable", "timed out", "timing out", "timeout", "time out"},
+	subjModule: {"module", "resolve", "package", "crate", "registry", "distribution", "requirement", "versions", "go: ", "dependenc", "artifact"},
+	subjFile:   {"no such file", "does not exist", "not found"},
+	subjRule:   {"warn", "error", "clippy::", ".go:"},
+	subjSymbol: {"undefined", "cannot find", "nameerror", "symbol:"},
+	subjTest:   {"test"},
+}
+
+// subjectScan is how much of a long failure's head and tail is read for its subject: a tool names what failed in
+// its first lines or its summary at the end, and the middle of a long log repeats it.
+const subjectScan = 4096
+
+// headAndTail is s when short, else its first and last subjectScan bytes, each cut at a line.
+func headAndTail(s string) string {
+	if len(s) <= 2*subjectScan {
+		return s
+	}
+	head, tail := s[:subjectScan], s[len(s)-subjectScan:]
+	if i := strings.LastIndexByte(head, '\n'); i > 0 {
+		head = head[:i]
+	}
+	if i := strings.IndexByte(tail, '\n'); i >= 0 {
+		tail = tail[i+1:]
+	}
+	return head + "\n" + tail
+}
+
+// statusGates are the words an HTTP error status comes with (httpStatusRe).
+var statusGates = []string{"http", "status", "->", "returned", "answer", "server error", "client error", "gateway",
+	"unavailable", "not found", "too many requests"}
+
+func gated(lower string, k subjectKind) bool { return containsAny(lower, subjectGates[k]) }
+
+// subjectIn reads the subject of failure (lower is it lower-cased); tests, when not nil, are its failing tests as
+// its signature already read them.
+func subjectIn(failure, lower string, tests map[string]bool) subject {
+	failure, lower = headAndTail(failure), headAndTail(lower)
+	s := subject{}
+	network := gated(lower, subjHost) && networkFailureRe.MatchString(failure)
+	var status []string
+	if network || containsAny(lower, statusGates) {
+		status = httpStatusRe.FindStringSubmatch(failure)
+	}
+	// Hosts count in a failure to reach them, and endpoints in a failure they answered with an error status;
+	// a URL in any other text (a docs link under a lint finding) is not what failed.
+	if network || status != nil {
+		if status != nil {
+			s.add(subjStatus, status[1]+status[2])
+		}
+		for _, m := range urlRe.FindAllStringSubmatch(failure, -1) {
+			addHost(s, m[1])
+			if status != nil {
+				s.add(subjURL, strings.TrimRight(hostOnly(m[1])+m[2], "/"))
+			}
+		}
+		for _, m := range hostPortRe.FindAllStringSubmatch(failure, -1) {
+			addHost(s, m[1]+":"+m[2])
+		}
+		for _, m := range hostThenPortRe.FindAllStringSubmatch(failure, -1) {
+			addHost(s, m[1]+":"+m[3])
+			if m[2] != "" {
+				addHost(s, m[2]+":"+m[3])
+			}
+		}
+		for _, m := range bareHostRe.FindAllStringSubmatchIndex(failure, -1) {
+			// A dotted name inside a path ("github.com/acme/x", "/srv/app.internal/x") is a package or a file.
+			if m[2] > 0 && failure[m[2]-1] == '/' || m[3] < len(failure) && failure[m[3]] == '/' {
+				continue
+			}
+			addHost(s, failure[m[2]:m[3]])
+		}
+	}
+	if gated(lower, subjModule) {
+		for _, re := range moduleSubjectRes {
+			for _, m := range re.FindAllStringSubmatch(failure, -1) {
+				s.add(subjModule, moduleName(m[1]))
+			}
+		}
+	}
+	if gated(lower, subjFile) {
+		for _, re := range fileSubjectRes {
+			for _, m := range re.FindAllStringSubmatch(failure, -1) {
+				s.add(subjFile, shortPath(m[1]))
+			}
+		}
+	}
+	if gated(lower, subjTest) {
+		if tests == nil {
+			tests = map[string]bool{}
+			for _, re := range failingTestRes {
+				for _, m := range re.FindAllStringSubmatch(failure, -1) {
+					tests[normalizeFailure(m[1])] = true
+				}
+			}
+		}
+		for t := range tests {
+			s.add(subjTest, t)
+		}
+		// Go lists the tests a timeout caught running, each with its time: "running tests:\n\tTestX (2m0s)".
+		if strings.Contains(lower, "running tests") {
+			for _, m := range runningTestRe.FindAllStringSubmatch(failure, -1) {
+				s.add(subjTest, m[1])
+			}
+		}
+		// Tests named in prose count when no tool's line names the failing tests.
+		if len(tests) == 0 {
+			for _, m := range proseTestRe.FindAllStringSubmatch(failure, -1) {
+				s.add(subjTest, m[1])
+			}
+		}
+	}
+	if gated(lower, subjRule) {
+		for _, r := range lintRuleRes {
+			if !containsAny(lower, r.gates) {
+				continue
+			}
+			for _, m := range r.re.FindAllStringSubmatch(failure, -1) {
+				s.add(subjRule, m[1])
+			}
+		}
+		if len(s[subjRule]) > 0 {
+			for _, re := range lintPlaceRes {
+				for _, m := range re.FindAllStringSubmatch(failure, -1) {
+					s.add(subjPlace, shortPath(m[1]))
+				}
+			}
+		}
+	}
+	if gated(lower, subjSymbol) {
+		for _, re := range symbolSubjectRes {
+			for _, m := range re.FindAllStringSubmatch(failure, -1) {
+				s.add(subjSymbol, m[1])
+			}
+		}
+	}
+	return s
+}
+
+// addHost adds a host (with or without its port) and, for a remote host named with a port, the host alone: the
+// same server is named with and without its port by different tools. Local hosts count only with their port.
+func addHost(s subject, hostport string) {
+	hostport = strings.ToLower(strings.Trim(hostport, "`'\"[]"))
+	host, port, hasPort := strings.Cut(hostport, ":")
+	if i := strings.LastIndexByte(host, '.'); i >= 0 && fileExts[host[i+1:]] || !strings.Contains(host, ".") && host != "localhost" {
+		return
+	}
+	if localHosts[host] {
+		if hasPort {
+			s.add(subjHost, "localhost:"+port)
+		}
+		return
+	}
+	s.add(subjHost, host)
+	if hasPort {
+		s.add(subjHost, hostport)
+	}
+}
+
+func hostOnly(hostport string) string {
+	h, _, _ := strings.Cut(strings.ToLower(hostport), ":")
+	if localHosts[h] {
+		return strings.ToLower(hostport)
+	}
+	return h
+}
+
+// moduleName is a package's name without the version or range that tools append, URL-decoded ("@acme%2fx").
+func moduleName(s string) string {
+	if u, err := url.PathUnescape(s); err == nil {
+		s = u
+	}
+	s = strings.Trim(s, "`'\"")
+	for _, sep := range []string{"==", ">=", "<=", "~=", "@^", "@~", "@v", "@>", "@<", "@latest", " "} {
+		if i := strings.Index(s, sep); i > 0 {
+			s = s[:i]
+		}
+	}
+	if i := strings.LastIndexByte(s, '@'); i > 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// shortPath is a path's last two components: tools print one file relative to different directories.
+func shortPath(p string) string {
+	p = strings.TrimPrefix(p, "./")
+	parts := strings.Split(p, "/")
+	if len(parts) > 2 {
+		parts = parts[len(parts)-2:]
+	}
+	return strings.Join(parts, "/")
+}
+
+// subjectVerdict is what comparing two subjects says.
+type subjectVerdict int
+
+const (
+	subjectUnknown   subjectVerdict = iota // nothing to compare, or names that partly overlap
+	subjectSame                            // the same thing failed
+	subjectDifferent                       // something else failed
+)
+
+// compareSubjects judges two failures by what failed. a and b are the failures' subjects, textA and textB their texts
+// (for a subject one failure names that the other only describes in words). A kind both name decides: different
+// names are different failures; the same names (or, for hosts and endpoints, one's names among the other's) are
+// the same. A failing test is the exception: two failures of one test may fail it differently (a KeyError, then a
+// TypeError), so the same test does not make them the same failure, only different tests make them different.
+// When only one failure names anything, it is the same when the other's words mention it: a failure told in prose
+// says neither how nor where, only what.
+func compareSubjects(a, b subject, textA, textB string) subjectVerdict {
+	shared, same := 0, 0
+	for k, va := range a {
+		vb := b[k]
+		if len(vb) == 0 {
+			continue
+		}
+		if disjoint(va, vb) {
+			return subjectDifferent
+		}
+		if k == subjTest {
+			continue
+		}
+		shared++
+		if equalSets(va, vb) || aliasKinds[k] && (subset(va, vb) || subset(vb, va)) {
+			same++
+		}
+	}
+	switch {
+	case shared > 0 && same == shared:
+		return subjectSame
+	case shared > 0:
+		return subjectUnknown
+	case len(a) > 0 && len(b) == 0 && mentionsAll(textB, a):
+		return subjectSame
+	case len(b) > 0 && len(a) == 0 && mentionsAll(textA, b):
+		return subjectSame
+	}
+	return subjectUnknown
+}
+
+// mentionsAll reports text that names, in its own words, every test, module and symbol of s: "CSV export test"
+// mentions test_export_csv. A name of one word is too common to count as mentioned.
+func mentionsAll(text string, s subject) bool {
+	words := map[string]bool{}
+	for _, w := range nameParts(text) {
+		words[w] = true
+	}
+	n := 0
+	for _, k := range []subjectKind{subjTest, subjModule, subjSymbol} {
+		for v := range s[k] {
+			parts := nameParts(v)
+			if len(parts) < 2 {
+				return false
+			}
+			for _, p := range parts {
+				if !words[p] {
+					return false
+				}
+			}
+			n++
+		}
+	}
+	return n > 0 && n == len(s[subjTest])+len(s[subjModule])+len(s[subjSymbol])
+}
+
+// nameParts splits a name or a text into lower-case words of three letters or more, breaking identifiers at
+// underscores, dots, slashes and case changes, without "test" and plural s: the words a name is made of.
+func nameParts(s string) []string {
+	var out []string
+	var w []rune
+	flush := func() {
+		if len(w) >= 3 {
+			p := strings.ToLower(string(w))
+			p = strings.TrimSuffix(p, "s")
+			if p != "test" && len(p) >= 3 {
+				out = append(out, p)
+			}
+		}
+		w = w[:0]
+	}
+	var prev rune
+	for _, r := range s {
+		switch {
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			flush()
+			w = append(w, r)
+		case unicode.IsLetter(r):
+			w = append(w, r)
+		default:
+			flush()
+		}
+		prev = r
+	}
+	flush()
+	return out
+}
+
+// names is a subject's names for a reason, most telling kinds first.
+func (s subject) names() string {
+	var out []string
+	for _, k := range []subjectKind{subjModule, subjURL, subjHost, subjTest, subjFile, subjSymbol, subjRule} {
+		vs := make([]string, 0, len(s[k]))
+		for v := range s[k] {
+			vs = append(vs, v)
+		}
+		slices.Sort(vs)
+		if k == subjHost && len(vs) > 1 {
+			// The longest names (host:port) say most.
+			slices.SortFunc(vs, func(x, y string) int { return len(y) - len(x) })
+			vs = vs[:1]
+		}
+		out = append(out, vs...)
+		if len(out) >= 2 {
+			break
+		}
+	}
+	if len(out) > 2 {
+		out = out[:2]
+	}
+	return strings.Join(out, ", ")
+}
+
+func disjoint(a, b map[string]bool) bool {
+	for k := range a {
+		if b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func subset(a, b map[string]bool) bool {
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func equalSets(a, b map[string]bool) bool { return len(a) == len(b) && subset(a, b) }
