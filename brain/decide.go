@@ -286,13 +286,18 @@ func (h *Heuristic) Decide(ctx context.Context, in DecideInput) (Decision, error
 	if run >= minLoopRun {
 		d.Decision = Escalate
 		first := len(history) - run
-		if textual := mean(sims[first:]); textual >= threshold {
-			// The reason cites the run's own similarity; Decision.Similarity stays the whole history's mean.
+		// The reason cites the run's own similarity (of the texts: a run alike only by what failed says so);
+		// Decision.Similarity stays the whole history's mean.
+		textual := make([]float64, 0, run-1)
+		for i := first + 1; i < len(fails); i++ {
+			textual = append(textual, fails[i-1].sig.similarity(fails[i].sig))
+		}
+		if t := mean(textual); t >= threshold {
 			d.Reason = fmt.Sprintf("failed %d times in a row with similar errors (error similarity %d%%): retrying is stuck in a loop",
-				run, percent(textual))
+				run, percent(t))
 		} else {
-			d.Reason = fmt.Sprintf("failed %d times in a row on the same thing%s, reported in different words: retrying is stuck in a loop",
-				run, alike.named(first))
+			d.Reason = fmt.Sprintf("failed %d times in a row on the same thing%s, worded differently each time (text similarity %d%%): retrying is stuck in a loop",
+				run, alike.named(first), percent(t))
 		}
 		return d, nil
 	}

@@ -37,8 +37,14 @@ var aliasKinds = map[subjectKind]bool{subjHost: true, subjURL: true}
 // subject is what one failure is about, by kind.
 type subject map[subjectKind]map[string]bool
 
+// foldedKinds are compared without case: host names, URLs and package registries ignore it.
+var foldedKinds = map[subjectKind]bool{subjHost: true, subjURL: true, subjModule: true, subjStatus: true}
+
 func (s subject) add(k subjectKind, v string) {
-	v = strings.ToLower(strings.Trim(v, "`'\".,;:()[]{}<> "))
+	v = strings.Trim(v, "`'\".,;:()[]{}<> ")
+	if foldedKinds[k] {
+		v = strings.ToLower(v)
+	}
 	if v == "" {
 		return
 	}
@@ -402,29 +408,30 @@ func compareSubjects(a, b subject, textA, textB string) subjectVerdict {
 	return subjectUnknown
 }
 
-// mentionsAll reports text that names, in its own words, every test, module and symbol of s: "CSV export test"
-// mentions test_export_csv. A name of one word is too common to count as mentioned.
+// mentionsAll reports text that names, in its own words, every failing test of s and names nothing else s has: "CSV
+// export test" mentions test_export_csv. An agent tells a test's failure in prose that way; a compiler or a package
+// manager names what it cannot find verbatim, and another error that mentions the same name ("too many arguments in
+// call to X" after "undefined: X") is another failure. A test name of one word is too common to count as mentioned.
 func mentionsAll(text string, s subject) bool {
+	if len(s[subjTest]) == 0 || len(s) > 1 {
+		return false
+	}
 	words := map[string]bool{}
 	for _, w := range nameParts(text) {
 		words[w] = true
 	}
-	n := 0
-	for _, k := range []subjectKind{subjTest, subjModule, subjSymbol} {
-		for v := range s[k] {
-			parts := nameParts(v)
-			if len(parts) < 2 {
+	for v := range s[subjTest] {
+		parts := nameParts(v)
+		if len(parts) < 2 {
+			return false
+		}
+		for _, p := range parts {
+			if !words[p] {
 				return false
 			}
-			for _, p := range parts {
-				if !words[p] {
-					return false
-				}
-			}
-			n++
 		}
 	}
-	return n > 0 && n == len(s[subjTest])+len(s[subjModule])+len(s[subjSymbol])
+	return true
 }
 
 // nameParts splits a name or a text into lower-case words of three letters or more, breaking identifiers at
@@ -473,7 +480,11 @@ func (s subject) names() string {
 			slices.SortFunc(vs, func(x, y string) int { return len(y) - len(x) })
 			vs = vs[:1]
 		}
-		out = append(out, vs...)
+		for _, v := range vs {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
 		if len(out) >= 2 {
 			break
 		}
