@@ -77,7 +77,9 @@ func clip(s string) string {
 }
 
 func newDoc(output string) *doc {
-	output = clip(output)
+	// Colour and cursor codes sit inside the words read below; they are taken out before anything else, so
+	// that neither the judgement nor the summary and error shown to a person sees them.
+	output = clip(stripANSI(output))
 	if !utf8.ValidString(output) {
 		output = strings.ToValidUTF8(output, "\uFFFD")
 	}
