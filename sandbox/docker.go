@@ -158,6 +158,7 @@ type Docker struct {
 	hash    string // poolConfigHash
 	wg      sync.WaitGroup
 	closing sync.Once
+	ooms    oomLedger
 	// noOOMCounter makes the OOM check skip the cgroup counter, so that tests reach the events fallback.
 	noOOMCounter bool
 }
@@ -502,6 +503,7 @@ func (d *Docker) remove(ctx context.Context, idOrName string) error {
 		}
 		return fmt.Errorf("removing container %s: %w", idOrName, err)
 	}
+	d.ooms.forget(idOrName)
 	return nil
 }
 

@@ -211,6 +211,7 @@ func (d *Docker) execPerTask(ctx context.Context, spec Spec, dir string, onLine 
 	cancel()
 	defer func() {
 		// By name: a create cut short by ctx may still have made the container.
+		d.ooms.forget(id)
 		if err := d.remove(context.WithoutCancel(ctx), name); err != nil {
 			d.log.Warn("docker: removing a task's container", "name", name, "err", err)
 		}
