@@ -42,7 +42,8 @@ func TestInterpret(t *testing.T) {
 		{
 			name:   "question mid-output after completion evidence",
 			output: "Implemented the export and tests pass. However, should the CSV use cents or dollars? I used cents for now.",
-			want:   Interpretation{Status: StatusNeedsHelp, Question: "Implemented the export and tests pass. However, should the CSV use cents or dollars?"},
+			want: Interpretation{Status: StatusNeedsHelp, Question: "Implemented the export and tests pass. However, should the CSV use cents or dollars?",
+				Options: []string{"cents", "dollars"}},
 		},
 		{
 			name:   "short question takes its paragraph",
@@ -65,7 +66,8 @@ func TestInterpret(t *testing.T) {
 		{
 			name:   "a changes list far from the question is not the options",
 			output: "Changes:\n- added cache.go\n- added cache_test.go\n\nThe tests pass.\n\nThe spec is silent on eviction.\n\nShould entries expire after an hour or a day?",
-			want:   Interpretation{Status: StatusNeedsHelp, Question: "The spec is silent on eviction. Should entries expire after an hour or a day?"},
+			want: Interpretation{Status: StatusNeedsHelp, Question: "The spec is silent on eviction. Should entries expire after an hour or a day?",
+				Options: []string{"an hour", "a day"}},
 		},
 		{
 			name:   "courtesy offer after completion",
@@ -96,7 +98,7 @@ func TestInterpret(t *testing.T) {
 		{
 			name:   "uncertainty inside a courtesy sentence still asks",
 			output: "Added the handler. Let me know if that's fine, I'm not sure whether 404 or 410 is right for deleted items.",
-			want:   Interpretation{Status: StatusNeedsHelp},
+			want:   Interpretation{Status: StatusNeedsHelp, Options: []string{"404", "410"}},
 		},
 		{
 			name:   "GUIDANCE echo is ignored",

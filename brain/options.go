@@ -274,8 +274,9 @@ func inlineEnd(s string) int {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 var (
-	// "either X or Y": the alternatives end where the sentence, or a clause about them, goes on.
-	eitherOrRe = lazyRE(`(?i)\beither\s+(.+?),?\s+or\s+(.+?)(?:\s*[,;:.!?)]|\s[—–-]+\s|\s+(?:as|before|after|because|since|so that|until|unless|when|while|once|then)\b|$)`)
+	// "either X or Y": the alternatives end where the sentence, or a clause about them, goes on; a parenthetical
+	// inside the last one ("`rustls` (pure Rust)") is part of it.
+	eitherOrRe = lazyRE(`(?i)\beither\s+(.+?),?\s+or\s+((?:[^()]|\([^()]*\))+?)(?:\s*[,;:.!?)]|\s[—–-]+\s|\s+(?:as|before|after|because|since|so that|until|unless|when|while|once|then)\b|$)`)
 	// "either way", "either of them", "either one": no alternatives follow.
 	eitherNotChoiceRe = lazyRE(`(?i)^(?:way|of|one|side|case|option|approach)\b`)
 )
@@ -284,8 +285,12 @@ var (
 // to hold both words, not two things to choose from.
 const maxEitherWords = 12
 
-// eitherOrOptions reads the two alternatives of "either X or Y" in a sentence of prose, as written.
-func eitherOrOptions(s string) []choice {
+// eitherOrOptions reads the options an agent offers inside one sentence of prose (see inline.go): "either X or
+// Y", "Should I X, or Y?", "X, Y, or Z?", "whether X or Y", "has two N: X and Y".
+func eitherOrOptions(s string) []choice { return sentenceOptions(s) }
+
+// eitherOrChoices reads the two alternatives of "either X or Y" in a sentence of prose, as written.
+func eitherOrChoices(s string) []choice {
 	m := eitherOrRe.FindStringSubmatch(s)
 	if m == nil || eitherNotChoiceRe.MatchString(m[1]) {
 		return nil

@@ -224,7 +224,7 @@ func TestInterpretOptions(t *testing.T) {
 			[]string{"a cron job", "a trigger"}, "a cron job"},
 		{"a recommendation that names no option",
 			"Should the cache expire after an hour or a day? I'd suggest asking the data team first.",
-			nil, "asking the data team first"},
+			[]string{"an hour", "a day"}, "asking the data team first"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
