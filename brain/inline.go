@@ -109,7 +109,10 @@ func questionAlternatives(s string) []choice {
 		return nil
 	}
 	lead, verb := "", ""
-	if m := inlineLeadRe.get().FindAllStringSubmatchIndex(left, -1); m != nil {
+	if i := strings.LastIndex(left, ", "); i >= 0 && questionWordRe.MatchString(left) {
+		// "Which should I use for the files, S3 or the local volume?": the question, then its alternatives.
+		left, lead = left[i+2:], strings.ToLower(left[:i])
+	} else if m := inlineLeadRe.get().FindAllStringSubmatchIndex(left, -1); m != nil {
 		k := m[len(m)-1]
 		lead = strings.ToLower(strings.TrimSpace(left[k[0]:k[1]]))
 		if k[2] >= 0 {
@@ -120,8 +123,6 @@ func questionAlternatives(s string) []choice {
 		if verb != "" && startsWithVerb(last) {
 			left = verb + " " + left // "keep the cache, or drop it": the verb is the choice's
 		}
-	} else if i := strings.LastIndex(left, ", "); i >= 0 && questionWordRe.MatchString(left) {
-		left = left[i+2:] // "Which should I use for the files, S3 or the local volume?"
 	}
 	// A second question after "or" is only an alternative when it repeats the first one's lead-in.
 	if m := inlineNewClauseRe.FindStringSubmatch(last); m != nil {

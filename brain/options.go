@@ -129,6 +129,9 @@ func sequenceOptions(text string, kind keyKind) (int, []choice) {
 		if k.end > end {
 			continue
 		}
+		if !inline {
+			end = k.end + ownLines(text[k.end:end])
+		}
 		if o := cleanOption(text[k.end:end]); o.label != "" {
 			opts = append(opts, o)
 		}
@@ -168,22 +171,35 @@ func pickSequence(keys []optionKey, kind keyKind, lineStartOnly bool) []optionKe
 	return chosen
 }
 
-// bulletOptions reads "- x" / "* x" lines; indented lines that are not bullets continue the previous item.
+// bulletOptions reads "- x" / "* x" lines; indented lines that are not bullets continue the previous item. Bullets
+// indented deeper than the first are the points made about an option (its pros and cons), not options, and are
+// no part of its label.
 func bulletOptions(text string) (int, []choice) {
 	var opts []string
 	first := -1
 	offset := 0
 	inItem := false
+	indent := -1
 	for _, line := range strings.SplitAfter(text, "\n") {
-		if m := bulletRe.FindStringSubmatch(strings.TrimRight(line, "\r\n")); m != nil {
-			if first < 0 {
-				first = offset
+		l := strings.TrimRight(line, "\r\n")
+		if m := bulletRe.FindStringSubmatch(l); m != nil {
+			depth := len(l) - len(strings.TrimLeft(l, " \t"))
+			if indent < 0 {
+				indent = depth
 			}
-			opts = append(opts, m[1])
-			inItem = true
+			switch {
+			case depth > indent:
+				inItem = false // a sub-point: the item's label is already whole
+			default:
+				if first < 0 {
+					first = offset
+				}
+				opts = append(opts, m[1])
+				inItem = true
+			}
 		} else if inItem && strings.TrimSpace(line) != "" && (line[0] == ' ' || line[0] == '\t') {
 			opts[len(opts)-1] += " " + strings.TrimSpace(line)
-		} else {
+		} else if strings.TrimSpace(line) == "" || line[0] != ' ' && line[0] != '\t' {
 			inItem = false
 		}
 		offset += len(line)
@@ -209,6 +225,20 @@ func bulletOptions(text string) (int, []choice) {
 	return first, out
 }
 
+// ownLines is how much of an option written on lines of its own is its label: its key's line and the lines that
+// wrap it, up to a blank line or a sub-list (the option's pros and cons, or steps: what is said about it, not its
+// name).
+func ownLines(s string) int {
+	at := 0
+	for i, line := range strings.SplitAfter(s, "\n") {
+		if i > 0 && (strings.TrimSpace(line) == "" || subPointRe.MatchString(line)) {
+			return at
+		}
+		at += len(line)
+	}
+	return len(s)
+}
+
 // cleanOption turns an option's text into its button label: wrapped lines joined, a recommendation marker
 // taken off (and remembered), "**Name**: explanation" cut to the name, markdown emphasis dropped, and the
 // punctuation and conjunction that tie an option to the next one in a sentence ("…, or") trimmed.
@@ -223,6 +253,8 @@ func cleanOption(s string) choice {
 	// "Squash: one commit per PR" the agent wrote the whole item as the choice.
 	if m := boldNameRe.FindStringSubmatch(s); m != nil {
 		s = m[1] + m[2] + m[3] + m[4]
+	} else if m := headingNameRe.FindStringSubmatch(s); m != nil {
+		s = m[1] // "**Option 1: Name** — …" with its key taken off: the bold that opened before the key closes the name
 	}
 	s = stripEmphasis(s)
 	for {
@@ -240,8 +272,12 @@ func cleanOption(s string) choice {
 }
 
 var (
-	// "**Name**: …" or "**Name:** …", in either bold style.
-	boldNameRe = lazyRE(`^(?:\*\*([^*]+?)\*\*|__([^_]+?)__)\s*:|^(?:\*\*([^*]+?):\*\*|__([^_]+?):__)`)
+	// "**Name**: …" or "**Name:** …", in either bold style; also "**Name** — …", a name and what is said of it.
+	boldNameRe = lazyRE(`^(?:\*\*([^*]+?)\*\*|__([^_]+?)__)\s*(?::|\s[—–-]\s)|^(?:\*\*([^*]+?):\*\*|__([^_]+?):__)`)
+	// An option heading's name left when its key was taken from inside the bold: "Name** — explanation".
+	headingNameRe = lazyRE(`^([^*]+?)\*\*(?:\s*(?:[:—–-]\s|$)|\s*$)`)
+	// A line that starts a sub-list under an option: a bullet, or a numbered or lettered item, indented or not.
+	subPointRe = lazyRE(`^\s*(?:[-*•+]\s|\d{1,2}[.)]\s|\[?[a-hA-H][.)\]]\s)`)
 	// ", or" / "or" ending an option written inside a sentence: "(a) stream it, or (b) buffer it".
 	trailingJoinRe = lazyRE(`(?:,\s*|\s+)(?:or|and)$`)
 	emphasisRe     = lazyRE(`\*\*|__`)
