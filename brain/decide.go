@@ -116,7 +116,7 @@ var permanentCauses = []permanentRule{
 		`\bnot authorized to perform\b`,
 		`\bdoes not have (?:authorization|permission) to (?:perform|access)\b`,
 		`(?-i:\bAuthorizationFailed\b|\bPERMISSION_DENIED\b|\bUnauthorizedOperation\b)`,
-		`\bpermission '[\w.]+' denied\b`,
+		`\bpermission ['"][\w.]+['"] denied\b`,
 		`\binsufficient (?:permissions|privileges|scopes?)\b`,
 	)),
 		"an authorization the agent's cloud identity lacks (IAM, RBAC): only an administrator can grant it", true},
@@ -134,7 +134,7 @@ var permanentCauses = []permanentRule{
 	// A security or organisational policy the task runs into (a policy document, an admission controller, an
 	// organisation constraint, branch protection): changing the policy, or the task, is a person's decision.
 	{lazyRE(oneOf(`(?i)`,
-		`\b(?:violates?|violation of|conflicts? with|against|not allowed by|forbidden by|blocked by|denied by|prohibited by)\s+(?:the |our |an? |this |your )?(?:\w+ ){0,2}?(?:security|organi[sz]ation(?:al)?|org|compliance|company|data|branch protection|admission|repository) (?:policy|policies|rules?|ruleset|constraints?)\b`,
+		`\b(?:violates?|violation of|conflicts? with|not allowed by|forbidden by|blocked by|denied by|prohibited by)\s+(?:the |our |an? |this |your )?(?:\w+ ){0,2}?(?:security|organi[sz]ation(?:al)?|org|compliance|company|data|branch protection|admission|repository) (?:policy|policies|rules?|ruleset|constraints?)\b`,
 		`\bpolicy (?:violation|forbids|prohibits|does not allow|disallows)\b`,
 		`\badmission webhook\b[^\n]{0,80}\bdenied the request\b`,
 		`(?-i:\bRequestDisallowedByPolicy\b)`,

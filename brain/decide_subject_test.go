@@ -20,6 +20,7 @@ func TestSubjectNamesWhatFailed(t *testing.T) {
 		{"an endpoint that answered with an error status", "POST https://hooks.vendor.io/v2/events?x=1 -> 503 Service Unavailable",
 			subjURL, []string{"hooks.vendor.io/v2/events?x=1"}},
 		{"a package path is not a host", "panic: test timed out after 1m0s\ngithub.com/acme/x.TestY(0xc0001)", subjHost, nil},
+		{"java packages are not hosts", "java.net.ConnectException: Connection refused\n\tat java.io.FilterInputStream.read(FilterInputStream.java:83)", subjHost, nil},
 		{"webpack", "Module not found: Error: Can't resolve 'left-pad' in '/src'", subjModule, []string{"left-pad"}},
 		{"esbuild", `✘ [ERROR] Could not resolve "left-pad"`, subjModule, []string{"left-pad"}},
 		{"npm drops the version", "npm ERR! 404  '@scope/thing@^1.2.0' is not in this registry.", subjModule, []string{"@scope/thing"}},
@@ -125,6 +126,20 @@ func TestDecideReadsLoopsByMeaning(t *testing.T) {
 			"The sync test hangs again, same hang after adding a buffered channel.",
 			"Same hang: TestSync still times out waiting for the ack.",
 		}, Escalate, "in a row"},
+		{"one database through a JDBC driver and a migration tool", []string{
+			"java.net.ConnectException: Connection refused\n  connecting to jdbc:postgresql://pg.prod.internal:5432/app",
+			"org.postgresql.util.PSQLException: Connection to pg.prod.internal:5432 refused.",
+			"Flyway: Unable to obtain connection from database (jdbc:postgresql://pg.prod.internal:5432/app): Connection to pg.prod.internal:5432 refused.",
+		}, Escalate, "in a row"},
+		{"the agent's word that it is still blocked", []string{
+			"Error: UPGRADE FAILED: another operation (install/upgrade/rollback) is in progress",
+			"Error: UPGRADE FAILED: another operation (install/upgrade/rollback) is in progress",
+			"helm upgrade still blocked: another operation (install/upgrade/rollback) is in progress",
+		}, Escalate, "in a row"},
+		{"still failing, but another test now: progress", []string{
+			"--- FAIL: TestA (0.00s)\n    a_test.go:3: got 1, want 2",
+			"Still failing, another test now:\n--- FAIL: TestB (0.00s)\n    b_test.go:9: got 5, want 6",
+		}, Retry, "changed"},
 		{"a test fixed earlier comes back", []string{
 			"--- FAIL: TestParse/empty (0.00s)\n    parse_test.go:12: got nil, want error",
 			"--- FAIL: TestParse/unicode (0.00s)\n    parse_test.go:30: rune count 4, want 3",
@@ -175,6 +190,8 @@ func TestDecideNamesPermanentFailuresByKind(t *testing.T) {
 		{"a missing repository", "remote: Repository not found.\nfatal: repository 'https://github.com/acme/nope.git/' not found", "does not exist", ""},
 		{"a secret scanner", "remote: - GITHUB PUSH PROTECTION\nremote:     - Push cannot contain secrets\n ! [remote rejected] main -> main (push declined due to repository rule violations)", "secret scanner", ""},
 		{"a policy", "admission webhook \"policy.kyverno.svc\" denied the request: resource violated the organization policy require-labels", "policy", ""},
+		{"gcloud quotes the permission", `denied: Permission "artifactregistry.repositories.uploadArtifacts" denied on resource "projects/acme/locations/us/repositories/images" (or it may not exist).`, "authorization", ""},
+		{"branch protection", "remote: error: GH006: Protected branch update failed for refs/heads/main.", "policy", ""},
 		{"signing", "error: No profiles for 'org.acme.notes' were found: Xcode couldn't find any iOS App Development provisioning profiles matching 'org.acme.notes'.", "signing", ""},
 		{"a lock held by someone else", "Error: Error acquiring the state lock\nLock Info:\n  ID:   1f2e\n  Who:  sam@laptop-2\n  Created: 2026-10-01 08:00:00 +0000 UTC", "lock", ""},
 		{"credit used up is billing, not credentials", `{"error":{"type":"insufficient_quota","message":"You exceeded your current quota, please check your plan and billing details."}}`, "billing", "credentials"},

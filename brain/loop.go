@@ -42,12 +42,12 @@ var (
 	// share little with the last (a summary, then a full log), its word is what says they are one failure.
 	continuityRe = lazyRE(oneOf(`(?i)`,
 		`\bsame (?:error|failure|hang|crash|problem|issue|result|timeout|panic|exception|message)\b`,
-		`\bstill (?:fail(?:s|ing)?|hangs?|hanging|times? out|timing out|crash(?:es|ing)?|broken|refused|unreachable|the same)\b`,
+		`\bstill (?:fail(?:s|ing)?|hangs?|hanging|times? out|timing out|crash(?:es|ing)?|broken|refused|unreachable|the same|blocked|stuck|denied|missing|erroring|not (?:found|working|passing|reachable))\b`,
 		`\b(?:fails?|hangs?|crash(?:es)?|times? out) again\b`,
 		`\bkeeps? (?:failing|hanging|timing out|crashing)\b`,
 	))
 	// Unless it says in the same breath that something else fails now.
-	changedRe = lazyRE(`(?i)\b(?:a different|another|new (?:error|failure|test)|instead|now fails|fails now|but now)\b`)
+	changedRe = lazyRE(`(?i)\b(?:a different|(?:another|new|other) (?:error|failure|test|exception|problem|crash|panic)|instead|now fails|fails now|but now)\b`)
 )
 
 // continues reports a failure its agent calls the previous one again.

@@ -59,7 +59,8 @@ var (
 	networkFailureRe = lazyRE(oneOf(`(?i)`,
 		`connection refused`, `\bECONNREFUSED\b`, `\bECONNRESET\b`, `\bETIMEDOUT\b`, `\bEHOSTUNREACH\b`, `\bENOTFOUND\b`,
 		`\b(?:can't|cannot|could not|couldn't|unable to|failed to) (?:connect|reach|resolve)\b`,
-		`\bconnection (?:reset|timed out|to \S+ failed)\b`, `\bno such host\b`, `\bname or service not known\b`,
+		`\bconnection (?:reset|timed out|to \S+ (?:failed|refused|timed out))\b`,
+		`\b(?:can't|cannot|could not|couldn't|unable to|failed to) (?:obtain|open|establish) (?:a |the )?connection\b`, `\bno such host\b`, `\bname or service not known\b`,
 		`\bname resolution\b`, `\bnot resolve host\b`, `\bmax retries exceeded\b`, `\bunreachable\b`,
 		`\btim(?:ed|ing) ?out\b`, `\btimeout\b`, `\bi/o timeout\b`,
 	))
@@ -145,6 +146,8 @@ func vetGates() []string {
 	}
 	return g
 }
+
+func isLetter(b byte) bool { return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' }
 
 func containsAny(s string, subs []string) bool {
 	for _, sub := range subs {
@@ -233,8 +236,10 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 			}
 		}
 		for _, m := range bareHostRe.FindAllStringSubmatchIndex(failure, -1) {
-			// A dotted name inside a path ("github.com/acme/x", "/srv/app.internal/x") is a package or a file.
-			if m[2] > 0 && failure[m[2]-1] == '/' || m[3] < len(failure) && failure[m[3]] == '/' {
+			// A dotted name inside a path ("github.com/acme/x", "/srv/app.internal/x") is a package or a file, and
+			// one inside a longer dotted name ("java.io.IOException", "java.net.ConnectException") is a package.
+			if m[2] > 0 && strings.ContainsRune("/.", rune(failure[m[2]-1])) || m[3] < len(failure) && failure[m[3]] == '/' ||
+				m[3]+1 < len(failure) && failure[m[3]] == '.' && isLetter(failure[m[3]+1]) {
 				continue
 			}
 			addHost(s, failure[m[2]:m[3]])
