@@ -12,8 +12,8 @@ import (
 var (
 	// A key at the start of the recommended phrase: "B", "(b)", "[2]", "option 2", "#3", "choice C".
 	recKeyRe = lazyRE(`^((?i:option|choice|alternative|approach|number)\s+|#\s*)?(?:\(([A-Ha-h1-9])\)|\[([A-Ha-h1-9])\]|([A-Ha-h1-9])(?:\)|\.(?:\s|$))?)`)
-	// A position: "the first one", "the second option", "the latter".
-	recOrdinalRe = lazyRE(`(?i)^(?:the\s+(first|second|third|fourth|fifth|last|former|latter)\b|(first|second|third|fourth|fifth|last)\s+(?:one|option|approach|choice|alternative)\b)`)
+	// A position: "the first one", "the second option", "the latter", "the 2nd", "option two".
+	recOrdinalRe = lazyRE(`(?i)^(?:the\s+(first|second|third|fourth|fifth|last|former|latter|1st|2nd|3rd|4th|5th)\b|(first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th)\s+(?:one|option|approach|choice|alternative)\b|(?:option|choice|alternative|approach|number)\s+(one|two|three|four|five)\b)`)
 	// Words that lead into the thing recommended without being part of it: "going with B", "that we use B".
 	recFillerRe = lazyRE(`(?i)^(?:that\s+)?(?:we\s+|you\s+)?(?:(?:go|going|stick|sticking)\s+with|opt(?:ing)?\s+for|us(?:e|ing)|pick(?:ing)?|choos(?:e|ing)|tak(?:e|ing))\s+`)
 	// Where the recommended thing ends and the reason for it begins.
@@ -21,11 +21,40 @@ var (
 	wordRe         = lazyRE(`[\p{L}\p{N}][\p{L}\p{N}._+/-]*[\p{L}\p{N}]|[\p{L}\p{N}]`)
 )
 
+var (
+	// Recommendations in other words, the pick after the cue: "my vote is option 2", "if it were up to me I'd go
+	// X", "Leaning B.", "I'm leaning towards the first", "I'd probably go with …", "I prefer …".
+	otherRecommendRe = lazyRE(`(?i)` + anyOf(
+		`\bmy (?:vote|pick|preference|choice|recommendation|suggestion)(?: would be| is| goes to|:)`,
+		`\bif it were (?:up to )?me,?\s+I(?:'d| would)(?:\s+(?:go with|go for|go|pick|choose|take|use|do))?`,
+		`\bI(?:'d| would) (?:probably|personally|rather|still) (?:go with|go for|pick|choose|take|opt for|use)`,
+		`\bI(?:'d| would) vote (?:for )?`,
+		`^(?:I'm |I am |I'd be |I would be )?lean(?:ing)?(?: (?:towards?|to))?\b`,
+		`\bI(?:'m| am) (?:\w+ )?leaning (?:towards?|to)?`,
+		`\bI lean (?:towards?|to)?`,
+		`\bI (?:prefer|favou?r)\b`,
+	))
+	// Recommendations that name the pick first: "I think the first one is better", "IMO the upsert is the safer
+	// choice", "Postgres would be my pick". Group 1 or 2 is the pick.
+	pickFirstRe = lazyRE(`(?i)` + anyOf(
+		`^(?:(?:I think|I believe|IMO|IMHO|in my (?:view|opinion)|personally|honestly|frankly),?\s+)(.{1,80}?)\s+(?:is|would be|seems|looks|sounds)(?: like)?\s+(?:the\s+|a\s+)?(?:better|best|safer|simpler|cleaner|preferable|right|way to go|more sensible|sensible)\b`,
+		`^(.{1,80}?)\s+(?:would be|is) my (?:pick|choice|vote|preference|recommendation|suggestion)\b`,
+	))
+)
+
 // recommendedPhrase is what sentence s recommends, from just after its cue ("I'd suggest", "Recommendation:")
-// to the end of the sentence, markdown emphasis and punctuation trimmed; "" when s has no cue.
+// to the end of the sentence, markdown emphasis and punctuation trimmed; or, where the cue follows the pick
+// ("the first one is better"), the pick. "" when s has no cue.
 func recommendedPhrase(s string) string {
 	loc := recommendRe.FindStringIndex(s)
 	if loc == nil {
+		loc = otherRecommendRe.FindStringIndex(s)
+	}
+	if loc == nil {
+		t := strings.TrimSpace(stripEmphasis(s))
+		if m := pickFirstRe.FindStringSubmatch(t); m != nil {
+			return strings.TrimSpace(strings.Trim(m[1]+m[2], "*_ "))
+		}
 		return ""
 	}
 	p := stripEmphasis(s[loc[1]:])
@@ -114,8 +143,12 @@ func isWordByte(c byte) bool {
 // letter standing alone before a word is the article ("a database-level index"), not option a.
 func recommendedIndex(phrase string, n int) (int, bool) {
 	if m := recOrdinalRe.FindStringSubmatch(phrase); m != nil {
-		i := map[string]int{"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "former": 0, "latter": n - 1, "last": n - 1}[strings.ToLower(m[1]+m[2])]
-		return i, i < n
+		i, ok := ordinals[strings.ToLower(m[1]+m[2]+m[3])]
+		switch strings.ToLower(m[1] + m[2]) {
+		case "latter", "last":
+			i = n - 1
+		}
+		return i, ok && i < n
 	}
 	m := recKeyRe.FindStringSubmatch(phrase)
 	if m == nil {
@@ -131,6 +164,13 @@ func recommendedIndex(phrase string, n int) (int, bool) {
 	}
 	i := keyIndex(key[0])
 	return i, i < n
+}
+
+// ordinals are the positions an option is named by: "the second", "the 2nd", "option two".
+var ordinals = map[string]int{
+	"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "former": 0, "latter": 0, "last": 0,
+	"1st": 0, "2nd": 1, "3rd": 2, "4th": 3, "5th": 4,
+	"one": 0, "two": 1, "three": 2, "four": 3, "five": 4,
 }
 
 // keyIndex is the option index a key names: 1 or a or A is the first.
