@@ -57,6 +57,11 @@ func parseOptions(text string) []choice {
 			best = &parsed{start, opts}
 		}
 	}
+	// A selection drawn by a CLI is the options as the agent's tool put them; its numbered rows would otherwise
+	// read as a numbered list with the frame glued to each.
+	if _, opts := selectionOptions(text); len(opts) >= 2 {
+		return opts
+	}
 	try(sequenceOptions(text, letterKeys))
 	try(sequenceOptions(text, numberKeys))
 	try(bulletOptions(text))

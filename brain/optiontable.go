@@ -8,7 +8,9 @@ import (
 // their trade-offs, as agents do when there are several criteria to compare.
 
 var (
-	tableRowRe       = lazyRE(`^\s*\|.*\|\s*$`)
+	// A row of a table: a markdown table's, or a row of a box that a CLI draws around a prompt (box-drawing side
+	// borders), whose rows are read together like a table's.
+	tableRowRe       = lazyRE(`^\s*(?:\|.*\||[│┃].*[│┃])\s*$`)
 	tableSeparatorRe = lazyRE(`^\s*\|?(?:\s*:?-{2,}:?\s*\|)+\s*:?-{0,}:?\s*\|?\s*$`)
 	// A cell that only numbers the row ("1", "#2", "3."): the row's name is in another column.
 	rowNumberRe = lazyRE(`^(?:#\s*)?\d{1,2}\.?$|^#$|^(?i:no\.?)$`)
