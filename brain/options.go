@@ -1,6 +1,7 @@
 package brain
 
 import (
+	"sort"
 	"strings"
 )
 
@@ -106,11 +107,15 @@ func sequenceOptions(text string, kind keyKind) (int, []choice) {
 				for start < len(text) && isSpace(text[start]) {
 					start++
 				}
-				lineStart := strings.LastIndexByte(text[:start], '\n')+1 == start || start == 0
+				lineStart := headingLeadRe.MatchString(text[strings.LastIndexByte(text[:start], '\n')+1 : start])
 				keys = append(keys, optionKey{text[m[2*g]], start, m[1], lineStart})
 				break
 			}
 		}
+	}
+	if kind == numberKeys {
+		keys = append(keys, ordinalKeys(text)...)
+		sort.SliceStable(keys, func(i, j int) bool { return keys[i].start < keys[j].start })
 	}
 	// Keys that start lines win when they make a list: then "plan B." inside option A is text.
 	chosen := pickSequence(keys, kind, true)
@@ -142,6 +147,24 @@ func sequenceOptions(text string, kind keyKind) (int, []choice) {
 		}
 	}
 	return chosen[0].start, opts
+}
+
+var (
+	// What may stand before a key that starts a line: indentation, or a markdown heading's or quote's marks
+	// ("### Option A: …").
+	headingLeadRe = lazyRE(`^[\s#>]*$`)
+	// Options written as paragraphs that open with their position: "First possibility: …", "Second option — …".
+	ordinalKeyRe = lazyRE(`(?im)^[\s#>]*\**(first|second|third|fourth|fifth)\s+(?:option|possibility|approach|alternative|choice|way)\s*[:.\-–—]\**\s+`)
+)
+
+// ordinalKeys finds the keys of options opened by their position ("First possibility: …") as the numbers 1, 2, ….
+func ordinalKeys(text string) []optionKey {
+	var keys []optionKey
+	for _, m := range ordinalKeyRe.FindAllStringSubmatchIndex(text, -1) {
+		start := m[0] + len(text[m[0]:m[2]]) - len(strings.TrimLeft(text[m[0]:m[2]], " \t\n#>*"))
+		keys = append(keys, optionKey{byte('1' + ordinals[strings.ToLower(text[m[2]:m[3]])]), start, m[1], true})
+	}
+	return keys
 }
 
 type optionKey struct {
