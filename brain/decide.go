@@ -32,14 +32,7 @@ var permanentCauses = []permanentRule{
 	// Secret scanners refusing a push (GitHub push protection, GitLab secret detection, gitleaks in a hook): the
 	// secret is in a commit already, so it must be revoked by its owner and the history cleaned by a person who
 	// decides how; another attempt could only bypass the scanner or rewrite history, which it must not.
-	{lazyRE(oneOf(`(?i)`,
-		`\bpush protection\b`,
-		`\bpush cannot contain secrets\b`,
-		`\bGH013\b`,
-		`\bsecrets? (?:detected|found)\b`,
-		`\bsecret (?:scanning|detection)\b[^.\n]{0,60}\b(?:block|reject|declin|found|violation)`,
-		`\bleaks? found\b`,
-	)),
+	{secretScanRe,
 		"a secret scanner blocking the push: the secret's owner must revoke it and a person must decide how to clean the history (no attempt may rewrite history or bypass the scanner)", false},
 	// A billing quota or credit used up (OpenAI's insufficient_quota, Anthropic's credit balance, a cloud project
 	// without billing): the key works, the account cannot pay. Told apart from missing credentials, which it is not.
@@ -217,6 +210,16 @@ var permanentCauses = []permanentRule{
 	) + `\b`),
 		"missing context: the task refers to something that is not there", false},
 }
+
+// secretScanRe is a secret scanner refusing a push: GitHub push protection, GitLab secret detection, gitleaks in a hook.
+var secretScanRe = lazyRE(oneOf(`(?i)`,
+	`\bpush protection\b`,
+	`\bpush cannot contain secrets\b`,
+	`\bGH013\b`,
+	`\bsecrets? (?:detected|found)\b`,
+	`\bsecret (?:scanning|detection)\b[^.\n]{0,60}\b(?:block|reject|declin|found|violation)`,
+	`\bleaks? found\b`,
+))
 
 var (
 	// An HTTP 401/403 refused to orch's agent is a credentials problem; the same status inside a failing

@@ -22,8 +22,9 @@ var (
 // Fallback is the brain a worker uses: an LLM where one is configured, the offline heuristic when the LLM's
 // reply is unusable. Three things can happen on each judgement:
 //   - the LLM answers: its result, Via "anthropic" or "claude";
-//   - the LLM gives no usable answer (ErrInvalidReply): the heuristic answers, Via "heuristic", and the
-//     result's Fallback field says why, for a brain_fallback event;
+//   - the LLM gives no usable answer (ErrInvalidReply), or, on decide, a retry that would get the agent around a
+//     safeguard (a push a secret scanner blocked, guidance to rewrite history or skip a hook): the heuristic
+//     answers, Via "heuristic", and the result's Fallback field says why, for a brain_fallback event;
 //   - the LLM is unavailable (ErrUnavailable) or ctx is done: the error is returned as it is, and the
 //     caller saves the run and stops ("Brain unavailable: …; state saved; resume with: orch resume RUN_ID").
 //
@@ -73,7 +74,19 @@ func (f *Fallback) Decide(ctx context.Context, in DecideInput) (Decision, error)
 		return d, err
 	}
 	d, err := f.LLM.Decide(ctx, in)
-	if err == nil || !errors.Is(err, ErrInvalidReply) {
+	if err == nil {
+		if why := unsafeRetry(in, d); why != "" {
+			// The model's retry would have the agent get around a safeguard: the heuristic decides instead.
+			h, herr := f.heuristic().Decide(ctx, in)
+			if herr != nil {
+				return Decision{Usage: d.Usage}, fmt.Errorf("%s; the heuristic: %w", why, herr)
+			}
+			h.Via, h.Fallback, h.Usage = viaHeuristic, why+"; the heuristic answered instead", d.Usage
+			return h, nil
+		}
+		return d, nil
+	}
+	if !errors.Is(err, ErrInvalidReply) {
 		return d, err
 	}
 	h, herr := f.heuristic().Decide(ctx, in)
@@ -113,6 +126,38 @@ func (f *Fallback) heuristic() *Heuristic {
 		return &Heuristic{}
 	}
 	return f.Heuristic
+}
+
+// unsafeGuidanceRe is retry guidance that would have an agent rewrite published history or get around a safeguard
+// (a secret scanner, a hook, branch protection): what a person must decide, never what an agent is told to try.
+var unsafeGuidanceRe = lazyRE(oneOf(`(?i)`,
+	`\bforce[- ]push`,
+	`\bpush\s+(?:\S+\s+)*?(?:--force|-f)\b`,
+	`--force-with-lease`,
+	`--no-verify`,
+	`\bfilter-(?:branch|repo)\b`,
+	`\bbfg\b`,
+	`\brewrit(?:e|ing) (?:the )?(?:git |commit )?history\b`,
+	`\b(?:rebase -i|interactive rebase)\b`,
+	`\b(?:commit --amend|amend (?:the|that|this) commit)\b`,
+	`\b(?:bypass|skip|disable|circumvent|get around|work around|override)\b[^.\n]{0,40}\b(?:scanner|scanning|push protection|secret detection|pre-commit|pre-receive|hooks?|branch protection)\b`,
+	`\b(?:allow|unblock|mark)\b[^.\n]{0,20}\bsecret\b[^.\n]{0,30}\b(?:allowed|false positive|url|link)\b`,
+))
+
+// unsafeRetry says why an LLM's decision must not stand, or "": a retry of a push a secret scanner blocked (the
+// secret is already in a commit; only its owner can revoke it, and a person decides how to clean the history), or
+// guidance that tells the agent to rewrite history or get around a safeguard.
+func unsafeRetry(in DecideInput, d Decision) string {
+	if d.Decision != Retry || len(in.AttemptHistory) == 0 {
+		return ""
+	}
+	if secretScanRe.MatchString(newDoc(in.AttemptHistory[len(in.AttemptHistory)-1]).text) {
+		return "the LLM brain chose to retry a push a secret scanner blocked"
+	}
+	if unsafeGuidanceRe.MatchString(d.GuidanceForRetry) {
+		return "the LLM brain's retry guidance would have the agent rewrite history or get around a safeguard"
+	}
+	return ""
 }
 
 func fallbackNote(err error) string {

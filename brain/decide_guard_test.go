@@ -1,0 +1,46 @@
+package brain
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// An LLM's retry that would get the agent around a safeguard does not stand: the heuristic decides, and says why.
+func TestFallbackDecideOverridesUnsafeRetries(t *testing.T) {
+	scanned := DecideInput{TaskID: "1", TaskTitle: "t", AttemptHistory: []string{
+		"remote: error: GH013: Repository rule violations found for refs/heads/fix.\nremote: - GITHUB PUSH PROTECTION\nremote:     - Push cannot contain secrets"}}
+	failing := DecideInput{TaskID: "1", TaskTitle: "t", AttemptHistory: []string{"--- FAIL: TestX (0.00s)\n    x_test.go:3: got 1, want 2"}}
+	for _, c := range []struct {
+		name     string
+		in       DecideInput
+		llm      Decision
+		want     Verdict
+		override bool
+	}{
+		{"a retry of a push a scanner blocked", scanned,
+			Decision{Decision: Retry, Reason: "fixable", GuidanceForRetry: "Remove the key from config/dev.env and push again."}, Escalate, true},
+		{"guidance to rewrite history", failing,
+			Decision{Decision: Retry, Reason: "r", GuidanceForRetry: "Squash the commits with an interactive rebase and force-push the branch."}, Retry, true},
+		{"guidance to skip the hooks", failing,
+			Decision{Decision: Retry, Reason: "r", GuidanceForRetry: "Commit with --no-verify to skip the pre-commit hook."}, Retry, true},
+		{"ordinary guidance stands", failing,
+			Decision{Decision: Retry, Reason: "r", GuidanceForRetry: "Fix the off-by-one in the loop and run the tests."}, Retry, false},
+		{"an escalation stands", scanned,
+			Decision{Decision: Escalate, Reason: "a secret is in the commit"}, Escalate, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.llm.Via = "claude"
+			d, err := (&Fallback{LLM: &fakeLLM{decision: c.llm}}).Decide(context.Background(), c.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Decision != c.want || (d.Via == viaHeuristic) != c.override || c.override && d.Fallback == "" {
+				t.Errorf("got %s via %s (fallback %q), want %s, overridden %v", d.Decision, d.Via, d.Fallback, c.want, c.override)
+			}
+			if c.override && strings.Contains(strings.ToLower(d.GuidanceForRetry), "force") {
+				t.Errorf("guidance %q still steers around the safeguard", d.GuidanceForRetry)
+			}
+		})
+	}
+}
