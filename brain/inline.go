@@ -43,6 +43,8 @@ var (
 	// cutoff", "whether 404 or 410 is right".
 	sharedComplementRe = lazyRE(`(?i)\s(?:for|of|in|on|at|to|when|during|across|with|from|by|as|is|are|would be|should be|will be|makes sense|works)\s`)
 	articleRe          = lazyRE(`^(?:a|an|the)$`)
+	participleRe       = lazyRE(`(?i)^[a-z]{3,}(?:ed|ing)$`)
+	whetherSubjectRe   = lazyRE(`(?i)^(?:[^,]*?\s)?(?:should|would|could|can|must|will|needs? to|ought to)\s+(?:be\s+|get\s+)?`)
 	auxStartRe         = lazyRE(`(?i)^(?:should|shall|can|could|would|will|do|does|did|is|are|was|were|must|may|have|has)\b`)
 	// Where an over-long alternative can end and keep its sense: before a clause that goes on about it.
 	labelJointRe = lazyRE(`(?i),\s|;\s|\s[—–-]+\s|\s(?:and|so|which|because|since|then|but)\s`)
@@ -74,7 +76,7 @@ func questionAlternatives(s string) []choice {
 	if listedQuestionRe.MatchString(s) {
 		return nil
 	}
-	region := ""
+	region, whether := "", false
 	switch {
 	case strings.HasSuffix(s, "?"):
 		region = strings.TrimRight(s, "?")
@@ -83,7 +85,15 @@ func questionAlternatives(s string) []choice {
 		if i < 0 {
 			return nil
 		}
-		region = strings.TrimRight(s[i+len("whether"):], ".!")
+		region, whether = strings.TrimRight(s[i+len("whether"):], ".!"), true
+		// "whether to X or Y", "whether the column should be X or Y": the alternatives follow the verb.
+		region = strings.TrimSpace(region)
+		if strings.HasPrefix(region, "to ") {
+			region = region[len("to "):]
+			region = strings.Replace(region, " or to ", " or ", 1)
+		} else if loc := whetherSubjectRe.FindStringIndex(region); loc != nil && loc[1] < strings.Index(region+" or ", " or ") {
+			region = region[loc[1]:]
+		}
 	}
 	// The alternatives are in the last clause: after a colon or a dash that introduces them.
 	if i := strings.LastIndexAny(region, ":;—"); i >= 0 {
@@ -146,7 +156,7 @@ func questionAlternatives(s string) []choice {
 	}
 	// Without a lead-in the alternatives must be all there is: "UTC or local time?", not a question whose
 	// subject ("Should entries expire after an hour …") the rules cannot tell from its first alternative.
-	if lead == "" && (len(strings.Fields(left))+len(strings.Fields(last)) > 8 || auxStartRe.MatchString(left)) {
+	if lead == "" && !whether && (len(strings.Fields(left))+len(strings.Fields(last)) > 8 || auxStartRe.MatchString(left)) {
 		return nil
 	}
 	items := []string{left}
@@ -203,7 +213,9 @@ func alternativeChoices(items []string) []choice {
 	if shared := sharedComplementRe.FindStringIndex(items[last]); shared != nil {
 		plain := true
 		for _, it := range items[:last] {
-			if sharedComplementRe.MatchString(" "+it+" ") || len(strings.Fields(it)) > 3 {
+			// A participle or gerund ("dropped or kept for …") is an action whose complement is its own.
+			w := strings.Fields(it)
+			if sharedComplementRe.MatchString(" "+it+" ") || len(w) > 3 || startsWithVerb(it) || len(w) > 0 && participleRe.MatchString(w[len(w)-1]) {
 				plain = false
 			}
 		}
