@@ -42,15 +42,38 @@ var (
 	))
 )
 
+// The words without which otherRecommendRe and pickFirstRe cannot match: most sentences have none, and
+// checking for them first keeps a long output's reading cheap.
+var (
+	otherCueWords  = []string{"my ", " me", "lean", "prefer", "favo", "vote", "'d ", "would "}
+	pickFirstWords = []string{"my ", "better", "best", "safer", "simpler", "cleaner", "preferable", "right", "way to go", "sensible"}
+)
+
+func mayRecommend(lower string, words []string) bool {
+	for _, w := range words {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // recommendedPhrase is what sentence s recommends, from just after its cue ("I'd suggest", "Recommendation:")
 // to the end of the sentence, markdown emphasis and punctuation trimmed; or, where the cue follows the pick
 // ("the first one is better"), the pick. "" when s has no cue.
 func recommendedPhrase(s string) string {
 	loc := recommendRe.FindStringIndex(s)
+	lower := ""
 	if loc == nil {
-		loc = otherRecommendRe.FindStringIndex(s)
+		lower = strings.ToLower(s)
+		if mayRecommend(lower, otherCueWords) {
+			loc = otherRecommendRe.FindStringIndex(s)
+		}
 	}
 	if loc == nil {
+		if !mayRecommend(lower, pickFirstWords) {
+			return ""
+		}
 		t := strings.TrimSpace(stripEmphasis(s))
 		if m := pickFirstRe.FindStringSubmatch(t); m != nil {
 			return strings.TrimSpace(strings.Trim(m[1]+m[2], "*_ "))
