@@ -108,7 +108,7 @@ func (l likeness) recurrence() int {
 		between := true
 		for m := j + 1; m < n-1; m++ {
 			// A test back however it fails was fixed in between: the attempts between failed other tests.
-			fixed := alike || len(l.fails[m].subj[subjTest]) > 0 && disjoint(l.fails[m].subj[subjTest], last.subj[subjTest])
+			fixed := alike || len(l.fails[m].subj[subjTest]) > 0 && disjoint(l.fails[m].subj[subjTest], last.subj[subjTest], sameName)
 			if !fixed || l.alike[m][n-1] || l.alike[m][j] {
 				between = false
 				break

@@ -221,13 +221,25 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 			s.add(subjStatus, status[1]+status[2])
 		}
 		for _, m := range urlRe.FindAllStringSubmatch(failure, -1) {
-			addHost(s, m[1])
+			// A local server is one per port, but its pages are many: a page that fails is named by its path
+			// (a browser test stuck on /login is not one stuck on /settings; sameServer matches either with the
+			// server named alone).
+			if h, _, _ := strings.Cut(strings.ToLower(m[1]), ":"); localHosts[h] && strings.Trim(m[2], "/") != "" {
+				path, _, _ := strings.Cut(m[2], "?")
+				s.add(subjHost, hostOnly(m[1])+strings.TrimRight(path, "/"))
+			} else {
+				addHost(s, m[1])
+			}
 			if status != nil {
 				s.add(subjURL, strings.TrimRight(hostOnly(m[1])+m[2], "/"))
 			}
 		}
-		for _, m := range hostPortRe.FindAllStringSubmatch(failure, -1) {
-			addHost(s, m[1]+":"+m[2])
+		for _, m := range hostPortRe.FindAllStringSubmatchIndex(failure, -1) {
+			// Hosts in http URLs were read with their URL (a JDBC or Redis URL is read here).
+			if before := strings.ToLower(failure[max(0, m[2]-8):m[2]]); strings.HasSuffix(before, "http://") || strings.HasSuffix(before, "https://") {
+				continue
+			}
+			addHost(s, failure[m[2]:m[3]]+":"+failure[m[4]:m[5]])
 		}
 		for _, m := range hostThenPortRe.FindAllStringSubmatch(failure, -1) {
 			addHost(s, m[1]+":"+m[3])
@@ -389,14 +401,18 @@ func compareSubjects(a, b subject, textA, textB string) subjectVerdict {
 		if len(vb) == 0 {
 			continue
 		}
-		if disjoint(va, vb) {
+		match := sameName
+		if k == subjHost {
+			match = sameServer
+		}
+		if disjoint(va, vb, match) {
 			return subjectDifferent
 		}
 		if k == subjTest {
 			continue
 		}
 		shared++
-		if equalSets(va, vb) || aliasKinds[k] && (subset(va, vb) || subset(vb, va)) {
+		if equalSets(va, vb) || aliasKinds[k] && (subset(va, vb, match) || subset(vb, va, match)) {
 			same++
 		}
 	}
@@ -500,22 +516,43 @@ func (s subject) names() string {
 	return strings.Join(out, ", ")
 }
 
-func disjoint(a, b map[string]bool) bool {
+func sameName(x, y string) bool { return x == y }
+
+// sameServer: a local server named alone ("localhost:3000") is the server of each of its pages
+// ("localhost:3000/login"); two pages are two things.
+func sameServer(x, y string) bool {
+	return x == y || strings.HasPrefix(y, x+"/") || strings.HasPrefix(x, y+"/")
+}
+
+// has reports a name in b that is x.
+func has(b map[string]bool, x string, match func(x, y string) bool) bool {
+	if b[x] {
+		return true
+	}
+	for y := range b {
+		if match(x, y) {
+			return true
+		}
+	}
+	return false
+}
+
+func disjoint(a, b map[string]bool, match func(x, y string) bool) bool {
 	for k := range a {
-		if b[k] {
+		if has(b, k, match) {
 			return false
 		}
 	}
 	return true
 }
 
-func subset(a, b map[string]bool) bool {
+func subset(a, b map[string]bool, match func(x, y string) bool) bool {
 	for k := range a {
-		if !b[k] {
+		if !has(b, k, match) {
 			return false
 		}
 	}
 	return true
 }
 
-func equalSets(a, b map[string]bool) bool { return len(a) == len(b) && subset(a, b) }
+func equalSets(a, b map[string]bool) bool { return len(a) == len(b) && subset(a, b, sameName) }
