@@ -146,6 +146,11 @@ func TestDecideReadsLoopsByMeaning(t *testing.T) {
 			"--- FAIL: TestA (0.00s)\n    a_test.go:3: got 1, want 2",
 			"Still failing, another test now:\n--- FAIL: TestB (0.00s)\n    b_test.go:9: got 5, want 6",
 		}, Retry, "changed"},
+		{"the same failure around the agent's word for it is a loop, not an oscillation", []string{
+			"Error: Cannot find module 'sharp'\nRequire stack:\n- /app/src/img.js",
+			"The image step failed again, same error as before.",
+			"Error: Cannot find module 'sharp'\nRequire stack:\n- /app/src/thumbs.js",
+		}, Escalate, "in a row"},
 		{"a test fixed earlier comes back", []string{
 			"--- FAIL: TestParse/empty (0.00s)\n    parse_test.go:12: got nil, want error",
 			"--- FAIL: TestParse/unicode (0.00s)\n    parse_test.go:30: rune count 4, want 3",
@@ -178,7 +183,7 @@ func TestDecideReadsLoopsByMeaning(t *testing.T) {
 			if d.Decision != c.verdict || !strings.Contains(d.Reason, c.says) {
 				t.Errorf("got %s (%q), want %s saying %q", d.Decision, d.Reason, c.verdict, c.says)
 			}
-			if c.verdict == Escalate && strings.Contains(c.name, "not an oscillation") && strings.Contains(d.Reason, "oscillate") {
+			if strings.Contains(c.name, "not an oscillation") && strings.Contains(d.Reason, "oscillate") {
 				t.Errorf("reason %q calls the same failure an oscillation", d.Reason)
 			}
 		})

@@ -43,7 +43,7 @@ var (
 	continuityRe = lazyRE(oneOf(`(?i)`,
 		`\bsame (?:error|failure|hang|crash|problem|issue|result|timeout|panic|exception|message)\b`,
 		`\bstill (?:fail(?:s|ing)?|hangs?|hanging|times? out|timing out|crash(?:es|ing)?|broken|refused|unreachable|the same|blocked|stuck|denied|missing|erroring|not (?:found|working|passing|reachable))\b`,
-		`\b(?:fails?|hangs?|crash(?:es)?|times? out) again\b`,
+		`\b(?:fail(?:s|ed)?|hang(?:s|ed)?|crash(?:es|ed)?|times? out|timed out|broke) again\b`,
 		`\bkeeps? (?:failing|hanging|timing out|crashing)\b`,
 	))
 	// Unless it says in the same breath that something else fails now.
