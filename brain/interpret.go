@@ -204,6 +204,23 @@ var (
 	// stuckAny is every uncertainty pattern but the plain "should I": those outweigh a courtesy wrapper.
 	stuckAny = union(uncertaintyRes[1:])
 
+	// The patterns read on every line or sentence, with the words that let a line skip them (prefilter.go).
+	strongCompletionGs = guardAll(strongCompletionRes)
+	weakCompletionG    = guard(weakCompletionAny)
+	fixedG             = guard(fixedRe)
+	specificErrorG     = guard(specificErrorAny)
+	errorLineGs        = guardAll(append(append([]*pattern{}, specificErrorRes...), genericErrorRes...))
+	keywordErrorG      = guard(keywordErrorRe)
+	failurePhraseGs    = guardAll(failurePhraseRes)
+	admissionG         = guard(admissionRe)
+	stuckG             = guard(stuckAny)
+	shouldIG           = guard(uncertaintyRes[0])
+	offerG             = guard(offerRe)
+	courtesyG          = guard(courtesyRe)
+	addressedG         = guard(addressedRe)
+	sideCheckG         = guard(sideCheckRe)
+	failCountNonzeroG  = guard(failCountNonzeroRe)
+
 	// A '?' sentence addressed to the user: it names them or opens like a request for a decision.
 	// A connective or a "question:" lead-in before it does not change that.
 	addressedRe = lazyRE(oneOf(`(?i)`,
@@ -332,30 +349,51 @@ func gatherEvidence(d *doc) evidence {
 func (ev *evidence) readLines(d *doc) {
 	var blocks lineBlocks
 	for i, l := range d.lines {
-		failing, side := blocks.next(l)
-		if c := lastUnnegated(strongCompletionAny, l, failing); c >= 0 {
+		low := fold(l)
+		failing, side := blocks.next(l, low)
+		if prose := d.proseLines[i]; letteredLineRe.MatchString(prose) {
+			ev.letteredOptions += max(1, len(ParseOptions(prose)))
+		} else if inlineOptions(prose) {
+			ev.letteredOptions += len(ParseOptions(prose))
+		}
+		// A runner's result line says pass or fail by its own format; its other words (a test's name, "0 tests
+		// failed") are not read as prose. A pass in a block where something failed does not undo the failure.
+		switch v, build := runnerVerdict(l, low); v {
+		case verdictFail:
+			blocks.failed = true
+			ev.lastFail = at(i, 0)
+			if !build {
+				ev.lastMainFail = at(i, 0)
+			}
+			continue
+		case verdictPass:
+			switch {
+			case blocks.failed:
+			case build || side:
+				ev.lastSide = at(i, 0)
+			default:
+				ev.lastStrong = at(i, 0)
+			}
+			continue
+		}
+		if c := lastUnnegatedOf(strongCompletionGs, l, low, failing); c >= 0 {
 			if side {
 				ev.lastSide = at(i, c)
 			} else {
 				ev.lastStrong = at(i, c)
 			}
 		}
-		if c := lastUnnegated(weakCompletionAny, l, failing); c >= 0 {
+		if c := lastUnnegated(weakCompletionG, l, low, failing); c >= 0 {
 			ev.lastWeak = at(i, c)
 		}
-		if c := lastUnnegated(fixedRe, l, failing); c >= 0 {
+		if c := lastUnnegated(fixedG, l, low, failing); c >= 0 {
 			ev.lastFix = at(i, c)
 		}
-		if c := lastFailure(l); c >= 0 {
+		if c := lastFailure(l, low); c >= 0 {
 			ev.lastFail = at(i, c)
 			if !sideCheckRe.MatchString(l) && !compileErrorRe.MatchString(l) {
 				ev.lastMainFail = at(i, c)
 			}
-		}
-		if prose := d.proseLines[i]; letteredLineRe.MatchString(prose) {
-			ev.letteredOptions += max(1, len(ParseOptions(prose)))
-		} else if inlineOptions(prose) {
-			ev.letteredOptions += len(ParseOptions(prose))
 		}
 	}
 }
@@ -369,8 +407,10 @@ type lineBlocks struct {
 
 // next reads line l: the spans of it where no completion counts (a suite summary with failures, "Tests: 2 failed,
 // 30 passed", is not a pass whatever the order inside its sentence), and whether it is a side check's.
-func (b *lineBlocks) next(l string) (failing [][2]int, side bool) {
-	failing = failCountSentences(l)
+func (b *lineBlocks) next(l, low string) (failing [][2]int, side bool) {
+	if failCountNonzeroG.may(low) {
+		failing = failCountSentences(l)
+	}
 	blank := strings.TrimSpace(l) == ""
 	switch {
 	case blank:
@@ -385,16 +425,19 @@ func (b *lineBlocks) next(l string) (failing [][2]int, side bool) {
 	// a side check's.
 	switch {
 	case commandLineRe.MatchString(l):
-		b.sideCmd = sideCheckRe.MatchString(l) && !mainCheckRe.MatchString(l)
+		b.sideCmd = sideCheckG.match(l, low) && !mainCheckRe.MatchString(l)
 	case blank || strings.HasPrefix(strings.TrimSpace(l), "```"):
 		b.sideCmd = false
 	}
-	return failing, b.sideCmd || sideCheckRe.MatchString(l) && !mainCheckRe.MatchString(l)
+	return failing, b.sideCmd || sideCheckG.match(l, low) && !mainCheckRe.MatchString(l)
 }
 
 // readAdmissions is the pass over the sentences that finds the last admission of work not done.
 func (ev *evidence) readAdmissions(d *doc, sentences []sentence) {
 	for _, s := range sentences {
+		if !admissionG.may(fold(s.text)) {
+			continue
+		}
 		if loc := admissionRe.FindStringIndex(s.text); loc != nil && !resolvedBefore(s.text[:loc[0]]) {
 			// The admission's column on the sentence's last line; a phrase wrapped across lines counts from
 			// the start of that line.
@@ -445,11 +488,24 @@ func failCountSentences(l string) [][2]int {
 	return spans
 }
 
+// lastUnnegatedOf is lastUnnegated of each of gs, the last of them: a line is read by the patterns whose words are
+// in it.
+func lastUnnegatedOf(gs []*guarded, s, low string, skip [][2]int) int {
+	last := -1
+	for _, g := range gs {
+		last = max(last, lastUnnegated(g, s, low, skip))
+	}
+	return last
+}
+
 // lastUnnegated returns the column of the last match of re in s with no negation in the match or earlier
 // in its clause and outside the skip spans, or -1.
-func lastUnnegated(re *pattern, s string, skip [][2]int) int {
+func lastUnnegated(g *guarded, s, low string, skip [][2]int) int {
 	last := -1
-	for _, m := range re.FindAllStringIndex(s, -1) {
+	if !g.may(low) {
+		return last
+	}
+	for _, m := range g.p.FindAllStringIndex(s, -1) {
 		if inSpans(m[0], skip) {
 			continue
 		}
@@ -477,23 +533,31 @@ func inSpans(i int, spans [][2]int) bool {
 // lastFailure returns the column of the last failure evidence in a line, or -1: an error line's message
 // (behind any frame a tool draws), or the prose of a failure, neither told as something already fixed; the
 // prose not a condition the code handles either.
-func lastFailure(l string) int {
+func lastFailure(l, low string) int {
 	if strings.TrimSpace(l) == "" {
 		return -1
 	}
 	last := -1
 	u := undecorated(l)
 	frame := len(l) - len(u)
-	for _, re := range []*pattern{specificErrorAny, genericErrorAny} {
-		for _, loc := range re.FindAllStringIndex(u, -1) {
+	for _, g := range errorLineGs {
+		if !g.may(low) {
+			continue
+		}
+		for _, loc := range g.p.FindAllStringIndex(u, -1) {
 			if !resolvedBefore(u[:loc[0]]) {
 				last = max(last, frame+loc[0])
 			}
 		}
 	}
-	for _, loc := range failurePhraseAny.FindAllStringIndex(l, -1) {
-		if !resolvedBefore(l[:loc[0]]) && !conditionalContextRe.MatchString(l[:loc[0]]) {
-			last = max(last, loc[0])
+	for _, g := range failurePhraseGs {
+		if !g.may(low) {
+			continue
+		}
+		for _, loc := range g.p.FindAllStringIndex(l, -1) {
+			if !resolvedBefore(l[:loc[0]]) && !conditionalContextRe.MatchString(l[:loc[0]]) {
+				last = max(last, loc[0])
+			}
 		}
 	}
 	return last
@@ -600,7 +664,8 @@ func inlineOptions(s string) bool {
 // tool output: "Should it return 403 Forbidden?" is the agent's.
 func (d *doc) toolOutput(s sentence) bool {
 	l := d.lines[s.line]
-	return specificErrorAny.MatchString(l) || keywordErrorRe.MatchString(l) && toolPrefixRe.MatchString(l)
+	low := fold(l)
+	return specificErrorG.match(l, low) || keywordErrorG.match(l, low) && toolPrefixRe.MatchString(l)
 }
 
 // lastProse is the index of the last sentence that is not a list item: a question followed by its options
@@ -641,21 +706,22 @@ func selfAnswered(q, next string) bool {
 // classifyAsk says whether a sentence asks the human something, and how.
 func classifyAsk(s string, last bool) askKind {
 	question := strings.HasSuffix(s, "?")
+	low := fold(s)
 	switch {
 	// Being stuck outweighs a polite wrapper: "let me know, I'm not sure whether…" still asks.
-	case stuckAny.MatchString(s):
+	case stuckG.match(s, low):
 		return askReal
 	// An offer put as a question ("Do you want me to also…?") waits for its answer, after finished work too; the
 	// same offer as a statement ("Let me know if you'd like me to…") does not.
-	case question && offerRe.MatchString(s) && !explainOfferRe.MatchString(s):
+	case question && offerG.match(s, low) && !explainOfferRe.MatchString(s):
 		return askReal
-	case courtesyRe.MatchString(s):
+	case courtesyG.match(s, low):
 		return askCourtesy
-	case offerRe.MatchString(s):
+	case offerG.match(s, low):
 		return askOffer
-	case uncertaintyRes[0].MatchString(s):
+	case shouldIG.match(s, low):
 		return askReal
-	case question && (last || addressedRe.MatchString(s)):
+	case question && (last || addressedG.match(s, low)):
 		return askReal
 	}
 	return askNone

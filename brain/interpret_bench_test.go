@@ -35,7 +35,8 @@ func BenchmarkInterpret40KB(b *testing.B) {
 	}
 }
 
-// TestInterpret40KBIsFast keeps a judgement of a long output within what a worker can spend on it.
+// TestInterpret40KBIsFast keeps a judgement of a long output within what a worker can spend on it. The budget is
+// 50 ms of CPU; the bound on wall time leaves room for a machine busy with other tests.
 func TestInterpret40KBIsFast(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing")
@@ -48,6 +49,6 @@ func TestInterpret40KBIsFast(t *testing.T) {
 		interpret(out)
 	}
 	if per := time.Since(start) / runs; per > 150*time.Millisecond {
-		t.Errorf("a 40 KB output took %v to interpret, want well under 50ms", per)
+		t.Errorf("a 40 KB output took %v to interpret, want 50ms", per)
 	}
 }

@@ -1,0 +1,216 @@
+package brain
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// runners.go reads test runners' result lines by each runner's own format. A summary line says pass or fail by
+// its counts, whatever words it holds: "100% tests passed, 0 tests failed out of 4" (CTest) is a pass, "Passed!
+// - Failed: 0, Passed: 57" (.NET) too, and "1 failed" under a list of passes (Playwright) is a failure. A line
+// that reports one test by name says that test passed or failed, and the words of its name ("fails_on_null",
+// "error_is_raised") are not failures.
+
+// verdict is what a runner's line says of the run (a summary) or of one test.
+type verdict int
+
+const (
+	verdictNone verdict = iota
+	verdictPass
+	verdictFail
+)
+
+var (
+	// logLevelRe is the level tag build tools put before each line ("[INFO] ", "[ERROR] "), and the status glyph
+	// some runners put before a summary ("✔ Test run with …"): neither is part of the format.
+	logLevelRe = lazyRE(`^\s*(?:\[(?:INFO|ERROR|WARN(?:ING)?|DEBUG)\]\s*)?(?:[✔✘✓✗✕×◇]\s*)?`)
+
+	// runnerSummaryRes are the summary lines of the runners, after logLevelRe; their counts say the verdict.
+	runnerSummaryRes = []*pattern{
+		// pytest: "==== 1 failed, 41 passed, 2 skipped in 1.52s ====", and with -q "27 passed in 0.61s".
+		lazyRE(`^=*\s*\d+ (?:failed|passed|skipped|deselected|xfailed|xpassed|errors?|warnings?|rerun)\b[^=\n]*\bin [\d.]+s\b(?:\s*\([^)]*\))?\s*=*$`),
+		// unittest: "OK", "OK (skipped=2)", "FAILED (failures=1, errors=1)".
+		lazyRE(`^(?:OK|FAILED)(?: \((?:\w+=\d+(?:, )?)+\))?$`),
+		// cargo test: "test result: ok. 6 passed; 0 failed; 0 ignored; …".
+		lazyRE(`^test result: (?:ok|FAILED)\. \d+ passed; \d+ failed`),
+		// cargo-nextest: "Summary [   0.118s] 23 tests run: 23 passed, 0 skipped".
+		lazyRE(`^Summary \[\s*[\d.]+m?s\] \d+ tests? run: `),
+		// jest: "Tests:       1 failed, 97 passed, 98 total", "Test Suites: 2 passed, 2 total".
+		lazyRE(`^(?:Tests|Test Suites):\s+(?:\d+ [a-z]+, )*\d+ total$`),
+		// vitest: "Test Files  1 failed | 11 passed (12)", "Tests  8 passed (8)".
+		lazyRE(`^(?:Test Files|Tests)\s+\d+ [a-z]+(?: \| \d+ [a-z]+)* \(\d+\)$`),
+		// mocha ("42 passing (380ms)", "2 failing"), Playwright ("9 passed (7.4s)", "1 failed", "1 flaky"), bun (" 41
+		// pass", " 1 fail"): one count a line.
+		lazyRE(`^\d+ (?:passing|failing|passed|failed|flaky|pass|fail)(?: \([\d.]+\s*m?s\))?$`),
+		// RSpec and Hspec: "3 examples, 0 failures, 2 pending".
+		lazyRE(`^\d+ examples?, \d+ failures?(?:, \d+ pending)?(?:, \d+ errors? occurred outside of examples)?$`),
+		// minitest: "18 runs, 42 assertions, 0 failures, 0 errors, 0 skips".
+		lazyRE(`^\d+ runs, \d+ assertions, \d+ failures, \d+ errors, \d+ skips$`),
+		// ExUnit: "3 doctests, 38 tests, 0 failures", "… 1 failure, 2 excluded", "… (1 excluded)".
+		lazyRE(`^(?:\d+ doctests?, )?(?:\d+ propert(?:y|ies), )?\d+ tests?, \d+ failures?(?:, \d+ (?:excluded|skipped|invalid))*(?: \(\d+ excluded\))?\.?$`),
+		// PHPUnit: "OK (26 tests, 61 assertions)", "Tests: 10, Assertions: 14, Failures: 1.", "FAILURES!", "ERRORS!".
+		lazyRE(`^OK \(\d+ tests?, \d+ assertions?\)$|^Tests: \d+, Assertions: \d+(?:, [A-Z][a-z]+: \d+)*\.$|^(?:FAILURES|ERRORS)!$`),
+		// .NET: "Passed!  - Failed:     0, Passed:    57, …" (vstest), "Test summary: total: 64, failed: 0, …" (the
+		// .NET 9 terminal logger), "Test Run Successful." / "Test Run Failed.".
+		lazyRE(`^(?:Passed|Failed)!\s+-\s+Failed:\s+\d+, Passed:\s+\d+|^Test summary: total: \d+, failed: \d+|^Test Run (?:Successful|Failed)\.$`),
+		// Gradle: "14 tests completed, 1 failed"; Maven Surefire: "Tests run: 19, Failures: 1, Errors: 0, Skipped: 0";
+		// both: "BUILD SUCCESSFUL in 14s", "BUILD FAILURE".
+		lazyRE(`^\d+ tests? completed, \d+ failed(?:, \d+ skipped)?$|^Tests run: \d+, Failures: \d+, Errors: \d+, Skipped: \d+|^BUILD (?:SUCCESS|SUCCESSFUL|FAILED|FAILURE)\b`),
+		// CTest: "100% tests passed, 0 tests failed out of 4".
+		lazyRE(`^\d+% tests passed, \d+ tests? failed out of \d+`),
+		// XCTest: "Executed 9 tests, with 1 failure (0 unexpected) in …", "Test Suite 'All tests' passed at …";
+		// swift-testing: "Test run with 12 tests passed after 0.015 seconds.".
+		lazyRE(`^Executed \d+ tests?, with \d+ failures?|^Test Suite '.+' (?:passed|failed) at |^Test run with \d+ tests? (?:passed|failed) after`),
+		// Dart: "00:01 +24: All tests passed!", "00:01 +22 -2: Some tests failed.".
+		lazyRE(`^\d+:\d+ \+\d+(?: ~\d+)?(?: -\d+)?: (?:All tests passed!|Some tests failed\.)$`),
+		// Deno: "ok | 12 passed | 0 failed (120ms)", "FAILED | 11 passed | 1 failed (130ms)".
+		lazyRE(`^(?:ok|FAILED) \| \d+ passed(?: \(\d+ steps?\))? \| \d+ failed`),
+		// GoogleTest: "[  PASSED  ] 42 tests.", "[  FAILED  ] 2 tests, listed below:"; Catch2: "All tests passed (42
+		// assertions in 7 test cases)", "test cases: 7 | 6 passed | 1 failed"; Zig: "All 12 tests passed.".
+		lazyRE(`^\[\s+(?:PASSED|FAILED)\s+\] \d+ tests?|^All tests passed \(\d+ assertions? in \d+ test cases?\)$|^test cases:\s+\d+ \| \d+ passed \| \d+ failed|^All \d+ tests passed\.$`),
+		// testthat: "[ FAIL 0 | WARN 0 | SKIP 1 | PASS 42 ]"; gotestsum: "DONE 42 tests, 2 failures in 1.3s".
+		lazyRE(`^\[ FAIL \d+ \| WARN \d+ \| SKIP \d+ \| PASS \d+ \]$|^DONE \d+ tests?(?:, \d+ failures?)?(?:, \d+ errors?)? in [\d.]+m?s$`),
+	}
+	runnerSummaryGs  = guardAll(runnerSummaryRes)
+
+	// Counts in a summary, count first ("2 failed", "0 tests failed", "1 failure") or key first ("Failures: 1",
+	// "failed: 0", "failures=1", "FAIL 0").
+	countFirstRe = lazyRE(`(?i)\b(\d+)\s+(?:tests?\s+)?(failed|failures?|failing|fail|errors?|passed|passing|pass|succeeded)\b`)
+	keyFirstRe   = lazyRE(`(?i)\b(failed|failures?|errors?|fail|passed|succeeded|pass)\s*[:=]?\s*(\d+)\b`)
+	// Summary words that say failure whatever the counts: a runner that failed for a reason it does not count
+	// (a crash, a build error).
+	failWordSummaryRe = lazyRE(`^(?:FAILED\b|FAILURES!|ERRORS!|Failed!|BUILD FAIL|Test Run Failed|test result: FAILED)|\bfailed at |\btests failed\.|\btests? failed after\b|^\[\s+FAILED`)
+	// A run of nothing: no test ran, so the summary proves nothing.
+	emptyRunRe = lazyRE(`\b(?:0 (?:tests?|examples?|runs|total)\b|total: 0\b|Executed 0 tests|Tests run: 0,)`)
+
+	// Lines that report one test passing, by runner: libtest "test a::b ... ok", Deno "name ... ok (2ms)", pytest -v
+	// "tests/t.py::test_x PASSED [ 10%]", Gradle "Test > name() PASSED", XCTest "Test Case '-[…]' passed (0.001
+	// seconds).", go "--- PASS: TestX", .NET "Passed Name [1 ms]", nextest "PASS [   0.004s] crate name", CTest
+	// "1/4 Test  #1: name ....   Passed", TAP "ok 1 - name", and the check marks of jest, vitest, mocha,
+	// Playwright, bun and node's runner.
+	testPassLineRe = lazyRE(`^(?:test \S+ \.\.\. ok$|\S.* \.\.\. ok(?: \(\d+m?s\))?$|\S+::\S+ PASSED(?:\s+\[\s*\d+%\])?$|\S.* > .+ PASSED$|Test Case '.+' passed \(|--- PASS: |Passed \S+ \[|PASS \[\s*[\d.]+m?s\] |\d+/\d+ Test\s+#\d+: \S+ \.+\s+Passed\b|ok \d+ (?:- )?\S|[✓✔√]\s+\S)`)
+	// Lines that report one test failing, the same runners' forms.
+	testFailLineRe = lazyRE(`^(?:test \S+ \.\.\. FAILED$|\S.* \.\.\. FAILED(?: \(\d+m?s\))?$|\S+::\S+ FAILED|\S.* > .+ FAILED$|Test Case '.+' failed \(|--- FAIL: |Failed \S+ \[|FAIL \[\s*[\d.]+m?s\] |\d+/\d+ Test\s+#\d+: \S+ \.+\s*\*{3}(?:Failed|Exception)|not ok \d+ |[✕✗×✘]\s+\S)`)
+)
+
+// runnerLine is l without a build tool's level tag and the surrounding space.
+func runnerLine(l string) string {
+	s := strings.TrimSpace(l)
+	if s != "" && (s[0] == '[' || s[0] >= utf8.RuneSelf) {
+		s = strings.TrimSpace(logLevelRe.ReplaceAllString(s, ""))
+	}
+	return s
+}
+
+// summaryVerdict reads l as a test runner's summary line: pass when it counts no failure (and counts some run),
+// fail when it counts one or says so, none when l is no runner's summary.
+func summaryVerdict(l string) verdict {
+	s := runnerLine(l)
+	if s == "" || !matchAny(runnerSummaryGs, s, fold(l)) {
+		return verdictNone
+	}
+	if failWordSummaryRe.MatchString(s) || failures(s) > 0 {
+		return verdictFail
+	}
+	if emptyRunRe.MatchString(s) && !strings.Contains(s, "passed") || zeroPasses(s) {
+		return verdictNone
+	}
+	return verdictPass
+}
+
+// failures sums the failure and error counts of a summary line.
+func failures(s string) int {
+	n := 0
+	add := func(word, count string) {
+		if c, err := strconv.Atoi(count); err == nil && failCountWord(word) {
+			n += c
+		}
+	}
+	for _, m := range countFirstRe.FindAllStringSubmatch(s, -1) {
+		add(m[2], m[1])
+	}
+	for _, m := range keyFirstRe.FindAllStringSubmatch(s, -1) {
+		add(m[1], m[2])
+	}
+	return n
+}
+
+// zeroPasses reports a summary that counts passes and none of them passed ("0 passed", "PASS 0"): nothing ran.
+func zeroPasses(s string) bool {
+	counted, passed := false, 0
+	for _, m := range countFirstRe.FindAllStringSubmatch(s, -1) {
+		if !failCountWord(m[2]) {
+			c, _ := strconv.Atoi(m[1])
+			counted, passed = true, passed+c
+		}
+	}
+	for _, m := range keyFirstRe.FindAllStringSubmatch(s, -1) {
+		if !failCountWord(m[1]) {
+			c, _ := strconv.Atoi(m[2])
+			counted, passed = true, passed+c
+		}
+	}
+	return counted && passed == 0
+}
+
+func failCountWord(w string) bool {
+	w = strings.ToLower(w)
+	return strings.HasPrefix(w, "fail") || strings.HasPrefix(w, "error")
+}
+
+// testVerdict reads l as a runner's report of one test: pass, fail, or none.
+func testVerdict(l string) verdict {
+	s := strings.TrimSpace(l)
+	switch {
+	case s == "":
+		return verdictNone
+	case testFailLineRe.MatchString(s):
+		return verdictFail
+	case testPassLineRe.MatchString(s):
+		return verdictPass
+	}
+	return verdictNone
+}
+
+var (
+	checkMarkRe = lazyRE(`^\s*[✓✔√]`)
+	// runnerWordsG lets a line that none of the runners' lines can be skip them all.
+	runnerWordsG = guard(union(append(append([]*pattern{}, runnerSummaryRes...), testPassLineRe, testFailLineRe, imageBuildRe, healthyRe, unhealthyRe)))
+	// An image build's last line: BuildKit's "[+] Building 41.2s (12/12) FINISHED" (every step done: a pass; a
+	// step short, the build stopped) and the classic builder's "Successfully built 3f1c2a9b7d4e".
+	imageBuildRe = lazyRE(`^\[\+\] Building [\d.]+s \((\d+)/(\d+)\) FINISHED|^Successfully built [0-9a-f]{6,}$`)
+	// A health check's answer: a health endpoint's JSON status (Spring's "UP", the common "ok"/"healthy"), a
+	// container's "(healthy)" in docker ps, gRPC health's "SERVING".
+	healthyRe   = lazyRE(`(?i)^\{?.*"status"\s*:\s*"(?:ok|healthy|up|pass|green)"|\(healthy\)|^status:\s*SERVING$`)
+	unhealthyRe = lazyRE(`(?i)^\{?.*"status"\s*:\s*"(?:down|unhealthy|fail|error|red)"|\(unhealthy\)|^status:\s*NOT_SERVING$`)
+)
+
+// runnerVerdict reads l as the result of a run: a test runner's summary, one test's result, an image build's end
+// or a health check's answer. side says the line proves a build, not behaviour.
+func runnerVerdict(l, low string) (v verdict, side bool) {
+	if !runnerWordsG.may(low) {
+		return verdictNone, false
+	}
+	if v := summaryVerdict(l); v != verdictNone {
+		return v, strings.HasPrefix(runnerLine(l), "BUILD ")
+	}
+	if v := testVerdict(l); v != verdictNone {
+		// A check mark alone is any step's (a bundler's "✓ built in 3.21s" too): it proves no behaviour.
+		return v, v == verdictPass && checkMarkRe.MatchString(l)
+	}
+	s := strings.TrimSpace(l)
+	if m := imageBuildRe.FindStringSubmatch(s); m != nil {
+		if m[1] != m[2] {
+			return verdictFail, true
+		}
+		return verdictPass, true
+	}
+	switch {
+	case unhealthyRe.MatchString(s):
+		return verdictFail, false
+	case healthyRe.MatchString(s):
+		return verdictPass, false
+	}
+	return verdictNone, false
+}
