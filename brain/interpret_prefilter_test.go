@@ -20,7 +20,7 @@ func TestRequiredLiterals(t *testing.T) {
 		{`(?i)not found|missing`, []string{"not found", "missing"}},
 		{`(?i)\bis_error\b|x`, nil}, // one alternative too short to look for
 		{`[A-Z]\w+Error`, []string{"error"}},
-		{`(?:abc)?`, nil},           // may match nothing
+		{`(?:abc)?`, nil}, // may match nothing
 		{`σ+ error`, []string{" error"}},
 		{`^\s*\d+ passed`, []string{" passed"}},
 	}

@@ -72,7 +72,7 @@ var (
 		// testthat: "[ FAIL 0 | WARN 0 | SKIP 1 | PASS 42 ]"; gotestsum: "DONE 42 tests, 2 failures in 1.3s".
 		lazyRE(`^\[ FAIL \d+ \| WARN \d+ \| SKIP \d+ \| PASS \d+ \]$|^DONE \d+ tests?(?:, \d+ failures?)?(?:, \d+ errors?)? in [\d.]+m?s$`),
 	}
-	runnerSummaryGs  = guardAll(runnerSummaryRes)
+	runnerSummaryGs = guardAll(runnerSummaryRes)
 
 	// Counts in a summary, count first ("2 failed", "0 tests failed", "1 failure") or key first ("Failures: 1",
 	// "failed: 0", "failures=1", "FAIL 0").
