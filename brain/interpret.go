@@ -184,6 +184,9 @@ var (
 			`\b(?:I'm|I am|we're|we are) blocked\b`,
 			`\bblocked (?:until|on|by) (?:a |the |your |this )?(?:decision|human|clarification|answer|input|product|user|you)`,
 			`\bbefore I (?:continue|proceed|go (?:any )?further|make (?:this|that|the) change)\b`,
+			// A blocking need handed to a person: "Blocked on credentials.", "I need someone with access to run it".
+			`^blocked (?:on|by)\b`,
+			`\b(?:I|we) need (?:someone|somebody|a person|a human|an admin(?:istrator)?)\b[^.\n]{0,40}\bto\b`,
 			`\bcould go either way\b`,
 		)),
 		lazyRE(`(?i)\b(?:the|two|three|a few|several|some|possible)\s+(?:possible\s+)?(?:options|approaches|choices|alternatives)\s+(?:are|seem to be|I see|would be)\b[^.\n]{0,40}:|\b(?:I see|there are|here are)\s+(?:two|three|several|a few|some)\s+(?:options|approaches|choices|ways|alternatives)\b`),
@@ -193,6 +196,12 @@ var (
 			`\bcan't proceed without\b`,
 			`\bunable to proceed without\b`,
 			`\bwaiting for (?:your|a|human|the user's) (?:input|decision|answer|confirmation|approval)`,
+			// A decision or approval awaited, without a question mark: "Awaiting your OK on the approach above",
+			// "waiting for the decision above", "I need approval", "this needs your approval before I …".
+			`\b(?:awaiting|waiting (?:for|on)) (?:your |the |a )?(?:decision|choice|answer|approval|go-ahead|OK|sign-off|confirmation)\b`,
+			`\b(?:I|we) need (?:your |explicit )?(?:approval|sign-off|go-ahead)\b`,
+			`\bneeds? your (?:approval|sign-off|go-ahead|OK|confirmation)\b`,
+			`\bwithout your (?:go-ahead|approval|OK|sign-off|confirmation)\b`,
 			`\b(?:requires?|needs?) (?:a )?(?:human|product|design|your) (?:decision|input|approval)`,
 			`\bAskUserQuestion\b`,
 			`\byour (?:call|decision|preference)\b`,
@@ -555,13 +564,17 @@ func lastFailure(l, low string) int {
 			continue
 		}
 		for _, loc := range g.p.FindAllStringIndex(l, -1) {
-			if !resolvedBefore(l[:loc[0]]) && !conditionalContextRe.MatchString(l[:loc[0]]) {
+			if !resolvedBefore(l[:loc[0]]) && !conditionalContextRe.MatchString(l[:loc[0]]) && !historyAfterRe.MatchString(l[loc[1]:]) {
 				last = max(last, loc[0])
 			}
 		}
 	}
 	return last
 }
+
+// historyAfterRe tells the failure before it as history in the words after it: "… was the test failing before my
+// change".
+var historyAfterRe = lazyRE(`(?i)^[^.;!?\n]{0,30}?\bbefore (?:my|the|this) (?:change|fix|patch)\b`)
 
 // contrastRe starts a new clause that can undo the one before: "I fixed the parser, but the build still fails".
 var contrastRe = lazyRE(`(?i)\b(?:but|however|although|though|still)\b|;`)
@@ -691,8 +704,16 @@ const (
 // explainOfferRe is an offer to explain the work, not to do more of it: courtesy, question or not.
 var explainOfferRe = lazyRE(`(?i)\b(?:explain|walk you through|go (?:over|through)|clarify)\b`)
 
-// outOfScopeRe puts the question before it out of the task: "That's beyond this task, so I left it."
-var outOfScopeRe = lazyRE(`(?i)^(?:that(?:'s| is)|this is|it(?:'s| is))\s+(?:\w+\s+)?(?:beyond|outside|out of)\s+(?:the\s+)?(?:scope|this task|this change|this PR)|\bnot (?:part of|in scope for) this (?:task|change|PR)\b`)
+// outOfScopeRe puts the question before it out of the task, so that it waits for no answer: "That's beyond this
+// task, so I left it.", "(Not required for this task.)", "Probably worth a separate ticket.", "Happy to do that as
+// a follow-up." An offer of optional extra work after finished work, marked so, is not a question for a person.
+var outOfScopeRe = lazyRE(oneOf(`(?i)`,
+	`^\(?(?:that(?:'s| is)|this is|it(?:'s| is))\s+(?:\w+\s+)?(?:beyond|outside|out of)\s+(?:the\s+)?(?:scope|this task|this change|this PR)`,
+	`\bnot (?:part of|in scope for|required for|needed for|necessary for|within the scope of) this (?:task|change|PR|ticket)\b`,
+	`\b(?:worth|for|in|as|is|be) a separate (?:ticket|task|issue|PR|pull request|change)\b`,
+	`\bas a (?:separate )?follow-?up\b`,
+	`^\(?(?:optional|not required|out of scope)\b`,
+))
 
 // answerRe opens an answer: "Yes — …", "No, …", "Short answer: …".
 var answerRe = lazyRE(`(?i)^(?:yes|no|nope|yep|it does|it doesn't|it did|it didn't|they do|they don't|short answer|answer)\b\s*[-—–:,.!]`)

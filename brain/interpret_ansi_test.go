@@ -53,3 +53,27 @@ func TestInterpretColouredOutput(t *testing.T) {
 		})
 	}
 }
+
+// TestInterpretAsks: a request for a decision without a question mark asks; an offer of work marked as outside the
+// task, after finished work, does not.
+func TestInterpretAsks(t *testing.T) {
+	tests := []struct {
+		name, output string
+		want         Status
+	}{
+		{"awaiting approval of a plan", "Plan: a token bucket per key, kept in Redis. No code changes yet. Awaiting your OK on the approach above.", StatusNeedsHelp},
+		{"waiting for a decision", "Two fixes are possible: grant the role, or move the bucket.\n\nWaiting for the decision above before I change anything.", StatusNeedsHelp},
+		{"a blocking need handed to a person", "Blocked on credentials. I need someone with access to the bucket to provide them.", StatusNeedsHelp},
+		{"optional offer marked not required", "Added the filter. `pytest` → 27 passed.\n\nWould you like me to also add `--until`? (Not required for this task.)", StatusCompleted},
+		{"follow-up question for a separate ticket", "Done. Tests: 14 passed, 0 failed.\n\nPossible follow-ups:\n- Should we rate-limit by IP? That is a separate ticket.", StatusCompleted},
+		{"an unmarked offer still asks", "Done. Tests: 14 passed.\n\nDo you want me to also add an integration test?", StatusNeedsHelp},
+		{"a failure told as history after it", "`test_x` was the test failing before my change; it passes now.\n\n3 passed in 0.02s", StatusCompleted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := interpret(tt.output); got.Status != tt.want {
+				t.Errorf("status %s, want %s (%+v)", got.Status, tt.want, got)
+			}
+		})
+	}
+}
