@@ -59,14 +59,25 @@ const (
 )
 
 // sentenceOptions reads the alternatives written inside one sentence, or nil.
+// Each form needs a word most sentences lack ("or", "and", a colon), looked for first: a long output has
+// thousands of sentences.
 func sentenceOptions(s string) []choice {
-	if opts := eitherOrChoices(s); opts != nil {
-		return opts
+	lower := strings.ToLower(s)
+	hasOr := strings.Contains(lower, " or ")
+	if hasOr && strings.Contains(lower, "either") {
+		if opts := eitherOrChoices(s); opts != nil {
+			return opts
+		}
 	}
-	if opts := questionAlternatives(s); opts != nil {
-		return opts
+	if hasOr {
+		if opts := questionAlternatives(s); opts != nil {
+			return opts
+		}
 	}
-	return countedAlternatives(s)
+	if strings.Contains(s, ":") && (hasOr || strings.Contains(lower, " and ")) {
+		return countedAlternatives(s)
+	}
+	return nil
 }
 
 // questionAlternatives reads "Should I X, or Y?", "X, Y, or Z?" and "whether X or Y": a question (or an indirect
@@ -81,7 +92,7 @@ func questionAlternatives(s string) []choice {
 	case strings.HasSuffix(s, "?"):
 		region = strings.TrimRight(s, "?")
 	default:
-		i := wordIndex(strings.ToLower(s), "whether")
+		i := wordIndex(lowerASCII(s), "whether")
 		if i < 0 {
 			return nil
 		}
@@ -121,13 +132,13 @@ func questionAlternatives(s string) []choice {
 	lead, verb := "", ""
 	if i := strings.LastIndex(left, ", "); i >= 0 && questionWordRe.MatchString(left) {
 		// "Which should I use for the files, S3 or the local volume?": the question, then its alternatives.
-		left, lead = left[i+2:], strings.ToLower(left[:i])
+		left, lead = left[i+2:], lowerASCII(left[:i])
 	} else if m := inlineLeadRe.get().FindAllStringSubmatchIndex(left, -1); m != nil {
 		k := m[len(m)-1]
-		lead = strings.ToLower(strings.TrimSpace(left[k[0]:k[1]]))
+		lead = lowerASCII(strings.TrimSpace(left[k[0]:k[1]]))
 		if k[2] >= 0 {
 			verb = left[k[2]:k[3]]
-			lead = strings.ToLower(strings.TrimSpace(left[k[0]:k[2]]))
+			lead = lowerASCII(strings.TrimSpace(left[k[0]:k[2]]))
 		}
 		left = left[k[1]:]
 		if verb != "" && startsWithVerb(last) {
@@ -136,18 +147,18 @@ func questionAlternatives(s string) []choice {
 	}
 	// A second question after "or" is only an alternative when it repeats the first one's lead-in.
 	if m := inlineNewClauseRe.FindStringSubmatch(last); m != nil {
-		if lead == "" || !strings.HasPrefix(strings.ToLower(last), lead) {
+		if lead == "" || !strings.HasPrefix(lowerASCII(last), lead) {
 			return nil
 		}
 		last = strings.TrimSpace(last[len(lead):])
 	}
 	// Parallel alternatives start with the same word ("per API key or per IP address"), or with an article
 	// each ("expire after an hour or a day").
-	if w := strings.ToLower(firstWord(last)); w != "" {
-		at := lastWordIndex(strings.ToLower(left), w)
+	if w := lowerASCII(firstWord(last)); w != "" {
+		at := lastWordIndex(lowerASCII(left), w)
 		if articleRe.MatchString(w) {
 			for _, a := range []string{"a", "an", "the"} {
-				at = max(at, lastWordIndex(strings.ToLower(left), a))
+				at = max(at, lastWordIndex(lowerASCII(left), a))
 			}
 		}
 		if at > 0 {
@@ -296,4 +307,16 @@ func allShort(parts []string, words int) bool {
 		}
 	}
 	return true
+}
+
+// lowerASCII lower-cases ASCII letters only, so that an index into the result is one into s: strings.ToLower
+// changes the length of invalid or some non-ASCII text.
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }

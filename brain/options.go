@@ -6,14 +6,16 @@ import (
 )
 
 // ParseOptions parses an options block into the options' texts, keys stripped (callers label them A, B, …).
-// It reads lettered options "A) x  B) y" (also on one line, also "A. x", "[A] x", "(A) x", "Option A: x"),
-// numbered ones "1. x" / "1) x", bullets "- x" / "* x", and the rows of a markdown table. Lettered and
+// It reads lettered options "A) x  B) y" (also on one line, also "A. x", "[A] x", "(A) x", "Option A: x", as a
+// heading "### Option A: x"), numbered ones "1. x" / "1) x" / "First possibility: x", bullets "- x" / "* x",
+// the rows of a markdown table, and the selection a CLI draws ("❯ 1. Yes"). Lettered and
 // numbered keys must run in order from A or 1, which keeps "plan B. Then…" inside an option from splitting
 // it. When several styles occur, the one starting first wins, so a bulleted list of "A) …" items reads as the
 // lettered options.
 //
 // The texts are button labels: markdown emphasis, a trailing period and a "(Recommended)" marker are dropped,
-// and an item written "**Name**: explanation" is labelled by its name. It returns nil when the text has no
+// an item written "**Name**: explanation" or "**Name** — explanation" is labelled by its name, and what is said
+// under an option (its pros and cons as sub-bullets, a paragraph after it) is not part of its label. It returns nil when the text has no
 // recognisable options.
 func ParseOptions(text string) []string {
 	return optionLabels(parseOptions(text))

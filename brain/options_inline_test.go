@@ -97,3 +97,20 @@ func TestInterpretInlineOptions(t *testing.T) {
 		t.Errorf("a finished summary: got %s %q", in.Status, in.Options)
 	}
 }
+
+func FuzzSentenceOptions(f *testing.F) {
+	for _, s := range []string{
+		"Should I X, or Y?", "whether to a or to b", "has two things: a and b", "Need a decision: UTC or local time for it?",
+		"Which, or?", "whether or", "either or", "Should the (x or y)?", "has three: , and ",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, o := range sentenceOptions(s) {
+			if o.label == "" {
+				t.Errorf("sentenceOptions(%q) gave an empty label", s)
+			}
+		}
+		recommendedPhrase(s)
+	})
+}

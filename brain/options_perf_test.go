@@ -49,3 +49,18 @@ func TestQuestion40KBIsFast(t *testing.T) {
 		t.Errorf("a 40 KB question took %v to interpret, want well under 50ms", per)
 	}
 }
+
+// BenchmarkOptionReading40KB is the option and recommendation reading alone, at its worst: every sentence of a 40 KB
+// output read for alternatives and for a recommendation, and the whole text read as one options block.
+func BenchmarkOptionReading40KB(b *testing.B) {
+	d := newDoc(question40KB())
+	ss := d.sentences()
+	text := strings.Join(d.proseLines, "\n")
+	for b.Loop() {
+		for _, s := range ss {
+			sentenceOptions(s.text)
+			recommendedPhrase(s.text)
+		}
+		parseOptions(text)
+	}
+}
