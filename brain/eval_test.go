@@ -73,14 +73,14 @@ var (
 		{"train", "testdata/eval/interpret_train.jsonl", 1, 1, 1, ""},
 		{"heldout", "testdata/eval/interpret_heldout.jsonl", 1, 34.0 / 35, 1, ""},
 		{"heldout3", "testdata/eval/interpret_heldout3.jsonl", 1, 1, 1, ""},
-		{"corpus2", "testdata/corpus2/interpret.jsonl", 54.0 / 60, 13.0 / 20, 1, "testdata/corpus2/interpret_extract.jsonl"},
+		{"corpus2", "testdata/corpus2/interpret.jsonl", 58.0 / 60, 18.0 / 20, 1, "testdata/corpus2/interpret_extract.jsonl"},
 	}
 	decideSets = []evalSet{
 		{"shared", "testdata/corpus/decide.jsonl", 1, 0, 0, ""},
 		{"train", "testdata/eval/decide_train.jsonl", 1, 0, 0, ""},
 		{"heldout", "testdata/eval/decide_heldout.jsonl", 1, 0, 0, ""},
-		{"heldout3", "testdata/eval/decide_heldout3.jsonl", 73.0 / 75, 0, 0, ""},
-		{"corpus2", "testdata/corpus2/decide.jsonl", 21.0 / 25, 0, 0, ""},
+		{"heldout3", "testdata/eval/decide_heldout3.jsonl", 1, 0, 0, ""},
+		{"corpus2", "testdata/corpus2/decide.jsonl", 24.0 / 25, 0, 0, ""},
 	}
 	interpretClasses = []string{string(StatusCompleted), string(StatusFailed), string(StatusNeedsHelp)}
 	decideClasses    = []string{string(Retry), string(Escalate)}

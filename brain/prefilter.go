@@ -2,6 +2,7 @@ package brain
 
 import (
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -195,7 +196,7 @@ func exactStrings(re *syntax.Regexp) ([]string, bool) {
 				if !ok {
 					return nil, false
 				}
-				if !contains(strs, lit) {
+				if !slices.Contains(strs, lit) {
 					strs = append(strs, lit)
 				}
 			}
