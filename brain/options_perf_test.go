@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 )
 
 // question40KB is a long output that ends in a question with no options, the worst case for option reading: every
@@ -30,23 +29,11 @@ func BenchmarkInterpretQuestion40KB(b *testing.B) {
 	}
 }
 
-// TestQuestion40KBIsFast keeps reading a long question's options within what a worker can spend on a judgement.
-func TestQuestion40KBIsFast(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing")
-	}
-	out := question40KB()
-	if in := interpret(out); in.Status != StatusNeedsHelp {
+// TestQuestion40KBIsAQuestion checks the benchmark's output is what it means to time: a question (its time is the
+// benchmark's, never a bound in a test, which a busy machine breaks).
+func TestQuestion40KBIsAQuestion(t *testing.T) {
+	if in := interpret(question40KB()); in.Status != StatusNeedsHelp {
 		t.Fatalf("status %s, want needs_help", in.Status)
-	}
-	const runs = 5
-	start := time.Now()
-	for range runs {
-		interpret(out)
-	}
-	// 50 ms is the budget; the bound leaves room for a loaded CI machine.
-	if per := time.Since(start) / runs; per > 150*time.Millisecond {
-		t.Errorf("a 40 KB question took %v to interpret, want well under 50ms", per)
 	}
 }
 
