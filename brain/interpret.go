@@ -273,6 +273,14 @@ func (h *Heuristic) Interpret(ctx context.Context, output string) (Interpretatio
 }
 
 func interpret(output string) Interpretation {
+	if r, ok := resultObject(output); ok {
+		return interpretResult(r)
+	}
+	return interpretText(output)
+}
+
+// interpretText judges an answer in words.
+func interpretText(output string) Interpretation {
 	d := newDoc(output)
 	if strings.TrimSpace(d.text) == "" {
 		return Interpretation{
