@@ -208,8 +208,6 @@ var (
 			`\blet me know (?:which|what you(?:'d)? prefer|how you(?:'d)? like)\b`,
 		)),
 	}
-	strongCompletionAny = union(strongCompletionRes)
-	failurePhraseAny    = union(failurePhraseRes)
 	// stuckAny is every uncertainty pattern but the plain "should I": those outweigh a courtesy wrapper.
 	stuckAny = union(uncertaintyRes[1:])
 
