@@ -173,7 +173,9 @@ func liveOf(run *jobs.Run, events []eventView, now time.Time) *liveView {
 
 func lastID(events []jobs.Event) string {
 	if len(events) == 0 {
-		return ""
+		// The log was empty when the page was rendered (a run just started from the view): every event is new to
+		// it, those written before its script connects included. "" would follow from the connection on ("$").
+		return "0"
 	}
 	return events[len(events)-1].ID
 }
