@@ -250,8 +250,8 @@ func (s *Server) authenticate(r *http.Request) (who string, status int, why stri
 		}
 		return name, 0, ""
 	}
-	if !loopbackClient(r) {
-		return "", http.StatusForbidden, "without ORCH_API_TOKENS the API serves this machine only"
+	if !loopbackClient(r) || proxied(r) {
+		return "", http.StatusForbidden, "without ORCH_API_TOKENS the API serves this machine only (not through a proxy)"
 	}
 	if !loopbackHost(r.Host) {
 		// As the web view answers a name not its own: 421, the name is wrong, not the person.
@@ -282,6 +282,17 @@ func loopbackClient(r *http.Request) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// proxied reports whether a request says it came through a proxy: a proxy on this machine makes every client a
+// loopback one (and, with nginx's default, its Host a loopback address), so without tokens such a request is refused.
+func proxied(r *http.Request) bool {
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"} {
+		if r.Header.Get(h) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // loopbackHost reports whether a Host header names this machine: localhost (or a name under .localhost) or a

@@ -385,11 +385,16 @@ func TestWithoutTokensOnlyThisMachine(t *testing.T) {
 		{"a rebound name", "127.0.0.1:5000", "attacker.example:3080", "GET", "", 421},
 		{"a page of another site", "127.0.0.1:5000", "127.0.0.1:3080", "POST", "cross-site", 403},
 		{"a page of another site reading", "127.0.0.1:5000", "127.0.0.1:3080", "GET", "cross-site", 403},
+		{"a proxy on this machine", "127.0.0.1:5000", "127.0.0.1:3080", "GET", "proxy", 403},
 	} {
 		req := httptest.NewRequest(c.method, "/api/v1/questions", strings.NewReader(`{}`))
 		req.RemoteAddr, req.Host = c.remote, c.host
 		req.Header.Set("Content-Type", "application/json")
-		if c.site != "" {
+		switch c.site {
+		case "":
+		case "proxy":
+			req.Header.Set("X-Forwarded-For", "203.0.113.7")
+		default:
 			req.Header.Set("Sec-Fetch-Site", c.site)
 		}
 		rec := httptest.NewRecorder()
