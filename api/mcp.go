@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -54,12 +55,17 @@ func ptr[T any](v T) *T { return &v }
 // MCPHandler serves the MCP server over streamable HTTP, behind the API's access rules: each request is the person
 // its token (or loopback) says, with a server of its own.
 func (s *Server) MCPHandler(version string) http.Handler {
+	var servers sync.Map // person → *mcp.Server: the tools and their schemas are built once a person, not per request
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		who, _ := r.Context().Value(personKey{}).(string)
 		if who == "" {
 			return nil
 		}
-		return s.MCP(who, version)
+		if srv, ok := servers.Load(who); ok {
+			return srv.(*mcp.Server)
+		}
+		srv, _ := servers.LoadOrStore(who, s.MCP(who, version))
+		return srv.(*mcp.Server)
 	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: maxBody, Logger: s.cfg.Log})
 	return s.guard(func(w http.ResponseWriter, r *http.Request, who string) {
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), personKey{}, who)))
