@@ -490,37 +490,40 @@ func (p *poster) refreshRoot(runID, channel, rootTS string) {
 // sendRoot updates a run's root message (ts in channel) to show the run as it is now. It runs in the channel's turn
 // (pacer), so it calls Slack directly.
 func (p *poster) sendRoot(ctx context.Context, runID, channel, ts string) error {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	run, err := p.cfg.Store.Get(ctx, runID)
-	if errors.Is(err, jobs.ErrRunNotFound) {
-		return nil // pruned meanwhile
-	}
-	if err != nil {
-		return err
-	}
-	m := p.rootMessage(run)
-	_, _, _, err = p.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...))
-	return err
+	return p.sendAsNow(ctx, runID, channel, ts, func(ctx context.Context, run *jobs.Run) (blocks.Message, error) {
+		return p.rootMessage(run), nil
+	})
 }
 
 // sendProgress updates a run's progress message (ts in channel) to show the run as it is now. It runs in the channel's
 // turn (pacer), so it calls Slack directly.
 func (p *poster) sendProgress(ctx context.Context, runID, channel, ts string) error {
+	return p.sendAsNow(ctx, runID, channel, ts, func(ctx context.Context, run *jobs.Run) (blocks.Message, error) {
+		recent, err := p.cfg.Store.Recent(ctx, runID, recentEvents)
+		if err != nil {
+			return blocks.Message{}, err
+		}
+		return blocks.ProgressMessage(run, recent), nil
+	})
+}
+
+// sendAsNow reads the run and updates message ts in channel to what render makes of it; a run pruned meanwhile is
+// nothing to show.
+func (p *poster) sendAsNow(ctx context.Context, runID, channel, ts string,
+	render func(context.Context, *jobs.Run) (blocks.Message, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	run, err := p.cfg.Store.Get(ctx, runID)
 	if errors.Is(err, jobs.ErrRunNotFound) {
-		return nil // pruned meanwhile
+		return nil
 	}
 	if err != nil {
 		return err
 	}
-	recent, err := p.cfg.Store.Recent(ctx, runID, recentEvents)
+	m, err := render(ctx, run)
 	if err != nil {
 		return err
 	}
-	m := blocks.ProgressMessage(run, recent)
 	_, _, _, err = p.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...))
 	return err
 }
