@@ -73,6 +73,11 @@ type Options struct {
 	MaxE2EFixAttempts int `json:"max_e2e_fix_attempts,omitempty"`
 	// Permissions is what the agent may do without asking (nil: the sandbox's defaults).
 	Permissions *Permissions `json:"permissions,omitempty"`
+	// Team names who the run's spend and worker time are counted for, when the person who started it said (`--team`);
+	// "" leaves it to the run's origin (Run.Team).
+	Team string `json:"team,omitempty"`
+	// Budget bounds what the run may spend; the zero value bounds nothing.
+	Budget Budget `json:"budget,omitzero"`
 }
 
 // DefaultMaxE2EFixAttempts is how many fix attempts the end-to-end phase makes before it asks a human.
@@ -119,6 +124,21 @@ type Origin struct {
 	// Repo ("owner/name") and Issue are where a run asked for on GitHub was asked: its issue, or its pull request.
 	Repo  string `json:"repo,omitempty"`
 	Issue int    `json:"issue,omitempty"`
+}
+
+// Team is who a run started from here is counted for, when no team was named: the Slack channel it was asked in, the
+// GitHub repository, the person whose API token or web login started it. A run started from the terminal counts for
+// no team unless it names one.
+func (o Origin) Team() string {
+	switch o.Kind {
+	case "slack":
+		return o.Channel
+	case "github":
+		return o.Repo
+	case "api", "mcp", "web":
+		return o.User
+	}
+	return ""
 }
 
 // Run is everything a worker needs to continue a run after any crash.
@@ -376,6 +396,14 @@ func (u BrainUsage) Add(v BrainUsage) BrainUsage {
 		u.Model = v.Model
 	}
 	return u
+}
+
+// Team is who the run's spend and worker time count for: the team it was started for, else its origin's; "" for none.
+func (r *Run) Team() string {
+	if r.Options.Team != "" {
+		return r.Options.Team
+	}
+	return r.Origin.Team()
 }
 
 // ElapsedMS is how long the run lasted (to EndedAt, or to its last update), in milliseconds.
