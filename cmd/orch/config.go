@@ -91,6 +91,10 @@ type fileConfig struct {
 	// Permissions adds to the sandbox's default permission policy for the claude agent (or replaces it, defaults:
 	// false).
 	Permissions *permissionsConfig `yaml:"permissions"`
+	// Teams weighs the worker time of the teams that share the worker pool (teams.go); Budgets bounds what runs spend
+	// (budgets.go).
+	Teams   map[string]int `yaml:"teams"`
+	Budgets budgetsConfig  `yaml:"budgets"`
 	Escalation  struct {
 		MaxPerTask     *int                 `yaml:"max_per_task"`
 		Timeout        string               `yaml:"timeout"`
