@@ -56,3 +56,45 @@ func USD(v float64) string {
 	}
 	return fmt.Sprintf("$%.2f", v)
 }
+
+// TeamBudget bounds what a team's runs spend together over a calendar period (in UTC): "$50/day".
+type TeamBudget struct {
+	USD    float64 `json:"usd"`
+	Period Period  `json:"period"`
+}
+
+// Period is the span a team's spend is counted over: day, week (from Monday) or month, in UTC.
+type Period string
+
+const (
+	Day   Period = "day"
+	Week  Period = "week"
+	Month Period = "month"
+)
+
+// Span is the period holding t: its start, inclusive, and its end, exclusive.
+func (p Period) Span(t time.Time) (start, end time.Time) {
+	t = t.UTC()
+	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	switch p {
+	case Week:
+		start = day.AddDate(0, 0, -((int(day.Weekday()) + 6) % 7))
+		return start, start.AddDate(0, 0, 7)
+	case Month:
+		start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+		return start, start.AddDate(0, 1, 0)
+	}
+	return day, day.AddDate(0, 0, 1)
+}
+
+// Key names the period holding t, as its ledger is kept: "day:2026-11-29", "week:2026-11-23", "month:2026-11".
+func (p Period) Key(t time.Time) string {
+	start, _ := p.Span(t)
+	if p == Month {
+		return "month:" + start.Format("2006-01")
+	}
+	if p != Week {
+		p = Day
+	}
+	return string(p) + ":" + start.Format("2006-01-02")
+}
