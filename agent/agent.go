@@ -4,6 +4,8 @@ package agent
 import (
 	"errors"
 	"strconv"
+
+	"github.com/orchrun/orch/quota"
 )
 
 // Request is one invocation of an agent on a task attempt.
@@ -52,6 +54,11 @@ type Result struct {
 	// Denied are tool calls refused for want of a person's approval: the result's permission_denials and the calls
 	// orch's hook refused with ApprovalMarker.
 	Denied []Call
+	// Limit is set when the attempt did not succeed because the agent hit a usage or rate limit that says when it
+	// resets (claude: a rejected rate_limit_event, or the limit message in its result or error lines; every CLI:
+	// quota.Parse over the end of its output and stderr). A run limited without a known reset leaves it nil, and a
+	// successful run never has one, whatever warnings it saw.
+	Limit *quota.Limit
 }
 
 // Parser consumes the agent's stdout one line at a time (a line may be megabytes) and yields the Result.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // claudeParser reads Claude Code's stream-json (and the single-object or array form of --output-format json).
@@ -32,6 +33,12 @@ type claudeParser struct {
 
 	res     *resultInfo // the last result line
 	unknown int
+
+	// rejected holds, by rateLimitType, the reset of each rate limit window the CLI last said was rejected.
+	rejected map[string]time.Time
+	// limitTexts are the texts of the messages the CLI made up for an API error (assistant lines with "error"):
+	// "You've hit your session limit · resets 4:40pm (Europe/Belgrade)" when the limit is the error.
+	limitTexts boundedText
 
 	version   string          // the CLI's version, from the init line
 	calls     map[string]Call // the latest tool calls by id, to name what was denied (keepCall)
@@ -94,7 +101,7 @@ const maxPending = 4 << 20
 const maxMessagesKept = 4096
 
 func newClaudeParser() *claudeParser {
-	return &claudeParser{msgUsage: map[string]usage{}, retries: map[string]*retryInfo{}, calls: map[string]Call{}}
+	return &claudeParser{msgUsage: map[string]usage{}, retries: map[string]*retryInfo{}, calls: map[string]Call{}, rejected: map[string]time.Time{}}
 }
 
 // Line implements Parser.
@@ -216,7 +223,9 @@ func (p *claudeParser) object(m map[string]json.RawMessage, raw []byte) {
 		p.streamEvent(m)
 	case "result":
 		p.result(m)
-	case "rate_limit_event", "tool_progress", "auth_status", "keep_alive",
+	case "rate_limit_event":
+		p.rateLimit(m)
+	case "tool_progress", "auth_status", "keep_alive",
 		"control_request", "control_response", "control_cancel_request":
 		// Known, and nothing in them changes the result.
 	default:
@@ -334,6 +343,7 @@ func (p *claudeParser) assistantLine(m map[string]json.RawMessage) {
 	if e := jsonText(m["error"]); e != "" {
 		if t := strings.Join(texts, " "); t != "" {
 			e += ": " + t
+			p.limitTexts.WriteString(strings.Join(texts, "\n") + "\n")
 		}
 		p.errs.add(e)
 		return
@@ -484,6 +494,7 @@ func (p *claudeParser) Finish(exitCode int, stderr []byte) Result {
 		}
 	}
 	if !r.Success {
+		r.Limit = p.limit(stderr, timeNow())
 		errs = failure(p.res, exitCode, stderr, errs)
 	}
 	if len(errs) > 0 {

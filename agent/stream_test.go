@@ -10,7 +10,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/orchrun/orch/quota"
 )
 
 // feed reads r line by line as a sandbox would, with a reused buffer, so a parser that kept a line
@@ -39,6 +42,7 @@ func parseFile(t *testing.T, name string, exit int, stderr string) Result {
 }
 
 func TestClaudeParserTranscripts(t *testing.T) {
+	setNow(t, limitNow)
 	const (
 		result02    = "Done. Here's a summary of what was implemented:\n\n**Files created/updated:**\n\n- `product/main.py` — FastAPI app with all 5 endpoints:\n  - `GET /health` → `{\"status\": \"ok\"}`\n  - `POST /bookmarks` → creates bookmark, returns 201; `AnyHttpUrl` rejects invalid URLs with 422\n  - `GET /bookmarks` → lists all; `?tag=xxx` filters by exact tag match\n  - `GET /bookmarks/{id}` → returns one bookmark or 404\n  - `DELETE /bookmarks/{id}` → returns deleted bookmark or 404\n\n- `product/requirements.txt` — pinned: `fastapi==0.115.14`, `uvicorn==0.34.3`, `pydantic==2.12.5`\n\n- `product/README.md` — curl examples for every endpoint\n\n- `product/CLAUDE.md` — updated with project layout and run instructions\n\n- `cto/tasks/task-002/status.md` — set to `review`"
 		result03    = "I found 3 Ruby files in the directory:\n\n1. `quick_start.rb`\n2. `advanced_examples.rb`\n3. `claude_agent_sdk_demo.rb`"
@@ -159,6 +163,8 @@ func TestClaudeParserTranscripts(t *testing.T) {
 				Errors:      []string{"API error 429: " + sessLimit, "exit status 1"},
 				InputTokens: 24, OutputTokens: 2236, CacheReadTokens: 996109, CacheCreationTokens: 79171,
 				CostUSD: 0.8086047000000001, Model: "claude-sonnet-5", NumTurns: 14,
+				// 4:40pm in Belgrade (UTC+1) on the day of limitNow, 13:00 UTC.
+				Limit: &quota.Limit{Reset: time.Date(2026, 11, 29, 15, 40, 0, 0, time.UTC), Text: sessLimit, Provider: "claude"},
 			},
 		},
 		{
@@ -256,6 +262,8 @@ func TestClaudeParserTranscripts(t *testing.T) {
 
 func assertResult(t *testing.T, got, want Result) {
 	t.Helper()
+	assertLimit(t, got.Limit, want.Limit)
+	got.Limit, want.Limit = nil, nil
 	if !reflect.DeepEqual(got, want) {
 		g, _ := json.MarshalIndent(got, "", "  ")
 		w, _ := json.MarshalIndent(want, "", "  ")

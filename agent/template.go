@@ -267,6 +267,7 @@ func (p *plainParser) Finish(exitCode int, stderr []byte) Result {
 	}
 	errs := p.errs.list()
 	if !r.Success {
+		r.Limit = p.limit(stderr, timeNow())
 		if exitCode != 0 {
 			errs = append(errs, fmt.Sprintf("exit status %d", exitCode))
 		}

@@ -60,7 +60,13 @@ const maxAhead = 8 * 24 * time.Hour
 // tomorrow's. A reset further in the past is a stale message (an old epoch, a log replayed) and is not trusted.
 const pastGrace = 5 * time.Minute
 
-// trusted reports whether reset is a plausible reset time seen at now.
+// Trusted reports whether reset is a plausible reset time seen at now: not more than 8 days ahead, not in the past
+// (by more than a few minutes). Parse and FromHeaders report only trusted resets; callers that read a reset from
+// data of their own (Claude Code's rate_limit_event) check theirs with it.
+func Trusted(reset, now time.Time) bool {
+	return trusted(reset, now)
+}
+
 func trusted(reset, now time.Time) bool {
 	return !reset.IsZero() && !reset.Before(now.Add(-pastGrace)) && !reset.After(now.Add(maxAhead))
 }
