@@ -44,18 +44,17 @@ func (p *claudeParser) rateLimit(m map[string]json.RawMessage) {
 }
 
 // limit says whether the run that did not succeed stopped on a limit with a known reset: a window the CLI said
-// was rejected, else the CLI's limit message in its result, its made-up error messages, stdout's stray lines or
-// stderr.
+// was rejected, else the CLI's limit message in its result, its made-up error messages, stderr or stdout's stray
+// lines.
 func (p *claudeParser) limit(stderr []byte, now time.Time) *quota.Limit {
-	// The text that says it, from the most to the least authoritative: the last match wins in quota.Parse.
+	// What the CLI said, from the most to the least authoritative, each read on its own: a long answer before
+	// the limit must not push the limit out of what quota.Parse reads.
 	var said []string
-	said = append(said, textTail(p.plain.String()), stderrTail(stderr), textTail(p.limitTexts.String()))
 	if p.res != nil {
-		said = append(said, p.res.errors...)
-		said = append(said, p.res.text)
+		said = append(said, p.res.text, strings.Join(p.res.errors, "\n"))
 	}
-	text := strings.Join(said, "\n")
-	l, parsed := quota.Parse(text, now)
+	said = append(said, textTail(p.limitTexts.String()), stderrTail(stderr), textTail(p.plain.String()))
+	l, parsed := firstLimit(said, now)
 
 	// A rejected window speaks in data: its reset is exact. When several are rejected the run waits for all.
 	var latest time.Time
@@ -78,11 +77,21 @@ func (p *claudeParser) limit(stderr []byte, now time.Time) *quota.Limit {
 	return nil
 }
 
+// firstLimit is the limit the first of texts that says one says.
+func firstLimit(texts []string, now time.Time) (quota.Limit, bool) {
+	for _, t := range texts {
+		if l, ok := quota.Parse(t, now); ok {
+			return l, true
+		}
+	}
+	return quota.Limit{}, false
+}
+
 // limit says whether a CLI run that did not succeed stopped on a limit with a known reset, by what it printed last:
 // its stdout's end, its stderr's end, the errors it reported (codex exec --json: turn.failed and error events).
 func (p *plainParser) limit(stderr []byte, now time.Time) *quota.Limit {
-	text := strings.Join([]string{textTail(p.text.String()), textTail(p.codex.String()), stderrTail(stderr), strings.Join(p.errs.list(), "\n")}, "\n")
-	if l, ok := quota.Parse(text, now); ok {
+	said := []string{strings.Join(p.errs.list(), "\n"), stderrTail(stderr), textTail(p.codex.String()), textTail(p.text.String())}
+	if l, ok := firstLimit(said, now); ok {
 		return &l
 	}
 	return nil

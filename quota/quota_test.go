@@ -329,3 +329,21 @@ func BenchmarkParseNoLimit(b *testing.B) {
 		}
 	}
 }
+
+func TestTrusted(t *testing.T) {
+	for _, tt := range []struct {
+		reset time.Time
+		want  bool
+	}{
+		{now, true},
+		{now.Add(-4 * time.Minute), true},
+		{now.Add(-6 * time.Minute), false},
+		{now.Add(7*24*time.Hour + 23*time.Hour), true},
+		{now.Add(8*24*time.Hour + time.Minute), false},
+		{time.Time{}, false},
+	} {
+		if got := Trusted(tt.reset, now); got != tt.want {
+			t.Errorf("Trusted(%v) = %v, want %v", tt.reset, got, tt.want)
+		}
+	}
+}
