@@ -24,6 +24,9 @@ type Reply struct {
 	Exit   int               // 0..255
 	Files  map[string]string // relative path -> content, written into the workspace
 	Sh     string            // run with /bin/sh -c in the workspace before answering; its output is appended
+	// CostUSD, when set, is what the reply reports the invocation cost (total_cost_usd), for budgets to act on;
+	// otherwise a cost from the size of the text.
+	CostUSD float64
 }
 
 // Reply returns the reply to the attempt-th invocation (1-based) of a task: the n-th reply, the last one
@@ -241,8 +244,13 @@ func (p *scenarioParser) reply(n *yaml.Node, what string) (Reply, error) {
 			r.Files, err = p.files(v, what)
 		case "sh":
 			r.Sh, err = p.str(v, what+": sh")
+		case "cost_usd":
+			if v.Kind != yaml.ScalarNode || (v.ShortTag() != "!!float" && v.ShortTag() != "!!int") ||
+				v.Decode(&r.CostUSD) != nil || r.CostUSD < 0 || r.CostUSD > 1e6 {
+				return p.errorf(v, "%s: cost_usd: want a number of dollars from 0 to 1000000, got %s", what, v.Value)
+			}
 		default:
-			err = p.errorf(k, "%s: unknown key %q (want output, exit, files or sh)", what, key)
+			err = p.errorf(k, "%s: unknown key %q (want output, exit, files, sh or cost_usd)", what, key)
 		}
 		return err
 	})

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -86,7 +88,9 @@ func TestParseScenarioErrors(t *testing.T) {
 		{"replies is a mapping", "tasks:\n  \"1.1\":\n    output: x\n", `3: task "1.1": want a list of replies (- output: ...), got a mapping`},
 		{"no replies", "tasks:\n  \"1.1\": []\n", `2: task "1.1": no replies`},
 		{"reply is a string", "default:\n  - just text\n", `2: default reply 1: want a mapping with output:, got the string "just text"`},
-		{"unknown reply key", "tasks:\n  \"1.1\":\n    - output: x\n      exit: 0\n      exitcode: 1\n", `5: task "1.1" reply 1: unknown key "exitcode" (want output, exit, files or sh)`},
+		{"unknown reply key", "tasks:\n  \"1.1\":\n    - output: x\n      exit: 0\n      exitcode: 1\n", `5: task "1.1" reply 1: unknown key "exitcode" (want output, exit, files, sh or cost_usd)`},
+		{"negative cost", "default:\n  - output: x\n    cost_usd: -1\n", "3: default reply 1: cost_usd: want a number of dollars from 0 to 1000000, got -1"},
+		{"cost in words", "default:\n  - output: x\n    cost_usd: lots\n", "3: default reply 1: cost_usd: want a number of dollars from 0 to 1000000, got lots"},
 		{"no output", "default:\n  - output: x\n  - exit: 1\n", "3: default reply 2: no output"},
 		{"empty output", "default:\n  - output: \"\"\n", "2: default reply 1: no output"},
 		{"null output", "default:\n  - output:\n", "2: default reply 1: output: want a string, got nothing"},
@@ -174,7 +178,7 @@ func TestLoadScenarioErrorsNameThePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := LoadScenario(path)
-	want := "scenario " + path + `:3: default reply 2: unknown key "outptu" (want output, exit, files or sh)`
+	want := "scenario " + path + `:3: default reply 2: unknown key "outptu" (want output, exit, files, sh or cost_usd)`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %s", err, want)
 	}
@@ -226,4 +230,25 @@ func FuzzParseScenario(f *testing.F) {
 		}
 		check(s.Default)
 	})
+}
+
+// A reply may say what its invocation cost, for budgets to act on; the sim reports it as Claude Code does.
+func TestScenarioCost(t *testing.T) {
+	s, err := ParseScenario("cost.sim.yaml", []byte("default:\n  - output: Done.\n    cost_usd: 0.75\n  - output: Done again.\n    cost_usd: 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt, want := range map[int]float64{1: 0.75, 2: 2} {
+		var buf bytes.Buffer
+		if _, err := PlaySim(context.Background(), s, "1.1", attempt, "do it", t.TempDir(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		p := NewClaude(ClaudeConfig{}).NewParser()
+		for _, l := range bytes.Split(buf.Bytes(), []byte("\n")) {
+			p.Line(l)
+		}
+		if got := p.Finish(0, nil).CostUSD; got != want {
+			t.Errorf("attempt %d cost %v, want %v", attempt, got, want)
+		}
+	}
 }

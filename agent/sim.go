@@ -111,7 +111,7 @@ func PlaySim(ctx context.Context, s *Scenario, taskID string, attempt int, promp
 	t := strings.Join(text, "\n")
 
 	var buf bytes.Buffer
-	if err := writeSimStream(&buf, taskID, attempt, prompt, dir, t, reply.Exit, time.Since(start)); err != nil {
+	if err := writeSimStream(&buf, taskID, attempt, prompt, dir, t, reply.Exit, reply.CostUSD, time.Since(start)); err != nil {
 		return 1, err
 	}
 	if _, err := w.Write(buf.Bytes()); err != nil {
@@ -200,12 +200,15 @@ type simUsage struct {
 	OutputTokens             int64 `json:"output_tokens"`
 }
 
-func writeSimStream(w io.Writer, taskID string, attempt int, prompt, dir, text string, exit int, elapsed time.Duration) error {
+func writeSimStream(w io.Writer, taskID string, attempt int, prompt, dir, text string, exit int, costUSD float64, elapsed time.Duration) error {
 	sid := simSessionID(taskID, dir)
 	att := fmt.Sprint(attempt)
 	// Small and plausible: the size of the text at about four bytes a token, priced like a Sonnet model.
 	u := simUsage{InputTokens: 3 + int64(len(prompt))/4, OutputTokens: 1 + int64(len(text))/4}
 	cost := float64(u.InputTokens)*3e-6 + float64(u.OutputTokens)*15e-6
+	if costUSD > 0 {
+		cost = costUSD
+	}
 	ms := elapsed.Milliseconds()
 
 	subtype, isError := "success", false

@@ -23,7 +23,9 @@ func AnswersOf(e *jobs.Escalation) Answers {
 	switch {
 	case e.Unclear:
 		a.Retry = true // the same as its option B, for the surfaces that show Retry beside the options
-	case e.Call, e.Trigger == jobs.TriggerNeedsHelp, e.Trigger == jobs.TriggerGate, e.Trigger == jobs.TriggerApproval:
+	case e.Call, e.Trigger == jobs.TriggerNeedsHelp, e.Trigger == jobs.TriggerGate, e.Trigger == jobs.TriggerApproval,
+		e.Trigger == jobs.TriggerBudget, e.Trigger == jobs.TriggerLimit:
+		// A budget or a limit is answered by its own options (extend, finish, wait): another try is what they stop.
 	case e.Trigger == jobs.TriggerChat:
 		a.Retry = true
 	default:

@@ -45,6 +45,8 @@ type Spec struct {
 	// Unclear marks a question about an attempt whose outcome the brain could not tell (Unclear): its options are
 	// UnclearOptions, fixed, whatever Options says.
 	Unclear bool
+	// Stop marks a question about a bound the run reached (trigger budget): which one, and what extending adds.
+	Stop *jobs.BudgetStop
 }
 
 // DefaultMaxPerTask is how many times a task may need a human before the run ends as failed.
@@ -144,11 +146,11 @@ func Open(r *jobs.Run, t *jobs.Task, c *jobs.Change, s Spec, now time.Time) *job
 	}
 	n := 0
 	for _, e := range r.Escalations {
-		if e.TaskID == t.ID && !e.Trigger.Conversational() && !e.Call {
+		if e.TaskID == t.ID && e.Trigger.Counted() && !e.Call {
 			n++
 		}
 	}
-	if n >= limit && !s.Trigger.Conversational() && !s.Call {
+	if n >= limit && s.Trigger.Counted() && !s.Call {
 		reason := fmt.Sprintf("escalation loop: task %s needed a human %d times (limit %d); the last trigger was %s",
 			t.ID, n, limit, s.Trigger)
 		t.Fail(c)
@@ -192,6 +194,7 @@ func build(r *jobs.Run, t *jobs.Task, s Spec, now time.Time) *jobs.Escalation {
 		Timeout:        s.Timeout,
 		Call:           s.Call,
 		Unclear:        s.Unclear,
+		Stop:           s.Stop,
 		CreatedAt:      now.UTC(),
 	}
 	for i, f := range s.Files {
@@ -365,8 +368,9 @@ var leadingKey = regexp.MustCompile(`^[\[(]?([A-Za-z0-9]{1,2})(?:[\])]|[.:,]|\s+
 
 // GuidanceFor turns a resolution into the guidance the next attempt gets ("" for none).
 func GuidanceFor(e *jobs.Escalation, res *jobs.Resolution) string {
-	if e.Unclear && res.Type == jobs.ResolveChoose {
-		return "" // accepted, or run again as it was: the choice itself tells the agent nothing
+	if (e.Unclear || e.Stop != nil || e.Trigger == jobs.TriggerLimit) && res.Type == jobs.ResolveChoose {
+		// Accepted or run again as it was, a budget extended or a limit waited out: the choice tells the agent nothing.
+		return ""
 	}
 	switch res.Type {
 	case jobs.ResolveChoose:

@@ -311,7 +311,10 @@ func apply(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, res *jobs.Resolution, 
 		if g := GuidanceFor(e, res); g != "" {
 			t.Guidance = append(t.Guidance, g)
 		}
-		t.Failures, t.Errors, t.RetryGuidance = 0, nil, ""
+		if e.Trigger.Counted() {
+			// A person looked at the task's trouble: its attempts count afresh. Money and limits are not its trouble.
+			t.Failures, t.Errors, t.RetryGuidance = 0, nil, ""
+		}
 		t.Reopen(c)
 	case jobs.ResolveRetry:
 		t.Reopen(c)

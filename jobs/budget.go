@@ -98,3 +98,139 @@ func (p Period) Key(t time.Time) string {
 	}
 	return string(p) + ":" + start.Format("2006-01-02")
 }
+
+// The bounds a run can reach (BudgetStop.Bound).
+const (
+	BoundRun  = "run"  // the run's cost
+	BoundTask = "task" // one task's cost
+	BoundTime = "time" // the agents' working time over the run
+	BoundTeam = "team" // the team's spend over its period
+)
+
+// The options of a budget question, besides abort.
+const (
+	BudgetExtend = "extend" // raise the bound reached by its step and go on
+	BudgetFinish = "finish" // end the run with what is done, the rest of its tasks left undone
+	BudgetWait   = "wait"   // a team's budget: wait for its next period, which a timer brings
+)
+
+// BudgetStop is the bound a run reached, as its question records it: what "extend" adds to which bound.
+type BudgetStop struct {
+	Bound    string        `json:"bound"`
+	StepUSD  float64       `json:"step_usd,omitempty"`
+	StepTime time.Duration `json:"step_time,omitempty"`
+	// Team and Period (a ledger's key: "day:2026-11-29") name the budget a team's stop is about.
+	Team   string `json:"team,omitempty"`
+	Period string `json:"period,omitempty"`
+}
+
+// Spent is what the run cost so far: its agents and its brain.
+func (r *Run) Spent() float64 {
+	usd, _, _ := r.Cost()
+	return usd
+}
+
+// Worked is the agents' working time over the run: the sum of its attempts' durations, and of the time the attempts
+// running now have run so far.
+func (r *Run) Worked(now time.Time) time.Duration {
+	var d time.Duration
+	for _, t := range r.Tasks {
+		for i, a := range t.Attempts {
+			if a.Duration == 0 && t.Status == TaskRunning && i == len(t.Attempts)-1 {
+				d += max(now.Sub(a.StartedAt), 0)
+				continue
+			}
+			d += a.Duration
+		}
+	}
+	return d
+}
+
+// TaskSpent is what task t cost over its attempts.
+func TaskSpent(t *Task) float64 {
+	var usd float64
+	for _, a := range t.Attempts {
+		usd += a.CostUSD + a.Brain.CostUSD
+	}
+	return usd
+}
+
+// Account is what a run counts against its team's ledger: what it spent, and what its running attempts hold.
+type Account struct {
+	SpentUSD float64
+	HeldUSD  float64
+	Held     int
+}
+
+// AccountOf is r's account now. A run that ended holds nothing, whatever its attempts say: an abort while an attempt
+// ran gives its hold back.
+func AccountOf(r *Run) Account {
+	a := Account{SpentUSD: r.Spent()}
+	if r.Status.Terminal() {
+		return a
+	}
+	for _, t := range r.Tasks {
+		for _, at := range t.Attempts {
+			if at.Reserved > 0 {
+				a.HeldUSD += at.Reserved
+				a.Held++
+			}
+		}
+	}
+	return a
+}
+
+// Ledger is a team's spend over one period, read and written in the same transaction as the update of the run that
+// changes it: so that two workers cannot both start an attempt on the last of a team's money, and a settled attempt's
+// cost is counted exactly once, with its record.
+type Ledger struct {
+	Team string `json:"team"`
+	// Key names the period ("day:2026-11-29").
+	Key string `json:"key"`
+	// SpentUSD is what the team's runs cost in the period; ReservedUSD what their running attempts hold (Running of
+	// them); Attempts how many settled; ExtraUSD what people added to the budget for the period.
+	SpentUSD    float64 `json:"spent_usd"`
+	ReservedUSD float64 `json:"reserved_usd"`
+	Running     int     `json:"running"`
+	Attempts    int     `json:"attempts"`
+	ExtraUSD    float64 `json:"extra_usd"`
+}
+
+// Apply counts the change of a run's account, from before to after, in the ledger: attempts that let go of their hold
+// settled.
+func (l *Ledger) Apply(before, after Account) {
+	l.SpentUSD += after.SpentUSD - before.SpentUSD
+	l.ReservedUSD = max(l.ReservedUSD+after.HeldUSD-before.HeldUSD, 0)
+	if d := after.Held - before.Held; d < 0 {
+		l.Attempts += -d
+	}
+	l.Running = max(l.Running+after.Held-before.Held, 0)
+	if l.Running == 0 {
+		l.ReservedUSD = 0 // what rounding left
+	}
+}
+
+// Left is what the team may still spend in the period under budget b.
+func (l *Ledger) Left(b TeamBudget) float64 { return b.USD + l.ExtraUSD - l.SpentUSD }
+
+// DefaultAttemptEstimate is what an attempt is expected to cost before a team has settled any in the period.
+const DefaultAttemptEstimate = 0.50
+
+// Estimate is what the team's next attempt is expected to cost: the mean of its settled attempts in the period.
+func (l *Ledger) Estimate() float64 {
+	if l.Attempts == 0 || l.SpentUSD <= 0 {
+		return DefaultAttemptEstimate
+	}
+	return l.SpentUSD / float64(l.Attempts)
+}
+
+// Admits reports whether the team may start another attempt that is expected to cost est: there is money left that
+// no running attempt holds, or there is money left and nothing runs (a last attempt, one at a time). A team is thus
+// over its budget by at most what the attempts it let start cost above their estimates.
+func (l *Ledger) Admits(b TeamBudget, est float64) bool {
+	left := l.Left(b)
+	if left <= 0 {
+		return false
+	}
+	return l.Running == 0 || l.ReservedUSD+est <= left
+}

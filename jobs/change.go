@@ -6,8 +6,12 @@ import "fmt"
 // and the entries of its audit trail. It also notes the first move of the update that the tables of transitions.go do
 // not allow (Err): the store then saves nothing of it.
 type Change struct {
-	Events  []Event
-	Audit   []AuditEntry
+	Events []Event
+	Audit  []AuditEntry
+	// Ledger is the ledger of the run's team for the period, when the team has a budget: the store reads it in the
+	// update's transaction, and writes it back with what the update changed of the run's account (an attempt's hold,
+	// its cost) and what the update did to it itself (a person's extension).
+	Ledger *Ledger
 	run     *Run
 	illegal *IllegalMove
 }

@@ -177,6 +177,10 @@ func (b RunCompletedEvent) describe(e Event) Description {
 	if b.PullRequest != "" {
 		d.More = append(d.More, "Pull request: "+b.PullRequest)
 	}
+	if len(b.Unfinished) > 0 {
+		d.More = append(d.More, fmt.Sprintf("Finished without the rest: %s left undone (%s)",
+			Count(len(b.Unfinished), "task"), line(strings.Join(b.Unfinished, ", "), shortText)))
+	}
 	return d
 }
 

@@ -23,7 +23,13 @@ const (
 	TriggerE2E        Trigger = "e2e"         // the end-to-end verification kept failing through its fix attempts
 	TriggerOscillate  Trigger = "oscillation" // end-to-end fixes alternate between failures (fix A breaks B, fix B breaks A)
 	TriggerApproval   Trigger = "approval"    // the agent's tool call waits for a person's approval
+	TriggerBudget     Trigger = "budget"      // the run, the task or the team reached what it may spend
+	TriggerLimit      Trigger = "limit"       // the agent's provider said its usage limit was reached until a reset
 )
+
+// Counted reports whether an escalation of the trigger counts against a task's escalation cap: a question that is part
+// of the pipeline's design (a gate, a chat turn), or about money and limits rather than the task's trouble, does not.
+func (t Trigger) Counted() bool { return !t.Conversational() && t != TriggerBudget && t != TriggerLimit }
 
 // Conversational reports whether the escalation is part of the pipeline's design (a gate, a chat turn) rather than a
 // sign of trouble: such questions do not count against a task's escalation cap.
@@ -67,6 +73,8 @@ var triggers = map[Trigger]struct {
 	TriggerSecurity:   {"security", 100},
 	TriggerApproval:   {"a tool call needs approval", 95},
 	TriggerConfig:     {"configuration error", 90},
+	TriggerBudget:     {"budget reached", 85},
+	TriggerLimit:      {"the provider's usage limit", 84},
 	TriggerValidation: {"saved state failed validation", 80},
 	TriggerPermanent:  {"an error no retry can fix", 70},
 	TriggerAttemptCap: {"attempt cap", 60},
@@ -134,7 +142,9 @@ type Escalation struct {
 	Call bool `json:"call,omitempty"`
 	// Unclear is set on a question about an attempt whose outcome the brain could not tell: its options accept the
 	// attempt's work (UnclearAccept) or run the task again, and words are guidance for the next attempt.
-	Unclear    bool        `json:"unclear,omitempty"`
+	Unclear bool `json:"unclear,omitempty"`
+	// Stop is set on a question about a bound the run reached (trigger budget): which one, and what extending adds.
+	Stop *BudgetStop `json:"budget_stop,omitempty"`
 	EventRef   string      `json:"event_ref,omitempty"`
 	CreatedAt  time.Time   `json:"created_at"`
 	Resolution *Resolution `json:"resolution,omitempty"`

@@ -71,6 +71,8 @@ type RunCompletedEvent struct {
 	OutputTokens int64   `json:"output_tokens"`
 	Work
 	PullRequest string `json:"pull_request,omitempty"`
+	// Unfinished lists the tasks a person chose to leave undone (a budget's "finish without the rest").
+	Unfinished []string `json:"unfinished,omitempty"`
 }
 
 // Work is what a run left on its branch, told at its end; empty for a run without a branch.

@@ -83,7 +83,8 @@ func (r *Run) Complete(c *Change, now time.Time) {
 		pr = r.Git.PullRequest
 	}
 	c.Emit(NewEvent(r.ID, "", RunCompletedEvent{Tasks: tally.Done, Total: tally.Total, Unit: tally.Unit,
-		DurationMS: r.ElapsedMS(), CostUSD: usd, InputTokens: in, OutputTokens: out, Work: WorkOf(r), PullRequest: pr}))
+		DurationMS: r.ElapsedMS(), CostUSD: usd, InputTokens: in, OutputTokens: out, Work: WorkOf(r), PullRequest: pr,
+		Unfinished: r.Unfinished}))
 }
 
 // Fail ends the run as failed at now for reason; run_failed records it about task taskID ("" for the run as a whole),

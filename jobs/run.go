@@ -183,6 +183,9 @@ type Run struct {
 	// priority first.
 	Queued []*Escalation `json:"queued,omitempty"`
 	Reason string        `json:"reason,omitempty"`
+	// Unfinished lists the tasks a person chose to leave undone when the run completed (a budget's "finish without the
+	// rest").
+	Unfinished []string `json:"unfinished,omitempty"`
 	// Approved holds the permission rules people allowed for the rest of the run ("Allow for this run").
 	Approved []string `json:"approved,omitempty"`
 	// Waiting is the run that holds this run's plain workspace, while this run waits for it.
@@ -288,6 +291,8 @@ type Task struct {
 	// has no branch.
 	Commit   string     `json:"commit,omitempty"`
 	Attempts []*Attempt `json:"attempts,omitempty"`
+	// ExtraUSD is what people added to the run's per-task budget for this task ("extend").
+	ExtraUSD float64 `json:"extra_usd,omitempty"`
 	Summary  string     `json:"summary,omitempty"`
 	// Pending is what the agent of the task's last attempt said, kept from the moment its process ended until the
 	// attempt is settled: a delivery of the step that finds it (the worker died before the settlement, or the brain
@@ -368,6 +373,9 @@ type Attempt struct {
 	Model        string        `json:"model,omitempty"`
 	// Brain is what judging this attempt cost.
 	Brain BrainUsage `json:"brain,omitzero"`
+	// Reserved is what the attempt's start holds of its team's budget while it runs (an estimate of its cost); 0 once
+	// it settled, or for a run whose team has no budget.
+	Reserved float64 `json:"reserved_usd,omitempty"`
 	// Owner is the queue's id of the delivery of the step that runs the attempt: while that delivery lives, no other
 	// delivery of the step starts another attempt.
 	Owner string `json:"owner,omitempty"`

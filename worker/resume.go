@@ -57,6 +57,9 @@ func (w *Worker) resume(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.C
 	case jobs.TriggerChat:
 		w.resumeChat(r, t, e, c, now)
 		return
+	case jobs.TriggerBudget:
+		w.resumeBudget(r, t, e, c, now)
+		return
 	}
 	if t.Kind == jobs.KindVerify && res.Type != jobs.ResolveRetry {
 		r.E2E = jobs.E2E{} // a person looked: the end-to-end phase counts afresh

@@ -24,6 +24,15 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		w.pauseAt(r, t, c, a, out.paused, now)
 		return
 	}
+	if out.budgetCut && !out.security() {
+		// Stopped at the run's time budget, not failed: its work stays in the worktree, and a person decides.
+		a.Status, a.Summary = "budget", "stopped at the run's time budget"
+		if !w.stopForBudget(r, t, c, now) {
+			t.Reopen(c)
+			r.Seq++
+		}
+		return
+	}
 	v := judgeAttempt(w.facts(r, t, out))
 	if v.kind == vPause {
 		// Nothing is decided without the brain, and nothing is lost: the output waits in the run for the resume.
@@ -110,6 +119,7 @@ func recordUsage(t *jobs.Task, a *jobs.Attempt, out *outcome) {
 	}
 	a.Duration = out.duration
 	a.ExitCode = out.said.ExitCode
+	a.Reserved = 0 // its cost is known: the team's ledger counts it instead of the hold
 	a.InputTokens, a.OutputTokens = out.usage.InputTokens, out.usage.OutputTokens
 	a.CostUSD, a.Model = out.usage.CostUSD, out.usage.Model
 	if out.usage.SessionID != "" {

@@ -172,8 +172,14 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 		}
 		return errStale
 	}
+	for _, a := range task.Attempts {
+		a.Reserved = 0 // an attempt that never settled (its worker died) holds nothing of its team's budget any more
+	}
+	if w.stopForBudget(r, task, c, now) {
+		return nil // the run waits for a person (or its team's next period): no agent runs
+	}
 	r.Waiting = ""
-	r.StartAttempt(c, task, self, now)
+	hold(c, r.StartAttempt(c, task, self, now))
 	*at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered, owner: self, seq: seq}
 	return nil
 }
@@ -274,6 +280,8 @@ type outcome struct {
 	diff        string
 	// paused is the tool call the agent stopped at for a person (or the calls it was refused): no brain judges it.
 	paused *jobs.Paused
+	// budgetCut is set when the agent was stopped at the run's time budget rather than its own timeout.
+	budgetCut bool
 	// jitter is the draw, in [0, 1), of the backoff before a retry: drawn once with the outcome, so that settling it is
 	// the same however often it is played.
 	jitter float64
@@ -484,9 +492,10 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	if at.wt != nil {
 		readOnly = at.wt.ReadOnly
 	}
+	timeout, budgetCut := timeLeft(r, &task, at.started)
 	actx, done := w.agentContext(ectx)
 	res, err := sb.Exec(actx, sandbox.Spec{RunID: r.ID, TaskID: task.ID, Args: cmd.Args, Env: cmd.Env, Stdin: stdin,
-		Dir: at.dir, ReadOnly: readOnly, Timeout: r.AgentTimeout(&task), Recovered: at.recovered}, parser.Line)
+		Dir: at.dir, ReadOnly: readOnly, Timeout: timeout, Recovered: at.recovered}, parser.Line)
 	cut := context.Cause(actx)
 	done()
 	endExec(span, res, err)
@@ -498,6 +507,7 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	}
 	out.duration = res.Duration
 	out.said.ExitCode = res.ExitCode
+	out.budgetCut = budgetCut && res.TimedOut
 	if err != nil {
 		out.execErr = err
 		out.inputErr = errors.Is(err, sandbox.ErrInput)

@@ -79,8 +79,6 @@ type Config struct {
 	// security escalation) and has them taken out where it enters orch, before anything judges, keeps or shows it.
 	// nil: secrets are found and taken out by pattern alone.
 	Secrets *safetext.Redactor
-	// TeamBudgets bounds what each named team's runs spend together over a period (budget.go).
-	TeamBudgets map[string]jobs.TeamBudget
 	// Teams weighs the worker time of the teams that share this pool: each named team's steps have a queue of their
 	// own, served in proportion to its weight; every other run's steps share the default queue, of weight 1.
 	Teams map[string]int

@@ -133,6 +133,13 @@ func (a *app) backend(cmd *cobra.Command) (*store.Backend, error) {
 		return nil, withCode(exitUsage, err)
 	}
 	b.Redis.AddHook(a.redis)
+	// Every process that changes runs keeps the teams' ledgers: an abort gives back what a running attempt held.
+	budgets, err := a.teamBudgets()
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.Store.UseBudgets(budgets)
 	// What this process commits is logged by the services, and by the one-shot commands when asked to
 	// (ORCH_LOG_LEVEL=info or debug): at their default level their terminal output says it already.
 	if a.log.Enabled(cmd.Context(), slog.LevelInfo) {

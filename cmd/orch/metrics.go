@@ -25,6 +25,7 @@ type metrics struct {
 	tasks       *prometheus.CounterVec
 	taskSeconds prometheus.Histogram
 	agentCost   prometheus.Counter
+	spend       *prometheus.CounterVec
 }
 
 // waitBuckets are for how long humans take: seconds to a day.
@@ -42,8 +43,10 @@ func newMetrics(b *store.Backend) *metrics {
 			Help: "How long a completed task's agent ran.", Buckets: prometheus.ExponentialBuckets(1, 2, 14)}),
 		agentCost: prometheus.NewCounter(prometheus.CounterOpts{Name: "orchestrator_agent_cost_usd_total",
 			Help: "What the agents cost, in USD, as they reported it."}),
+		spend: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "orchestrator_spend_usd_total",
+			Help: "What the runs of each team cost, agent and brain, in USD, as this process recorded it."}, []string{"team"}),
 	}
-	m.reg.MustRegister(m.runs, m.tasks, m.taskSeconds, m.agentCost, &escalationCollector{m.escalations},
+	m.reg.MustRegister(m.runs, m.tasks, m.taskSeconds, m.agentCost, m.spend, &escalationCollector{m.escalations},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "orchestrator_parked_runs",
 			Help: "Runs waiting for a human (holding no worker)."}, func() float64 { return parkedRuns(b.Store) }))
@@ -52,6 +55,7 @@ func newMetrics(b *store.Backend) *metrics {
 			Help: "Tasks in an asynq queue (pending, scheduled, retrying, active).", ConstLabels: prometheus.Labels{"queue": q}},
 			func() float64 { return float64(b.Queue.Size(q)) }))
 	}
+	b.Store.OnSpend(func(team string, usd float64) { m.spend.WithLabelValues(team).Add(usd) })
 	b.Store.Observe(func(events []jobs.Event) {
 		m.escalations.Observe(events)
 		m.observe(events)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,6 +94,7 @@ func (a *app) runFlags(cmd *cobra.Command) {
 	f.String("escalation-timeout", "0", "how long a question waits for an answer; 0 waits forever (env ORCH_ESCALATION_TIMEOUT)")
 	f.Bool("timeout-default", false, "when a question times out, take its recommended option")
 	f.Int("max-e2e-fix-attempts", jobs.DefaultMaxE2EFixAttempts, "fix attempts of a milestone's end-to-end phase before orch asks (env ORCH_MAX_E2E_FIX_ATTEMPTS)")
+	budgetFlags(cmd)
 	gitFlags(cmd)
 }
 
@@ -142,6 +144,10 @@ func (a *app) baseOptions(cmd *cobra.Command, sandbox string) (jobs.Options, str
 	if o.Permissions, err = a.permissions(o.Sandbox); err != nil {
 		return o, "", "", err
 	}
+	if o.Budget, err = a.budget(cmd); err != nil {
+		return o, "", "", err
+	}
+	o.Team = strings.TrimSpace(s.str(cmd, "team", "ORCH_TEAM", "", ""))
 	ws, err := absDir(s.str(cmd, "workspace", "ORCH_WORKSPACE", fc.Workspace, "."), "workspace")
 	if err != nil {
 		return o, "", "", err

@@ -48,6 +48,9 @@ type Store struct {
 	durable func(context.Context) error
 	// repl, when set, has every change wait until a replica of Redis has it (replicate.go).
 	repl *replication
+	// budgets are the teams' budgets whose ledgers updates keep (ledger.go); onSpend hears what teams spent.
+	budgets map[string]jobs.TeamBudget
+	onSpend func(team string, usd float64)
 }
 
 // UseArchive has the store read finished runs from a, and ArchiveFinished move them there. log hears of runs skipped
@@ -214,6 +217,15 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		r := *rp
 		c := jobs.NewChange(&r)
 		states := jobs.StatesOf(&r)
+		now := s.now()
+		before := jobs.AccountOf(&r)
+		if c.Ledger, err = s.ledgerOf(ctx, tx, &r, now); err != nil {
+			return err
+		}
+		var led jobs.Ledger
+		if c.Ledger != nil {
+			led = *c.Ledger
+		}
 		if err := fn(&r, c); err != nil {
 			return err
 		}
@@ -227,8 +239,10 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 			return fmt.Errorf("encoding run %s: %w", id, err)
 		}
 		sent.run, sent.data, sent.events = &r, data, c.Events
+		var spent float64
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, key, data, 0)
+			spent = s.account(ctx, p, &r, c, before, led, now)
 			p.HSet(ctx, keySummaries, id, summarize(&r))
 			if err := s.appendEvents(ctx, p, id, c.Events); err != nil {
 				return err
@@ -241,6 +255,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		if err == nil {
 			out = &r
 			s.observe(c.Events)
+			s.spent(r.Team(), spent)
 		}
 		return err
 	}
@@ -269,6 +284,13 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		return out, err
 	}
 	return nil, fmt.Errorf("updating run %s: %w", id, ErrConflict)
+}
+
+// spent tells whoever listens what a committed update added to a team's spend.
+func (s *Store) spent(team string, usd float64) {
+	if s.onSpend != nil && team != "" && usd > 0 {
+		s.onSpend(team, usd)
+	}
 }
 
 // observe hands committed events to the store's observers.

@@ -1,0 +1,269 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/orchrun/orch/agent"
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+)
+
+// costly runs a shell script as the agent and reads its output as Claude Code's stream-json, so that a test's agent
+// reports what each attempt cost (total_cost_usd), as the real CLI does.
+type costly struct{ *agent.Template }
+
+func (costly) NewParser() agent.Parser { return agent.NewClaude(agent.ClaudeConfig{}).NewParser() }
+
+func costlyAgent(t *testing.T, body string) func(jobs.Options) (agent.Adapter, error) {
+	t.Helper()
+	tmpl, err := agent.NewTemplate(script(t, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(jobs.Options) (agent.Adapter, error) { return costly{tmpl}, nil }
+}
+
+// resultLine is a script's line printing a Claude result that cost usd, with text (which may use $ORCH_ATTEMPT).
+func resultLine(ok bool, text string, usd float64) string {
+	sub, isErr, exit := "success", "false", 0
+	if !ok {
+		sub, isErr, exit = "error_during_execution", "true", 1
+	}
+	return fmt.Sprintf(`printf '{"type":"result","subtype":"%s","is_error":%s,"result":"%%s","session_id":"s1","total_cost_usd":%g}\n' "%s"
+exit %d`, sub, isErr, usd, text, exit)
+}
+
+// distinctFailures sets msg to a failure of its own for each attempt: a run that keeps failing, each time differently.
+const distinctFailures = `case "$ORCH_ATTEMPT" in
+1) msg="could not connect to postgres at db:5432" ;;
+2) msg="FAIL TestParseConfig: expected 3 sections, got 4" ;;
+3) msg="panic: assignment to entry in nil map (cache.go:88)" ;;
+4) msg="npm ERR! peer dependency react@19 not satisfied" ;;
+*) msg="lint: 12 warnings treated as errors in api/handlers" ;;
+esac
+`
+
+func setBudget(t *testing.T, h *harness, id string, b jobs.Budget, team string) {
+	t.Helper()
+	if _, err := h.store.Update(context.Background(), id, func(r *jobs.Run, c *jobs.Change) error {
+		r.Options.Budget, r.Options.Team, r.Options.MaxAttempts = b, team, 10
+		r.Options.SimilarityThreshold = 0.95 // the failures differ: the loop detector is not what is tested
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A looping agent with a $2 budget is stopped before the attempt that would start past it: it spent at most $2 and
+// one attempt, and the run parks with trigger budget and says what was spent on what. Extend lets one more attempt
+// run; finish without the rest ends the run completed, the task left undone; both are in the audit trail.
+func TestBudgetStopsALoopingAgent(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			// Each attempt fails differently, so that no loop detector stops it first: only the money does.
+			h := newHarness(t, rdb, "", costlyAgent(t, distinctFailures+resultLine(false, "$msg", 0.75)))
+			r := h.newRun(t, "1.1", "1.2")
+			setBudget(t, h, r.ID, jobs.Budget{CostUSD: 2, StepUSD: 1}, "")
+			got := drive(t, h, r.ID)
+			e := got.OpenEscalation()
+			if got.Status != jobs.RunParked || e == nil || e.Trigger != jobs.TriggerBudget {
+				t.Fatalf("run %s, escalation %+v", got.Status, e)
+			}
+			if spent := got.Spent(); spent < 2 || spent > 2+0.75 {
+				t.Fatalf("spent %v: want at least the budget and at most one attempt more", spent)
+			}
+			for _, want := range []string{"reached its budget", "$2.25 of $2.00", "1.1 $2.25 (3)", "1.2"} {
+				if !strings.Contains(e.Question, want) {
+					t.Errorf("question lacks %q:\n%s", want, e.Question)
+				}
+			}
+			if a := escalation.AnswersOf(e); a.Retry || a.Resume || a.Force || len(a.Options) != 2 {
+				t.Fatalf("answers %+v", a)
+			}
+			// Extend by the step ($1, to $3): one more attempt runs ($3.00), and the run stops again.
+			resolve(t, h, r.ID, escalation.Request{Type: jobs.ResolveChoose, Key: jobs.BudgetExtend, By: "ann"})
+			got = drive(t, h, r.ID)
+			if got.Status != jobs.RunParked || got.Options.Budget.CostUSD != 3 || len(got.Tasks[0].Attempts) != 4 {
+				t.Fatalf("after extend: %s, budget %v, %d attempts", got.Status, got.Options.Budget.CostUSD, len(got.Tasks[0].Attempts))
+			}
+			if got.Tasks[0].Failures != 4 {
+				t.Fatalf("failures %d: a budget answer must not reset the task's count", got.Tasks[0].Failures)
+			}
+			// Finish without the rest: completed, with what was left undone.
+			resolve(t, h, r.ID, escalation.Request{Type: jobs.ResolveChoose, Key: jobs.BudgetFinish, By: "bob"})
+			got = drive(t, h, r.ID)
+			if got.Status != jobs.RunCompleted || strings.Join(got.Unfinished, ",") != "1.1,1.2" {
+				t.Fatalf("after finish: %s, unfinished %v", got.Status, got.Unfinished)
+			}
+			trail, err := h.store.Audit(context.Background(), r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var actions []string
+			for _, a := range trail {
+				actions = append(actions, a.Action+" by "+a.By)
+			}
+			all := strings.Join(actions, "; ")
+			for _, want := range []string{"budget extended by ann", "finished early by bob"} {
+				if !strings.Contains(all, want) {
+					t.Errorf("audit lacks %q: %s", want, all)
+				}
+			}
+		})
+	}
+}
+
+func resolve(t *testing.T, h *harness, id string, req escalation.Request) {
+	t.Helper()
+	req.RunID = id
+	if _, _, err := escalation.Resolve(context.Background(), h.store, h.queue, req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A task's own budget stops the task; extending it is for that task alone.
+func TestTaskBudget(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	h := newHarness(t, rdb, "", costlyAgent(t, distinctFailures+resultLine(false, "$msg", 0.40)))
+	r := h.newRun(t, "1.1")
+	setBudget(t, h, r.ID, jobs.Budget{TaskCostUSD: 1}, "")
+	got := drive(t, h, r.ID)
+	e := got.OpenEscalation()
+	if e == nil || e.Stop == nil || e.Stop.Bound != jobs.BoundTask || len(got.Tasks[0].Attempts) != 3 {
+		t.Fatalf("escalation %+v, %d attempts", e, len(got.Tasks[0].Attempts))
+	}
+	resolve(t, h, r.ID, escalation.Request{Type: jobs.ResolveChoose, Key: jobs.BudgetExtend, By: "ann"})
+	got = drive(t, h, r.ID)
+	// The step is half the bound ($0.50): one attempt more ($1.60 ≥ $1.50).
+	if got.Tasks[0].ExtraUSD != 0.5 || len(got.Tasks[0].Attempts) != 4 || got.OpenEscalation() == nil {
+		t.Fatalf("extra %v, %d attempts, %s", got.Tasks[0].ExtraUSD, len(got.Tasks[0].Attempts), got.Status)
+	}
+}
+
+// An attempt that would run past the run's time budget is cut at it, its work kept, and the run asks; it is not a
+// failure of the task.
+func TestTimeBudgetCutsTheAttempt(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	h := newHarness(t, rdb, "", costlyAgent(t, "sleep 30\n"+resultLine(true, "Done.", 0.1)))
+	r := h.newRun(t, "1.1")
+	setBudget(t, h, r.ID, jobs.Budget{Duration: time.Second}, "")
+	got := drive(t, h, r.ID)
+	e := got.OpenEscalation()
+	if e == nil || e.Stop == nil || e.Stop.Bound != jobs.BoundTime {
+		t.Fatalf("%s, escalation %+v", got.Status, e)
+	}
+	a := got.Tasks[0].Attempts[0]
+	if a.Status != "budget" || got.Tasks[0].Failures != 0 || a.Duration > 20*time.Second {
+		t.Fatalf("attempt %+v, failures %d", a, got.Tasks[0].Failures)
+	}
+	if !strings.Contains(e.Question, "time budget") || e.Stop.StepTime != time.Second {
+		t.Fatalf("question %q, step %v", e.Question, e.Stop.StepTime)
+	}
+}
+
+// Two workers race for the last dollar of a team's budget: exactly one starts an attempt, and the other run parks on
+// the team's budget, waiting for its next day.
+func TestTwoWorkersRaceTheLastDollar(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			budgets := map[string]jobs.TeamBudget{"payments": {USD: 10, Period: jobs.Day}}
+			body := "sleep 1\n" + resultLine(true, "Done. All tests pass.", 0.8)
+			a, b := newHarness(t, rdb, "", costlyAgent(t, body)), newHarness(t, rdb, "", costlyAgent(t, body))
+			a.store.UseBudgets(budgets)
+			b.store.UseBudgets(budgets)
+			// The team spent $9.20 today over ten attempts: 80 cents an attempt, and 80 cents left.
+			key := "orch:budget:payments:" + jobs.Day.Key(time.Now())
+			if err := rdb.HSet(context.Background(), key, "spent", "9.2", "attempts", 10).Err(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { rdb.Del(context.Background(), key, "orch:spend:payments:"+time.Now().UTC().Format("2006-01-02")) })
+			runs := []*jobs.Run{a.newRun(t, "1.1"), a.newRun(t, "1.1")}
+			for _, r := range runs {
+				setBudget(t, a, r.ID, jobs.Budget{}, "payments")
+				if err := a.process(t, queue.TypeStart, queue.Payload{RunID: r.ID}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var wg sync.WaitGroup
+			for i, h := range []*harness{a, b} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := h.process(t, queue.TypeStep, queue.Payload{RunID: runs[i].ID, Seq: 1}); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			started, parked := 0, 0
+			for _, r := range runs {
+				got := a.get(t, r.ID)
+				if len(got.Tasks[0].Attempts) > 0 {
+					started++
+				}
+				if e := got.OpenEscalation(); e != nil && e.Stop != nil && e.Stop.Bound == jobs.BoundTeam {
+					parked++
+					if e.Default != jobs.BudgetWait || e.Timeout <= 0 || !strings.Contains(e.Question, "Team payments") {
+						t.Errorf("team question: default %q, timeout %v, %q", e.Default, e.Timeout, e.Question)
+					}
+				}
+			}
+			if started != 1 || parked != 1 {
+				t.Fatalf("%d attempts started, %d runs parked on the team's budget: want one of each", started, parked)
+			}
+			l, _, _, err := a.store.LedgerOf(context.Background(), "payments", time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Running != 0 || l.ReservedUSD != 0 || l.Attempts != 11 || l.SpentUSD < 9.99 || l.SpentUSD > 10.01 {
+				t.Fatalf("ledger after the race: %+v", l)
+			}
+			days, err := a.store.TeamSpend(context.Background(), "payments", time.Now(), time.Now())
+			if err != nil || len(days) != 1 || days[0].USD < 0.79 || days[0].USD > 0.81 || days[0].Attempts != 1 {
+				t.Fatalf("the day's spend: %+v, %v", days, err)
+			}
+		})
+	}
+}
+
+// A team's budget that ran out waits for its next period on a timer, holding nothing; the timer resumes it, and the
+// new period's money lets it run.
+func TestTeamBudgetWaitsForTheNextDay(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	// A minute before midnight, tomorrow: asynq keeps the timer as a task scheduled in the future.
+	tomorrow := time.Now().UTC().Add(24 * time.Hour)
+	clk := &clock{now: time.Date(tomorrow.Year(), tomorrow.Month(), tomorrow.Day(), 23, 59, 0, 0, time.UTC)}
+	h := newHarnessAt(t, rdb, "", costlyAgent(t, resultLine(true, "Done. All tests pass.", 0.3)), clk.Now)
+	h.store.UseBudgets(map[string]jobs.TeamBudget{"web": {USD: 1, Period: jobs.Day}})
+	key := "orch:budget:web:" + jobs.Day.Key(clk.Now())
+	rdb.HSet(context.Background(), key, "spent", "1.5", "attempts", 3)
+	r := h.newRun(t, "1.1")
+	setBudget(t, h, r.ID, jobs.Budget{}, "web")
+	got := drive(t, h, r.ID)
+	e := got.OpenEscalation()
+	if e == nil || e.Stop == nil || e.Stop.Bound != jobs.BoundTeam || len(got.Tasks[0].Attempts) != 0 {
+		t.Fatalf("%s, escalation %+v", got.Status, e)
+	}
+	info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(queue.Control, "timeout:"+r.ID+":"+e.ID+":1")
+	if err != nil || info.State != asynq.TaskStateScheduled || !info.NextProcessAt.After(clk.Now().Add(59*time.Second)) {
+		t.Fatalf("the timer: %+v, %v", info, err)
+	}
+	clk.Advance(61 * time.Second)
+	if err := h.process(t, queue.TypeTimeout, queue.Payload{RunID: r.ID, EscalationID: e.ID, N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got = drive(t, h, r.ID)
+	res := got.Escalations[0].Resolution
+	if got.Status != jobs.RunCompleted || res == nil || res.Key != jobs.BudgetWait || res.Via != "timeout" {
+		t.Fatalf("after midnight: %s, resolution %+v", got.Status, res)
+	}
+	asynq.NewInspectorFromRedisClient(rdb).DeleteTask(queue.Control, "timeout:"+r.ID+":"+e.ID+":1")
+}
