@@ -29,7 +29,9 @@ const (
 
 // Counted reports whether an escalation of the trigger counts against a task's escalation cap: a question that is part
 // of the pipeline's design (a gate, a chat turn), or about money and limits rather than the task's trouble, does not.
-func (t Trigger) Counted() bool { return !t.Conversational() && t != TriggerBudget && t != TriggerLimit }
+func (t Trigger) Counted() bool {
+	return !t.Conversational() && t != TriggerBudget && t != TriggerLimit
+}
 
 // Conversational reports whether the escalation is part of the pipeline's design (a gate, a chat turn) rather than a
 // sign of trouble: such questions do not count against a task's escalation cap.
@@ -144,7 +146,7 @@ type Escalation struct {
 	// attempt's work (UnclearAccept) or run the task again, and words are guidance for the next attempt.
 	Unclear bool `json:"unclear,omitempty"`
 	// Stop is set on a question about a bound the run reached (trigger budget): which one, and what extending adds.
-	Stop *BudgetStop `json:"budget_stop,omitempty"`
+	Stop       *BudgetStop `json:"budget_stop,omitempty"`
 	EventRef   string      `json:"event_ref,omitempty"`
 	CreatedAt  time.Time   `json:"created_at"`
 	Resolution *Resolution `json:"resolution,omitempty"`

@@ -293,7 +293,7 @@ type Task struct {
 	Attempts []*Attempt `json:"attempts,omitempty"`
 	// ExtraUSD is what people added to the run's per-task budget for this task ("extend").
 	ExtraUSD float64 `json:"extra_usd,omitempty"`
-	Summary  string     `json:"summary,omitempty"`
+	Summary  string  `json:"summary,omitempty"`
 	// Pending is what the agent of the task's last attempt said, kept from the moment its process ended until the
 	// attempt is settled: a delivery of the step that finds it (the worker died before the settlement, or the brain
 	// was unavailable) judges it instead of running the agent again.

@@ -184,7 +184,9 @@ func TestTwoWorkersRaceTheLastDollar(t *testing.T) {
 			if err := rdb.HSet(context.Background(), key, "spent", "9.2", "attempts", 10).Err(); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { rdb.Del(context.Background(), key, "orch:spend:payments:"+time.Now().UTC().Format("2006-01-02")) })
+			t.Cleanup(func() {
+				rdb.Del(context.Background(), key, "orch:spend:payments:"+time.Now().UTC().Format("2006-01-02"))
+			})
 			runs := []*jobs.Run{a.newRun(t, "1.1"), a.newRun(t, "1.1")}
 			for _, r := range runs {
 				setBudget(t, a, r.ID, jobs.Budget{}, "payments")

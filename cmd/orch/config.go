@@ -93,9 +93,9 @@ type fileConfig struct {
 	Permissions *permissionsConfig `yaml:"permissions"`
 	// Teams weighs the worker time of the teams that share the worker pool (teams.go); Budgets bounds what runs spend
 	// (budgets.go).
-	Teams   map[string]int `yaml:"teams"`
-	Budgets budgetsConfig  `yaml:"budgets"`
-	Escalation  struct {
+	Teams      map[string]int `yaml:"teams"`
+	Budgets    budgetsConfig  `yaml:"budgets"`
+	Escalation struct {
 		MaxPerTask     *int                 `yaml:"max_per_task"`
 		Timeout        string               `yaml:"timeout"`
 		TimeoutDefault bool                 `yaml:"timeout_default"`
