@@ -24,6 +24,10 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		w.pauseAt(r, t, c, a, out.paused, now)
 		return
 	}
+	if l := out.limited(); l != nil {
+		w.waitForLimit(r, t, c, a, l, out, now)
+		return
+	}
 	if out.budgetCut && !out.security() {
 		// Stopped at the run's time budget, not failed: its work stays in the worktree, and a person decides.
 		a.Status, a.Summary = "budget", "stopped at the run's time budget"

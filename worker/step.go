@@ -317,6 +317,8 @@ func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 		return out, nil // the human reads the reply and judges it: no brain
 	case out.paused != nil && !out.security():
 		return out, nil // a person decides the call: there is nothing to judge yet
+	case out.limited() != nil:
+		return out, nil // the provider said why it stopped and until when: there is nothing to judge
 	}
 	if err := w.judgeOutput(ctx, at, out); err != nil {
 		return nil, err

@@ -52,7 +52,7 @@ func (w *Worker) handleTimeout(ctx context.Context, t *asynq.Task) error {
 	}
 	waited := w.cfg.Store.Now().Sub(e.CreatedAt).Round(time.Second)
 	v := judgeTimeout(e, run.Options.Escalation, p.N)
-	if v.ownLimit {
+	if v.ownLimit && e.Trigger == jobs.TriggerGate {
 		if err := w.cfg.Store.Append(ctx, run.ID, jobs.NewEvent(run.ID, e.TaskID,
 			jobs.InterviewTimeoutEvent{EscalationID: e.ID, Question: e.Question, Stage: e.TaskID,
 				WaitedSeconds: waited.Seconds(), Default: e.Default})); err != nil {

@@ -1,0 +1,150 @@
+package worker
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orchrun/orch/escalation"
+	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/queue"
+)
+
+// limitedOnce is an agent that stops on Claude Code's usage limit on its first attempt, the reset five seconds after
+// it printed it (the older CLI's "Claude AI usage limit reached|<epoch>" result), and finishes on the next.
+const limitedOnce = `if [ "$ORCH_ATTEMPT" = 1 ]; then
+reset=$(( $(date +%s) + 5 ))
+printf '{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"Claude AI usage limit reached|%s","session_id":"s1","total_cost_usd":0.01}\n' "$reset"
+exit 1
+fi
+printf '{"type":"result","subtype":"success","is_error":false,"result":"Done. All 12 tests pass.","session_id":"s1","total_cost_usd":0.02}\n'`
+
+// until polls the run until ok says so; the bound is generous, for a loaded machine: what is tested is that it happens.
+func until(t *testing.T, h *harness, id string, what string, ok func(*jobs.Run) bool) *jobs.Run {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if r := h.get(t, id); ok(r) {
+			return r
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the run never %s: %+v", what, h.get(t, id))
+	return nil
+}
+
+func parkedOnLimit(r *jobs.Run) bool {
+	e := r.OpenEscalation()
+	return r.Status == jobs.RunParked && e != nil && e.Trigger == jobs.TriggerLimit
+}
+
+// activeSteps counts the step deliveries a worker holds now.
+func activeSteps(t *testing.T, rdb redis.UniversalClient) int {
+	t.Helper()
+	tasks, err := asynq.NewInspectorFromRedisClient(rdb).ListActiveTasks(queue.Steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(tasks)
+}
+
+// The agent stops on a usage limit that resets in five seconds: the run parks, holding no worker, and goes on by
+// itself after the reset — with every process restarted in between, the timer being a task on the queue.
+func TestUsageLimitWaitsForItsReset(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		name := "same worker"
+		if restart {
+			name = "restarted"
+		}
+		t.Run(name, func(t *testing.T) {
+			rdb := clients(t)["redis"]
+			if rdb == nil {
+				t.Skip("needs a Redis server: ORCH_TEST_REDIS_URL")
+			}
+			h := newHarness(t, rdb, "", costlyAgent(t, limitedOnce))
+			if err := h.w.Start(rdb); err != nil {
+				t.Fatal(err)
+			}
+			stopped := false
+			defer func() {
+				if !stopped {
+					h.w.Shutdown()
+				}
+			}()
+			r := h.newRun(t, "1.1")
+			if err := h.queue.Start(context.Background(), r.ID); err != nil {
+				t.Fatal(err)
+			}
+			got := until(t, h, r.ID, "parked on the limit", parkedOnLimit)
+			e := got.OpenEscalation()
+			task := got.Tasks[0]
+			if task.Failures != 0 || task.Attempts[0].Status != "limit" || e.Default != limitGo || e.Timeout <= 0 {
+				t.Fatalf("failures %d, attempt %+v, question %+v", task.Failures, task.Attempts[0], e)
+			}
+			if !strings.Contains(e.Question, "usage limit") || !strings.Contains(e.Question, "goes on by itself") {
+				t.Fatalf("question: %s", e.Question)
+			}
+			if n := activeSteps(t, rdb); n != 0 {
+				t.Fatalf("%d step deliveries held while the run waits for the reset", n)
+			}
+			if restart {
+				h.w.Shutdown()
+				stopped = true
+				h = newHarness(t, rdb, "", costlyAgent(t, limitedOnce))
+				if err := h.w.Start(rdb); err != nil {
+					t.Fatal(err)
+				}
+				defer h.w.Shutdown()
+			}
+			got = until(t, h, r.ID, "completed", func(r *jobs.Run) bool { return r.Status.Terminal() })
+			res := got.Escalations[0].Resolution
+			if got.Status != jobs.RunCompleted || res == nil || res.By != "orch" || res.Via != "timeout" {
+				t.Fatalf("%s, resolution %+v", got.Status, res)
+			}
+			reset := got.Escalations[0].CreatedAt.Add(got.Escalations[0].Timeout)
+			if res.At.Before(reset.Add(-time.Second)) {
+				t.Fatalf("went on at %v, before the reset (%v)", res.At, reset)
+			}
+		})
+	}
+}
+
+// A person who answers before the reset wins: the run goes on at once, and the timer, when it fires, does nothing.
+func TestAnAnswerBeforeTheResetWins(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	h := newHarness(t, rdb, "", costlyAgent(t, limitedOnce))
+	r := h.newRun(t, "1.1")
+	got := drive(t, h, r.ID)
+	if !parkedOnLimit(got) {
+		t.Fatalf("%s, %+v", got.Status, got.OpenEscalation())
+	}
+	e := got.OpenEscalation()
+	resolve(t, h, r.ID, escalation.Request{Type: jobs.ResolveChoose, Key: limitGo, By: "ann", Via: "slack"})
+	got = drive(t, h, r.ID)
+	if got.Status != jobs.RunCompleted {
+		t.Fatalf("after the answer: %s", got.Status)
+	}
+	if err := h.process(t, queue.TypeTimeout, queue.Payload{RunID: r.ID, EscalationID: e.ID, N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got = h.get(t, r.ID)
+	if res := got.Escalations[0].Resolution; got.Status != jobs.RunCompleted || res.By != "ann" || len(got.Escalations) != 1 {
+		t.Fatalf("after the timer: %s, resolution %+v, %d questions", got.Status, res, len(got.Escalations))
+	}
+	asynq.NewInspectorFromRedisClient(rdb).DeleteTask(queue.Control, "timeout:"+r.ID+":"+e.ID+":1")
+}
+
+// A limit that does not say when it resets is a failure like another: nothing waits on a guess.
+func TestALimitWithoutAResetIsAFailure(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	h := newHarness(t, rdb, "", costlyAgent(t, resultLine(false, "API Error: 429 rate_limit_error", 0.01)))
+	r := h.newRun(t, "1.1")
+	got := drive(t, h, r.ID)
+	if e := got.OpenEscalation(); e == nil || e.Trigger == jobs.TriggerLimit || got.Tasks[0].Failures == 0 {
+		t.Fatalf("escalation %+v, failures %d", e, got.Tasks[0].Failures)
+	}
+}
