@@ -43,6 +43,8 @@ type RunDetail struct {
 	Answered   []Answered `json:"answered,omitempty"`
 	TokensIn   int64      `json:"tokens_in"`
 	TokensOut  int64      `json:"tokens_out"`
+	Budget     string     `json:"budget,omitempty"`
+	Team       string     `json:"team,omitempty"`
 }
 
 // TaskView is one task of a run.
@@ -133,7 +135,7 @@ func (s *Server) summary(r *jobs.Run, now time.Time) RunSummary {
 func (s *Server) detail(r *jobs.Run, now time.Time) RunDetail {
 	_, in, out := r.Cost()
 	d := RunDetail{RunSummary: s.summary(r, now), Reason: safetext.Redact(r.Reason), FollowUpOf: r.FollowUpOf,
-		TokensIn: in, TokensOut: out, Tasks: []TaskView{}}
+		TokensIn: in, TokensOut: out, Tasks: []TaskView{}, Budget: r.BudgetText(now), Team: r.Team()}
 	for _, t := range r.Tasks {
 		tv := TaskView{ID: t.ID, Title: safetext.Redact(t.Title), Status: string(t.Status), Attempts: len(t.Attempts)}
 		if n := len(t.Attempts); n > 0 {

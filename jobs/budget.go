@@ -3,6 +3,7 @@ package jobs
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -233,4 +234,23 @@ func (l *Ledger) Admits(b TeamBudget, est float64) bool {
 		return false
 	}
 	return l.Running == 0 || l.ReservedUSD+est <= left
+}
+
+// BudgetText says where the run stands against its own bounds at now — "$1.50 of $2.00 spent, 4m10s of 10m worked"
+// — for every surface that shows a run at work; "" when nothing bounds it.
+func (r *Run) BudgetText(now time.Time) string {
+	b := r.Options.Budget
+	var parts []string
+	if b.CostUSD > 0 {
+		parts = append(parts, USD(r.Spent())+" of "+USD(b.CostUSD)+" spent")
+	}
+	if b.TaskCostUSD > 0 {
+		if t := r.Current(); t != nil {
+			parts = append(parts, fmt.Sprintf("task %s %s of %s", t.ID, USD(TaskSpent(t)), USD(b.TaskCostUSD+t.ExtraUSD)))
+		}
+	}
+	if b.Duration > 0 {
+		parts = append(parts, r.Worked(now).Round(time.Second).String()+" of "+b.Duration.String()+" worked")
+	}
+	return strings.Join(parts, ", ")
 }

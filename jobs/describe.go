@@ -239,6 +239,9 @@ func (b TaskStartedEvent) describe(e Event) Description {
 	if b.Turn > 0 {
 		how = fmt.Sprintf("conversation, reply %d", b.Turn)
 	}
+	if b.Budget != "" {
+		how += "; budget: " + b.Budget
+	}
 	return Description{Text: words(titled(e, b.Title)),
 		Detail: "Invoking " + AgentName(b.Agent) + " (" + how + ")...", Mark: MarkStart, Moment: MomentBegin}
 }

@@ -172,6 +172,8 @@ type TaskStartedEvent struct {
 	Started     int    `json:"started"` // every start in this run: ORCH_ATTEMPT
 	Agent       string `json:"agent"`
 	Turn        int    `json:"turn,omitempty"` // the agent's reply number, in a conversation
+	// Budget is where the run stands against its budget as the attempt starts ("$1.50 of $2.00"); "" when unbounded.
+	Budget string `json:"budget,omitempty"`
 }
 
 // TaskCompletedEvent: a task is done.

@@ -119,7 +119,7 @@ func (r *Run) StartAttempt(c *Change, t *Task, owner string, now time.Time) *Att
 	a := &Attempt{N: t.Started, StartedAt: now.UTC(), Owner: owner}
 	t.Attempts = append(t.Attempts, a)
 	started := TaskStartedEvent{Title: t.Title, Attempt: t.Failures + 1, MaxAttempts: r.MaxAttempts(t),
-		Started: t.Started, Agent: r.Options.Agent}
+		Started: t.Started, Agent: r.Options.Agent, Budget: r.BudgetText(now)}
 	if t.Kind == KindChat {
 		started.Turn = t.Replies() + 1
 	}

@@ -199,6 +199,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, p person) {
 		"Live":     liveOf(run, lines, now),
 		"Audit":    audit,
 		"Cost":     costOf(run),
+		"Budget":   run.BudgetText(now),
 		"Notice":   s.notice(run, r.URL.Query()),
 		"LastID":   lastID(events),
 		"Graph":    graphOf(run),

@@ -152,7 +152,11 @@ func taskLabel(r *jobs.Run, id string) string {
 
 func costLine(r *jobs.Run, what string) string {
 	usd, _, _ := r.Cost()
-	return fmt.Sprintf("%s: %s · %s · %s", what, formatUSD(usd), tokensText(r), r.Tally().String())
+	line := fmt.Sprintf("%s: %s · %s · %s", what, formatUSD(usd), tokensText(r), r.Tally().String())
+	if b := r.BudgetText(r.UpdatedAt); b != "" { // as of the run's last change: blocks read no clock
+		line += " · budget: " + b
+	}
+	return line
 }
 
 func tokensText(r *jobs.Run) string {

@@ -89,6 +89,12 @@ func (a *app) printStatus(run *jobs.Run) {
 	fmt.Fprintf(w, "  agent:     %s   brain: %s   sandbox: %s   max attempts: %d\n", run.Options.Agent, run.Options.Brain, run.Options.Sandbox, run.Options.MaxAttempts)
 	fmt.Fprintf(w, "  started:   %s   duration: %s   cost: $%.4f (%d in / %d out tokens)\n",
 		run.CreatedAt.Local().Format(time.DateTime), run.Duration(time.Now()).Round(time.Second), usd, in, out)
+	if b := run.BudgetText(time.Now()); b != "" {
+		fmt.Fprintf(w, "  budget:    %s\n", b)
+	}
+	if team := run.Team(); team != "" {
+		fmt.Fprintf(w, "  team:      %s\n", team)
+	}
 	if cp := run.Pipeline; run.Graph != "" && cp != nil {
 		fmt.Fprintf(w, "  pipeline:  at %s, %s", cp.Current, run.Tally())
 		if cp.Last != "" {

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const budgetPlan = `# Budget
+
+## Task 1.1: Migrate the schema
+
+**Description:**
+Write the migration.
+
+## Task 1.2: Backfill
+
+**Description:**
+Backfill the new column.
+`
+
+// Each attempt fails its own way and costs 75 cents: a runaway only money stops.
+const budgetScenario = `tasks:
+  "1.1":
+    - {output: "ERROR: could not connect to postgres at db:5432", exit: 1, cost_usd: 0.75}
+    - {output: "FAIL TestParseConfig: expected 3 sections, got 4", exit: 1, cost_usd: 0.75}
+    - {output: "panic: assignment to entry in nil map (cache.go:88)", exit: 1, cost_usd: 0.75}
+    - {output: "npm ERR! peer dependency react@19 not satisfied", exit: 1, cost_usd: 0.75}
+default:
+  - {output: "Done. All tests pass.", cost_usd: 0.10}
+`
+
+// A run with --max-cost-usd 2 stops before its fourth attempt, asks at the console what to do with the money, and a
+// person's "finish" ends it completed with the rest left undone; the team's spend is then in orch costs --team.
+func TestBudgetAtTheConsole(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	if err := os.WriteFile(filepath.Join(dir, "budget.md"), []byte(budgetPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "budget.sim.yaml"), []byte(budgetScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := orch(t, dir, "finish\n", "run", "--agent", "sim", "--brain", "heuristic", "--max-attempts", "10",
+		"--similarity-threshold", "0.99", "--max-cost-usd", "2", "--team", "payments", "budget.md")
+	must(t, r, 0, "budget reached", "it spent $2.25 of $2.00", "Extend by $1.00 (to $3.00)", "Finish without the rest",
+		"left undone")
+	if strings.Count(r.stdout, "could not connect") > 1 || strings.Contains(r.stdout, "react@19") {
+		t.Fatalf("an attempt ran past the budget:\n%s", r)
+	}
+	c := orch(t, dir, "", "costs", "--team", "payments", "--since", "1d")
+	must(t, c, 0, "2.2500", "total")
+	must(t, orch(t, dir, "", "costs", "--team", "nobody"), 0, "spent nothing")
+}
+
+// Bad budgets are refused before anything runs, saying which setting is wrong.
+func TestBadBudgetsAreRefused(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	must(t, orch(t, dir, "", "run", "--agent", "sim", "--max-cost-usd", "lots", "examples/plans/ambiguous_task.md"), 2,
+		`--max-cost-usd: "lots" is not a positive sum of dollars`)
+	must(t, orch(t, dir, "", "run", "--agent", "sim", "--max-duration", "-1h", "examples/plans/ambiguous_task.md"), 2,
+		"--max-duration")
+	must(t, orch(t, dir, "", "costs", "--team", "payments", "--since", "forever"), 2, "--since")
+	if err := os.WriteFile(filepath.Join(dir, "orch.yaml"), []byte("budgets:\n  per_team: {payments: \"$50/fortnight\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(t, orch(t, dir, "", "run", "--agent", "sim", "examples/plans/ambiguous_task.md"), 2,
+		"budgets.per_team payments", "want day, week or month")
+}
