@@ -19,6 +19,9 @@ type Request struct {
 	Permissions *HookState
 	// ResumePaused resumes SessionID where it paused at a tool call, with no new prompt: the hook decides the call.
 	ResumePaused bool
+	// MaxBudgetUSD, when set, is what the invocation may spend before the CLI stops itself (claude: --max-budget-usd):
+	// what is left of the run's budget.
+	MaxBudgetUSD float64
 }
 
 // Command is what the sandbox runs.

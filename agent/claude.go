@@ -3,6 +3,8 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -37,6 +39,10 @@ func NewClaude(cfg ClaudeConfig) *Claude {
 // Name implements Adapter.
 func (c *Claude) Name() string { return "claude" }
 
+// SubtypeMaxBudget is the subtype of the result of a session Claude Code stopped at --max-budget-usd
+// ("Reached maximum budget ($0.5)").
+const SubtypeMaxBudget = "error_max_budget_usd"
+
 // Command returns: claude -p --output-format stream-json --verbose [--model M] [--resume SESSION]
 // [--settings JSON [--permission-mode MODE] [--mcp-config JSON --permission-prompt-tool mcp__orch__approve]]
 // [extra…] PROMPT, the documented command line, for a prompt an argument
@@ -61,6 +67,11 @@ func (c *Claude) Command(req Request) (Command, error) {
 	}
 	if req.SessionID != "" {
 		args = append(args, "--resume", req.SessionID)
+	}
+	if req.MaxBudgetUSD > 0 {
+		// Claude Code stops the session once it spent this much (print mode only), with a result of subtype
+		// error_max_budget_usd; it checks between turns, so a turn under way may take it a little past.
+		args = append(args, "--max-budget-usd", strconv.FormatFloat(math.Ceil(req.MaxBudgetUSD*100)/100, 'f', 2, 64))
 	}
 	env := env(req)
 	if st := req.Permissions; st != nil {

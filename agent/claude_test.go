@@ -23,7 +23,13 @@ func TestClaudeCommand(t *testing.T) {
 		prompt   string
 		wantArgs []string
 		stdin    bool // the prompt goes on stdin, not as the last argument
+		budget   float64
 	}{
+		{
+			name:     "what is left of the budget, in whole cents up",
+			budget:   1.234,
+			wantArgs: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--max-budget-usd", "1.24", "do it"},
+		},
 		{
 			name:     "zero config",
 			wantArgs: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "do it"},
@@ -57,6 +63,7 @@ func TestClaudeCommand(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := req
 			r.SessionID = tt.session
+			r.MaxBudgetUSD = tt.budget
 			if tt.prompt != "" {
 				r.Prompt = tt.prompt
 			}

@@ -183,6 +183,24 @@ func timeLeft(r *jobs.Run, t *jobs.Task, now time.Time) (time.Duration, bool) {
 	return left, true
 }
 
+// moneyLeft is what task t of run r may still spend under the tightest of the run's and the task's bounds, for an
+// agent CLI that can stop itself there (0: unbounded). The team's budget is shared with runs that start and settle
+// meanwhile: it is not a bound one invocation can be given.
+func moneyLeft(r *jobs.Run, t *jobs.Task) float64 {
+	b := r.Options.Budget
+	left := 0.0
+	if b.CostUSD > 0 {
+		left = max(b.CostUSD-r.Spent(), 0.01)
+	}
+	if b.TaskCostUSD > 0 {
+		task := max(b.TaskCostUSD+t.ExtraUSD-jobs.TaskSpent(t), 0.01)
+		if left == 0 || task < left {
+			left = task
+		}
+	}
+	return left
+}
+
 // resumeBudget applies the answer to a budget question: extend the bound reached and go on, finish the run with what
 // is done, or (waiting for a team's next period, words, a retry) go on, the next start checking the budget again.
 func (w *Worker) resumeBudget(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.Change, now time.Time) {

@@ -269,3 +269,42 @@ func TestTeamBudgetWaitsForTheNextDay(t *testing.T) {
 	}
 	asynq.NewInspectorFromRedisClient(rdb).DeleteTask(queue.Control, "timeout:"+r.ID+":"+e.ID+":1")
 }
+
+// An agent CLI that stops itself at the money it was given (Claude Code's --max-budget-usd) stopped at the run's
+// budget: the run asks about the budget, and the task has not failed.
+func TestTheCLIStopsAtTheMoneyLeft(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	// Claude Code's result for a session stopped at --max-budget-usd, as captured (reference 04, error_max_budget_usd).
+	h := newHarness(t, rdb, "", costlyAgent(t, `printf '{"type":"result","subtype":"error_max_budget_usd","is_error":true,"num_turns":1,"terminal_reason":"budget_exhausted","errors":["Reached maximum budget ($1)"],"total_cost_usd":1.2}\n'; exit 1`))
+	r := h.newRun(t, "1.1")
+	setBudget(t, h, r.ID, jobs.Budget{CostUSD: 1}, "")
+	got := drive(t, h, r.ID)
+	e := got.OpenEscalation()
+	if e == nil || e.Stop == nil || e.Stop.Bound != jobs.BoundRun || got.Tasks[0].Failures != 0 {
+		t.Fatalf("escalation %+v, failures %d", e, got.Tasks[0].Failures)
+	}
+	if a := got.Tasks[0].Attempts[0]; a.Status != "budget" || a.CostUSD != 1.2 {
+		t.Fatalf("attempt %+v", a)
+	}
+}
+
+// What an invocation is given to spend is what is left of the tightest bound.
+func TestMoneyLeft(t *testing.T) {
+	task := &jobs.Task{ID: "1.1", Attempts: []*jobs.Attempt{{CostUSD: 0.5}}}
+	r := &jobs.Run{Tasks: []*jobs.Task{task, {ID: "1.2", Attempts: []*jobs.Attempt{{CostUSD: 1}}}}}
+	for _, c := range []struct {
+		b    jobs.Budget
+		want float64
+	}{
+		{jobs.Budget{}, 0},
+		{jobs.Budget{CostUSD: 2}, 0.5},
+		{jobs.Budget{TaskCostUSD: 0.75}, 0.25},
+		{jobs.Budget{CostUSD: 2, TaskCostUSD: 3}, 0.5},
+		{jobs.Budget{CostUSD: 1}, 0.01}, // spent already: the least a CLI can be given
+	} {
+		r.Options.Budget = c.b
+		if got := moneyLeft(r, task); got < c.want-1e-9 || got > c.want+1e-9 {
+			t.Errorf("%+v: %v, want %v", c.b, got, c.want)
+		}
+	}
+}

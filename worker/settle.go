@@ -29,8 +29,9 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		return
 	}
 	if out.budgetCut && !out.security() {
-		// Stopped at the run's time budget, not failed: its work stays in the worktree, and a person decides.
-		a.Status, a.Summary = "budget", "stopped at the run's time budget"
+		// Stopped at the run's budget (its time, or the money the CLI was given), not failed: its work stays in the
+		// worktree, and a person decides.
+		a.Status, a.Summary = "budget", "stopped at the run's budget"
 		if !w.stopForBudget(r, t, c, now) {
 			t.Reopen(c)
 			r.Seq++

@@ -448,7 +448,7 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	}
 	pt, guidance := promptOf(&task)
 	req := agent.Request{RunID: r.ID, TaskID: task.ID, Attempt: at.n, SessionID: task.SessionID, Workspace: at.dir,
-		Prompt: agent.BuildPrompt(pt, guidance)}
+		Prompt: agent.BuildPrompt(pt, guidance), MaxBudgetUSD: moneyLeft(r, &task)}
 	if task.Kind == jobs.KindChat {
 		req.Prompt = chatPrompt(ad, pt, guidance, &task)
 		if len(task.Chat) == 0 {
@@ -519,6 +519,7 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	result, stderr := in.result(w.withOutputNote(r.ID, task.ID, parser.Finish(res.ExitCode, res.Stderr), res), lastLines(strings.TrimSpace(string(res.Stderr)), 5))
 	out.secrets = in.secrets()
 	out.usage = result
+	out.budgetCut = out.budgetCut || result.Subtype == agent.SubtypeMaxBudget && req.MaxBudgetUSD > 0
 	w.defers.saw(result.Version)
 	out.paused = pausedCalls(result, perms, homeDir())
 	out.said = jobs.Pending{Text: result.Text, Success: result.Success, Errors: result.Errors, ExitCode: res.ExitCode,
