@@ -123,7 +123,7 @@ func New(cfg Config) (*Server, error) {
 		s.key = make([]byte, 32)
 		rand.Read(s.key)
 	}
-	for _, page := range []string{"runs", "run", "questions", "login", "message", "new", "diff"} {
+	for _, page := range []string{"runs", "run", "questions", "login", "message", "new", "diff", "spend"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/answer.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: parsing %s: %w", page, err)
@@ -145,6 +145,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /logout", s.signedIn(s.handleLogout))
 	mux.HandleFunc("GET /{$}", s.signedIn(s.handleRuns))
 	mux.HandleFunc("GET /questions", s.signedIn(s.handleQuestions))
+	mux.HandleFunc("GET /spend", s.signedIn(s.handleSpend))
 	mux.HandleFunc("GET /runs/new", s.signedIn(s.handleNewRun))
 	mux.HandleFunc("POST /runs", s.signedIn(s.handleStart))
 	mux.HandleFunc("GET /runs/{id}", s.signedIn(s.handleRun))
