@@ -87,7 +87,7 @@ func questionAlternatives(s string) []choice {
 	if listedQuestionRe.MatchString(s) {
 		return nil
 	}
-	region, whether := "", false
+	region, whether, toDo := "", false, false
 	switch {
 	case strings.HasSuffix(s, "?"):
 		region = strings.TrimRight(s, "?")
@@ -100,7 +100,7 @@ func questionAlternatives(s string) []choice {
 		// "whether to X or Y", "whether the column should be X or Y": the alternatives follow the verb.
 		region = strings.TrimSpace(region)
 		if strings.HasPrefix(region, "to ") {
-			region = region[len("to "):]
+			region, toDo = region[len("to "):], true
 			region = strings.Replace(region, " or to ", " or ", 1)
 		} else if loc := whetherSubjectRe.FindStringIndex(region); loc != nil && loc[1] < strings.Index(region+" or ", " or ") {
 			region = region[loc[1]:]
@@ -175,7 +175,7 @@ func questionAlternatives(s string) []choice {
 		items = parts
 	}
 	items = append(items, last)
-	return alternativeChoices(items)
+	return alternativeChoices(items, toDo)
 }
 
 // countedAlternatives reads alternatives counted out after a colon: "has two notification systems: X and Y".
@@ -196,13 +196,14 @@ func countedAlternatives(s string) []choice {
 	if len(items) != want {
 		return nil
 	}
-	return alternativeChoices(items)
+	return alternativeChoices(items, false)
 }
 
 // alternativeChoices cleans the alternatives of a sentence into labels: parentheticals dropped, a complement
 // that the last one shares with the others cut from it ("UTC or local time for the cutoff"), and a long one cut
-// at a clause joint. It returns nil unless there are two or more, each of a readable length.
-func alternativeChoices(items []string) []choice {
+// at a clause joint. It returns nil unless there are two or more, each of a readable length. actions says the
+// sentence put them as things to do ("whether to X or Y"): each one's complement is its own.
+func alternativeChoices(items []string, actions bool) []choice {
 	if len(items) < 2 {
 		return nil
 	}
@@ -221,7 +222,7 @@ func alternativeChoices(items []string) []choice {
 		}
 	}
 	last := len(items) - 1
-	if shared := sharedComplementRe.FindStringIndex(items[last]); shared != nil {
+	if shared := sharedComplementRe.FindStringIndex(items[last]); shared != nil && !actions && !infinitives {
 		plain := true
 		for _, it := range items[:last] {
 			// A participle or gerund ("dropped or kept for …") is an action whose complement is its own.

@@ -787,7 +787,7 @@ func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 		closed := qIdx >= 0 && closedQuestion(sentences[qIdx].text)
 		opts = findOptions(d, qLine, closed)
 		if len(opts) == 0 {
-			opts = eitherOrNear(sentences, qIdx)
+			opts = eitherOrNear(sentences, qIdx, closed)
 		}
 	}
 	for i := range opts {
@@ -856,21 +856,32 @@ func recommendationOf(d *doc, sentences []sentence, opts []choice, labels []stri
 // last clause), with no alternatives inside it. Its answer is yes or no, so a list near it is the plan or
 // the findings it is about, not options.
 var (
-	closedQuestionRe = lazyRE(`(?i)(?:^|[:;,—–]\s*|\b(?:so|but|and|then|also)\s+)(?:should|shall|can|could|may|do|does|did|is|are|was|were|would|will|have|has)\s+(?:I|we|you|it|this|that|they|there|the|these|those)\b[^?]*\?$`)
+	closedQuestionRe = lazyRE(`(?i)(?:^[*_]*|[:;,—–][*_]*\s*|\b(?:so|but|and|then|also)\s+)(?:should|shall|can|could|may|do|does|did|is|are|was|were|would|will|have|has)\s+(?:I|we|you|it|this|that|they|there|the|these|those)\b[^?]*\?$`)
 	openQuestionRe   = lazyRE(`(?i)\b(?:or|which|what|how|where|when|whether|one of|any of|between)\b`)
 )
 
+// approvalRe asks for a go-ahead without a question mark ("Awaiting your OK on the plan above.", "I won't run it
+// without your approval."): its answer is yes or no too, and the plan above it is what is approved, not options.
+var approvalRe = lazyRE(`(?i)\b(?:awaiting|waiting (?:for|on)|need|needs|without)\s+(?:your |the |a |an |explicit )?(?:OK|okay|approval|go-ahead|sign-off|green light)\b`)
+
 func closedQuestion(s string) bool {
-	return closedQuestionRe.MatchString(s) && !openQuestionRe.MatchString(s) && !inlineOptions(s)
+	return (closedQuestionRe.MatchString(s) || approvalRe.MatchString(s)) && !openQuestionRe.MatchString(s) && !inlineOptions(s)
 }
 
-// eitherOrNear reads "either X or Y" from the question sentence, else from the sentence nearest before it
-// (the question often follows the statement of the choice: "…needs either X or Y. Which should I use?"),
-// else from any sentence, last first.
-func eitherOrNear(ss []sentence, qIdx int) []choice {
+// eitherOrNear reads "either X or Y" from the question sentence, else from the sentences after it in its
+// paragraph (a request stated first, its alternatives next: "I won't apply this without your go-ahead. Please
+// confirm whether to X or Y."), else from the sentence nearest before it (the question often follows the statement
+// of the choice: "…needs either X or Y. Which should I use?"), else from any sentence, last first. A closed (yes/no)
+// question looks no further back than itself: a sentence before it that holds an "or" is what the agent found, not
+// what it offers.
+func eitherOrNear(ss []sentence, qIdx int, closed bool) []choice {
 	var order []int
 	if qIdx >= 0 {
-		for k := qIdx; k >= 0; k-- {
+		order = append(order, qIdx)
+		for k := qIdx + 1; k < len(ss) && ss[k].unit == ss[qIdx].unit; k++ {
+			order = append(order, k)
+		}
+		for k := qIdx - 1; k >= 0 && !closed; k-- {
 			order = append(order, k)
 		}
 	} else {
@@ -928,17 +939,18 @@ func questionText(ss []sentence, qIdx int) string {
 
 // findOptions returns the options offered around the question on line qLine: a list or table after the
 // question (a paragraph between is fine, as when the agent explains the choice first), else one right before
-// it, else a lettered list anywhere. Unlettered lists elsewhere are summaries, findings or plans, and so is
-// any unlettered list next to a closed (yes/no) question.
+// it, else a list offered as choices anywhere. Lists not offered as choices elsewhere are summaries, findings or
+// plans, and so is any such list next to a closed (yes/no) question, or under a lead-in that names it so.
 func findOptions(d *doc, qLine int, closed bool) []choice {
 	// More than maxOptions items is a list of findings or files, not a choice.
 	const maxOptions = 8
-	// rank: 0 after the question and near it, 1 before it and near, 2 a lettered list elsewhere.
+	// rank: 0 after the question and near it, 1 before it and near, 2 an offered list elsewhere.
 	var best []choice
 	bestRank, bestDist := 3, 0
 	for _, b := range listBlocks(d) {
 		rank, dist := b.place(d, qLine)
-		if !b.lettered && (rank == 2 || closed) {
+		// A yes/no question takes only the choices offered next to it: a list further off is about something else.
+		if !b.offered && (rank == 2 || closed || b.notChoices) || closed && rank == 2 {
 			continue
 		}
 		if rank > bestRank || rank == bestRank && dist >= bestDist {
@@ -951,27 +963,47 @@ func findOptions(d *doc, qLine int, closed bool) []choice {
 	return best
 }
 
-// listBlock is a run of prose lines that may hold options: a list, a table, or one line of inline options.
+// listBlock is a run of prose lines that may hold options: a list, a table, options under their keys, a drawn
+// selection, or one line of inline options.
 type listBlock struct {
 	start, end int // lines [start, end)
-	lettered   bool
+	// offered: the block is put as choices, by its keys ("A)", "Option 2 —", "First possibility:"), by the cursor
+	// of a drawn selection, or by its lead-in ("Options:"); a numbered or bulleted list alone may be anything.
+	offered bool
+	// notChoices: its lead-in names it as what was done, found or planned ("Files changed:", "Summary of what I
+	// found:", "Proposed approach:").
+	notChoices bool
 }
 
-// listBlocks finds the lists, tables and lines of inline options of d's prose, in order.
+// listBlocks finds the lists, tables, keyed options, drawn selections and lines of inline options of d's prose,
+// in order.
 func listBlocks(d *doc) []listBlock {
 	var blocks []listBlock
-	for i := 0; i < len(d.proseLines); {
-		l := d.proseLines[i]
+	lines := d.proseLines
+	for i := 0; i < len(lines); {
+		l := lines[i]
 		style := listStyle(l)
 		if style == styleNone {
 			if inlineOptions(l) {
-				blocks = append(blocks, listBlock{i, i + 1, true})
+				blocks = append(blocks, listBlock{start: i, end: i + 1, offered: true})
 			}
 			i++
 			continue
 		}
-		j := listEnd(d.proseLines, i, style)
-		blocks = append(blocks, listBlock{i, j, style == styleLettered})
+		var j int
+		if style == styleKeyed {
+			j = keyedEnd(lines, i)
+		} else {
+			j = listEnd(lines, i, style)
+		}
+		b := listBlock{start: i, end: j, offered: style == styleLettered || style == styleKeyed || hasCursorRow(lines[i:j])}
+		switch leadIn(lines, i) {
+		case leadOffers:
+			b.offered = true
+		case leadNotChoices:
+			b.notChoices = true
+		}
+		blocks = append(blocks, b)
 		i = j
 	}
 	return blocks
@@ -983,7 +1015,7 @@ func listEnd(lines []string, i int, style lineStyle) int {
 	j := i + 1
 	for j < len(lines) {
 		n := lines[j]
-		if s := listStyle(n); s != styleNone && (s == styleTable) == (style == styleTable) ||
+		if s := listStyle(n); s != styleNone && s != styleKeyed && (s == styleTable) == (style == styleTable) ||
 			style != styleTable && strings.TrimSpace(n) != "" && (n[0] == ' ' || n[0] == '\t') {
 			j++
 			continue
@@ -997,19 +1029,76 @@ func listEnd(lines []string, i int, style lineStyle) int {
 	return j
 }
 
+// maxSection bounds what is said about one keyed option: a key further on starts another set of options.
+const maxSection = 30
+
+// keyedEnd is where the options written under their keys from line i end: each option's section runs from its
+// key's line over what is said about it (its pros and cons, a paragraph) to the next key, as long as no other
+// heading and no question comes between; the last section is its key's paragraph and a sub-list under it. For
+// options laid out as headings or bold lead-ins ("### Option A: …", "**Option 1: …** — …", "First possibility:
+// …"), whose pros and cons are often not indented.
+func keyedEnd(lines []string, i int) int {
+	end := sectionEnd(lines, i)
+	for k := i; ; {
+		next := -1
+		for j := end; j < len(lines) && j < k+maxSection; j++ {
+			l := lines[j]
+			if keyedLineRe.MatchString(l) {
+				next = j
+				break
+			}
+			if mdHeadingRe.MatchString(l) || strings.HasSuffix(strings.TrimSpace(l), "?") {
+				break
+			}
+		}
+		if next < 0 {
+			return end
+		}
+		k, end = next, sectionEnd(lines, next)
+	}
+}
+
+// sectionEnd is the end of the last keyed option's own part from its key's line k: the lines that go on from it
+// up to a blank line, then a list under it (the option's pros and cons) after blank lines.
+func sectionEnd(lines []string, k int) int {
+	j := k + 1
+	for j < len(lines) {
+		l := lines[j]
+		if t := strings.TrimSpace(l); t != "" && !keyedLineRe.MatchString(l) && !strings.HasSuffix(t, "?") {
+			j++
+			continue
+		}
+		if strings.TrimSpace(l) != "" {
+			break
+		}
+		n := j
+		for n < len(lines) && strings.TrimSpace(lines[n]) == "" {
+			n++
+		}
+		if n < len(lines) && (listStyle(lines[n]) == styleList || lines[n][0] == ' ' || lines[n][0] == '\t') {
+			j = n
+			continue
+		}
+		break
+	}
+	return j
+}
+
 // place ranks a block by where it is from the question on line qLine, and says how far: 0 after the question and
-// near it (a paragraph between is fine), 1 right before it, 2 elsewhere (or there is no question line).
+// near it (a paragraph between is fine), 1 right before it, 2 elsewhere (or there is no question line). A
+// paragraph that recommends one of the options does not part them from the question: agents put their pick
+// between the options and the question, or between the question and the options.
 func (b listBlock) place(d *doc, qLine int) (rank, dist int) {
 	switch {
 	case qLine < 0:
 		return 2, len(d.lines)
 	case qLine < b.start:
-		if d.paragraphsBetween(qLine, b.start) <= 1 {
+		if d.paragraphsBetween(qLine, b.start, 1) <= 1 {
 			return 0, b.start - qLine
 		}
 		return 2, b.start - qLine
 	case qLine >= b.end:
-		if d.paragraphsBetween(b.end-1, qLine) == 0 {
+		if d.paragraphsBetween(b.end-1, qLine, 0) == 0 {
 			return 1, qLine - b.end + 1
 		}
 		return 2, qLine - b.end + 1
@@ -1024,27 +1113,85 @@ const (
 	styleLettered
 	styleList // numbered or bulleted
 	styleTable
+	styleKeyed  // an option under its key as a heading or lead-in: "### Option A: …", "Approach 2 — …"
+	styleSelect // the cursor's row of a drawn selection: "❯ 1. Yes"
 )
 
-// listStyle says whether a prose line is an item of a lettered list, of a numbered or bulleted one, or a
-// row of a markdown table.
+var (
+	// A line that opens an option by naming its key or its position, as a heading, a bold lead-in or a paragraph's
+	// start: "### Option A: …", "## Option 2 — …", "**Option 1: …**", "Approach 1: …", "First possibility: …",
+	// "**A) Name**".
+	keyedLineRe = lazyRE(`^[\s#>]*(?:[*_]{0,2}(?:` + optionWordRe + `\s+(?:[A-Ha-h]|[1-9])\s*[:.)\-–—]|(?i:first|second|third|fourth|fifth)\s+(?i:option|possibility|approach|alternative|choice|way)\s*[:.\-–—])|(?:\*\*|__)(?:[A-Ha-h][).:]|[1-9]\))\s)`)
+	// A markdown heading: it ends the section of a keyed option before it.
+	mdHeadingRe = lazyRE(`^\s*#{1,6}\s`)
+)
+
+// listStyle says whether a prose line is an item of a lettered list, of a numbered or bulleted one, a row of a
+// markdown table, an option under its key, or the cursor's row of a drawn selection.
 func listStyle(l string) lineStyle {
 	switch {
+	case keyedLineRe.MatchString(l):
+		return styleKeyed
 	case letteredLineRe.MatchString(l):
 		return styleLettered
 	case listLineRe.MatchString(l):
 		return styleList
 	case tableRowRe.MatchString(l):
 		return styleTable
+	case cursorRowRe.MatchString(l):
+		return styleSelect
 	}
 	return styleNone
 }
 
+type leadKind int
+
+const (
+	leadNone leadKind = iota
+	leadOffers
+	leadNotChoices
+)
+
+var (
+	// A lead-in that offers the list under it as choices: "Options:", "## Alternatives", "I can fix it in one of
+	// two ways:", "Possible fixes:", "two places the check could go:". For a list put as choices apart from the question ("Options:" with the
+	// question above it and a recommendation between).
+	leadOffersRe = lazyRE(`(?i)\b(?:options|choices|alternatives|approaches|possibilities|ways|paths|fixes|solutions|candidates|one of|either|decide|decision|choose|pick|could|might)\b`)
+	// A lead-in that names the list under it as work done, things found or a plan: "Files changed:", "Summary
+	// of what I found:", "Proposed approach:". For lists that sit near a question without being its choices.
+	leadNotChoicesRe = lazyRE(`(?i)\b(?:summary|findings?|changes|changed|files?|did|done|steps?|plan|proposed|modified|updated|added|fixed|removed|notes?|results?|verified|tested|checked|failures|errors|issues|todo|next)\b`)
+)
+
+// leadIn says what the line introducing the block at line i (the nearest line above it, blank lines skipped)
+// calls it, when that line is a lead-in: a heading, a label, or a line ending in a colon.
+func leadIn(lines []string, i int) leadKind {
+	k := i - 1
+	for k >= 0 && strings.TrimSpace(lines[k]) == "" {
+		k--
+	}
+	if k < 0 || i-k > 3 {
+		return leadNone
+	}
+	l := strings.TrimSpace(lines[k])
+	bare := strings.TrimRight(l, "*_ ")
+	if !mdHeadingRe.MatchString(l) && !strings.HasSuffix(bare, ":") {
+		return leadNone
+	}
+	switch {
+	case leadOffersRe.MatchString(l):
+		return leadOffers
+	case leadNotChoicesRe.MatchString(l):
+		return leadNotChoices
+	}
+	return leadNone
+}
+
 // paragraphsBetween counts the paragraphs (runs of non-blank lines) strictly between lines from and to that
-// touch neither: the text separating a question from a list.
-func (d *doc) paragraphsBetween(from, to int) int {
+// touch neither: the text separating a question from a list. A paragraph that recommends (see place) is not
+// counted. Counting stops past limit: what matters is whether there are more.
+func (d *doc) paragraphsBetween(from, to, limit int) int {
 	n := 0
-	for i := from + 1; i < to; i++ {
+	for i := from + 1; i < to && n <= limit; i++ {
 		if strings.TrimSpace(d.lines[i]) == "" {
 			continue
 		}
@@ -1052,7 +1199,7 @@ func (d *doc) paragraphsBetween(from, to int) int {
 		for i < to && strings.TrimSpace(d.lines[i]) != "" {
 			i++
 		}
-		if start > from+1 && i < to {
+		if start > from+1 && i < to && recommendedPhrase(strings.Join(d.proseLines[start:i], " ")) == "" {
 			n++
 		}
 	}

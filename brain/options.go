@@ -82,13 +82,17 @@ const (
 	numberKeys
 )
 
+// optionWordRe is the word that names an option by its key: "Option A:", "Approach 1 —", "Alternative B)",
+// "Choice 2.", "Possibility 3:".
+const optionWordRe = `(?:[Oo]ption|[Aa]pproach|[Aa]lternative|[Cc]hoice|[Pp]ossibility)`
+
 var (
 	// Each key must follow the start of the text or whitespace, so "e.g." and "v1.2" are not keys.
 	// Markdown bold around the key ("**A)**") is allowed because LLM output uses it constantly.
-	letterKeyRe = lazyRE(`(?:^|\s)\**(?:[Oo]ption\s+([A-Ha-h])\s*[:.)\-–]|\[([A-Ha-h])\]|\(([A-Ha-h])\)|([A-Ha-h])[).])\**(?:\s+|$)`)
-	numberKeyRe = lazyRE(`(?:^|\s)\**(?:[Oo]ption\s+([1-9])\s*[:.)\-–]|\[([1-9])\]|\(([1-9])\)|([1-9])[).])\**(?:\s+|$)`)
+	letterKeyRe = lazyRE(`(?:^|\s)\**(?:` + optionWordRe + `\s+([A-Ha-h])\s*[:.)\-–—]|\[([A-Ha-h])\]|\(([A-Ha-h])\)|([A-Ha-h])[).])\**(?:\s+|$)`)
+	numberKeyRe = lazyRE(`(?:^|\s)\**(?:` + optionWordRe + `\s+([1-9])\s*[:.)\-–—]|\[([1-9])\]|\(([1-9])\)|([1-9])[).])\**(?:\s+|$)`)
 	bulletRe    = lazyRE(`^\s*[-*•]\s+(.*)$`)
-	leadKeyRe   = lazyRE(`^\**(?:[Oo]ption\s+\w\s*[:.)\-–]|\[\w\]|\(\w\)|\w[).])\**\s+`)
+	leadKeyRe   = lazyRE(`^\**(?:` + optionWordRe + `\s+\w\s*[:.)\-–—]|\[\w\]|\(\w\)|\w[).])\**\s+`)
 	spaceRunRe  = lazyRE(`\s+`)
 	// A sentence end: punctuation, space, then a capital (or "I" starting the next sentence).
 	sentenceEndRe = lazyRE(`[.!?]\s+[A-Z]`)
@@ -109,8 +113,9 @@ func sequenceOptions(text string, kind keyKind) (int, []choice) {
 				for start < len(text) && isSpace(text[start]) {
 					start++
 				}
-				lineStart := headingLeadRe.MatchString(text[strings.LastIndexByte(text[:start], '\n')+1 : start])
-				keys = append(keys, optionKey{text[m[2*g]], start, m[1], lineStart})
+				lead := text[strings.LastIndexByte(text[:start], '\n')+1 : start]
+				lineStart := headingLeadRe.MatchString(lead)
+				keys = append(keys, optionKey{text[m[2*g]], start, m[1], lineStart, lineStart && titleLine(lead, text[start:])})
 				break
 			}
 		}
@@ -142,7 +147,7 @@ func sequenceOptions(text string, kind keyKind) (int, []choice) {
 			continue
 		}
 		if !inline {
-			end = k.end + ownLines(text[k.end:end])
+			end = k.end + ownLines(text[k.end:end], k.ownLine)
 		}
 		if o := cleanOption(text[k.end:end]); o.label != "" {
 			opts = append(opts, o)
@@ -164,7 +169,7 @@ func ordinalKeys(text string) []optionKey {
 	var keys []optionKey
 	for _, m := range ordinalKeyRe.FindAllStringSubmatchIndex(text, -1) {
 		start := m[0] + len(text[m[0]:m[2]]) - len(strings.TrimLeft(text[m[0]:m[2]], " \t\n#>*"))
-		keys = append(keys, optionKey{byte('1' + ordinals[strings.ToLower(text[m[2]:m[3]])]), start, m[1], true})
+		keys = append(keys, optionKey{byte('1' + ordinals[strings.ToLower(text[m[2]:m[3]])]), start, m[1], true, strings.Contains(text[m[0]:start], "#")})
 	}
 	return keys
 }
@@ -173,6 +178,23 @@ type optionKey struct {
 	r          byte
 	start, end int // start of the key, end of the key and the spaces after it
 	lineStart  bool
+	// ownLine: the key's line is the option's title, a heading or a line in bold, and what follows it is said about
+	// the option.
+	ownLine bool
+}
+
+// titleLine reports an option's key line that is a title: a markdown heading ("### Option A: …"), or bold to its
+// end ("**Option 1: Name**", "**A) Name**"). The lines under it describe the option; they are not its name.
+func titleLine(lead, rest string) bool {
+	if strings.Contains(lead, "#") {
+		return true
+	}
+	line := rest
+	if i := strings.IndexByte(rest, '\n'); i >= 0 {
+		line = rest[:i]
+	}
+	line = strings.TrimSpace(line)
+	return (strings.HasPrefix(line, "**") && strings.HasSuffix(line, "**") || strings.HasPrefix(line, "__") && strings.HasSuffix(line, "__")) && len(line) > 4
 }
 
 // pickSequence takes the keys A, B, C… (or 1, 2, 3…) in order, skipping others.
@@ -257,8 +279,11 @@ func bulletOptions(text string) (int, []choice) {
 
 // ownLines is how much of an option written on lines of its own is its label: its key's line and the lines that
 // wrap it, up to a blank line or a sub-list (the option's pros and cons, or steps: what is said about it, not its
-// name).
-func ownLines(s string) int {
+// name); the key's line alone when it is a title (a heading or a bold line).
+func ownLines(s string, title bool) int {
+	if i := strings.IndexByte(s, '\n'); title && i >= 0 {
+		return i
+	}
 	at := 0
 	for i, line := range strings.SplitAfter(s, "\n") {
 		if i > 0 && (strings.TrimSpace(line) == "" || subPointRe.MatchString(line)) {

@@ -57,3 +57,17 @@ func itoa(n int) string {
 	}
 	return string(rune('0'+n/10)) + string(rune('0'+n%10))
 }
+
+// cursorRowRe is the row of a drawn selection under its cursor, framed or not: "❯ 1. Yes", "│ › 2. No │". A
+// numbered list in prose or quoted with ">" has no such cursor.
+var cursorRowRe = lazyRE(`^\s*[│┃]?\s*[❯›▶→●]\s*\d{1,2}[.)]\s+\S`)
+
+// hasCursorRow reports a drawn selection among lines: the choices a CLI offers, whatever the question's form.
+func hasCursorRow(lines []string) bool {
+	for _, l := range lines {
+		if strings.ContainsAny(l, "❯›▶→●") && cursorRowRe.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
