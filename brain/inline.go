@@ -269,15 +269,19 @@ var humanChoiceVerb = map[string]bool{"like": true, "prefer": true, "rather": tr
 // that use …)" argues for it.
 const maxAsideWords = 4
 
-// dropAsides takes out the parentheticals longer than maxAsideWords.
+// dropAsides takes out the parentheticals longer than maxAsideWords, and those that only quote code: "Jest
+// (`jest.config.js`)" points at where the alternative is configured, the name is before it.
 func dropAsides(s string) string {
 	return parenRe.ReplaceAllStringFunc(s, func(p string) string {
-		if len(strings.Fields(p)) > maxAsideWords {
+		if len(strings.Fields(p)) > maxAsideWords || codeOnlyAsideRe.MatchString(p) {
 			return ""
 		}
 		return p
 	})
 }
+
+// codeOnlyAsideRe is a parenthetical holding nothing but code spans (hidden in the prose as placeholders).
+var codeOnlyAsideRe = lazyRE(`^\s*\((?:\s*[\x{E000}][0-9]+[\x{E001}][\s,]*)+\)$`)
 
 func firstWord(s string) string {
 	f := strings.Fields(s)

@@ -103,3 +103,24 @@ func TestOptionsLayout(t *testing.T) {
 		})
 	}
 }
+
+// A parenthetical that only quotes code after an alternative points at where it lives; the name is before it.
+func TestOptionsCodeOnlyAside(t *testing.T) {
+	tests := []struct {
+		output string
+		want   []string
+	}{
+		{"The service ships with two caches: Ristretto (`cache/ristretto.go`) and Redis (`cache/redis.go`). Which should checkout use?",
+			[]string{"Ristretto", "Redis"}},
+		{"Do you want the linter config in YAML (`.golangci.yml`) or in TOML (`.golangci.toml`)?",
+			[]string{"in YAML", "in TOML"}},
+		// A parenthetical in words says which one: it stays.
+		{"Should the parser use `rustls` (pure Rust) or `native-tls`?",
+			[]string{"`rustls` (pure Rust)", "`native-tls`"}},
+	}
+	for _, tt := range tests {
+		if got := interpret(tt.output).Options; !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("options of %q = %q, want %q", tt.output, got, tt.want)
+		}
+	}
+}
