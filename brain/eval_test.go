@@ -73,7 +73,7 @@ var (
 		{"train", "testdata/eval/interpret_train.jsonl", 1, 1, 1, ""},
 		{"heldout", "testdata/eval/interpret_heldout.jsonl", 1, 1, 1, ""},
 		{"heldout3", "testdata/eval/interpret_heldout3.jsonl", 1, 1, 1, ""},
-		{"corpus2", "testdata/corpus2/interpret.jsonl", 58.0 / 60, 1, 1, "testdata/corpus2/interpret_extract.jsonl"},
+		{"corpus2", "testdata/corpus2/interpret.jsonl", 1, 1, 1, "testdata/corpus2/interpret_extract.jsonl"},
 	}
 	decideSets = []evalSet{
 		{"shared", "testdata/corpus/decide.jsonl", 1, 0, 0, ""},

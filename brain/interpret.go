@@ -111,6 +111,8 @@ var (
 			`\b(?:task|attempt|run)\s+(?:has\s+)?failed\b`,
 			`\bfailed to complete\b`,
 			`\b(?:is|remains|are|still|left) (?:still )?(?:not complete|incomplete|unfinished|not finished)\b`,
+			// The agent's verdict on its own work: "so this isn't done", "the task wasn't finished".
+			`\b(?:task|work|this|it)\s+(?:isn't|wasn't|is not|was not|is still not|still isn't)\s+(?:yet\s+)?(?:done|complete|completed|finished)\b`,
 		)),
 	}
 	// A failure described as a condition the code handles ("returns 400 when it fails validation") is
@@ -344,7 +346,13 @@ type evidence struct {
 	questions       int // real questions and statements of uncertainty
 	offers          int // offers of extra work: courtesy after finished (or failed) work
 	letteredOptions int // lettered option lines presented in the prose
+	// retryOffers are the questions that only offer to try the failed work again (see asks).
+	retryOffers int
 }
+
+// retryOfferRe offers to try the work again: "Do you want me to try again once the database is up?", "Should I
+// re-run it?".
+var retryOfferRe = lazyRE(`(?i)\b(?:(?:do|would) you (?:want|like) me to|want me to|(?:should|shall|can) I)\s+(?:\w+\s+)?(?:try (?:it |this |that |the \w+ )?again|retry|re-?run|run (?:it|them|this|that|the \w+) again)\b`)
 
 // at is a position in the output, line then column: evidence is ordered within a line too, since agents
 // often tell a whole story on one line ("Two tests failed at first. I fixed the fixture and all 48 pass.").
@@ -473,6 +481,9 @@ func (ev *evidence) readAsks(d *doc, sentences []sentence) {
 		switch classifyAsk(s.text, k == last) {
 		case askReal:
 			ev.questions++
+			if retryOfferRe.MatchString(s.text) {
+				ev.retryOffers++
+			}
 		case askOffer:
 			ev.offers++
 		}
@@ -661,8 +672,10 @@ func (ev evidence) unresolvedFailure() bool {
 // task done are a choice put to the human even without a question mark.
 func (ev evidence) asks(failing bool) bool {
 	switch {
+	// After a failure, an offer to try again is the decide judgement's to take (retry or escalate), not a question
+	// for a person: the failure is what the output says.
 	case ev.questions > 0:
-		return true
+		return !failing || ev.questions > ev.retryOffers
 	case ev.offers > 0:
 		return !failing && !ev.completed()
 	}
@@ -724,10 +737,15 @@ var outOfScopeRe = lazyRE(oneOf(`(?i)`,
 // answerRe opens an answer: "Yes — …", "No, …", "Short answer: …".
 var answerRe = lazyRE(`(?i)^(?:yes|no|nope|yep|it does|it doesn't|it did|it didn't|they do|they don't|short answer|answer)\b\s*[-—–:,.!]`)
 
-// selfAnswered reports a question the agent answers itself, or puts out of the task's scope, in the next sentence.
+// settledQuestionRe opens a question the agent tells as one it looked into itself: "One design point I checked:
+// should …?", "I considered whether …?". It reports its own reasoning, not a question for the human.
+var settledQuestionRe = lazyRE(`(?i)^(?:[\w\s-]{0,40}?\b(?:I|we)\s+(?:checked|considered|looked (?:at|into)|verified|investigated|weighed|settled|resolved|confirmed|asked myself)\b[^:?]{0,20}:|(?:I|we)\s+(?:also\s+)?(?:checked|considered|verified|investigated|wondered|asked myself)\s+(?:whether|if)\b)`)
+
+// selfAnswered reports a question the agent answers itself, or puts out of the task's scope, in the next sentence,
+// or that it opens as one it already looked into.
 func selfAnswered(q, next string) bool {
 	next = strings.TrimSpace(next)
-	return strings.HasSuffix(q, "?") && (answerRe.MatchString(next) || outOfScopeRe.MatchString(next))
+	return strings.HasSuffix(q, "?") && (answerRe.MatchString(next) || outOfScopeRe.MatchString(next) || settledQuestionRe.MatchString(q))
 }
 
 // classifyAsk says whether a sentence asks the human something, and how.

@@ -1,0 +1,44 @@
+package brain
+
+import "testing"
+
+// The verdict on outputs whose questions are not for a person: a question the agent raised and settled itself, an
+// offer to try failed work again, and the agent's own word that the task is not done.
+func TestVerdictSettledAndRetryQuestions(t *testing.T) {
+	tests := []struct {
+		name, output string
+		want         Status
+	}{
+		{"a question the agent says it checked, answered by the docs",
+			"Added the `--dry-run` flag to the importer.\n\n" +
+				"A point I verified first: should a dry run still open the database connection? The importer spec says it must, to validate the schema, so it does.\n\n" +
+				"All 31 tests passed.",
+			StatusCompleted},
+		{"a question the agent considered whether",
+			"Switched the upload limit to 25 MB and updated the nginx config.\n\n" +
+				"I also considered whether the limit should differ per plan? The billing doc fixes one limit for every plan, so I kept one.\n\n" +
+				"go test ./... ok",
+			StatusCompleted},
+		{"a real question after finished work still asks",
+			"Added the `--dry-run` flag to the importer. All 31 tests passed.\n\nShould a dry run also skip the audit log?",
+			StatusNeedsHelp},
+		{"an offer to re-run after the agent says the task is not done",
+			"The e2e suite could not start: the Selenium grid at grid.internal:4444 refuses connections.\n\n" +
+				"Unit tests: 88 passed. The task needs the e2e run, so it isn't complete. Should I re-run it when the grid is back?",
+			StatusFailed},
+		{"an offer to try again after a failure",
+			"The deploy to staging failed: the image push was rejected with 403 from the registry.\n\nWould you like me to try the push again after you rotate the token?",
+			StatusFailed},
+		{"a question beside the retry offer still asks",
+			"The deploy to staging failed: the image push was rejected with 403 from the registry.\n\n" +
+				"Should I try again later? And which registry should the staging images go to from now on?",
+			StatusNeedsHelp},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if in := interpret(tt.output); in.Status != tt.want {
+				t.Errorf("status %s, want %s (question %q, error %q)", in.Status, tt.want, in.Question, in.Error)
+			}
+		})
+	}
+}
