@@ -371,9 +371,11 @@ func gatherEvidence(d *doc) evidence {
 // readLines is the pass over the lines: where completion, fixes and failures are claimed, and the lettered options.
 func (ev *evidence) readLines(d *doc) {
 	var blocks lineBlocks
+	var cases casesList
 	for i, l := range d.lines {
 		low := fold(l)
 		failing, side := blocks.next(l, low)
+		inCases := cases.next(d.proseLines[i])
 		if prose := d.proseLines[i]; letteredLineRe.MatchString(prose) {
 			ev.letteredOptions += max(1, len(ParseOptions(prose)))
 		} else if inlineOptions(prose) {
@@ -412,13 +414,37 @@ func (ev *evidence) readLines(d *doc) {
 		if c := lastUnnegated(fixedG, l, low, failing); c >= 0 {
 			ev.lastFix = at(i, c)
 		}
-		if c := lastFailure(l, low); c >= 0 {
+		if c := lastFailure(l, low); c >= 0 && !inCases {
 			ev.lastFail = at(i, c)
 			if !sideCheckRe.MatchString(l) && !compileErrorRe.MatchString(l) {
 				ev.lastMainFail = at(i, c)
 			}
 		}
 	}
+}
+
+// casesLeadRe introduces a list of the cases a design handles: "Notes on failure modes considered:", "Edge cases
+// covered:", "## Error handling". Its items tell what happens when something fails, not that the run failed.
+var casesLeadRe = lazyRE(`(?i)\b(?:failure (?:modes?|cases|scenarios)|error (?:cases|scenarios|handling)|edge cases|corner cases|(?:cases|scenarios) (?:handled|covered|considered)|what happens (?:when|if))\b`)
+
+// casesList follows a list of the cases a design handles (see casesLeadRe): from its lead-in (a heading or a line
+// ending in a colon) over its items and their indented lines, up to the first other line of prose.
+type casesList struct{ on bool }
+
+// next reads prose line l and reports whether it is an item of such a list.
+func (c *casesList) next(l string) bool {
+	t := strings.TrimSpace(l)
+	switch {
+	case t == "":
+		return false
+	case (mdHeadingRe.MatchString(l) || strings.HasSuffix(strings.TrimRight(t, "*_ "), ":")) && !listLineRe.MatchString(l):
+		c.on = casesLeadRe.MatchString(l)
+		return false
+	case c.on && (listLineRe.MatchString(l) || l[0] == ' ' || l[0] == '\t'):
+		return true
+	}
+	c.on = false
+	return false
 }
 
 // lineBlocks follows the blocks of consecutive lines that a line belongs to: a block where a unit failed, and the

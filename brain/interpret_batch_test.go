@@ -4,5 +4,5 @@ package brain
 // ecosystems (colour codes included), decision requests without a question mark, and offers of optional work, to
 // measure the interpret judgement on text it was not written from.
 func init() {
-	interpretSets = append(interpretSets, evalSet{name: "batch_interpret", file: "testdata/eval/batch_interpret.jsonl", min: 55.0 / 56, minOptions: 16.0 / 17, minRecommendation: 16.0 / 17})
+	interpretSets = append(interpretSets, evalSet{name: "batch_interpret", file: "testdata/eval/batch_interpret.jsonl", min: 1, minOptions: 16.0 / 17, minRecommendation: 16.0 / 17})
 }

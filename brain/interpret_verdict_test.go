@@ -42,3 +42,28 @@ func TestVerdictSettledAndRetryQuestions(t *testing.T) {
 		})
 	}
 }
+
+// A list of the cases a design handles tells what happens when something fails; a list of what failed is failure.
+func TestVerdictCasesHandledList(t *testing.T) {
+	tests := []struct {
+		name, output string
+		want         Status
+	}{
+		{"edge cases covered after a passing run",
+			"pytest: 57 passed in 3.2s\n\nEdge cases covered:\n- Upstream returns 500: the fetch fails and is retried twice.\n- Payload too large: the upload fails with 413 and nothing is written.\n",
+			StatusCompleted},
+		{"an error handling heading after a passing run",
+			"Implemented the webhook consumer; all 12 tests pass.\n\n## Error handling\n* Bad signature: the request fails with 401.\n* Timeout talking to the DB: the job fails and goes back on the queue.\n",
+			StatusCompleted},
+		{"a list of what failed after a pass is still failure",
+			"The unit tests pass (40 passed).\n\nStill failing:\n- the e2e login test fails with a timeout\n- the build of the docs site fails\n",
+			StatusFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if in := interpret(tt.output); in.Status != tt.want {
+				t.Errorf("status %s, want %s (error %q)", in.Status, tt.want, in.Error)
+			}
+		})
+	}
+}
