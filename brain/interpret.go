@@ -721,9 +721,20 @@ func inlineOptions(s string) bool {
 // daemon… Is the docker daemon running?") is not the agent asking. Error keywords alone do not make a line
 // tool output: "Should it return 403 Forbidden?" is the agent's.
 func (d *doc) toolOutput(s sentence) bool {
+	if d.toolLines == nil {
+		d.toolLines = make([]uint8, len(d.lines))
+	}
+	if v := d.toolLines[s.line]; v != 0 {
+		return v == 2
+	}
 	l := d.lines[s.line]
 	low := fold(l)
-	return specificErrorG.match(l, low) || keywordErrorG.match(l, low) && toolPrefixRe.MatchString(l)
+	tool := specificErrorG.match(l, low) || keywordErrorG.match(l, low) && toolPrefixRe.MatchString(l)
+	d.toolLines[s.line] = 1
+	if tool {
+		d.toolLines[s.line] = 2
+	}
+	return tool
 }
 
 // lastProse is the index of the last sentence that is not a list item: a question followed by its options

@@ -45,6 +45,9 @@ type doc struct {
 	proseLines []string
 	// spans are the code spans and quotations taken out of the prose, by placeholder index.
 	spans []string
+	// toolLines caches toolOutput's reading of each line: 0 not read yet, 1 not a tool's, 2 a tool's. A long line
+	// holds many sentences, and each asks about it.
+	toolLines []uint8
 }
 
 var quoteReplacer = strings.NewReplacer(
