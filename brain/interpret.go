@@ -1175,8 +1175,8 @@ const (
 var (
 	// A line that opens an option by naming its key or its position, as a heading, a bold lead-in or a paragraph's
 	// start: "### Option A: …", "## Option 2 — …", "**Option 1: …**", "Approach 1: …", "First possibility: …",
-	// "**A) Name**".
-	keyedLineRe = lazyRE(`^[\s#>]*(?:[*_]{0,2}(?:` + optionWordRe + `\s+(?:[A-Ha-h]|[1-9])\s*[:.)\-–—]|(?i:first|second|third|fourth|fifth)\s+(?i:option|possibility|approach|alternative|choice|way)\s*[:.\-–—])|(?:\*\*|__)(?:[A-Ha-h][).:]|[1-9]\))\s)`)
+	// "**A) Name**", "### B. Name" (a heading keyed by a letter; one keyed by a number is a report's section).
+	keyedLineRe = lazyRE(`^[\s#>]*(?:[*_]{0,2}(?:` + optionWordRe + `\s+(?:[A-Ha-h]|[1-9])\s*[:.)\-–—]|(?i:first|second|third|fourth|fifth)\s+(?i:option|possibility|approach|alternative|choice|way)\s*[:.\-–—])|(?:\*\*|__)(?:[A-Ha-h][).:]|[1-9]\))\s)|^\s*#{1,6}\s+[*_]{0,2}[A-Ha-h][.)][*_]{0,2}\s`)
 	// A markdown heading: it ends the section of a keyed option before it.
 	mdHeadingRe = lazyRE(`^\s*#{1,6}\s`)
 )
@@ -1209,9 +1209,10 @@ const (
 
 var (
 	// A lead-in that offers the list under it as choices: "Options:", "## Alternatives", "I can fix it in one of
-	// two ways:", "Possible fixes:", "two places the check could go:". For a list put as choices apart from the question ("Options:" with the
-	// question above it and a recommendation between).
-	leadOffersRe = lazyRE(`(?i)\b(?:options|choices|alternatives|approaches|possibilities|ways|paths|fixes|solutions|candidates|one of|either|decide|decision|choose|pick|could|might)\b`)
+	// two ways:", "Possible fixes:", "two places the check could go:", or that asks about it ("Which files should I
+	// delete:"). For a list put as choices apart from the question ("Options:" with the question above it and a
+	// recommendation between).
+	leadOffersRe = lazyRE(`(?i)\b(?:options|choices|alternatives|approaches|possibilities|ways|paths|fixes|solutions|candidates|one of|either|decide|decision|choose|pick|could|might|which|should (?:I|we)|shall (?:I|we)|would you|do you|want me to|prefer)\b`)
 	// A lead-in that names the list under it as work done, things found or a plan: "Files changed:", "Summary
 	// of what I found:", "Proposed approach:". For lists that sit near a question without being its choices.
 	leadNotChoicesRe = lazyRE(`(?i)\b(?:summary|findings?|changes|changed|files?|did|done|steps?|plan|proposed|modified|updated|added|fixed|removed|notes?|results?|verified|tested|checked|failures|errors|issues|todo|next)\b`)

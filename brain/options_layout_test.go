@@ -38,6 +38,16 @@ func TestOptionsLayout(t *testing.T) {
 				"How would you like to handle deleted projects?",
 			[]string{"Soft delete", "Archive table"}, ""},
 
+		{"headings keyed by letters, each with a paragraph",
+			"### A. Vendor the fork\nWe carry the patch ourselves until upstream merges it.\n\n" +
+				"### B. Wait for upstream\nThe maintainers said the next release, no date.\n\n" +
+				"What's your preference?",
+			[]string{"Vendor the fork", "Wait for upstream"}, ""},
+		{"numbered section headings in a report are not options",
+			"## 1. What changed\nThe retry budget is per host now.\n\n## 2. How I tested it\nA soak test for an hour.\n\n" +
+				"Should I merge it?",
+			nil, ""},
+
 		// The selection a CLI draws, framed or not, whatever form its question takes.
 		{"a bare selection with the cursor on the second row",
 			"● Bash(rm -rf build/)\n\n Do you want to run this command?\n   1. Yes\n ❯ 2. No, and tell Claude what to do differently (esc)\n",
@@ -80,6 +90,9 @@ func TestOptionsLayout(t *testing.T) {
 			"Planned steps:\n1. Add the `archived_at` column\n2. Backfill it from the audit log\n3. Drop the old flag\n\n" +
 				"No code changed yet. Waiting for your approval before I start.",
 			nil, ""},
+		{"a lead-in that asks is not a list of changes",
+			"Which files should I delete from the fixtures:\n- fixtures/old_users.json\n- fixtures/legacy_orders.json\n",
+			[]string{"fixtures/old_users.json", "fixtures/legacy_orders.json"}, ""},
 		{"a plan awaiting an OK, no lead-in",
 			"1. Rename `user_id` to `account_id`\n2. Update the three callers\n\nAwaiting your OK on this before I touch the schema.",
 			nil, ""},
