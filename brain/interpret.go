@@ -828,11 +828,9 @@ func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 	qLine := -1
 	if qIdx >= 0 {
 		qLine = sentences[qIdx].line
-		if wantQuestion {
-			a.question = d.restore(questionText(sentences, qIdx))
-		}
 	}
 	var opts []choice
+	var block listBlock // the lines of the options found in a block, if any: no context for the question
 	if q, o, ok := askUserQuestion(d.text); ok && (wantQuestion || wantOptions) {
 		if wantQuestion && q != "" {
 			a.question = q
@@ -840,10 +838,13 @@ func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 		opts = o
 	} else if wantOptions {
 		closed := qIdx >= 0 && closedQuestion(sentences[qIdx].text)
-		opts = findOptions(d, qLine, closed)
+		opts, block = findOptions(d, qLine, closed)
 		if len(opts) == 0 {
 			opts = eitherOrNear(sentences, qIdx, closed)
 		}
+	}
+	if qIdx >= 0 && wantQuestion && a.question == "" {
+		a.question = d.restore(questionText(sentences, qIdx, block))
 	}
 	for i := range opts {
 		opts[i].label = d.restore(opts[i].label)
@@ -954,7 +955,7 @@ func eitherOrNear(ss []sentence, qIdx int, closed bool) []choice {
 
 // questionText builds the question from sentence qIdx: a '?' sentence with short context, or the whole unit
 // (paragraph) stating an uncertainty, since "I need clarification on X" needs the X-versus-Y that follows.
-func questionText(ss []sentence, qIdx int) string {
+func questionText(ss []sentence, qIdx int, options listBlock) string {
 	const short = 60
 	q := ss[qIdx]
 	if !strings.HasSuffix(q.text, "?") {
@@ -981,7 +982,9 @@ func questionText(ss []sentence, qIdx int) string {
 	} else {
 		for k := qIdx - 1; k >= 0; k-- {
 			p := ss[k]
-			if letteredLineRe.MatchString(p.text) || listLineRe.MatchString(p.text) || recommendRe.MatchString(p.text) ||
+			// The options and what is said about each (a heading's paragraph, its pros and cons) are no context.
+			inOptions := p.line >= options.start && p.line < options.end
+			if inOptions || letteredLineRe.MatchString(p.text) || listLineRe.MatchString(p.text) || recommendRe.MatchString(p.text) ||
 				markerLineRe.MatchString(p.text) || strings.HasSuffix(p.text, ":") {
 				continue
 			}
@@ -992,15 +995,16 @@ func questionText(ss []sentence, qIdx int) string {
 	return truncate(text, 800)
 }
 
-// findOptions returns the options offered around the question on line qLine: a list or table after the
-// question (a paragraph between is fine, as when the agent explains the choice first), else one right before
-// it, else a list offered as choices anywhere. Lists not offered as choices elsewhere are summaries, findings or
+// findOptions returns the options offered around the question on line qLine, and the block they are in: a list or
+// table after the question (a paragraph between is fine, as when the agent explains the choice first), else one
+// right before it, else a list offered as choices anywhere. Lists not offered as choices elsewhere are summaries, findings or
 // plans, and so is any such list next to a closed (yes/no) question, or under a lead-in that names it so.
-func findOptions(d *doc, qLine int, closed bool) []choice {
+func findOptions(d *doc, qLine int, closed bool) ([]choice, listBlock) {
 	// More than maxOptions items is a list of findings or files, not a choice.
 	const maxOptions = 8
 	// rank: 0 after the question and near it, 1 before it and near, 2 an offered list elsewhere.
 	var best []choice
+	var bestBlock listBlock
 	bestRank, bestDist := 3, 0
 	for _, b := range listBlocks(d) {
 		rank, dist := b.place(d, qLine)
@@ -1012,10 +1016,10 @@ func findOptions(d *doc, qLine int, closed bool) []choice {
 			continue
 		}
 		if opts := parseOptions(strings.Join(d.proseLines[b.start:b.end], "\n")); len(opts) >= 2 && len(opts) <= maxOptions {
-			best, bestRank, bestDist = opts, rank, dist
+			best, bestBlock, bestRank, bestDist = opts, b, rank, dist
 		}
 	}
-	return best
+	return best, bestBlock
 }
 
 // listBlock is a run of prose lines that may hold options: a list, a table, options under their keys, a drawn

@@ -137,3 +137,19 @@ func TestOptionsCodeOnlyAside(t *testing.T) {
 		}
 	}
 }
+
+// A short question after options under headings leans on the text before the options, never on what is said about
+// the last option.
+func TestQuestionTextSkipsOptionSections(t *testing.T) {
+	tests := []struct{ output, want string }{
+		{"The importer needs a new home.\n\n## Option A — A cron job\nRuns hourly on the batch host.\n\n## Option B — A queue consumer\nNeeds the broker to be up.\n\nWhich one?",
+			"The importer needs a new home. Which one?"},
+		{"**Option 1: Keep the v1 routes** — nothing breaks.\n\n**Option 2: Drop them** — the clients on v1 break.\n\nYour call?",
+			"Your call?"},
+	}
+	for _, tt := range tests {
+		if got := interpret(tt.output).Question; got != tt.want {
+			t.Errorf("question %q, want %q", got, tt.want)
+		}
+	}
+}

@@ -166,7 +166,9 @@ func (d *doc) sentences() []sentence {
 		}
 		buf.WriteString(t)
 		lastLine = i
-		prevEndsColon = strings.HasSuffix(t, ":")
+		// A line ending in a colon introduces what follows; a markdown heading is a title, never the start of the
+		// paragraph under it.
+		prevEndsColon = strings.HasSuffix(t, ":") || strings.HasPrefix(t, "#")
 	}
 	flush()
 	return out
