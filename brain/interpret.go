@@ -1180,7 +1180,7 @@ var (
 	// A line that opens an option by naming its key or its position, as a heading, a bold lead-in or a paragraph's
 	// start: "### Option A: …", "## Option 2 — …", "**Option 1: …**", "Approach 1: …", "First possibility: …",
 	// "**A) Name**", "### B. Name" (a heading keyed by a letter; one keyed by a number is a report's section).
-	keyedLineRe = lazyRE(`^[\s#>]*(?:[*_]{0,2}(?:` + optionWordRe + `\s+(?:[A-Ha-h]|[1-9])\s*[:.)\-–—]|(?i:first|second|third|fourth|fifth)\s+(?i:option|possibility|approach|alternative|choice|way)\s*[:.\-–—])|(?:\*\*|__)(?:[A-Ha-h][).:]|[1-9]\))\s)|^\s*#{1,6}\s+[*_]{0,2}[A-Ha-h][.)][*_]{0,2}\s`)
+	keyedLineRe = lazyRE(`^[\s#>]*(?:[*_]{0,2}(?:` + optionWordRe + `\s+(?:[A-Ha-h]|[1-9])` + keyAsideRe + `\s*[:.)\-–—]|(?i:first|second|third|fourth|fifth)\s+(?i:option|possibility|approach|alternative|choice|way)\s*[:.\-–—])|(?:\*\*|__)(?:[A-Ha-h][).:]|[1-9]\))\s)|^\s*#{1,6}\s+[*_]{0,2}[A-Ha-h][.)][*_]{0,2}\s`)
 	// A markdown heading: it ends the section of a keyed option before it.
 	mdHeadingRe = lazyRE(`^\s*#{1,6}\s`)
 )

@@ -6,8 +6,9 @@ import (
 )
 
 // ParseOptions parses an options block into the options' texts, keys stripped (callers label them A, B, …).
-// It reads lettered options "A) x  B) y" (also on one line, also "A. x", "[A] x", "(A) x", "Option A: x", as a
-// heading "### Option A: x"), numbered ones "1. x" / "1) x" / "First possibility: x", bullets "- x" / "* x",
+// It reads lettered options "A) x  B) y" (also on one line, also "A. x", "[A] x", "(A) x", "Option A: x" or
+// "Approach A — x" with an aside such as "(recommended)" after the key, as a heading "### Option A: x"), numbered
+// ones "1. x" / "1) x" / "First possibility: x", bullets "- x" / "* x",
 // the rows of a markdown table, and the selection a CLI draws ("❯ 1. Yes"). Lettered and
 // numbered keys must run in order from A or 1, which keeps "plan B. Then…" inside an option from splitting
 // it. When several styles occur, the one starting first wins, so a bulleted list of "A) …" items reads as the
@@ -82,6 +83,9 @@ const (
 	numberKeys
 )
 
+// keyAsideRe is a short parenthetical between an option's key and its name: "Option 1 (recommended): …".
+const keyAsideRe = `(?:\s*\([^()\n]{1,24}\))?`
+
 // optionWordRe is the word that names an option by its key: "Option A:", "Approach 1 —", "Alternative B)",
 // "Choice 2.", "Possibility 3:".
 const optionWordRe = `(?:[Oo]ption|[Aa]pproach|[Aa]lternative|[Cc]hoice|[Pp]ossibility)`
@@ -89,8 +93,8 @@ const optionWordRe = `(?:[Oo]ption|[Aa]pproach|[Aa]lternative|[Cc]hoice|[Pp]ossi
 var (
 	// Each key must follow the start of the text or whitespace, so "e.g." and "v1.2" are not keys.
 	// Markdown bold around the key ("**A)**") is allowed because LLM output uses it constantly.
-	letterKeyRe = lazyRE(`(?:^|\s)\**(?:` + optionWordRe + `\s+([A-Ha-h])\s*[:.)\-–—]|\[([A-Ha-h])\]|\(([A-Ha-h])\)|([A-Ha-h])[).])\**(?:\s+|$)`)
-	numberKeyRe = lazyRE(`(?:^|\s)\**(?:` + optionWordRe + `\s+([1-9])\s*[:.)\-–—]|\[([1-9])\]|\(([1-9])\)|([1-9])[).])\**(?:\s+|$)`)
+	letterKeyRe = lazyRE(`(?:^|\s)\**(?:` + optionWordRe + `\s+([A-Ha-h])` + keyAsideRe + `\s*[:.)\-–—]|\[([A-Ha-h])\]|\(([A-Ha-h])\)|([A-Ha-h])[).])\**(?:\s+|$)`)
+	numberKeyRe = lazyRE(`(?:^|\s)\**(?:` + optionWordRe + `\s+([1-9])` + keyAsideRe + `\s*[:.)\-–—]|\[([1-9])\]|\(([1-9])\)|([1-9])[).])\**(?:\s+|$)`)
 	bulletRe    = lazyRE(`^\s*[-*•]\s+(.*)$`)
 	leadKeyRe   = lazyRE(`^\**(?:` + optionWordRe + `\s+\w\s*[:.)\-–—]|\[\w\]|\(\w\)|\w[).])\**\s+`)
 	spaceRunRe  = lazyRE(`\s+`)
@@ -150,6 +154,8 @@ func sequenceOptions(text string, kind keyKind) (int, []choice) {
 			end = k.end + ownLines(text[k.end:end], k.ownLine)
 		}
 		if o := cleanOption(text[k.end:end]); o.label != "" {
+			// A marker in the key's aside: "Option 2 (Recommended): …".
+			o.recommended = o.recommended || recommendedOptRe.MatchString(text[k.start:k.end])
 			opts = append(opts, o)
 		}
 	}

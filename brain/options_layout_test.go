@@ -48,6 +48,11 @@ func TestOptionsLayout(t *testing.T) {
 				"Should I merge it?",
 			nil, ""},
 
+		{"a recommendation marked between the key and the name",
+			"**Approach A: Batch the inserts**\n- fewer round trips\n\n**Approach B (Recommended): Load with COPY**\n- fastest for bulk loads\n\n" +
+				"Which approach should I implement?",
+			[]string{"Batch the inserts", "Load with COPY"}, "Load with COPY"},
+
 		// The selection a CLI draws, framed or not, whatever form its question takes.
 		{"a bare selection with the cursor on the second row",
 			"● Bash(rm -rf build/)\n\n Do you want to run this command?\n   1. Yes\n ❯ 2. No, and tell Claude what to do differently (esc)\n",
