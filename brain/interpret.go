@@ -838,7 +838,8 @@ func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 		opts = o
 	} else if wantOptions {
 		closed := qIdx >= 0 && closedQuestion(sentences[qIdx].text)
-		opts, block = findOptions(d, qLine, closed)
+		pointsBack := qIdx >= 0 && pointsBackRe.MatchString(sentences[qIdx].text)
+		opts, block = findOptions(d, qLine, closed, pointsBack)
 		if len(opts) == 0 {
 			opts = eitherOrNear(sentences, qIdx, closed)
 		}
@@ -915,6 +916,10 @@ var (
 	closedQuestionRe = lazyRE(`(?i)(?:^[*_]*|[:;,—–][*_]*\s*|\b(?:so|but|and|then|also)\s+)(?:should|shall|can|could|may|do|does|did|is|are|was|were|would|will|have|has)\s+(?:I|we|you|it|this|that|they|there|the|these|those)\b[^?]*\?$`)
 	openQuestionRe   = lazyRE(`(?i)\b(?:or|which|what|how|where|when|whether|one of|any of|between)\b`)
 )
+
+// pointsBackRe is a question that picks among the list before it: "Which of these should I fix first?", "Which
+// one do you want?".
+var pointsBackRe = lazyRE(`(?i)\b(?:which|what)\s+(?:one\s+|ones\s+)?of\s+(?:these|those|them|the above)\b|\bwhich\s+(?:one|ones)\b`)
 
 // approvalRe asks for a go-ahead without a question mark ("Awaiting your OK on the plan above.", "I won't run it
 // without your approval."): its answer is yes or no too, and the plan above it is what is approved, not options.
@@ -999,7 +1004,10 @@ func questionText(ss []sentence, qIdx int, options listBlock) string {
 // table after the question (a paragraph between is fine, as when the agent explains the choice first), else one
 // right before it, else a list offered as choices anywhere. Lists not offered as choices elsewhere are summaries, findings or
 // plans, and so is any such list next to a closed (yes/no) question, or under a lead-in that names it so.
-func findOptions(d *doc, qLine int, closed bool) ([]choice, listBlock) {
+//
+// pointsBack says the question picks among the list it follows ("Which of these should I fix first?"): then a list
+// of findings is its choices.
+func findOptions(d *doc, qLine int, closed, pointsBack bool) ([]choice, listBlock) {
 	// More than maxOptions items is a list of findings or files, not a choice.
 	const maxOptions = 8
 	// rank: 0 after the question and near it, 1 before it and near, 2 an offered list elsewhere.
@@ -1008,8 +1016,10 @@ func findOptions(d *doc, qLine int, closed bool) ([]choice, listBlock) {
 	bestRank, bestDist := 3, 0
 	for _, b := range listBlocks(d) {
 		rank, dist := b.place(d, qLine)
-		// A yes/no question takes only the choices offered next to it: a list further off is about something else.
-		if !b.offered && (rank == 2 || closed || b.notChoices) || closed && rank == 2 {
+		// A yes/no question takes only the choices offered next to it: a list further off is about something else,
+		// and a list of findings or changes is what it asks about, keyed or not.
+		notChoices := b.notChoices && (closed || !pointsBack)
+		if !b.offered && (rank == 2 || closed || notChoices) || closed && (rank == 2 || notChoices) {
 			continue
 		}
 		if rank > bestRank || rank == bestRank && dist >= bestDist {
@@ -1219,7 +1229,7 @@ var (
 	leadOffersRe = lazyRE(`(?i)\b(?:options|choices|alternatives|approaches|possibilities|ways|paths|fixes|solutions|candidates|one of|either|decide|decision|choose|pick|could|might|which|should (?:I|we)|shall (?:I|we)|would you|do you|want me to|prefer)\b`)
 	// A lead-in that names the list under it as work done, things found or a plan: "Files changed:", "Summary
 	// of what I found:", "Proposed approach:". For lists that sit near a question without being its choices.
-	leadNotChoicesRe = lazyRE(`(?i)\b(?:summary|findings?|changes|changed|files?|did|done|steps?|plan|proposed|modified|updated|added|fixed|removed|notes?|results?|verified|tested|checked|failures|errors|issues|todo|next)\b`)
+	leadNotChoicesRe = lazyRE(`(?i)\b(?:summary|findings?|changes|changed|files?|did|done|steps?|plan|proposed|modified|updated|added|fixed|removed|notes?|results?|verified|tested|checked|failures|errors|issues|problems|bugs|warnings|risks|todo|next)\b`)
 )
 
 // leadIn says what the line introducing the block at line i (the nearest line above it, blank lines skipped)

@@ -98,6 +98,13 @@ func TestOptionsLayout(t *testing.T) {
 		{"a lead-in that asks is not a list of changes",
 			"Which files should I delete from the fixtures:\n- fixtures/old_users.json\n- fixtures/legacy_orders.json\n",
 			[]string{"fixtures/old_users.json", "fixtures/legacy_orders.json"}, ""},
+		{"a yes/no question after lettered findings",
+			"I found three problems in the cache layer:\nA) the key ignores the locale\nB) the TTL is read as seconds, not minutes\nC) misses are not counted\n\n" +
+				"Should I fix them in this PR?",
+			nil, ""},
+		{"a question that picks among the findings above it",
+			"Issues found:\n- the login test is flaky\n- the docker build takes 9 minutes\n\nWhich of these should I tackle first?",
+			[]string{"the login test is flaky", "the docker build takes 9 minutes"}, ""},
 		{"a plan awaiting an OK, no lead-in",
 			"1. Rename `user_id` to `account_id`\n2. Update the three callers\n\nAwaiting your OK on this before I touch the schema.",
 			nil, ""},
