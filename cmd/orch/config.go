@@ -120,7 +120,10 @@ func (a *app) permissions(sandboxKind string) (*jobs.Permissions, error) {
 	pc := a.set.file.Permissions
 	base := agent.DefaultPolicy(sandboxKind)
 	if pc == nil {
-		return toPermissions(base), nil
+		// The sandbox's defaults are not copied into every run (two KiB of rules in each parked run, rewritten with
+		// every step): a run without a policy of its own works under its sandbox's defaults (worker.Policy), and its
+		// start records their summary.
+		return nil, nil
 	}
 	if pc.Defaults != nil && !*pc.Defaults {
 		base = agent.Policy{Default: agent.Ask}
