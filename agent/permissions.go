@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/orchrun/orch/internal/lazyre"
 )
 
 // Decision is what orch's permission policy does with one tool call.
@@ -155,7 +157,7 @@ type Rule struct {
 	HasSpec bool
 }
 
-var ruleTool = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+var ruleTool = lazyre.New(`^[A-Za-z][A-Za-z0-9_-]*$`)
 
 // errRuleSyntax is wrapped by every error ParseRule returns.
 var errRuleSyntax = errors.New("not a permission rule")
@@ -630,7 +632,7 @@ func RuleFor(c Call, v Verdict) string {
 	return c.Tool
 }
 
-var subcommandWord = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+var subcommandWord = lazyre.New(`^[a-z][a-z0-9-]*$`)
 
 // DeferVersion is the first Claude Code that can pause a tool call for later (the PreToolUse decision "defer").
 const DeferVersion = "2.1.89"

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/orchrun/orch/internal/lazyre"
 )
 
 // Scenario is the sim agent's script (DESIGN §5 yaml format).
@@ -90,7 +91,7 @@ func scenarioErrorf(file string, line int, format string, args ...any) error {
 	return &scenarioError{file: file, line: max(line, 1), msg: fmt.Sprintf(format, args...)}
 }
 
-var yamlLineRe = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+var yamlLineRe = lazyre.New(`^yaml: (?:line (\d+): )?(.*)$`)
 
 // yamlError puts yaml.v3's message into the "file:line: problem" form. yaml.v3 gives the line where the
 // enclosing block starts (counting from 0) rather than the line of the problem, and no line at all for some

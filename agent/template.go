@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/orchrun/orch/internal/lazyre"
 )
 
 // Template runs any CLI from a "cmd:" template such as `aider --yes --message {prompt}`.
@@ -20,7 +21,7 @@ type Template struct {
 // and a typo of {prompt} would otherwise run the agent with the prompt appended and a literal "{promt}".
 var (
 	placeholders  = []string{"prompt", "task_id", "run_id", "attempt", "workspace"}
-	placeholderRe = regexp.MustCompile(`\{([a-z_]+)\}`)
+	placeholderRe = lazyre.New(`\{([a-z_]+)\}`)
 )
 
 // NewTemplate parses a "cmd:TEMPLATE" agent (the "cmd:" prefix is optional). TEMPLATE is split like a shell

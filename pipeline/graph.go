@@ -3,12 +3,12 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/orchrun/orch/internal/lazyre"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -154,7 +154,7 @@ var durationUnits = map[string]time.Duration{
 	"ms": time.Millisecond, "s": time.Second, "m": time.Minute, "h": time.Hour, "d": 24 * time.Hour,
 }
 
-var specDuration = regexp.MustCompile(`^([0-9]+)(ms|s|m|h|d)$`)
+var specDuration = lazyre.New(`^([0-9]+)(ms|s|m|h|d)$`)
 
 // parseDuration takes the spec's Integer+unit form (which has days, unlike
 // Go) and falls back to time.ParseDuration for forms like "1h30m" or "1.5h".

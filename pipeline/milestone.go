@@ -3,9 +3,10 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/orchrun/orch/internal/lazyre"
 )
 
 // Task is one task of a milestone, or one node of a pipeline that does work.
@@ -42,7 +43,7 @@ func (p *Plan) Tasks() ([]Task, error) {
 // taskHeading matches "Task <id>: <title>" with the separators and emphasis
 // people actually type: "**Task 1.1:** Foo", "Task 1.1 — Foo", "Task 1.1 - Foo".
 // A hyphen needs a blank after it because ids may contain hyphens.
-var taskHeading = regexp.MustCompile(`(?i)^([*_]{0,3})task[ \t]+([a-z0-9](?:[a-z0-9.\-]*[a-z0-9])?)[*_]{0,3}[ \t]*(?::|—|–|-(?:[ \t]|$)|$)[*_]{0,3}[ \t]*(.*)$`)
+var taskHeading = lazyre.New(`(?i)^([*_]{0,3})task[ \t]+([a-z0-9](?:[a-z0-9.\-]*[a-z0-9])?)[*_]{0,3}[ \t]*(?::|—|–|-(?:[ \t]|$)|$)[*_]{0,3}[ \t]*(.*)$`)
 
 // parseTaskHeading requires a digit in the id so that prose headings such as
 // "Task Breakdown: Phase 1" are not mistaken for tasks.

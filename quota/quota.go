@@ -10,12 +10,13 @@ package quota
 import (
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 	_ "time/tzdata" // reset times name IANA zones ("resets 4:40pm (Europe/Belgrade)"); the worker's image may have no zoneinfo
 	"unicode/utf8"
+
+	"github.com/orchrun/orch/internal/lazyre"
 )
 
 // Limit is a usage or rate limit with a known reset time.
@@ -125,7 +126,7 @@ func mayHold(text string) bool {
 	return false
 }
 
-var ansiRe = regexp.MustCompile("\x1b\\[[0-9;?]*[ -/]*[@-~]")
+var ansiRe = lazyre.New("\x1b\\[[0-9;?]*[ -/]*[@-~]")
 
 // parseLine matches lines[i], or the strings inside it when it is a JSON value (an API error body, a CLI's
 // JSON event).
@@ -324,7 +325,7 @@ func parseWindow(lines []string, now time.Time) (Limit, bool) {
 	return Limit{Reset: reset, Text: clip(text), Provider: provider}, true
 }
 
-var headerRe = regexp.MustCompile(`(?i)^(retry-after|retry-after-ms|anthropic-ratelimit-(?:requests|tokens|input-tokens|output-tokens)-(?:reset|remaining)|x-ratelimit-(?:reset|remaining)-(?:requests|tokens))\s*[:=]\s*"?([^"]{1,64})"?,?$`)
+var headerRe = lazyre.New(`(?i)^(retry-after|retry-after-ms|anthropic-ratelimit-(?:requests|tokens|input-tokens|output-tokens)-(?:reset|remaining)|x-ratelimit-(?:reset|remaining)-(?:requests|tokens))\s*[:=]\s*"?([^"]{1,64})"?,?$`)
 
 // FromHeaders reads when an HTTP 429 (or any limited response) may be retried from its headers: retry-after
 // (seconds or an HTTP-date), retry-after-ms, Anthropic's anthropic-ratelimit-{requests,tokens,input-tokens,
@@ -401,16 +402,16 @@ var (
 	//   "You've hit your weekly limit · resets Jul 31, 2am (UTC)"               (#81647, 2.1.220)
 	//   "You've hit your weekly limit · resets Sep 15 at 7pm"                   (#92834, 2.1.263)
 	// Anything after a further " · " (a hint to upgrade) is allowed; nothing else may follow.
-	claudeHitRe = regexp.MustCompile(`(?i)^You(?:'|’)ve hit your (?:[a-z0-9-]+ ){0,2}limit` + sep + `resets ` + when + `\.?(?:` + sep + `.*)?$`)
+	claudeHitRe = lazyre.New(`(?i)^You(?:'|’)ve hit your (?:[a-z0-9-]+ ){0,2}limit` + sep + `resets ` + when + `\.?(?:` + sep + `.*)?$`)
 	// Claude Code 1.0.x (1.0.88 through 1.0.1xx): "5-hour limit reached ∙ resets 12pm" (#7641, 1.0.113; #6392),
 	// and the same shape for the weekly and Opus limits ("Weekly limit reached ∙ resets Oct 6, 2pm").
-	claudeReachedRe = regexp.MustCompile(`(?i)^(?:[a-z0-9-]+ ){1,3}limit reached` + sep + `resets ` + when + `\.?(?:` + sep + `.*)?$`)
+	claudeReachedRe = lazyre.New(`(?i)^(?:[a-z0-9-]+ ){1,3}limit reached` + sep + `resets ` + when + `\.?(?:` + sep + `.*)?$`)
 	// Claude Code 1.0.x before that: "Claude usage limit reached. Your limit will reset at 5pm (Europe/Warsaw)."
 	// (anthropics/claude-code #6119, 1.0.84; CCAutoRenew #3 "…will reset at 12am.").
-	claudeOldRe = regexp.MustCompile(`(?i)^Claude (?:AI )?usage limit reached\. Your limit will reset at ` + when + `\.?$`)
+	claudeOldRe = lazyre.New(`(?i)^Claude (?:AI )?usage limit reached\. Your limit will reset at ` + when + `\.?$`)
 	// Claude Code 1.0.x in print mode: "Claude AI usage limit reached|1755615600", epoch seconds
 	// (anthropics/claude-code #6119, #9046, #11429, 1.0.69–1.0.84).
-	claudeEpochRe = regexp.MustCompile(`^Claude AI usage limit reached\|(\d{9,11})$`)
+	claudeEpochRe = lazyre.New(`^Claude AI usage limit reached\|(\d{9,11})$`)
 )
 
 func claudeLine(_ []string, _ int, c, _ string, now time.Time) (Limit, bool) {
@@ -421,7 +422,7 @@ func claudeLine(_ []string, _ int, c, _ string, now time.Time) (Limit, bool) {
 		sec, _ := strconv.ParseInt(m[1], 10, 64)
 		return limitAt(time.Unix(sec, 0), now, c, Claude)
 	}
-	for _, re := range []*regexp.Regexp{claudeHitRe, claudeReachedRe, claudeOldRe} {
+	for _, re := range []*lazyre.Regexp{claudeHitRe, claudeReachedRe, claudeOldRe} {
 		if m := re.FindStringSubmatch(c); m != nil {
 			reset, ok := clockTime(re, m, now)
 			if !ok {
@@ -436,7 +437,7 @@ func claudeLine(_ []string, _ int, c, _ string, now time.Time) (Limit, bool) {
 var months = map[string]time.Month{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12}
 
 // clockTime resolves the named groups of when (mon, day, year, hour, min, ampm, zone) at now.
-func clockTime(re *regexp.Regexp, m []string, now time.Time) (time.Time, bool) {
+func clockTime(re *lazyre.Regexp, m []string, now time.Time) (time.Time, bool) {
 	g := func(name string) string {
 		if i := re.SubexpIndex(name); i > 0 {
 			return m[i]
@@ -487,7 +488,7 @@ func clockTime(re *regexp.Regexp, m []string, now time.Time) (time.Time, bool) {
 
 // gmtRe is a zone as JavaScript's toLocaleTimeString names one it has no abbreviation for: "GMT+2", "GMT-3",
 // "GMT+5:30".
-var gmtRe = regexp.MustCompile(`^(?:GMT|UTC)([+-])(\d{1,2})(?::?(\d{2}))?$`)
+var gmtRe = lazyre.New(`^(?:GMT|UTC)([+-])(\d{1,2})(?::?(\d{2}))?$`)
 
 // abbreviations are the zone abbreviations en-US JavaScript prints (Gemini CLI's "Access resets at 3:45 PM PDT").
 var abbreviations = map[string]int{
@@ -532,10 +533,10 @@ var (
 	// the Codex app as "try again at Aug 10, 2026, 11:12 AM." and "… usage limit for GPT-5.3-Codex-Spark. Switch
 	// to another model now, or try again at …". Codex 0.3x said "… or try again in 5 days 22 hours 11 minutes."
 	// (openai/codex #3899, 0.39.0; #3124, #4095).
-	codexRe = regexp.MustCompile(`^You(?:'|’)ve hit your usage limit(?: for \S{1,80}?)?\. .{0,400}?\b[Tt]ry again (?:at ` +
+	codexRe = lazyre.New(`^You(?:'|’)ve hit your usage limit(?: for \S{1,80}?)?\. .{0,400}?\b[Tt]ry again (?:at ` +
 		`(?:(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (?P<day>\d{1,2})(?:st|nd|rd|th)?, (?P<year>\d{4}),? )?` +
 		`(?P<hour>\d{1,2}):(?P<min>\d{2}) ?(?P<ampm>[AP]M)|in (?P<in>\d+ (?:days?|hours?|minutes?|seconds?)(?:,? (?:and )?\d+ (?:days?|hours?|minutes?|seconds?)){0,3}))\.?$`)
-	durWordRe = regexp.MustCompile(`(\d+) (day|hour|minute|second)`)
+	durWordRe = lazyre.New(`(\d+) (day|hour|minute|second)`)
 )
 
 func codexLine(_ []string, _ int, c, _ string, now time.Time) (Limit, bool) {
@@ -570,13 +571,13 @@ var (
 	// as "✕ [API Error: You have exhausted your capacity on this model. Your quota will reset after 12h22m45s.]" and
 	// logged as "RESOURCE_EXHAUSTED (code 429): You have exhausted your capacity on this model. Your quota will
 	// reset after 42h1m20s." The whole sentence pair is the shape; it may sit anywhere in the line.
-	geminiCapacityRe = regexp.MustCompile(`You have exhausted your capacity on this model\.\s*Your quota will reset after ((?:\d+(?:\.\d+)?(?:h|m|s|ms))+)\.?`)
+	geminiCapacityRe = lazyre.New(`You have exhausted your capacity on this model\.\s*Your quota will reset after ((?:\d+(?:\.\d+)?(?:h|m|s|ms))+)\.?`)
 	// Gemini CLI 0.3x's quota dialog (packages/cli/src/ui/hooks/useQuotaAndFallback.ts, ProQuotaDialog):
 	//   "Usage limit reached for gemini-3-flash-preview." / "Usage limit reached for all Pro models."
 	//   "Access resets at 10:57 PM GMT-3."      (google-gemini/gemini-cli #22643, 0.33.1)
 	// on two lines, or joined on one once the box is taken out.
-	geminiUsageRe  = regexp.MustCompile(`^Usage limit reached for [^\n]{1,120}?\.(?:\s+Access resets at (?P<rest>.*))?$`)
-	geminiAccessRe = regexp.MustCompile(`^Access resets at (?P<hour>\d{1,2}):(?P<min>\d{2}) ?(?P<ampm>[AP]M)(?: (?P<zone>[A-Z]{1,5}(?:[+-]\d{1,2}(?::?\d{2})?)?))?\.?$`)
+	geminiUsageRe  = lazyre.New(`^Usage limit reached for [^\n]{1,120}?\.(?:\s+Access resets at (?P<rest>.*))?$`)
+	geminiAccessRe = lazyre.New(`^Access resets at (?P<hour>\d{1,2}):(?P<min>\d{2}) ?(?P<ampm>[AP]M)(?: (?P<zone>[A-Z]{1,5}(?:[+-]\d{1,2}(?::?\d{2})?)?))?\.?$`)
 )
 
 func geminiLine(lines []string, i int, c, _ string, now time.Time) (Limit, bool) {
@@ -623,13 +624,13 @@ var (
 	// #8883): "You exceeded your current quota, please check your plan and billing details. … * Quota exceeded for
 	// metric: generativelanguage.googleapis.com/…, limit: 125000\nPlease retry in 15.002899939s." The retry is read
 	// only beside one of Google's quota phrases on the same line.
-	googleRetryRe = regexp.MustCompile(`Please retry in (\d+(?:\.\d+)?(?:ms|s))\b`)
-	googleQuotaRe = regexp.MustCompile(`RESOURCE_EXHAUSTED|You exceeded your current quota|Quota exceeded for metric`)
+	googleRetryRe = lazyre.New(`Please retry in (\d+(?:\.\d+)?(?:ms|s))\b`)
+	googleQuotaRe = lazyre.New(`RESOURCE_EXHAUSTED|You exceeded your current quota|Quota exceeded for metric`)
 	// Its RetryInfo detail pretty-printed over lines (Gemini CLI prints the whole error body):
 	//   "@type": "type.googleapis.com/google.rpc.RetryInfo",
 	//   "retryDelay": "27s"
 	// possibly with escaped quotes when the body sits inside another string.
-	googleDelayRe = regexp.MustCompile(`^\\*"retryDelay\\*"\s*:\s*\\*"(\d+(?:\.\d+)?(?:ms|s))\\*"`)
+	googleDelayRe = lazyre.New(`^\\*"retryDelay\\*"\s*:\s*\\*"(\d+(?:\.\d+)?(?:ms|s))\\*"`)
 )
 
 func googleLine(lines []string, i int, c, raw string, now time.Time) (Limit, bool) {
@@ -671,7 +672,7 @@ func googleLine(lines []string, i int, c, raw string, now time.Time) (Limit, boo
 // The retry is a Go-style duration: "20ms", "4.4s", "1m30s", "6m0s". The message may sit inside the body an SDK
 // prints ("Error code: 429 - {'error': {'message': 'Rate limit reached …"), so it is looked for anywhere in the
 // line, but whole: "Rate limit reached for <model> in organization <org> on …".
-var openAIRe = regexp.MustCompile(`Rate limit reached for \S{1,100} in (?:organization|project) \S{1,100} on [^.]{1,200}\..{0,200}?Please try again in ((?:\d+(?:\.\d+)?(?:h|m|s|ms))+)\.`)
+var openAIRe = lazyre.New(`Rate limit reached for \S{1,100} in (?:organization|project) \S{1,100} on [^.]{1,200}\..{0,200}?Please try again in ((?:\d+(?:\.\d+)?(?:h|m|s|ms))+)\.`)
 
 func openAILine(_ []string, _ int, c, _ string, now time.Time) (Limit, bool) {
 	if !strings.Contains(c, "Rate limit reached for") {

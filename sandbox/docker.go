@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +21,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+
+	"github.com/orchrun/orch/internal/lazyre"
 )
 
 // Labels and names that mark orch's containers. Labels cannot change after a container is created, so a pool
@@ -357,7 +358,7 @@ func checkStaticBinary(p string) error {
 
 // numericUserPattern is a "uid:gid" user. Names are refused: the /tmp tmpfs is given to the user by number, and a
 // name means whatever the image's /etc/passwd says.
-var numericUserPattern = regexp.MustCompile(`^[0-9]{1,10}:[0-9]{1,10}$`)
+var numericUserPattern = lazyre.New(`^[0-9]{1,10}:[0-9]{1,10}$`)
 
 // Close stops the pool and removes the pool containers this backend created that no run has claimed. Containers of
 // runs stay: they belong to their runs (Release) or to Reap.
@@ -377,7 +378,7 @@ func (d *Docker) Close() error {
 }
 
 // runIDPattern is what a container name allows; the run id is part of the name.
-var runIDPattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
+var runIDPattern = lazyre.New(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
 
 func checkRunID(id string) error {
 	if !runIDPattern.MatchString(id) {

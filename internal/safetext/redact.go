@@ -1,30 +1,31 @@
 package safetext
 
 import (
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/orchrun/orch/internal/lazyre"
 )
 
 // secretPatterns match credentials that must never reach Redis, a log, a terminal or Slack. Each keeps a recognisable
 // prefix so a person can tell which credential leaked and rotate it.
 var secretPatterns = []struct {
 	name string
-	re   *regexp.Regexp
+	re   *lazyre.Regexp
 }{
-	{"private-key", regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)`)},
-	{"aws-access-key", regexp.MustCompile(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{"aws-secret", regexp.MustCompile(`(?i)(aws_secret_access_key|aws_secret)["']?\s*[=:]\s*["']?[A-Za-z0-9/+=]{40}`)},
-	{"github-token", regexp.MustCompile(`\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b`)},
-	{"slack-token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`)},
-	{"slack-app-token", regexp.MustCompile(`\bxapp-[0-9]-[A-Za-z0-9-]{10,}\b`)},
-	{"anthropic-key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{20,}\b`)},
-	{"openai-key", regexp.MustCompile(`\bsk-(proj-)?[A-Za-z0-9_-]{32,}\b`)},
-	{"google-api-key", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
-	{"stripe-key", regexp.MustCompile(`\b[rs]k_(live|test)_[A-Za-z0-9]{20,}\b`)},
-	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b`)},
-	{"url-password", regexp.MustCompile(`\b([a-z][a-z0-9+.-]*://[^\s:/@]*):[^\s@/]+@`)},
-	{"password-assignment", regexp.MustCompile(`(?i)\b([a-z0-9_]*(?:password|passwd|secret|api_key|apikey|access_token|auth_token))["']?\s*[=:]\s*["']?[^\s"',}]{6,}`)},
+	{"private-key", lazyre.New(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)`)},
+	{"aws-access-key", lazyre.New(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`)},
+	{"aws-secret", lazyre.New(`(?i)(aws_secret_access_key|aws_secret)["']?\s*[=:]\s*["']?[A-Za-z0-9/+=]{40}`)},
+	{"github-token", lazyre.New(`\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b`)},
+	{"slack-token", lazyre.New(`\bxox[abposr]-[A-Za-z0-9-]{10,}\b`)},
+	{"slack-app-token", lazyre.New(`\bxapp-[0-9]-[A-Za-z0-9-]{10,}\b`)},
+	{"anthropic-key", lazyre.New(`\bsk-ant-[A-Za-z0-9_-]{20,}\b`)},
+	{"openai-key", lazyre.New(`\bsk-(proj-)?[A-Za-z0-9_-]{32,}\b`)},
+	{"google-api-key", lazyre.New(`\bAIza[0-9A-Za-z_-]{35}`)},
+	{"stripe-key", lazyre.New(`\b[rs]k_(live|test)_[A-Za-z0-9]{20,}\b`)},
+	{"jwt", lazyre.New(`\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b`)},
+	{"url-password", lazyre.New(`\b([a-z][a-z0-9+.-]*://[^\s:/@]*):[^\s@/]+@`)},
+	{"password-assignment", lazyre.New(`(?i)\b([a-z0-9_]*(?:password|passwd|secret|api_key|apikey|access_token|auth_token))["']?\s*[=:]\s*["']?[^\s"',}]{6,}`)},
 }
 
 // Redact replaces every secret in s with a marker naming its kind.
