@@ -717,3 +717,55 @@ func TestContainsFold(t *testing.T) {
 		}
 	}
 }
+
+// The runs that wait are listed from their index, which a store written before it had is given at the first listing,
+// from the runs' summaries; a run closed meanwhile and left in it is taken out by the listing that reads it.
+func TestOpenIndex(t *testing.T) {
+	for name, open := range archivedStores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, c := open(t)
+			all := fillFind(t, s, c)
+			var want []string
+			for i := len(all) - 1; i >= 0; i-- {
+				if factsOf(all[i]).open {
+					want = append(want, all[i].ID)
+				}
+			}
+			if len(want) < 2 {
+				t.Fatalf("%d runs wait; want a few", len(want))
+			}
+			check := func(when string) {
+				t.Helper()
+				page, more, err := s.Find(ctx, Query{Status: StatusOpen}, 0, 1000)
+				if err != nil || more || !slices.Equal(ids(page), want) {
+					t.Fatalf("%s: %v (more %v, %v), want %v", when, ids(page), more, err, want)
+				}
+				if n, err := s.Waiting(ctx); err != nil || n != len(want) {
+					t.Fatalf("%s: %d waiting, want %d (%v)", when, n, len(want), err)
+				}
+			}
+			check("as written")
+			// An orch from before the index: none, and no mark that it was built.
+			s.rdb.Del(ctx, keyOpen, keyOpenBuilt)
+			check("built from the summaries")
+			// A run closed while the index was built stays in it until a listing reads it.
+			s.rdb.ZAdd(ctx, keyOpen, redis.Z{Score: float64(time.Now().UnixMilli()), Member: all[0].ID})
+			if factsOf(all[0]).open {
+				t.Fatal("the fixture's first run waits")
+			}
+			page, _, _ := s.Find(ctx, Query{Status: StatusOpen}, 0, 1)
+			if len(page) != 0 {
+				t.Fatalf("a closed run was listed: %v", ids(page))
+			}
+			check("healed")
+			// Paging: one at a time, newest first.
+			for i, id := range want {
+				page, more, err := s.Find(ctx, Query{Status: StatusOpen}, i, 1)
+				if err != nil || len(page) != 1 || page[0].ID != id || more != (i < len(want)-1) {
+					t.Fatalf("page %d: %v, more %v, %v", i, ids(page), more, err)
+				}
+			}
+		})
+	}
+}

@@ -80,6 +80,7 @@ func (s *Store) archiveRun(ctx context.Context, id string, minAge time.Duration)
 			p.Del(ctx, key, eventsKey(id), auditKey(id))
 			p.ZRem(ctx, keyRuns, id)
 			p.HDel(ctx, keySummaries, id)
+			p.ZRem(ctx, keyOpen, id)
 			return nil
 		})
 		moved = err == nil
@@ -133,6 +134,7 @@ func (s *Store) restore(ctx context.Context, id string, fn func(r *jobs.Run, c *
 		return err
 	}
 	sum := summarize(r) // of the document put back, before fn changes r
+	put := *r           // what the index is told of it, likewise
 	states := jobs.StatesOf(r)
 	c := jobs.NewChange(r)
 	if err := fn(r, c); err != nil {
@@ -148,6 +150,7 @@ func (s *Store) restore(ctx context.Context, id string, fn func(r *jobs.Run, c *
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, keyRuns, redis.Z{Score: float64(r.CreatedAt.UnixMilli()), Member: id})
 		p.HSet(ctx, keySummaries, id, sum)
+		indexOpen(ctx, p, &put)
 		for _, e := range ar.Events {
 			p.XAdd(ctx, &redis.XAddArgs{Stream: eventsKey(id), ID: e.ID, Values: []any{eventField, string(e.Data)}})
 		}
@@ -261,6 +264,7 @@ func (s *Store) deleteRuns(ctx context.Context, ids []string) error {
 			p.Del(ctx, runKey(id), eventsKey(id), auditKey(id))
 			p.ZRem(ctx, keyRuns, id)
 			p.HDel(ctx, keySummaries, id)
+			p.ZRem(ctx, keyOpen, id)
 		}
 		return nil
 	})

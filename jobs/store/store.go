@@ -108,6 +108,7 @@ func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) e
 			p.Set(ctx, key, data, 0)
 			p.ZAdd(ctx, keyRuns, redis.Z{Score: float64(now.UnixMilli()), Member: r.ID})
 			p.HSet(ctx, keySummaries, r.ID, summarize(r))
+			indexOpen(ctx, p, r)
 			return s.appendEvents(ctx, p, r.ID, c.Events)
 		})
 		if err != nil {
@@ -244,6 +245,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 			p.Set(ctx, key, data, 0)
 			spent = s.account(ctx, p, &r, c, before, led, now)
 			p.HSet(ctx, keySummaries, id, summarize(&r))
+			indexOpen(ctx, p, &r)
 			if err := s.appendEvents(ctx, p, id, c.Events); err != nil {
 				return err
 			}

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orchrun/orch/jobs"
+)
+
+// The runs that wait for a human are indexed apart (keyOpen), written in the same transaction as each run's document,
+// so that listing the questions reads the page's runs and nothing else, however many runs there are or wait: the
+// questions page, the API's list, `orch escalation show` and the Home tabs cost the same at ten parked runs as at a
+// hundred thousand.
+//
+// A store written by an orch from before the index has none: the first listing builds it from the runs' summaries
+// (buildOpen), and marks it built. A run a change closed while the index was being built may be left in it: a listing
+// that reads such a run takes it out (healOpen), unless its summary changed again meanwhile.
+
+const (
+	// keyOpen is a sorted set: the id of every run that waits for a human, by its creation time (ms).
+	keyOpen = "orch:runs:open"
+	// keyOpenBuilt marks keyOpen as holding every such run.
+	keyOpenBuilt = "orch:runs:open:built"
+)
+
+// indexOpen writes in pipeline p whether run r waits for a human.
+func indexOpen(ctx context.Context, p redis.Pipeliner, r *jobs.Run) {
+	if factsOf(r).open {
+		p.ZAdd(ctx, keyOpen, redis.Z{Score: float64(r.CreatedAt.UnixMilli()), Member: r.ID})
+	} else {
+		p.ZRem(ctx, keyOpen, r.ID)
+	}
+}
+
+// buildOpen builds the index of the runs that wait from their summaries, once per store.
+func (s *Store) buildOpen(ctx context.Context) error {
+	if n, err := s.rdb.Exists(ctx, keyOpenBuilt).Result(); err != nil || n == 1 {
+		return err
+	}
+	sums, err := s.rdb.HGetAll(ctx, keySummaries).Result()
+	if err != nil {
+		return fmt.Errorf("indexing the runs that wait: %w", err)
+	}
+	var open []string
+	for id, sum := range sums {
+		if f, ok := parseSummary(sum); ok && f.open {
+			open = append(open, id)
+		}
+	}
+	scores := make([]*redis.FloatCmd, len(open))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range open {
+			scores[i] = p.ZScore(ctx, keyRuns, id)
+		}
+		return nil
+	}); err != nil && err != redis.Nil {
+		return fmt.Errorf("indexing the runs that wait: %w", err)
+	}
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range open {
+			if sc, err := scores[i].Result(); err == nil {
+				p.ZAdd(ctx, keyOpen, redis.Z{Score: sc, Member: id})
+			}
+		}
+		p.Set(ctx, keyOpenBuilt, "1", 0)
+		return nil
+	})
+	return err
+}
+
+// healOpen takes run id out of the index when its summary still says what the listing read (sum) and that it does
+// not wait, or when it has none (archived or pruned: over).
+var healOpen = redis.NewScript(`local cur = redis.call("HGET", KEYS[1], ARGV[1])
+if cur == false or cur == ARGV[2] then return redis.call("ZREM", KEYS[2], ARGV[1]) end return 0`)
+
+// findOpen is Find for the runs that wait for a human and nothing else: a page of the index.
+func (s *Store) findOpen(ctx context.Context, offset, limit int) ([]*jobs.Run, bool, error) {
+	if err := s.buildOpen(ctx); err != nil {
+		return nil, false, err
+	}
+	ids, err := s.rdb.ZRevRange(ctx, keyOpen, int64(offset), int64(offset+limit)).Result()
+	if err != nil {
+		return nil, false, fmt.Errorf("listing the runs that wait: %w", err)
+	}
+	more := len(ids) > limit
+	ids = ids[:min(len(ids), limit)]
+	if len(ids) == 0 {
+		return nil, more, nil
+	}
+	page := make([]found, len(ids))
+	for i, id := range ids {
+		page[i] = found{id: id}
+	}
+	runs, err := s.load(ctx, page)
+	if err != nil {
+		return nil, false, err
+	}
+	out := runs[:0]
+	for _, r := range runs {
+		if factsOf(r).open {
+			out = append(out, r)
+			continue
+		}
+		healOpen.Run(ctx, s.rdb, []string{keySummaries, keyOpen}, r.ID, summarize(r)) // best effort
+	}
+	return out, more, nil
+}
+
+// Waiting counts the runs that wait for a human.
+func (s *Store) Waiting(ctx context.Context) (int, error) {
+	if err := s.buildOpen(ctx); err != nil {
+		return 0, err
+	}
+	n, err := s.rdb.ZCard(ctx, keyOpen).Result()
+	return int(n), err
+}
