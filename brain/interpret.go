@@ -501,7 +501,7 @@ func (ev *evidence) readAdmissions(d *doc, sentences []sentence) {
 func (ev *evidence) readAsks(d *doc, sentences []sentence) {
 	last := lastProse(sentences)
 	for k, s := range sentences {
-		if d.toolOutput(s) || k+1 < len(sentences) && selfAnswered(s.text, sentences[k+1].text) {
+		if d.toolOutput(s) || k+1 < len(sentences) && selfAnswered(s.text, sentences[k+1].text, sentences[k+1].unit == s.unit) {
 			continue
 		}
 		switch classifyAsk(s.text, k == last) {
@@ -775,14 +775,16 @@ var outOfScopeRe = lazyRE(oneOf(`(?i)`,
 var answerRe = lazyRE(`(?i)^(?:yes|no|nope|yep|it does|it doesn't|it did|it didn't|they do|they don't|short answer|answer)\b\s*[-—–:,.!]`)
 
 // settledQuestionRe opens a question the agent tells as one it looked into itself: "One design point I checked:
-// should …?", "I considered whether …?". It reports its own reasoning, not a question for the human.
+// should …?", "I considered whether …?". Followed in its paragraph by what the agent found, it reports the agent's
+// own reasoning, not a question for the human.
 var settledQuestionRe = lazyRE(`(?i)^(?:[\w\s-]{0,40}?\b(?:I|we)\s+(?:checked|considered|looked (?:at|into)|verified|investigated|weighed|settled|resolved|confirmed|asked myself)\b[^:?]{0,20}:|(?:I|we)\s+(?:also\s+)?(?:checked|considered|verified|investigated|wondered|asked myself)\s+(?:whether|if)\b)`)
 
 // selfAnswered reports a question the agent answers itself, or puts out of the task's scope, in the next sentence,
-// or that it opens as one it already looked into.
-func selfAnswered(q, next string) bool {
+// or that it opens as one it looked into and goes on about in the same paragraph (sameUnit: next is in q's).
+func selfAnswered(q, next string, sameUnit bool) bool {
 	next = strings.TrimSpace(next)
-	return strings.HasSuffix(q, "?") && (answerRe.MatchString(next) || outOfScopeRe.MatchString(next) || settledQuestionRe.MatchString(q))
+	return strings.HasSuffix(q, "?") && (answerRe.MatchString(next) || outOfScopeRe.MatchString(next) ||
+		sameUnit && settledQuestionRe.MatchString(q))
 }
 
 // classifyAsk says whether a sentence asks the human something, and how.

@@ -19,6 +19,10 @@ func TestVerdictSettledAndRetryQuestions(t *testing.T) {
 				"I also considered whether the limit should differ per plan? The billing doc fixes one limit for every plan, so I kept one.\n\n" +
 				"go test ./... ok",
 			StatusCompleted},
+		{"a question after what the agent looked into, its paragraph ending there, still asks",
+			"Added the `--dry-run` flag to the importer.\n\n" +
+				"I looked into the audit log: should I make a dry run write to it too?\n\nAll 31 tests passed.",
+			StatusNeedsHelp},
 		{"a real question after finished work still asks",
 			"Added the `--dry-run` flag to the importer. All 31 tests passed.\n\nShould a dry run also skip the audit log?",
 			StatusNeedsHelp},
