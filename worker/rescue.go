@@ -16,7 +16,8 @@ import (
 // steps whose worker no longer says it lives (alive.go) or whose lease expired, and enqueues the step again under a
 // rescue id, so the run goes on within seconds of its worker's death. The rescue and asynq's later retry of the
 // original are harmless to each other: whichever comes second finds the step done (the step's sequence check) or its
-// attempt owned by the first, which lives (owner.go). The leases are asynq's own, read through queue.ExpiredSteps.
+// attempt owned by the first, which lives (owner.go). The leases are asynq's own, read through queue.ExpiredSteps, on
+// every step queue: the default one and each team's. A rescue goes to the queue of the run's team.
 
 // rescueEvery is how often a worker looks for orphaned steps.
 const rescueEvery = 2 * time.Second
@@ -57,12 +58,13 @@ func (w *Worker) rescueLoop() {
 func (w *Worker) RescueOrphans(ctx context.Context) (int, error) {
 	// Leases are in asynq's time: the wall clock's, whatever clock the store keeps.
 	now := time.Now()
-	ids, err := w.cfg.Queue.ExpiredSteps(ctx, now)
+	q := w.stepQueue() // the leases of every step queue, the teams' too
+	ids, err := q.ExpiredSteps(ctx, now)
 	if err != nil {
 		return 0, err
 	}
 	if w.alive.steady(now) {
-		dead, err := w.cfg.Queue.DeadDeliveries(ctx, now)
+		dead, err := q.DeadDeliveries(ctx, now)
 		if err != nil {
 			return 0, err
 		}
@@ -78,7 +80,7 @@ func (w *Worker) RescueOrphans(ctx context.Context) (int, error) {
 		if err != nil || run.Status != jobs.RunRunning || run.Seq != seq {
 			continue // the run moved on, or ended: asynq's recoverer will find the step stale
 		}
-		enqueued, err := w.cfg.Queue.Rescue(ctx, id, runID, seq, run.AgentTimeout(run.Current()))
+		enqueued, err := q.Rescue(ctx, id, run.Team(), runID, seq, run.AgentTimeout(run.Current()))
 		if err != nil {
 			return n, err
 		}

@@ -88,7 +88,7 @@ func (w *Worker) Nudge(ctx context.Context, run *jobs.Run) error {
 	case jobs.RunQueued:
 		return w.cfg.Queue.Start(ctx, run.ID)
 	case jobs.RunRunning:
-		return w.cfg.Queue.StepAt(ctx, run.ID, run.Seq, run.AgentTimeout(run.Current()), run.RetryAt)
+		return w.stepQueue().StepAt(ctx, run.Team(), run.ID, run.Seq, run.AgentTimeout(run.Current()), run.RetryAt)
 	case jobs.RunParked:
 		if last := lastEscalation(run); last != nil && last.Resolution != nil && run.OpenEscalation() == nil {
 			return w.cfg.Queue.Resume(ctx, run.ID, last.ID)

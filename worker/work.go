@@ -458,7 +458,7 @@ func (w *Worker) waitForWorkspace(ctx context.Context, runID string, seq int64, 
 	if r.Status != jobs.RunRunning || r.Seq != seq {
 		return nil // moved on meanwhile (an abort): nothing to wait for
 	}
-	return w.cfg.Queue.StepLater(ctx, r.ID, seq, r.AgentTimeout(r.Current()), time.Now().Add(waitEvery),
+	return w.stepQueue().StepLater(ctx, r.Team(), r.ID, seq, r.AgentTimeout(r.Current()), time.Now().Add(waitEvery),
 		strconv.FormatInt(time.Now().UnixNano(), 36))
 }
 
@@ -471,7 +471,7 @@ func (w *Worker) wake(ctx context.Context, id string) error {
 	if err != nil || r.Status != jobs.RunRunning {
 		return err
 	}
-	return w.cfg.Queue.StepLater(ctx, r.ID, r.Seq, r.AgentTimeout(r.Current()), time.Now(),
+	return w.stepQueue().StepLater(ctx, r.Team(), r.ID, r.Seq, r.AgentTimeout(r.Current()), time.Now(),
 		strconv.FormatInt(time.Now().UnixNano(), 36))
 }
 

@@ -79,8 +79,10 @@ type Config struct {
 	// security escalation) and has them taken out where it enters orch, before anything judges, keeps or shows it.
 	// nil: secrets are found and taken out by pattern alone.
 	Secrets *safetext.Redactor
-	// Teams weighs the worker time of the teams that share this pool: each named team's steps have a queue of their
-	// own, served in proportion to its weight; every other run's steps share the default queue, of weight 1.
+	// Teams weighs the worker time of the teams that share this pool (name → weight, 1 to 100): each named team's
+	// steps have a queue of their own, served in proportion to its weight; every other run's steps share the default
+	// queue, of weight 1 unless Teams names queue.DefaultTeam. asynq shares dequeues, not time: see
+	// jobs/queue/teams.go. Every worker of a deployment must have the same Teams.
 	Teams map[string]int
 }
 
@@ -199,9 +201,14 @@ func (w *Worker) Start(rdb redis.UniversalClient) error {
 		IsFailure:                isFailure,
 		RetryDelayFunc:           retryDelay,
 	}
+	// Fair share between teams: each configured team's steps have a queue of their own, weighted (teams.go).
+	known, err := w.cfg.Queue.StepQueues()
+	if err != nil {
+		return fmt.Errorf("starting step worker: %w", err)
+	}
 	steps := common
 	steps.Concurrency = w.cfg.Concurrency
-	steps.Queues = map[string]int{queue.Steps: 1}
+	steps.Queues = stepServerQueues(w.stepQueue(), known)
 	control := common
 	control.Concurrency = 4
 	control.Queues = map[string]int{queue.Control: 1}

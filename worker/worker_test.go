@@ -492,7 +492,7 @@ func TestOneOwnerPerStep(t *testing.T) {
 						rdb.ZAdd(ctx, leaseSet, redis.Z{Score: float64(time.Now().Add(tt.lease).Unix()), Member: owner})
 						t.Cleanup(func() { rdb.ZRem(ctx, leaseSet, owner) })
 					}
-					if err := h.queue.Step(ctx, r.ID, 1, time.Minute); err != nil {
+					if err := h.queue.Step(ctx, "", r.ID, 1, time.Minute); err != nil {
 						t.Fatal(err)
 					}
 					if err := h.w.Start(rdb); err != nil {

@@ -50,10 +50,12 @@ func newMetrics(b *store.Backend) *metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "orchestrator_parked_runs",
 			Help: "Runs waiting for a human (holding no worker)."}, func() float64 { return parkedRuns(b.Store) }))
-	for _, q := range []string{queue.Steps, queue.Control} {
+	// The steps' figure is every step queue's, the teams' included (jobs/queue/teams.go).
+	sizes := map[string]func() int{queue.Steps: b.Queue.StepsSize, queue.Control: func() int { return b.Queue.Size(queue.Control) }}
+	for q, size := range sizes {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "asynq_queue_size",
-			Help: "Tasks in an asynq queue (pending, scheduled, retrying, active).", ConstLabels: prometheus.Labels{"queue": q}},
-			func() float64 { return float64(b.Queue.Size(q)) }))
+			Help:        "Tasks in an asynq queue (pending, scheduled, retrying, active); orch-steps counts every step queue.",
+			ConstLabels: prometheus.Labels{"queue": q}}, func() float64 { return float64(size()) }))
 	}
 	b.Store.OnSpend(func(team string, usd float64) { m.spend.WithLabelValues(team).Add(usd) })
 	b.Store.Observe(func(events []jobs.Event) {

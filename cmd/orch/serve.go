@@ -17,7 +17,6 @@ import (
 	"github.com/orchrun/orch/hub"
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
-	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/runs"
 	"github.com/orchrun/orch/web"
@@ -363,7 +362,7 @@ func healthLine(b *store.Backend) func(ctx context.Context) string {
 			return "Redis does not answer (" + err.Error() + "): nothing moves until it does"
 		}
 		return fmt.Sprintf("Redis answers · %s queued for workers · %s waiting for a human",
-			jobs.Count(b.Queue.Size(queue.Steps), "step"), jobs.Count(int(parkedRuns(b.Store)), "run"))
+			jobs.Count(b.Queue.StepsSize(), "step"), jobs.Count(int(parkedRuns(b.Store)), "run"))
 	}
 }
 

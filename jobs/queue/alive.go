@@ -61,9 +61,9 @@ return 0`)
 // DeadDeliveries returns the step deliveries that hold a lease that has not ended by t but whose worker no longer says
 // it lives. Claims of deliveries that hold no lease any more (their worker died before it forgot them) are forgotten.
 func (q *Queue) DeadDeliveries(ctx context.Context, t time.Time) ([]string, error) {
-	leased, err := q.rdb.ZRangeByScore(ctx, leaseKey(Steps), &redis.ZRangeBy{Min: fmt.Sprint(t.Unix() + 1), Max: "+inf"}).Result()
+	leased, err := q.leasedSteps(ctx, fmt.Sprint(t.Unix()+1), "+inf")
 	if err != nil {
-		return nil, fmt.Errorf("reading asynq's leases of steps: %w", err)
+		return nil, err
 	}
 	claims, err := q.rdb.HGetAll(ctx, deliveriesKey).Result()
 	if err != nil {

@@ -26,11 +26,25 @@ func leaseKey(queue string) string { return "asynq:{" + queue + "}:lease" }
 // one to two minutes after the worker died. Reading the lease set directly lets orch rescue a dead worker's step about
 // 30 s after the crash, the lease's own length. It depends on asynq v0.26's layout (leaseKey);
 // TestExpiredStepsSeesAsynqLeases runs a real asynq server and fails if an upgrade moves the set or changes its scores.
+// It reads the leases of every step queue (StepQueues): the default one and every team's.
 func (q *Queue) ExpiredSteps(ctx context.Context, t time.Time) ([]string, error) {
-	ids, err := q.rdb.ZRangeByScore(ctx, leaseKey(Steps), &redis.ZRangeBy{Min: "-inf",
-		Max: strconv.FormatInt(t.Unix(), 10)}).Result()
+	return q.leasedSteps(ctx, "-inf", strconv.FormatInt(t.Unix(), 10))
+}
+
+// leasedSteps returns the ids of the step tasks, on every step queue, whose lease ends between lo and hi (Unix
+// seconds, or ±inf).
+func (q *Queue) leasedSteps(ctx context.Context, lo, hi string) ([]string, error) {
+	names, err := q.StepQueues()
 	if err != nil {
-		return nil, fmt.Errorf("reading asynq's leases of steps: %w", err)
+		return nil, err
+	}
+	var ids []string
+	for _, name := range names {
+		some, err := q.rdb.ZRangeByScore(ctx, leaseKey(name), &redis.ZRangeBy{Min: lo, Max: hi}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("reading asynq's leases of steps on %s: %w", name, err)
+		}
+		ids = append(ids, some...)
 	}
 	return ids, nil
 }
@@ -39,13 +53,23 @@ func (q *Queue) ExpiredSteps(ctx context.Context, t time.Time) ([]string, error)
 // heartbeat keeps extending the lease. A task that is not being worked on (pending, retrying, done, gone) holds none.
 // The boundary is ExpiredSteps': a lease that ends within t's second has ended, so that a step ExpiredSteps found
 // orphaned is never found leased at a later t unless its worker extended the lease after all.
+// The task may be on any step queue (its run's team's, or the default one when the team was not configured then).
 func (q *Queue) Leased(ctx context.Context, id string, t time.Time) (bool, error) {
-	end, err := q.rdb.ZScore(ctx, leaseKey(Steps), id).Result()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
+	names, err := q.StepQueues()
 	if err != nil {
-		return false, fmt.Errorf("reading asynq's lease of %s: %w", id, err)
+		return false, err
 	}
-	return int64(end) > t.Unix(), nil
+	for _, name := range names {
+		end, err := q.rdb.ZScore(ctx, leaseKey(name), id).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("reading asynq's lease of %s: %w", id, err)
+		}
+		if int64(end) > t.Unix() {
+			return true, nil
+		}
+	}
+	return false, nil
 }

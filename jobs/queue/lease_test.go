@@ -45,7 +45,7 @@ func TestExpiredStepsSeesAsynqLeases(t *testing.T) {
 			defer srv.Shutdown()
 			defer close(release)
 
-			if err := q.Step(ctx, runID, 1, time.Minute); err != nil {
+			if err := q.Step(ctx, "", runID, 1, time.Minute); err != nil {
 				t.Fatal(err)
 			}
 			select {

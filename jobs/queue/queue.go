@@ -24,7 +24,7 @@ const (
 )
 
 // Queues. Control work (starts, resumes) has its own queue and its own workers, so a click is never stuck behind
-// agents that run for half an hour.
+// agents that run for half an hour. Steps is the default step queue; each configured team has one more (teams.go).
 const (
 	Steps   = "orch-steps"
 	Control = "orch-control"
@@ -79,6 +79,10 @@ type Queue struct {
 	client    *asynq.Client
 	inspector *asynq.Inspector
 	rdb       redis.UniversalClient // for what asynq's API does not tell: ExpiredSteps
+	// teams maps each configured team to its step queue, weights each step queue to its weight (WithTeams); nil: every
+	// step goes to Steps.
+	teams   map[string]string
+	weights map[string]int
 }
 
 // New returns a queue on rdb.
@@ -93,28 +97,29 @@ func (q *Queue) Start(ctx context.Context, runID string) error {
 		asynq.Queue(Control), asynq.MaxRetry(10), asynq.Timeout(time.Minute))
 }
 
-// Step enqueues step seq of a run whose agent may run for agentTimeout (0: the configured step timeout applies).
-func (q *Queue) Step(ctx context.Context, runID string, seq int64, agentTimeout time.Duration) error {
-	return q.StepAt(ctx, runID, seq, agentTimeout, time.Time{})
+// Step enqueues step seq of a run of team (Run.Team; "" for none) whose agent may run for agentTimeout (0: the
+// configured step timeout applies), on the team's step queue (StepQueue).
+func (q *Queue) Step(ctx context.Context, team, runID string, seq int64, agentTimeout time.Duration) error {
+	return q.StepAt(ctx, team, runID, seq, agentTimeout, time.Time{})
 }
 
 // StepAt is Step, not before at (a retry's backoff); a zero or past at is at once.
-func (q *Queue) StepAt(ctx context.Context, runID string, seq int64, agentTimeout time.Duration, at time.Time) error {
-	opts := q.stepOptions(agentTimeout)
+func (q *Queue) StepAt(ctx context.Context, team, runID string, seq int64, agentTimeout time.Duration, at time.Time) error {
+	opts := q.stepOptions(team, agentTimeout)
 	if time.Until(at) > 0 {
 		opts = append(opts, asynq.ProcessAt(at))
 	}
 	return q.enqueue(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, fmt.Sprintf("step:%s:%d", runID, seq), opts...)
 }
 
-// stepOptions are a step's queue, retries and time limit: the agent's timeout plus orch's margin, or the configured
-// step timeout.
-func (q *Queue) stepOptions(agentTimeout time.Duration) []asynq.Option {
+// stepOptions are a step's queue (its team's), retries and time limit: the agent's timeout plus orch's margin, or
+// the configured step timeout.
+func (q *Queue) stepOptions(team string, agentTimeout time.Duration) []asynq.Option {
 	timeout := stepTimeout
 	if agentTimeout > 0 {
 		timeout = agentTimeout + stepMargin
 	}
-	return []asynq.Option{asynq.Queue(Steps), asynq.MaxRetry(stepMaxRetry), asynq.Timeout(timeout)}
+	return []asynq.Option{asynq.Queue(q.StepQueue(team)), asynq.MaxRetry(stepMaxRetry), asynq.Timeout(timeout)}
 }
 
 // Rescue enqueues step seq of a run again, after the worker of its delivery (dead) died: under the dead delivery's id
@@ -122,14 +127,14 @@ func (q *Queue) stepOptions(agentTimeout time.Duration) []asynq.Option {
 // rescued in turn). The dead delivery stays with asynq until its lease is recovered, and then finds the step done or
 // the rescue's attempt running.
 // It reports whether the rescue was enqueued now (false: an earlier pass did).
-func (q *Queue) Rescue(ctx context.Context, dead, runID string, seq int64, agentTimeout time.Duration) (bool, error) {
-	return q.enqueueNew(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, dead+":rescue", q.stepOptions(agentTimeout)...)
+func (q *Queue) Rescue(ctx context.Context, dead, team, runID string, seq int64, agentTimeout time.Duration) (bool, error) {
+	return q.enqueueNew(ctx, TypeStep, Payload{RunID: runID, Seq: seq}, dead+":rescue", q.stepOptions(team, agentTimeout)...)
 }
 
 // StepLater enqueues step seq of a run again at at, under an id of its own (the step's own is still active while it
 // asks): a step that cannot start yet looks again later without holding a worker. suffix makes the id unique.
-func (q *Queue) StepLater(ctx context.Context, runID string, seq int64, agentTimeout time.Duration, at time.Time, suffix string) error {
-	opts := q.stepOptions(agentTimeout)
+func (q *Queue) StepLater(ctx context.Context, team, runID string, seq int64, agentTimeout time.Duration, at time.Time, suffix string) error {
+	opts := q.stepOptions(team, agentTimeout)
 	if time.Until(at) > 0 {
 		opts = append(opts, asynq.ProcessAt(at))
 	}
@@ -172,10 +177,7 @@ func (q *Queue) enqueueNew(ctx context.Context, typ string, p Payload, id string
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		// Already pending, scheduled, retrying or running: at most once is what we want. But an archived task (its
 		// retries ran out) would hold the id forever and leave the run stuck: whoever enqueues it again means it.
-		name := Control
-		if typ == TypeStep {
-			name = Steps
-		}
+		name := queueOf(opts)
 		info, ierr := q.inspector.GetTaskInfo(name, id)
 		if ierr != nil || info.State != asynq.TaskStateArchived {
 			return false, nil
@@ -189,6 +191,17 @@ func (q *Queue) enqueueNew(ctx context.Context, typ string, p Payload, id string
 		return false, fmt.Errorf("enqueueing %s for run %s: %w", typ, p.RunID, err)
 	}
 	return err == nil, nil
+}
+
+// queueOf is the queue named by opts (asynq's "default" when none is).
+func queueOf(opts []asynq.Option) string {
+	name := "default"
+	for _, o := range opts {
+		if o.Type() == asynq.QueueOpt {
+			name = o.Value().(string)
+		}
+	}
+	return name
 }
 
 // Size is how many tasks a queue holds (pending, active, scheduled, retrying, archived); 0 when it is unknown.
@@ -207,7 +220,11 @@ func (q *Queue) Size(queue string) int {
 func (q *Queue) Sweep(ctx context.Context, over func(ctx context.Context, runID string) (bool, error)) (int, error) {
 	n := 0
 	judged := map[string]bool{}
-	for _, name := range []string{Steps, Control} {
+	names, err := q.StepQueues()
+	if err != nil {
+		return 0, err
+	}
+	for _, name := range append(names, Control) {
 		for _, list := range []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){
 			q.inspector.ListPendingTasks, q.inspector.ListScheduledTasks, q.inspector.ListRetryTasks,
 			q.inspector.ListArchivedTasks} {

@@ -13,37 +13,40 @@ import (
 )
 
 // A step whose retries ran out is archived and keeps its id; enqueueing it again must bring it back, or the run
-// could never move again.
+// could never move again. So on a team's queue as on the default one.
 func TestArchivedStepIsEnqueuedAgain(t *testing.T) {
 	for name, rdb := range jobstest.Clients(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			q := New(rdb)
-			runID := jobs.NewRunID()
-			if err := q.Step(ctx, runID, 1, time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			id := fmt.Sprintf("step:%s:1", runID)
-			insp := asynq.NewInspectorFromRedisClient(rdb)
-			if err := insp.ArchiveTask(Steps, id); err != nil {
-				t.Fatal(err)
-			}
-			if err := q.Step(ctx, runID, 1, time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			info, err := insp.GetTaskInfo(Steps, id)
-			if err != nil || info.State != asynq.TaskStatePending {
-				t.Fatalf("after re-enqueue: %+v, %v", info, err)
-			}
-			if info.Timeout != time.Minute+5*time.Minute {
-				t.Fatalf("step timeout %v, want the agent's timeout plus the margin", info.Timeout)
-			}
-			// A pending one is left alone.
-			if err := q.Step(ctx, runID, 1, time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			insp.DeleteTask(Steps, id)
-		})
+		for _, team := range []string{"", "payments"} {
+			t.Run(name+"/"+team, func(t *testing.T) {
+				ctx := context.Background()
+				q := New(rdb).WithTeams(map[string]int{"payments": 2})
+				qname := q.StepQueue(team)
+				runID := jobs.NewRunID()
+				if err := q.Step(ctx, team, runID, 1, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				id := fmt.Sprintf("step:%s:1", runID)
+				insp := asynq.NewInspectorFromRedisClient(rdb)
+				if err := insp.ArchiveTask(qname, id); err != nil {
+					t.Fatal(err)
+				}
+				if err := q.Step(ctx, team, runID, 1, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				info, err := insp.GetTaskInfo(qname, id)
+				if err != nil || info.State != asynq.TaskStatePending {
+					t.Fatalf("after re-enqueue: %+v, %v", info, err)
+				}
+				if info.Timeout != time.Minute+5*time.Minute {
+					t.Fatalf("step timeout %v, want the agent's timeout plus the margin", info.Timeout)
+				}
+				// A pending one is left alone.
+				if err := q.Step(ctx, team, runID, 1, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				insp.DeleteTask(qname, id)
+			})
+		}
 	}
 }
 
@@ -61,10 +64,10 @@ func TestSweepTakesOnlyWhatIsOver(t *testing.T) {
 				if err := q.Start(ctx, id); err != nil { // pending
 					t.Fatal(err)
 				}
-				if err := q.StepAt(ctx, id, 2, time.Minute, later); err != nil { // scheduled
+				if err := q.StepAt(ctx, "", id, 2, time.Minute, later); err != nil { // scheduled
 					t.Fatal(err)
 				}
-				if err := q.Step(ctx, id, 1, time.Minute); err != nil {
+				if err := q.Step(ctx, "", id, 1, time.Minute); err != nil {
 					t.Fatal(err)
 				}
 				if err := insp.ArchiveTask(Steps, fmt.Sprintf("step:%s:1", id)); err != nil { // archived

@@ -187,7 +187,7 @@ func TestEmbeddedPersistsAcrossOpens(t *testing.T) {
 	b.Redis.Set(ctx, "ttl", "soon", time.Hour)
 	b.Redis.Set(ctx, "gone", "now", 50*time.Millisecond)
 	b.Redis.Set(ctx, "bin", binary, 0)
-	if err := b.Queue.Step(ctx, r.ID, 1, 0); err != nil {
+	if err := b.Queue.Step(ctx, "", r.ID, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 
@@ -240,7 +240,7 @@ func TestEmbeddedPersistsAcrossOpens(t *testing.T) {
 		t.Error("an expired key came back")
 	}
 	// The queued step survived too: asynq's keys are part of the snapshot.
-	if err := b2.Queue.Step(ctx, r.ID, 1, 0); err != nil {
+	if err := b2.Queue.Step(ctx, "", r.ID, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	keys := b2.Redis.Keys(ctx, "asynq:{orch-steps}:t:*").Val()
