@@ -111,8 +111,9 @@ var (
 			`\b(?:task|attempt|run)\s+(?:has\s+)?failed\b`,
 			`\bfailed to complete\b`,
 			`\b(?:is|remains|are|still|left) (?:still )?(?:not complete|incomplete|unfinished|not finished)\b`,
-			// The agent's verdict on its own work: "so this isn't done", "the task wasn't finished".
-			`\b(?:task|work|this|it)\s+(?:isn't|wasn't|is not|was not|is still not|still isn't)\s+(?:yet\s+)?(?:done|complete|completed|finished)\b`,
+			// The agent's verdict on its own work, ending its clause: "so this isn't done.", "the task wasn't finished,
+			// …" (not "it isn't done per request", which tells how the code works).
+			`\b(?:task|work|this|it)\s+(?:isn't|wasn't|is not|was not|is still not|still isn't)\s+(?:yet\s+)?(?:done|complete|completed|finished)(?:\s+yet)?\s*(?:[.,;:!?)]|$)`,
 		)),
 	}
 	// A failure described as a condition the code handles ("returns 400 when it fails validation") is

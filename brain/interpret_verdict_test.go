@@ -30,6 +30,10 @@ func TestVerdictSettledAndRetryQuestions(t *testing.T) {
 			"The e2e suite could not start: the Selenium grid at grid.internal:4444 refuses connections.\n\n" +
 				"Unit tests: 88 passed. The task needs the e2e run, so it isn't complete. Should I re-run it when the grid is back?",
 			StatusFailed},
+		{"how the code works is not the task's verdict",
+			"Moved the price rounding into the cart service; all 64 tests pass. The rounding now happens once at checkout, " +
+				"so it isn't done per line item any more.",
+			StatusCompleted},
 		{"an offer to try again after a failure",
 			"The deploy to staging failed: the image push was rejected with 403 from the registry.\n\nWould you like me to try the push again after you rotate the token?",
 			StatusFailed},
