@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -639,4 +640,36 @@ func inlined(t *testing.T, d document, schema json.RawMessage) json.RawMessage {
 	}
 	out, _ := json.Marshal(walk(v))
 	return out
+}
+
+// The questions are listed a page at a time, oldest first; a bad page or limit is a problem, not a guess.
+func TestQuestionsArePaged(t *testing.T) {
+	f := serve(t, Config{})["miniredis"] // alone in its store: the real Redis holds other tests' questions
+	var want []string
+	for range 3 {
+		want = append(want, parkedRun(t, f.store).ID)
+	}
+	var got []string
+	for page, n := 1, 0; page != 0; n++ {
+		status, data, _ := f.call(t, "GET", fmt.Sprintf("/api/v1/questions?limit=2&page=%d", page), nil)
+		if status != http.StatusOK {
+			t.Fatalf("page %d: %d %s", page, status, data)
+		}
+		list := decode[QuestionList](t, data)
+		if list.Page != page || len(list.Questions) > 2 || n > 2 {
+			t.Fatalf("page %d: %+v", page, list)
+		}
+		for _, q := range list.Questions {
+			got = append(got, q.RunID)
+		}
+		page = list.NextPage
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("listed %v, want %v (oldest first)", got, want)
+	}
+	for _, bad := range []string{"limit=0", "limit=501", "page=0", "limit=many"} {
+		if status, data, _ := f.call(t, "GET", "/api/v1/questions?"+bad, nil); status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", bad, status, data)
+		}
+	}
 }

@@ -186,7 +186,7 @@ func (t mcpTools) getDiff(ctx context.Context, _ *mcp.CallToolRequest, in DiffQu
 }
 
 func (t mcpTools) listQuestions(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, QuestionList, error) {
-	list, err := t.s.questions(ctx)
+	list, err := t.s.questions(ctx, 1, questionsLimit)
 	if err != nil {
 		return nil, QuestionList{}, t.said(err)
 	}

@@ -6,30 +6,45 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
-	"github.com/orchrun/orch/jobs/store"
 )
 
-// QuestionList is GET /questions: every open question, oldest first.
+// QuestionList is GET /questions: the open questions, oldest first, a page at a time.
 type QuestionList struct {
 	Questions []Question `json:"questions"`
-	// More is set when there are more open questions than maxQuestions.
-	More bool `json:"more,omitempty"`
+	// More is set when there are more open questions past this page, and NextPage is then the next page's number.
+	More     bool `json:"more,omitempty"`
+	Page     int  `json:"page"`
+	NextPage int  `json:"next_page,omitempty"`
 }
 
-// maxQuestions bounds the questions listed at once.
-const maxQuestions = 500
+// questionsLimit is the default page of questions, maxQuestions the largest.
+const (
+	questionsLimit = 100
+	maxQuestions   = 500
+)
 
-// questions lists the open questions, oldest first.
-func (s *Server) questions(ctx context.Context) (QuestionList, error) {
-	found, more, err := s.cfg.Store.Find(ctx, store.Query{Status: store.StatusOpen}, 0, maxQuestions)
+// questions lists a page of the open questions, oldest first. The waiting runs are indexed: only the page's runs are
+// read, however many wait.
+func (s *Server) questions(ctx context.Context, page, limit int) (QuestionList, error) {
+	switch {
+	case page < 1:
+		return QuestionList{}, invalid("page is counted from 1")
+	case limit < 1 || limit > maxQuestions:
+		return QuestionList{}, invalid(fmt.Sprintf("limit is 1 to %d", maxQuestions))
+	}
+	found, more, err := s.cfg.Store.Questions(ctx, (page-1)*limit, limit)
 	if err != nil {
 		return QuestionList{}, err
 	}
-	out := QuestionList{Questions: []Question{}, More: more}
+	out := QuestionList{Questions: []Question{}, More: more, Page: page}
+	if more {
+		out.NextPage = page + 1
+	}
 	now := s.cfg.Now()
 	for _, r := range found {
 		if e := r.OpenEscalation(); e != nil && !r.Status.Terminal() {
@@ -41,12 +56,28 @@ func (s *Server) questions(ctx context.Context) (QuestionList, error) {
 }
 
 func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request, _ string) {
-	list, err := s.questions(r.Context())
-	if err != nil {
-		s.unavailable(w, "listing questions", err)
-		return
+	v := r.URL.Query()
+	page, limit := 1, questionsLimit
+	for name, into := range map[string]*int{"page": &page, "limit": &limit} {
+		if raw := v.Get(name); raw != "" {
+			n, err := strconv.Atoi(raw)
+			if err != nil {
+				problem(w, http.StatusBadRequest, "Bad query", fmt.Sprintf("%s=%q is not a number", name, raw))
+				return
+			}
+			*into = n
+		}
 	}
-	writeJSON(w, http.StatusOK, list)
+	list, err := s.questions(r.Context(), page, limit)
+	var bad *invalidError
+	switch {
+	case errors.As(err, &bad):
+		problem(w, http.StatusBadRequest, "Bad query", bad.msg)
+	case err != nil:
+		s.unavailable(w, "listing questions", err)
+	default:
+		writeJSON(w, http.StatusOK, list)
+	}
 }
 
 func (s *Server) question(w http.ResponseWriter, r *http.Request, _ string) {

@@ -427,8 +427,8 @@ type openQuestion struct {
 	Q       *question // nil past maxQuestionForms: the run's page answers it
 }
 
-// maxQuestions bounds the questions page: past that many, a person needs the filters of the runs page anyway.
-const maxQuestions = 2000
+// questionsPage is how many waiting runs one questions page lists, the oldest first; the next page has the next ones.
+const questionsPage = 50
 
 // maxQuestionForms is how many questions the page answers in place, the oldest first; the others link to their run.
 const maxQuestionForms = 100
@@ -436,8 +436,10 @@ const maxQuestionForms = 100
 // handleQuestions lists the open questions of every run, oldest first, with how long each has waited and the forms
 // that answer it.
 func (s *Server) handleQuestions(w http.ResponseWriter, r *http.Request, p person) {
-	// Store.Find picks the waiting runs by their summaries: only those runs are read.
-	runs, _, err := s.cfg.Store.Find(r.Context(), store.Query{Status: store.StatusOpen}, 0, maxQuestions)
+	// The waiting runs are indexed: only the page's runs are read, however many wait.
+	n, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	n = max(n, 1)
+	runs, more, err := s.cfg.Store.Questions(r.Context(), (n-1)*questionsPage, questionsPage)
 	if err != nil {
 		s.message(w, r, p, http.StatusServiceUnavailable, "The store does not answer", err.Error())
 		return
@@ -455,8 +457,15 @@ func (s *Server) handleQuestions(w http.ResponseWriter, r *http.Request, p perso
 		qs[i].Q = questionView(qs[i].Run, qs[i].E, p, may, now)
 		qs[i].Q.Back = "questions"
 	}
+	var next, prev int
+	if more {
+		next = n + 1
+	}
+	if n > 1 {
+		prev = n - 1
+	}
 	s.render(w, r, http.StatusOK, "questions", map[string]any{"Person": p, "Questions": qs, "since": since,
-		"Notice": s.questionsNotice(r), "MoreThanForms": len(qs) > maxQuestionForms})
+		"Notice": s.questionsNotice(r), "MoreThanForms": len(qs) > maxQuestionForms, "Next": next, "Prev": prev})
 }
 
 // questionsNotice is what the questions page says after an answer given there: the run's page would say the same.

@@ -750,7 +750,7 @@ func TestOpenIndex(t *testing.T) {
 			s.rdb.Del(ctx, keyOpen, keyOpenBuilt)
 			check("built from the summaries")
 			// A run closed while the index was built stays in it until a listing reads it.
-			s.rdb.ZAdd(ctx, keyOpen, redis.Z{Score: float64(time.Now().UnixMilli()), Member: all[0].ID})
+			s.rdb.ZAdd(ctx, keyOpen, redis.Z{Score: float64(time.Now().UnixMicro()), Member: all[0].ID})
 			if factsOf(all[0]).open {
 				t.Fatal("the fixture's first run waits")
 			}

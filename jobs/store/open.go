@@ -19,7 +19,8 @@ import (
 // that reads such a run takes it out (healOpen), unless its summary changed again meanwhile.
 
 const (
-	// keyOpen is a sorted set: the id of every run that waits for a human, by its creation time (ms).
+	// keyOpen is a sorted set: the id of every run that waits for a human, by its creation time (µs: runs created in
+	// the same millisecond keep their order).
 	keyOpen = "orch:runs:open"
 	// keyOpenBuilt marks keyOpen as holding every such run.
 	keyOpenBuilt = "orch:runs:open:built"
@@ -28,7 +29,7 @@ const (
 // indexOpen writes in pipeline p whether run r waits for a human.
 func indexOpen(ctx context.Context, p redis.Pipeliner, r *jobs.Run) {
 	if factsOf(r).open {
-		p.ZAdd(ctx, keyOpen, redis.Z{Score: float64(r.CreatedAt.UnixMilli()), Member: r.ID})
+		p.ZAdd(ctx, keyOpen, redis.Z{Score: float64(r.CreatedAt.UnixMicro()), Member: r.ID})
 	} else {
 		p.ZRem(ctx, keyOpen, r.ID)
 	}
@@ -60,8 +61,8 @@ func (s *Store) buildOpen(ctx context.Context) error {
 	}
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range open {
-			if sc, err := scores[i].Result(); err == nil {
-				p.ZAdd(ctx, keyOpen, redis.Z{Score: sc, Member: id})
+			if ms, err := scores[i].Result(); err == nil {
+				p.ZAdd(ctx, keyOpen, redis.Z{Score: ms * 1000, Member: id}) // the runs' index keeps milliseconds
 			}
 		}
 		p.Set(ctx, keyOpenBuilt, "1", 0)
@@ -75,12 +76,29 @@ func (s *Store) buildOpen(ctx context.Context) error {
 var healOpen = redis.NewScript(`local cur = redis.call("HGET", KEYS[1], ARGV[1])
 if cur == false or cur == ARGV[2] then return redis.call("ZREM", KEYS[2], ARGV[1]) end return 0`)
 
-// findOpen is Find for the runs that wait for a human and nothing else: a page of the index.
+// findOpen is Find for the runs that wait for a human and nothing else: a page of the index, newest first.
 func (s *Store) findOpen(ctx context.Context, offset, limit int) ([]*jobs.Run, bool, error) {
+	return s.waiting(ctx, offset, limit, true)
+}
+
+// Questions returns a page of the runs that wait for a human, the oldest first (by when the run was created): limit of
+// them after offset, and whether there are more. Only the page's runs are read.
+func (s *Store) Questions(ctx context.Context, offset, limit int) ([]*jobs.Run, bool, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	return s.waiting(ctx, max(offset, 0), limit, false)
+}
+
+func (s *Store) waiting(ctx context.Context, offset, limit int, newest bool) ([]*jobs.Run, bool, error) {
 	if err := s.buildOpen(ctx); err != nil {
 		return nil, false, err
 	}
-	ids, err := s.rdb.ZRevRange(ctx, keyOpen, int64(offset), int64(offset+limit)).Result()
+	page := s.rdb.ZRange
+	if newest {
+		page = s.rdb.ZRevRange
+	}
+	ids, err := page(ctx, keyOpen, int64(offset), int64(offset+limit)).Result()
 	if err != nil {
 		return nil, false, fmt.Errorf("listing the runs that wait: %w", err)
 	}
@@ -89,11 +107,11 @@ func (s *Store) findOpen(ctx context.Context, offset, limit int) ([]*jobs.Run, b
 	if len(ids) == 0 {
 		return nil, more, nil
 	}
-	page := make([]found, len(ids))
+	want := make([]found, len(ids))
 	for i, id := range ids {
-		page[i] = found{id: id}
+		want[i] = found{id: id}
 	}
-	runs, err := s.load(ctx, page)
+	runs, err := s.load(ctx, want)
 	if err != nil {
 		return nil, false, err
 	}
