@@ -225,6 +225,8 @@ type workerSettings struct {
 	docker      dockerSettings
 	// agentPass names what agents are given of orch's environment besides the allowlist.
 	agentPass []string
+	// teams weighs the teams' share of the workers (teams.go).
+	teams map[string]int
 }
 
 func (a *app) workerSettings(cmd *cobra.Command) (workerSettings, error) {
@@ -251,6 +253,9 @@ func (a *app) workerSettings(cmd *cobra.Command) (workerSettings, error) {
 		return ws, err
 	}
 	ws.docker.agentPass = ws.agentPass
+	if ws.teams, err = a.teams(); err != nil {
+		return ws, err
+	}
 	return ws, nil
 }
 
@@ -290,6 +295,7 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 		Endings:      endings,
 		PullRequests: ws.prs,
 		Secrets:      a.redactor,
+		Teams:        ws.teams,
 	})
 	if err != nil {
 		return nil, err

@@ -38,7 +38,7 @@ func (a *app) healthCmd() *cobra.Command {
 				return err
 			}
 			var checks []check
-			checks = append(checks, a.checkRedis(cmd))
+			checks = append(checks, a.checkRedis(cmd), a.checkTeams(cmd))
 			checks = append(checks, a.checkDocker(ctx, opts))
 			if opts.Sandbox == "docker" && (opts.Agent == "claude" || opts.Agent == "codex") {
 				// The agent runs in the sandbox image; the Docker check above covers the image.
