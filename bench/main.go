@@ -3,7 +3,10 @@
 // costs, how many task steps one worker moves and what orch adds to each, and how fast a Docker sandbox starts. It
 // writes bench/results.json and the table between the bench markers in README.md.
 //
-//	go run ./bench [-quick] [-out bench/results.json] [-readme README.md]
+//	go run ./bench [-quick] [-only KEY,…] [-out bench/results.json] [-readme README.md]
+//
+// -only makes the named measurements alone (their keys: ack, steps, fairshare, …) and writes them over the results
+// already in -out, whose machine line it leaves as it was; each note says how its number was obtained.
 //
 // It starts its own redis-server unless ORCH_BENCH_REDIS_URL names one (with an empty database: it is flushed
 // between measurements). It never judges a time against a target: it fails only when a measurement could not be
@@ -12,12 +15,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
 	"math"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -39,21 +44,28 @@ type counts struct {
 	outputMB      int   // megabytes an agent prints to orch run
 	rescues       int   // workers SIGKILLed mid-task
 	crashTrials   int   // pairs of runs on one state dir, one of them SIGKILLed
+	fairRuns      int   // runs of each team in the fair share measurement…
+	fairTasks     int   // …of this many tasks each
+	fairWarmup    time.Duration
+	fairWindow    time.Duration // measured; the unequal variant is measured for half of it
 }
 
 var (
 	fullCounts = counts{ackRounds: 25, resumes: 100, approvals: 50, resumesSlow: 20, parked: 10000, stepRuns: 100, stepTasks: 20,
 		dockerSamples: 20, worktrees: 20, concurrent: 16,
-		history: []int{100, 10000}, historyTimes: 15, outputMB: 200, rescues: 5, crashTrials: 50}
+		history: []int{100, 10000}, historyTimes: 15, outputMB: 200, rescues: 5, crashTrials: 50,
+		fairRuns: 200, fairTasks: 50, fairWarmup: 5 * time.Second, fairWindow: time.Minute}
 	quickCounts = counts{ackRounds: 2, resumes: 5, approvals: 3, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20,
 		dockerSamples: 3, worktrees: 3, concurrent: 4,
-		history: []int{100, 1000}, historyTimes: 3, outputMB: 20, rescues: 1, crashTrials: 3}
+		history: []int{100, 1000}, historyTimes: 3, outputMB: 20, rescues: 1, crashTrials: 3,
+		fairRuns: 20, fairTasks: 20, fairWarmup: 2 * time.Second, fairWindow: 4 * time.Second}
 )
 
 func main() {
 	quick := flag.Bool("quick", false, "small counts: every measurement in under a minute, for a correctness check")
 	out := flag.String("out", "bench/results.json", "where the results are written")
 	readme := flag.String("readme", "README.md", `README whose bench table is rewritten ("" for none)`)
+	only := flag.String("only", "", "comma-separated measurement keys: make only these, over the results in -out")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -61,7 +73,24 @@ func main() {
 	if *quick {
 		c, mode = quickCounts, "quick"
 	}
-	res, err := run(ctx, c, mode)
+	var base *Results
+	var keys map[string]bool
+	if *only != "" {
+		keys = map[string]bool{}
+		for _, k := range strings.Split(*only, ",") {
+			keys[strings.TrimSpace(k)] = true
+		}
+		base = &Results{}
+		data, err := os.ReadFile(*out)
+		if err == nil {
+			err = json.Unmarshal(data, base)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -only needs the results of a whole run in -out:", err)
+			os.Exit(1)
+		}
+	}
+	res, err := run(ctx, c, mode, base, keys)
 	if err == nil {
 		err = res.write(*out)
 	}
@@ -79,8 +108,9 @@ func main() {
 	fmt.Fprintln(os.Stderr)
 }
 
-// run makes every measurement, in order; those marked fresh start from an empty database.
-func run(ctx context.Context, c counts, mode string) (*Results, error) {
+// run makes every measurement, in order; those marked fresh start from an empty database. With only, it makes only
+// the measurements named there, into base.
+func run(ctx context.Context, c counts, mode string, base *Results, only map[string]bool) (*Results, error) {
 	tmp, err := os.MkdirTemp("", "orch-bench-")
 	if err != nil {
 		return nil, err
@@ -100,7 +130,13 @@ func run(ctx context.Context, c counts, mode string) (*Results, error) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	r := &rig{redis: srv, orchBin: bin, tmp: tmp, log: log}
 	res := &Results{Notes: Notes{Mode: mode, Redis: redisNote}}
+	if base != nil {
+		res = base
+	}
 	for _, m := range measurements(c) {
+		if only != nil && !only[m.key] {
+			continue
+		}
 		step(m.name)
 		if m.fresh {
 			if err := srv.Flush(ctx); err != nil {
@@ -111,8 +147,14 @@ func run(ctx context.Context, c counts, mode string) (*Results, error) {
 			return nil, fmt.Errorf("%s: %w", m.key, err)
 		}
 	}
-	res.Machine = machine(srv.Version(ctx))
-	if err := res.check(c.parked); err != nil {
+	if base == nil {
+		res.Machine = machine(srv.Version(ctx))
+	}
+	wantParked := c.parked
+	if only != nil && !only["parked"] {
+		wantParked = res.ParkedRuns // as the whole run measured it
+	}
+	if err := res.check(wantParked); err != nil {
 		return nil, fmt.Errorf("the results are not sane: %w", err)
 	}
 	return res, nil
@@ -232,6 +274,8 @@ func measurements(c counts) []measurement {
 				res.RescueP50Seconds, res.Notes.Rescue = roundTo(percentileMs(rescue.samples, 0.5)/1000, 2), rescue.note
 				return nil
 			}},
+		{"fairshare", "fair share: two teams weighted 3:1, both backlogged, on two workers", true,
+			func(ctx context.Context, r *rig, res *Results) error { return measureFairShareInto(ctx, r, c, res) }},
 		{"crash", fmt.Sprintf("crash: %d trials of two runs on one state dir, one SIGKILLed at random, then resumed", c.crashTrials), false,
 			func(ctx context.Context, r *rig, res *Results) error {
 				crash, err := measureCrashTrials(ctx, r, c.crashTrials)

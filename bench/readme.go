@@ -77,7 +77,8 @@ func benchTable(r *Results, quick bool) string {
 		"webhook, under a burst of `issue_comment` deliveries, and `github_resume_*` a comment `@orch B` answering a\n" +
 		"question, timed as `resume_*` times a click; `notes.github_ack` and `notes.github_resume` say what their paths\n" +
 		"have that Slack's do not. `overhead_ms_per_step` is a worker slot's wall time per step minus the agent process's\n" +
-		"own time; `notes.overhead` splits it.\n")
+		"own time; `notes.overhead` splits it. `fair_share_*` is team a's share of two teams weighted 3:1, both\n" +
+		"backlogged (`notes.fair_share`); the `unequal` row shows that asynq's weights share steps, not time.\n")
 	return b.String()
 }
 
@@ -137,6 +138,11 @@ func rows(r *Results) []row {
 			le(r.RescueP50Seconds, 10)},
 		{"crash_tasks_completed_twice", fmt.Sprintf("%d of %d task completions (%d trials)", r.CrashTasksCompletedTwice,
 			r.CrashTaskCompletions, r.CrashTrials), "0", yesNo(r.CrashTasksCompletedTwice == 0)},
+		{"fair_share_time_a_pct", fmt.Sprintf("%s (team b %s; steps %s/%s of %d)", num(r.FairShareTimeAPct),
+			num(100-r.FairShareTimeAPct), num(r.FairShareStepsAPct), num(100-r.FairShareStepsAPct), r.FairShareSteps),
+			"75 ± 5 (weights 3:1)", yesNo(fairShareOK(r.FairShareTimeAPct))},
+		{"fair_share_unequal_time_a_pct", fmt.Sprintf("%s (steps %s; team b's agent sleeps 3× as long)",
+			num(r.FairShareUnequalTimeAPct), num(r.FairShareUnequalStepsAPct)), "—", "—"},
 	}
 }
 

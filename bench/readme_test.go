@@ -78,7 +78,9 @@ func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 		WorktreeSetupP50Ms:         120,
 		WorktreeSetup100FilesP50Ms: 15, WorktreeSetupColdP50Ms: 700, ConcurrentRuns: 16, ConcurrentRunsIsolated: 16,
 		EmbeddedStatusMsAt10k: 40, EmbeddedStatusMsAt100: 35, EmbeddedRunStartMsAt10k: 150, EmbeddedStateBytesPerFinishedRun: 2500,
-		WebRunsPageMsAt10k: 20, WebRunsFilteredMsAt10k: 30, WebRunPageMs: 5, RescueP50Seconds: 6, CrashTrials: 50}
+		WebRunsPageMsAt10k: 20, WebRunsFilteredMsAt10k: 30, WebRunPageMs: 5, RescueP50Seconds: 6, CrashTrials: 50,
+		FairShareTimeAPct: 75, FairShareStepsAPct: 75, FairShareSteps: 2000, FairShareUnequalTimeAPct: 50,
+		FairShareUnequalStepsAPct: 75}
 	if err := good.check(10); err != nil {
 		t.Fatalf("good results rejected: %v", err)
 	}
@@ -102,6 +104,7 @@ func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 		"more held":     func(r *Results) { r.ConcurrentRunsIsolated = 17 },
 		"no rescue":     func(r *Results) { r.RescueP50Seconds = 0 },
 		"no trials":     func(r *Results) { r.CrashTrials = 0 },
+		"one team only": func(r *Results) { r.FairShareTimeAPct = 100 },
 	} {
 		r := good
 		bad(&r)

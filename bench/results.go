@@ -76,11 +76,19 @@ type Results struct {
 	RescueP50Seconds float64 `json:"rescue_p50_seconds"`
 	// CrashTasksCompletedTwice counts the tasks whose agent completed twice in CrashTrials trials of two runs on one
 	// embedded state directory, one SIGKILLed at random and resumed.
-	CrashTrials              int     `json:"crash_trials"`
-	CrashTaskCompletions     int     `json:"crash_task_completions"`
-	CrashTasksCompletedTwice int     `json:"crash_tasks_completed_twice"`
-	Machine                  Machine `json:"machine"`
-	Notes                    Notes   `json:"notes"`
+	CrashTrials              int `json:"crash_trials"`
+	CrashTaskCompletions     int `json:"crash_task_completions"`
+	CrashTasksCompletedTwice int `json:"crash_tasks_completed_twice"`
+	// FairShareTimeAPct is team a's percentage of the worker time when teams a and b, weighted 3:1, are both
+	// backlogged with steps of equal length; FairShareStepsAPct its percentage of the steps, of FairShareSteps. The
+	// Unequal pair is the same with team b's steps three times as long: asynq's weights share dequeues, not time.
+	FairShareTimeAPct         float64 `json:"fair_share_time_a_pct"`
+	FairShareStepsAPct        float64 `json:"fair_share_steps_a_pct"`
+	FairShareSteps            int     `json:"fair_share_steps"`
+	FairShareUnequalTimeAPct  float64 `json:"fair_share_unequal_time_a_pct"`
+	FairShareUnequalStepsAPct float64 `json:"fair_share_unequal_steps_a_pct"`
+	Machine                   Machine `json:"machine"`
+	Notes                     Notes   `json:"notes"`
 }
 
 // Machine is where the numbers were measured.
@@ -117,6 +125,9 @@ type Notes struct {
 	Output       string `json:"output"`
 	Rescue       string `json:"rescue"`
 	Crash        string `json:"crash"`
+	FairShare    string `json:"fair_share"`
+	// FairShareUnequal is the fair share with steps of unequal length.
+	FairShareUnequal string `json:"fair_share_unequal"`
 }
 
 func machine(redisVersion string) Machine {
@@ -193,6 +204,14 @@ func (r *Results) checkCounts(wantParked int) []error {
 	}
 	if r.CrashTrials < 1 || r.CrashTasksCompletedTwice < 0 {
 		errs = append(errs, fmt.Errorf("crash_tasks_completed_twice = %d in %d trials", r.CrashTasksCompletedTwice, r.CrashTrials))
+	}
+	// Both teams were backlogged: each had some of the time and some of the steps.
+	for name, v := range map[string]float64{"fair_share_time_a_pct": r.FairShareTimeAPct,
+		"fair_share_steps_a_pct": r.FairShareStepsAPct, "fair_share_unequal_time_a_pct": r.FairShareUnequalTimeAPct,
+		"fair_share_unequal_steps_a_pct": r.FairShareUnequalStepsAPct} {
+		if !(v > 0 && v < 100) {
+			errs = append(errs, fmt.Errorf("%s = %v: want a share between 0 and 100 (both teams ran)", name, v))
+		}
 	}
 	if r.ParkedWorkerSlotsBusy < 0 {
 		errs = append(errs, fmt.Errorf("parked_worker_slots_busy = %d", r.ParkedWorkerSlotsBusy))

@@ -62,6 +62,11 @@ const workerConcurrency = 2
 // startWorker starts one worker, wired as `orch worker` wires it for local runs: the local sandbox, the heuristic
 // brain (its production wrapper, without an LLM), the sim agent or a command template.
 func (r *rig) startWorker(store *store.Store, queue *queue.Queue, poll time.Duration) (*worker.Worker, error) {
+	return r.startTeamWorker(store, queue, poll, nil)
+}
+
+// startTeamWorker is startWorker with orch.yaml's teams (team → weight).
+func (r *rig) startTeamWorker(store *store.Store, queue *queue.Queue, poll time.Duration, teams map[string]int) (*worker.Worker, error) {
 	w, err := worker.New(worker.Config{
 		Store:        store,
 		Queue:        queue,
@@ -71,6 +76,7 @@ func (r *rig) startWorker(store *store.Store, queue *queue.Queue, poll time.Dura
 		Log:          r.log,
 		Concurrency:  workerConcurrency,
 		PollInterval: poll,
+		Teams:        teams,
 	})
 	if err != nil {
 		return nil, err
@@ -219,10 +225,29 @@ func parallel(ctx context.Context, n, workers int, fn func(i int) error) error {
 	return first
 }
 
-// busySlots is how many tasks asynq holds as active in orch's two queues: a worker slot each.
+// orchQueues are orch's queues: the control queue and every step queue asynq knows (the teams' too).
+func orchQueues(inspector *asynq.Inspector) ([]string, error) {
+	all, err := inspector.Queues()
+	if err != nil {
+		return nil, err
+	}
+	names := []string{queue.Steps, queue.Control}
+	for _, q := range all {
+		if q != queue.Steps && queue.IsStepQueue(q) {
+			names = append(names, q)
+		}
+	}
+	return names, nil
+}
+
+// busySlots is how many tasks asynq holds as active in orch's queues: a worker slot each.
 func busySlots(inspector *asynq.Inspector) (int, error) {
+	names, err := orchQueues(inspector)
+	if err != nil {
+		return 0, err
+	}
 	busy := 0
-	for _, q := range []string{queue.Steps, queue.Control} {
+	for _, q := range names {
 		info, err := inspector.GetQueueInfo(q)
 		if errors.Is(err, asynq.ErrQueueNotFound) {
 			continue
@@ -235,10 +260,14 @@ func busySlots(inspector *asynq.Inspector) (int, error) {
 	return busy, nil
 }
 
-// queued is how many tasks wait in orch's two queues (pending, scheduled or retrying).
+// queued is how many tasks wait in orch's queues (pending, scheduled or retrying).
 func queued(inspector *asynq.Inspector) (int, error) {
+	names, err := orchQueues(inspector)
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	for _, q := range []string{queue.Steps, queue.Control} {
+	for _, q := range names {
 		info, err := inspector.GetQueueInfo(q)
 		if errors.Is(err, asynq.ErrQueueNotFound) {
 			continue
