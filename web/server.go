@@ -169,15 +169,29 @@ func (s *Server) secured(next http.Handler) http.Handler {
 	})
 }
 
-// local refuses clients from elsewhere when there is no token: such a view is the local user's alone.
+// local refuses clients from elsewhere when there is no token: such a view is the local user's alone. A request that
+// says it came through a proxy is from elsewhere too: a reverse proxy on this machine makes every client a loopback
+// one, and with nginx's default (proxy_set_header Host $proxy_host) its Host is the loopback upstream, so neither
+// the address nor the name would tell.
 func (s *Server) local(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.Token == "" && !loopbackClient(r) {
-			http.Error(w, "This web view serves this machine only. Set ORCH_WEB_TOKEN to let others sign in.", http.StatusForbidden)
+		if s.cfg.Token == "" && (!loopbackClient(r) || proxied(r)) {
+			http.Error(w, "This web view serves this machine only, not through a proxy. Set ORCH_WEB_TOKEN to let others sign in.", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// proxied reports whether a request carries a proxy's forwarding headers (RFC 7239 Forwarded, or the de facto
+// X-Forwarded-* and X-Real-IP).
+func proxied(r *http.Request) bool {
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip"} {
+		if r.Header.Get(h) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func loopbackClient(r *http.Request) bool {

@@ -249,6 +249,20 @@ func TestLoopbackOnlyWithoutAToken(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Errorf("a loopback client got %d", rec.Code)
 	}
+	// A reverse proxy on this machine: a loopback client and (nginx's default) a loopback Host, but its forwarding
+	// headers say the person is elsewhere.
+	for _, h2 := range []string{"X-Forwarded-For: 203.0.113.7", "Forwarded: for=203.0.113.7", "X-Real-Ip: 203.0.113.7",
+		"X-Forwarded-Host: orch.example.com", "X-Forwarded-Proto: https"} {
+		name, value, _ := strings.Cut(h2, ": ")
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Host, req.RemoteAddr = "127.0.0.1:3080", "127.0.0.1:5555"
+		req.Header.Set(name, value)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusForbidden {
+			t.Errorf("a proxied request (%s) got %d", h2, rec.Code)
+		}
+	}
 }
 
 func TestCheckAddr(t *testing.T) {
