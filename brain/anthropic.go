@@ -14,6 +14,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/orchrun/orch/internal/backoff"
 	"github.com/orchrun/orch/internal/httpdeadline"
+	"github.com/orchrun/orch/quota"
 )
 
 // AnthropicConfig configures the Messages API brain. Only APIKey is required.
@@ -203,6 +204,10 @@ func (a *Anthropic) classify(err error) error {
 		status >= 500:
 		te.retryable = true
 		te.after = retryAfter(h, a.cfg.Now())
+		if reset, ok := quota.FromHeaders(h, a.cfg.Now()); ok && status == http.StatusTooManyRequests {
+			// When the tries run out, the run may wait for the reset rather than for a person.
+			te.cause = &LimitedError{Reset: reset, Err: err}
+		}
 	case status == http.StatusBadRequest, status == http.StatusRequestEntityTooLarge:
 		te.kind = ErrInvalidReply
 		te.tooLong = status == http.StatusRequestEntityTooLarge || strings.Contains(strings.ToLower(emsg), "too long")

@@ -646,3 +646,27 @@ func TestAnthropicStreamFailures(t *testing.T) {
 		}
 	}
 }
+
+// A rate limit that says when it resets (Anthropic's documented 429: retry-after, and
+// anthropic-ratelimit-*-reset in RFC 3339) outlasting the tries is an unavailable brain that says until when; an
+// overload says nothing of the kind.
+func TestAnthropicRateLimitSaysWhenItResets(t *testing.T) {
+	reset := time.Now().Add(40 * time.Second).UTC().Truncate(time.Second)
+	f := newFakeMessagesAPI(t, errReply(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit",
+		"retry-after", "40", "anthropic-ratelimit-input-tokens-remaining", "0",
+		"anthropic-ratelimit-input-tokens-reset", reset.Format(time.RFC3339)))
+	a := newTestAnthropic(t, f, &sleeps{})
+	_, err := a.Interpret(context.Background(), "some output")
+	var lim *LimitedError
+	if !errors.Is(err, ErrUnavailable) || !errors.As(err, &lim) {
+		t.Fatalf("error %v: want an unavailable brain with its reset", err)
+	}
+	if d := lim.Reset.Sub(reset); d < -time.Second || d > time.Second {
+		t.Fatalf("reset %v, want %v", lim.Reset, reset)
+	}
+	f = newFakeMessagesAPI(t, errReply(529, "overloaded_error", "Overloaded", "retry-after", "30"))
+	_, err = newTestAnthropic(t, f, &sleeps{}).Interpret(context.Background(), "some output")
+	if !errors.Is(err, ErrUnavailable) || errors.As(err, &lim) {
+		t.Fatalf("an overload: %v", err)
+	}
+}

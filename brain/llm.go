@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // llm.go is what the LLM backends share: the three judgements as prompts, the JSON read back out of the
@@ -31,6 +32,17 @@ var ErrInvalidReply = errors.New("the LLM brain gave no usable reply")
 // through every try, the CLI is missing or keeps failing, or the credentials are refused. The error's message
 // says which. The caller saves the run and stops; it can be resumed once the cause is gone.
 var ErrUnavailable = errors.New("the LLM brain is unavailable")
+
+// LimitedError is an LLM brain's provider refusing for a rate or usage limit that says when it resets (a 429 with
+// retry-after, or Anthropic's anthropic-ratelimit-*-reset headers): a run that cannot go on without this brain can
+// wait for Reset instead of for a person. It is found with errors.As in the error of a judgement.
+type LimitedError struct {
+	Reset time.Time
+	Err   error
+}
+
+func (e *LimitedError) Error() string { return e.Err.Error() }
+func (e *LimitedError) Unwrap() error { return e.Err }
 
 // errEmptyAttemptHistory: with no failed attempt there is nothing to decide, and a model would only guess.
 var errEmptyAttemptHistory = errors.New("deciding retry: attempt history is empty")

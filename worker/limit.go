@@ -37,8 +37,15 @@ func (out *outcome) limited() *quota.Limit {
 // waitForLimit parks task t of run r until the limit l resets: the attempt is not a failure and its work stays in the
 // worktree. After a call with effects beyond the worktree, nothing runs again by itself: the question waits for a
 // person, who sees the calls.
-func (w *Worker) waitForLimit(r *jobs.Run, t *jobs.Task, c *jobs.Change, a *jobs.Attempt, l *quota.Limit, out *outcome, now time.Time) {
+// judging is set when it is the brain's provider that refused: the agent's work is done and waits (Task.Pending) to be
+// judged when the run goes on, without running the agent again.
+func (w *Worker) waitForLimit(r *jobs.Run, t *jobs.Task, c *jobs.Change, a *jobs.Attempt, l *quota.Limit, out *outcome, judging bool, now time.Time) {
 	a.Status, a.Summary = "limit", "stopped by the provider's usage limit"
+	stopped := "stopped on"
+	if judging {
+		a.Status, a.Summary = "limit", "waiting for the brain's provider's limit to be judged"
+		stopped, out.said.Effects = "could not be judged because of", nil // the agent runs not again: its calls neither
+	}
 	wait := max(l.Reset.Sub(now), 0)
 	at := now.Add(wait + limitMargin(wait))
 	who := l.Provider
@@ -50,12 +57,12 @@ func (w *Worker) waitForLimit(r *jobs.Run, t *jobs.Task, c *jobs.Change, a *jobs
 		MaxPerTask: r.Options.Escalation.MaxPerTask,
 		Keyed:      []jobs.Option{{Key: limitGo, Label: "Go on now, without waiting for the reset"}}}
 	if len(out.said.Effects) > 0 {
-		spec.Question = fmt.Sprintf("Task %s stopped on %s's usage limit (%q), after running what a person let through, "+
+		spec.Question = fmt.Sprintf("Task %s "+stopped+" %s's usage limit (%q), after running what a person let through, "+
 			"with effects beyond its worktree:\n%s\nRunning the task again may run it again, so orch does not go on by "+
 			"itself: go on (the limit resets at %s UTC), give words to guide the agent, or abort.", t.ID, who, said,
 			escalation.Bullets(out.said.Effects), l.Reset.UTC().Format("Jan 2 15:04:05"))
 	} else {
-		spec.Question = fmt.Sprintf("Task %s stopped on %s's usage limit: %q. orch waits for the reset and goes on by "+
+		spec.Question = fmt.Sprintf("Task %s "+stopped+" %s's usage limit: %q. orch waits for the reset and goes on by "+
 			"itself at %s UTC, holding no worker; answer to go on sooner, or abort.", t.ID, who, said,
 			at.UTC().Format("Jan 2 15:04:05"))
 		spec.Default, spec.Timeout = limitGo, at.Sub(now)

@@ -2,6 +2,9 @@ package worker
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/queue"
@@ -149,5 +153,45 @@ func TestALimitWithoutAResetIsAFailure(t *testing.T) {
 	got := drive(t, h, r.ID)
 	if e := got.OpenEscalation(); e == nil || e.Trigger == jobs.TriggerLimit || got.Tasks[0].Failures == 0 {
 		t.Fatalf("escalation %+v, failures %d", e, got.Tasks[0].Failures)
+	}
+}
+
+// limitedBrain is an LLM brain whose provider refuses for a limit that resets at reset.
+type limitedBrain struct{ reset time.Time }
+
+func (b limitedBrain) Interpret(context.Context, string) (brain.Interpretation, error) {
+	return brain.Interpretation{}, &brain.LimitedError{Reset: b.reset, Err: fmt.Errorf("anthropic messages: 429 rate_limit_error: %w", brain.ErrUnavailable)}
+}
+
+func (b limitedBrain) Decide(context.Context, brain.DecideInput) (brain.Decision, error) {
+	return brain.Decision{}, &brain.LimitedError{Reset: b.reset, Err: brain.ErrUnavailable}
+}
+
+// A brain that cannot judge until its provider's limit resets parks the run on the timer instead of pausing it for a
+// person; going on judges what the agent said without running it again.
+func TestABrainsLimitWaitsForItsReset(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	runs := filepath.Join(t.TempDir(), "runs")
+	h := newHarness(t, rdb, script(t, "echo ran >> "+runs+"\necho 'Implemented it. All 4 tests pass.'"), nil)
+	h.w.cfg.Brain = func(jobs.Options) (Brain, error) { return limitedBrain{reset: time.Now().Add(time.Hour)}, nil }
+	r := h.newRun(t, "1.1")
+	got := drive(t, h, r.ID)
+	e := got.OpenEscalation()
+	if !parkedOnLimit(got) || e.Default != limitGo || e.Timeout < 59*time.Minute || got.Tasks[0].Pending == nil {
+		t.Fatalf("%s, question %+v, pending %v", got.Status, e, got.Tasks[0].Pending != nil)
+	}
+	if !strings.Contains(e.Question, "could not be judged") {
+		t.Fatalf("question: %s", e.Question)
+	}
+	h.w.cfg.Brain = func(jobs.Options) (Brain, error) { return &brain.Heuristic{}, nil }
+	if err := h.process(t, queue.TypeTimeout, queue.Payload{RunID: r.ID, EscalationID: e.ID, N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got = drive(t, h, r.ID)
+	if got.Status != jobs.RunCompleted {
+		t.Fatalf("after the reset: %s", got.Status)
+	}
+	if data, _ := os.ReadFile(runs); strings.Count(string(data), "ran") != 1 {
+		t.Fatalf("the agent ran %d times: the reset should judge what it said, not run it again", strings.Count(string(data), "ran"))
 	}
 }

@@ -1,13 +1,16 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/orchrun/orch/brain"
 	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/pipeline"
+	"github.com/orchrun/orch/quota"
 )
 
 // settle records an attempt's outcome on the run and applies the verdict on it: the next task, a retry, a person's
@@ -25,7 +28,7 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 		return
 	}
 	if l := out.limited(); l != nil {
-		w.waitForLimit(r, t, c, a, l, out, now)
+		w.waitForLimit(r, t, c, a, l, out, false, now)
 		return
 	}
 	if out.budgetCut && !out.security() {
@@ -47,6 +50,13 @@ func (w *Worker) settle(r *jobs.Run, t *jobs.Task, c *jobs.Change, out *outcome)
 			said.Text = safetext.Bound(safetext.Redact(said.Text), maxPending)
 			said.Stderr = safetext.Redact(said.Stderr)
 			t.Pending = &said
+		}
+		var lim *brain.LimitedError
+		if errors.As(out.unavailable, &lim) {
+			// The brain's provider said until when: the run waits for that on a timer, not for a person's resume.
+			w.waitForLimit(r, t, c, a, &quota.Limit{Reset: lim.Reset, Text: out.unavailable.Error(), Provider: "the brain"},
+				out, true, now)
+			return
 		}
 		r.Pause(c, t.ID, "Brain unavailable: "+safetext.Redact(out.unavailable.Error()))
 		return
