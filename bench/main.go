@@ -48,17 +48,22 @@ type counts struct {
 	fairTasks     int   // …of this many tasks each
 	fairWarmup    time.Duration
 	fairWindow    time.Duration // measured; the unequal variant is measured for half of it
+	// questions are the numbers of runs waiting at which the question listings are timed, questionSamples times each.
+	questions       []int
+	questionSamples int
 }
 
 var (
 	fullCounts = counts{ackRounds: 25, resumes: 100, approvals: 50, resumesSlow: 20, parked: 10000, stepRuns: 100, stepTasks: 20,
 		dockerSamples: 20, worktrees: 20, concurrent: 16,
 		history: []int{100, 10000}, historyTimes: 15, outputMB: 200, rescues: 5, crashTrials: 50,
-		fairRuns: 200, fairTasks: 50, fairWarmup: 5 * time.Second, fairWindow: time.Minute}
+		fairRuns: 200, fairTasks: 50, fairWarmup: 5 * time.Second, fairWindow: time.Minute,
+		questions: []int{1000, 10000}, questionSamples: 30}
 	quickCounts = counts{ackRounds: 2, resumes: 5, approvals: 3, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20,
 		dockerSamples: 3, worktrees: 3, concurrent: 4,
 		history: []int{100, 1000}, historyTimes: 3, outputMB: 20, rescues: 1, crashTrials: 3,
-		fairRuns: 20, fairTasks: 20, fairWarmup: 2 * time.Second, fairWindow: 4 * time.Second}
+		fairRuns: 20, fairTasks: 20, fairWarmup: 2 * time.Second, fairWindow: 4 * time.Second,
+		questions: []int{100, 1000}, questionSamples: 3}
 )
 
 func main() {
@@ -272,6 +277,18 @@ func measurements(c counts) []measurement {
 					return err
 				}
 				res.RescueP50Seconds, res.Notes.Rescue = roundTo(percentileMs(rescue.samples, 0.5)/1000, 2), rescue.note
+				return nil
+			}},
+		{"questions", "questions: the listings of the questions with 1,000 and then 10,000 runs waiting", true,
+			func(ctx context.Context, r *rig, res *Results) error {
+				q, err := measureQuestions(ctx, r, c.questions, c.questionSamples)
+				if err != nil {
+					return err
+				}
+				last := len(q.sizes) - 1
+				res.QuestionsPageMsAt1k, res.QuestionsPageMsAt10k = roundTo(q.page[0], 2), roundTo(q.page[last], 2)
+				res.QuestionsAPIMsAt10k, res.EscalationShowLookupMsAt10k = roundTo(q.api[last], 2), roundTo(q.show[last], 2)
+				res.Notes.Questions = q.note
 				return nil
 			}},
 		{"fairshare", "fair share: two teams weighted 3:1, both backlogged, on two workers", true,

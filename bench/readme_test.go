@@ -71,7 +71,8 @@ func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 	cold, warm, repo := 300.0, 90.0, 320.0
 	good := Results{AckP50Ms: 0.02, AckP99Ms: 0.2, ResumeP50Ms: 21, ResumeP99Ms: 45, ResumeAsynqDefaultP50Ms: 1000,
 		GitHubAckP50Ms: 0.03, GitHubAckP99Ms: 0.3, GitHubResumeP50Ms: 25, GitHubResumeP90Ms: 40, GitHubResumeMaxMs: 60,
-		APIResumeP50Ms: 22, APIResumeP99Ms: 44, APIRunsP50MsAt10k: 3, APIRunsP99MsAt10k: 6,
+		APIResumeP50Ms: 22, APIResumeP99Ms: 44, APIRunsP50MsAt10k: 3, APIRunsP99MsAt10k: 6, QuestionsPageMsAt10k: 7, QuestionsPageMsAt1k: 7,
+		QuestionsAPIMsAt10k: 6, EscalationShowLookupMsAt10k: 1,
 		ApprovalResumeP50Ms: 24, ApprovalResumeP99Ms: 60,
 		ParkedRuns: 10, ParkedRedisBytesPerRun: 3000, ResumeAllSeconds: 1, StepsPerSecond: 300,
 		OverheadMsPerStep: 2, DockerColdStartP50Ms: &cold, DockerWarmStartP50Ms: &warm, DockerRepoStartP50Ms: &repo,

@@ -69,6 +69,13 @@ type Results struct {
 	// client sees it on loopback.
 	APIRunsP50MsAt10k float64 `json:"api_runs_p50_ms_at_10k"`
 	APIRunsP99MsAt10k float64 `json:"api_runs_p99_ms_at_10k"`
+	// QuestionsPageMsAt10k is the web view's /questions page (its oldest 50) with 10,000 runs waiting, in process;
+	// QuestionsPageMsAt1k the same with 1,000; QuestionsAPIMsAt10k GET /api/v1/questions (a page of 100);
+	// EscalationShowLookupMsAt10k finding the newest run with an open question (`orch escalation show`).
+	QuestionsPageMsAt10k        float64 `json:"questions_page_ms_at_10k"`
+	QuestionsPageMsAt1k         float64 `json:"questions_page_ms_at_1k"`
+	QuestionsAPIMsAt10k         float64 `json:"questions_api_ms_at_10k"`
+	EscalationShowLookupMsAt10k float64 `json:"escalation_show_lookup_ms_at_10k"`
 	// RunRSS200MBOutputMB is orch run's peak resident memory, in MiB, while its agent prints 200 MB (the largest of
 	// three shapes of output); null where the OS does not report it.
 	RunRSS200MBOutputMB *float64 `json:"run_rss_200mb_output_mb"`
@@ -126,6 +133,7 @@ type Notes struct {
 	Rescue       string `json:"rescue"`
 	Crash        string `json:"crash"`
 	FairShare    string `json:"fair_share"`
+	Questions    string `json:"questions"`
 	// FairShareUnequal is the fair share with steps of unequal length.
 	FairShareUnequal string `json:"fair_share_unequal"`
 }
@@ -175,6 +183,8 @@ func (r *Results) check(wantParked int) error {
 		"web_run_page_ms": r.WebRunPageMs, "rescue_p50_seconds": r.RescueP50Seconds,
 		"api_resume_p50_ms": r.APIResumeP50Ms, "api_resume_p99_ms": r.APIResumeP99Ms,
 		"api_runs_p50_ms_at_10k": r.APIRunsP50MsAt10k, "api_runs_p99_ms_at_10k": r.APIRunsP99MsAt10k,
+		"questions_page_ms_at_10k": r.QuestionsPageMsAt10k, "questions_page_ms_at_1k": r.QuestionsPageMsAt1k,
+		"questions_api_ms_at_10k": r.QuestionsAPIMsAt10k, "escalation_show_lookup_ms_at_10k": r.EscalationShowLookupMsAt10k,
 	}
 	for name, v := range positive {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
