@@ -56,6 +56,17 @@ func (w *Worker) waitForLimit(r *jobs.Run, t *jobs.Task, c *jobs.Change, a *jobs
 	spec := escalation.Spec{Trigger: jobs.TriggerLimit, Source: "orch", Output: out.said.Text,
 		MaxPerTask: r.Options.Escalation.MaxPerTask,
 		Keyed:      []jobs.Option{{Key: limitGo, Label: "Go on now, without waiting for the reset"}}}
+	if n := limitsInARow(r, t.ID); n >= maxLimitWaits {
+		// The limit came back after every reset orch waited for: a provider that does not keep its word, or an agent
+		// that says it is limited when it is not (its own words are where such lines are read). Nothing waits on it
+		// by itself again: a person looks.
+		spec.Trigger = jobs.TriggerBrain
+		spec.Question = fmt.Sprintf("Task %s "+stopped+" %s's usage limit again (%q): the %s time in a row, after "+
+			"orch waited for each reset it was given. orch no longer waits by itself: go on, give words to guide the "+
+			"agent, or abort.", t.ID, who, said, ordinal(n+1))
+		escalation.Open(r, t, c, spec, now)
+		return
+	}
 	if len(out.said.Effects) > 0 {
 		spec.Question = fmt.Sprintf("Task %s "+stopped+" %s's usage limit (%q), after running what a person let through, "+
 			"with effects beyond its worktree:\n%s\nRunning the task again may run it again, so orch does not go on by "+
@@ -68,4 +79,38 @@ func (w *Worker) waitForLimit(r *jobs.Run, t *jobs.Task, c *jobs.Change, a *jobs
 		spec.Default, spec.Timeout = limitGo, at.Sub(now)
 	}
 	escalation.Open(r, t, c, spec, now)
+}
+
+// maxLimitWaits is how many times in a row a task waits for a limit's reset by itself before a person is asked.
+const maxLimitWaits = 3
+
+// limitsInARow counts the questions about task taskID that were usage limits, from the last back to the first
+// that was not: the resets this task has waited for without an attempt getting past the limit.
+func limitsInARow(r *jobs.Run, taskID string) int {
+	n := 0
+	for i := len(r.Escalations) - 1; i >= 0; i-- {
+		e := r.Escalations[i]
+		if e.TaskID != taskID {
+			continue
+		}
+		if e.Trigger != jobs.TriggerLimit {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+func ordinal(n int) string {
+	switch n {
+	case 1:
+		return "first"
+	case 2:
+		return "second"
+	case 3:
+		return "third"
+	case 4:
+		return "fourth"
+	}
+	return fmt.Sprintf("%dth", n)
 }

@@ -195,3 +195,32 @@ func TestABrainsLimitWaitsForItsReset(t *testing.T) {
 		t.Fatalf("the agent ran %d times: the reset should judge what it said, not run it again", strings.Count(string(data), "ran"))
 	}
 }
+
+// An agent that says it is limited after every reset (or that writes such lines itself) does not keep the run waiting
+// and retrying by itself for ever: after three resets in a row, a person is asked, and that question counts.
+func TestALimitThatComesBackEveryTimeAsksAPerson(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	h := newHarness(t, rdb, "", costlyAgent(t, `reset=$(( $(date +%s) + 3600 ))
+printf '{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"Claude AI usage limit reached|%s","session_id":"s1","total_cost_usd":0.01}\n' "$reset"
+exit 1`))
+	r := h.newRun(t, "1.1")
+	for i := 1; i <= maxLimitWaits; i++ {
+		got := drive(t, h, r.ID)
+		e := got.OpenEscalation()
+		if !parkedOnLimit(got) || e.Timeout <= 0 {
+			t.Fatalf("limit %d: %s, %+v", i, got.Status, e)
+		}
+		if err := h.process(t, queue.TypeTimeout, queue.Payload{RunID: r.ID, EscalationID: e.ID, N: 1}); err != nil {
+			t.Fatal(err)
+		}
+		asynq.NewInspectorFromRedisClient(rdb).DeleteTask(queue.Control, "timeout:"+r.ID+":"+e.ID+":1")
+	}
+	got := drive(t, h, r.ID)
+	e := got.OpenEscalation()
+	if e == nil || e.Trigger == jobs.TriggerLimit || e.Timeout != 0 || e.Default != "" || !e.Trigger.Counted() {
+		t.Fatalf("after %d resets: %+v", maxLimitWaits, e)
+	}
+	if !strings.Contains(e.Question, "fourth time in a row") {
+		t.Fatalf("question: %s", e.Question)
+	}
+}

@@ -62,7 +62,8 @@ func (s *Store) buildOpen(ctx context.Context) error {
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range open {
 			if ms, err := scores[i].Result(); err == nil {
-				p.ZAdd(ctx, keyOpen, redis.Z{Score: ms * 1000, Member: id}) // the runs' index keeps milliseconds
+				// The runs' index keeps milliseconds; a run a change indexed meanwhile keeps its own, finer score.
+				p.ZAddNX(ctx, keyOpen, redis.Z{Score: ms * 1000, Member: id})
 			}
 		}
 		p.Set(ctx, keyOpenBuilt, "1", 0)
@@ -114,6 +115,16 @@ func (s *Store) waiting(ctx context.Context, offset, limit int, newest bool) ([]
 	runs, err := s.load(ctx, want)
 	if err != nil {
 		return nil, false, err
+	}
+	loaded := make(map[string]bool, len(runs))
+	for _, r := range runs {
+		loaded[r.ID] = true
+	}
+	for _, id := range ids {
+		if !loaded[id] {
+			// Gone (pruned, or deleted by hand as damaged) or unreadable: not a run anyone can answer.
+			healOpen.Run(ctx, s.rdb, []string{keySummaries, keyOpen}, id, "") // best effort
+		}
 	}
 	out := runs[:0]
 	for _, r := range runs {
