@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -24,24 +25,25 @@ func budgetStop(r *jobs.Run, t *jobs.Task, led *jobs.Ledger, tb jobs.TeamBudget,
 	b := r.Options.Budget
 	spent := r.Spent()
 	switch {
+	// An extension is counted from what was spent, not from the bound: an attempt that went far past the bound would
+	// otherwise leave every extension short of it, and no attempt would ever run.
 	case b.CostUSD > 0 && spent >= b.CostUSD:
 		step := b.StepCost(b.CostUSD)
-		return budgetSpec(r, t, &jobs.BudgetStop{Bound: jobs.BoundRun, StepUSD: step},
+		return budgetSpec(r, t, &jobs.BudgetStop{Bound: jobs.BoundRun, StepUSD: spent - b.CostUSD + step},
 			fmt.Sprintf("Run %s reached its budget: it spent %s of %s.", r.ID, jobs.USD(spent), jobs.USD(b.CostUSD)),
-			fmt.Sprintf("Extend by %s (to %s)", jobs.USD(step), jobs.USD(b.CostUSD+step)))
+			fmt.Sprintf("Extend by %s (to %s)", jobs.USD(step), jobs.USD(spent+step)))
 	case b.TaskCostUSD > 0 && jobs.TaskSpent(t) >= b.TaskCostUSD+t.ExtraUSD:
-		bound := b.TaskCostUSD + t.ExtraUSD
+		bound, used := b.TaskCostUSD+t.ExtraUSD, jobs.TaskSpent(t)
 		step := b.StepCost(b.TaskCostUSD)
-		return budgetSpec(r, t, &jobs.BudgetStop{Bound: jobs.BoundTask, StepUSD: step},
+		return budgetSpec(r, t, &jobs.BudgetStop{Bound: jobs.BoundTask, StepUSD: used - bound + step},
 			fmt.Sprintf("Task %s reached its budget: it spent %s of %s over %d attempts.", t.ID,
-				jobs.USD(jobs.TaskSpent(t)), jobs.USD(bound), len(t.Attempts)),
-			fmt.Sprintf("Extend task %s by %s (to %s)", t.ID, jobs.USD(step), jobs.USD(bound+step)))
+				jobs.USD(used), jobs.USD(bound), len(t.Attempts)),
+			fmt.Sprintf("Extend task %s by %s (to %s)", t.ID, jobs.USD(step), jobs.USD(used+step)))
 	case b.Duration > 0 && r.Worked(now) >= b.Duration:
-		step := b.StepTime()
-		return budgetSpec(r, t, &jobs.BudgetStop{Bound: jobs.BoundTime, StepTime: step},
-			fmt.Sprintf("Run %s reached its time budget: its agents worked %s of %s.", r.ID,
-				r.Worked(now).Round(time.Second), b.Duration),
-			fmt.Sprintf("Extend by %s (to %s)", step, b.Duration+step))
+		step, worked := b.StepTime(), r.Worked(now).Round(time.Second)
+		return budgetSpec(r, t, &jobs.BudgetStop{Bound: jobs.BoundTime, StepTime: max(worked-b.Duration, 0) + step},
+			fmt.Sprintf("Run %s reached its time budget: its agents worked %s of %s.", r.ID, worked, b.Duration),
+			fmt.Sprintf("Extend by %s (to %s)", step, max(worked, b.Duration)+step))
 	case led != nil && !led.Admits(tb, led.Estimate()):
 		return teamStop(r, t, led, tb, now)
 	}
@@ -51,16 +53,15 @@ func budgetStop(r *jobs.Run, t *jobs.Task, led *jobs.Ledger, tb jobs.TeamBudget,
 // teamStop is the question of a run whose team's budget for the period cannot take another attempt.
 func teamStop(r *jobs.Run, t *jobs.Task, led *jobs.Ledger, tb jobs.TeamBudget, now time.Time) *escalation.Spec {
 	_, end := tb.Period.Span(now)
-	step := tb.USD * jobs.DefaultBudgetStepFraction
-	if s := r.Options.Budget.StepUSD; s > 0 {
-		step = s
-	}
-	step = max(step, 0.01)
+	// The step is the team's own budget's, as the operator set it on the workers: not what the run was started with,
+	// which its starter chose. Counted from what was spent, it lets an attempt run whatever the overshoot.
+	step := max(roundUSD(tb.USD*jobs.DefaultBudgetStepFraction), 0.01)
+	over := max(led.SpentUSD-(tb.USD+led.ExtraUSD), 0)
 	held := ""
 	if led.Running > 0 {
 		held = fmt.Sprintf(" (and %d attempts running now hold %s of what is left)", led.Running, jobs.USD(led.ReservedUSD))
 	}
-	s := budgetSpec(r, t, &jobs.BudgetStop{Bound: jobs.BoundTeam, StepUSD: step, Team: led.Team, Period: led.Key},
+	s := budgetSpec(r, t, &jobs.BudgetStop{Bound: jobs.BoundTeam, StepUSD: over + step, Team: led.Team, Period: led.Key},
 		fmt.Sprintf("Team %s reached its budget of %s a %s: its runs spent %s this %s%s.", led.Team,
 			jobs.USD(tb.USD+led.ExtraUSD), tb.Period, jobs.USD(led.SpentUSD), tb.Period, held),
 		fmt.Sprintf("Extend the team's budget for this %s by %s", tb.Period, jobs.USD(step)))
@@ -130,6 +131,8 @@ func undone(r *jobs.Run) []string {
 	}
 	return ids
 }
+
+func roundUSD(v float64) float64 { return math.Round(v*100) / 100 }
 
 func firstN(s []string, n int) []string {
 	if len(s) <= n {
@@ -206,7 +209,7 @@ func moneyLeft(r *jobs.Run, t *jobs.Task) float64 {
 func (w *Worker) resumeBudget(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *jobs.Change, now time.Time) {
 	res := e.Resolution
 	switch {
-	case res.Type == jobs.ResolveChoose && res.Key == jobs.BudgetFinish:
+	case res.Type == jobs.ResolveChoose && res.Key == jobs.BudgetFinish && e.Stop != nil:
 		w.finishEarly(r, t, e, c, now)
 		return
 	case res.Type == jobs.ResolveChoose && res.Key == jobs.BudgetExtend && e.Stop != nil:

@@ -88,13 +88,14 @@ func TestBudgetStopsALoopingAgent(t *testing.T) {
 			if a := escalation.AnswersOf(e); a.Retry || a.Resume || a.Force || len(a.Options) != 2 {
 				t.Fatalf("answers %+v", a)
 			}
-			// Extend by the step ($1, to $3): one more attempt runs ($3.00), and the run stops again.
+			// Extend by the step ($1) from what was spent ($2.25, to $3.25): two more attempts run ($3.00, $3.75), and
+			// the run stops again.
 			resolve(t, h, r.ID, escalation.Request{Type: jobs.ResolveChoose, Key: jobs.BudgetExtend, By: "ann"})
 			got = drive(t, h, r.ID)
-			if got.Status != jobs.RunParked || got.Options.Budget.CostUSD != 3 || len(got.Tasks[0].Attempts) != 4 {
+			if got.Status != jobs.RunParked || got.Options.Budget.CostUSD != 3.25 || len(got.Tasks[0].Attempts) != 5 {
 				t.Fatalf("after extend: %s, budget %v, %d attempts", got.Status, got.Options.Budget.CostUSD, len(got.Tasks[0].Attempts))
 			}
-			if got.Tasks[0].Failures != 4 {
+			if got.Tasks[0].Failures != 5 {
 				t.Fatalf("failures %d: a budget answer must not reset the task's count", got.Tasks[0].Failures)
 			}
 			// Finish without the rest: completed, with what was left undone.
@@ -142,8 +143,8 @@ func TestTaskBudget(t *testing.T) {
 	}
 	resolve(t, h, r.ID, escalation.Request{Type: jobs.ResolveChoose, Key: jobs.BudgetExtend, By: "ann"})
 	got = drive(t, h, r.ID)
-	// The step is half the bound ($0.50): one attempt more ($1.60 ≥ $1.50).
-	if got.Tasks[0].ExtraUSD != 0.5 || len(got.Tasks[0].Attempts) != 4 || got.OpenEscalation() == nil {
+	// The step is half the bound ($0.50), from what was spent ($1.20, to $1.70): two attempts more ($1.60, $2.00).
+	if x := got.Tasks[0].ExtraUSD; x < 0.69 || x > 0.71 || len(got.Tasks[0].Attempts) != 5 || got.OpenEscalation() == nil {
 		t.Fatalf("extra %v, %d attempts, %s", got.Tasks[0].ExtraUSD, len(got.Tasks[0].Attempts), got.Status)
 	}
 }

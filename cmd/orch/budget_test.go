@@ -44,7 +44,7 @@ func TestBudgetAtTheConsole(t *testing.T) {
 	}
 	r := orch(t, dir, "finish\n", "run", "--agent", "sim", "--brain", "heuristic", "--max-attempts", "10",
 		"--similarity-threshold", "0.99", "--max-cost-usd", "2", "--team", "payments", "budget.md")
-	must(t, r, 0, "budget reached", "it spent $2.25 of $2.00", "Extend by $1.00 (to $3.00)", "Finish without the rest",
+	must(t, r, 0, "budget reached", "it spent $2.25 of $2.00", "Extend by $1.00 (to $3.25)", "Finish without the rest",
 		"left undone")
 	if !strings.Contains(r.stdout, "attempt 3/10; budget: $1.50 of $2.00 spent") || strings.Contains(r.stdout, "attempt 4/10") {
 		t.Fatalf("an attempt ran past the budget:\n%s", r)
