@@ -156,11 +156,17 @@ func TaskSpent(t *Task) float64 {
 	return usd
 }
 
-// Account is what a run counts against its team's ledger: what it spent, and what its running attempts hold.
+// Account is what a run counts against its team's ledgers: what it spent, and what its running attempts hold, by the
+// ledger (the period) each hold was taken from.
 type Account struct {
 	SpentUSD float64
-	HeldUSD  float64
-	Held     int
+	Holds    map[string]Hold
+}
+
+// Hold is what attempts hold of one ledger: N of them, USD in all.
+type Hold struct {
+	USD float64
+	N   int
 }
 
 // AccountOf is r's account now. A run that ended holds nothing, whatever its attempts say: an abort while an attempt
@@ -173,8 +179,13 @@ func AccountOf(r *Run) Account {
 	for _, t := range r.Tasks {
 		for _, at := range t.Attempts {
 			if at.Reserved > 0 {
-				a.HeldUSD += at.Reserved
-				a.Held++
+				if a.Holds == nil {
+					a.Holds = map[string]Hold{}
+				}
+				h := a.Holds[at.ReservedKey]
+				h.USD += at.Reserved
+				h.N++
+				a.Holds[at.ReservedKey] = h
 			}
 		}
 	}
@@ -197,15 +208,14 @@ type Ledger struct {
 	ExtraUSD    float64 `json:"extra_usd"`
 }
 
-// Apply counts the change of a run's account, from before to after, in the ledger: attempts that let go of their hold
-// settled.
-func (l *Ledger) Apply(before, after Account) {
-	l.SpentUSD += after.SpentUSD - before.SpentUSD
-	l.ReservedUSD = max(l.ReservedUSD+after.HeldUSD-before.HeldUSD, 0)
-	if d := after.Held - before.Held; d < 0 {
+// Hold counts a change of what a run's attempts hold of this ledger, from before to after: attempts that let go of
+// their hold settled.
+func (l *Ledger) Hold(before, after Hold) {
+	l.ReservedUSD = max(l.ReservedUSD+after.USD-before.USD, 0)
+	if d := after.N - before.N; d < 0 {
 		l.Attempts += -d
 	}
-	l.Running = max(l.Running+after.Held-before.Held, 0)
+	l.Running = max(l.Running+after.N-before.N, 0)
 	if l.Running == 0 {
 		l.ReservedUSD = 0 // what rounding left
 	}

@@ -11,7 +11,9 @@ type Change struct {
 	// Ledger is the ledger of the run's team for the period, when the team has a budget: the store reads it in the
 	// update's transaction, and writes it back with what the update changed of the run's account (an attempt's hold,
 	// its cost) and what the update did to it itself (a person's extension).
-	Ledger  *Ledger
+	Ledger *Ledger
+	// Before is the run's account as the update found it, when Ledger is set: what its own attempts held.
+	Before  Account
 	run     *Run
 	illegal *IllegalMove
 }

@@ -376,6 +376,8 @@ type Attempt struct {
 	// Reserved is what the attempt's start holds of its team's budget while it runs (an estimate of its cost); 0 once
 	// it settled, or for a run whose team has no budget.
 	Reserved float64 `json:"reserved_usd,omitempty"`
+	// ReservedKey is the ledger (the period: "day:2026-11-29") the hold was taken from, where it is given back.
+	ReservedKey string `json:"reserved_key,omitempty"`
 	// Owner is the queue's id of the delivery of the step that runs the attempt: while that delivery lives, no other
 	// delivery of the step starts another attempt.
 	Owner string `json:"owner,omitempty"`

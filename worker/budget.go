@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -152,10 +154,11 @@ func plural(n int, one, many string) string {
 // in the step's first transaction, where c holds the team's ledger.
 func (w *Worker) stopForBudget(r *jobs.Run, t *jobs.Task, c *jobs.Change, now time.Time) bool {
 	var tb jobs.TeamBudget
-	if c.Ledger != nil {
-		tb, _ = w.cfg.Store.Budget(c.Ledger.Team)
+	led := projected(r, c)
+	if led != nil {
+		tb, _ = w.cfg.Store.Budget(led.Team)
 	}
-	spec := budgetStop(r, t, c.Ledger, tb, now)
+	spec := budgetStop(r, t, led, tb, now)
 	if spec == nil {
 		return false
 	}
@@ -164,10 +167,34 @@ func (w *Worker) stopForBudget(r *jobs.Run, t *jobs.Task, c *jobs.Change, now ti
 	return true
 }
 
-// hold has attempt a hold its team's expected cost of an attempt while it runs, when the team has a budget.
+// projected is the team's ledger as it will be once this update gives back what the run's own attempts held and hold
+// no more (an attempt whose worker died, taken over): nil for a team without a budget.
+func projected(r *jobs.Run, c *jobs.Change) *jobs.Ledger {
+	if c.Ledger == nil {
+		return nil
+	}
+	l := *c.Ledger
+	now := jobs.AccountOf(r)
+	for k, h := range c.Before.Holds {
+		if k == l.Key || k == "" {
+			l.Hold(h, now.Holds[k])
+		}
+	}
+	return &l
+}
+
+// teamWaits reports whether run r's team's budget has money left for the period that running attempts hold: the
+// step looks again shortly, when they may have settled, instead of asking anyone.
+func teamWaits(r *jobs.Run, c *jobs.Change, tb jobs.TeamBudget) bool {
+	l := projected(r, c)
+	return l != nil && !l.Admits(tb, l.Estimate()) && l.Left(tb) > 0 && l.Running > 0
+}
+
+// hold has attempt a hold its team's expected cost of an attempt while it runs, of the current period's ledger, when
+// the team has a budget.
 func hold(c *jobs.Change, a *jobs.Attempt) {
 	if c.Ledger != nil && a != nil {
-		a.Reserved = c.Ledger.Estimate()
+		a.Reserved, a.ReservedKey = c.Ledger.Estimate(), c.Ledger.Key
 	}
 }
 
@@ -256,4 +283,18 @@ func (w *Worker) finishEarly(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *j
 	r.Seq++
 	r.RetryAt = time.Time{}
 	endCompleted(r, c, now)
+}
+
+// moneyEvery is how often a step whose team's money left is held by running attempts looks again.
+const moneyEvery = 5 * time.Second
+
+// waitForMoney has step seq of run runID look again in a while, holding no worker meanwhile: the team's running
+// attempts hold what is left of its budget, and settling may give some of it back.
+func (w *Worker) waitForMoney(ctx context.Context, runID string, seq int64) error {
+	r, err := w.cfg.Store.Get(ctx, runID)
+	if err != nil || r.Status != jobs.RunRunning || r.Seq != seq {
+		return skipIfMissing(err)
+	}
+	return w.stepQueue().StepLater(ctx, r.Team(), r.ID, seq, r.AgentTimeout(r.Current()), time.Now().Add(moneyEvery),
+		strconv.FormatInt(time.Now().UnixNano(), 36))
 }

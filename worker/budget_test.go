@@ -206,21 +206,33 @@ func TestTwoWorkersRaceTheLastDollar(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			started, parked := 0, 0
+			// One attempt started; the other run waits without a question, its step to look again later: the money
+			// left was held by the running attempt, which may give some back.
+			var waiting *jobs.Run
+			started := 0
 			for _, r := range runs {
 				got := a.get(t, r.ID)
-				if len(got.Tasks[0].Attempts) > 0 {
+				switch {
+				case len(got.Tasks[0].Attempts) > 0:
 					started++
-				}
-				if e := got.OpenEscalation(); e != nil && e.Stop != nil && e.Stop.Bound == jobs.BoundTeam {
-					parked++
-					if e.Default != jobs.BudgetWait || e.Timeout <= 0 || !strings.Contains(e.Question, "Team payments") {
-						t.Errorf("team question: default %q, timeout %v, %q", e.Default, e.Timeout, e.Question)
-					}
+				case got.Status == jobs.RunRunning && got.OpenEscalation() == nil:
+					waiting = got
 				}
 			}
-			if started != 1 || parked != 1 {
-				t.Fatalf("%d attempts started, %d runs parked on the team's budget: want one of each", started, parked)
+			if started != 1 || waiting == nil {
+				t.Fatalf("%d attempts started, waiting %v: want one attempt and one run waiting", started, waiting != nil)
+			}
+			// It settled and spent what was left: the waiting run, looking again, parks on the team's budget.
+			if err := b.process(t, queue.TypeStep, queue.Payload{RunID: waiting.ID, Seq: waiting.Seq}); err != nil {
+				t.Fatal(err)
+			}
+			got := a.get(t, waiting.ID)
+			e := got.OpenEscalation()
+			if e == nil || e.Stop == nil || e.Stop.Bound != jobs.BoundTeam || len(got.Tasks[0].Attempts) != 0 {
+				t.Fatalf("the waiting run: %s, %+v", got.Status, e)
+			}
+			if e.Default != jobs.BudgetWait || e.Timeout <= 0 || !strings.Contains(e.Question, "Team payments") {
+				t.Errorf("team question: default %q, timeout %v, %q", e.Default, e.Timeout, e.Question)
 			}
 			l, _, _, err := a.store.LedgerOf(context.Background(), "payments", time.Now())
 			if err != nil {
@@ -307,5 +319,27 @@ func TestMoneyLeft(t *testing.T) {
 		if got := moneyLeft(r, task); got < c.want-1e-9 || got > c.want+1e-9 {
 			t.Errorf("%+v: %v, want %v", c.b, got, c.want)
 		}
+	}
+}
+
+// A run taken over after its worker died holds money of its team's ledger with its dead attempt: once that attempt
+// lets go, its own hold does not keep it from the team's last attempt.
+func TestADeadAttemptsHoldDoesNotStopItsOwnRun(t *testing.T) {
+	key := jobs.Day.Key(time.Now())
+	dead := &jobs.Attempt{N: 1, Reserved: 0.92, ReservedKey: key}
+	r := &jobs.Run{Status: jobs.RunRunning, Tasks: []*jobs.Task{{ID: "1.1", Status: jobs.TaskRunning, Attempts: []*jobs.Attempt{dead}}}}
+	tb := jobs.TeamBudget{USD: 10, Period: jobs.Day}
+	c := jobs.NewChange(r)
+	c.Ledger = &jobs.Ledger{Team: "payments", Key: key, SpentUSD: 9.2, Attempts: 10, Running: 1, ReservedUSD: 0.92}
+	c.Before = jobs.AccountOf(r)
+	if c.Ledger.Admits(tb, c.Ledger.Estimate()) {
+		t.Fatal("the ledger as read admits: the test shows nothing")
+	}
+	dead.Reserved = 0 // taken over (beginAttempt)
+	if l := projected(r, c); !l.Admits(tb, l.Estimate()) || teamWaits(r, c, tb) {
+		t.Fatalf("projected %+v: want the team's last attempt admitted", l)
+	}
+	if budgetStop(r, r.Tasks[0], projected(r, c), tb, time.Now()) != nil {
+		t.Fatal("stopped on its own dead attempt's hold")
 	}
 }

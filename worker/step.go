@@ -83,6 +83,9 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 		if errors.Is(err, errWait) {
 			return w.waitForWorkspace(ctx, p.RunID, p.Seq, holder)
 		}
+		if errors.Is(err, errBudgetWait) {
+			return w.waitForMoney(ctx, p.RunID, p.Seq)
+		}
 		if errors.Is(err, errOwned) {
 			w.log.Info("step already running under another delivery; leaving it to that one", "run_id", p.RunID,
 				"seq", p.Seq, "delivery", self)
@@ -122,6 +125,10 @@ func (w *Worker) ended(ctx context.Context, at *attempt, run *jobs.Run, err erro
 	}
 	return w.after(ctx, at.run.ID, run, err)
 }
+
+// errBudgetWait ends a step's first transaction, changing nothing, when what is left of the team's budget is held by
+// its running attempts: the step looks again shortly (waitForMoney).
+var errBudgetWait = errors.New("the team's money left is held by its running attempts")
 
 // errWait ends a step's first transaction, changing nothing, when the run must wait for its workspace.
 var errWait = errors.New("the workspace is held by another run")
@@ -174,6 +181,11 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 	}
 	for _, a := range task.Attempts {
 		a.Reserved = 0 // an attempt that never settled (its worker died) holds nothing of its team's budget any more
+	}
+	if c.Ledger != nil {
+		if tb, ok := w.cfg.Store.Budget(c.Ledger.Team); ok && teamWaits(r, c, tb) {
+			return errBudgetWait
+		}
 	}
 	if w.stopForBudget(r, task, c, now) {
 		return nil // the run waits for a person (or its team's next period): no agent runs

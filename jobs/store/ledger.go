@@ -43,24 +43,53 @@ func (s *Store) Budget(team string) (jobs.TeamBudget, bool) {
 	return b, ok && team != ""
 }
 
-// ledgerOf reads, in transaction tx, the ledger of run r's team for the period holding now: nil when the team has no
-// budget. The ledger's key is watched from here on.
-func (s *Store) ledgerOf(ctx context.Context, tx *redis.Tx, r *jobs.Run, now time.Time) (*jobs.Ledger, error) {
+// ledgers reads, in transaction tx, the ledgers an update of run r at now may change: the current period's of its
+// team, when the team has a budget, and every one its attempts hold money of (a hold is given back where it was taken,
+// though the period has turned or the budget was removed since). Their keys are watched from here on. cur is the
+// current period's, nil for a team without a budget.
+func (s *Store) ledgers(ctx context.Context, tx *redis.Tx, r *jobs.Run, before jobs.Account, now time.Time) (map[string]*jobs.Ledger, *jobs.Ledger, error) {
 	team := r.Team()
-	b, ok := s.Budget(team)
-	if !ok {
-		return nil, nil
+	if team == "" {
+		return nil, nil, nil
 	}
-	l := &jobs.Ledger{Team: team, Key: b.Period.Key(now)}
-	key := budgetKey(team, l.Key)
-	if err := tx.Watch(ctx, key).Err(); err != nil {
-		return nil, err
+	b, budgeted := s.Budget(team)
+	keys := map[string]bool{}
+	cur := ""
+	if budgeted {
+		cur = b.Period.Key(now)
+		keys[cur] = true
 	}
-	h, err := tx.HGetAll(ctx, key).Result()
-	if err != nil {
-		return nil, fmt.Errorf("reading the budget of team %s: %w", team, err)
+	for k := range before.Holds {
+		if k == "" {
+			k = cur // a hold taken before holds named their ledger
+		}
+		if k != "" {
+			keys[k] = true
+		}
 	}
-	return l, decodeLedger(h, l)
+	if len(keys) == 0 {
+		return nil, nil, nil
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, budgetKey(team, k))
+	}
+	if err := tx.Watch(ctx, names...).Err(); err != nil {
+		return nil, nil, err
+	}
+	out := map[string]*jobs.Ledger{}
+	for k := range keys {
+		h, err := tx.HGetAll(ctx, budgetKey(team, k)).Result()
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the budget of team %s: %w", team, err)
+		}
+		l := &jobs.Ledger{Team: team, Key: k}
+		if err := decodeLedger(h, l); err != nil {
+			return nil, nil, err
+		}
+		out[k] = l
+	}
+	return out, out[cur], nil
 }
 
 func decodeLedger(h map[string]string, l *jobs.Ledger) error {
@@ -78,13 +107,11 @@ func decodeLedger(h map[string]string, l *jobs.Ledger) error {
 }
 
 // writeLedger writes l in pipeline p, kept a while past its period for people reading it.
-func (s *Store) writeLedger(ctx context.Context, p redis.Pipeliner, l *jobs.Ledger, now time.Time) {
+func (s *Store) writeLedger(ctx context.Context, p redis.Pipeliner, l *jobs.Ledger) {
 	key := budgetKey(l.Team, l.Key)
 	p.HSet(ctx, key, "spent", fmtUSD(l.SpentUSD), "reserved", fmtUSD(l.ReservedUSD), "extra", fmtUSD(l.ExtraUSD),
 		"running", l.Running, "attempts", l.Attempts)
-	b, _ := s.Budget(l.Team)
-	_, end := b.Period.Span(now)
-	p.ExpireAt(ctx, key, end.Add(spendKept))
+	p.Expire(ctx, key, 32*24*time.Hour+spendKept)
 }
 
 // writeSpend adds usd to team's spend of the day of now, in pipeline p.
@@ -100,19 +127,46 @@ func writeSpend(ctx context.Context, p redis.Pipeliner, team string, usd float64
 
 func fmtUSD(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-// account counts in the team's books what an update did to run r's account (from before to after): the ledger of a
-// team with a budget, the day's spend of any team. It returns what the update added to the team's spend.
-func (s *Store) account(ctx context.Context, p redis.Pipeliner, r *jobs.Run, c *jobs.Change, before jobs.Account, led jobs.Ledger, now time.Time) float64 {
+// account counts in the team's books what an update did to run r's account (from before to after): each ledger's holds
+// where they were taken, the spend in the current period's (cur, nil for a team without a budget), the day's spend
+// of any team. read holds the ledgers as the update read them, orig their values then. It returns what the update
+// added to the team's spend.
+func (s *Store) account(ctx context.Context, p redis.Pipeliner, r *jobs.Run, before jobs.Account,
+	read map[string]*jobs.Ledger, orig map[string]jobs.Ledger, cur *jobs.Ledger, now time.Time) float64 {
 	after := jobs.AccountOf(r)
-	if c.Ledger != nil {
-		c.Ledger.Apply(before, after)
-		if *c.Ledger != led {
-			s.writeLedger(ctx, p, c.Ledger, now)
+	spent := after.SpentUSD - before.SpentUSD
+	curKey := ""
+	if cur != nil {
+		curKey = cur.Key
+		cur.SpentUSD += spent
+	}
+	keys := map[string]bool{}
+	for k := range before.Holds {
+		keys[k] = true
+	}
+	for k := range after.Holds {
+		keys[k] = true
+	}
+	for k := range keys {
+		name := k
+		if name == "" {
+			name = curKey
+		}
+		if l := read[name]; l != nil {
+			l.Hold(before.Holds[k], after.Holds[k])
 		}
 	}
-	spent := after.SpentUSD - before.SpentUSD
+	for k, l := range read {
+		if *l != orig[k] {
+			s.writeLedger(ctx, p, l)
+		}
+	}
 	if team := r.Team(); team != "" && spent > 0 {
-		writeSpend(ctx, p, team, spent, max(before.Held-after.Held, 0), now)
+		settled := 0
+		for k, h := range before.Holds {
+			settled += max(h.N-after.Holds[k].N, 0)
+		}
+		writeSpend(ctx, p, team, spent, settled, now)
 	}
 	return spent
 }

@@ -37,12 +37,12 @@ func (s *Store) appendEvents(ctx context.Context, p redis.Pipeliner, runID strin
 
 // Append writes events to a run's log outside of any other change.
 func (s *Store) Append(ctx context.Context, runID string, events ...jobs.Event) error {
-	_, err := s.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+	_, err := s.change(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
 		for _, e := range events {
 			c.Emit(e)
 		}
 		return nil
-	})
+	}, false)
 	if err != nil {
 		return fmt.Errorf("appending events to run %s: %w", runID, err)
 	}

@@ -184,17 +184,24 @@ func decodeRun(id string, data []byte) (*jobs.Run, error) {
 // written together only if nobody changed the run meanwhile (otherwise fn runs again on the newer run). An error from
 // fn aborts the update and is returned as is. An archived run that fn changes is brought back to the live store first.
 func (s *Store) Update(ctx context.Context, id string, fn func(r *jobs.Run, c *jobs.Change) error) (*jobs.Run, error) {
-	out, err := s.update(ctx, id, fn)
+	return s.change(ctx, id, fn, true)
+}
+
+// change is Update; books says whether the update may change what the run spends or holds (every change of the
+// worker's may), and so must read and watch its team's ledgers. An append of events does not: it leaves them alone,
+// and does not collide with the starts and settlements of the team's other runs.
+func (s *Store) change(ctx context.Context, id string, fn func(r *jobs.Run, c *jobs.Change) error, books bool) (*jobs.Run, error) {
+	out, err := s.update(ctx, id, fn, books)
 	if errors.Is(err, jobs.ErrRunNotFound) && s.archive != nil {
 		if err := s.restore(ctx, id, fn); err != nil {
 			return nil, err
 		}
-		return s.update(ctx, id, fn)
+		return s.update(ctx, id, fn, books)
 	}
 	return out, err
 }
 
-func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *jobs.Change) error) (*jobs.Run, error) {
+func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *jobs.Change) error, books bool) (*jobs.Run, error) {
 	key := runKey(id)
 	var out *jobs.Run
 	// What a try sent to be written: when the connection is lost as it is sent, a read of the run tells whether it was.
@@ -220,12 +227,16 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		states := jobs.StatesOf(&r)
 		now := s.now()
 		before := jobs.AccountOf(&r)
-		if c.Ledger, err = s.ledgerOf(ctx, tx, &r, now); err != nil {
-			return err
-		}
-		var led jobs.Ledger
-		if c.Ledger != nil {
-			led = *c.Ledger
+		var read map[string]*jobs.Ledger
+		orig := map[string]jobs.Ledger{}
+		if books {
+			if read, c.Ledger, err = s.ledgers(ctx, tx, &r, before, now); err != nil {
+				return err
+			}
+			for k, l := range read {
+				orig[k] = *l
+			}
+			c.Before = before
 		}
 		if err := fn(&r, c); err != nil {
 			return err
@@ -243,7 +254,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		var spent float64
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, key, data, 0)
-			spent = s.account(ctx, p, &r, c, before, led, now)
+			spent = s.account(ctx, p, &r, before, read, orig, c.Ledger, now)
 			p.HSet(ctx, keySummaries, id, summarize(&r))
 			indexOpen(ctx, p, &r)
 			if err := s.appendEvents(ctx, p, id, c.Events); err != nil {
