@@ -3,9 +3,11 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
+	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/internal/backoff"
 	"github.com/orchrun/orch/internal/safetext"
 	"github.com/orchrun/orch/jobs"
@@ -161,9 +163,26 @@ func (w *Worker) redo(ctx context.Context, at *attempt) error {
 			return err
 		}
 		t := r.Current()
+		var effects []string
+		if t.Pending != nil {
+			effects = t.Pending.Effects
+		}
 		t.Pending = nil
 		a := t.Attempts[len(t.Attempts)-1]
 		a.Status, a.Error = "lost", "its worker was lost after the agent finished, and the work with it"
+		if len(effects) > 0 {
+			// The attempt ran what a person let through, with effects beyond its worktree: running the task again may
+			// run it again, and that is a person's to say, not a lost machine's.
+			c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.AttemptLostEvent{Attempt: a.N, Owner: a.Owner,
+				Reason: "it finished on a worker that was lost before its work reached the branch"}))
+			escalation.Open(r, t, c, escalation.Spec{Trigger: jobs.TriggerBrain, Source: "orch",
+				MaxPerTask: r.Options.Escalation.MaxPerTask,
+				Question: fmt.Sprintf("Task %s finished on a worker that was lost before its work reached the branch, "+
+					"after running what a person let through, with effects beyond its worktree:\n%s\nRunning the task "+
+					"again may run it again. Retry to run it again anyway (words you give guide it), force it on if its "+
+					"work is done, or abort.", t.ID, escalation.Bullets(effects))}, w.cfg.Store.Now())
+			return nil
+		}
 		c.Emit(jobs.NewEvent(r.ID, t.ID, jobs.AttemptLostEvent{Attempt: a.N, Owner: a.Owner,
 			Reason: "it finished on a worker that was lost before its work reached the branch; the task runs again"}))
 		return nil

@@ -224,3 +224,37 @@ exit 1`))
 		t.Fatalf("question: %s", e.Question)
 	}
 }
+
+// A finished attempt whose work stayed on a lost worker runs again by itself — unless it ran what a person let
+// through with effects beyond its worktree (a push): then a person decides, shown the calls.
+func TestLostWorkWithEffectsIsAPersonsToRunAgain(t *testing.T) {
+	for _, effects := range [][]string{nil, {"Bash: git push --force origin main"}} {
+		rdb := clients(t)["miniredis"]
+		h := newHarness(t, rdb, "true", nil)
+		r := h.newRun(t, "1.1")
+		ctx := context.Background()
+		r, err := h.store.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
+			r.Start(c, "")
+			r.Seq = 1
+			tk := r.Tasks[0]
+			r.StartAttempt(c, tk, "d1", time.Now())
+			tk.Pending = &jobs.Pending{Text: "Force-pushed main.", Success: true, Effects: effects}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := &attempt{run: r, task: *r.Tasks[0], n: 1, owner: "d1", seq: 1}
+		if err := h.w.redo(ctx, at); err != nil {
+			t.Fatal(err)
+		}
+		got := h.get(t, r.ID)
+		e := got.OpenEscalation()
+		switch {
+		case len(effects) == 0 && (e != nil || got.Tasks[0].Pending != nil):
+			t.Fatalf("without effects: %+v, pending %v", e, got.Tasks[0].Pending)
+		case len(effects) > 0 && (e == nil || !strings.Contains(e.Question, "git push --force")):
+			t.Fatalf("with effects: %s, %+v", got.Status, e)
+		}
+	}
+}
