@@ -209,6 +209,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		run    *jobs.Run
 		data   []byte
 		events []jobs.Event
+		spent  float64
 	}
 	txf := func(tx *redis.Tx) error {
 		data, err := tx.Get(ctx, key).Bytes()
@@ -255,6 +256,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, key, data, 0)
 			spent = s.account(ctx, p, &r, before, read, orig, c.Ledger, now)
+			sent.spent = spent
 			p.HSet(ctx, keySummaries, id, summarize(&r))
 			indexOpen(ctx, p, &r)
 			if err := s.appendEvents(ctx, p, id, c.Events); err != nil {
@@ -289,6 +291,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 			if err == nil {
 				out = sent.run
 				s.observe(sent.events)
+				s.spent(sent.run.Team(), sent.spent)
 			}
 		}
 		if err == nil {
