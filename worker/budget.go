@@ -46,7 +46,7 @@ func budgetStop(r *jobs.Run, t *jobs.Task, led *jobs.Ledger, tb jobs.TeamBudget,
 		return budgetSpec(r, t, &jobs.BudgetStop{Bound: jobs.BoundTime, StepTime: max(worked-b.Duration, 0) + step},
 			fmt.Sprintf("Run %s reached its time budget: its agents worked %s of %s.", r.ID, worked, b.Duration),
 			fmt.Sprintf("Extend by %s (to %s)", step, max(worked, b.Duration)+step))
-	case led != nil && !led.Admits(tb, led.Estimate()):
+	case led != nil && !led.Admits(tb, estimate(r, led)):
 		return teamStop(r, t, led, tb, now)
 	}
 	return nil
@@ -187,15 +187,38 @@ func projected(r *jobs.Run, c *jobs.Change) *jobs.Ledger {
 // step looks again shortly, when they may have settled, instead of asking anyone.
 func teamWaits(r *jobs.Run, c *jobs.Change, tb jobs.TeamBudget) bool {
 	l := projected(r, c)
-	return l != nil && !l.Admits(tb, l.Estimate()) && l.Left(tb) > 0 && l.Running > 0
+	return l != nil && !l.Admits(tb, estimate(r, l)) && l.Left(tb) > 0 && l.Running > 0
 }
 
-// hold has attempt a hold its team's expected cost of an attempt while it runs, of the current period's ledger, when
-// the team has a budget.
-func hold(c *jobs.Change, a *jobs.Attempt) {
+// hold has attempt a of run r hold its team's expected cost of an attempt while it runs, of the current period's
+// ledger, when the team has a budget.
+func hold(r *jobs.Run, c *jobs.Change, a *jobs.Attempt) {
 	if c.Ledger != nil && a != nil {
-		a.Reserved, a.ReservedKey = c.Ledger.Estimate(), c.Ledger.Key
+		a.Reserved, a.ReservedKey = estimate(r, c.Ledger), c.Ledger.Key
 	}
+}
+
+// estimate is what run r's next attempt is expected to cost: the mean of its team's settled attempts in the period;
+// at a period's start, before the team settled any, the mean of the run's own attempts, so that a new day does not
+// admit every free worker's attempt at a default far below what they cost.
+func estimate(r *jobs.Run, l *jobs.Ledger) float64 {
+	if l.Attempts > 0 {
+		return l.Estimate()
+	}
+	var usd float64
+	n := 0
+	for _, t := range r.Tasks {
+		for _, a := range t.Attempts {
+			if c := a.CostUSD + a.Brain.CostUSD; c > 0 {
+				usd += c
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return l.Estimate()
+	}
+	return usd / float64(n)
 }
 
 // timeLeft bounds an attempt of task t by what is left of the run's time budget at now: the attempt's timeout, and

@@ -191,7 +191,7 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 		return nil // the run waits for a person (or its team's next period): no agent runs
 	}
 	r.Waiting = ""
-	hold(c, r.StartAttempt(c, task, self, now))
+	hold(r, c, r.StartAttempt(c, task, self, now))
 	*at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered, owner: self, seq: seq}
 	return nil
 }
