@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,7 +67,7 @@ func teamStop(r *jobs.Run, t *jobs.Task, led *jobs.Ledger, tb jobs.TeamBudget, n
 	s := budgetSpec(r, t, &jobs.BudgetStop{Bound: jobs.BoundTeam, StepUSD: over + step, Team: led.Team, Period: led.Key},
 		fmt.Sprintf("Team %s reached its budget of %s a %s: its runs spent %s this %s%s.", led.Team,
 			jobs.USD(tb.USD+led.ExtraUSD), tb.Period, jobs.USD(led.SpentUSD), tb.Period, held),
-		fmt.Sprintf("Extend the team's budget for this %s by %s", tb.Period, jobs.USD(step)))
+		fmt.Sprintf("Extend the team's budget for this %s by %s (budget operators only)", tb.Period, jobs.USD(step)))
 	// The next period brings the money back: waiting for it is the default, and a timer takes it.
 	wait := jobs.Option{Key: jobs.BudgetWait, Label: fmt.Sprintf("Wait for the next %s (goes on by itself at %s UTC)",
 		tb.Period, end.Format("Jan 2 15:04"))}
@@ -161,6 +162,10 @@ func (w *Worker) stopForBudget(r *jobs.Run, t *jobs.Task, c *jobs.Change, now ti
 	spec := budgetStop(r, t, led, tb, now)
 	if spec == nil {
 		return false
+	}
+	if spec.Stop.Bound == jobs.BoundTeam && len(w.cfg.BudgetOperators) == 0 {
+		// Nobody may lift the team's budget from here: the people it bounds would be the ones answering.
+		spec.Keyed = slices.DeleteFunc(spec.Keyed, func(o jobs.Option) bool { return o.Key == jobs.BudgetExtend })
 	}
 	spec.MaxPerTask = r.Options.Escalation.MaxPerTask
 	escalation.Open(r, t, c, *spec, now)
@@ -262,6 +267,11 @@ func (w *Worker) resumeBudget(r *jobs.Run, t *jobs.Task, e *jobs.Escalation, c *
 	case res.Type == jobs.ResolveChoose && res.Key == jobs.BudgetFinish && e.Stop != nil:
 		w.finishEarly(r, t, e, c, now)
 		return
+	case res.Type == jobs.ResolveChoose && res.Key == jobs.BudgetExtend && e.Stop != nil && e.Stop.Bound == jobs.BoundTeam &&
+		!slices.Contains(w.cfg.BudgetOperators, res.By):
+		// A team's budget is the operator's: someone else's "extend" lifts nothing, and the next start asks again.
+		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "budget extension refused",
+			Trigger: e.Trigger, Detail: res.By + " is not one of orch.yaml budgets.operators", By: res.By, Via: res.Via})
 	case res.Type == jobs.ResolveChoose && res.Key == jobs.BudgetExtend && e.Stop != nil:
 		c.Audit = append(c.Audit, jobs.AuditEntry{TaskID: t.ID, EscalationID: e.ID, Action: "budget extended",
 			Trigger: e.Trigger, Detail: extend(r, t, c, e.Stop), By: res.By, Via: res.Via})

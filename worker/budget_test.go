@@ -343,3 +343,52 @@ func TestADeadAttemptsHoldDoesNotStopItsOwnRun(t *testing.T) {
 		t.Fatal("stopped on its own dead attempt's hold")
 	}
 }
+
+// A team's budget is its operator's: without budgets.operators its question offers no extension; with them, only
+// they extend it, and anyone else's "extend" lifts nothing and is in the audit trail.
+func TestOnlyOperatorsExtendATeamsBudget(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	h := newHarness(t, rdb, "", costlyAgent(t, resultLine(true, "Done. All tests pass.", 0.3)))
+	h.store.UseBudgets(map[string]jobs.TeamBudget{"ops": {USD: 1, Period: jobs.Day}})
+	rdb.HSet(context.Background(), "orch:budget:ops:"+jobs.Day.Key(time.Now()), "spent", "1.5", "attempts", 3)
+	r := h.newRun(t, "1.1")
+	setBudget(t, h, r.ID, jobs.Budget{}, "ops")
+	e := drive(t, h, r.ID).OpenEscalation()
+	if _, ok := e.OptionByKey(jobs.BudgetExtend); ok || e.Stop == nil || e.Stop.Bound != jobs.BoundTeam {
+		t.Fatalf("without operators: %+v", e)
+	}
+	if _, err := h.store.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
+		r.Abort(c, "", "next case", "t", time.Now())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	h.w.cfg.BudgetOperators = []string{"olga"}
+	r = h.newRun(t, "1.1")
+	setBudget(t, h, r.ID, jobs.Budget{}, "ops")
+	if e = drive(t, h, r.ID).OpenEscalation(); e == nil {
+		t.Fatal("no question")
+	}
+	if _, ok := e.OptionByKey(jobs.BudgetExtend); !ok {
+		t.Fatalf("with operators, no extension offered: %+v", e.Options)
+	}
+	resolve(t, h, r.ID, escalation.Request{Type: jobs.ResolveChoose, Key: jobs.BudgetExtend, By: "mallory"})
+	got := drive(t, h, r.ID)
+	if got.OpenEscalation() == nil || len(got.Tasks[0].Attempts) != 0 {
+		t.Fatalf("a stranger's extension let the run go on: %s, %d attempts", got.Status, len(got.Tasks[0].Attempts))
+	}
+	resolve(t, h, r.ID, escalation.Request{Type: jobs.ResolveChoose, Key: jobs.BudgetExtend, By: "olga"})
+	if got = drive(t, h, r.ID); got.Status != jobs.RunCompleted {
+		t.Fatalf("after the operator's extension: %s", got.Status)
+	}
+	trail, _ := h.store.Audit(context.Background(), r.ID)
+	var actions []string
+	for _, a := range trail {
+		actions = append(actions, a.Action+" by "+a.By)
+	}
+	all := strings.Join(actions, "; ")
+	if !strings.Contains(all, "budget extension refused by mallory") || !strings.Contains(all, "budget extended by olga") {
+		t.Fatalf("audit: %s", all)
+	}
+}

@@ -84,6 +84,10 @@ type Config struct {
 	// queue, of weight 1 unless Teams names queue.DefaultTeam. asynq shares dequeues, not time: see
 	// jobs/queue/teams.go. Every worker of a deployment must have the same Teams.
 	Teams map[string]int
+	// BudgetOperators are the people (as answers name them: a Slack user id, an API token's name, a login) who may
+	// extend a team's budget from a question; with none, a team's budget is extended by the operator alone, in
+	// orch.yaml, and its question offers waiting, finishing or aborting.
+	BudgetOperators []string
 }
 
 // Worker processes orch's tasks. Start it, then Shutdown.

@@ -288,14 +288,15 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 		Brain: func(opts jobs.Options) (worker.Brain, error) {
 			return brains{apiKey: a.env("ANTHROPIC_API_KEY")}.forRun(opts)
 		},
-		Agent:        func(opts jobs.Options) (agent.Adapter, error) { return newAgent(opts, self) },
-		Log:          a.log,
-		Concurrency:  ws.concurrency,
-		Workspaces:   ws.trees,
-		Endings:      endings,
-		PullRequests: ws.prs,
-		Secrets:      a.redactor,
-		Teams:        ws.teams,
+		Agent:           func(opts jobs.Options) (agent.Adapter, error) { return newAgent(opts, self) },
+		Log:             a.log,
+		Concurrency:     ws.concurrency,
+		Workspaces:      ws.trees,
+		Endings:         endings,
+		PullRequests:    ws.prs,
+		Secrets:         a.redactor,
+		Teams:           ws.teams,
+		BudgetOperators: a.set.file.Budgets.Operators,
 	})
 	if err != nil {
 		return nil, err

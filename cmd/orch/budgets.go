@@ -22,6 +22,7 @@ import (
 //	  step: "$2"             # what one "extend" adds (default: half the bound reached)
 //	  step_duration: 30m
 //	  per_team: {C0123ABCD: "$50/day", acme/api: "$200/week"}
+//	  operators: [U024BE7LH, alice]   # who may extend a team's budget from its question
 type budgetsConfig struct {
 	PerRun       string            `yaml:"per_run"`
 	Duration     string            `yaml:"duration"`
@@ -29,6 +30,9 @@ type budgetsConfig struct {
 	Step         string            `yaml:"step"`
 	StepDuration string            `yaml:"step_duration"`
 	PerTeam      map[string]string `yaml:"per_team"`
+	// Operators may extend a team's budget from its question (Slack user ids, API token names, logins); with none,
+	// only orch.yaml does.
+	Operators []string `yaml:"operators"`
 }
 
 func budgetFlags(cmd *cobra.Command) {
