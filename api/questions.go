@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/orchrun/orch/escalation"
@@ -58,15 +57,8 @@ func (s *Server) questions(ctx context.Context, page, limit int) (QuestionList, 
 func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request, _ string) {
 	v := r.URL.Query()
 	page, limit := 1, questionsLimit
-	for name, into := range map[string]*int{"page": &page, "limit": &limit} {
-		if raw := v.Get(name); raw != "" {
-			n, err := strconv.Atoi(raw)
-			if err != nil {
-				problem(w, http.StatusBadRequest, "Bad query", fmt.Sprintf("%s=%q is not a number", name, raw))
-				return
-			}
-			*into = n
-		}
+	if !numbers(w, v, map[string]*int{"page": &page, "limit": &limit}) {
+		return
 	}
 	list, err := s.questions(r.Context(), page, limit)
 	var bad *invalidError

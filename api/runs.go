@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -157,15 +158,8 @@ func invalid(msg string) error { return &invalidError{msg} }
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ string) {
 	v := r.URL.Query()
 	q := ListQuery{Status: v.Get("status"), Plan: v.Get("plan"), User: v.Get("user")}
-	for name, into := range map[string]*int{"page": &q.Page, "limit": &q.Limit} {
-		if raw := v.Get(name); raw != "" {
-			n, err := strconv.Atoi(raw)
-			if err != nil {
-				problem(w, http.StatusBadRequest, "Bad query", fmt.Sprintf("%s=%q is not a number", name, raw))
-				return
-			}
-			*into = n
-		}
+	if !numbers(w, v, map[string]*int{"page": &q.Page, "limit": &q.Limit}) {
+		return
 	}
 	list, err := s.list(r.Context(), q)
 	var bad *invalidError
@@ -341,3 +335,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ string) {
 
 // isInvalidRun reports whether err is a start refused for the request's sake.
 func isInvalidRun(err error) bool { return errors.Is(err, runs.ErrInvalid) }
+
+// numbers reads the query's numeric parameters into what into names; a parameter that is not a number is answered as
+// a bad query, and numbers then reports false.
+func numbers(w http.ResponseWriter, v url.Values, into map[string]*int) bool {
+	for name, n := range into {
+		if raw := v.Get(name); raw != "" {
+			i, err := strconv.Atoi(raw)
+			if err != nil {
+				problem(w, http.StatusBadRequest, "Bad query", fmt.Sprintf("%s=%q is not a number", name, raw))
+				return false
+			}
+			*n = i
+		}
+	}
+	return true
+}
