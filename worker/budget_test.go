@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -390,5 +391,45 @@ func TestOnlyOperatorsExtendATeamsBudget(t *testing.T) {
 	all := strings.Join(actions, "; ")
 	if !strings.Contains(all, "budget extension refused by mallory") || !strings.Contains(all, "budget extended by olga") {
 		t.Fatalf("audit: %s", all)
+	}
+}
+
+// The agent of a run aborted while it worked spent money all the same: its attempt's cost is recorded, and the team's
+// books count it, though its result is dropped.
+func TestADroppedAttemptsCostIsCounted(t *testing.T) {
+	rdb := clients(t)["miniredis"]
+	h := newHarness(t, rdb, "true", nil)
+	team := "dropped-" + jobs.NewRunID()
+	r := h.newRun(t, "1.1")
+	ctx := context.Background()
+	r, err := h.store.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
+		r.Options.Team = team
+		r.Start(c, "")
+		r.Seq = 1
+		r.StartAttempt(c, r.Tasks[0], "d1", time.Now())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := &attempt{run: r, task: *r.Tasks[0], n: 1, owner: "d1", seq: 1}
+	if _, err := h.store.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
+		r.Abort(c, "1.1", "stop", "ann", time.Now())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out := &outcome{ran: true, usage: agent.Result{CostUSD: 4, InputTokens: 1000, Model: "m"}, said: jobs.Pending{Text: "done"}}
+	if err := h.w.keep(ctx, at, out); !errors.Is(err, errStale) {
+		t.Fatalf("keep after the abort: %v", err)
+	}
+	h.w.keep(ctx, at, out) // a second delivery of the same drop counts nothing more
+	got := h.get(t, r.ID)
+	if got.Spent() != 4 {
+		t.Fatalf("the aborted run cost %v, want 4", got.Spent())
+	}
+	days, err := h.store.TeamSpend(ctx, team, time.Now(), time.Now())
+	if err != nil || len(days) != 1 || days[0].USD != 4 {
+		t.Fatalf("the team's day: %+v, %v", days, err)
 	}
 }

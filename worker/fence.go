@@ -95,11 +95,40 @@ func (w *Worker) keep(ctx context.Context, at *attempt, out *outcome) error {
 		return nil
 	})
 	out.said.Work = said.Work
+	if errors.Is(err, errStale) || errors.Is(err, errLost) {
+		w.countDropped(ctx, at, out)
+	}
 	if err == nil || errors.Is(err, errStale) || errors.Is(err, errLost) || errors.Is(err, jobs.ErrRunNotFound) {
 		// The task holds what the agent said, or the attempt is not this delivery's: its ending has done its work.
 		w.dropEnding(at.run, at.task.ID, at.n)
 	}
 	return err
+}
+
+// countDropped records what an attempt this delivery ran cost when its result is dropped (the run was aborted while
+// the agent worked, or another delivery took the step over): the money was spent all the same, and the run's cost and
+// its team's books must say so. Only the cost is recorded, on this delivery's own attempt, and only once.
+func (w *Worker) countDropped(ctx context.Context, at *attempt, out *outcome) {
+	if !out.ran || out.usage.CostUSD <= 0 && out.usage.InputTokens == 0 {
+		return
+	}
+	_, err := w.cfg.Store.Update(ctx, at.run.ID, func(r *jobs.Run, c *jobs.Change) error {
+		t := r.Task(at.task.ID)
+		if t == nil {
+			return errStale
+		}
+		for _, a := range t.Attempts {
+			if a.N == at.n && a.Owner == at.owner && a.CostUSD == 0 && a.InputTokens == 0 {
+				a.InputTokens, a.OutputTokens = out.usage.InputTokens, out.usage.OutputTokens
+				a.CostUSD, a.Model, a.Duration, a.Reserved = out.usage.CostUSD, out.usage.Model, out.duration, 0
+				return nil
+			}
+		}
+		return errStale // not this delivery's attempt, or counted already
+	})
+	if err != nil && !errors.Is(err, errStale) {
+		w.log.Warn("recording what a dropped attempt cost", "run_id", at.run.ID, "err", err)
+	}
 }
 
 // intend records, under fence, that the step is about to move the run's branch to commit, and returns the commits
