@@ -352,7 +352,7 @@ func TestDockerCleanup(t *testing.T) {
 		}{
 			{"success", "true", false},
 			{"failure", "echo boom >&2; exit 1", false},
-			{"abort", "sleep 60", true},
+			{"abort", "touch started; sleep 60", true},
 		} {
 			name := c.name
 			if perTask {
@@ -362,10 +362,20 @@ func TestDockerCleanup(t *testing.T) {
 				run := newRunID(t, d)
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
+				ws := workspace(t, "")
 				if c.cancel {
-					time.AfterFunc(time.Second, cancel)
+					// Cancelled once the agent runs in its container, however long the engine took to start it: a
+					// cancel before the container exists tests something else.
+					go func() {
+						for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+							if _, err := os.Stat(filepath.Join(ws, "started")); err == nil {
+								break
+							}
+						}
+						cancel()
+					}()
 				}
-				_, err := d.Exec(ctx, Spec{RunID: run, Dir: workspace(t, ""), Args: []string{"/bin/sh", "-c", c.script}}, nil)
+				_, err := d.Exec(ctx, Spec{RunID: run, Dir: ws, Args: []string{"/bin/sh", "-c", c.script}}, nil)
 				if c.cancel != (err != nil) {
 					t.Errorf("err = %v", err)
 				}
