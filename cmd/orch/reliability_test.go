@@ -316,7 +316,7 @@ type ownRedis struct {
 	args []string // beyond deploy/redis.conf's
 }
 
-func startOwnRedis(t *testing.T) *ownRedis {
+func startOwnRedis(t *testing.T, args ...string) *ownRedis {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -324,7 +324,7 @@ func startOwnRedis(t *testing.T) *ownRedis {
 		}
 		t.Skip("needs redis-server")
 	}
-	r := &ownRedis{t: t, dir: t.TempDir(), port: freePort(t)}
+	r := &ownRedis{t: t, dir: t.TempDir(), port: freePort(t), args: args}
 	r.start()
 	t.Cleanup(func() { r.kill() })
 	return r
@@ -366,7 +366,9 @@ func freePort(t *testing.T) int { return jobstest.FreePort(t) }
 // for Redis instead of giving up, and the answer given after the restart completes the run.
 func TestRedisRestartKeepsParkedRun(t *testing.T) {
 	t.Parallel()
-	rs := startOwnRedis(t)
+	// Every write on disk before Redis acknowledges it: what is tested is orch across the restart, not how much of the
+	// last second a killed Redis keeps (appendfsync everysec), which a loaded machine stretches.
+	rs := startOwnRedis(t, "--appendfsync", "always")
 	dir := workdir(t)
 	cmd := exec.Command(orchBin, "run", "--agent", "sim", "--redis", rs.url(), "examples/plans/ambiguous_task.md")
 	cmd.Dir = dir
@@ -379,7 +381,6 @@ func TestRedisRestartKeepsParkedRun(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	waitOutput(t, out, "Your response")
-	time.Sleep(1500 * time.Millisecond) // appendfsync everysec: the question is on disk
 	rs.kill()
 	waitOutput(t, out, "does not answer")
 	rs.start()
@@ -388,19 +389,21 @@ func TestRedisRestartKeepsParkedRun(t *testing.T) {
 }
 
 // Redis killed and started again while an agent works: the agent's outcome waits for Redis and is saved once it is
-// back; the task is not run a second time.
+// back; the task is not run a second time. The agent ends well before its worker, cut off, would stop it (cutOff in
+// worker/alive.go: four seconds without a word from Redis): one that runs past that is stopped and run again by
+// design, so that a worker cut off for good does not go on beside the one that takes its step over.
 func TestRedisRestartWhileRunning(t *testing.T) {
 	t.Parallel()
-	rs := startOwnRedis(t)
+	rs := startOwnRedis(t, "--appendfsync", "always") // as above: orch is tested, not Redis's last second
+
 	dir := workdir(t)
 	writeSlowPlan(t, dir, `tasks:
   "1.1":
     - output: "Done. All tests pass."
-      sh: "sleep 4"
+      sh: "sleep 1"
 `)
 	cmd, out := startOrch(t, dir, []string{"ORCH_SANDBOX=local"}, "run", "--agent", "sim", "--redis", rs.url(), "slow.md")
 	waitOutput(t, out, "Invoking")
-	time.Sleep(1200 * time.Millisecond) // the run's state is on disk (appendfsync everysec)
 	rs.kill()
 	time.Sleep(8 * time.Second) // the agent finishes while Redis is away
 	rs.start()
