@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -58,7 +57,7 @@ func teamStop(r *jobs.Run, t *jobs.Task, led *jobs.Ledger, tb jobs.TeamBudget, n
 	_, end := tb.Period.Span(now)
 	// The step is the team's own budget's, as the operator set it on the workers: not what the run was started with,
 	// which its starter chose. Counted from what was spent, it lets an attempt run whatever the overshoot.
-	step := max(roundUSD(tb.USD*jobs.DefaultBudgetStepFraction), 0.01)
+	step := jobs.Budget{}.StepCost(tb.USD) // the default step of that bound, whatever the run's starter chose
 	over := max(led.SpentUSD-(tb.USD+led.ExtraUSD), 0)
 	held := ""
 	if led.Running > 0 {
@@ -134,8 +133,6 @@ func undone(r *jobs.Run) []string {
 	}
 	return ids
 }
-
-func roundUSD(v float64) float64 { return math.Round(v*100) / 100 }
 
 func firstN(s []string, n int) []string {
 	if len(s) <= n {
