@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -235,4 +236,28 @@ func TestParsersReadCutLines(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A text of megabytes written at once costs what boundedText keeps, not its length: the tail's array is not grown to
+// hold the whole of it first.
+func TestBoundedTextHoldsNoMoreThanItKeeps(t *testing.T) {
+	var b boundedText
+	b.WriteString("head ")
+	b.WriteString(strings.Repeat("a", 4<<20) + "end")
+	if c := cap(b.head) + cap(b.tail); c > maxKeptText+4096 {
+		t.Fatalf("holds %d bytes of arrays, keeps at most %d", c, maxKeptText)
+	}
+	s := b.String()
+	if !strings.HasPrefix(s, "head a") || !strings.HasSuffix(s, "aend") || len(s) > maxKeptText+200 {
+		t.Fatalf("kept %d bytes: %.40q…%q", len(s), s, s[len(s)-10:])
+	}
+}
+
+// A content block of a shape the CLI might one day send costs only itself: the blocks around it keep their texts.
+func TestContentTextsSkipsBlocksOfOtherShapes(t *testing.T) {
+	got := contentTexts(json.RawMessage(`["a string", {"type":"text","text":"one"}, 7, {"type":"text","text":{"rich":true}},` +
+		`{"type":["text"],"text":"typed oddly"}, null, {"type":"text","text":"two"}]`))
+	if strings.Join(got, "|") != "one|two" {
+		t.Fatalf("texts %q", got)
+	}
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -566,23 +567,36 @@ func contentTexts(raw json.RawMessage) []string {
 	if s := jsonString(raw); s != "" {
 		return []string{s}
 	}
-	var blocks []json.RawMessage
-	if json.Unmarshal(raw, &blocks) != nil {
+	// The blocks are decoded in one pass, straight into their texts: a text of megabytes is copied once, not once per
+	// level of the JSON. A block of another shape (a string, a number) costs only itself: Unmarshal goes on past a
+	// value of the wrong type and reports it at the end.
+	var blocks []struct {
+		Type lenientString `json:"type"`
+		Text lenientString `json:"text"`
+	}
+	var typeErr *json.UnmarshalTypeError
+	if err := json.Unmarshal(raw, &blocks); err != nil && !errors.As(err, &typeErr) {
 		return nil
 	}
 	var texts []string
 	for _, b := range blocks {
-		var blk struct {
-			Type string          `json:"type"`
-			Text json.RawMessage `json:"text"`
-		}
-		if json.Unmarshal(b, &blk) == nil && blk.Type == "text" {
-			if t := jsonString(blk.Text); t != "" {
-				texts = append(texts, t)
-			}
+		if b.Type == "text" && b.Text != "" {
+			texts = append(texts, string(b.Text))
 		}
 	}
 	return texts
+}
+
+// lenientString decodes a JSON string, and leaves any other value (a number, an object, null) as "" without an
+// error, so that one field of an unexpected type does not cost the value around it.
+type lenientString string
+
+func (s *lenientString) UnmarshalJSON(b []byte) error {
+	var v string
+	if len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &v) == nil {
+		*s = lenientString(v)
+	}
+	return nil
 }
 
 func decodeUsage(raw json.RawMessage) usage {

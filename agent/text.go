@@ -28,6 +28,13 @@ func (t *boundedText) WriteString(s string) {
 	if s == "" {
 		return
 	}
+	if len(s) >= half {
+		// What the tail held and all but the last half of s are dropped before anything is copied: a string of
+		// megabytes costs what is kept, not its own length.
+		t.dropped += len(t.tail) + len(s) - half
+		t.tail = append(t.tail[:0], s[len(s)-half:]...)
+		return
+	}
 	t.tail = append(t.tail, s...)
 	// Trimming only once the tail holds twice what it keeps makes appends amortised O(1).
 	if len(t.tail) > 2*half {
