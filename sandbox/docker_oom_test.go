@@ -3,6 +3,8 @@ package sandbox
 import (
 	"encoding/binary"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -51,11 +53,21 @@ func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && path == "/exec/count/start":
 		n := f.counts[0]
 		f.counts = f.counts[1:]
+		_, _ = io.Copy(io.Discard, r.Body) // unread request bytes would make the close below a reset
 		conn, buf, err := w.(http.Hijacker).Hijack()
 		if err != nil {
 			return
 		}
-		defer conn.Close()
+		// As the engine does when an exec's stream ends: its side closes, and the client's close ends the connection.
+		// Closing at once could reset the connection before the client read the count.
+		defer func() {
+			if tc, ok := conn.(*net.TCPConn); ok {
+				_ = tc.CloseWrite()
+				go func() { _, _ = io.Copy(io.Discard, conn); _ = conn.Close() }()
+				return
+			}
+			_ = conn.Close()
+		}()
 		_, _ = buf.WriteString("HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.multiplexed-stream\r\n" +
 			"Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
 		_ = buf.Flush()

@@ -81,6 +81,8 @@ type Retry struct {
 	OnRetry func(n int, err error, wait time.Duration)
 	// Sleep waits between tries (default: Sleep); tests make time pass instantly.
 	Sleep func(context.Context, time.Duration) error
+	// Now tells the time Patience is measured by (default: time.Now); tests pair it with Sleep.
+	Now func() time.Time
 }
 
 // Do calls fn until it returns nil or an error no retry fixes, tries or patience run out (the last error is
@@ -89,6 +91,10 @@ func (r Retry) Do(ctx context.Context, fn func(ctx context.Context) error) error
 	sleep := r.Sleep
 	if sleep == nil {
 		sleep = Sleep
+	}
+	now := r.Now
+	if now == nil {
+		now = time.Now
 	}
 	var first time.Time
 	for n := 1; ; n++ {
@@ -104,9 +110,9 @@ func (r Retry) Do(ctx context.Context, fn func(ctx context.Context) error) error
 			return p.err
 		}
 		if first.IsZero() {
-			first = time.Now()
+			first = now()
 		}
-		if r.Tries > 0 && n >= r.Tries || r.Patience > 0 && time.Since(first) > r.Patience {
+		if r.Tries > 0 && n >= r.Tries || r.Patience > 0 && now().Sub(first) > r.Patience {
 			return err
 		}
 		wait := r.Delay(n)
