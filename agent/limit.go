@@ -44,16 +44,20 @@ func (p *claudeParser) rateLimit(m map[string]json.RawMessage) {
 }
 
 // limit says whether the run that did not succeed stopped on a limit with a known reset: a window the CLI said
-// was rejected, else the CLI's limit message in its result, its made-up error messages, stderr or stdout's stray
-// lines.
-func (p *claudeParser) limit(stderr []byte, now time.Time) *quota.Limit {
-	// What the CLI said, from the most to the least authoritative, each read on its own: a long answer before
-	// the limit must not push the limit out of what quota.Parse reads.
+// was rejected, else the CLI's limit message in its error result or in the error messages it made up.
+//
+// Only what the CLI itself writes counts. A limit parks the run until its reset, up to days, so text the agent can
+// write must not be able to say one: not stderr (every process the agent starts may inherit and write it), not
+// stdout's stray lines (no stream-json CLI prints them), and not a result's text unless the result is an error, whose
+// text is the CLI's (Claude Code puts the API's error there, reference 04 C; a finished turn's answer is the model's).
+func (p *claudeParser) limit(now time.Time) *quota.Limit {
+	// What the CLI said, each read on its own: a long answer before the limit must not push the limit out of what
+	// quota.Parse reads.
 	var said []string
-	if p.res != nil {
-		said = append(said, p.res.text, strings.Join(p.res.errors, "\n"))
+	if p.res != nil && p.res.isError {
+		said = append(said, textTail(p.res.text), strings.Join(p.res.errors, "\n"))
 	}
-	said = append(said, textTail(p.limitTexts.String()), stderrTail(stderr), textTail(p.plain.String()))
+	said = append(said, textTail(p.limitTexts.String()))
 	l, parsed := firstLimit(said, now)
 
 	// A rejected window speaks in data: its reset is exact. When several are rejected the run waits for all.

@@ -495,7 +495,7 @@ func (p *claudeParser) Finish(exitCode int, stderr []byte) Result {
 		}
 	}
 	if !r.Success {
-		r.Limit = p.limit(stderr, timeNow())
+		r.Limit = p.limit(timeNow())
 		errs = failure(p.res, exitCode, stderr, errs)
 	}
 	if len(errs) > 0 {
