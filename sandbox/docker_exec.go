@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/orchrun/orch/sandbox/shim"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -252,14 +253,14 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 	// With orch's binary in the container, the agent runs under the shim (RunShim): everything it starts ends with
 	// the exec, and with the worker, whose connection holds the shim's lifeline (its stdin, so always attached).
 	// Without it, see Exec.
-	shim := d.cfg.OrchBinary != ""
-	execID, att, start, err := d.attachExec(ctx, t, spec, dir, shim)
+	shimmed := d.cfg.OrchBinary != ""
+	execID, att, start, err := d.attachExec(ctx, t, spec, dir, shimmed)
 	if err != nil {
 		return Result{}, err
 	}
 	defer att.Close()
 	w := d.watchExec(ctx, t, spec.Timeout, att)
-	wrote := feedExec(att, spec.Stdin, shim)
+	wrote := feedExec(att, spec.Stdin, shimmed)
 	stdout := newOutput(onLine)
 	stderr := &tailBuffer{max: stderrTail}
 	_, copyErr := stdcopy.StdCopy(stdout, stderr, att.Reader)
@@ -292,20 +293,20 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 	if copyErr != nil {
 		return res, fmt.Errorf("reading the output of %s: %w", spec.Args[0], copyErr)
 	}
-	return d.judgeExec(ictx, t, spec, shim, execID, oomBase, start, res)
+	return d.judgeExec(ictx, t, spec, shimmed, execID, oomBase, start, res)
 }
 
 // attachExec creates the exec of spec in t and attaches to it; start is when the process may have started.
-func (d *Docker) attachExec(ctx context.Context, t target, spec Spec, dir string, shim bool) (
+func (d *Docker) attachExec(ctx context.Context, t target, spec Spec, dir string, shimmed bool) (
 	execID string, att client.ExecAttachResult, start time.Time, err error) {
 	cmd := spec.Args
-	if shim {
+	if shimmed {
 		cmd = append([]string{OrchPath, ShimCommand, "-stdin", strconv.Itoa(len(spec.Stdin)), "--", spec.Args[0]},
 			spec.Args...)
 	}
 	// No User: an exec runs as the container's, the one it was created for (the workspace's owner, or cfg.User).
 	ex, err := d.cli.ExecCreate(ctx, t.id, client.ExecCreateOptions{
-		AttachStdin:  shim || spec.Stdin != nil,
+		AttachStdin:  shimmed || spec.Stdin != nil,
 		AttachStdout: true,
 		AttachStderr: true,
 		Env:          mergeEnv(d.cfg.Env, spec.Env),
@@ -392,15 +393,15 @@ func (w *execWatch) stop() {
 // the write side stays open until the exec has ended: its end (this process dying, or the connection dropping) is
 // the end of the shim's lifeline. A process that exits without reading it all ends the write with an error that
 // means nothing.
-func feedExec(att client.ExecAttachResult, stdin []byte, shim bool) <-chan struct{} {
+func feedExec(att client.ExecAttachResult, stdin []byte, shimmed bool) <-chan struct{} {
 	wrote := make(chan struct{})
-	if stdin == nil && !shim {
+	if stdin == nil && !shimmed {
 		close(wrote)
 		return wrote
 	}
 	go func() {
 		defer close(wrote)
-		if _, err := att.Conn.Write(stdin); err == nil && !shim {
+		if _, err := att.Conn.Write(stdin); err == nil && !shimmed {
 			_ = att.CloseWrite()
 		}
 	}()
@@ -409,15 +410,15 @@ func feedExec(att client.ExecAttachResult, stdin []byte, shim bool) <-chan struc
 
 // judgeExec tells what the end of an exec that ran to its end means: a program that could not start, a process the
 // OOM killer killed, or one killed by a signal under the shim (then the container goes).
-func (d *Docker) judgeExec(ctx context.Context, t target, spec Spec, shim bool, execID string, oomBase int64,
+func (d *Docker) judgeExec(ctx context.Context, t target, spec Spec, shimmed bool, execID string, oomBase int64,
 	start time.Time, res Result) (Result, error) {
 	// A program that cannot be started (missing, not executable) is not a process that ran: the engine says so on
 	// the output stream and exits 126 or 127.
 	if (res.ExitCode == 126 || res.ExitCode == 127) && bytes.HasPrefix(res.Stdout, []byte(ociExecFailed)) {
 		return res, fmt.Errorf("starting %s: %s", spec.Args[0], bytes.TrimSpace(res.Stdout))
 	}
-	if shim && res.ExitCode == shimCannotStart && bytes.HasPrefix(res.Stdout, []byte(shimStartFailed)) {
-		return res, fmt.Errorf("starting %s: %s", spec.Args[0], bytes.TrimSpace(res.Stdout[len(shimStartFailed):]))
+	if shimmed && res.ExitCode == shim.CannotStart && bytes.HasPrefix(res.Stdout, []byte(shim.StartFailed)) {
+		return res, fmt.Errorf("starting %s: %s", spec.Args[0], bytes.TrimSpace(res.Stdout[len(shim.StartFailed):]))
 	}
 	// 137 is 128+SIGKILL, what the kernel's OOM killer sends; -1 is a process whose end the engine missed.
 	if res.ExitCode == 137 || res.ExitCode == -1 {
@@ -426,7 +427,7 @@ func (d *Docker) judgeExec(ctx context.Context, t target, spec Spec, shim bool, 
 			res.Signal = "killed"
 		}
 	}
-	if shim && (res.ExitCode > 128 || res.ExitCode == -1) {
+	if shimmed && (res.ExitCode > 128 || res.ExitCode == -1) {
 		// Killed by a signal, as the engine tells it: the agent (the shim passes that on, having killed everything
 		// below it), or the shim itself, which the agent can do (it runs as the same user). Nothing then killed what
 		// the agent left, and nothing tells the two apart: the container goes, with everything in it; the run's next

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/orchrun/orch/sandbox/shim"
 	"io"
 	"log/slog"
 	"os"
@@ -80,15 +81,15 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 	// user unless orch is root); ORCH_RUN_ID does the same for Recovered and Release, after a worker died with its
 	// shim.
 	mark := markVar + "=" + randomHex(8)
-	cmd, shim, err := l.command(runCtx, spec, mark)
+	cmd, pipes, err := l.command(runCtx, spec, mark)
 	if err != nil {
 		return Result{}, err
 	}
-	defer shim.close()
+	defer pipes.close()
 	stdout := newOutput(onLine)
 	stderr := &tailBuffer{max: stderrTail}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	stopTimers := l.cancelling(cmd, shim)
+	stopTimers := l.cancelling(cmd, pipes)
 	// Children that keep stdout open must not keep orch waiting once the agent itself is gone.
 	cmd.WaitDelay = l.cfg.KillGrace + time.Second
 
@@ -101,12 +102,12 @@ func (l *Local) Exec(ctx context.Context, spec Spec, onLine func([]byte)) (Resul
 	if err := cmd.Start(); err != nil {
 		return Result{}, fmt.Errorf("starting %s: %w", spec.Args[0], err)
 	}
-	if err := shim.started(cmd, spec); err != nil {
+	if err := pipes.started(cmd, spec); err != nil {
 		return Result{}, err
 	}
 	waitErr := cmd.Wait()
 	stopTimers() // the group dies just below; a late timer could hit a reused process group id
-	shim.ended()
+	pipes.ended()
 	// Backstops: the shim has killed everything below it, unless it was killed itself. Without one, this is all
 	// there is: the agent's process group, and what carries the attempt's mark.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -147,9 +148,9 @@ func (l *Local) command(runCtx context.Context, spec Spec, mark string) (*exec.C
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting %s: %w", spec.Args[0], err)
 	}
-	var shim *shimPipes
+	var pipes *shimPipes
 	if len(l.cfg.Shim) > 0 {
-		if cmd, shim, err = l.underShim(runCtx, spec, cmd.Path, as); err != nil {
+		if cmd, pipes, err = l.underShim(runCtx, spec, cmd.Path, as); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -163,9 +164,9 @@ func (l *Local) command(runCtx context.Context, spec Spec, mark string) (*exec.C
 		cmd.Env = append(cmd.Env, as.env...) // last: os/exec keeps the last value of a key
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if shim == nil {
+	if pipes == nil {
 		// No shim: the kernel kills the agent when orch dies; what it started lives on (see LocalConfig.Shim).
-		dieWithParent(cmd.SysProcAttr, syscall.SIGKILL)
+		shim.DieWithParent(cmd.SysProcAttr, syscall.SIGKILL)
 		if as != nil {
 			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: as.uid, Gid: as.gid, Groups: []uint32{}}
 		}
@@ -175,14 +176,14 @@ func (l *Local) command(runCtx context.Context, spec Spec, mark string) (*exec.C
 			cmd.Stdin = bytes.NewReader(spec.Stdin)
 		}
 	}
-	return cmd, shim, nil
+	return cmd, pipes, nil
 }
 
 // shimPipes are orch's ends of the shim's pipes: the report of a program it could not start (its descriptor 3), and
 // its stdin, the lifeline, open while orch waits for the agent.
 type shimPipes struct {
-	report, reportW *os.File // the report's read end, and the shim's write end (orch's copy closes once started)
-	in, lifeline    *os.File // the shim's stdin (orch's copy closes once started), and orch's end of it
+	report, reportW *os.File // the report's read end, and the pipes's write end (orch's copy closes once started)
+	in, lifeline    *os.File // the pipes's stdin (orch's copy closes once started), and orch's end of it
 	once            sync.Once
 	wrote           chan struct{} // closed when the agent's input is written
 }
@@ -199,7 +200,7 @@ func (l *Local) underShim(runCtx context.Context, spec Spec, path string, as *ru
 	args = append(append(args, "--", path), spec.Args...)
 	cmd := exec.CommandContext(runCtx, l.cfg.Shim[0], args...)
 	if cmd.Err != nil {
-		return nil, nil, fmt.Errorf("starting the sandbox shim %s: %w", l.cfg.Shim[0], cmd.Err)
+		return nil, nil, fmt.Errorf("starting the sandbox pipes %s: %w", l.cfg.Shim[0], cmd.Err)
 	}
 	p := &shimPipes{}
 	var err error
@@ -212,7 +213,7 @@ func (l *Local) underShim(runCtx context.Context, spec Spec, path string, as *ru
 	}
 	// Only orch holds the lifeline's write end (close-on-exec keeps it from every other child), so the kernel closes
 	// it when orch dies, however it dies: the shim reads the end of its lifeline and kills everything below it.
-	cmd.ExtraFiles = []*os.File{p.reportW} // the shim's descriptor 3 (shimReport)
+	cmd.ExtraFiles = []*os.File{p.reportW} // the pipes's descriptor 3 (pipes.ReportFD)
 	cmd.Stdin = p.in
 	return cmd, p, nil
 }
@@ -273,11 +274,11 @@ func (p *shimPipes) ended() {
 // cancelling makes the process's cancellation (its context's end) kill it: without the shim, its group gets SIGTERM
 // and after the grace SIGKILL; under the shim, the shim gets SIGTERM, which it passes on, and after the grace the end
 // of its lifeline. The returned func stops the timers that follow.
-func (l *Local) cancelling(cmd *exec.Cmd, shim *shimPipes) (stop func()) {
+func (l *Local) cancelling(cmd *exec.Cmd, pipes *shimPipes) (stop func()) {
 	var killer, lastResort *time.Timer
 	cmd.Cancel = func() error {
 		pgid := cmd.Process.Pid
-		if shim == nil {
+		if pipes == nil {
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
 			killer = time.AfterFunc(l.cfg.KillGrace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 			return nil
@@ -285,8 +286,8 @@ func (l *Local) cancelling(cmd *exec.Cmd, shim *shimPipes) (stop func()) {
 		// The shim passes SIGTERM on to everything below it; after the grace, the end of its lifeline makes it kill
 		// all of it. Only a shim that cannot act (stopped) needs its group killed, the shim with it.
 		_ = syscall.Kill(pgid, syscall.SIGTERM)
-		killer = time.AfterFunc(l.cfg.KillGrace, shim.closeLifeline)
-		lastResort = time.AfterFunc(2*l.cfg.KillGrace+shimKillWait, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		killer = time.AfterFunc(l.cfg.KillGrace, pipes.closeLifeline)
+		lastResort = time.AfterFunc(2*l.cfg.KillGrace+shim.KillWait, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
 		return nil
 	}
 	// Cancel runs on os/exec's goroutine, which Wait waits for: after Wait, the timers are read safely.

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -45,8 +46,12 @@ func sleeperRuns(pid int) bool {
 	if err != nil || strings.TrimSpace(string(comm)) != "sleep" {
 		return false
 	}
-	_, live := parentOf(strconv.Itoa(pid), make([]byte, 256))
-	return live
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	i := bytes.LastIndexByte(stat, ')')
+	if err != nil || i < 0 || i+2 >= len(stat) {
+		return false
+	}
+	return stat[i+2] != 'Z' && stat[i+2] != 'X' // the state follows the name: "pid (comm) S ..."
 }
 
 // waitGone waits until pid no longer runs, and fails the test if it still does after a generous guard.

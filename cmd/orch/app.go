@@ -268,7 +268,7 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 	dk := newDockers(a, self, ws.docker)
 	// A local sandbox per agent CLI, each giving its agents the allowlist of orch's environment with that CLI's own
 	// credential and settings; so local runs are served by SandboxFor too.
-	local := newLocals([]string{self, shimCommand}, a.environ, ws.agentPass)
+	local := newLocals(shimFor(self, a.log), a.environ, ws.agentPass)
 	// Runs in a plain directory keep what their agents said as they ended where the embedded store keeps its state
 	// (a Redis server's deployment writes nothing there for them).
 	var endings string

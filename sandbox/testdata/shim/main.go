@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/orchrun/orch/sandbox"
+	"github.com/orchrun/orch/sandbox/shim"
 )
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] != sandbox.ShimCommand {
-		fmt.Fprintf(os.Stderr, "usage: %s %s ARGS...\n", os.Args[0], sandbox.ShimCommand)
+	if len(os.Args) < 2 || os.Args[1] != shim.Command {
+		fmt.Fprintf(os.Stderr, "usage: %s %s ARGS...\n", os.Args[0], shim.Command)
 		os.Exit(2)
 	}
-	os.Exit(sandbox.RunShim(os.Args[2:]))
+	os.Exit(shim.Run(os.Args[2:]))
 }

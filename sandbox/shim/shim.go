@@ -1,4 +1,7 @@
-package sandbox
+// Package shim is the sandbox's shim: the process between orch and an agent below which everything the agent starts
+// stays, and which kills all of it when the agent ends and when orch dies. It imports the standard library alone, so
+// that the program that is nothing but the shim (cmd/orch-shim) starts at the cost of a small Go program.
+package shim
 
 import (
 	"flag"
@@ -14,10 +17,14 @@ import (
 	"time"
 )
 
-// ShimCommand is the hidden first argument that makes the orch binary the sandbox shim (RunShim): the local sandbox
-// runs it as LocalConfig.Shim says, and the Docker sandbox runs OrchPath ShimCommand in the container when
-// DockerConfig.OrchBinary is mounted.
-const ShimCommand = "sandbox-shim"
+// Command is the hidden first argument that makes the orch binary the sandbox shim (Run). The command orch-shim is
+// the shim alone, without it: a small program that starts in about a millisecond where the orch binary takes tens.
+const Command = "sandbox-shim"
+
+// Protocol is the version of the shim's command line and of what it says on its report pipe and exit statuses. orch
+// runs an orch-shim only if it prints the same (orch-shim -protocol): one installed from another release of orch
+// might read its command line otherwise.
+const Protocol = "orch-shim 1"
 
 // The shim stands between orch and an agent process, in both sandboxes, so that everything the agent starts ends
 // with it. One mechanism, two ends:
@@ -29,7 +36,7 @@ const ShimCommand = "sandbox-shim"
 //   - When the agent exits, the shim kills every descendant it has (killDescendants: SIGKILL, looked for again until
 //     none is left), then ends as the agent ended. When orch goes first, it does the same at once.
 //
-// How it learns that orch is gone: its standard input is a lifeline. orch writes the agent's input (Spec.Stdin,
+// How it learns that orch is gone: its standard input is a lifeline. orch writes the agent's input (sandbox.Spec.Stdin,
 // announced by -stdin N) and then keeps its end open, writing nothing more, for as long as it waits for the agent;
 // the shim hands those N bytes to the agent on a pipe of its own and reads on. End of file or an error there means
 // the other end was closed: by the kernel, when the worker died (any death, SIGKILL included: the kernel closes a
@@ -49,37 +56,37 @@ const ShimCommand = "sandbox-shim"
 // sandbox when orch runs as root) runs the agent as that uid:gid with no supplementary groups, while the shim stays
 // orch's user: the agent cannot kill the process that will kill what it leaves. -report says that file descriptor 3
 // is a pipe to report a failure to start the program on, closed once the program runs; without it the failure is
-// written to stdout after shimStartFailed. Either way the shim then exits shimCannotStart, and orch tells "could not
+// written to stdout after StartFailed. Either way the shim then exits CannotStart, and orch tells "could not
 // run" (an error) from "ran and failed" (an exit status).
 //
 // What the shim does not catch: a process that asks something outside the agent's tree to run it (a daemon it
 // talks to, a service manager, cron, a container engine) is that daemon's descendant, not the shim's; a shim that
-// is killed hands its descendants to init, and one that is stopped kills nothing. Local.Exec and the Docker backend
+// is killed hands its descendants to init, and one that is stopped kills nothing. sandbox.Local.Exec and the Docker backend
 // each have a backstop for those two (see there).
 
-// shimReport is the file descriptor on which the shim reports a failure to start the program (-report).
-const shimReport = 3
+// ReportFD is the file descriptor on which the shim reports a failure to start the program (-report).
+const ReportFD = 3
 
-// shimStartFailed starts what the shim writes on stdout when it cannot start the program and has no report pipe.
-const shimStartFailed = "orch sandbox-shim: cannot start "
+// StartFailed starts what the shim writes on stdout when it cannot start the program and has no report pipe.
+const StartFailed = "orch sandbox-shim: cannot start "
 
 // Exit statuses of the shim itself, when there is no agent's status to pass on.
 const (
-	shimUsage       = 125 // a command line orch did not write
-	shimCannotStart = 127 // as a shell says of a command it cannot run
+	Usage       = 125 // a command line orch did not write
+	CannotStart = 127 // as a shell says of a command it cannot run
 )
 
-// shimKillWait bounds how long the shim keeps killing: past it, what is left is stuck in the kernel, and the shim
+// KillWait bounds how long the shim keeps killing: past it, what is left is stuck in the kernel, and the shim
 // ends anyway rather than keep orch waiting for ever.
-const shimKillWait = 10 * time.Second
+const KillWait = 10 * time.Second
 
 // prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h), which package syscall does not name.
 const prSetChildSubreaper = 36
 
-// RunShim runs the shim with the arguments that follow the shim prefix, and returns the exit status to end with. It
+// Run runs the shim with the arguments that follow the shim prefix, and returns the exit status to end with. It
 // does not return when the agent was killed by a signal: the shim dies of the same signal, so that orch sees how the
-// agent ended. cmd/orch runs it for its hidden command ShimCommand.
-func RunShim(args []string) int {
+// agent ended. cmd/orch runs it for its hidden command Command, and cmd/orch-shim for any arguments.
+func Run(args []string) int {
 	// Before anything else: from here on a polite stop reaches the agent's whole tree, not the shim alone.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
@@ -87,7 +94,7 @@ func RunShim(args []string) int {
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
 
-	fs := flag.NewFlagSet(ShimCommand, flag.ContinueOnError)
+	fs := flag.NewFlagSet(Command, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	stdinLen := fs.Int64("stdin", 0, "")
 	user := fs.String("user", "", "")
@@ -95,8 +102,8 @@ func RunShim(args []string) int {
 	parseErr := fs.Parse(args)
 	var report *os.File // -report: the pipe on which orch reads why the program could not be started
 	if *reportFD {
-		report = os.NewFile(shimReport, "shim report")
-		syscall.CloseOnExec(shimReport) // the agent must not hold it open
+		report = os.NewFile(ReportFD, "shim report")
+		syscall.CloseOnExec(ReportFD) // the agent must not hold it open
 	}
 	fail := func(format string, a ...any) int {
 		w := io.Writer(os.Stderr)
@@ -104,15 +111,15 @@ func RunShim(args []string) int {
 			w = report
 		}
 		fmt.Fprintf(w, format, a...)
-		return shimUsage
+		return Usage
 	}
 	failStart := func(err error) int {
 		if report != nil {
 			fmt.Fprint(report, err)
 		} else {
-			fmt.Fprint(os.Stdout, shimStartFailed, err)
+			fmt.Fprint(os.Stdout, StartFailed, err)
 		}
-		return shimCannotStart
+		return CannotStart
 	}
 	rest := fs.Args()
 	if parseErr != nil || len(rest) < 2 || *stdinLen < 0 {
@@ -144,7 +151,7 @@ func RunShim(args []string) int {
 	}
 	// The agent dies with the shim, should the shim be killed on its own: the thread that starts it stays locked
 	// until the end (the parent-death signal follows the thread, golang/go#27505).
-	dieWithParent(attr, syscall.SIGKILL)
+	DieWithParent(attr, syscall.SIGKILL)
 	runtime.LockOSThread()
 	agent, err := os.StartProcess(path, rest[1:], &os.ProcAttr{Files: []*os.File{in, os.Stdout, os.Stderr}, Sys: attr})
 	in.Close()
@@ -191,11 +198,11 @@ func RunShim(args []string) int {
 		case <-gone:
 			// orch is gone, or stops the agent: nothing supervises what runs below any more.
 			gone = nil
-			killDescendants(reap, shimKillWait)
+			killDescendants(reap, KillWait)
 		}
 	}
 	// What the agent left running goes with it, now: before it keeps orch's pipes open and orch waiting.
-	killDescendants(reap, shimKillWait)
+	killDescendants(reap, KillWait)
 	runtime.UnlockOSThread()
 	return passOn(status)
 }

@@ -1,4 +1,4 @@
-package sandbox
+package shim
 
 import (
 	"syscall"
@@ -31,3 +31,8 @@ func raise(sig syscall.Signal) {
 	_ = syscall.Kill(syscall.Getpid(), sig)
 	time.Sleep(time.Second) // delivery is asynchronous; a signal that does not kill falls through
 }
+
+// DieWithParent has the kernel send sig to the process when the thread that started it exits: orch's death, as long
+// as that thread stays locked to its goroutine until the process has ended (a Go runtime thread otherwise may exit
+// under it, golang/go#27505).
+func DieWithParent(a *syscall.SysProcAttr, sig syscall.Signal) { a.Pdeathsig = sig }
