@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -36,6 +37,7 @@ type counts struct {
 	parked        int   // runs parked, then all answered
 	stepRuns      int   // runs of the step measurement…
 	stepTasks     int   // …of this many tasks each
+	agentStarts   int   // no-op agent starts, each way
 	dockerSamples int   // cold and warm starts, each
 	worktrees     int   // worktree setups, on each repository
 	concurrent    int   // runs at once on one repository
@@ -54,12 +56,12 @@ type counts struct {
 }
 
 var (
-	fullCounts = counts{ackRounds: 25, resumes: 100, approvals: 50, resumesSlow: 20, parked: 10000, stepRuns: 100, stepTasks: 20,
+	fullCounts = counts{ackRounds: 25, resumes: 100, approvals: 50, resumesSlow: 20, parked: 10000, stepRuns: 100, stepTasks: 20, agentStarts: 300,
 		dockerSamples: 20, worktrees: 20, concurrent: 16,
 		history: []int{100, 10000}, historyTimes: 15, outputMB: 200, rescues: 5, crashTrials: 50,
 		fairRuns: 200, fairTasks: 50, fairWarmup: 5 * time.Second, fairWindow: time.Minute,
 		questions: []int{1000, 10000}, questionSamples: 30}
-	quickCounts = counts{ackRounds: 2, resumes: 5, approvals: 3, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20,
+	quickCounts = counts{ackRounds: 2, resumes: 5, approvals: 3, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20, agentStarts: 20,
 		dockerSamples: 3, worktrees: 3, concurrent: 4,
 		history: []int{100, 1000}, historyTimes: 3, outputMB: 20, rescues: 1, crashTrials: 3,
 		fairRuns: 20, fairTasks: 20, fairWarmup: 2 * time.Second, fairWindow: 4 * time.Second,
@@ -133,7 +135,7 @@ func run(ctx context.Context, c counts, mode string, base *Results, only map[str
 	}
 	// Errors the worker and the bot log are worth seeing; their routine warnings are not.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	r := &rig{redis: srv, orchBin: bin, tmp: tmp, log: log}
+	r := &rig{redis: srv, orchBin: bin, shim: []string{filepath.Join(filepath.Dir(bin), "orch-shim")}, tmp: tmp, log: log}
 	res := &Results{Notes: Notes{Mode: mode, Redis: redisNote}}
 	if base != nil {
 		res = base
@@ -212,6 +214,16 @@ func measurements(c counts) []measurement {
 				res.ApprovalResumeP50Ms = roundTo(percentileMs(approvals.click, 0.5), 2)
 				res.ApprovalResumeP99Ms = roundTo(percentileMs(approvals.click, 0.99), 2)
 				res.Notes.Approval = approvalNote(approvals)
+				return nil
+			}},
+		{"agentstart", "agent start: the no-op agent with no shim, behind orch-shim and behind orch", false,
+			func(ctx context.Context, r *rig, res *Results) error {
+				a, err := measureAgentStart(ctx, r, c.agentStarts)
+				if err != nil {
+					return err
+				}
+				res.AgentStartP50Ms, res.AgentStartShimP50Ms = roundTo(a.bare, 2), roundTo(a.small, 2)
+				res.AgentStartOrchShimP50Ms, res.Notes.AgentStart = roundTo(a.whole, 2), a.note
 				return nil
 			}},
 		{"steps", "steps: task steps through one worker", true,

@@ -32,16 +32,21 @@ type Results struct {
 	APIResumeP50Ms float64 `json:"api_resume_p50_ms"`
 	APIResumeP99Ms float64 `json:"api_resume_p99_ms"`
 	// ApprovalResumeP50Ms is a click on a claude agent's tool-call approval to its resumed process starting.
-	ApprovalResumeP50Ms    float64  `json:"approval_resume_p50_ms"`
-	ApprovalResumeP99Ms    float64  `json:"approval_resume_p99_ms"`
-	ParkedRuns             int      `json:"parked_runs"`
-	ParkedWorkerSlotsBusy  int      `json:"parked_worker_slots_busy"`
-	ParkedRedisBytesPerRun float64  `json:"parked_redis_bytes_per_run"`
-	ResumeAllSeconds       float64  `json:"resume_all_seconds"`
-	StepsPerSecond         float64  `json:"steps_per_second"`
-	OverheadMsPerStep      float64  `json:"overhead_ms_per_step"`
-	DockerColdStartP50Ms   *float64 `json:"docker_cold_start_p50_ms"`
-	DockerWarmStartP50Ms   *float64 `json:"docker_warm_start_p50_ms"`
+	ApprovalResumeP50Ms    float64 `json:"approval_resume_p50_ms"`
+	ApprovalResumeP99Ms    float64 `json:"approval_resume_p99_ms"`
+	ParkedRuns             int     `json:"parked_runs"`
+	ParkedWorkerSlotsBusy  int     `json:"parked_worker_slots_busy"`
+	ParkedRedisBytesPerRun float64 `json:"parked_redis_bytes_per_run"`
+	ResumeAllSeconds       float64 `json:"resume_all_seconds"`
+	StepsPerSecond         float64 `json:"steps_per_second"`
+	// AgentStartP50Ms is the no-op agent's process through the local sandbox with no shim; ShimP50Ms behind
+	// orch-shim, OrchShimP50Ms behind orch's own binary as the shim.
+	AgentStartP50Ms         float64  `json:"agent_start_p50_ms"`
+	AgentStartShimP50Ms     float64  `json:"agent_start_shim_p50_ms"`
+	AgentStartOrchShimP50Ms float64  `json:"agent_start_orch_shim_p50_ms"`
+	OverheadMsPerStep       float64  `json:"overhead_ms_per_step"`
+	DockerColdStartP50Ms    *float64 `json:"docker_cold_start_p50_ms"`
+	DockerWarmStartP50Ms    *float64 `json:"docker_warm_start_p50_ms"`
 	// DockerRepoStartP50Ms is a run in a repository: its worktree and the repository's objects, never from the pool.
 	DockerRepoStartP50Ms *float64 `json:"docker_repo_start_p50_ms"`
 	// WorktreeSetupP50Ms is a run's worktree on a repository of 10,000 files; the 100-file one beside it.
@@ -125,6 +130,7 @@ type Notes struct {
 	ResumeAll    string `json:"resume_all"`
 	Steps        string `json:"steps"`
 	Overhead     string `json:"overhead"`
+	AgentStart   string `json:"agent_start"`
 	Docker       string `json:"docker"`
 	Worktrees    string `json:"worktrees"`
 	History      string `json:"history"`

@@ -29,6 +29,7 @@ import (
 type rig struct {
 	redis   *redisServer
 	orchBin string
+	shim    []string // orch-shim, built beside orchBin: the local sandbox's shim, as `make build` installs it
 	tmp     string
 	log     *slog.Logger
 	// claude is the claude binary of runs with the claude agent, and env the agents' environment (nil: the local
@@ -40,10 +41,12 @@ type rig struct {
 // buildOrch builds the orch binary once, into dir: the sim agent is `orch sim-agent`, a real process.
 func buildOrch(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "orch")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/orch")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building orch (run from the repository root): %v\n%s", err, out)
+	for _, b := range []struct{ out, pkg string }{{bin, "./cmd/orch"}, {filepath.Join(dir, "orch-shim"), "./cmd/orch-shim"}} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", b.out, b.pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building %s (run from the repository root): %v\n%s", b.pkg, err, out)
+		}
 	}
 	return bin, nil
 }
@@ -70,7 +73,7 @@ func (r *rig) startTeamWorker(store *store.Store, queue *queue.Queue, poll time.
 	w, err := worker.New(worker.Config{
 		Store:        store,
 		Queue:        queue,
-		Sandbox:      sandbox.NewLocal(sandbox.LocalConfig{Shim: []string{r.orchBin, "sandbox-shim"}, Env: r.env}),
+		Sandbox:      sandbox.NewLocal(sandbox.LocalConfig{Shim: r.shim, Env: r.env}),
 		Brain:        func(jobs.Options) (worker.Brain, error) { return &brain.Fallback{}, nil },
 		Agent:        r.agentFor,
 		Log:          r.log,
