@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,6 +190,9 @@ func (c gitCmd) run(ctx context.Context, args ...string) (string, error) {
 	// git runs helpers of its own (git-remote-http, ssh, index-pack): the whole group goes when the command is
 	// stopped, or a helper left behind would hold its pipes, and the wait, open.
 	inGroup(cmd)
+	dieWithOrch(cmd)
+	runtime.LockOSThread() // until git has ended: see dieWithOrch
+	defer runtime.UnlockOSThread()
 	cmd.Cancel = func() error { return killGroup(cmd) }
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Stdin = c.stdin
