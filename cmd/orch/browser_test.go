@@ -375,9 +375,19 @@ func acceptDialogs(ctx context.Context) {
 // typeInto fills a field as a person types.
 func typeInto(ctx context.Context, t *testing.T, sel, text string) {
 	t.Helper()
-	waitElement(ctx, t, sel)
-	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
-		t.Fatalf("typing into %s: %v", sel, err)
+	// The node a query found can be gone by the time keys are sent to it when the browser is slow to settle after a
+	// navigation ("Could not find node with given id"): chromedp fails before it typed anything, and the element is
+	// looked for again.
+	for try := 1; ; try++ {
+		waitElement(ctx, t, sel)
+		err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(sel), text))
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Could not find node with given id") || try == 5 {
+			t.Fatalf("typing into %s: %v", sel, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -298,9 +298,6 @@ func TestSlackRunsAtOnceOwnTheirBranches(t *testing.T) {
 	before := checkoutState(t, dir)
 	fake := slackfake.New()
 	t.Cleanup(fake.Close)
-	// Runs after the server stopped (cleanups run last first): what its last git processes leave in the worktrees as
-	// they end is gone before the test's directory is removed, however long a loaded machine makes them take.
-	t.Cleanup(func() { removeSettled(filepath.Join(dir, ".orch", "worktrees"), 30*time.Second) })
 	s := startServeIn(t, dir, fake, "ORCH_REDIS_URL="+isolatedRedis(t), "ORCH_GIT_PUSH=", "ORCH_GITHUB_TOKEN=", "GITHUB_TOKEN=")
 	var wg sync.WaitGroup
 	for _, user := range []string{"U1ALICE", "U2BOB"} {

@@ -50,6 +50,10 @@ func startServeIn(t *testing.T, dir string, fake *slackfake.Slack, env ...string
 		t.Fatal(err)
 	}
 	s := &slackServer{t: t, dir: dir, slack: fake, cmd: cmd, out: out}
+	// Runs after the server stopped (cleanups run last first): what the last processes of its agents leave in the
+	// worktrees as their shims kill them is gone before the test's directory is removed, however long a loaded machine
+	// makes that take.
+	t.Cleanup(func() { removeSettled(filepath.Join(dir, ".orch"), 30*time.Second) })
 	t.Cleanup(s.stop)
 	addr := regexp.MustCompile(`Slack endpoints on (http://[0-9.:]+)/`)
 	deadline := time.Now().Add(30 * time.Second)
