@@ -31,15 +31,7 @@ func rootTestDir(t *testing.T) (base, bin string) {
 		t.Fatal(err)
 	}
 	bin = filepath.Join(base, "orch")
-	if err := os.Link(orchBin, bin); err != nil {
-		data, err := os.ReadFile(orchBin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(bin, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	linkOrch(t, bin)
 	for _, d := range []string{"home", "cover"} {
 		ownersDir(t, filepath.Join(base, d))
 	}

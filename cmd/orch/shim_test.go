@@ -14,16 +14,23 @@ func binDir(t *testing.T) (dir, bin string) {
 	t.Helper()
 	dir = t.TempDir()
 	bin = filepath.Join(dir, "orch")
-	if err := os.Link(orchBin, bin); err != nil {
-		data, err := os.ReadFile(orchBin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(bin, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	linkOrch(t, bin)
 	return dir, bin
+}
+
+// linkOrch puts the orch binary under test at bin: a hard link where it can, a copy elsewhere.
+func linkOrch(t *testing.T, bin string) {
+	t.Helper()
+	if err := os.Link(orchBin, bin); err == nil {
+		return
+	}
+	data, err := os.ReadFile(orchBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A local agent starts below orch-shim when it stands beside orch and speaks orch's protocol, and below orch's own
