@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/orchrun/orch/sandbox/shim"
 	"io"
 	"log/slog"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/orchrun/orch/sandbox/shim"
 )
 
 // LocalConfig configures the local backend. The zero value works.
