@@ -14,7 +14,7 @@ import (
 func TestSecretsInBadSettingsAppearNowhere(t *testing.T) {
 	t.Parallel()
 	const secret = "Hunter2Secret"
-	closed := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	closed := closedPort(t)
 	commands := map[string][]string{
 		"run":     {"run", "--agent", "sim", "examples/plans/hello.md"},
 		"task":    {"task", "--agent", "sim", "examples/plans/hello.md", "1.1"},
@@ -120,7 +120,7 @@ func TestACloneURLsPasswordIsNotPrinted(t *testing.T) {
 	t.Parallel()
 	const secret = "Hunter2Clone"
 	dir := workdir(t)
-	repo := fmt.Sprintf("https://u:%s@127.0.0.1:%d/r.git", secret, freePort(t))
+	repo := fmt.Sprintf("https://u:%s@%s/r.git", secret, closedPort(t))
 	r := orchEnv(t, dir, []string{"ORCH_BRAIN=heuristic", "ORCH_REPO=" + repo}, nil, "run", "--json", "--agent", "sim", "examples/plans/hello.md")
 	must(t, r, 3) // the clone fails: a configuration escalation
 	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"history", "--json"}, {"escalation", "show", "--json"}} {

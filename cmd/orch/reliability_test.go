@@ -571,7 +571,7 @@ func TestServicesWaitForRedisAndSlack(t *testing.T) {
 	stop(cmd, out)
 
 	// Stopped while it waits: a clean exit.
-	closed := fmt.Sprintf("redis://127.0.0.1:%d/0", freePort(t))
+	closed := "redis://" + closedPort(t) + "/0"
 	cmd, out = startOrch(t, workdir(t), []string{"ORCH_REDIS_URL=" + closed, "ORCH_SANDBOX=local", "ORCH_HTTP_ADDR=127.0.0.1:0"}, "worker")
 	waitOutput(t, out, "waiting for it")
 	stop(cmd, out)
