@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/orchrun/orch/sandbox/shim"
 )
 
 // detachedScript is a shell script that starts a process that leaves the agent every way it can, and says which:
@@ -46,12 +47,7 @@ func sleeperRuns(pid int) bool {
 	if err != nil || strings.TrimSpace(string(comm)) != "sleep" {
 		return false
 	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	i := bytes.LastIndexByte(stat, ')')
-	if err != nil || i < 0 || i+2 >= len(stat) {
-		return false
-	}
-	return stat[i+2] != 'Z' && stat[i+2] != 'X' // the state follows the name: "pid (comm) S ..."
+	return shim.Running(pid)
 }
 
 // waitGone waits until pid no longer runs, and fails the test if it still does after a generous guard.

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/orchrun/orch/sandbox/shim"
 )
 
 // envGitHelper makes the test binary a process that runs one git command, which never ends by itself, as orch runs
@@ -105,17 +107,10 @@ func TestGitDiesWithOrch(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = helper.Wait()
-	for deadline := time.Now().Add(30 * time.Second); syscall.Kill(gits[0], 0) == nil && !zombie(gits[0]); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); shim.Running(gits[0]); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(gits[0], syscall.SIGKILL)
 			t.Fatal("git still runs 30 s after the orch that started it was killed")
 		}
 	}
-}
-
-// zombie reports whether pid has ended and waits for its new parent to collect it.
-func zombie(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	i := strings.LastIndexByte(string(stat), ')')
-	return err != nil || i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X'
 }

@@ -107,3 +107,9 @@ func signalDescendants(sig syscall.Signal) {
 		_ = syscall.Kill(pid, sig)
 	}
 }
+
+// Running reports whether process pid runs: it exists, and has not ended as a zombie waiting to be collected.
+func Running(pid int) bool {
+	_, live := parentOf(strconv.Itoa(pid), make([]byte, 256))
+	return live
+}

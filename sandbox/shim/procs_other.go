@@ -16,3 +16,6 @@ func killDescendants(reap func() (children bool), wait time.Duration) (killed, l
 
 // signalDescendants finds nothing where there is no /proc.
 func signalDescendants(sig syscall.Signal) {}
+
+// Running reports whether process pid exists (without /proc, a zombie counts as running).
+func Running(pid int) bool { return syscall.Kill(pid, 0) == nil }
