@@ -68,6 +68,7 @@ type owner struct {
 	trailing    bool
 	err         error // of the last save pass
 	warned      map[string]bool
+	askedOnly   bool // saves run only when asked (Sync, Close), never on the timer: for tests that read the journal
 }
 
 // startOwner serves the store in dir; the caller holds the directory's lock. It loads the saved state, makes the
@@ -157,7 +158,7 @@ func (o *owner) run() {
 		case <-save.C:
 		}
 		o.sem <- struct{}{}
-		if o.writes.Load() != o.savedWrites || o.trailing || o.err != nil {
+		if !o.askedOnly && (o.writes.Load() != o.savedWrites || o.trailing || o.err != nil) {
 			o.record(o.save())
 		}
 		<-o.sem
