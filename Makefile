@@ -7,11 +7,13 @@ STATICCHECK ?= v0.8.2
 
 .PHONY: build test lint demo bench bench-quick bench-go fuzz clean
 
-# orch and, beside it, orch-shim: the sandbox's shim alone, which orch runs before each local agent when it finds it
-# there (it starts in a millisecond; orch's own binary, which does the same work without it, takes tens).
+# orch and, beside it, orch-shim and orch-hook: the sandbox's shim alone, which orch runs before each local agent, and
+# Claude Code's permission hook alone, which orch gives a local claude for every tool call, when it finds them there
+# (they start in a millisecond or two; orch's own binary, which does the same work without them, takes ten or more).
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/orch
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(dir $(BIN))orch-shim ./cmd/orch-shim
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(dir $(BIN))orch-hook ./cmd/orch-hook
 
 # Integration tests use a real Redis when ORCH_TEST_REDIS_URL is set (.ci/run starts one) and miniredis always.
 # cmd/orch runs beside the other packages, with -cover: its tests run an orch built with coverage, and its TestMain

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -80,7 +79,7 @@ func (c *Claude) Command(req Request) (Command, error) {
 		if mode != "default" {
 			args = append(args, "--permission-mode", mode)
 		}
-		state, err := json.Marshal(st)
+		state, err := st.Encode()
 		if err != nil {
 			return Command{}, fmt.Errorf("claude command: encoding the permission state: %w", err)
 		}

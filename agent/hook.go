@@ -16,6 +16,12 @@ import (
 // to mount and nothing the agent can rewrite for the process already running.
 const HookEnv = "ORCH_PERMISSIONS"
 
+// HookProtocol is what the hook decides from and how, as `orch-hook -protocol` prints it: orch runs a hook program
+// other than its own binary only when it says the same. It changes with HookState's form and with the decisions made
+// from it; TestHookProtocolFollowsItsSource holds it to the hook's source, so that a hook of another release, which
+// would read today's state by yesterday's rules, is never given a run.
+const HookProtocol = "orch-hook 1"
+
 // ApprovalMarker starts the reason of every call the hook refuses because a person must approve it first (a CLI
 // that cannot pause a call): the parser finds such calls by it in the tool results.
 const ApprovalMarker = "[orch: needs approval]"
@@ -31,6 +37,32 @@ type HookState struct {
 	Defer bool `json:"defer"`
 	// Root is the workspace: file changes outside it ask.
 	Root string `json:"root,omitempty"`
+	// Protocol is the HookProtocol of the orch that wrote the state (Encode sets it): a hook of another protocol
+	// blocks every call rather than read the state by other rules.
+	Protocol string `json:"protocol"`
+}
+
+// Encode is the state as the hook reads it from HookEnv, stamped with this orch's HookProtocol.
+func (st HookState) Encode() ([]byte, error) {
+	st.Protocol = HookProtocol
+	return json.Marshal(st)
+}
+
+// ParseHookState reads the state orch gave a run's hook or prompt tool in HookEnv. A state that is missing, is not
+// JSON or was written for another protocol is an error: whoever reads it then decides nothing.
+func ParseHookState(state string) (HookState, error) {
+	var st HookState
+	if strings.TrimSpace(state) == "" {
+		return st, fmt.Errorf("%s is not set", HookEnv)
+	}
+	if err := json.Unmarshal([]byte(state), &st); err != nil {
+		return st, fmt.Errorf("%s is not valid JSON (%v)", HookEnv, err)
+	}
+	if st.Protocol != HookProtocol {
+		return st, fmt.Errorf("%s was written for %q and this is %s: the orch that runs the agent and the hook "+
+			"beside it are of different releases", HookEnv, st.Protocol, HookProtocol)
+	}
+	return st, nil
 }
 
 // HookDecision is a person's decision about one call, found by its tool_use id or, when the agent made the call
@@ -74,12 +106,9 @@ const askTool = "AskUserQuestion"
 // and writes the decision. An error means the call must be blocked (the caller exits 2, which Claude Code treats as
 // a blocking error whatever the rules say): a hook that cannot decide never lets a call through.
 func RunHook(stdin io.Reader, stdout io.Writer, state, home string) error {
-	var st HookState
-	if strings.TrimSpace(state) == "" {
-		return fmt.Errorf("orch's permission hook: %s is not set; the call is blocked", HookEnv)
-	}
-	if err := json.Unmarshal([]byte(state), &st); err != nil {
-		return fmt.Errorf("orch's permission hook: %s is not valid JSON (%v); the call is blocked", HookEnv, err)
+	st, err := ParseHookState(state)
+	if err != nil {
+		return fmt.Errorf("orch's permission hook: %w; the call is blocked", err)
 	}
 	data, err := io.ReadAll(io.LimitReader(stdin, 64<<20))
 	if err != nil {

@@ -2,7 +2,10 @@ package agent
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -118,7 +121,7 @@ func TestRuleFor(t *testing.T) {
 
 func hookRun(t *testing.T, st HookState, call string) (map[string]any, error) {
 	t.Helper()
-	state, _ := json.Marshal(st)
+	state, _ := st.Encode()
 	var out bytes.Buffer
 	if err := RunHook(strings.NewReader(call), &out, string(state), "/home/u"); err != nil {
 		return nil, err
@@ -196,7 +199,10 @@ func TestHookDecisions(t *testing.T) {
 		}
 	})
 	t.Run("a hook that cannot decide blocks", func(t *testing.T) {
-		for _, c := range []struct{ state, call string }{{"", push}, {"{", push}, {`{"defer":true}`, "not json"}, {`{}`, `{"tool_input":{}}`}} {
+		for _, c := range []struct{ state, call string }{{"", push}, {"{", push},
+			{`{"defer":true,"protocol":"` + HookProtocol + `"}`, "not json"}, {`{"protocol":"` + HookProtocol + `"}`, `{"tool_input":{}}`},
+			// A state written by an orch of another release: its rules are not read by this hook's.
+			{`{"policy":{"default":"allow"},"protocol":"orch-hook 0"}`, push}, {`{"policy":{"default":"allow"}}`, push}} {
 			if err := RunHook(strings.NewReader(c.call), &bytes.Buffer{}, c.state, "/h"); err == nil || !strings.Contains(err.Error(), "blocked") {
 				t.Errorf("state %q call %q: err = %v", c.state, c.call, err)
 			}
@@ -299,5 +305,29 @@ func TestParserPausedAndDenied(t *testing.T) {
 	}
 	if !OffersQuestions("2.1.186 (Claude Code)") || OffersQuestions("2.1.187") || OffersQuestions("2.2.0") {
 		t.Error("OffersQuestions")
+	}
+}
+
+// hookSource is what a hook program decides by: the state's form and the decisions made from it. hookSourceDigest is
+// its SHA-256 when HookProtocol was last considered.
+var hookSource = []string{"hook.go", "permissions.go"}
+
+const hookSourceDigest = "f84e39c42240675faea3501bc9e1547c3df0ad2551bb815f8499a8086ed47ba4"
+
+// A change to what the hook decides by is a change of HookProtocol, or orch would give its runs an orch-hook of
+// another release that reads today's state by yesterday's rules. The test cannot tell whether a change matters: it
+// makes whoever changes the hook's source decide, by failing until the digest is brought up to date.
+func TestHookProtocolFollowsItsSource(t *testing.T) {
+	h := sha256.New()
+	for _, name := range hookSource {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write(data)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != hookSourceDigest {
+		t.Fatalf("the hook's source (%s) changed. If what the hook reads or decides changed, raise HookProtocol (now %q); "+
+			"then set hookSourceDigest to %s", strings.Join(hookSource, ", "), HookProtocol, got)
 	}
 }

@@ -1,14 +1,8 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Claude Code's permission prompt tool (code.claude.com/docs/en/cli-reference, `--permission-prompt-tool`: "Specify
@@ -61,38 +55,6 @@ func (st HookState) Prompt(call PromptCall, home string) promptAnswer {
 		msg = "Denied by orch's policy."
 	}
 	return promptAnswer{Behavior: "deny", Message: msg}
-}
-
-// ServePromptTool serves the permission prompt tool over MCP's stdio transport (newline-delimited JSON-RPC on in and
-// out) until the client closes in, deciding from state (the HookEnv value). A state that is missing or not JSON is an
-// error before anything is served: Claude Code then finds the server failed and its rules deny what would ask.
-func ServePromptTool(ctx context.Context, in io.ReadCloser, out io.WriteCloser, state, home, version string) error {
-	var st HookState
-	if strings.TrimSpace(state) == "" {
-		return fmt.Errorf("orch's permission prompt tool: %s is not set", HookEnv)
-	}
-	if err := json.Unmarshal([]byte(state), &st); err != nil {
-		return fmt.Errorf("orch's permission prompt tool: %s is not valid JSON: %v", HookEnv, err)
-	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: PromptServer, Version: version}, nil)
-	srv.AddTool(&mcp.Tool{Name: PromptToolName, Description: "orch decides tool calls by its run's policy.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"tool_name":{"type":"string"},"input":{},"tool_use_id":{"type":"string"}},"required":["tool_name"]}`)},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			var call PromptCall
-			if err := json.Unmarshal(req.Params.Arguments, &call); err != nil || call.ToolName == "" {
-				return nil, errors.New("the call names no tool")
-			}
-			data, err := json.Marshal(st.Prompt(call, home))
-			if err != nil {
-				return nil, err
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}}, nil
-		})
-	err := srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
-	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
 }
 
 // promptConfig is the --mcp-config that starts orch's permission prompt tool with command (argv), the state in its

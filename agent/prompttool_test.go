@@ -1,13 +1,9 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestPromptToolDecidesAsTheHook(t *testing.T) {
@@ -34,48 +30,6 @@ func TestPromptToolDecidesAsTheHook(t *testing.T) {
 		}
 	}
 }
-
-// TestPromptToolOverStdio is the tool as Claude Code meets it: an MCP server on a pipe, listing one tool, whose text
-// answer is the documented JSON.
-func TestPromptToolOverStdio(t *testing.T) {
-	state, _ := json.Marshal(HookState{Policy: Policy{Default: Deny, Allow: []string{"Read"}}})
-	serverIn, clientOut := io.Pipe()
-	clientIn, serverOut := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- ServePromptTool(context.Background(), serverIn, serverOut, string(state), "/home/agent", "test")
-	}()
-	ctx := context.Background()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "test"}, nil).Connect(ctx,
-		&mcp.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != PromptToolName {
-		t.Fatalf("tools = %+v, %v", tools, err)
-	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: PromptToolName, Arguments: map[string]any{
-		"tool_name": "Write", "input": map[string]any{"file_path": "/work/x", "content": "x"}, "tool_use_id": "toolu_1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var answer promptAnswer
-	if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &answer); err != nil || answer.Behavior != "deny" {
-		t.Fatalf("answer = %+v, %v", answer, err)
-	}
-	cs.Close()
-	if err := <-done; err != nil {
-		t.Fatalf("the server ended with %v", err)
-	}
-	if err := ServePromptTool(ctx, io.NopCloser(strings.NewReader("")), nopWriteCloser{io.Discard}, "", "", "test"); err == nil || !strings.Contains(err.Error(), HookEnv) {
-		t.Fatalf("without state: %v", err)
-	}
-}
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 func TestClaudeGetsThePromptToolWithItsHook(t *testing.T) {
 	st := &HookState{Policy: Policy{Default: Ask}}

@@ -38,10 +38,12 @@ type rig struct {
 	env    []string
 }
 
-// buildOrch builds the orch binary once, into dir: the sim agent is `orch sim-agent`, a real process.
+// buildOrch builds the orch binary once, into dir, with orch-shim and orch-hook beside it as `make build` installs
+// them: the sim agent is `orch sim-agent`, a real process, and claude's hook is orch-hook.
 func buildOrch(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "orch")
-	for _, b := range []struct{ out, pkg string }{{bin, "./cmd/orch"}, {filepath.Join(dir, "orch-shim"), "./cmd/orch-shim"}} {
+	for _, b := range []struct{ out, pkg string }{{bin, "./cmd/orch"}, {filepath.Join(dir, "orch-shim"), "./cmd/orch-shim"},
+		{filepath.Join(dir, "orch-hook"), "./cmd/orch-hook"}} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", b.out, b.pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -96,7 +98,7 @@ func (r *rig) agentFor(o jobs.Options) (agent.Adapter, error) {
 		return agent.NewSim(agent.SimConfig{Binary: r.orchBin, Scenario: o.SimScenario}), nil
 	case "claude":
 		// As `orch worker` runs it in the local sandbox: orch's permission hook is this orch binary.
-		return agent.NewClaude(agent.ClaudeConfig{Binary: r.claude, Hook: r.orchBin + " claude-hook"}), nil
+		return agent.NewClaude(agent.ClaudeConfig{Binary: r.claude, Hook: filepath.Join(filepath.Dir(r.orchBin), "orch-hook")}), nil
 	}
 	t, err := agent.NewTemplate(o.Agent)
 	if err != nil {

@@ -12,13 +12,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/orchrun/orch/agent"
+	"github.com/orchrun/orch/agent/prompttool"
 	"github.com/orchrun/orch/api"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/sandbox"
 )
 
-// promptCommand is the argument after `mcp` that makes orch Claude Code's permission prompt tool (agent.ServePromptTool)
+// promptCommand is the argument after `mcp` that makes orch Claude Code's permission prompt tool (prompttool.Serve)
 // instead of its MCP server: Claude Code starts it with every claude run orch gives its hook, so it starts without the
 // command line's machinery, as the hook does.
 const promptCommand = "--permission-prompt"
@@ -26,7 +27,7 @@ const promptCommand = "--permission-prompt"
 // runPromptTool serves the permission prompt tool on stdin and stdout until Claude Code closes them.
 func runPromptTool(stderr *os.File) int {
 	home, _ := os.UserHomeDir()
-	if err := agent.ServePromptTool(context.Background(), os.Stdin, os.Stdout, os.Getenv(agent.HookEnv), home, orchVersion()); err != nil {
+	if err := prompttool.Serve(context.Background(), os.Stdin, os.Stdout, os.Getenv(agent.HookEnv), home, orchVersion()); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}

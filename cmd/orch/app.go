@@ -269,6 +269,7 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 	// A local sandbox per agent CLI, each giving its agents the allowlist of orch's environment with that CLI's own
 	// credential and settings; so local runs are served by SandboxFor too.
 	local := newLocals(shimFor(self, a.log), a.environ, ws.agentPass)
+	hook := hookProgram(self, a.log)
 	// Runs in a plain directory keep what their agents said as they ended where the embedded store keeps its state
 	// (a Redis server's deployment writes nothing there for them).
 	var endings string
@@ -288,7 +289,7 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 		Brain: func(opts jobs.Options) (worker.Brain, error) {
 			return brains{apiKey: a.env("ANTHROPIC_API_KEY")}.forRun(opts)
 		},
-		Agent:           func(opts jobs.Options) (agent.Adapter, error) { return newAgent(opts, self) },
+		Agent:           func(opts jobs.Options) (agent.Adapter, error) { return newAgent(opts, self, hook) },
 		Log:             a.log,
 		Concurrency:     ws.concurrency,
 		Workspaces:      ws.trees,
@@ -307,11 +308,12 @@ func (a *app) startWorker(b *store.Backend, ws workerSettings) (*engine, error) 
 	return &engine{Worker: w, dockers: dk, stop: make(chan struct{})}, nil
 }
 
-// newAgent returns the adapter a run asked for. self is the orch binary, which plays the sim agent.
-func newAgent(opts jobs.Options, self string) (agent.Adapter, error) {
+// newAgent returns the adapter a run asked for. self is the orch binary, which plays the sim agent; hook is the
+// host's hook program (hookProgram).
+func newAgent(opts jobs.Options, self, hookProg string) (agent.Adapter, error) {
 	switch {
 	case opts.Agent == "claude":
-		hook := hookFor(opts, self)
+		hook := hookFor(opts, self, hookProg)
 		return agent.NewClaude(agent.ClaudeConfig{Model: opts.AgentModel, Hook: hook,
 			PromptTool: promptToolFor(hook, opts, self)}), nil
 	case opts.Agent == "codex":
@@ -329,15 +331,25 @@ func newAgent(opts jobs.Options, self string) (agent.Adapter, error) {
 	return nil, fmt.Errorf("unknown agent %q (want claude, codex, sim or cmd:TEMPLATE)", opts.Agent)
 }
 
-// hookFor is the command that runs orch's permission hook where a run's agent runs: this binary on the host, the
-// static binary mounted into the container in Docker; "" when there is none (a dynamically linked orch cannot run
-// in an arbitrary image), and then Claude Code's own rules carry the policy.
-func hookFor(opts jobs.Options, self string) string {
+// hookFor is the command that runs orch's permission hook where a run's agent runs: on the host the hook program
+// (hookProgram), the static orch binary mounted into the container in Docker; "" when there is none (a dynamically
+// linked orch cannot run in an arbitrary image), and then Claude Code's own rules carry the policy.
+func hookFor(opts jobs.Options, self, hookProg string) string {
 	if opts.Sandbox == "docker" {
 		if !isStatic(self) {
 			return ""
 		}
-		self = sandbox.OrchPath
+		return shellQuote(sandbox.OrchPath) + " " + hookCommand
+	}
+	return hookProg
+}
+
+// hookProgram is the command that runs orch's permission hook on the host: orch-hook when it stands beside the orch
+// binary self and speaks this orch's hook protocol, which starts in two milliseconds where orch's own binary takes
+// ten or more, before every tool call; else self with its hidden hook command, which decides the same.
+func hookProgram(self string, log *slog.Logger) string {
+	if small, ok := companion(self, hookProgramName, agent.HookProtocol, log); ok {
+		return shellQuote(small)
 	}
 	return shellQuote(self) + " " + hookCommand
 }

@@ -100,7 +100,13 @@ func orchIn(t *testing.T, dir string, stdin io.Reader, args ...string) result {
 
 func orchEnv(t *testing.T, dir string, env []string, stdin io.Reader, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(orchBin, args...)
+	return orchAt(t, orchBin, dir, env, stdin, args...)
+}
+
+// orchAt is orchEnv with the orch binary at bin (one with programs beside it, say).
+func orchAt(t *testing.T, bin, dir string, env []string, stdin io.Reader, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Stdin = stdin
 	cmd.Env = append(append(os.Environ(), "ORCH_REDIS_URL=", "ORCH_AGENT=", "ORCH_BRAIN=", "ORCH_SANDBOX=",
