@@ -13,7 +13,7 @@ import (
 // hookSays runs orch's hook on one call with the state a task's next agent run gets, and returns its decision.
 func hookSays(t *testing.T, st *agent.HookState, id, tool, input string) string {
 	t.Helper()
-	state, err := json.Marshal(st)
+	state, err := st.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
