@@ -390,7 +390,8 @@ func approvalNote(a *approvalResult) string {
 		"claude step (the hook's state with the decision, the command, the process start). orch's poll interval (20 ms); "+
 		"nearest-rank percentiles: p50 %.1f, p90 %.1f, max %.1f ms. Of that, from the resumed attempt's task_started "+
 		"commit (where resume_p50_ms stops) to the claude process starting: p50 %.1f ms — the hook's state and the "+
-		"command, and two process starts: the local sandbox's shim, which is orch itself, then claude.", len(lat),
+		"command, and two process starts: the local sandbox's shim (orch-shim, beside the bench's orch as make build "+
+		"puts it), then claude. The hook (orch-hook) runs after claude starts, so it is not in this path.", len(lat),
 		percentileMs(lat, 0.5), percentileMs(lat, 0.9), percentileMs(lat, 1), percentileMs(a.spawn, 0.5))
 }
 

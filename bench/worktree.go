@@ -149,6 +149,10 @@ func concurrentRuns(ctx context.Context, tmp string, n int) (int, error) {
 				_, err = m.CommitTask(ctx, wt, id, "1", "Write the shared file", "")
 			}
 			if err == nil {
+				// As a step does once it knows it still owns the run: the branch moves from where the run began.
+				err = m.MoveBranch(ctx, wt, base, nil)
+			}
+			if err == nil {
 				_, err = m.Remove(ctx, id, g)
 			}
 			errs[i] = err
@@ -158,6 +162,7 @@ func concurrentRuns(ctx context.Context, tmp string, n int) (int, error) {
 	for i := range n {
 		id := fmt.Sprintf("r-conc%05d", i)
 		if errs[i] != nil {
+			fmt.Fprintf(os.Stderr, "bench: concurrent run %s: %v\n", id, errs[i])
 			continue
 		}
 		got, err := exec.CommandContext(ctx, "git", "-C", repo, "show", jobs.BranchPrefix+id+":shared.txt").Output()
