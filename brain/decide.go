@@ -44,6 +44,11 @@ var permanentCauses = []permanentRule{
 		`\bcheck your plan and billing\b`,
 		`\bbilling (?:account|details|information|profile)\b[^.\n]{0,60}\b(?:not found|disabled|closed|suspended|required|must be enabled|is not enabled|not active)\b`,
 		`\bbilling must be enabled\b`,
+		// Billing switched off for a project, however the provider puts it ("requires billing to be enabled", "enable
+		// billing on project", "billing is disabled"): a person with the billing account must turn it on.
+		`\b(?:requires?|needs?) billing (?:to be )?(?:enabled|activated|turned on)\b`,
+		`\benable billing (?:on|for|in)\b`,
+		`\bbilling (?:is |has been )?(?:not enabled|disabled|not (?:set up|configured|active))\b`,
 		`\bpayment required\b`,
 	)),
 		"a billing quota or credit that is used up: only a person can pay for more or raise the limit", false},
@@ -67,6 +72,17 @@ var permanentCauses = []permanentRule{
 		`\bcode E40[13]\b`,
 	)),
 		"missing or invalid credentials only a human can provide", false},
+	// A credential that was valid and no longer is: a token, key, session or certificate that has expired or been
+	// revoked (AWS's ExpiredToken, "the refresh token has expired", "your session has expired, log in again"). Only its
+	// owner can issue a new one. The same words in a test of the code's own token handling are that code misbehaving.
+	{lazyRE(oneOf(`(?i)`,
+		`(?-i:\bExpiredToken(?:Exception)?\b|\bTokenExpired\b)`,
+		`\b(?:token|credentials?|session|password|certificate|cert|key|login|signature|grant)\b[^.\n]{0,30}?\b(?:has|have|had) (?:expired|been revoked)\b`,
+		`\b(?:token|credentials?|session|password|certificate|key|grant)s? (?:is|are|was|were) (?:expired|revoked)\b`,
+		`\b(?:token|credentials?|session|password|certificate|cert|key)\b[^.\n]{0,40}?\bexpired (?:at|on)\b`,
+		`\b(?:expired|revoked) (?:security |session |refresh |access |auth |sso )?(?:token|credentials?|session|certificate|key)\b`,
+	)),
+		"a credential that expired or was revoked: only its owner can issue a new one", true},
 	// SDKs and CLIs word a missing key or login in their own ways: "the api_key client option must be set",
 	// "could not resolve authentication method", "invalid x-api-key", "please run: gh auth login", "set the GH_TOKEN
 	// environment variable", "Application Default Credentials … not found".
@@ -167,7 +183,7 @@ var permanentCauses = []permanentRule{
 	)),
 		"a design or architecture question rather than a coding bug", false},
 	{lazyRE(oneOf(`(?i)`,
-		`\bcontradict(?:ory|s|ion|ing)\b`,
+		`\bcontradict(?:ory|s|ions?|ing|ed)?\b`,
 		`\bmutually exclusive\b`,
 		`\bconflicting requirements\b`,
 		`\brequirements (?:conflict|are inconsistent|are incompatible)\b`,
@@ -186,6 +202,11 @@ var permanentCauses = []permanentRule{
 		`\b(?:task|requirement|spec(?:ification)?) is (?:ambiguous|unclear)\b`,
 		`\bneed (?:a human|someone|somebody|a person|you|an? (?:owner|admin|maintainer|reviewer)) to (?:decide|choose|pick|confirm|approve|clarify|make (?:the|this|that|a) (?:call|decision))\b`,
 		`\b(?:I'm|I am|we're|we are)\s+(?:a bit\s+|still\s+|quite\s+)?confused\b`,
+		// The agent cannot choose between readings of the task: "I can't tell which one is wanted", "I need to know
+		// which one wins", "it's ambiguous which of the two is meant".
+		`\b(?:I|we) (?:can't|cannot|can not|couldn't|could not) (?:tell|decide|determine|work out) (?:which|whether|what)\b[^.;]{0,80}?\b(?:wanted|meant|intended|expected|required|right|correct|wins|applies)\b`,
+		`\b(?:I|we) need to know (?:which|whether)\b`,
+		`\b(?:ambiguous|unclear) (?:which|whether)\b`,
 		`\b(?:I|we) (?:don't|do not) (?:understand|know) what\b[^.;]{0,60}?\b(?:means?|should (?:produce|return|do|be|contain)|is (?:expected|wanted|meant|required))\b`,
 	)),
 		"the agent asking for a human decision", false},

@@ -85,8 +85,12 @@ var (
 		lazyRE(`\bFAIL(?:ED)?\b`),
 		lazyRE(`(?i)\b(?:tests?|build|compilation|suite|ci|pipeline|lint(?:er)?|checks?|it|they|this|command|script|deploy(?:ment)?|migration|install(?:ation)?|package|code|binary|server|app|application|service|page|site)\)?\s+(?:still\s+|now\s+|also\s+)?(?:fails?|failed|failing|no longer (?:works|renders|starts|builds|compiles|runs|loads|passes|boots)|is failing|are failing|errors? out|breaks|broke|crashe[sd]|panics|does not (?:pass|compile|build|work|run)|doesn't (?:pass|compile|build|work|run)|did not (?:pass|compile|build)|didn't (?:pass|compile|build))\b`),
 		lazyRE(`(?i)\b(?:push(?:ing)?|merg(?:e|ing)|rebas(?:e|ing)|publish(?:ing)?|upload(?:ing)?|releas(?:e|ing))\b[^.;:\n]{0,30}?\b(?:failed|fails|was rejected|were rejected|got rejected|is rejected)\b`),
+		// A step of the task that did not take place: "the deployment step, which is part of this task, did not happen".
+		lazyRE(`(?i)\b(?:deploy(?:ment)?|release|rollout|push|upload|migration|publish(?:ing)?)\b(?: step)?[^.;\n]{0,60}?\b(?:did not|didn't|never) (?:happen|run|go through|take place|complete|succeed)\b`),
 		lazyRE(`(?i)\b(?:fails|failed) (?:with|to (?:compile|build|run|start|install|pass|resolve|connect|fetch|load|import))\b`),
-		lazyRE(`(?i)\breached (?:the )?maximum (?:number of )?(?:turns|budget)|\berror_max_(?:turns|budget)|\bmax(?:imum)? turns reached\b`),
+		// An agent CLI that stopped at its own limit before the work was done: Claude Code's max turns or budget, aider's
+		// "Only 3 reflections allowed, stopping." (aider/coders/base_coder.py), a loop's cap on its iterations.
+		lazyRE(`(?i)\breached (?:the )?maximum (?:number of )?(?:turns|budget)|\berror_max_(?:turns|budget)|\bmax(?:imum)? turns reached\b|\bonly \d+ reflections allowed, stopping\b|\b(?:reached|hit|exceeded) (?:the |its )?(?:max(?:imum)?|limit|cap)(?: of)? (?:\d+ )?(?:iterations|steps|reflections|attempts)\b[^.\n]{0,20}\bstopping\b`),
 		lazyRE(`(?i)\bpermission denied\b|\bEACCES\b|\boperation not permitted\b|\bsegmentation fault\b|\bcore dumped\b|\bcommand not found\b`),
 		lazyRE(`(?i)\b[1-9]\d*\s+(?:tests?\s+)?(?:failed|failing|failures?)\b|\bexit(?:ed)?(?: with)? (?:status|code):? ?[1-9]`),
 		lazyRE(`(?i)\bleft (?:in )?(?:a |the )?broken\b|\bin a broken state\b`),
@@ -175,6 +179,8 @@ var (
 			`\bneeds? clarification\b`,
 			`\b(?:could|can) you (?:please )?(?:clarify|confirm|decide|advise)\b`,
 			`\bplease (?:clarify|confirm|advise|decide)\b`,
+			// A go-ahead asked for without a question mark: "Confirm that you want me to run it on prod and I'll proceed."
+			`\bconfirm (?:that |whether |if )?(?:you (?:want|'d like|would like)|I (?:should|may|can)|it(?:'s| is) (?:ok|okay|fine|safe))\b`,
 		)),
 		lazyRE(oneOf(`(?i)`,
 			`\bI(?:'ll| will) wait for (?:you|your|that|this|the|a|an)\b`,
@@ -244,9 +250,10 @@ var (
 		`I(?: would|'d)? (?:strongly )?recommend\b`,
 		`my (?:recommendation|suggestion)(?: is\b|:)`,
 		`recommendation:`,
+		`recommended:`,
 		`I(?: would|'d)? (?:strongly )?suggest\b`,
 		`I(?: would|'d)? lean (?:towards?|to)\b`,
-		`I(?:'d| would) (?:go with|pick|choose|opt for)\b`,
+		`I(?:'d| would) (?:go with|pick|choose|opt for|take)\b`,
 	))
 	// A recommendation marked on the option itself: "(Recommended)", "[recommended]", "— recommended".
 	recommendedOptRe = lazyRE(oneOf(`(?i)`,

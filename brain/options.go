@@ -88,7 +88,7 @@ const keyAsideRe = `(?:\s*\([^()\n]{1,24}\))?`
 
 // optionWordRe is the word that names an option by its key: "Option A:", "Approach 1 —", "Alternative B)",
 // "Choice 2.", "Possibility 3:".
-const optionWordRe = `(?:[Oo]ption|[Aa]pproach|[Aa]lternative|[Cc]hoice|[Pp]ossibility)`
+const optionWordRe = `(?:[Oo]ption|[Aa]pproach|[Aa]lternative|[Cc]hoice|[Pp]ossibility|[Pp]ath|[Pp]lan|[Ss]trategy|[Vv]ariant|[Rr]oute)`
 
 var (
 	// Each key must follow the start of the text or whitespace, so "e.g." and "v1.2" are not keys.
@@ -336,7 +336,8 @@ var (
 	// "**Name**: …" or "**Name:** …", in either bold style; also "**Name** — …", a name and what is said of it.
 	boldNameRe = lazyRE(`^(?:\*\*([^*]+?)\*\*|__([^_]+?)__)\s*(?::|\s[—–-]\s)|^(?:\*\*([^*]+?):\*\*|__([^_]+?):__)`)
 	// An option heading's name left when its key was taken from inside the bold: "Name** — explanation".
-	headingNameRe = lazyRE(`^([^*]+?)\*\*(?:\s*(?:[:—–-]\s|$)|\s*$)`)
+	// Or "Name.** explanation": the bold sentence is the name.
+	headingNameRe = lazyRE(`^([^*]+?)(?:\*\*(?:\s*(?:[:—–-]\s|$)|\s*$)|[.:]\*\*\s)`)
 	// A line that starts a sub-list under an option: a bullet, or a numbered or lettered item, indented or not.
 	subPointRe = lazyRE(`^\s*(?:[-*•+]\s|\d{1,2}[.)]\s|\[?[a-hA-H][.)\]]\s)`)
 	// ", or" / "or" ending an option written inside a sentence: "(a) stream it, or (b) buffer it".

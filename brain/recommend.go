@@ -11,7 +11,7 @@ import (
 
 var (
 	// A key at the start of the recommended phrase: "B", "(b)", "[2]", "option 2", "#3", "choice C".
-	recKeyRe = lazyRE(`^((?i:option|choice|alternative|approach|number)\s+|#\s*)?(?:\(([A-Ha-h1-9])\)|\[([A-Ha-h1-9])\]|([A-Ha-h1-9])(?:\)|\.(?:\s|$))?)`)
+	recKeyRe = lazyRE(`^((?i:option|choice|alternative|approach|possibility|path|plan|strategy|variant|route|number)\s+|#\s*)?(?:\(([A-Ha-h1-9])\)|\[([A-Ha-h1-9])\]|([A-Ha-h1-9])(?:\)|\.(?:\s|$))?)`)
 	// A position: "the first one", "the second option", "the latter", "the 2nd", "option two".
 	recOrdinalRe = lazyRE(`(?i)^(?:the\s+(first|second|third|fourth|fifth|last|former|latter|1st|2nd|3rd|4th|5th)\b|(first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th)\s+(?:one|option|approach|choice|alternative)\b|(?:option|choice|alternative|approach|number)\s+(one|two|three|four|five)\b)`)
 	// Words that lead into the thing recommended without being part of it: "going with B", "that we use B".
@@ -62,6 +62,8 @@ func mayRecommend(lower string, words []string) bool {
 // to the end of the sentence, markdown emphasis and punctuation trimmed; or, where the cue follows the pick
 // ("the first one is better"), the pick. "" when s has no cue.
 func recommendedPhrase(s string) string {
+	// Emphasis first: "__Recommended:__" has no word boundary before its cue.
+	s = stripEmphasis(s)
 	loc := recommendRe.FindStringIndex(s)
 	lower := ""
 	if loc == nil {
@@ -74,14 +76,13 @@ func recommendedPhrase(s string) string {
 		if !mayRecommend(lower, pickFirstWords) {
 			return ""
 		}
-		t := strings.TrimSpace(stripEmphasis(s))
+		t := strings.TrimSpace(s)
 		if m := pickFirstRe.FindStringSubmatch(t); m != nil {
 			return strings.TrimSpace(strings.Trim(m[1]+m[2], "*_ "))
 		}
 		return ""
 	}
-	p := stripEmphasis(s[loc[1]:])
-	return strings.TrimSpace(strings.TrimRight(strings.TrimLeft(p, "*_: \t"), ". "))
+	return strings.TrimSpace(strings.TrimRight(strings.TrimLeft(s[loc[1]:], "*_: \t"), ". "))
 }
 
 // resolveRecommendation returns the label of the option that phrase names, and whether it names one.

@@ -24,7 +24,7 @@ const (
 var (
 	// logLevelRe is the level tag build tools put before each line ("[INFO] ", "[ERROR] "), and the status glyph
 	// some runners put before a summary ("✔ Test run with …"): neither is part of the format.
-	logLevelRe = lazyRE(`^\s*(?:\[(?:INFO|ERROR|WARN(?:ING)?|DEBUG)\]\s*)?(?:[✔✘✓✗✕×◇]\s*)?`)
+	logLevelRe = lazyRE(`^\s*(?:\[(?:INFO|ERROR|WARN(?:ING)?|DEBUG)\]\s*)?(?:[✔✘✓✗✕✖×◇]\s*)?`)
 
 	// runnerSummaryRes are the summary lines of the runners, after logLevelRe; their counts say the verdict.
 	runnerSummaryRes = []*pattern{
@@ -69,6 +69,9 @@ var (
 		// GoogleTest: "[  PASSED  ] 42 tests.", "[  FAILED  ] 2 tests, listed below:"; Catch2: "All tests passed (42
 		// assertions in 7 test cases)", "test cases: 7 | 6 passed | 1 failed"; Zig: "All 12 tests passed.".
 		lazyRE(`^\[\s+(?:PASSED|FAILED)\s+\] \d+ tests?|^All tests passed \(\d+ assertions? in \d+ test cases?\)$|^test cases:\s+\d+ \| \d+ passed \| \d+ failed|^All \d+ tests passed\.$`),
+		// ESLint's stylish formatter: "✖ 5 problems (3 errors, 2 warnings)" (it prints nothing when clean), and with
+		// --max-warnings "ESLint found too many warnings (maximum: 0).", which fails the run whatever the errors.
+		lazyRE(`^\d+ problems? \(\d+ errors?, \d+ warnings?\)$|^ESLint found too many warnings \(maximum: \d+\)\.$`),
 		// testthat: "[ FAIL 0 | WARN 0 | SKIP 1 | PASS 42 ]"; gotestsum: "DONE 42 tests, 2 failures in 1.3s".
 		lazyRE(`^\[ FAIL \d+ \| WARN \d+ \| SKIP \d+ \| PASS \d+ \]$|^DONE \d+ tests?(?:, \d+ failures?)?(?:, \d+ errors?)? in [\d.]+m?s$`),
 	}
@@ -80,7 +83,7 @@ var (
 	keyFirstRe   = lazyRE(`(?i)\b(failed|failures?|errors?|fail|passed|succeeded|pass)\s*[:=]?\s*(\d+)\b`)
 	// Summary words that say failure whatever the counts: a runner that failed for a reason it does not count
 	// (a crash, a build error).
-	failWordSummaryRe = lazyRE(`^(?:FAILED\b|FAILURES!|ERRORS!|Failed!|BUILD FAIL|Test Run Failed|test result: FAILED)|\bfailed at |\btests failed\.|\btests? failed after\b|^\[\s+FAILED`)
+	failWordSummaryRe = lazyRE(`^(?:FAILED\b|FAILURES!|ERRORS!|Failed!|BUILD FAIL|Test Run Failed|test result: FAILED|ESLint found too many warnings)|\bfailed at |\btests failed\.|\btests? failed after\b|^\[\s+FAILED`)
 	// A run of nothing: no test ran, so the summary proves nothing.
 	emptyRunRe = lazyRE(`\b(?:0 (?:tests?|examples?|runs|total)\b|total: 0\b|Executed 0 tests|Tests run: 0,)`)
 

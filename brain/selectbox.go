@@ -15,6 +15,11 @@ import (
 var (
 	// A row of the selection: an optional frame, an optional cursor, the row's number and its text.
 	selectRowRe = lazyRE(`^\s*[│┃|]?\s*([❯›▶→>●]\s*)?(\d{1,2})[.)]\s+(.*?)\s*[│┃|]?\s*$`)
+	// A row's description, on the lines under it, indented past the row's number: "     Fastest, no Docker needed".
+	rowDetailRe = lazyRE(`^\s*[│┃|]?\s{3,}\S`)
+	// The row where Claude Code's question takes a typed answer instead of a choice ("Type something."): a person
+	// answers in words anyway, so it is no option.
+	freeTextRowRe = lazyRE(`(?i)^type something$`)
 	// A key the CLI names after a row ("(esc)", "(shift+tab)"): the UI's hint, not the option.
 	keyHintRe = lazyRE(`(?i)\s*\((?:esc|enter|tab|space|shift\+tab|(?:ctrl|alt|cmd|shift)\+\w+)\)$`)
 )
@@ -33,9 +38,11 @@ func selectionOptions(text string) (int, []choice) {
 			}
 			cursor = cursor || m[1] != ""
 			label := strings.TrimSpace(keyHintRe.ReplaceAllString(m[3], ""))
-			if c := cleanOption(label); c.label != "" {
+			if c := cleanOption(label); c.label != "" && !freeTextRowRe.MatchString(c.label) {
 				opts = append(opts, c)
 			}
+		case m == nil && len(opts) > 0 && rowDetailRe.MatchString(line):
+			// What the CLI says under a row about it (Claude Code's option descriptions): the selection goes on.
 		case len(opts) >= 2:
 			// The selection ended; a later one is another prompt.
 			if cursor {

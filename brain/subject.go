@@ -27,7 +27,14 @@ const (
 	subjRule   subjectKind = "rule"   // a linter rule that fired
 	subjPlace  subjectKind = "place"  // the file a linter rule fired in
 	subjSymbol subjectKind = "symbol" // a name the compiler cannot find
+	subjSite   subjectKind = "site"   // where an exception or panic was thrown: its type and its deepest frame
 )
+
+// causeKinds name why something failed rather than where it showed: a server that cannot be reached, a module that
+// cannot be found, a name the compiler cannot find, a place that throws. When two failures name the same cause, the
+// tests it broke are its symptoms: three tests failing on one unreachable database, or on one exception thrown at
+// one line, are one failure however many tests and tools tell it.
+var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite}
 
 // aliasKinds are the kinds one resource can be named by more than once (a host by its name and its address, an
 // endpoint by its host): one failure's names contained in the other's are the same resource. Other kinds must be
@@ -67,7 +74,7 @@ var (
 	// An HTTP error status in a response: the text for which the endpoint is the subject.
 	httpStatusRe = lazyRE(`(?i)(?:\b(?:HTTP(?:/[\d.]+)?|status(?: code)?|->|returned|answer(?:s|ed|ing)(?: with)?|server error|client error)\s*'?(?:[:=]\s*)?([45]\d\d)\b|\b([45]\d\d)\s+(?:bad gateway|service unavailable|gateway time-?out|internal server error|not found|too many requests)\b)`)
 	urlRe        = lazyRE(`(?i)\bhttps?://([\w.-]+(?::\d+)?)(/[^\s'"<>()\x60]*)?`)
-	hostPortRe   = lazyRE(`(?i)(?:^|[\s'"\x60(@=/])((?:\d{1,3}\.){3}\d{1,3}|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*)['"\x60]?:['"\x60]?(\d{2,5})\b`)
+	hostPortRe   = lazyRE(`(?i)(?:^|[\s'"\x60(@=/])((?:\d{1,3}\.){3}\d{1,3}|\[[0-9a-f:]+\]|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*)['"\x60]?:['"\x60]?(\d{2,5})\b`)
 	// A host and its port in one clause, the port said apart: libpq's `server at "db" (10.0.0.5), port 5432`.
 	hostThenPortRe = lazyRE(`(?i)\b(?:at|on|to|host)\s+['"\x60]?([a-z0-9][\w.-]*[a-z0-9])['"\x60]?(?:\s*\(((?:\d{1,3}\.){3}\d{1,3})\))?,?\s+port\s+(\d{2,5})\b`)
 	// A bare host name: a dotted name ending in a top-level or internal domain, or an IPv4 address.
@@ -127,6 +134,22 @@ var (
 		lazyRE(`\bNameError: name '([^']+)' is not defined`),
 		lazyRE(`\bsymbol:\s+\w+\s+(\w+)`),
 	}
+	// The frames of a stack trace, each runtime's own form, with the file and line of the frame: .NET ("at X.Y() in
+	// /src/Y.cs:line 48"), the JVM ("at x.Y.z(Y.java:48)"), Node ("at z (/src/y.ts:48:10)"), Ruby ("/app/y.rb:48:in
+	// 'z'") and a Go panic's goroutine ("\t/src/y.go:48 +0x1d") print the deepest frame first; Python ('File "y.py",
+	// line 48, in z') prints it last.
+	frameFirstRes = []*pattern{
+		lazyRE(`\bat [^\s(]+\([^)\n]*\) in (?:[^\n:]*[/\\])?([^/\\\n:]+):line \d+`),
+		lazyRE(`\bat [\w.$<>]+\(([\w$]+\.(?:java|kt|scala|groovy|clj)):\d+\)`),
+		lazyRE(`\bat (?:[^\s(]+ )?\(?(?:[^\s():]*/)?([^\s/():]+\.(?:js|mjs|cjs|ts|tsx|jsx|mts|cts)):\d+:\d+\)?`),
+		lazyRE(`(?m)^\s*(?:[^\s:]*/)?([^\s/:]+\.rb):\d+:in\b`),
+		lazyRE(`(?m)^\s+(?:\S*/)?([^\s/]+\.go):\d+ \+0x`),
+	}
+	frameLastRe = lazyRE(`\bFile "(?:[^"\n]*/)?([^"/\n]+\.py)", line \d+`)
+	// What was thrown: an exception or error class, or a Go panic, as its message starts ("KeyError: 'id'",
+	// "System.NullReferenceException : Object reference…", "panic: runtime error"), not a name that only ends in Error.
+	thrownRe = lazyRE(`\b((?:[A-Z]\w*\.)*[A-Z]\w*(?:Exception|Error)|panic) ?:`)
+
 	// File extensions: a dotted name ending in one is a file, not a host.
 	fileExts = map[string]bool{"go": true, "py": true, "rs": true, "ts": true, "tsx": true, "js": true, "jsx": true, "mjs": true,
 		"cjs": true, "java": true, "kt": true, "rb": true, "json": true, "yaml": true, "yml": true, "toml": true, "csv": true,
@@ -177,6 +200,7 @@ var subjectGates = map[subjectKind][]string{
 	subjRule:   {"warn", "error", "clippy::", ".go:"},
 	subjSymbol: {"undefined", "cannot find", "nameerror", "symbol:"},
 	subjTest:   {"test"},
+	subjSite:   {"exception", "error", "panic"},
 }
 
 // subjectScan is how much of a long failure's head and tail is read for its subject: a tool names what failed in
@@ -320,21 +344,57 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 			}
 		}
 	}
+	if gated(lower, subjSite) {
+		if site := siteOf(failure); site != "" {
+			s.add(subjSite, site)
+		}
+	}
 	return s
+}
+
+// siteOf is where failure's exception or panic was thrown: what was thrown and the file of its deepest frame
+// ("NullReferenceException in PricingService.cs"), "" without a stack trace. The file is named alone (runtimes print
+// it under different roots) and without its line, which moves as the agent edits the file around the same fault.
+func siteOf(failure string) string {
+	thrown := thrownRe.FindStringSubmatch(failure)
+	if thrown == nil {
+		return ""
+	}
+	name := thrown[1][strings.LastIndexByte(thrown[1], '.')+1:]
+	file, at := "", len(failure)
+	for _, re := range frameFirstRes {
+		if m := re.FindStringSubmatchIndex(failure); m != nil && m[0] < at {
+			file, at = failure[m[2]:m[3]], m[0]
+		}
+	}
+	if ms := frameLastRe.FindAllStringSubmatch(failure, -1); file == "" && len(ms) > 0 {
+		file = ms[len(ms)-1][1]
+	}
+	if file == "" {
+		return ""
+	}
+	return name + " in " + file
 }
 
 // addHost adds a host (with or without its port) and, for a remote host named with a port, the host alone: the
 // same server is named with and without its port by different tools. Local hosts count only with their port.
 func addHost(s subject, hostport string) {
-	hostport = strings.ToLower(strings.Trim(hostport, "`'\"[]"))
-	host, port, hasPort := strings.Cut(hostport, ":")
-	if i := strings.LastIndexByte(host, '.'); i >= 0 && fileExts[host[i+1:]] || !strings.Contains(host, ".") && host != "localhost" {
-		return
+	hostport = strings.ToLower(strings.Trim(hostport, "`'\""))
+	var host, port string
+	var hasPort bool
+	if v6, rest, ok := strings.Cut(strings.TrimPrefix(hostport, "["), "]"); ok && strings.HasPrefix(hostport, "[") {
+		// An IPv6 literal with its port ("[::1]:6379"): only a local one counts, as the others are rarely named.
+		host, port, hasPort = v6, strings.TrimPrefix(rest, ":"), strings.HasPrefix(rest, ":")
+	} else {
+		host, port, hasPort = strings.Cut(strings.Trim(hostport, "[]"), ":")
 	}
 	if localHosts[host] {
 		if hasPort {
 			s.add(subjHost, "localhost:"+port)
 		}
+		return
+	}
+	if i := strings.LastIndexByte(host, '.'); i >= 0 && fileExts[host[i+1:]] || !strings.Contains(host, ".") {
 		return
 	}
 	s.add(subjHost, host)
@@ -395,6 +455,9 @@ const (
 // When only one failure names anything, it is the same when the other's words mention it: a failure told in prose
 // says neither how nor where, only what.
 func compareSubjects(a, b subject, textA, textB string) subjectVerdict {
+	if sameCause(a, b) {
+		return subjectSame
+	}
 	shared, same := 0, 0
 	for k, va := range a {
 		vb := b[k]
@@ -427,6 +490,27 @@ func compareSubjects(a, b subject, textA, textB string) subjectVerdict {
 		return subjectSame
 	}
 	return subjectUnknown
+}
+
+// sameCause reports failures that name a cause of the same kinds (causeKinds) and the same one in each: whatever tests
+// it broke, they are one failure.
+func sameCause(a, b subject) bool {
+	shared := 0
+	for _, k := range causeKinds {
+		va, vb := a[k], b[k]
+		if len(va) == 0 || len(vb) == 0 {
+			continue
+		}
+		match := sameName
+		if k == subjHost {
+			match = sameServer
+		}
+		if !equalSets(va, vb) && !(aliasKinds[k] && (subset(va, vb, match) || subset(vb, va, match))) {
+			return false
+		}
+		shared++
+	}
+	return shared > 0
 }
 
 // mentionsAll reports text that names, in its own words, every failing test of s and names nothing else s has: "CSV
