@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -25,6 +27,71 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 	run, err := w.transition(ctx, p.RunID, finishing, w.applyAnswer(p.EscalationID))
 	return w.after(ctx, p.RunID, run, err)
 }
+
+// resumeHere applies an answer queued in this process at once, in the background (queue.Queue.ResumeHere), so that
+// the run goes on without waiting for the control queue's next poll: the resume task, when a worker takes it, finds
+// it applied and only nudges the run. An answer that may finish the task or the run is left to the resume task: its
+// work is delivered first (commits, a push), and one delivery at a time is what keeps a push from happening twice.
+func (w *Worker) resumeHere(runID, escID string) {
+	w.here.run(func() {
+		ctx, cancel := context.WithTimeout(w.base, time.Minute)
+		defer cancel()
+		run, err := w.cfg.Store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+			if r.Git != nil && answerFinishes(r, escID) {
+				return errStale // the resume task delivers first
+			}
+			cur, ended := currentTaskID(r), r.Status.Terminal()
+			if err := w.applyAnswer(escID)(r, c); err != nil {
+				return err
+			}
+			if r.Git != nil && !ended && finishes(cur, r) {
+				return errStale // as above, found only once applied
+			}
+			return nil
+		})
+		if err == nil {
+			err = w.Nudge(ctx, run)
+		}
+		if err != nil && !errors.Is(err, errStale) {
+			w.log.Debug("an answer applied here failed; the resume task applies it", "run_id", runID, "err", err)
+		}
+	})
+}
+
+// answersHere runs resumeHere's work until the worker stops: once stopped, an answer waits for the resume task, and
+// Shutdown waits for what runs.
+type answersHere struct {
+	mu         sync.Mutex
+	stopped    bool
+	unregister func()
+	wg         sync.WaitGroup
+}
+
+func (h *answersHere) start(unregister func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.unregister = unregister
+}
+
+func (h *answersHere) run(fn func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return
+	}
+	h.wg.Go(fn)
+}
+
+func (h *answersHere) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopped = true
+	if h.unregister != nil {
+		h.unregister()
+	}
+}
+
+func (h *answersHere) wait() { h.wg.Wait() }
 
 // applyAnswer is the transition that applies the answer to escalation escID to the task it is about, when the run
 // still waits on it.

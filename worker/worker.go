@@ -110,6 +110,8 @@ type Worker struct {
 	running steps
 	// defers learns whether the agent CLI can pause a tool call.
 	defers deferSupport
+	// here applies the answers queued in this process (resumeHere).
+	here answersHere
 	// testEnded, set by a test, runs as an agent's ending has been noted: the test kills the delivery there.
 	testEnded func()
 }
@@ -228,6 +230,7 @@ func (w *Worker) Start(rdb redis.UniversalClient) error {
 	}
 	go w.aliveLoop()
 	go w.rescueLoop()
+	w.here.start(w.cfg.Queue.ResumeHere(w.resumeHere))
 	return nil
 }
 
@@ -239,6 +242,7 @@ func (w *Worker) Shutdown() {
 			w.cancel()
 			return
 		}
+		w.here.stop() // answers queued from now on wait for a worker on the queue
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() { defer wg.Done(); w.steps.Shutdown() }()
@@ -246,6 +250,7 @@ func (w *Worker) Shutdown() {
 		// Agents are killed rather than waited for: an agent can run for half an hour.
 		w.cancel()
 		wg.Wait()
+		w.here.wait()
 		// Every step it had is back on the queue: nothing of it needs rescuing.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -83,12 +84,25 @@ type Queue struct {
 	// step goes to Steps.
 	teams   map[string]string
 	weights map[string]int
+	// here applies, in this process, the answers queued through this queue and its copies (ResumeHere).
+	here *atomic.Pointer[func(runID, escID string)]
 }
 
 // New returns a queue on rdb.
 func New(rdb redis.UniversalClient) *Queue {
 	return &Queue{client: asynq.NewClientFromRedisClient(rdb), inspector: asynq.NewInspectorFromRedisClient(rdb),
-		rdb: rdb}
+		rdb: rdb, here: new(atomic.Pointer[func(runID, escID string)])}
+}
+
+// ResumeHere has fn apply the answers queued through q (Resume) in this process, as soon as each is queued: a worker
+// in the process that took the answer (orch serve, run, web, mcp) goes on without waiting for its control queue's
+// next poll. fn must return at once. The queued task stays the way every answer is applied for sure: it applies the
+// answer wherever fn did not (fn left it, failed, or its process died), and finds it applied otherwise. The returned
+// func unregisters fn, unless another took its place.
+func (q *Queue) ResumeHere(fn func(runID, escID string)) (stop func()) {
+	p := &fn
+	q.here.Store(p)
+	return func() { q.here.CompareAndSwap(p, nil) }
 }
 
 // Start enqueues a run's start.
@@ -142,10 +156,15 @@ func (q *Queue) StepLater(ctx context.Context, team, runID string, seq int64, ag
 }
 
 // Resume enqueues the continuation of a run after escalation escID was resolved. The completed task is kept for a day
-// so that its id keeps a second resume of the same escalation out.
+// so that its id keeps a second resume of the same escalation out. A worker of this process that asked for it
+// (ResumeHere) is told at once.
 func (q *Queue) Resume(ctx context.Context, runID, escID string) error {
-	return q.enqueue(ctx, TypeResume, Payload{RunID: runID, EscalationID: escID}, "resume:"+runID+":"+escID,
+	err := q.enqueue(ctx, TypeResume, Payload{RunID: runID, EscalationID: escID}, "resume:"+runID+":"+escID,
 		asynq.Queue(Control), asynq.MaxRetry(10), asynq.Timeout(time.Minute), asynq.Retention(24*time.Hour))
+	if fn := q.here.Load(); err == nil && fn != nil {
+		(*fn)(runID, escID)
+	}
+	return err
 }
 
 // Timeout schedules the n-th timeout of an escalation at the given time. Scheduling it again is harmless.
