@@ -35,6 +35,17 @@ type Request struct {
 	Via             string // console, cli, slack, answers-file, auto-approve, timeout
 }
 
+// Takes reports whether Resolve takes an answer of type t to e. A question whose whole point is that no attempt
+// starts until one of its own options is chosen (a budget reached, a provider's limit that has not reset) refuses
+// retry, resume and force from every surface, not only on the buttons: each would start that attempt anyway. Other
+// questions take every type the command line names, offered on their buttons or not.
+func Takes(e *jobs.Escalation, t jobs.ResolutionType) bool {
+	if e.Trigger != jobs.TriggerBudget && e.Trigger != jobs.TriggerLimit {
+		return true
+	}
+	return AnswersOf(e).Offers(t)
+}
+
 // Enqueuer is what Resolve needs of the queue.
 type Enqueuer interface {
 	Resume(ctx context.Context, runID, escID string) error
@@ -113,6 +124,10 @@ func Resolve(ctx context.Context, store *store.Store, queue Enqueuer, q Request)
 		e, err := answered(r, q)
 		if err != nil {
 			return err
+		}
+		if !Takes(e, q.Type) {
+			return fmt.Errorf("%w: a %s question is answered by its options, words or an abort: %s would start the "+
+				"attempt it stopped", ErrInvalid, e.Trigger, q.Type)
 		}
 		t := r.Task(e.TaskID)
 		if t == nil {

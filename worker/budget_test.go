@@ -89,6 +89,17 @@ func TestBudgetStopsALoopingAgent(t *testing.T) {
 			if a := escalation.AnswersOf(e); a.Retry || a.Resume || a.Force || len(a.Options) != 2 {
 				t.Fatalf("answers %+v", a)
 			}
+			// What the question does not offer is refused from every surface: each would start the attempt it stopped.
+			for _, req := range []escalation.Request{{Type: jobs.ResolveRetry}, {Type: jobs.ResolveResume},
+				{Type: jobs.ResolveForce, Reason: "ship it", AcknowledgeRisk: true}} {
+				req.RunID, req.By = r.ID, "mallory"
+				if _, _, err := escalation.Resolve(context.Background(), h.store, h.queue, req); !errors.Is(err, escalation.ErrInvalid) {
+					t.Fatalf("%s on a budget question: %v, want it refused", req.Type, err)
+				}
+			}
+			if still := h.get(t, r.ID); still.OpenEscalation() == nil || still.Status != jobs.RunParked {
+				t.Fatalf("a refused answer changed the run: %s", still.Status)
+			}
 			// Extend by the step ($1) from what was spent ($2.25, to $3.25): two more attempts run ($3.00, $3.75), and
 			// the run stops again.
 			resolve(t, h, r.ID, escalation.Request{Type: jobs.ResolveChoose, Key: jobs.BudgetExtend, By: "ann"})

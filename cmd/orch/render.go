@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orchrun/orch/escalation"
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/runs"
 )
@@ -238,8 +239,21 @@ func (r *renderer) parked(run *jobs.Run, hint string) {
 		fmt.Fprintf(&b, "  Answer it:  orch escalation resolve %s%s --choose KEY (%s) | --abort --reason \"…\"\n", run.ID, hint, strings.Join(keys, ", "))
 	case e != nil && e.Trigger == jobs.TriggerChat:
 		fmt.Fprintf(&b, "  Answer it:  orch escalation resolve %s%s --answer \"…\" | --answer /done | --answer /reject | --abort --reason \"…\"\n", run.ID, hint)
+	case e != nil:
+		ways := []string{"--answer \"…\""}
+		if escalation.Takes(e, jobs.ResolveResume) {
+			ways = append(ways, "--resume")
+		}
+		if escalation.Takes(e, jobs.ResolveRetry) {
+			ways = append(ways, "--retry")
+		}
+		ways = append(ways, "--abort --reason \"…\"")
+		if escalation.Takes(e, jobs.ResolveForce) {
+			ways = append(ways, "--force-continue --acknowledge-risk")
+		}
+		fmt.Fprintf(&b, "  Answer it:  orch escalation resolve %s%s %s%s\n", run.ID, hint, choose, strings.Join(ways, " | "))
 	default:
-		fmt.Fprintf(&b, "  Answer it:  orch escalation resolve %s%s %s--answer \"…\" | --resume | --retry | --abort --reason \"…\" | --force-continue --acknowledge-risk\n", run.ID, hint, choose)
+		fmt.Fprintf(&b, "  Answer it:  orch escalation resolve %s%s --answer \"…\" | --resume | --retry | --abort --reason \"…\" | --force-continue --acknowledge-risk\n", run.ID, hint)
 	}
 	fmt.Fprintf(&b, "  Then:       orch resume %s%s   (or just resume and answer at the prompt)\n", run.ID, hint)
 	r.note(strings.TrimRight(b.String(), "\n"))
