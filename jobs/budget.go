@@ -246,8 +246,22 @@ func (l *Ledger) Admits(b TeamBudget, est float64) bool {
 	return l.Running == 0 || l.ReservedUSD+est <= left
 }
 
-// BudgetText says where the run stands against its own bounds at now — "$1.50 of $2.00 spent, 4m10s of 10m worked"
-// — for every surface that shows a run at work; "" when nothing bounds it.
+// TeamStanding is a team's spend against its budget for one period, as a run last saw it.
+type TeamStanding struct {
+	Team     string  `json:"team"`
+	Period   Period  `json:"period"`
+	SpentUSD float64 `json:"spent_usd"` // settled, and held by running attempts
+	LimitUSD float64 `json:"limit_usd"` // the budget with what people added for the period
+}
+
+// StandingOf is where ledger l stands against budget b.
+func StandingOf(l *Ledger, b TeamBudget) *TeamStanding {
+	return &TeamStanding{Team: l.Team, Period: b.Period, SpentUSD: l.SpentUSD + l.ReservedUSD, LimitUSD: b.USD + l.ExtraUSD}
+}
+
+// BudgetText says where the run stands against its own bounds at now and its team against the team's budget —
+// "$1.50 of $2.00 spent, 4m10s of 10m worked, team payments $31.20 of $50.00 this day" — for every surface that
+// shows a run at work; "" when nothing bounds it.
 func (r *Run) BudgetText(now time.Time) string {
 	b := r.Options.Budget
 	var parts []string
@@ -261,6 +275,9 @@ func (r *Run) BudgetText(now time.Time) string {
 	}
 	if b.Duration > 0 {
 		parts = append(parts, r.Worked(now).Round(time.Second).String()+" of "+b.Duration.String()+" worked")
+	}
+	if ts := r.TeamStanding; ts != nil {
+		parts = append(parts, fmt.Sprintf("team %s %s of %s this %s", ts.Team, USD(ts.SpentUSD), USD(ts.LimitUSD), ts.Period))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -189,7 +189,10 @@ type Run struct {
 	// Approved holds the permission rules people allowed for the rest of the run ("Allow for this run").
 	Approved []string `json:"approved,omitempty"`
 	// Waiting is the run that holds this run's plain workspace, while this run waits for it.
-	Waiting   string    `json:"waiting,omitempty"`
+	Waiting string `json:"waiting,omitempty"`
+	// TeamStanding is where the run's team stood against its budget when the run's last attempt started, read in
+	// the transaction that started it; nil when the team has no budget.
+	TeamStanding *TeamStanding `json:"team_standing,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`

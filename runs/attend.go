@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/orchrun/orch/escalation"
@@ -126,6 +127,15 @@ func (a *Attendant) apply(ctx context.Context, got answered) (again *Question, p
 		return nil, false, nil
 	}
 	req, ok := escalation.RequestFor(e, runID, got.ans, a.By, a.Via)
+	if !ok && answersItself(e) {
+		// Nobody here can answer, and no one needs to: the question's timer goes on at a provider's reset or a team's
+		// next period, and the worker here fires it. Waiting costs nothing; leaving would stop that worker.
+		at := e.CreatedAt.Add(time.Duration(e.Timeouts+1) * e.Timeout)
+		a.note(fmt.Sprintf("Nobody here answered: the run goes on by itself at %s, when its question's timer takes %q. "+
+			"Waiting for it (Ctrl-C leaves the run parked; `orch resume %s` goes on later).",
+			at.Local().Format("2006-01-02 15:04:05 MST"), e.Default, runID))
+		return nil, false, nil
+	}
 	if !ok {
 		return nil, true, nil
 	}
@@ -152,6 +162,13 @@ func (a *Attendant) note(msg string) {
 	if a.Note != nil {
 		a.Note(msg)
 	}
+}
+
+// answersItself reports a question that its own timer answers with its default, because what it waits for comes by
+// itself: a provider's usage limit that resets, a team's budget that renews with the period. Other questions with a
+// timer park `orch run` as any question does: their default is a person's to take.
+func answersItself(e *jobs.Escalation) bool {
+	return (e.Trigger == jobs.TriggerLimit || e.Trigger == jobs.TriggerBudget) && e.Timeout > 0 && e.Default != ""
 }
 
 // overdueWait is how long to hold a question back because its timeout is already due (it came due while no orch

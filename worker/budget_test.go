@@ -292,6 +292,23 @@ func TestTeamBudgetWaitsForTheNextDay(t *testing.T) {
 	if got.Status != jobs.RunCompleted || res == nil || res.Key != jobs.BudgetWait || res.Via != "timeout" {
 		t.Fatalf("after midnight: %s, resolution %+v", got.Status, res)
 	}
+	// Every surface that shows the run at work says where its team stands: the attempt's start line first.
+	if want := "team web $0.00 of $1.00 this day"; got.BudgetText(clk.Now()) != want {
+		t.Errorf("budget text %q, want %q", got.BudgetText(clk.Now()), want)
+	}
+	events, err := h.store.Events(context.Background(), r.ID, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, ev := range events {
+		if s, ok := ev.Body.(jobs.TaskStartedEvent); ok {
+			lines = append(lines, s.Budget)
+		}
+	}
+	if len(lines) != 1 || lines[0] != "team web $0.00 of $1.00 this day" {
+		t.Errorf("the attempt's start says %q", lines)
+	}
 	asynq.NewInspectorFromRedisClient(rdb).DeleteTask(queue.Control, "timeout:"+r.ID+":"+e.ID+":1")
 }
 

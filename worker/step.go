@@ -191,6 +191,14 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 		return nil // the run waits for a person (or its team's next period): no agent runs
 	}
 	r.Waiting = ""
+	// Where the team stands as this attempt starts (what it spent and its running attempts hold), for every surface
+	// that shows the run at work, this attempt's start line first.
+	r.TeamStanding = nil
+	if c.Ledger != nil {
+		if tb, ok := w.cfg.Store.Budget(c.Ledger.Team); ok {
+			r.TeamStanding = jobs.StandingOf(projected(r, c), tb)
+		}
+	}
 	hold(r, c, r.StartAttempt(c, task, self, now))
 	*at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered, owner: self, seq: seq}
 	return nil

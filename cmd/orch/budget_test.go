@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const budgetPlan = `# Budget
@@ -68,4 +70,21 @@ func TestBadBudgetsAreRefused(t *testing.T) {
 	}
 	must(t, orch(t, dir, "", "run", "--agent", "sim", "examples/plans/ambiguous_task.md"), 2,
 		"budgets.per_team payments", "want day, week or month")
+}
+
+// A headless orch run whose agent stops on a usage limit that says when it resets does not leave the run parked for
+// a person who is not there: it waits, its worker fires the question's timer at the reset, and the run completes.
+func TestHeadlessRunWaitsOutALimit(t *testing.T) {
+	t.Parallel()
+	dir := workdir(t)
+	// Claude Code's older usage-limit result, "Claude AI usage limit reached|<epoch>", resetting in five seconds.
+	reset := time.Now().Add(5 * time.Second).Unix()
+	scenario := fmt.Sprintf("tasks:\n  \"1.1\":\n    - {output: \"Claude AI usage limit reached|%d\", exit: 1}\n    - {output: \"Done. All tests pass.\"}\n", reset)
+	writeFile(t, dir, "limit.md", "# Limit\n\n## Task 1.1: Add the index\n\nAdd it.\n")
+	writeFile(t, dir, "limit.sim.yaml", scenario)
+	r := orch(t, dir, "", "run", "--agent", "sim", "--brain", "heuristic", "limit.md")
+	must(t, r, 0, "Nobody here answered: the run goes on by itself at", "Task 1.1: COMPLETED")
+	if strings.Contains(r.stdout+r.stderr, "is parked") {
+		t.Fatalf("the run was left parked:\n%s", r)
+	}
 }
