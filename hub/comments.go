@@ -89,6 +89,9 @@ func workText(r *jobs.Run) string {
 		s = fmt.Sprintf("Branch %s: %s on %s, %s", gfm.Code(g.Branch), jobs.Count(w.Commits, "commit"),
 			gfm.Code(w.Base), w.Diffstat())
 	}
+	if w.Unfinished != "" {
+		s += "; work left uncommitted at " + gfm.Code(w.Unfinished)
+	}
 	if g.Pushed != "" {
 		s += ", pushed to " + gfm.Code(g.Push)
 	}

@@ -83,6 +83,9 @@ type Work struct {
 	FilesChanged int    `json:"files_changed,omitempty"`
 	Insertions   int    `json:"insertions,omitempty"`
 	Deletions    int    `json:"deletions,omitempty"`
+	// Unfinished is the ref that holds what was left uncommitted in the run's worktree when it ended without its
+	// last task done (a budget's "finish without the rest", a failure).
+	Unfinished string `json:"unfinished,omitempty"`
 }
 
 // WorkOf is what r's branch holds.
@@ -100,7 +103,7 @@ func WorkOf(r *Run) Work {
 		base = "the remote's default branch"
 	}
 	return Work{Branch: g.Branch, Base: base, Commits: g.Commits, FilesChanged: g.FilesChanged,
-		Insertions: g.Insertions, Deletions: g.Deletions}
+		Insertions: g.Insertions, Deletions: g.Deletions, Unfinished: g.Unfinished}
 }
 
 // RunFailedEvent: the run ended without completing.

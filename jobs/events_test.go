@@ -3,6 +3,7 @@ package jobs
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -193,5 +194,16 @@ func TestWorkOfAClonedRunNamesItsBase(t *testing.T) {
 		if got := WorkOf(&Run{Git: &tt.g}).Base; got != tt.want {
 			t.Errorf("%+v: base %q, want %q", tt.g, got, tt.want)
 		}
+	}
+}
+
+// A run that ended with work left uncommitted says where it is kept, beside what its branch holds: a branch with no
+// commits does not read as if nothing was done.
+func TestWorkLinesNameTheUncommittedWork(t *testing.T) {
+	r := &Run{Git: &Git{Branch: "orch/r-1", Base: "main", Unfinished: "refs/orch/unfinished/r-1"}}
+	got := strings.Join(WorkOf(r).Lines("r-1"), "\n")
+	want := "Branch orch/r-1: no changes from main\nWork left uncommitted is kept at refs/orch/unfinished/r-1: git show refs/orch/unfinished/r-1"
+	if got != want {
+		t.Fatalf("lines:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -11,8 +11,10 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // ErrRunNotFound is returned for a run id nobody knows.
@@ -412,6 +414,23 @@ func (u BrainUsage) Add(v BrainUsage) BrainUsage {
 }
 
 // Team is who the run's spend and worker time count for: the team it was started for, else its origin's; "" for none.
+// MaxTeamName bounds a team's name: it is a key in Redis, a Prometheus label and a line on every surface.
+const MaxTeamName = 100
+
+// CheckTeam says what is wrong with a team's name given by a person (--team, ORCH_TEAM): too long, or holding a
+// control character (a newline would split the lines and labels it is written into); nil when it is fine.
+func CheckTeam(name string) error {
+	if len(name) > MaxTeamName {
+		return fmt.Errorf("a team's name is at most %d bytes, this one %d", MaxTeamName, len(name))
+	}
+	for _, c := range name {
+		if unicode.IsControl(c) || c == unicode.ReplacementChar {
+			return fmt.Errorf("a team's name holds no control characters or invalid UTF-8 (found %q)", c)
+		}
+	}
+	return nil
+}
+
 func (r *Run) Team() string {
 	if r.Options.Team != "" {
 		return r.Options.Team

@@ -116,16 +116,23 @@ func (w Work) Diffstat() string {
 	return s
 }
 
-// Lines say what a run left on its branch: none for a run without a branch.
+// Lines say what a run left on its branch, and where the work it left uncommitted is kept: none for a run without a
+// branch.
 func (w Work) Lines(runID string) []string {
+	var lines []string
 	switch {
 	case w.Branch == "":
 		return nil
 	case w.Commits == 0:
-		return []string{fmt.Sprintf("Branch %s: no changes from %s", w.Branch, w.Base)}
+		lines = []string{fmt.Sprintf("Branch %s: no changes from %s", w.Branch, w.Base)}
+	default:
+		lines = []string{fmt.Sprintf("Branch %s: %s on %s, %s", w.Branch, Count(w.Commits, "commit"), w.Base, w.Diffstat()),
+			"Review it: orch diff " + runID}
 	}
-	return []string{fmt.Sprintf("Branch %s: %s on %s, %s", w.Branch, Count(w.Commits, "commit"), w.Base, w.Diffstat()),
-		"Review it: orch diff " + runID}
+	if w.Unfinished != "" {
+		lines = append(lines, "Work left uncommitted is kept at "+w.Unfinished+": git show "+w.Unfinished)
+	}
+	return lines
 }
 
 // ViaText says where an answer or a request came from, after a name: "ann in Slack", "bob at the terminal".

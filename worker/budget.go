@@ -86,14 +86,38 @@ func budgetSpec(r *jobs.Run, t *jobs.Task, stop *jobs.BudgetStop, head, extend s
 	if len(rest) > 0 {
 		finish += fmt.Sprintf(" (%d %s left undone)", len(rest), plural(len(rest), "task", "tasks"))
 	}
-	q := head + "\n" + spendLines(r) + "\nNothing more runs until you answer. Extend the budget to go on, finish " +
-		"the run with what is done"
-	if len(rest) > 0 {
-		q += " (left undone: " + strings.Join(firstN(rest, 5), ", ") + ")"
-	}
-	q += ", or abort. The work so far is kept either way."
-	return &escalation.Spec{Trigger: jobs.TriggerBudget, Source: "orch", Question: q, Stop: stop,
+	return &escalation.Spec{Trigger: jobs.TriggerBudget, Source: "orch", Question: head + "\n" + spendLines(r), Stop: stop,
 		Keyed: []jobs.Option{{Key: jobs.BudgetExtend, Label: extend}, {Key: jobs.BudgetFinish, Label: finish}}}
+}
+
+// budgetAnswers is the end of a budget question: what its answers do, as the question offers them (an extension
+// only where someone may give one; waiting only for a team's budget, which its timer takes by itself).
+func budgetAnswers(r *jobs.Run, keyed []jobs.Option) string {
+	var ways []string
+	waits := false
+	for _, o := range keyed {
+		switch o.Key {
+		case jobs.BudgetExtend:
+			ways = append(ways, "extend the budget to go on")
+		case jobs.BudgetWait:
+			ways, waits = append(ways, "wait for the next period"), true
+		case jobs.BudgetFinish:
+			finish := "finish the run with what is done"
+			if rest := undone(r); len(rest) > 0 {
+				finish += " (left undone: " + strings.Join(firstN(rest, 5), ", ") + ")"
+			}
+			ways = append(ways, finish)
+		}
+	}
+	ways = append(ways, "abort")
+	s := "\n"
+	if !waits {
+		s += "Nothing more runs until you answer. "
+	}
+	if len(ways) > 1 {
+		s += "You can " + strings.Join(ways[:len(ways)-1], ", ") + ", or " + ways[len(ways)-1] + "."
+	}
+	return s + " The work so far is kept either way."
 }
 
 // spendLines says what the run spent on what: the agent and the brain, each task, each model.
@@ -164,6 +188,7 @@ func (w *Worker) stopForBudget(r *jobs.Run, t *jobs.Task, c *jobs.Change, now ti
 		// Nobody may lift the team's budget from here: the people it bounds would be the ones answering.
 		spec.Keyed = slices.DeleteFunc(spec.Keyed, func(o jobs.Option) bool { return o.Key == jobs.BudgetExtend })
 	}
+	spec.Question += budgetAnswers(r, spec.Keyed)
 	spec.MaxPerTask = r.Options.Escalation.MaxPerTask
 	escalation.Open(r, t, c, *spec, now)
 	return true
@@ -281,11 +306,15 @@ func extend(r *jobs.Run, t *jobs.Task, c *jobs.Change, stop *jobs.BudgetStop) st
 	b := &r.Options.Budget
 	switch stop.Bound {
 	case jobs.BoundRun:
+		from := b.CostUSD
 		b.CostUSD += stop.StepUSD
-		return fmt.Sprintf("the run's budget raised by %s to %s", jobs.USD(stop.StepUSD), jobs.USD(b.CostUSD))
+		return fmt.Sprintf("the run's budget raised from %s to %s: %s past the %s it spent", jobs.USD(from),
+			jobs.USD(b.CostUSD), jobs.USD(b.CostUSD-r.Spent()), jobs.USD(r.Spent()))
 	case jobs.BoundTask:
+		from := b.TaskCostUSD + t.ExtraUSD
 		t.ExtraUSD += stop.StepUSD
-		return fmt.Sprintf("task %s's budget raised by %s to %s", t.ID, jobs.USD(stop.StepUSD), jobs.USD(b.TaskCostUSD+t.ExtraUSD))
+		return fmt.Sprintf("task %s's budget raised from %s to %s: %s past the %s it spent", t.ID, jobs.USD(from),
+			jobs.USD(b.TaskCostUSD+t.ExtraUSD), jobs.USD(b.TaskCostUSD+t.ExtraUSD-jobs.TaskSpent(t)), jobs.USD(jobs.TaskSpent(t)))
 	case jobs.BoundTime:
 		b.Duration += stop.StepTime
 		return fmt.Sprintf("the run's time budget raised by %s to %s", stop.StepTime, b.Duration)

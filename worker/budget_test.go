@@ -279,6 +279,11 @@ func TestTeamBudgetWaitsForTheNextDay(t *testing.T) {
 	if e == nil || e.Stop == nil || e.Stop.Bound != jobs.BoundTeam || len(got.Tasks[0].Attempts) != 0 {
 		t.Fatalf("%s, escalation %+v", got.Status, e)
 	}
+	// No operator may extend it: the question offers no extension, and says the run goes on by itself.
+	if strings.Contains(strings.ToLower(e.Question), "extend") || !strings.Contains(e.Question, "wait for the next period") ||
+		strings.Contains(e.Question, "Nothing more runs until you answer") {
+		t.Errorf("question:\n%s", e.Question)
+	}
 	info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(queue.Control, "timeout:"+r.ID+":"+e.ID+":1")
 	if err != nil || info.State != asynq.TaskStateScheduled || !info.NextProcessAt.After(clk.Now().Add(59*time.Second)) {
 		t.Fatalf("the timer: %+v, %v", info, err)

@@ -161,6 +161,9 @@ func workLine(r *jobs.Run) string {
 		line = fmt.Sprintf(":twisted_rightwards_arrows: Branch %s: %s on %s · %s", branch, jobs.Count(g.Commits, "commit"),
 			inlineCode(g.Base, maxLine), diffstatText(g))
 	}
+	if g.Unfinished != "" {
+		line += " · work left uncommitted at " + inlineCode(g.Unfinished, maxLine)
+	}
 	if g.Pushed != "" {
 		line += " · pushed to " + inlineCode(g.Push, maxLine)
 	}

@@ -65,6 +65,10 @@ func TestBadBudgetsAreRefused(t *testing.T) {
 	must(t, orch(t, dir, "", "run", "--agent", "sim", "--max-duration", "-1h", "examples/plans/ambiguous_task.md"), 2,
 		"--max-duration")
 	must(t, orch(t, dir, "", "costs", "--team", "payments", "--since", "forever"), 2, "--since")
+	must(t, orch(t, dir, "", "costs", "--since", "3d"), 2, "--since goes with --team")
+	must(t, orch(t, dir, "", "run", "--agent", "sim", "--team", "pay\nments", "examples/plans/ambiguous_task.md"), 2,
+		"--team (or ORCH_TEAM)", "control characters")
+	must(t, orch(t, dir, "", "costs", "--team", strings.Repeat("x", 101)), 2, "at most 100 bytes")
 	if err := os.WriteFile(filepath.Join(dir, "orch.yaml"), []byte("budgets:\n  per_team: {payments: \"$50/fortnight\"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,12 @@ func (a *app) costsCmd() *cobra.Command {
 			if team != "" && len(args) == 1 {
 				return usageErr("--team takes no RUN_ID: it shows a team's spend over days")
 			}
+			if err := jobs.CheckTeam(team); err != nil {
+				return usageErr("--team: %v", err)
+			}
+			if cmd.Flags().Changed("since") && !cmd.Flags().Changed("team") {
+				return usageErr("--since goes with --team: it says how far back a team's spend is shown")
+			}
 			b, err := a.backend(cmd)
 			if err != nil {
 				return err

@@ -148,6 +148,9 @@ func (a *app) baseOptions(cmd *cobra.Command, sandbox string) (jobs.Options, str
 		return o, "", "", err
 	}
 	o.Team = strings.TrimSpace(s.str(cmd, "team", "ORCH_TEAM", "", ""))
+	if err := jobs.CheckTeam(o.Team); err != nil {
+		return o, "", "", usageErr("--team (or ORCH_TEAM): %v", err)
+	}
 	ws, err := absDir(s.str(cmd, "workspace", "ORCH_WORKSPACE", fc.Workspace, "."), "workspace")
 	if err != nil {
 		return o, "", "", err
