@@ -195,10 +195,10 @@ type Run struct {
 	// TeamStanding is where the run's team stood against its budget when the run's last attempt started, read in
 	// the transaction that started it; nil when the team has no budget.
 	TeamStanding *TeamStanding `json:"team_standing,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-	EndedAt   time.Time `json:"ended_at,omitzero"`
-	Version   int64     `json:"version"`
+	CreatedAt    time.Time     `json:"created_at"`
+	UpdatedAt    time.Time     `json:"updated_at"`
+	EndedAt      time.Time     `json:"ended_at,omitzero"`
+	Version      int64         `json:"version"`
 }
 
 // Git is a run's work product in a repository: its own branch, made from Base, and what the branch holds.
