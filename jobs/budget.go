@@ -161,6 +161,9 @@ func TaskSpent(t *Task) float64 {
 type Account struct {
 	SpentUSD float64
 	Holds    map[string]Hold
+	// Settled counts the attempts whose outcome was recorded (the brain's reading of them), whatever their team's
+	// budget: what a team's books count as attempts.
+	Settled int
 }
 
 // Hold is what attempts hold of one ledger: N of them, USD in all.
@@ -173,6 +176,13 @@ type Hold struct {
 // ran gives its hold back.
 func AccountOf(r *Run) Account {
 	a := Account{SpentUSD: r.Spent()}
+	for _, t := range r.Tasks {
+		for _, at := range t.Attempts {
+			if at.Status != "" {
+				a.Settled++
+			}
+		}
+	}
 	if r.Status.Terminal() {
 		return a
 	}

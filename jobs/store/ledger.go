@@ -161,12 +161,10 @@ func (s *Store) account(ctx context.Context, p redis.Pipeliner, r *jobs.Run, bef
 			s.writeLedger(ctx, p, l)
 		}
 	}
-	if team := r.Team(); team != "" && spent > 0 {
-		settled := 0
-		for k, h := range before.Holds {
-			settled += max(h.N-after.Holds[k].N, 0)
-		}
-		writeSpend(ctx, p, team, spent, settled, now)
+	// What an attempt cost may be saved before its outcome (when its agent ends, in case the outcome is lost): the
+	// money and the attempt are each counted in the update that records them.
+	if settled := max(after.Settled-before.Settled, 0); r.Team() != "" && (spent > 0 || settled > 0) {
+		writeSpend(ctx, p, r.Team(), max(spent, 0), settled, now)
 	}
 	return spent
 }

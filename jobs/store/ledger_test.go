@@ -90,3 +90,32 @@ func TestAHoldIsGivenBackWhereItWasTaken(t *testing.T) {
 		})
 	}
 }
+
+// A team without a budget has its attempts counted with its spend, as one with a budget does, though an attempt's
+// cost and its outcome are saved apart.
+func TestAnUnbudgetedTeamsAttemptsAreCounted(t *testing.T) {
+	s := New(jobstest.Clients(t)["miniredis"], nil)
+	r := teamRun(t, s, "ops")
+	for _, usd := range []float64{0.25, 0.5} {
+		if _, err := s.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
+			tk := r.Tasks[0]
+			tk.Attempts = append(tk.Attempts, &jobs.Attempt{N: len(tk.Attempts) + 1})
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// The cost is saved as the agent ends, the outcome after the brain read it: two updates, as the worker makes them.
+		for _, fn := range []func(a *jobs.Attempt){func(a *jobs.Attempt) { a.CostUSD = usd }, func(a *jobs.Attempt) { a.Status = "failed" }} {
+			if _, err := s.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
+				fn(r.Tasks[0].Attempts[len(r.Tasks[0].Attempts)-1])
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	days, err := s.TeamSpend(context.Background(), "ops", time.Now().Add(-time.Hour), time.Now())
+	if err != nil || len(days) != 1 || days[0].Attempts != 2 || days[0].USD != 0.75 {
+		t.Fatalf("days %+v, %v", days, err)
+	}
+}
