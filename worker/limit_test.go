@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -130,10 +131,19 @@ func TestAnAnswerBeforeTheResetWins(t *testing.T) {
 		t.Fatalf("%s, %+v", got.Status, got.OpenEscalation())
 	}
 	e := got.OpenEscalation()
+	inspector := asynq.NewInspectorFromRedisClient(rdb)
+	timer := "timeout:" + r.ID + ":" + e.ID + ":1"
+	if info, err := inspector.GetTaskInfo(queue.Control, timer); err != nil || info.State != asynq.TaskStateScheduled {
+		t.Fatalf("the reset's timer: %+v, %v", info, err)
+	}
 	resolve(t, h, r.ID, escalation.Request{Type: jobs.ResolveChoose, Key: limitGo, By: "ann", Via: "slack"})
 	got = drive(t, h, r.ID)
 	if got.Status != jobs.RunCompleted {
 		t.Fatalf("after the answer: %s", got.Status)
+	}
+	// The answer cancelled the timer; one that fires all the same (it was already on its way) does nothing.
+	if _, err := inspector.GetTaskInfo(queue.Control, timer); !errors.Is(err, asynq.ErrTaskNotFound) {
+		t.Fatalf("the timer is still queued after the answer: %v", err)
 	}
 	if err := h.process(t, queue.TypeTimeout, queue.Payload{RunID: r.ID, EscalationID: e.ID, N: 1}); err != nil {
 		t.Fatal(err)

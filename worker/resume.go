@@ -25,7 +25,23 @@ func (w *Worker) handleResume(ctx context.Context, t *asynq.Task) error {
 	}
 	finishing := func(r *jobs.Run) bool { return answerFinishes(r, p.EscalationID) }
 	run, err := w.transition(ctx, p.RunID, finishing, w.applyAnswer(p.EscalationID))
+	if err == nil {
+		w.cancelTimer(ctx, run, p.EscalationID)
+	}
 	return w.after(ctx, p.RunID, run, err)
+}
+
+// cancelTimer takes the timer of escalation escID of run off the queue once a person's answer was applied: a limit's
+// reset or a team's next period, hours or days ahead, need not wait there to do nothing. Failing to is no error: the
+// timer, when it fires, finds the question answered.
+func (w *Worker) cancelTimer(ctx context.Context, run *jobs.Run, escID string) {
+	e := run.Escalation(escID)
+	if e == nil || e.Resolution == nil || e.Resolution.Via == "timeout" {
+		return
+	}
+	if err := w.cfg.Queue.CancelTimeout(ctx, run.ID, e.ID, e.Timeouts+1); err != nil {
+		w.log.Debug("the question's timer stays queued; it will find the question answered", "run_id", run.ID, "err", err)
+	}
 }
 
 // resumeHere applies an answer queued in this process at once, in the background (queue.Queue.ResumeHere), so that
@@ -50,6 +66,7 @@ func (w *Worker) resumeHere(runID, escID string) {
 			return nil
 		})
 		if err == nil {
+			w.cancelTimer(ctx, run, escID)
 			err = w.Nudge(ctx, run)
 		}
 		if err != nil && !errors.Is(err, errStale) {

@@ -167,6 +167,16 @@ func (q *Queue) Resume(ctx context.Context, runID, escID string) error {
 	return err
 }
 
+// CancelTimeout takes the n-th timeout of an escalation off the queue, when it is still waiting there: the question
+// was answered first. A timer that already fired, or fires meanwhile, finds the question answered and does nothing.
+func (q *Queue) CancelTimeout(ctx context.Context, runID, escID string, n int) error {
+	err := q.inspector.DeleteTask(Control, fmt.Sprintf("timeout:%s:%s:%d", runID, escID, n))
+	if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
+		return fmt.Errorf("cancelling the timer of question %s of run %s: %w", escID, runID, err)
+	}
+	return nil
+}
+
 // Timeout schedules the n-th timeout of an escalation at the given time. Scheduling it again is harmless.
 func (q *Queue) Timeout(ctx context.Context, runID, escID string, n int, at time.Time) error {
 	return q.enqueue(ctx, TypeTimeout, Payload{RunID: runID, EscalationID: escID, N: n},
