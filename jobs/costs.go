@@ -67,6 +67,10 @@ func (r *Run) Costs() RunCosts {
 		rc.Brain.add(tc.Brain.Calls, tc.Brain.InputTokens, tc.Brain.OutputTokens, tc.Brain.CostUSD)
 		rc.Tasks = append(rc.Tasks, tc)
 	}
+	if u := r.PlanBrain; u.Calls > 0 {
+		rc.Brain.add(u.Calls, u.InputTokens, u.OutputTokens, u.CostUSD)
+		model(u.Model).add(u.Calls, u.InputTokens, u.OutputTokens, u.CostUSD)
+	}
 	for _, m := range models {
 		rc.Models = append(rc.Models, *m)
 	}

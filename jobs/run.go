@@ -192,6 +192,8 @@ type Run struct {
 	Approved []string `json:"approved,omitempty"`
 	// Waiting is the run that holds this run's plain workspace, while this run waits for it.
 	Waiting string `json:"waiting,omitempty"`
+	// PlanBrain is what the run's brain cost before any task ran: reading a plan whose headings name no tasks.
+	PlanBrain BrainUsage `json:"plan_brain,omitzero"`
 	// TeamStanding is where the run's team stood against its budget when the run's last attempt started, read in
 	// the transaction that started it; nil when the team has no budget.
 	TeamStanding *TeamStanding `json:"team_standing,omitempty"`
@@ -503,6 +505,7 @@ func (r *Run) Escalation(id string) *Escalation {
 
 // Cost sums the cost and tokens of every attempt: the agent's and the brain's.
 func (r *Run) Cost() (usd float64, in, out int64) {
+	usd, in, out = r.PlanBrain.CostUSD, r.PlanBrain.InputTokens, r.PlanBrain.OutputTokens
 	for _, t := range r.Tasks {
 		for _, a := range t.Attempts {
 			usd += a.CostUSD + a.Brain.CostUSD

@@ -44,17 +44,18 @@ func loadGraph(plan *pipeline.Plan) (*pipeline.Graph, error) {
 }
 
 // milestoneTasks splits a milestone into its tasks. A plan whose headings do not follow the "Task <id>: <title>"
-// form is given to find, when there is one and the run's brain is not the heuristic one; found then says so.
-func milestoneTasks(ctx context.Context, plan *pipeline.Plan, opts jobs.Options, find TaskFinder) (tasks []pipeline.Task, found string, err error) {
+// form is given to find, when there is one and the run's brain is not the heuristic one; found then says so, and
+// usage is what the brain's reading cost.
+func milestoneTasks(ctx context.Context, plan *pipeline.Plan, opts jobs.Options, find TaskFinder) (tasks []pipeline.Task, usage jobs.BrainUsage, found string, err error) {
 	tasks, err = plan.Tasks()
 	if err == nil || !errors.Is(err, pipeline.ErrNoTasks) || opts.Brain == "heuristic" || find == nil {
-		return tasks, "", err
+		return tasks, usage, "", err
 	}
-	list, ferr := find(ctx, opts, plan.Content)
+	list, usage, ferr := find(ctx, opts, plan.Content)
 	if ferr != nil || len(list) == 0 {
-		return nil, "", err
+		return nil, usage, "", err
 	}
-	return list, fmt.Sprintf("plan %s: no \"Task <id>: <title>\" headings; the %s brain found %d tasks", plan.Path,
+	return list, usage, fmt.Sprintf("plan %s: no \"Task <id>: <title>\" headings; the %s brain found %d tasks", plan.Path,
 		opts.Brain, len(list)), nil
 }
 

@@ -114,12 +114,13 @@ func TestPrepareRefusesBadRequests(t *testing.T) {
 func TestPrepareAsksTheBrainForTasks(t *testing.T) {
 	ctx := context.Background()
 	calls := 0
-	find := func(ctx context.Context, opts jobs.Options, plan string) ([]pipeline.Task, error) {
+	reading := jobs.BrainUsage{Backend: "anthropic", Model: "claude-haiku-4-5", Calls: 1, InputTokens: 900, OutputTokens: 120, CostUSD: 0.0015}
+	find := func(ctx context.Context, opts jobs.Options, plan string) ([]pipeline.Task, jobs.BrainUsage, error) {
 		calls++
 		if !strings.Contains(plan, "build the parser") {
 			t.Fatalf("the finder got %q", plan)
 		}
-		return []pipeline.Task{{ID: "1", Title: "Build the parser"}, {ID: "2", Title: "Wire it in"}}, nil
+		return []pipeline.Task{{ID: "1", Title: "Build the parser"}, {ID: "2", Title: "Wire it in"}}, reading, nil
 	}
 	llm := simOptions()
 	llm.Brain = "anthropic"
@@ -128,10 +129,16 @@ func TestPrepareAsksTheBrainForTasks(t *testing.T) {
 		p.Found != `plan testdata/free.md: no "Task <id>: <title>" headings; the anthropic brain found 2 tasks` {
 		t.Fatalf("found: %+v, %q, %v", p, p.Found, err)
 	}
+	// What reading the plan cost is the run's, and counts in its spend and its brain's line.
+	if p.Run.PlanBrain != reading || p.Run.Spent() != 0.0015 || p.Run.Costs().Brain.CostUSD != 0.0015 {
+		t.Fatalf("the plan's reading: %+v, spent %v, brain %+v", p.Run.PlanBrain, p.Run.Spent(), p.Run.Costs().Brain)
+	}
 	if _, err := Prepare(ctx, Request{Plan: "testdata/free.md", Options: simOptions()}, find); !errors.Is(err, pipeline.ErrNoTasks) || calls != 1 {
 		t.Fatalf("heuristic brain: %v, %d calls", err, calls)
 	}
-	broken := func(context.Context, jobs.Options, string) ([]pipeline.Task, error) { return nil, errors.New("529") }
+	broken := func(context.Context, jobs.Options, string) ([]pipeline.Task, jobs.BrainUsage, error) {
+		return nil, jobs.BrainUsage{}, errors.New("529")
+	}
 	if _, err := Prepare(ctx, Request{Plan: "testdata/free.md", Options: llm}, broken); !errors.Is(err, pipeline.ErrNoTasks) {
 		t.Fatalf("a failing brain: %v", err)
 	}

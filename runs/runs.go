@@ -73,8 +73,9 @@ type Continuation struct {
 	PullRequest string
 }
 
-// TaskFinder finds the tasks of a milestone whose headings do not name them (an LLM brain reading the plan).
-type TaskFinder func(ctx context.Context, opts jobs.Options, plan string) ([]pipeline.Task, error)
+// TaskFinder finds the tasks of a milestone whose headings do not name them (an LLM brain reading the plan), and
+// says what asking cost: the run counts it as it counts its brain's other calls.
+type TaskFinder func(ctx context.Context, opts jobs.Options, plan string) ([]pipeline.Task, jobs.BrainUsage, error)
 
 // Prepared is a run ready to be created: checked in full, nothing written yet.
 type Prepared struct {
@@ -108,9 +109,10 @@ func Prepare(ctx context.Context, req Request, find TaskFinder) (*Prepared, erro
 	}
 	p := &Prepared{Graph: graph}
 	var tasks []pipeline.Task
+	var finding jobs.BrainUsage
 	if graph != nil {
 		tasks = graph.Tasks()
-	} else if tasks, p.Found, err = milestoneTasks(ctx, plan, opts, find); err != nil {
+	} else if tasks, finding, p.Found, err = milestoneTasks(ctx, plan, opts, find); err != nil {
 		return nil, err
 	}
 	source := plan.Content
@@ -128,6 +130,7 @@ func Prepare(ctx context.Context, req Request, find TaskFinder) (*Prepared, erro
 		name = req.Plan
 	}
 	p.Run = newRun(name, plan.Title, tasks, opts, req.Workspace, req.Origin)
+	p.Run.PlanBrain = finding
 	if p.Run.Git, err = branch(ctx, req.Workspace, req.Git, p.Run.ID); err != nil {
 		return nil, err
 	}

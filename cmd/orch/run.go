@@ -223,20 +223,23 @@ func (a *app) startRun(cmd *cobra.Command, planPath, onlyTask string, h *humanFl
 }
 
 // findTasks asks the run's LLM brain, when it has one, for the tasks of a plan whose headings do not name them.
-func (a *app) findTasks(ctx context.Context, opts jobs.Options, plan string) ([]pipeline.Task, error) {
+func (a *app) findTasks(ctx context.Context, opts jobs.Options, plan string) ([]pipeline.Task, jobs.BrainUsage, error) {
 	bn, err := brains{apiKey: a.env("ANTHROPIC_API_KEY")}.forRun(opts)
 	if err != nil {
-		return nil, err
+		return nil, jobs.BrainUsage{}, err
 	}
 	list, err := bn.Tasks(ctx, plan)
+	u := list.Usage
+	usage := jobs.BrainUsage{Backend: u.Backend, Model: u.Model, Calls: u.Calls, InputTokens: u.InputTokens,
+		OutputTokens: u.OutputTokens, CostUSD: u.CostUSD}
 	if err != nil {
-		return nil, err
+		return nil, usage, err
 	}
 	out := make([]pipeline.Task, len(list.Tasks))
 	for i, t := range list.Tasks {
 		out[i] = pipeline.Task{ID: t.ID, Title: t.Title, Description: t.Description}
 	}
-	return out, nil
+	return out, usage, nil
 }
 
 func (a *app) resumeCmd() *cobra.Command {

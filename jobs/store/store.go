@@ -109,6 +109,9 @@ func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) e
 			p.ZAdd(ctx, keyRuns, redis.Z{Score: float64(now.UnixMilli()), Member: r.ID})
 			p.HSet(ctx, keySummaries, r.ID, summarize(r))
 			indexOpen(ctx, p, r)
+			if usd := r.Spent(); usd > 0 && r.Team() != "" {
+				writeSpend(ctx, p, r.Team(), usd, 0, now) // what reading its plan cost, before any attempt
+			}
 			return s.appendEvents(ctx, p, r.ID, c.Events)
 		})
 		if err != nil {
@@ -134,6 +137,7 @@ func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) e
 	if err != nil {
 		return err
 	}
+	s.spent(r.Team(), r.Spent())
 	s.makeDurable(ctx, r.ID)
 	return nil
 }
