@@ -194,7 +194,9 @@ func TestSlackRunClickComplete(t *testing.T) {
 	resp.Body.Close()
 	for _, want := range []string{`orchestrator_escalations_total{trigger="needs_help"} 1`, `orchestrator_resolutions_total{type="choose"} 1`,
 		`orchestrator_runs_total{status="completed"} 1`, `orchestrator_escalation_wait_seconds_count 1`, `orchestrator_parked_runs 0`,
-		`asynq_queue_size{queue="orch-steps"}`} {
+		`asynq_queue_size{queue="orch-steps"}`,
+		// The run counts for its channel's team: the sim agent's attempts cost something.
+		`orchestrator_spend_usd_total{team="C0RUNS"}`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
