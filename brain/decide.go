@@ -77,7 +77,7 @@ var permanentCauses = []permanentRule{
 	// owner can issue a new one. The same words in a test of the code's own token handling are that code misbehaving.
 	{lazyRE(oneOf(`(?i)`,
 		`(?-i:\bExpiredToken(?:Exception)?\b|\bTokenExpired\b)`,
-		`\b(?:token|credentials?|session|password|certificate|cert|key|login|signature|grant)\b[^.\n]{0,30}?\b(?:has|have|had) (?:expired|been revoked)\b`,
+		`\b(?:token|credentials?|password|certificate|cert|key|grant)\b[^.\n]{0,30}?\b(?:has|have|had) (?:expired|been revoked)\b`,
 		`\b(?:token|credentials?|session|password|certificate|key|grant)s? (?:is|are|was|were) (?:expired|revoked)\b`,
 		`\b(?:token|credentials?|session|password|certificate|cert|key)\b[^.\n]{0,40}?\bexpired (?:at|on)\b`,
 		`\b(?:expired|revoked) (?:security |session |refresh |access |auth |sso )?(?:token|credentials?|session|certificate|key)\b`,
@@ -183,7 +183,7 @@ var permanentCauses = []permanentRule{
 	)),
 		"a design or architecture question rather than a coding bug", false},
 	{lazyRE(oneOf(`(?i)`,
-		`\bcontradict(?:ory|s|ions?|ing|ed)?\b`,
+		`\bcontradict(?:ory|s|ions?|ing)?\b`,
 		`\bmutually exclusive\b`,
 		`\bconflicting requirements\b`,
 		`\brequirements (?:conflict|are inconsistent|are incompatible)\b`,
@@ -203,10 +203,9 @@ var permanentCauses = []permanentRule{
 		`\bneed (?:a human|someone|somebody|a person|you|an? (?:owner|admin|maintainer|reviewer)) to (?:decide|choose|pick|confirm|approve|clarify|make (?:the|this|that|a) (?:call|decision))\b`,
 		`\b(?:I'm|I am|we're|we are)\s+(?:a bit\s+|still\s+|quite\s+)?confused\b`,
 		// The agent cannot choose between readings of the task: "I can't tell which one is wanted", "I need to know
-		// which one wins", "it's ambiguous which of the two is meant".
-		`\b(?:I|we) (?:can't|cannot|can not|couldn't|could not) (?:tell|decide|determine|work out) (?:which|whether|what)\b[^.;]{0,80}?\b(?:wanted|meant|intended|expected|required|right|correct|wins|applies)\b`,
-		`\b(?:I|we) need to know (?:which|whether)\b`,
-		`\b(?:ambiguous|unclear) (?:which|whether)\b`,
+		// which one wins".
+		`\b(?:I|we) (?:can't|cannot|can not|couldn't|could not) (?:tell|decide|work out) (?:which|what)\b[^.;]{0,80}?\b(?:is|are|was|were) (?:wanted|meant|intended)\b`,
+		`\b(?:I|we) need to know which (?:one|of (?:the|these|them)|reading|requirement)\b[^.;]{0,40}?\b(?:wins|applies|is (?:wanted|meant|intended))\b`,
 		`\b(?:I|we) (?:don't|do not) (?:understand|know) what\b[^.;]{0,60}?\b(?:means?|should (?:produce|return|do|be|contain)|is (?:expected|wanted|meant|required))\b`,
 	)),
 		"the agent asking for a human decision", false},
@@ -251,8 +250,10 @@ var (
 		`\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?: code)?|code|response|returned|got)(?: error)?[\s:=]{0,3}(?:401|403)\b`,
 		`\b(?:401|403)\s+(?:unauthori[sz]ed|forbidden)`,
 	))
-	rateLimitRe      = lazyRE(`(?i)\brate[ _-]?limit|\btoo many requests\b|\bretry-after\b|\bsecondary rate\b`)
-	testAssertionRe  = lazyRE(`(?i)\bexpected\b|\bwant(?:ed)?\b|\bassert|--- FAIL|\bFAIL:|\btest\w*\s+(?:failed|fails)`)
+	rateLimitRe = lazyRE(`(?i)\brate[ _-]?limit|\btoo many requests\b|\bretry-after\b|\bsecondary rate\b`)
+	// A test runner's report of a failing test (an assertion, pytest's "FAILED path::test", Surefire's counts, jest's
+	// "● name"): what it names is the code under test misbehaving.
+	testAssertionRe  = lazyRE(`(?im)\bexpected\b|\bwant(?:ed)?\b|\bassert|--- FAIL|\bFAIL:|\btest\w*\s+(?:failed|fails)|\bFAILED\s+\S+::\S|\bTests run: \d+|^\s*●\s`)
 	httpAuthCauseWhy = "an authorization failure (401/403) that needs access only a human can grant"
 )
 

@@ -44,3 +44,20 @@ func TestFallbackDecideOverridesUnsafeRetries(t *testing.T) {
 		})
 	}
 }
+
+// The words of the permanent causes, in text that is none: a test of the code's own token expiry, the agent telling
+// its own bug or its doubts about a fixable fault. Each is a failure a retry can fix.
+func TestOrdinaryTextIsNoPermanentCause(t *testing.T) {
+	for _, s := range []string{
+		"FAILED tests/test_auth.py::test_refresh - jwt.exceptions.ExpiredSignatureError: Signature has expired",
+		"The bug: the session has expired check is inverted, so every request logs out.",
+		"It is unclear whether the cache or the network is at fault; retrying with tracing on.",
+		"We need to know whether the migration ran before the seed, so I added a check.",
+		"I couldn't determine which Node version is required by the lockfile; using the .nvmrc one.",
+		"The new value contradicted the cached one, so the test compared stale data.",
+	} {
+		if c := permanentCause(s); c != "" {
+			t.Errorf("%q read as permanent: %s", s, c)
+		}
+	}
+}

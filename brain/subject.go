@@ -352,28 +352,63 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 	return s
 }
 
-// siteOf is where failure's exception or panic was thrown: what was thrown and the file of its deepest frame
-// ("NullReferenceException in PricingService.cs"), "" without a stack trace. The file is named alone (runtimes print
-// it under different roots) and without its line, which moves as the agent edits the file around the same fault.
+// siteOf is where failure's exception or panic was thrown in the code under test: what was thrown and the file of
+// the deepest frame that is neither the runtime's, a framework's or a library's ("NullReferenceException in
+// PricingService.cs"); "" without such a frame. The file is named alone (runtimes print it under different roots)
+// and without its line, which moves as the agent edits the file around the same fault. A failure thrown by a test
+// itself (an assertion, a frame in a test file) has no site: that is the test failing, and different tests failing
+// are different failures.
 func siteOf(failure string) string {
 	thrown := thrownRe.FindStringSubmatch(failure)
 	if thrown == nil {
 		return ""
 	}
 	name := thrown[1][strings.LastIndexByte(thrown[1], '.')+1:]
+	if strings.Contains(name, "Assert") || strings.Contains(name, "Expectation") {
+		return ""
+	}
 	file, at := "", len(failure)
 	for _, re := range frameFirstRes {
-		if m := re.FindStringSubmatchIndex(failure); m != nil && m[0] < at {
-			file, at = failure[m[2]:m[3]], m[0]
+		for _, m := range re.FindAllStringSubmatchIndex(failure, -1) {
+			if m[0] < at && !foreignFrame(failure[m[0]:m[1]]) {
+				file, at = failure[m[2]:m[3]], m[0]
+				break
+			}
 		}
 	}
-	if ms := frameLastRe.FindAllStringSubmatch(failure, -1); file == "" && len(ms) > 0 {
-		file = ms[len(ms)-1][1]
-	}
 	if file == "" {
+		for _, m := range frameLastRe.FindAllStringSubmatchIndex(failure, -1) {
+			if !foreignFrame(failure[m[0]:m[1]]) {
+				file = failure[m[2]:m[3]] // Python prints the deepest frame last
+			}
+		}
+	}
+	if file == "" || testFileRe.MatchString(file) {
 		return ""
 	}
 	return name + " in " + file
+}
+
+var (
+	// foreignFrames mark a frame of the runtime, a test framework or a library, where many faults of the code under
+	// test surface alike: Go's runtime and testing package, the JDK and JUnit, .NET's System and Microsoft
+	// namespaces and its test frameworks, node's internals and node_modules, Python's standard library and installed
+	// packages, Ruby's gems.
+	foreignFrames = []string{"/go/src/", "/usr/local/go/", "/usr/lib/go", "testing.go", "runtime/", "org.junit.",
+		"org.opentest4j.", "junit.framework.", "java.", "javax.", "jdk.", "sun.", "kotlin.", "scala.", "at System.",
+		"at Microsoft.", "Xunit.", "NUnit.", "node_modules", "node:internal", "/lib/python", "site-packages",
+		"dist-packages", "<frozen", "/gems/", "/ruby/"}
+	// testFileRe is a test's own file, by each ecosystem's naming.
+	testFileRe = lazyRE(`(?i)(?:_test\.go|^test_[\w]*\.py|_tests?\.py|^tests?\.py|^conftest\.py|(?:Tests?|IT|Spec)\.(?:java|kt|scala|groovy|cs)|\.(?:test|spec)\.[cm]?[jt]sx?|_(?:spec|test)\.rb)$`)
+)
+
+func foreignFrame(frame string) bool {
+	for _, f := range foreignFrames {
+		if strings.Contains(frame, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // addHost adds a host (with or without its port) and, for a remote host named with a port, the host alone: the
