@@ -127,7 +127,7 @@ func (a *Attendant) apply(ctx context.Context, got answered) (again *Question, p
 		return nil, false, nil
 	}
 	req, ok := escalation.RequestFor(e, runID, got.ans, a.By, a.Via)
-	if !ok && answersItself(e) {
+	if !ok && answersItself(e, a.Store.Now()) {
 		// Nobody here can answer, and no one needs to: the question's timer goes on at a provider's reset or a team's
 		// next period, and the worker here fires it. Waiting costs nothing; leaving would stop that worker.
 		at := e.CreatedAt.Add(time.Duration(e.Timeouts+1) * e.Timeout)
@@ -164,12 +164,19 @@ func (a *Attendant) note(msg string) {
 	}
 }
 
-// answersItself reports a question that its own timer answers with its default, because what it waits for comes by
-// itself: a provider's usage limit that resets, a team's budget that renews with the period. Other questions with a
-// timer park `orch run` as any question does: their default is a person's to take.
-func answersItself(e *jobs.Escalation) bool {
-	return (e.Trigger == jobs.TriggerLimit || e.Trigger == jobs.TriggerBudget) && e.Timeout > 0 && e.Default != ""
+// answersItself reports a question that its own timer answers with its default soon (within waitItself of now),
+// because what it waits for comes by itself: a provider's limit that resets, a team's budget that renews with the
+// period. A longer wait parks `orch run` as any question does (a CI job is not held for hours; a worker or `orch
+// resume` takes the timer later), and so do other questions with a timer: their default is a person's to take.
+func answersItself(e *jobs.Escalation, now time.Time) bool {
+	if (e.Trigger != jobs.TriggerLimit && e.Trigger != jobs.TriggerBudget) || e.Timeout <= 0 || e.Default == "" {
+		return false
+	}
+	return e.CreatedAt.Add(time.Duration(e.Timeouts+1) * e.Timeout).Sub(now) <= waitItself
 }
+
+// waitItself bounds how long a headless `orch run` waits for a question that answers itself.
+const waitItself = 15 * time.Minute
 
 // overdueWait is how long to hold a question back because its timeout is already due (it came due while no orch
 // process ran): the worker settles it within a moment, and asking first would race it.

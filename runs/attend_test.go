@@ -172,3 +172,26 @@ func TestOverdueWait(t *testing.T) {
 		t.Fatalf("a question without a timeout waited %v", d)
 	}
 }
+
+// A question answers itself for a headless run only when its timer takes what comes by itself, and soon.
+func TestAnswersItself(t *testing.T) {
+	now := time.Now()
+	q := func(trigger jobs.Trigger, wait time.Duration, def string) *jobs.Escalation {
+		return &jobs.Escalation{Trigger: trigger, CreatedAt: now, Timeout: wait, Default: def}
+	}
+	for _, c := range []struct {
+		name string
+		e    *jobs.Escalation
+		want bool
+	}{
+		{"a limit that resets in a minute", q(jobs.TriggerLimit, time.Minute, "go"), true},
+		{"a limit that resets in three hours", q(jobs.TriggerLimit, 3*time.Hour, "go"), false},
+		{"a team's next day, in ten minutes", q(jobs.TriggerBudget, 10*time.Minute, jobs.BudgetWait), true},
+		{"a run's budget, which waits for a person", q(jobs.TriggerBudget, 0, ""), false},
+		{"an agent's question with a default on a timer", q(jobs.TriggerNeedsHelp, time.Minute, "B"), false},
+	} {
+		if got := answersItself(c.e, now); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -50,6 +51,14 @@ func (w *Worker) cancelTimer(ctx context.Context, run *jobs.Run, escID string) {
 // work is delivered first (commits, a push), and one delivery at a time is what keeps a push from happening twice.
 func (w *Worker) resumeHere(runID, escID string) {
 	w.here.run(func() {
+		defer func() {
+			// A panic here would take the whole process down, the surfaces it serves with it: the resume task, which
+			// runs under the handlers' guard, applies the answer (or parks the run for a person) instead.
+			if p := recover(); p != nil {
+				w.log.Error("applying an answer here panicked; the resume task applies it", "run_id", runID, "panic", p,
+					"stack", string(debug.Stack()))
+			}
+		}()
 		ctx, cancel := context.WithTimeout(w.base, time.Minute)
 		defer cancel()
 		run, err := w.cfg.Store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
