@@ -172,7 +172,7 @@ func answersItself(e *jobs.Escalation, now time.Time) bool {
 	if (e.Trigger != jobs.TriggerLimit && e.Trigger != jobs.TriggerBudget) || e.Timeout <= 0 || e.Default == "" {
 		return false
 	}
-	return e.CreatedAt.Add(time.Duration(e.Timeouts+1) * e.Timeout).Sub(now) <= waitItself
+	return e.CreatedAt.Add(time.Duration(e.Timeouts+1)*e.Timeout).Sub(now) <= waitItself
 }
 
 // waitItself bounds how long a headless `orch run` waits for a question that answers itself.
