@@ -502,6 +502,10 @@ func TestHealthNamesClaudesVersion(t *testing.T) {
 		if !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "local defaults: ask by default") {
 			t.Errorf("claude %s: health lacks %q:\n%s", version, want, r)
 		}
+		// No orch-hook stands beside the orch under test: health says the hook is orch's own binary, and why.
+		if !strings.Contains(r.stdout, hookCommand+` (no orch-hook of protocol "`+agent.HookProtocol+`" beside orch`) {
+			t.Errorf("health does not name the hook:\n%s", r)
+		}
 	}
 }
 
