@@ -181,14 +181,7 @@ func AccountOf(r *Run) Account {
 			if at.Status != "" {
 				a.Settled++
 			}
-		}
-	}
-	if r.Status.Terminal() {
-		return a
-	}
-	for _, t := range r.Tasks {
-		for _, at := range t.Attempts {
-			if at.Reserved > 0 {
+			if at.Reserved > 0 && !r.Status.Terminal() {
 				if a.Holds == nil {
 					a.Holds = map[string]Hold{}
 				}

@@ -415,7 +415,6 @@ func (u BrainUsage) Add(v BrainUsage) BrainUsage {
 	return u
 }
 
-// Team is who the run's spend and worker time count for: the team it was started for, else its origin's; "" for none.
 // MaxTeamName bounds a team's name: it is a key in Redis, a Prometheus label and a line on every surface.
 const MaxTeamName = 100
 
@@ -433,6 +432,7 @@ func CheckTeam(name string) error {
 	return nil
 }
 
+// Team is who the run's spend and worker time count for: the team it was started for, else its origin's; "" for none.
 func (r *Run) Team() string {
 	if r.Options.Team != "" {
 		return r.Options.Team

@@ -61,24 +61,18 @@ func (w *Worker) resumeHere(runID, escID string) {
 		}()
 		ctx, cancel := context.WithTimeout(w.base, time.Minute)
 		defer cancel()
-		run, err := w.cfg.Store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		// What delivers work first (errDeliver, found before or once applied) is the resume task's to do.
+		run, err := w.saveUnlessDelivering(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
 			if r.Git != nil && answerFinishes(r, escID) {
-				return errStale // the resume task delivers first
+				return errDeliver
 			}
-			cur, ended := currentTaskID(r), r.Status.Terminal()
-			if err := w.applyAnswer(escID)(r, c); err != nil {
-				return err
-			}
-			if r.Git != nil && !ended && finishes(cur, r) {
-				return errStale // as above, found only once applied
-			}
-			return nil
+			return w.applyAnswer(escID)(r, c)
 		})
 		if err == nil {
 			w.cancelTimer(ctx, run, escID)
 			err = w.Nudge(ctx, run)
 		}
-		if err != nil && !errors.Is(err, errStale) {
+		if err != nil && !errors.Is(err, errStale) && !errors.Is(err, errDeliver) {
 			w.log.Debug("an answer applied here failed; the resume task applies it", "run_id", runID, "err", err)
 		}
 	})

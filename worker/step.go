@@ -599,7 +599,7 @@ func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Ta
 		bctx, span := telemetry.Tracer().Start(ctx, "orch.brain.interpret")
 		in, err := bn.Interpret(bctx, out.own)
 		endBrain(span, in.Usage, string(in.Status), in.Fallback, err)
-		out.brainUsage = out.brainUsage.Add(brainUsage(in.Usage))
+		out.brainUsage = out.brainUsage.Add(BrainUsage(in.Usage))
 		if err != nil {
 			return fmt.Errorf("interpreting the agent's output: %w", err)
 		}
@@ -631,7 +631,7 @@ func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Ta
 	bctx, span := telemetry.Tracer().Start(ctx, "orch.brain.decide")
 	d, err := bn.Decide(bctx, brain.DecideInput{TaskID: task.ID, TaskTitle: task.Title, AttemptHistory: history(errs)})
 	endBrain(span, d.Usage, string(d.Decision), d.Fallback, err)
-	out.brainUsage = out.brainUsage.Add(brainUsage(d.Usage))
+	out.brainUsage = out.brainUsage.Add(BrainUsage(d.Usage))
 	if err != nil {
 		return fmt.Errorf("deciding whether to retry: %w", err)
 	}
@@ -642,7 +642,8 @@ func (w *Worker) judge(ctx context.Context, bn Brain, r *jobs.Run, task *jobs.Ta
 	return nil
 }
 
-func brainUsage(u brain.Usage) jobs.BrainUsage {
+// BrainUsage is what a brain call cost, as a run records it.
+func BrainUsage(u brain.Usage) jobs.BrainUsage {
 	return jobs.BrainUsage{Backend: u.Backend, Model: u.Model, Calls: u.Calls, InputTokens: u.InputTokens,
 		OutputTokens: u.OutputTokens, CostUSD: u.CostUSD}
 }

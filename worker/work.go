@@ -84,16 +84,7 @@ func (w *Worker) transition(ctx context.Context, runID string, finishing func(*j
 	if r.Git != nil && !r.Status.Terminal() && finishing(r) {
 		return w.deliverFirst(ctx, r, fn)
 	}
-	run, err := w.cfg.Store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
-		cur, ended := currentTaskID(r), r.Status.Terminal()
-		if err := fn(r, c); err != nil {
-			return err
-		}
-		if r.Git != nil && !ended && finishes(cur, r) {
-			return errDeliver // git first, outside the transaction
-		}
-		return nil
-	})
+	run, err := w.saveUnlessDelivering(ctx, runID, fn)
 	if !errors.Is(err, errDeliver) {
 		return run, err
 	}
@@ -101,6 +92,21 @@ func (w *Worker) transition(ctx context.Context, runID string, finishing func(*j
 		return nil, err
 	}
 	return w.deliverFirst(ctx, r, fn)
+}
+
+// saveUnlessDelivering saves fn in one transaction, unless it finishes a task or the run of a run with a branch: that
+// needs the worktree's work delivered first, outside any transaction, and errDeliver says so with nothing saved.
+func (w *Worker) saveUnlessDelivering(ctx context.Context, runID string, fn func(*jobs.Run, *jobs.Change) error) (*jobs.Run, error) {
+	return w.cfg.Store.Update(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
+		cur, ended := currentTaskID(r), r.Status.Terminal()
+		if err := fn(r, c); err != nil {
+			return err
+		}
+		if r.Git != nil && !ended && finishes(cur, r) {
+			return errDeliver
+		}
+		return nil
+	})
 }
 
 // deliverFirst saves fn, a transition that may finish a task or the run, with the work it needs done in the run's

@@ -15,9 +15,10 @@ import (
 	"github.com/orchrun/orch/agent"
 )
 
-// Serve serves the permission prompt tool over MCP's stdio transport (newline-delimited JSON-RPC on in and
-// out) until the client closes in, deciding from state (the agent.HookEnv value). A state that is missing or not JSON is an
-// error before anything is served: Claude Code then finds the server failed and its rules deny what would ask.
+// Serve serves the permission prompt tool over MCP's stdio transport (newline-delimited JSON-RPC on in and out) until
+// the client closes in, deciding from state (the agent.HookEnv value). A state that is missing, not JSON or of another
+// protocol (agent.ParseHookState) is an error before anything is served: Claude Code then finds the server failed and
+// its rules deny what would ask.
 func Serve(ctx context.Context, in io.ReadCloser, out io.WriteCloser, state, home, version string) error {
 	st, err := agent.ParseHookState(state)
 	if err != nil {

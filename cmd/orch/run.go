@@ -18,6 +18,7 @@ import (
 	"github.com/orchrun/orch/jobs/store"
 	"github.com/orchrun/orch/pipeline"
 	"github.com/orchrun/orch/runs"
+	"github.com/orchrun/orch/worker"
 )
 
 // humanFlags are the flags that choose who answers questions here.
@@ -229,9 +230,7 @@ func (a *app) findTasks(ctx context.Context, opts jobs.Options, plan string) ([]
 		return nil, jobs.BrainUsage{}, err
 	}
 	list, err := bn.Tasks(ctx, plan)
-	u := list.Usage
-	usage := jobs.BrainUsage{Backend: u.Backend, Model: u.Model, Calls: u.Calls, InputTokens: u.InputTokens,
-		OutputTokens: u.OutputTokens, CostUSD: u.CostUSD}
+	usage := worker.BrainUsage(list.Usage)
 	if err != nil {
 		return nil, usage, err
 	}

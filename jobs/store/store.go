@@ -94,7 +94,7 @@ func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) e
 	}
 	// Written at once (MULTI) under a watch of the run's key, so that waiting for a replica waits for these writes, and
 	// a connection lost as they were sent leaves all of them or none: which one, a read of the run tells.
-	key, sent := runKey(r.ID), false
+	key, sent, spent := runKey(r.ID), false, r.Spent()
 	create := func(tx *redis.Tx) error {
 		n, err := tx.Exists(ctx, key).Result()
 		if err != nil {
@@ -109,8 +109,8 @@ func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) e
 			p.ZAdd(ctx, keyRuns, redis.Z{Score: float64(now.UnixMilli()), Member: r.ID})
 			p.HSet(ctx, keySummaries, r.ID, summarize(r))
 			indexOpen(ctx, p, r)
-			if usd := r.Spent(); usd > 0 && r.Team() != "" {
-				writeSpend(ctx, p, r.Team(), usd, 0, now) // what reading its plan cost, before any attempt
+			if spent > 0 && r.Team() != "" {
+				writeSpend(ctx, p, r.Team(), spent, 0, now) // what reading its plan cost, before any attempt
 			}
 			return s.appendEvents(ctx, p, r.ID, c.Events)
 		})
@@ -137,7 +137,7 @@ func (s *Store) Create(ctx context.Context, r *jobs.Run, events ...jobs.Event) e
 	if err != nil {
 		return err
 	}
-	s.spent(r.Team(), r.Spent())
+	s.spent(r.Team(), spent)
 	s.makeDurable(ctx, r.ID)
 	return nil
 }
