@@ -53,6 +53,8 @@ type counts struct {
 	// questions are the numbers of runs waiting at which the question listings are timed, questionSamples times each.
 	questions       []int
 	questionSamples int
+	helpStarts      int  // starts of `orch help` and of a static hello, each
+	coldBuilds      bool // build cmd/orch and a minimal asynq program from an empty build cache
 }
 
 var (
@@ -60,12 +62,12 @@ var (
 		dockerSamples: 20, worktrees: 20, concurrent: 16,
 		history: []int{100, 10000}, historyTimes: 15, outputMB: 200, rescues: 5, crashTrials: 50,
 		fairRuns: 200, fairTasks: 50, fairWarmup: 5 * time.Second, fairWindow: time.Minute,
-		questions: []int{1000, 10000}, questionSamples: 30}
+		questions: []int{1000, 10000}, questionSamples: 30, helpStarts: 100, coldBuilds: true}
 	quickCounts = counts{ackRounds: 2, resumes: 5, approvals: 3, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20, agentStarts: 20,
 		dockerSamples: 3, worktrees: 3, concurrent: 4,
 		history: []int{100, 1000}, historyTimes: 3, outputMB: 20, rescues: 1, crashTrials: 3,
 		fairRuns: 20, fairTasks: 20, fairWarmup: 2 * time.Second, fairWindow: 4 * time.Second,
-		questions: []int{100, 1000}, questionSamples: 3}
+		questions: []int{100, 1000}, questionSamples: 3, helpStarts: 5}
 )
 
 func main() {
@@ -228,12 +230,21 @@ func measurements(c counts) []measurement {
 			}},
 		{"steps", "steps: task steps through one worker", true,
 			func(ctx context.Context, r *rig, res *Results) error {
-				steps, err := measureSteps(ctx, r, c.stepRuns, c.stepTasks)
+				return measureStepsAgainstAsynq(ctx, r, c, res)
+			}},
+		{"binary", "binary: orch's size, `orch help`'s start and cold builds against their anchors", false,
+			func(ctx context.Context, r *rig, res *Results) error {
+				b, err := measureBinary(ctx, r, c.helpStarts, c.coldBuilds)
 				if err != nil {
 					return err
 				}
-				res.StepsPerSecond, res.OverheadMsPerStep = roundTo(steps.perSecond, 1), roundTo(steps.overheadMs, 2)
-				res.Notes.Steps, res.Notes.Overhead = steps.note, steps.overheadNote
+				res.OrchBinaryMB, res.HelpStartMs, res.HelloStartMs = roundTo(mb(b.orchBytes), 1), roundTo(b.helpMs, 2), roundTo(b.helloMs, 2)
+				res.ColdBuildOrchSeconds, res.ColdBuildAsynqSeconds = nil, nil
+				if c.coldBuilds {
+					orch, asynq := roundTo(b.buildOrchS, 1), roundTo(b.buildAsynqS, 1)
+					res.ColdBuildOrchSeconds, res.ColdBuildAsynqSeconds = &orch, &asynq
+				}
+				res.Notes.Binary = b.note
 				return nil
 			}},
 		{"parked", fmt.Sprintf("parked: %d runs waiting for a human, then all answered", c.parked), true,

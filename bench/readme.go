@@ -113,11 +113,18 @@ func rows(r *Results) []row {
 		{"parked_worker_slots_busy", fmt.Sprint(r.ParkedWorkerSlotsBusy), "0", yesNo(r.ParkedWorkerSlotsBusy == 0)},
 		{"parked_redis_bytes_per_run", num(r.ParkedRedisBytesPerRun), "≤ 4096 (4 KiB)", le(r.ParkedRedisBytesPerRun, 4096)},
 		{"resume_all_seconds", num(r.ResumeAllSeconds), "—", "—"},
-		{"steps_per_second", num(r.StepsPerSecond), "≥ 200", yesNo(r.StepsPerSecond >= 200)},
+		{"steps_per_second", fmt.Sprintf("%s (%.2f× asynq alone, %s)", num(r.StepsPerSecond), r.StepsPerSecond/r.StepsPerSecondAsynq,
+			num(r.StepsPerSecondAsynq)), "≥ 0.5× asynq alone", yesNo(r.StepsPerSecond >= 0.5*r.StepsPerSecondAsynq)},
+		{"agent_ms_per_step", fmt.Sprintf("%s (the command under asynq alone %s)", num(r.AgentMsPerStep), num(r.ShMsPerStep)),
+			"≤ asynq's + 3", le(r.AgentMsPerStep-r.ShMsPerStep, 3)},
 		{"overhead_ms_per_step", num(r.OverheadMsPerStep), "≤ 5", le(r.OverheadMsPerStep, 5)},
 		{"agent_start_shim_p50_ms", fmt.Sprintf("%s (no shim %s, orch's binary as the shim %s)", num(r.AgentStartShimP50Ms),
 			num(r.AgentStartP50Ms), num(r.AgentStartOrchShimP50Ms)), "≤ no shim + 3",
 			le(r.AgentStartShimP50Ms-r.AgentStartP50Ms, 3)},
+		{"help_start_ms", fmt.Sprintf("%s (a static Go hello %s: %.1f×)", num(r.HelpStartMs), num(r.HelloStartMs),
+			r.HelpStartMs/r.HelloStartMs), "≤ 2× the hello", le(r.HelpStartMs, 2*r.HelloStartMs)},
+		{"orch_binary_mb", num(r.OrchBinaryMB), "—", "—"},
+		coldBuildRow(r.ColdBuildOrchSeconds, r.ColdBuildAsynqSeconds),
 		{"docker_cold_start_p50_ms", optional(r.DockerColdStartP50Ms), "—", "—"},
 		{"docker_warm_start_p50_ms", optional(r.DockerWarmStartP50Ms), "—", "—"},
 		{"docker_repo_start_p50_ms", optional(r.DockerRepoStartP50Ms), "—", "—"},
@@ -188,6 +195,15 @@ func peakRSSRow(v *float64) row {
 		return row{"run_rss_200mb_output_mb", "null (not measured on this OS)", "≤ 150", "—"}
 	}
 	return row{"run_rss_200mb_output_mb", num(*v), "≤ 150", yesNo(*v <= 150)}
+}
+
+// coldBuildRow is cmd/orch's cold build against a minimal asynq program's, which quick mode does not make.
+func coldBuildRow(orch, asynq *float64) row {
+	if orch == nil || asynq == nil {
+		return row{"cold_build_orch_seconds", "null (not made in quick mode)", "≤ 1.3× asynq's", "—"}
+	}
+	return row{"cold_build_orch_seconds", fmt.Sprintf("%s (a minimal asynq program %s: %.2f×)", num(*orch), num(*asynq),
+		*orch / *asynq), "≤ 1.3× asynq's", yesNo(*orch <= 1.3**asynq)}
 }
 
 func abs(v float64) float64 {

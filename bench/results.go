@@ -39,6 +39,12 @@ type Results struct {
 	ParkedRedisBytesPerRun float64 `json:"parked_redis_bytes_per_run"`
 	ResumeAllSeconds       float64 `json:"resume_all_seconds"`
 	StepsPerSecond         float64 `json:"steps_per_second"`
+	// StepsPerSecondAsynq is asynq alone running the no-op agent's command per task in the same run, before and after
+	// orch's steps (the mean of the two); AgentMsPerStep is the no-op agent's own time in orch's steps and ShMsPerStep
+	// the same command's under asynq.
+	StepsPerSecondAsynq float64 `json:"steps_per_second_asynq"`
+	AgentMsPerStep      float64 `json:"agent_ms_per_step"`
+	ShMsPerStep         float64 `json:"sh_ms_per_step"`
 	// AgentStartP50Ms is the no-op agent's process through the local sandbox with no shim; ShimP50Ms behind
 	// orch-shim, OrchShimP50Ms behind orch's own binary as the shim.
 	AgentStartP50Ms         float64  `json:"agent_start_p50_ms"`
@@ -99,8 +105,16 @@ type Results struct {
 	FairShareSteps            int     `json:"fair_share_steps"`
 	FairShareUnequalTimeAPct  float64 `json:"fair_share_unequal_time_a_pct"`
 	FairShareUnequalStepsAPct float64 `json:"fair_share_unequal_steps_a_pct"`
-	Machine                   Machine `json:"machine"`
-	Notes                     Notes   `json:"notes"`
+	// OrchBinaryMB is the size of `make build`'s orch; HelpStartMs `orch help`'s start to exit and HelloStartMs a static
+	// Go program's that does nothing, in the same run; ColdBuild* the cold builds of cmd/orch and of a minimal asynq
+	// program (null in quick mode, which skips them).
+	OrchBinaryMB          float64  `json:"orch_binary_mb"`
+	HelpStartMs           float64  `json:"help_start_ms"`
+	HelloStartMs          float64  `json:"hello_start_ms"`
+	ColdBuildOrchSeconds  *float64 `json:"cold_build_orch_seconds"`
+	ColdBuildAsynqSeconds *float64 `json:"cold_build_asynq_seconds"`
+	Machine               Machine  `json:"machine"`
+	Notes                 Notes    `json:"notes"`
 }
 
 // Machine is where the numbers were measured.
@@ -140,6 +154,7 @@ type Notes struct {
 	Crash        string `json:"crash"`
 	FairShare    string `json:"fair_share"`
 	Questions    string `json:"questions"`
+	Binary       string `json:"binary"`
 	// FairShareUnequal is the fair share with steps of unequal length.
 	FairShareUnequal string `json:"fair_share_unequal"`
 }
@@ -180,7 +195,8 @@ func (r *Results) check(wantParked int) error {
 		"github_resume_p90_ms": r.GitHubResumeP90Ms, "github_resume_max_ms": r.GitHubResumeMaxMs,
 		"approval_resume_p50_ms": r.ApprovalResumeP50Ms, "approval_resume_p99_ms": r.ApprovalResumeP99Ms,
 		"parked_redis_bytes_per_run": r.ParkedRedisBytesPerRun, "resume_all_seconds": r.ResumeAllSeconds,
-		"steps_per_second": r.StepsPerSecond, "worktree_setup_p50_ms": r.WorktreeSetupP50Ms,
+		"steps_per_second": r.StepsPerSecond, "steps_per_second_asynq": r.StepsPerSecondAsynq,
+		"agent_ms_per_step": r.AgentMsPerStep, "sh_ms_per_step": r.ShMsPerStep, "worktree_setup_p50_ms": r.WorktreeSetupP50Ms,
 		"worktree_setup_100_files_p50_ms": r.WorktreeSetup100FilesP50Ms, "worktree_setup_cold_p50_ms": r.WorktreeSetupColdP50Ms,
 		"embedded_status_ms_at_10k": r.EmbeddedStatusMsAt10k, "embedded_status_ms_at_100": r.EmbeddedStatusMsAt100,
 		"embedded_run_start_ms_at_10k":          r.EmbeddedRunStartMsAt10k,
@@ -191,6 +207,7 @@ func (r *Results) check(wantParked int) error {
 		"api_runs_p50_ms_at_10k": r.APIRunsP50MsAt10k, "api_runs_p99_ms_at_10k": r.APIRunsP99MsAt10k,
 		"questions_page_ms_at_10k": r.QuestionsPageMsAt10k, "questions_page_ms_at_1k": r.QuestionsPageMsAt1k,
 		"questions_api_ms_at_10k": r.QuestionsAPIMsAt10k, "escalation_show_lookup_ms_at_10k": r.EscalationShowLookupMsAt10k,
+		"orch_binary_mb": r.OrchBinaryMB, "help_start_ms": r.HelpStartMs, "hello_start_ms": r.HelloStartMs,
 	}
 	for name, v := range positive {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
@@ -231,6 +248,14 @@ func (r *Results) checkCounts(wantParked int) []error {
 	}
 	if r.ParkedWorkerSlotsBusy < 0 {
 		errs = append(errs, fmt.Errorf("parked_worker_slots_busy = %d", r.ParkedWorkerSlotsBusy))
+	}
+	if (r.ColdBuildOrchSeconds == nil) != (r.ColdBuildAsynqSeconds == nil) {
+		errs = append(errs, errors.New("one cold build without the other"))
+	}
+	for _, v := range []*float64{r.ColdBuildOrchSeconds, r.ColdBuildAsynqSeconds} {
+		if v != nil && !(*v > 0) {
+			errs = append(errs, fmt.Errorf("a cold build of %v s", *v))
+		}
 	}
 	if v := r.RunRSS200MBOutputMB; v != nil && !(*v > 0) {
 		errs = append(errs, fmt.Errorf("run_rss_200mb_output_mb = %v", *v))

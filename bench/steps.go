@@ -18,6 +18,7 @@ const noopAgent = `cmd:sh -c "echo Done." noop {prompt}`
 
 type stepsResult struct {
 	perSecond    float64
+	agentMs      float64 // the agent process's own wall time per step, mean
 	overheadMs   float64
 	note         string
 	overheadNote string
@@ -75,7 +76,7 @@ func measureSteps(ctx context.Context, r *rig, runs, tasks int) (stepsResult, er
 	// Each of the worker's slots was busy (or waiting for work) for the whole elapsed time: a slot's wall time per step.
 	slotPerStep := elapsed * workerConcurrency / time.Duration(steps)
 	between := inside.mean(agentTime)
-	res := stepsResult{perSecond: float64(steps) / elapsed.Seconds(), overheadMs: ms(slotPerStep - agentMean)}
+	res := stepsResult{perSecond: float64(steps) / elapsed.Seconds(), overheadMs: ms(slotPerStep - agentMean), agentMs: ms(agentMean)}
 	res.note = fmt.Sprintf("%d runs × %d tasks = %d steps, each through the step queue, the step handler, the heuristic "+
 		"brain and the no-op agent (`sh -c \"echo Done.\"` via the command template, local sandbox), one worker process "+
 		"(concurrency %d, poll 20 ms); from queueing the runs' starts to the last run completing: %.2f s.",
@@ -87,6 +88,34 @@ func measureSteps(ctx context.Context, r *rig, runs, tasks int) (stepsResult, er
 		"attempt's first transaction, enqueueing the next step, the start tasks, and any wait for work.",
 		workerConcurrency, steps, ms(slotPerStep), ms(agentMean), ms(slotPerStep-agentMean), ms(between))
 	return res, nil
+}
+
+// measureStepsAgainstAsynq measures orch's steps between two runs of the asynq anchor (measureAnchor) of the same
+// size, so that the machine's load in those minutes falls on both, and compares them.
+func measureStepsAgainstAsynq(ctx context.Context, r *rig, c counts, res *Results) error {
+	var anchors [2]anchorResult
+	var steps stepsResult
+	for i, do := range []func() error{
+		func() (err error) { anchors[0], err = measureAnchor(ctx, r, c.stepRuns, c.stepTasks); return err },
+		func() (err error) { steps, err = measureSteps(ctx, r, c.stepRuns, c.stepTasks); return err },
+		func() (err error) { anchors[1], err = measureAnchor(ctx, r, c.stepRuns, c.stepTasks); return err },
+	} {
+		if err := do(); err != nil {
+			return fmt.Errorf("%s: %w", [...]string{"asynq before", "orch", "asynq after"}[i], err)
+		}
+	}
+	asynqRate := (anchors[0].perSecond + anchors[1].perSecond) / 2
+	shMs := (ms(anchors[0].shMean) + ms(anchors[1].shMean)) / 2
+	res.StepsPerSecond, res.OverheadMsPerStep = roundTo(steps.perSecond, 1), roundTo(steps.overheadMs, 2)
+	res.StepsPerSecondAsynq, res.AgentMsPerStep, res.ShMsPerStep = roundTo(asynqRate, 1), roundTo(steps.agentMs, 2), roundTo(shMs, 2)
+	res.Notes.Steps = steps.note + fmt.Sprintf(" The anchor, in the same run before and after: asynq alone (v0.26, one "+
+		"server of the same concurrency and poll interval, on the same Redis) running the same command with "+
+		"os/exec in its handler for %d chains of %d tasks, each task queueing the next of its chain: %.1f and %.1f "+
+		"tasks/s (orch %.2f× their mean); the command's own time there %.2f and %.2f ms, in orch's steps %.2f ms "+
+		"(behind the sandbox's shim).", c.stepRuns, c.stepTasks, anchors[0].perSecond, anchors[1].perSecond,
+		steps.perSecond/asynqRate, ms(anchors[0].shMean), ms(anchors[1].shMean), steps.agentMs)
+	res.Notes.Overhead = steps.overheadNote
+	return nil
 }
 
 // stepPlan is a milestone of n tasks.
