@@ -81,6 +81,11 @@ var permanentCauses = []permanentRule{
 		`\b(?:token|credentials?|session|password|certificate|key|grant)s? (?:is|are|was|were) (?:expired|revoked)\b`,
 		`\b(?:token|credentials?|session|password|certificate|cert|key)\b[^.\n]{0,40}?\bexpired (?:at|on)\b`,
 		`\b(?:expired|revoked) (?:security |session |refresh |access |auth |sso )?(?:token|credentials?|session|certificate|key)\b`,
+		// A login that must be renewed by its owner: "Reauthentication failed. cannot prompt during non-interactive
+		// execution" (gcloud), "Your credentials are no longer valid" (firebase), "re-authentication required".
+		`\bre-?authenticat(?:ion|e)\b[^.\n]{0,30}?\b(?:failed|required|needed)\b`,
+		`\b(?:credentials?|login|session|token)s? (?:is |are )?no longer valid\b`,
+		`\bcannot prompt\b[^.\n]{0,30}?\bnon-?interactive\b`,
 	)),
 		"a credential that expired or was revoked: only its owner can issue a new one", true},
 	// SDKs and CLIs word a missing key or login in their own ways: "the api_key client option must be set",
@@ -91,7 +96,7 @@ var permanentCauses = []permanentRule{
 		`\b(?:could not|couldn't|unable to|failed to|cannot) (?:resolve|find|determine|load|obtain) (?:an? |the |any )?(?:valid )?(?:authentication|auth) (?:method|credentials?|token|headers?)\b`,
 		`\binvalid[ _-]x-api-key\b`,
 		`\bx-api-key\b[^.\n]{0,20}\b(?:invalid|missing)\b`,
-		`\b(?:please |then )?run:?\s+\S+ (?:auth )?login\b`,
+		`\b(?:please |then )?run:?\s+(?:\$\s+)?\S+ (?:auth )?login\b`,
 		`\bset the [A-Z][A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|CREDENTIALS)\b environment variable`,
 		`\bdefault credentials\b[^.\n]{0,40}\bnot (?:found|set|available)`,
 		`\bapplication default credentials\b[^.\n]{0,60}\b(?:not|no|missing|unable|could not)\b`,
@@ -138,6 +143,8 @@ var permanentCauses = []permanentRule{
 		`\brepository does not exist\b`,
 		`(?-i:\bNoSuchBucket\b|\bResourceGroupNotFound\b|\bRepositoryNotFoundException\b|\bSubscriptionNotFound\b)`,
 		`\bthe specified bucket does not exist\b`,
+		// GitHub's GraphQL API on a name it cannot see: "Could not resolve to a Repository with the name 'acme/x'".
+		`(?-i:\bCould not resolve to an? (?:Repository|Organization|User|ProjectV2|Project)\b)`,
 	)),
 		"a repository or resource that does not exist, or that the agent cannot see: a person must create it or correct the name", false},
 	// A security or organisational policy the task runs into (a policy document, an admission controller, an
@@ -195,7 +202,7 @@ var permanentCauses = []permanentRule{
 	{lazyRE(oneOf(`(?i)`,
 		`\b(?:I|we)\s+need\s+(?:some\s+|more\s+)?(?:clarification|your input|a (?:human )?decision|human input|guidance|direction)\b`,
 		`\bneeds? (?:clarification|a human|human (?:input|decision|review|intervention))\b`,
-		`\b(?:cannot|can't|unable to) (?:proceed|continue) without\b`,
+		`\b(?:cannot|can't|unable to) (?:proceed|continue|implement (?:it|this|that|them)?|finish (?:it|this|that)|complete (?:it|this|that|the task)) ?without\b`,
 		`\bwaiting for (?:a |your |human )?(?:decision|input|clarification|answer)\b`,
 		`\b(?:requires?|needs?) (?:a )?(?:human|manual) (?:decision|input|intervention|review)\b`,
 		`\bblocked (?:until|on|by) (?:a |the |your )?(?:decision|human|clarification|product)\b`,
@@ -212,6 +219,11 @@ var permanentCauses = []permanentRule{
 	{lazyRE(oneOf(`(?i)`,
 		`\b(?:sandbox|firewall|proxy|network policy|egress policy|corporate network)\b[^.;]{0,40}\b(?:blocks?|blocked|forbids?|denies|denied|does not allow|doesn't allow|prevents?|disallows?)\b`,
 		`\bnothing (?:I|we|the agent) can (?:change|do|fix)\b`,
+		// The sandbox runs without a network: "network access is disabled in this sandbox", Codex's
+		// "network_access=false", "outbound network is disabled for this environment".
+		`\b(?:network(?: access)?|internet(?: access)?|outbound (?:network|traffic|connections?)|egress)\s+(?:is\s+|are\s+)?(?:disabled|not allowed|not available|unavailable|blocked|turned off)\b[^.;\n]{0,20}?\b(?:in|inside|for|by)\s+(?:this|the)\s+(?:sandbox|container|environment|runner)\b`,
+		`\bnetwork_access\s*=\s*false\b`,
+		`\bno (?:network|internet) access\b[^.;\n]{0,20}?\b(?:in|inside) (?:this|the) (?:sandbox|container|environment)\b`,
 		`\b(?:outside|beyond) (?:my|our|the agent's) control\b`,
 	)),
 		"a restriction of the environment the agent cannot lift", false},
@@ -219,13 +231,14 @@ var permanentCauses = []permanentRule{
 		"an action only a person can take", false},
 	{lazyRE(`(?i)\b(?:needs?|requires?|without|pending|waiting for)\s+(?:[\w'-]+\s+){0,3}?(?:approval|sign-?off)(?:\s+(?:from|by|of|before)\b|\s*[.,;:)]|\s*$)`),
 		"a change that needs someone's approval", false},
-	{lazyRE(`(?i)\b(?:task|plan|spec(?:ification)?|ticket|issue|instructions?|requirements?|story)\s+(?:says|said|asks|asked|refers|references|mentions|points|tells|names|requires|links)\b(?:[^.;:]|\.\S){0,120}?\b` + anyOf(
+	{lazyRE(`(?i)\b(?:task|plan|spec(?:ification)?|ticket|issue|instructions?|requirements?|story)\s+(?:says|said|asks|asked|refers|references|mentions|points|tells|names|requires|links)\b(?:[^.;:]|\.\S|\.["')]?\s+){0,160}?\b` + anyOf(
 		`does not exist`,
 		`doesn't exist`,
 		`did not exist`,
 		`(?:isn't|is not|aren't|are not) (?:in|anywhere in) (?:this|the) (?:repo|repository|codebase|workspace|project)`,
 		`(?:is|are) missing from (?:this|the) (?:repo|repository|codebase|workspace|project)`,
 		`(?:could not|couldn't|cannot|can't) find (?:it|them|that|this|those)`,
+		`no such \w+ (?:is|was|exists|can be found)`,
 		`no such`,
 	) + `\b`),
 		"missing context: the task refers to something that is not there", false},

@@ -213,6 +213,11 @@ var (
 			`\bwithout your (?:go-ahead|approval|OK|sign-off|confirmation)\b`,
 			`\b(?:requires?|needs?) (?:a )?(?:human|product|design|your) (?:decision|input|approval)`,
 			`\bAskUserQuestion\b`,
+			// A decision asked for as a heading or a label, without a question mark: "Decision needed: how to
+			// store …", "Input required on the retention period".
+			`(?m)^\W{0,4}(?:decision|input|answer|approval|sign-off|your call)s? (?:needed|required|wanted)\b`,
+			// A step only a person can take: "which I can't request myself", "I can't grant that role myself".
+			`\b(?:I|we) (?:can't|cannot|can not|am not able to|are not able to)\s+(?:[\w-]+\s+){1,4}?(?:myself|ourselves)\b`,
 			`\byour (?:call|decision|preference)\b`,
 			`\blet me know (?:which|what you(?:'d)? prefer|how you(?:'d)? like)\b`,
 		)),
@@ -489,13 +494,17 @@ func (b *lineBlocks) next(l, low string) (failing [][2]int, side bool) {
 	return failing, b.sideCmd || sideCheckG.match(l, low) && !mainCheckRe.MatchString(l)
 }
 
+// personsStepRe is an admission that the agent cannot take a step itself, for a person to take it.
+var personsStepRe = lazyRE(`(?i)^(?:I|we) (?:can't|cannot|can not|am not able to|are not able to)\s+(?:[\w-]+\s+){1,4}?(?:myself|ourselves)\b`)
+
 // readAdmissions is the pass over the sentences that finds the last admission of work not done.
 func (ev *evidence) readAdmissions(d *doc, sentences []sentence) {
 	for _, s := range sentences {
 		if !admissionG.may(fold(s.text)) {
 			continue
 		}
-		if loc := admissionRe.FindStringIndex(s.text); loc != nil && !resolvedBefore(s.text[:loc[0]]) {
+		// "I can't request that myself" asks a person to take the step (uncertaintyRes); it admits no failure.
+		if loc := admissionRe.FindStringIndex(s.text); loc != nil && !resolvedBefore(s.text[:loc[0]]) && !personsStepRe.MatchString(s.text[loc[0]:]) {
 			// The admission's column on the sentence's last line; a phrase wrapped across lines counts from
 			// the start of that line.
 			col := max(0, strings.Index(d.lines[s.line], d.restore(s.text[loc[0]:loc[1]])))
@@ -504,12 +513,14 @@ func (ev *evidence) readAdmissions(d *doc, sentences []sentence) {
 	}
 }
 
-// readAsks is the pass over the sentences that counts real questions and offers, leaving out the tool's output and
-// a question the agent answers itself in the next sentence.
+// readAsks is the pass over the sentences that counts real questions and offers, leaving out the tool's output, a
+// question the agent answers itself in the next sentence, and one its paragraph opens by putting out of the task
+// ("Optional, and I'm not waiting on this: … Want me to …?").
 func (ev *evidence) readAsks(d *doc, sentences []sentence) {
 	last := lastProse(sentences)
 	for k, s := range sentences {
-		if d.toolOutput(s) || k+1 < len(sentences) && selfAnswered(s.text, sentences[k+1].text, sentences[k+1].unit == s.unit) {
+		if d.toolOutput(s) || k+1 < len(sentences) && selfAnswered(s.text, sentences[k+1].text, sentences[k+1].unit == s.unit) ||
+			k > 0 && sentences[k-1].unit == s.unit && strings.HasSuffix(s.text, "?") && outOfScopeRe.MatchString(strings.TrimSpace(sentences[k-1].text)) {
 			continue
 		}
 		switch classifyAsk(s.text, k == last) {
@@ -773,7 +784,10 @@ var explainOfferRe = lazyRE(`(?i)\b(?:explain|walk you through|go (?:over|throug
 // a follow-up." An offer of optional extra work after finished work, marked so, is not a question for a person.
 var outOfScopeRe = lazyRE(oneOf(`(?i)`,
 	`^\(?(?:that(?:'s| is)|this is|it(?:'s| is))\s+(?:\w+\s+)?(?:beyond|outside|out of)\s+(?:the\s+)?(?:scope|this task|this change|this PR)`,
-	`\bnot (?:part of|in scope for|required for|needed for|necessary for|within the scope of) this (?:task|change|PR|ticket)\b`,
+	`\b(?:not|isn't|aren't|wasn't) (?:part of|in scope for|required for|needed for|necessary for|within the scope of) this (?:task|change|PR|ticket)\b`,
+	// The agent says it does not wait for the answer: "I'm not waiting on this", "no need to answer now".
+	`\b(?:I'm|I am) not waiting (?:on|for) (?:this|that|it|an answer|a reply)\b`,
+	`\bno need to (?:answer|reply|respond)\b`,
 	`\b(?:worth|for|in|as|is|be) a separate (?:ticket|task|issue|PR|pull request|change)\b`,
 	`\bas a (?:separate )?follow-?up\b`,
 	`^\(?(?:optional|not required|out of scope)\b`,

@@ -36,8 +36,9 @@ var (
 		lazyRE(`^test result: (?:ok|FAILED)\. \d+ passed; \d+ failed`),
 		// cargo-nextest: "Summary [   0.118s] 23 tests run: 23 passed, 0 skipped".
 		lazyRE(`^Summary \[\s*[\d.]+m?s\] \d+ tests? run: `),
-		// jest: "Tests:       1 failed, 97 passed, 98 total", "Test Suites: 2 passed, 2 total".
-		lazyRE(`^(?:Tests|Test Suites):\s+(?:\d+ [a-z]+, )*\d+ total$`),
+		// jest: "Tests:       1 failed, 97 passed, 98 total", "Test Suites: 2 passed, 2 total", and the snapshots' line
+		// of the same summary, "Snapshots:   4 passed, 4 total", which under a failed test says nothing of it.
+		lazyRE(`^(?:Tests|Test Suites|Snapshots):\s+(?:\d+ [a-z]+, )*\d+ total$`),
 		// vitest: "Test Files  1 failed | 11 passed (12)", "Tests  8 passed (8)".
 		lazyRE(`^(?:Test Files|Tests)\s+\d+ [a-z]+(?: \| \d+ [a-z]+)* \(\d+\)$`),
 		// mocha ("42 passing (380ms)", "2 failing"), Playwright ("9 passed (7.4s)", "1 failed", "1 flaky"), bun (" 41
@@ -179,10 +180,15 @@ func testVerdict(l string) verdict {
 var (
 	checkMarkRe = lazyRE(`^\s*[✓✔√]`)
 	// runnerWordsG lets a line that none of the runners' lines can be skip them all.
-	runnerWordsG = guard(union(append(append([]*pattern{}, runnerSummaryRes...), testPassLineRe, testFailLineRe, imageBuildRe, healthyRe, unhealthyRe)))
+	runnerWordsG = guard(union(append(append([]*pattern{}, runnerSummaryRes...), testPassLineRe, testFailLineRe, imageBuildRe, infraApplyRe, healthyRe, unhealthyRe)))
 	// An image build's last line: BuildKit's "[+] Building 41.2s (12/12) FINISHED" (every step done: a pass; a
-	// step short, the build stopped) and the classic builder's "Successfully built 3f1c2a9b7d4e".
-	imageBuildRe = lazyRE(`^\[\+\] Building [\d.]+s \((\d+)/(\d+)\) FINISHED|^Successfully built [0-9a-f]{6,}$`)
+	// step short, the build stopped), its plain progress naming or writing the image ("#14 naming to
+	// docker.io/library/app:1.2 done", "#14 writing image sha256:9b1f… done", "=> => naming to …" on a terminal),
+	// which it does only once every step passed, and the classic builder's "Successfully built 3f1c2a9b7d4e".
+	imageBuildRe = lazyRE(`^\[\+\] Building [\d.]+s \((\d+)/(\d+)\) FINISHED|^Successfully built [0-9a-f]{6,}$|^(?:#\d+|=> =>) (?:naming to \S+|writing image sha256:[0-9a-f]{12,})(?: done| +[\d.]+s)?$`)
+	// Terraform's and OpenTofu's last line of an apply or a destroy that ran to the end: "Apply complete! Resources:
+	// 3 added, 1 changed, 0 destroyed." Its failures end in "Error: …" lines instead.
+	infraApplyRe = lazyRE(`^(?:Apply|Destroy) complete! Resources: \d+ (?:added|destroyed)`)
 	// A health check's answer: a health endpoint's JSON status (Spring's "UP", the common "ok"/"healthy"), a
 	// container's "(healthy)" in docker ps, gRPC health's "SERVING".
 	healthyRe   = lazyRE(`(?i)^\{?.*"status"\s*:\s*"(?:ok|healthy|up|pass|green)"|\(healthy\)|^status:\s*SERVING$`)
@@ -210,6 +216,8 @@ func runnerVerdict(l, low string) (v verdict, side bool) {
 		return verdictPass, true
 	}
 	switch {
+	case infraApplyRe.MatchString(s):
+		return verdictPass, false
 	case unhealthyRe.MatchString(s):
 		return verdictFail, false
 	case healthyRe.MatchString(s):

@@ -28,13 +28,16 @@ const (
 	subjPlace  subjectKind = "place"  // the file a linter rule fired in
 	subjSymbol subjectKind = "symbol" // a name the compiler cannot find
 	subjSite   subjectKind = "site"   // where an exception or panic was thrown: its type and its deepest frame
+	// A package whose version constraints cannot all be met: the one a resolver says two others want in different
+	// versions, whichever of them it names first and however it words it.
+	subjConflict subjectKind = "conflict"
 )
 
 // causeKinds name why something failed rather than where it showed: a server that cannot be reached, a module that
 // cannot be found, a name the compiler cannot find, a place that throws. When two failures name the same cause, the
 // tests it broke are its symptoms: three tests failing on one unreachable database, or on one exception thrown at
 // one line, are one failure however many tests and tools tell it.
-var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite}
+var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjConflict}
 
 // aliasKinds are the kinds one resource can be named by more than once (a host by its name and its address, an
 // endpoint by its host): one failure's names contained in the other's are the same resource. Other kinds must be
@@ -45,7 +48,7 @@ var aliasKinds = map[subjectKind]bool{subjHost: true, subjURL: true}
 type subject map[subjectKind]map[string]bool
 
 // foldedKinds are compared without case: host names, URLs and package registries ignore it.
-var foldedKinds = map[subjectKind]bool{subjHost: true, subjURL: true, subjModule: true, subjStatus: true}
+var foldedKinds = map[subjectKind]bool{subjHost: true, subjURL: true, subjModule: true, subjStatus: true, subjConflict: true}
 
 func (s subject) add(k subjectKind, v string) {
 	v = strings.Trim(v, "`'\".,;:()[]{}<> ")
@@ -100,6 +103,17 @@ var (
 		lazyRE(`(?i)\bno matching version found for (@?[\w.\-]+(?:/[\w.\-]+)?)@`),                                                          // npm, pnpm
 		lazyRE(`(?i)\b(?:npm ERR! 404|E404|FETCH_404)\b.*?registry\.[\w.]+/(@?[\w.\-]+(?:%2f[\w.\-]+)?)`),                                  // npm, pnpm
 		lazyRE(`(?i)\bcould not (?:resolve|find|transfer) (?:dependencies|artifact)\b[^\n]*?\bat ([\w.\-]+:[\w.\-]+):`),                    // maven
+	}
+	// The contended package of a dependency conflict, as each resolver names it: pip, Poetry and uv say who "depends
+	// on urllib3<1.27" and who "depends on urllib3>=2"; npm names the "peer react@"^17"" it cannot satisfy, or the
+	// "Conflicting peer dependency: react@17.0.2"; cargo cannot "select a version for `openssl-sys`"; Bundler
+	// "could not find compatible versions for gem "rack"". Read only in a resolver's failure (conflictGates).
+	conflictSubjectRes = []*pattern{
+		lazyRE(`(?i)\bdepends on ([a-z][\w.\-]*(?:\[[\w,]+\])?)\s*(?:\(|[<>=!~^]|\s+(?:version|v?\d))`),
+		lazyRE(`(?i)\bpeer (?:dep(?:endency)? )?(@?[\w.\-]+(?:/[\w.\-]+)?)@["'^~<>=\d]`),
+		lazyRE(`(?i)\bconflicting peer dependency:?\s+(@?[\w.\-]+(?:/[\w.\-]+)?)@`),
+		lazyRE("(?i)\\bfailed to select a version for `([\\w-]+)`"),
+		lazyRE(`(?i)\bcould not find compatible versions for (?:gem|package) "([^"]+)"`),
 	}
 	// A missing file, as runtimes and tools name it.
 	fileSubjectRes = []*pattern{
@@ -201,6 +215,9 @@ var subjectGates = map[subjectKind][]string{
 	subjSymbol: {"undefined", "cannot find", "nameerror", "symbol:"},
 	subjTest:   {"test"},
 	subjSite:   {"exception", "error", "panic"},
+	// A resolver's own words for a conflict: without them "depends on" is prose ("the handler depends on the cache").
+	subjConflict: {"conflict", "resolutionimpossible", "eresolve", "solverproblem", "no solution found", "failed to select a version",
+		"compatible versions", "unable to resolve dependency", "could not resolve dependency", "version solving failed"},
 }
 
 // subjectScan is how much of a long failure's head and tail is read for its subject: a tool names what failed in
@@ -341,6 +358,13 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 		for _, re := range symbolSubjectRes {
 			for _, m := range re.FindAllStringSubmatch(failure, -1) {
 				s.add(subjSymbol, m[1])
+			}
+		}
+	}
+	if gated(lower, subjConflict) {
+		for _, re := range conflictSubjectRes {
+			for _, m := range re.FindAllStringSubmatch(failure, -1) {
+				s.add(subjConflict, moduleName(m[1]))
 			}
 		}
 	}
@@ -609,7 +633,7 @@ func nameParts(s string) []string {
 // names is a subject's names for a reason, most telling kinds first.
 func (s subject) names() string {
 	var out []string
-	for _, k := range []subjectKind{subjModule, subjURL, subjHost, subjTest, subjFile, subjSymbol, subjRule} {
+	for _, k := range []subjectKind{subjModule, subjConflict, subjURL, subjHost, subjTest, subjFile, subjSymbol, subjRule} {
 		vs := make([]string, 0, len(s[k]))
 		for v := range s[k] {
 			vs = append(vs, v)
