@@ -35,18 +35,26 @@ var (
 		`\bI (?:prefer|favou?r)\b`,
 	))
 	// Recommendations that name the pick first: "I think the first one is better", "IMO the upsert is the safer
-	// choice", "Postgres would be my pick". Group 1 or 2 is the pick.
+	// choice", "Postgres would be my pick". The one group that matched is the pick.
 	pickFirstRe = lazyRE(`(?i)` + anyOf(
 		`^(?:(?:I think|I believe|IMO|IMHO|in my (?:view|opinion)|personally|honestly|frankly),?\s+)(.{1,80}?)\s+(?:is|would be|seems|looks|sounds)(?: like)?\s+(?:the\s+|a\s+)?(?:better|best|safer|simpler|cleaner|preferable|right|way to go|more sensible|sensible)\b`,
 		`^(.{1,80}?)\s+(?:would be|is) my (?:pick|choice|vote|preference|recommendation|suggestion)\b`,
+		// The pick named by its position or key, with no "I think" before: "The second seems safer to me", "Option B
+		// looks like the better fit".
+		`^((?:the\s+)?(?:first|second|third|fourth|fifth|last|former|latter)(?:\s+(?:one|option|approach|choice|path|way))?|(?:option|choice|approach|path)\s+[A-Ha-h1-9]|#\s*[1-9])\s+(?:is|would be|seems|looks|sounds)(?: like)?\s+(?:the\s+|a\s+)?(?:better|best|safer|simpler|cleaner|preferable|right|way to go|more sensible|sensible)\b`,
+		// The pick, then what the agent would do: "Switching to the Pages workflow is what I'd do".
+		`^(.{1,80}?)\s+(?:is|would be) what I(?:'d| would) (?:do|pick|choose|go with|recommend|suggest)\b`,
 	))
 )
+
+// positionRe names an option by its position in a sentence.
+var positionRe = lazyRE(`(?i)\bthe (?:first|second|third|fourth|fifth|last|former|latter|other)\b`)
 
 // The words without which otherRecommendRe and pickFirstRe cannot match: most sentences have none, and
 // checking for them first keeps a long output's reading cheap.
 var (
 	otherCueWords  = []string{"my ", " me", "lean", "prefer", "favo", "vote", "'d ", "would "}
-	pickFirstWords = []string{"my ", "better", "best", "safer", "simpler", "cleaner", "preferable", "right", "way to go", "sensible"}
+	pickFirstWords = []string{"my ", "better", "best", "safer", "simpler", "cleaner", "preferable", "right", "way to go", "sensible", "what i"}
 )
 
 func mayRecommend(lower string, words []string) bool {
@@ -77,8 +85,9 @@ func recommendedPhrase(s string) string {
 			return ""
 		}
 		t := strings.TrimSpace(s)
-		if m := pickFirstRe.FindStringSubmatch(t); m != nil {
-			return strings.TrimSpace(strings.Trim(m[1]+m[2], "*_ "))
+		// "The first is safer, the second is simpler" weighs two options against each other: no pick.
+		if m := pickFirstRe.FindStringSubmatch(t); m != nil && len(positionRe.FindAllStringIndex(t, 2)) < 2 {
+			return strings.TrimSpace(strings.Trim(strings.Join(m[1:], ""), "*_ ")) // one group matched
 		}
 		return ""
 	}
@@ -269,7 +278,8 @@ var stopWords = map[string]bool{
 }
 
 // stems is the set of content words of s, each cut to a crude stem so that "merging" meets "merge" and
-// "dropping" meets "drop".
+// "dropping" meets "drop". A compound of code ("audit_archive", "deploy-pages", "actions/checkout") counts with
+// each of its parts: "archiving" is about the `audit_archive` table.
 func stems(s string) map[string]bool {
 	out := map[string]bool{}
 	for _, w := range wordRe.get().FindAllString(strings.ToLower(s), -1) {
@@ -277,9 +287,19 @@ func stems(s string) map[string]bool {
 			continue
 		}
 		out[stem(w)] = true
+		if parts := strings.FieldsFunc(w, isCompoundJoin); len(parts) > 1 {
+			for _, p := range parts {
+				if len(p) > 2 && !stopWords[p] {
+					out[stem(p)] = true
+				}
+			}
+		}
 	}
 	return out
 }
+
+// isCompoundJoin is what joins the parts of a name in code: snake_case, kebab-case, paths and dotted names.
+func isCompoundJoin(r rune) bool { return r == '_' || r == '-' || r == '/' || r == '.' }
 
 func stem(w string) string {
 	for _, suf := range []string{"ing", "ed", "es", "s", "e"} {
