@@ -1049,7 +1049,10 @@ func findOptions(d *doc, qLine int, closed, pointsBack bool) ([]choice, listBloc
 		if rank > bestRank || rank == bestRank && dist >= bestDist {
 			continue
 		}
-		if opts := parseOptions(strings.Join(d.proseLines[b.start:b.end], "\n")); len(opts) >= 2 && len(opts) <= maxOptions {
+		if b.boldLead && !b.offered {
+			continue // paragraphs of a report, each with its bold title
+		}
+		if opts := b.options(d); len(opts) >= 2 && len(opts) <= maxOptions {
 			best, bestBlock, bestRank, bestDist = opts, b, rank, dist
 		}
 	}
@@ -1066,6 +1069,22 @@ type listBlock struct {
 	// notChoices: its lead-in names it as what was done, found or planned ("Files changed:", "Summary of what I
 	// found:", "Proposed approach:").
 	notChoices bool
+	// boldLead: paragraphs that each open with a bold name, which is its option's label; offered only by a lead-in.
+	boldLead bool
+}
+
+// options reads the block's choices: its items, or the names its paragraphs open with.
+func (b listBlock) options(d *doc) []choice {
+	if !b.boldLead {
+		return parseOptions(strings.Join(d.proseLines[b.start:b.end], "\n"))
+	}
+	var out []choice
+	for _, l := range d.proseLines[b.start:b.end] {
+		if name := boldLeadName(l); name != "" {
+			out = append(out, choice{label: name})
+		}
+	}
+	return out
 }
 
 // listBlocks finds the lists, tables, keyed options, drawn selections and lines of inline options of d's prose,
@@ -1084,12 +1103,16 @@ func listBlocks(d *doc) []listBlock {
 			continue
 		}
 		var j int
-		if style == styleKeyed {
+		switch style {
+		case styleKeyed:
 			j = keyedEnd(lines, i)
-		} else {
+		case styleBoldLead:
+			j = boldLeadEnd(lines, i)
+		default:
 			j = listEnd(lines, i, style)
 		}
-		b := listBlock{start: i, end: j, offered: style == styleLettered || style == styleKeyed || hasCursorRow(lines[i:j])}
+		b := listBlock{start: i, end: j, offered: style == styleLettered || style == styleKeyed || hasCursorRow(lines[i:j]),
+			boldLead: style == styleBoldLead}
 		switch leadIn(lines, i) {
 		case leadOffers:
 			b.offered = true
@@ -1108,7 +1131,7 @@ func listEnd(lines []string, i int, style lineStyle) int {
 	j := i + 1
 	for j < len(lines) {
 		n := lines[j]
-		if s := listStyle(n); s != styleNone && s != styleKeyed && (s == styleTable) == (style == styleTable) ||
+		if s := listStyle(n); s != styleNone && s != styleKeyed && s != styleBoldLead && (s == styleTable) == (style == styleTable) ||
 			style != styleTable && strings.TrimSpace(n) != "" && (n[0] == ' ' || n[0] == '\t') {
 			j++
 			continue
@@ -1208,6 +1231,9 @@ const (
 	styleTable
 	styleKeyed  // an option under its key as a heading or lead-in: "### Option A: …", "Approach 2 — …"
 	styleSelect // the cursor's row of a drawn selection: "❯ 1. Yes"
+	// a paragraph that opens with a bold sentence naming what it is about: "**Run it against a real Kafka.** Slower,
+	// but …"; such paragraphs are options only under a lead-in that offers them ("Two paths for …:").
+	styleBoldLead
 )
 
 var (
@@ -1233,8 +1259,55 @@ func listStyle(l string) lineStyle {
 		return styleTable
 	case cursorRowRe.MatchString(l):
 		return styleSelect
+	case boldLeadName(l) != "":
+		return styleBoldLead
 	}
 	return styleNone
+}
+
+// boldLeadRe is a paragraph's opening bold sentence and what follows it on its line.
+var boldLeadRe = lazyRE(`^(?:\*\*|__)([^*_\n]+?)[.:!]?(?:\*\*|__)[.:!]?\s+\S`)
+
+// boldLeadName is the name a paragraph opens with in bold, of two words or more, or "": "**Keep the embedded broker.**
+// Cheap, but …" is named "Keep the embedded broker". A bold word alone is a label ("**Note:** …"), not a name.
+func boldLeadName(l string) string {
+	m := boldLeadRe.FindStringSubmatch(l)
+	if m == nil || !strings.Contains(strings.TrimSpace(m[1]), " ") {
+		return ""
+	}
+	return strings.TrimSpace(m[1])
+}
+
+// boldLeadEnd is where the paragraphs that open with a bold name from line i end: each runs to a blank line, and
+// the next one must open within maxSection lines with no heading or question between.
+func boldLeadEnd(lines []string, i int) int {
+	end := paragraphEnd(lines, i)
+	for {
+		next := -1
+		for j := end; j < len(lines) && j < end+maxSection; j++ {
+			l := lines[j]
+			if strings.TrimSpace(l) == "" {
+				continue
+			}
+			if listStyle(l) == styleBoldLead {
+				next = j
+			}
+			break
+		}
+		if next < 0 {
+			return end
+		}
+		end = paragraphEnd(lines, next)
+	}
+}
+
+// paragraphEnd is the first blank line after line i, or the end.
+func paragraphEnd(lines []string, i int) int {
+	j := i + 1
+	for j < len(lines) && strings.TrimSpace(lines[j]) != "" {
+		j++
+	}
+	return j
 }
 
 type leadKind int
