@@ -69,6 +69,7 @@ func TestPercentileIsNearestRank(t *testing.T) {
 
 func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 	cold, warm, repo := 300.0, 90.0, 320.0
+	build, anchor := 90.0, 26.0
 	good := Results{AckP50Ms: 0.02, AckP99Ms: 0.2, ResumeP50Ms: 21, ResumeP99Ms: 45, ResumeAsynqDefaultP50Ms: 1000,
 		GitHubAckP50Ms: 0.03, GitHubAckP99Ms: 0.3, GitHubResumeP50Ms: 25, GitHubResumeP90Ms: 40, GitHubResumeMaxMs: 60,
 		APIResumeP50Ms: 22, APIResumeP99Ms: 44, APIRunsP50MsAt10k: 3, APIRunsP99MsAt10k: 6, QuestionsPageMsAt10k: 7, QuestionsPageMsAt1k: 7,
@@ -81,7 +82,8 @@ func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 		EmbeddedStatusMsAt10k: 40, EmbeddedStatusMsAt100: 35, EmbeddedRunStartMsAt10k: 150, EmbeddedStateBytesPerFinishedRun: 2500,
 		WebRunsPageMsAt10k: 20, WebRunsFilteredMsAt10k: 30, WebRunPageMs: 5, RescueP50Seconds: 6, CrashTrials: 50,
 		FairShareTimeAPct: 75, FairShareStepsAPct: 75, FairShareSteps: 2000, FairShareUnequalTimeAPct: 50,
-		FairShareUnequalStepsAPct: 75}
+		FairShareUnequalStepsAPct: 75, StepsPerSecondAsynq: 1400, AgentMsPerStep: 3.6, ShMsPerStep: 0.9,
+		OrchBinaryMB: 84, HelpStartMs: 7, HelloStartMs: 1.1, ColdBuildOrchSeconds: &build, ColdBuildAsynqSeconds: &anchor}
 	if err := good.check(10); err != nil {
 		t.Fatalf("good results rejected: %v", err)
 	}
@@ -106,6 +108,9 @@ func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 		"no rescue":     func(r *Results) { r.RescueP50Seconds = 0 },
 		"no trials":     func(r *Results) { r.CrashTrials = 0 },
 		"one team only": func(r *Results) { r.FairShareTimeAPct = 100 },
+		"no anchor":     func(r *Results) { r.StepsPerSecondAsynq = 0 },
+		"no hello":      func(r *Results) { r.HelloStartMs = 0 },
+		"half build":    func(r *Results) { r.ColdBuildAsynqSeconds = nil },
 	} {
 		r := good
 		bad(&r)

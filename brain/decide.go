@@ -144,7 +144,7 @@ var permanentCauses = []permanentRule{
 		`(?-i:\bNoSuchBucket\b|\bResourceGroupNotFound\b|\bRepositoryNotFoundException\b|\bSubscriptionNotFound\b)`,
 		`\bthe specified bucket does not exist\b`,
 		// GitHub's GraphQL API on a name it cannot see: "Could not resolve to a Repository with the name 'acme/x'".
-		`(?-i:\bCould not resolve to an? (?:Repository|Organization|User|ProjectV2|Project)\b)`,
+		`(?-i:\bCould not resolve to an? (?:Repository|Organization|User|ProjectV2|Project|PullRequest|Issue)\b)`,
 	)),
 		"a repository or resource that does not exist, or that the agent cannot see: a person must create it or correct the name", false},
 	// A security or organisational policy the task runs into (a policy document, an admission controller, an
@@ -229,7 +229,7 @@ var permanentCauses = []permanentRule{
 		"a restriction of the environment the agent cannot lift", false},
 	{lazyRE(`(?i)\buntil (?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\b|\b(?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\s+(?:has to|needs to|will have to)\b`),
 		"an action only a person can take", false},
-	{lazyRE(`(?i)\b(?:needs?|requires?|without|pending|waiting for)\s+(?:[\w'-]+\s+){0,3}?(?:approval|sign-?off)(?:\s+(?:from|by|of|before)\b|\s*[.,;:)]|\s*$)`),
+	{lazyRE(`(?i)\b(?:needs?|requires?|requiring|without|pending|waiting for)\s+(?:[\w'-]+\s+){0,3}?(?:approval|sign-?off)(?:\s+(?:from|by|of|before)\b|\s*[.,;:)]|\s*$)|\bprotection rules?\b[^.;\n]{0,40}?\brequir(?:es|ing|e)\s+(?:a\s+)?(?:review|approval)\b`),
 		"a change that needs someone's approval", false},
 	{lazyRE(`(?i)\b(?:task|plan|spec(?:ification)?|ticket|issue|instructions?|requirements?|story)\s+(?:says|said|asks|asked|refers|references|mentions|points|tells|names|requires|links)\b(?:[^.;:]|\.\S|\.["')]?\s+){0,160}?\b` + anyOf(
 		`does not exist`,

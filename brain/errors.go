@@ -24,9 +24,11 @@ var (
 		lazyRE(`^\s*\S*:\d+(?::\d+)?:\s*(?:ERROR|FATAL|[Ee]rror|[Ff]atal)\b:?`),
 		// TypeScript: "src/a.ts(3,5): error TS2304: …" and "src/a.ts:3:5 - error TS2304: …".
 		lazyRE(`\berror TS\d+:`),
-		// Failing tests: go test, unittest, pytest, jest, mocha, cargo. Jest's "● name" is not a drawn selection's
-		// cursor row ("● 1. Yes, allow once", as Gemini CLI marks the choice under it).
-		lazyRE(`^\s*(?:--- FAIL:|FAIL:|FAILED\s+\S|✕|✗|×|●\s+(?:\D|\d+[^\d.)]))`),
+		// Failing tests: go test, unittest, pytest, jest, mocha, cargo. Jest's "  ● name" is indented under its
+		// file's FAIL line; a "●" at the start of a line is Claude Code's mark of a tool call or a message ("● Bash(…)",
+		// "● Annotated …"), and one before a number is a drawn selection's cursor row ("● 1. Yes, allow once", as
+		// Gemini CLI marks the choice under it).
+		lazyRE(`^\s*(?:--- FAIL:|FAIL:|FAILED\s+\S|✕|✗|×)|^\s+●\s+(?:\D|\d+[^\d.)])`),
 		lazyRE(`^\s*E\s{2,}\S`),
 		lazyRE(`^\s*test \S+ \.\.\. FAILED`),
 		lazyRE(`^npm ERR! (?:code|errno|\w+ )`),

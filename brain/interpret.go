@@ -26,7 +26,7 @@ var (
 		lazyRE(`(?im)^\s*(?:#+\s*)?[*_]{0,2}(?:done|all done|completed|finished|task complete[d]?)\b[*_]{0,2}\s*[.!:—-]`),
 		lazyRE(`(?i)\b(?:task|work|implementation|feature|change|changes|fix|migration|refactor(?:ing)?)\s+(?:is\s+|are\s+|has been\s+|have been\s+)?(?:now\s+)?(?:complete|completed|done|finished|in place)\b`),
 		lazyRE(`(?i)\b(?:starts|started|runs|ran|works|worked|boots|booted|deploys|deployed|loads|loaded)\s+(?:up\s+)?(?:cleanly|fine|correctly|as expected|without (?:errors?|issues|problems|warnings))\b`),
-		lazyRE(`(?i)\bsuccessfully\b|\bcommitted\b|\bsummary of (?:the )?changes\b|\bchanges made\b|\bbuild succeeded\b|\bBUILD SUCCESSFUL\b|\bcompiled successfully\b|✅`),
+		lazyRE(`(?i)\bsuccessfully\b|\bsummary of (?:the )?changes\b|\bchanges made\b|\bbuild succeeded\b|\bBUILD SUCCESSFUL\b|\bcompiled successfully\b|✅`),
 	}
 	// Completion evidence that work was done, without proof it works; a check mark is a list bullet saying done.
 	weakCompletionRe = lazyRE(`(?im)(?:^\s*(?:[-*•✓✔☑]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|just\s+)?)` + anyOf(
@@ -64,6 +64,8 @@ var (
 		`set up`,
 		`ported`,
 		`split`,
+		// A commit records the work; it proves nothing works, and does not undo a failing run before it.
+		`committed`,
 	) + `\b`)
 	// The new state described as a fact ("the page now supports dark mode"): work done, without proof.
 	nowStateRe        = lazyRE(`(?i)\bnow\s+(?:also\s+)?(?:has|have|uses|supports|includes|handles|shows|accepts|validates|streams|remembers|caches|retries|lists|exposes)\b`)
@@ -216,6 +218,13 @@ var (
 			// A decision asked for as a heading or a label, without a question mark: "Decision needed: how to
 			// store …", "Input required on the retention period".
 			`(?m)^\W{0,4}(?:decision|input|answer|approval|sign-off|your call)s? (?:needed|required|wanted)\b`,
+			// Something asked of the person without a question mark: "Please paste the URL or tell me where it's
+			// kept", "could you confirm the region"; and what the agent needs from them: "I need the staging
+			// connection string".
+			`\b(?:please|could you|can you)\s+(?:paste|send|share|provide|give me|tell me (?:where|which|what|how|whether|if)|point me (?:to|at)|confirm)\b`,
+			`\bI need (?:the|a|an|your)\s+(?:[\w-]+\s+){0,4}?(?:string|url|uri|token|key|password|credentials?|secret|access|value|values|name|id|address|path|version|number)\b`,
+			// The agent holding back to ask: "so I'd rather check with you first", "I want to confirm with you".
+			`\b(?:I'd|I would|I want to|I'd like to|I wanted to) (?:rather |first )?(?:check|confirm|clear (?:it|this|that)) (?:it |this |that )?with you\b`,
 			// A step only a person can take: "which I can't request myself", "I can't grant that role myself".
 			`\b(?:I|we) (?:can't|cannot|can not|am not able to|are not able to)\s+(?:[\w-]+\s+){1,4}?(?:myself|ourselves)\b`,
 			`\byour (?:call|decision|preference)\b`,
@@ -626,13 +635,19 @@ func lastFailure(l, low string) int {
 			continue
 		}
 		for _, loc := range g.p.FindAllStringIndex(l, -1) {
-			if !resolvedBefore(l[:loc[0]]) && !conditionalContextRe.MatchString(l[:loc[0]]) && !historyAfterRe.MatchString(l[loc[1]:]) {
+			if !resolvedBefore(l[:loc[0]]) && !conditionalContextRe.MatchString(l[:loc[0]]) && !historyAfterRe.MatchString(l[loc[1]:]) &&
+				!expectedAfterRe.MatchString(l[loc[1]:]) {
 				last = max(last, loc[0])
 			}
 		}
 	}
 	return last
 }
+
+// expectedAfterRe tells the failure before it, in the rest of its sentence, as one the run expects or ignores: "The
+// `fatal: … FAILED!` on web-01 is the certbot dry-run task, which has `ignore_errors: true`", "the 2 failures are
+// expected (xfail)".
+var expectedAfterRe = lazyRE(`(?i)^[!?]*[^.;!?\n]{0,120}?\b(?:(?:is|are|was|were) (?:expected|ignored|intentional|by design|harmless|benign)|ignore_errors|can be (?:safely )?ignored|expected to fail)\b`)
 
 // historyAfterRe tells the failure before it as history in the words after it: "… was the test failing before my
 // change".
@@ -1049,8 +1064,8 @@ func findOptions(d *doc, qLine int, closed, pointsBack bool) ([]choice, listBloc
 		if rank > bestRank || rank == bestRank && dist >= bestDist {
 			continue
 		}
-		if b.boldLead && !b.offered {
-			continue // paragraphs of a report, each with its bold title
+		if b.boldLead && !b.offered && rank != 0 {
+			continue // paragraphs of a report, each with its bold title, not put as the answers to the question above
 		}
 		if opts := b.options(d); len(opts) >= 2 && len(opts) <= maxOptions {
 			best, bestBlock, bestRank, bestDist = opts, b, rank, dist
@@ -1107,7 +1122,10 @@ func listBlocks(d *doc) []listBlock {
 		case styleKeyed:
 			j = keyedEnd(lines, i)
 		case styleBoldLead:
-			j = boldLeadEnd(lines, i)
+			if j = boldLeadEnd(lines, i); j == i {
+				i++ // a section's title
+				continue
+			}
 		default:
 			j = listEnd(lines, i, style)
 		}
@@ -1265,8 +1283,9 @@ func listStyle(l string) lineStyle {
 	return styleNone
 }
 
-// boldLeadRe is a paragraph's opening bold sentence and what follows it on its line.
-var boldLeadRe = lazyRE(`^(?:\*\*|__)([^*_\n]+?)[.:!]?(?:\*\*|__)[.:!]?\s+\S`)
+// boldLeadRe is a paragraph's opening bold sentence and what follows it on its line, or a bold line alone that
+// titles the paragraph under it.
+var boldLeadRe = lazyRE(`^(?:\*\*|__)([^*_\n]+?)[.:!]?(?:\*\*|__)[.:!]?(?:\s+\S|\s*$)`)
 
 // boldLeadName is the name a paragraph opens with in bold, of two words or more, or "": "**Keep the embedded broker.**
 // Cheap, but …" is named "Keep the embedded broker". A bold word alone is a label ("**Note:** …"), not a name.
@@ -1278,18 +1297,21 @@ func boldLeadName(l string) string {
 	return strings.TrimSpace(m[1])
 }
 
-// boldLeadEnd is where the paragraphs that open with a bold name from line i end: each runs to a blank line, and
-// the next one must open within maxSection lines with no heading or question between.
+// boldLeadEnd is where the paragraphs that open with a bold name from line i end: each runs to a blank line or a
+// list, and the next one must follow after blank lines alone. It returns i when line i opens no such paragraph: a
+// bold title alone over a list or nothing is a section's title ("**Open question**"), not a named paragraph.
 func boldLeadEnd(lines []string, i int) int {
+	if !boldParagraph(lines, i) {
+		return i
+	}
 	end := paragraphEnd(lines, i)
 	for {
 		next := -1
 		for j := end; j < len(lines) && j < end+maxSection; j++ {
-			l := lines[j]
-			if strings.TrimSpace(l) == "" {
+			if strings.TrimSpace(lines[j]) == "" {
 				continue
 			}
-			if listStyle(l) == styleBoldLead {
+			if listStyle(lines[j]) == styleBoldLead && boldParagraph(lines, j) {
 				next = j
 			}
 			break
@@ -1301,10 +1323,19 @@ func boldLeadEnd(lines []string, i int) int {
 	}
 }
 
-// paragraphEnd is the first blank line after line i, or the end.
+// boldParagraph reports whether line i, which opens with a bold name, has prose of its own after the name: on its
+// line, or on the paragraph's next line.
+func boldParagraph(lines []string, i int) bool {
+	if m := boldLeadRe.FindStringSubmatchIndex(lines[i]); m != nil && strings.TrimSpace(lines[i][m[1]-1:]) != "" {
+		return true // text after the name on its line (the match ends at its first character)
+	}
+	return paragraphEnd(lines, i) > i+1
+}
+
+// paragraphEnd is the first line after line i that is blank or a list's, or the end.
 func paragraphEnd(lines []string, i int) int {
 	j := i + 1
-	for j < len(lines) && strings.TrimSpace(lines[j]) != "" {
+	for j < len(lines) && strings.TrimSpace(lines[j]) != "" && listStyle(lines[j]) == styleNone {
 		j++
 	}
 	return j
@@ -1323,7 +1354,7 @@ var (
 	// two ways:", "Possible fixes:", "two places the check could go:", or that asks about it ("Which files should I
 	// delete:"). For a list put as choices apart from the question ("Options:" with the question above it and a
 	// recommendation between).
-	leadOffersRe = lazyRE(`(?i)\b(?:options|choices|alternatives|approaches|possibilities|ways|paths|fixes|solutions|candidates|one of|either|decide|decision|choose|pick|could|might|which|should (?:I|we)|shall (?:I|we)|would you|do you|want me to|prefer)\b`)
+	leadOffersRe = lazyRE(`(?i)\b(?:options|choices?|alternatives|approaches|possibilities|ways|paths|fixes|solutions|candidates|one of|either|decide|decision|choose|pick|could|might|which|should (?:I|we)|shall (?:I|we)|would you|do you|want me to|prefer)\b`)
 	// A lead-in that names the list under it as work done, things found or a plan: "Files changed:", "Summary
 	// of what I found:", "Proposed approach:". For lists that sit near a question without being its choices.
 	leadNotChoicesRe = lazyRE(`(?i)\b(?:summary|findings?|changes|changed|files?|did|done|steps?|plan|proposed|modified|updated|added|fixed|removed|notes?|results?|verified|tested|checked|failures|errors|issues|problems|bugs|warnings|risks|todo|next)\b`)

@@ -374,7 +374,7 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 var (
 	// "either X or Y": the alternatives end where the sentence, or a clause about them, goes on; a parenthetical
 	// inside the last one ("`rustls` (pure Rust)") is part of it.
-	eitherOrRe = lazyRE(`(?i)\beither\s+(.+?),?\s+or\s+((?:[^()]|\([^()]*\))+?)(?:\s*[,;:.!?)]|\s[—–-]+\s|\s+(?:as|before|after|because|since|so that|until|unless|when|while|once|then)\b|$)`)
+	eitherOrRe = lazyRE(`(?i)\beither\s+(.+?),?\s+or\s+((?:[^()]|\([^()]*\))+?)(?:\s*(?:[,;:!?)]|\.(?:\s|$))|\s[—–-]+\s|\s+(?:as|before|after|because|since|so that|until|unless|when|while|once|then)\b|$)`)
 	// "either way", "either of them", "either one": no alternatives follow.
 	eitherNotChoiceRe = lazyRE(`(?i)^(?:way|of|one|side|case|option|approach)\b`)
 )

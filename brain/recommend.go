@@ -27,6 +27,7 @@ var (
 	otherRecommendRe = lazyRE(`(?i)` + anyOf(
 		`\bmy (?:vote|pick|preference|choice|recommendation|suggestion)(?: would be| is| goes to|:)`,
 		`\bif it were (?:up to )?me,?\s+I(?:'d| would)(?:\s+(?:go with|go for|go|pick|choose|take|use|do))?`,
+		`\bif it were (?:my (?:call|decision|choice)|up to me),?\s*`,
 		`\bI(?:'d| would) (?:probably|personally|rather|still) (?:go with|go for|pick|choose|take|opt for|use)`,
 		`\bI(?:'d| would) vote (?:for )?`,
 		`^(?:I'm |I am |I'd be |I would be )?lean(?:ing)?(?: (?:towards?|to))?\b`,
@@ -41,7 +42,7 @@ var (
 		`^(.{1,80}?)\s+(?:would be|is) my (?:pick|choice|vote|preference|recommendation|suggestion)\b`,
 		// The pick named by its position or key, with no "I think" before: "The second seems safer to me", "Option B
 		// looks like the better fit".
-		`^((?:the\s+)?(?:first|second|third|fourth|fifth|last|former|latter)(?:\s+(?:one|option|approach|choice|path|way))?|(?:option|choice|approach|path)\s+[A-Ha-h1-9]|#\s*[1-9])\s+(?:is|would be|seems|looks|sounds)(?: like)?\s+(?:the\s+|a\s+)?(?:better|best|safer|simpler|cleaner|preferable|right|way to go|more sensible|sensible)\b`,
+		`^((?:the\s+)?(?:first|second|third|fourth|fifth|last|former|latter)(?:\s+(?:one|option|approach|choice|path|way))?|(?:option|choice|approach|path)\s+[A-Ha-h1-9]|#\s*[1-9])\s+(?:is|would be|seems|looks|sounds)(?: like)?\s+(?:the\s+|a\s+)?(?:better|best|safer|safest|simpler|simplest|cleaner|cleanest|easier|easiest|preferable|right|way to go|more sensible|sensible)\b`,
 		// The pick, then what the agent would do: "Switching to the Pages workflow is what I'd do".
 		`^(.{1,80}?)\s+(?:is|would be) what I(?:'d| would) (?:do|pick|choose|go with|recommend|suggest)\b`,
 	))
@@ -54,7 +55,7 @@ var positionRe = lazyRE(`(?i)\bthe (?:first|second|third|fourth|fifth|last|forme
 // checking for them first keeps a long output's reading cheap.
 var (
 	otherCueWords  = []string{"my ", " me", "lean", "prefer", "favo", "vote", "'d ", "would "}
-	pickFirstWords = []string{"my ", "better", "best", "safer", "simpler", "cleaner", "preferable", "right", "way to go", "sensible", "what i"}
+	pickFirstWords = []string{"my ", "better", "best", "safe", "simple", "clean", "eas", "preferable", "right", "way to go", "sensible", "what i"}
 )
 
 func mayRecommend(lower string, words []string) bool {
@@ -264,9 +265,42 @@ func paraphrasedLabel(phrase string, labels []string) (string, bool) {
 		}
 	}
 	if best < 0 || tie || 2*bestScore < len(want) {
-		return "", false
+		return leadingVerbLabel(phrase, labels)
 	}
 	return labels[best], true
+}
+
+// leadingVerbLabel finds the one label whose first content word is the phrase's: options in a sentence are mostly
+// actions ("keep the old column order", "switch it to the new spec"), and a pick names its action first even when it
+// says the rest in its own words ("to switch and tell finance").
+func leadingVerbLabel(phrase string, labels []string) (string, bool) {
+	want := firstStem(phrase)
+	if want == "" {
+		return "", false
+	}
+	found := -1
+	for i, l := range labels {
+		if firstStem(l) == want {
+			if found >= 0 {
+				return "", false
+			}
+			found = i
+		}
+	}
+	if found < 0 {
+		return "", false
+	}
+	return labels[found], true
+}
+
+// firstStem is the stem of s's first content word, or "".
+func firstStem(s string) string {
+	for _, w := range wordRe.get().FindAllString(strings.ToLower(s), -1) {
+		if !stopWords[w] {
+			return stem(w)
+		}
+	}
+	return ""
 }
 
 // stopWords carry no choice: a paraphrase and its label differ in them freely.

@@ -180,12 +180,20 @@ func testVerdict(l string) verdict {
 var (
 	checkMarkRe = lazyRE(`^\s*[✓✔√]`)
 	// runnerWordsG lets a line that none of the runners' lines can be skip them all.
-	runnerWordsG = guard(union(append(append([]*pattern{}, runnerSummaryRes...), testPassLineRe, testFailLineRe, imageBuildRe, infraApplyRe, healthyRe, unhealthyRe)))
+	runnerWordsG = guard(union(append(append([]*pattern{}, runnerSummaryRes...), testPassLineRe, testFailLineRe, imageBuildRe, infraApplyRe, migrationAppliedRe, ansibleRecapRe, healthyRe, unhealthyRe)))
 	// An image build's last line: BuildKit's "[+] Building 41.2s (12/12) FINISHED" (every step done: a pass; a
 	// step short, the build stopped), its plain progress naming or writing the image ("#14 naming to
 	// docker.io/library/app:1.2 done", "#14 writing image sha256:9b1f… done", "=> => naming to …" on a terminal),
 	// which it does only once every step passed, and the classic builder's "Successfully built 3f1c2a9b7d4e".
 	imageBuildRe = lazyRE(`^\[\+\] Building [\d.]+s \((\d+)/(\d+)\) FINISHED|^Successfully built [0-9a-f]{6,}$|^(?:#\d+|=> =>) (?:naming to \S+|writing image sha256:[0-9a-f]{12,})(?: done| +[\d.]+s)?$`)
+	// Ansible's PLAY RECAP, a line per host: "web-01 : ok=14 changed=3 unreachable=0 failed=0 skipped=2 …". A host
+	// with a failed or unreachable task fails the play; a task whose failure was ignored ("...ignoring") counts as
+	// ignored, not failed.
+	ansibleRecapRe = lazyRE(`^\S+\s*:\s*ok=\d+\s+changed=\d+\s+unreachable=(\d+)\s+failed=(\d+)\b`)
+	// A database migration tool's line for a migration it applied: Django's "  Applying orders.0042_split… OK",
+	// Rails' and Sequelize's "== 20240611093012 AddIndexOnEvents: migrated (0.0123s) ====", Alembic's "Running upgrade
+	// 3c1d7e0a9f12 -> 9ab24c6d0e55, …" (it logs each upgrade as it runs it, and a failure's traceback after it).
+	migrationAppliedRe = lazyRE(`^Applying [\w.-]+\.\w+\.\.\. OK$|^==\s+\S+\s+.*\bmigrated \([\d.]+m?s\)|^INFO\s+\[alembic\.runtime\.migration\] Running upgrade \S+ -> \S+`)
 	// Terraform's and OpenTofu's last line of an apply or a destroy that ran to the end: "Apply complete! Resources:
 	// 3 added, 1 changed, 0 destroyed." Its failures end in "Error: …" lines instead.
 	infraApplyRe = lazyRE(`^(?:Apply|Destroy) complete! Resources: \d+ (?:added|destroyed)`)
@@ -215,8 +223,14 @@ func runnerVerdict(l, low string) (v verdict, side bool) {
 		}
 		return verdictPass, true
 	}
+	if m := ansibleRecapRe.FindStringSubmatch(s); m != nil {
+		if m[1] != "0" || m[2] != "0" {
+			return verdictFail, false
+		}
+		return verdictPass, false
+	}
 	switch {
-	case infraApplyRe.MatchString(s):
+	case infraApplyRe.MatchString(s), migrationAppliedRe.MatchString(s):
 		return verdictPass, false
 	case unhealthyRe.MatchString(s):
 		return verdictFail, false

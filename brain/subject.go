@@ -141,6 +141,16 @@ var (
 		lazyRE(`(?m)^\s*([\w./@-]+\.[A-Za-z]{1,5})\s*$`),
 		lazyRE(`(?m)^\s*(?:-->\s*)?([\w./-]+\.[A-Za-z]{1,5}):\d+:\d+`),
 	}
+	// A name a module does not have, qualified by the module, as Python's import, its runtime and mypy each say it:
+	// "cannot import name 'Mapping' from 'collections'", "module 'collections' has no attribute 'Mapping'", "Module
+	// "collections" has no attribute "Mapping"". The groups are the name and the module, in the order each names them.
+	qualifiedSymbolRes = []struct {
+		re           *pattern
+		name, module int
+	}{
+		{lazyRE(`\bcannot import name '([\w]+)' from '([\w.]+)'`), 1, 2},
+		{lazyRE(`\b[Mm]odule ['"]([\w.]+)['"] has no attribute ['"](\w+)['"]`), 2, 1},
+	}
 	symbolSubjectRes = []*pattern{
 		lazyRE(`\bundefined:\s+([\w.]+)`),
 		lazyRE("\\bcannot find (?:value|function|type|struct|trait|macro) `([^`]+)`"),
@@ -212,7 +222,7 @@ var subjectGates = map[subjectKind][]string{
 	subjModule: {"module", "resolve", "package", "crate", "registry", "distribution", "requirement", "versions", "go: ", "dependenc", "artifact"},
 	subjFile:   {"no such file", "does not exist", "not found"},
 	subjRule:   {"warn", "error", "clippy::", ".go:"},
-	subjSymbol: {"undefined", "cannot find", "nameerror", "symbol:"},
+	subjSymbol: {"undefined", "cannot find", "nameerror", "symbol:", "cannot import name", "has no attribute"},
 	subjTest:   {"test"},
 	subjSite:   {"exception", "error", "panic"},
 	// A resolver's own words for a conflict: without them "depends on" is prose ("the handler depends on the cache").
@@ -358,6 +368,11 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 		for _, re := range symbolSubjectRes {
 			for _, m := range re.FindAllStringSubmatch(failure, -1) {
 				s.add(subjSymbol, m[1])
+			}
+		}
+		for _, q := range qualifiedSymbolRes {
+			for _, m := range q.re.FindAllStringSubmatch(failure, -1) {
+				s.add(subjSymbol, m[q.module]+"."+m[q.name])
 			}
 		}
 	}

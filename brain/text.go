@@ -142,11 +142,13 @@ func (d *doc) sentences() []sentence {
 	var out []sentence
 	var buf strings.Builder
 	unit := 0
-	lastLine := 0
+	// Where each line of the paragraph starts in buf, and its index: a sentence's line is the line it ends on.
+	var starts, lines []int
 	flush := func() {
 		if buf.Len() > 0 {
-			out = append(out, splitSentences(buf.String(), lastLine, unit)...)
+			out = append(out, splitSentences(buf.String(), starts, lines, unit)...)
 			buf.Reset()
+			starts, lines = starts[:0], lines[:0]
 			unit++
 		}
 	}
@@ -164,8 +166,8 @@ func (d *doc) sentences() []sentence {
 		if buf.Len() > 0 {
 			buf.WriteByte(' ')
 		}
+		starts, lines = append(starts, buf.Len()), append(lines, i)
 		buf.WriteString(t)
-		lastLine = i
 		// A line ending in a colon introduces what follows; a markdown heading is a title, never the start of the
 		// paragraph under it.
 		prevEndsColon = strings.HasSuffix(t, ":") || strings.HasPrefix(t, "#")
@@ -174,10 +176,20 @@ func (d *doc) sentences() []sentence {
 	return out
 }
 
-// splitSentences cuts after '.', '!' or '?' followed by a space, except after common abbreviations.
-func splitSentences(s string, line, unit int) []sentence {
+// splitSentences cuts after '.', '!' or '?' followed by a space, except after common abbreviations. s is a
+// paragraph's lines joined by spaces, line k starting at starts[k] and being the document's line lines[k]; each
+// sentence is given the line it ends on.
+func splitSentences(s string, starts, lines []int, unit int) []sentence {
 	var out []sentence
 	start := 0
+	// lineAt is the document's line holding the byte at offset i of s.
+	k := 0
+	lineAt := func(i int) int {
+		for k+1 < len(starts) && starts[k+1] <= i {
+			k++
+		}
+		return lines[k]
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c != '.' && c != '!' && c != '?' {
@@ -190,12 +202,12 @@ func splitSentences(s string, line, unit int) []sentence {
 			continue
 		}
 		if t := strings.TrimSpace(s[start : i+1]); t != "" {
-			out = append(out, sentence{t, line, unit})
+			out = append(out, sentence{t, lineAt(i), unit})
 		}
 		start = i + 1
 	}
 	if t := strings.TrimSpace(s[start:]); t != "" {
-		out = append(out, sentence{t, line, unit})
+		out = append(out, sentence{t, lineAt(len(s) - 1), unit})
 	}
 	return out
 }
