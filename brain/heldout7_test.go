@@ -6,6 +6,6 @@ package brain
 // score after the general rules its misses led to, each driven by train cases in other words.
 func init() {
 	interpretSets = append(interpretSets, evalSet{name: "heldout7", file: "testdata/eval/batch7_interpret.jsonl",
-		min: 60.0 / 60, minOptions: 14.0 / 17, minRecommendation: 14.0 / 17})
+		min: 60.0 / 60, minOptions: 14.0 / 17, minRecommendation: 15.0 / 17})
 	decideSets = append(decideSets, evalSet{name: "heldout7", file: "testdata/eval/batch7_decide.jsonl", min: 30.0 / 30})
 }

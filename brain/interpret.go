@@ -892,7 +892,7 @@ func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 	if wantOptions {
 		a.options = optionLabels(opts)
 	}
-	a.recommendation = recommendationOf(d, sentences, opts, a.options)
+	a.recommendation = recommendationOf(d, sentences, opts, a.options, block)
 	return a
 }
 
@@ -928,8 +928,9 @@ func questionSentence(d *doc, sentences []sentence) int {
 }
 
 // recommendationOf is what the agent recommends: the option its last recommending phrase names, else the option it
-// marked, else the phrase's clause as it wrote it.
-func recommendationOf(d *doc, sentences []sentence, opts []choice, labels []string) string {
+// marked, else the one option a sentence outside the options' own block speaks for (evaluativePick), else the
+// phrase's clause as it wrote it.
+func recommendationOf(d *doc, sentences []sentence, opts []choice, labels []string, block listBlock) string {
 	phrase := ""
 	for _, s := range sentences {
 		if p := recommendedPhrase(s.text); p != "" {
@@ -941,6 +942,11 @@ func recommendationOf(d *doc, sentences []sentence, opts []choice, labels []stri
 	}
 	if marked := markedOption(opts); marked != "" {
 		return marked
+	}
+	if phrase == "" {
+		if l, ok := evaluativePick(sentences, labels, block); ok {
+			return l
+		}
 	}
 	if phrase != "" {
 		return truncate(recommendedClause(phrase), 500)

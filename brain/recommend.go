@@ -348,3 +348,81 @@ func stem(w string) string {
 	}
 	return w
 }
+
+var (
+	// evaluativeRe speaks for something in the first person or as the way to go: "I'd rotate now", "my call",
+	// "makes more sense", "the safest bet".
+	evaluativeRe = lazyRE(`(?i)\b(?:recommend|prefer|suggest|lean(?:ing)?|pick|go with|go for|choose|favou?r|vote|I'd|I would|my call|makes (?:more )?sense|way to go|safest|best bet)\b`)
+	// againstRe turns a sentence against what it names: "I wouldn't pick B", "avoid the second".
+	againstRe = lazyRE(`(?i)\b(?:not|never|avoid|against|rather than|instead of|unless|n't)\b|n't\b`)
+	// optionKeyRefRe names an option by its key in a sentence: "option 2", "#3", "(b)", "choice C".
+	optionKeyRefRe = lazyRE(`(?i)\b(?:option|choice|approach|path|plan|variant|alternative|number)\s+([A-Ha-h1-9])\b|#\s*([1-9])\b|\(([A-Ha-h1-9])\)`)
+	// optionOrdinalRefRe names an option by its position in a sentence.
+	optionOrdinalRefRe = lazyRE(`(?i)\bthe (first|second|third|fourth|fifth|former|latter|last)\b`)
+)
+
+// evaluativePick is the one option that a sentence outside the options' block speaks for (evaluativeRe), naming it
+// by its key, its position or its words ("I'd rotate the token now; …" names "Rotate the token now"), the last such
+// sentence first. A sentence that names two options weighs them, and one against what it names picks nothing.
+func evaluativePick(sentences []sentence, labels []string, block listBlock) (string, bool) {
+	if len(labels) < 2 {
+		return "", false
+	}
+	for k := len(sentences) - 1; k >= 0; k-- {
+		s := sentences[k]
+		// The options' own lines, a question, and a tool's drawn box ("│ ● 1. Yes" rows) speak for nothing.
+		if block.end > block.start && s.line >= block.start && s.line < block.end ||
+			strings.HasSuffix(s.text, "?") || strings.ContainsAny(s.text, "│┃╭╰❯●") {
+			continue
+		}
+		for _, clause := range clauseSplitRe.Split(s.text, -1) {
+			if !evaluativeRe.MatchString(clause) || againstRe.MatchString(clause) {
+				continue
+			}
+			if refs := optionRefs(clause, labels); len(refs) == 1 {
+				for i := range refs {
+					return labels[i], true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// clauseSplitRe cuts a sentence into the clauses a pick and its reason are told in: "I'd rotate now; a leaked token
+// isn't worth the wait" speaks for rotating now, whatever the reason's "isn't".
+var clauseSplitRe = lazyRE(`\s*(?:;|\s[—–]\s|,\s+(?:but|since|because|as|so)\s)\s*`)
+
+// optionRefs are the options sentence s names: by key, by position, or by most of its content words (two at least).
+func optionRefs(s string, labels []string) map[int]bool {
+	refs := map[int]bool{}
+	for _, m := range optionKeyRefRe.FindAllStringSubmatch(s, -1) {
+		if i := keyIndex((m[1] + m[2] + m[3])[0]); i < len(labels) {
+			refs[i] = true
+		}
+	}
+	for _, m := range optionOrdinalRefRe.FindAllStringSubmatch(s, -1) {
+		i := ordinals[strings.ToLower(m[1])]
+		switch strings.ToLower(m[1]) {
+		case "latter", "last":
+			i = len(labels) - 1
+		}
+		if i < len(labels) {
+			refs[i] = true
+		}
+	}
+	have := stems(s)
+	for i, l := range labels {
+		want := stems(l)
+		shared := 0
+		for w := range want {
+			if have[w] {
+				shared++
+			}
+		}
+		if shared >= 2 && 2*shared >= len(want) {
+			refs[i] = true
+		}
+	}
+	return refs
+}
