@@ -213,6 +213,9 @@ var permanentCauses = []permanentRule{
 		// which one wins".
 		`\b(?:I|we) (?:can't|cannot|can not|couldn't|could not) (?:tell|decide|work out) (?:which|what)\b[^.;]{0,80}?\b(?:is|are|was|were) (?:wanted|meant|intended)\b`,
 		`\b(?:I|we) need to know which (?:one|of (?:the|these|them)|reading|requirement)\b[^.;]{0,40}?\b(?:wins|applies|is (?:wanted|meant|intended))\b`,
+		// What the task leaves open, that only a person can settle: "whether to round, reject, or change the
+		// column type is not covered by the spec".
+		`\b(?:is|are) not (?:covered|specified|defined|addressed|decided|answered) (?:by|in) the (?:spec(?:ification)?|ticket|task|docs?|requirements?|design)\b`,
 		`\b(?:I|we) (?:don't|do not) (?:understand|know) what\b[^.;]{0,60}?\b(?:means?|should (?:produce|return|do|be|contain)|is (?:expected|wanted|meant|required))\b`,
 	)),
 		"the agent asking for a human decision", false},
@@ -223,6 +226,7 @@ var permanentCauses = []permanentRule{
 		// "network_access=false", "outbound network is disabled for this environment".
 		`\b(?:network(?: access)?|internet(?: access)?|outbound (?:network|traffic|connections?)|egress)\s+(?:is\s+|are\s+)?(?:disabled|not allowed|not available|unavailable|blocked|turned off)\b[^.;\n]{0,20}?\b(?:in|inside|for|by)\s+(?:this|the)\s+(?:sandbox|container|environment|runner)\b`,
 		`\bnetwork_access\s*=\s*false\b`,
+		`\bsandbox\b[^.\n]{0,40}?\bnetwork(?: access)?\s+(?:is\s+)?(?:disabled|off|blocked|denied|not allowed)\b`,
 		`\bno (?:network|internet) access\b[^.;\n]{0,20}?\b(?:in|inside) (?:this|the) (?:sandbox|container|environment)\b`,
 		`\b(?:outside|beyond) (?:my|our|the agent's) control\b`,
 	)),
@@ -239,10 +243,20 @@ var permanentCauses = []permanentRule{
 		`(?:is|are) missing from (?:this|the) (?:repo|repository|codebase|workspace|project)`,
 		`(?:could not|couldn't|cannot|can't) find (?:it|them|that|this|those)`,
 		`no such \w+ (?:is|was|exists|can be found)`,
+		`has an empty description`,
 		`no such`,
 	) + `\b`),
 		"missing context: the task refers to something that is not there", false},
+	// The definition the task depends on is nowhere: "no definition of the 'new pricing tiers' exists — searched
+	// docs/ …", "no description of the expected format was found".
+	{lazyRE(`(?i)\bno (?:definition|description|specification|spec|documentation|details?|values?) (?:of|for)\b[^.;\n]{0,80}?\b(?:exists?|(?:is|was|were) (?:given|provided|found|anywhere)|found)\b`),
+		"missing context: the task refers to something that is not there", false},
 }
+
+// execBitRe is a shell or an exec refusing to run a file of the workspace that is not executable ("/bin/sh: 1:
+// ./scripts/gen.sh: Permission denied", "fork/exec ./bin/tool: permission denied"): its mode, which the agent sets
+// itself (chmod +x), not an access someone must grant.
+var execBitRe = lazyRE(`(?im)\b(?:sh|bash|dash|zsh)(?::\s*(?:line\s+)?\d+)?:\s*(?:\d+:\s*)?\.{1,2}/[\w./-]+:\s*Permission denied\b|\b(?:fork/exec|exec:?)\s+"?\.{1,2}/[\w./-]+"?:\s*permission denied\b`)
 
 // secretScanRe is a secret scanner refusing a push: GitHub push protection, GitLab secret detection, gitleaks in a hook.
 var secretScanRe = lazyRE(oneOf(`(?i)`,
@@ -395,8 +409,10 @@ func asksAPerson(failure string) bool {
 
 // permanentCause names why err cannot be fixed by retrying, or "" when it might be.
 func permanentCause(err string) string {
+	// A file of the workspace that is not executable is the agent's to fix, whatever "Permission denied" says.
+	text := execBitRe.ReplaceAllString(err, "")
 	for _, c := range permanentCauses {
-		if c.re.MatchString(err) && !(c.notInTest && testAssertionRe.MatchString(err)) {
+		if c.re.MatchString(text) && !(c.notInTest && testAssertionRe.MatchString(err)) {
 			return c.why
 		}
 	}

@@ -49,6 +49,8 @@ var (
 	// Where an over-long alternative can end and keep its sense: before a clause that goes on about it.
 	labelJointRe = lazyRE(`(?i),\s|;\s|\s[—–-]+\s|\s(?:and|so|which|because|since|then|but)\s`)
 	parenRe      = lazyRE(`\s*\([^()]*\)`)
+	// couldRe opens alternatives the agent holds open in a statement: "I could …, or …", "we could … or …".
+	couldRe = lazyRE(`(?i)^(?:[^,;:]{0,40}?,\s*)?(?:I|we) could (?:either\s+)?`)
 )
 
 // maxInlineWords bounds an alternative written in a sentence; maxInlineLabel is the length past which a label is
@@ -91,6 +93,15 @@ func questionAlternatives(s string) []choice {
 	switch {
 	case strings.HasSuffix(s, "?"):
 		region = strings.TrimRight(s, "?")
+	case couldRe.MatchString(s):
+		// "I could update the snapshot, or revert the token to 4px; I haven't done either yet": the alternatives
+		// the agent holds open, each an action, up to the end of their clause.
+		loc := couldRe.FindStringIndex(s)
+		region, whether, toDo = s[loc[1]:], true, true
+		if j := strings.IndexAny(region, ";"); j >= 0 {
+			region = region[:j]
+		}
+		region = strings.TrimRight(strings.TrimSpace(region), ".!")
 	default:
 		i := wordIndex(lowerASCII(s), "whether")
 		if i < 0 {

@@ -223,6 +223,12 @@ var (
 			// connection string".
 			`\b(?:please|could you|can you)\s+(?:paste|send|share|provide|give me|tell me (?:where|which|what|how|whether|if)|point me (?:to|at)|confirm)\b`,
 			`\bI need (?:the|a|an|your)\s+(?:[\w-]+\s+){0,4}?(?:string|url|uri|token|key|password|credentials?|secret|access|value|values|name|id|address|path|version|number)\b`,
+			// A question the agent cannot settle, or hands to the person: "I can't tell whether that's the intended
+			// look", "so I'd rather you decide", "I need a call on how to resolve it".
+			// (In the present: "I couldn't tell whether …" after a failure reports what the agent did not find out.)
+			`\bI (?:can't|cannot|can not) (?:tell|say|work out|determine) (?:whether|if|which)\b`,
+			`\bI'd rather you (?:decide|choose|pick|make the call|weigh in)\b`,
+			`\bI need (?:a|your) (?:call|decision|answer|ruling) on\b`,
 			// The agent holding back to ask: "so I'd rather check with you first", "I want to confirm with you".
 			`\b(?:I'd|I would|I want to|I'd like to|I wanted to) (?:rather |first )?(?:check|confirm|clear (?:it|this|that)) (?:it |this |that )?with you\b`,
 			// A step only a person can take: "which I can't request myself", "I can't grant that role myself".
@@ -273,6 +279,7 @@ var (
 	recommendedOptRe = lazyRE(oneOf(`(?i)`,
 		`[*_]{0,2}[(\[]\s*(?:recommended|my recommendation|suggested)\s*[)\]][*_]{0,2}`,
 		`\s[-–—]\s*[*_]{0,2}recommended\b[*_]{0,2}`,
+		`\s*(?:←|⬅|<-+)\s*[*_]{0,2}(?:recommended|my pick|my recommendation)\b[*_]{0,2}`,
 		`[:,]\s*[*_]{0,2}recommended[*_]{0,2}\s*$`,
 	))
 	// Inline lettered options: "go to A) stdout  B) a file", "should it be (a) streamed or (b) buffered". Only
@@ -503,8 +510,13 @@ func (b *lineBlocks) next(l, low string) (failing [][2]int, side bool) {
 	return failing, b.sideCmd || sideCheckG.match(l, low) && !mainCheckRe.MatchString(l)
 }
 
-// personsStepRe is an admission that the agent cannot take a step itself, for a person to take it.
-var personsStepRe = lazyRE(`(?i)^(?:I|we) (?:can't|cannot|can not|am not able to|are not able to)\s+(?:[\w-]+\s+){1,4}?(?:myself|ourselves)\b`)
+// personsStepRe is an admission that is no failure of the work: a step the agent cannot take itself, for a person to
+// take it ("I can't request that myself"), or a question it cannot settle ("I can't tell whether that's intended").
+var personsStepRe = lazyRE(`(?i)^(?:I|we) (?:can't|cannot|can not|am not able to|are not able to)\s+(?:(?:[\w-]+\s+){1,4}?(?:myself|ourselves)\b|(?:tell|say|work out|determine|decide) (?:whether|if|which|what)\b)`)
+
+// handOffRe hands the decision to the person in the same sentence as what the agent cannot do: "… the shared repo,
+// which I can't push to, so I'd rather you decide".
+var handOffRe = lazyRE(`(?i)\bI'd rather you\b|\b(?:you(?:'ll| will)?|someone) (?:need|needs|have|has) to (?:decide|choose|pick|do|push|grant|approve|run)\b|\b(?:your|a person's|someone's) (?:call|decision)\b`)
 
 // readAdmissions is the pass over the sentences that finds the last admission of work not done.
 func (ev *evidence) readAdmissions(d *doc, sentences []sentence) {
@@ -513,7 +525,8 @@ func (ev *evidence) readAdmissions(d *doc, sentences []sentence) {
 			continue
 		}
 		// "I can't request that myself" asks a person to take the step (uncertaintyRes); it admits no failure.
-		if loc := admissionRe.FindStringIndex(s.text); loc != nil && !resolvedBefore(s.text[:loc[0]]) && !personsStepRe.MatchString(s.text[loc[0]:]) {
+		if loc := admissionRe.FindStringIndex(s.text); loc != nil && !resolvedBefore(s.text[:loc[0]]) &&
+			!personsStepRe.MatchString(s.text[loc[0]:]) && !handOffRe.MatchString(s.text) {
 			// The admission's column on the sentence's last line; a phrase wrapped across lines counts from
 			// the start of that line.
 			col := max(0, strings.Index(d.lines[s.line], d.restore(s.text[loc[0]:loc[1]])))
@@ -1360,7 +1373,7 @@ var (
 	// two ways:", "Possible fixes:", "two places the check could go:", or that asks about it ("Which files should I
 	// delete:"). For a list put as choices apart from the question ("Options:" with the question above it and a
 	// recommendation between).
-	leadOffersRe = lazyRE(`(?i)\b(?:options|choices?|alternatives|approaches|possibilities|ways|paths|fixes|solutions|candidates|one of|either|decide|decision|choose|pick|could|might|which|should (?:I|we)|shall (?:I|we)|would you|do you|want me to|prefer)\b`)
+	leadOffersRe = lazyRE(`(?i)\b(?:your call|a call|options|choices?|alternatives|approaches|possibilities|ways|paths|fixes|solutions|candidates|one of|either|decide|decision|choose|pick|could|might|which|should (?:I|we)|shall (?:I|we)|would you|do you|want me to|prefer)\b`)
 	// A lead-in that names the list under it as work done, things found or a plan: "Files changed:", "Summary
 	// of what I found:", "Proposed approach:". For lists that sit near a question without being its choices.
 	leadNotChoicesRe = lazyRE(`(?i)\b(?:summary|findings?|changes|changed|files?|did|done|steps?|plan|proposed|modified|updated|added|fixed|removed|notes?|results?|verified|tested|checked|failures|errors|issues|problems|bugs|warnings|risks|todo|next)\b`)

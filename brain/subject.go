@@ -28,6 +28,9 @@ const (
 	subjPlace  subjectKind = "place"  // the file a linter rule fired in
 	subjSymbol subjectKind = "symbol" // a name the compiler cannot find
 	subjSite   subjectKind = "site"   // where an exception or panic was thrown: its type and its deepest frame
+	// Memory that ran out, however it was told: the kernel's OOM killer, exit status 137 (SIGKILL, which a container
+	// or a cgroup's OOM kill gives), a runtime's out-of-memory error. Its one value is "memory".
+	subjMemory subjectKind = "memory"
 	// A package whose version constraints cannot all be met: the one a resolver says two others want in different
 	// versions, whichever of them it names first and however it words it.
 	subjConflict subjectKind = "conflict"
@@ -37,7 +40,7 @@ const (
 // cannot be found, a name the compiler cannot find, a place that throws. When two failures name the same cause, the
 // tests it broke are its symptoms: three tests failing on one unreachable database, or on one exception thrown at
 // one line, are one failure however many tests and tools tell it.
-var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjConflict}
+var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjConflict, subjMemory}
 
 // aliasKinds are the kinds one resource can be named by more than once (a host by its name and its address, an
 // endpoint by its host): one failure's names contained in the other's are the same resource. Other kinds must be
@@ -79,7 +82,10 @@ var (
 	urlRe        = lazyRE(`(?i)\bhttps?://([\w.-]+(?::\d+)?)(/[^\s'"<>()\x60]*)?`)
 	hostPortRe   = lazyRE(`(?i)(?:^|[\s'"\x60(@=/])((?:\d{1,3}\.){3}\d{1,3}|\[[0-9a-f:]+\]|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*)['"\x60]?:['"\x60]?(\d{2,5})\b`)
 	// A host and its port in one clause, the port said apart: libpq's `server at "db" (10.0.0.5), port 5432`.
-	hostThenPortRe = lazyRE(`(?i)\b(?:at|on|to|host)\s+['"\x60]?([a-z0-9][\w.-]*[a-z0-9])['"\x60]?(?:\s*\(((?:\d{1,3}\.){3}\d{1,3})\))?,?\s+port\s+(\d{2,5})\b`)
+	hostThenPortRe = lazyRE(`(?i)\b(?:at|on|to|host)\s+['"\x60]?([a-z0-9][\w.-]*[a-z0-9])['"\x60]?(?:\s*\(((?:\d{1,3}\.){3}\d{1,3}|[0-9a-f]*:[0-9a-f:]+)\))?,?\s+port\s+(\d{2,5})\b`)
+	// libpq's hint names the host and the port apart: `Is the server running on host "localhost" and accepting TCP/IP
+	// connections on port 5432?`.
+	hostAcceptingRe = lazyRE(`(?i)\bhost\s+['"\x60]?([a-z0-9][\w.-]*[a-z0-9])['"\x60]?(?:\s*\(([0-9a-f.:]+)\))?\s+and accepting [\w/]+ connections on port (\d{2,5})\b`)
 	// A bare host name: a dotted name ending in a top-level or internal domain, or an IPv4 address.
 	bareHostRe = lazyRE(`(?i)\b((?:\d{1,3}\.){3}\d{1,3}|(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:com|org|net|io|dev|app|co|ai|cloud|internal|local|lan|corp|example|test|svc|cluster|us|uk|de|eu))\b`)
 
@@ -104,6 +110,13 @@ var (
 		lazyRE(`(?i)\b(?:npm ERR! 404|E404|FETCH_404)\b.*?registry\.[\w.]+/(@?[\w.\-]+(?:%2f[\w.\-]+)?)`),                                  // npm, pnpm
 		lazyRE(`(?i)\bcould not (?:resolve|find|transfer) (?:dependencies|artifact)\b[^\n]*?\bat ([\w.\-]+:[\w.\-]+):`),                    // maven
 	}
+	// Memory running out, in the words of the kernel, container engines and runtimes.
+	memoryOutRe = lazyRE(oneOf(`(?i)`,
+		`\bout of memory\b`, `\bout-of-memory\b`, `\bOOM[ -]?kill(?:ed|er)?\b`, `\bOOMKilled\b`,
+		`\bexit(?:ed)?(?: with)? (?:code|status) 137\b`, `\(exit (?:code|status) 137\)`, `\bKilled process \d+\b`,
+		`\bheap out of memory\b`, `\bMemoryError\b`, `\bcannot allocate memory\b`, `\bjava\.lang\.OutOfMemoryError\b`,
+		`\bexceed(?:ed|ing) (?:the )?(?:physical |virtual )?memory limits?\b`,
+	))
 	// The contended package of a dependency conflict, as each resolver names it: pip, Poetry and uv say who "depends
 	// on urllib3<1.27" and who "depends on urllib3>=2"; npm names the "peer react@"^17"" it cannot satisfy, or the
 	// "Conflicting peer dependency: react@17.0.2"; cargo cannot "select a version for `openssl-sys`"; Bundler
@@ -225,6 +238,7 @@ var subjectGates = map[subjectKind][]string{
 	subjSymbol: {"undefined", "cannot find", "nameerror", "symbol:", "cannot import name", "has no attribute"},
 	subjTest:   {"test"},
 	subjSite:   {"exception", "error", "panic"},
+	subjMemory: {"memory", "oom", "137", "killed process"},
 	// A resolver's own words for a conflict: without them "depends on" is prose ("the handler depends on the cache").
 	subjConflict: {"conflict", "resolutionimpossible", "eresolve", "solverproblem", "no solution found", "failed to select a version",
 		"compatible versions", "unable to resolve dependency", "could not resolve dependency", "version solving failed"},
@@ -292,10 +306,16 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 			}
 			addHost(s, failure[m[2]:m[3]]+":"+failure[m[4]:m[5]])
 		}
+		for _, m := range hostAcceptingRe.FindAllStringSubmatch(failure, -1) {
+			addHost(s, m[1]+":"+m[3])
+			if m[2] != "" {
+				addHost(s, bracketed(m[2])+":"+m[3])
+			}
+		}
 		for _, m := range hostThenPortRe.FindAllStringSubmatch(failure, -1) {
 			addHost(s, m[1]+":"+m[3])
 			if m[2] != "" {
-				addHost(s, m[2]+":"+m[3])
+				addHost(s, bracketed(m[2])+":"+m[3])
 			}
 		}
 		for _, m := range bareHostRe.FindAllStringSubmatchIndex(failure, -1) {
@@ -376,6 +396,9 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 			}
 		}
 	}
+	if gated(lower, subjMemory) && memoryOutRe.MatchString(failure) {
+		s.add(subjMemory, "memory")
+	}
 	if gated(lower, subjConflict) {
 		for _, re := range conflictSubjectRes {
 			for _, m := range re.FindAllStringSubmatch(failure, -1) {
@@ -452,6 +475,14 @@ func foreignFrame(frame string) bool {
 
 // addHost adds a host (with or without its port) and, for a remote host named with a port, the host alone: the
 // same server is named with and without its port by different tools. Local hosts count only with their port.
+// bracketed puts an IPv6 address in brackets, as it is written before a port; other hosts stay as they are.
+func bracketed(host string) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]"
+	}
+	return host
+}
+
 func addHost(s subject, hostport string) {
 	hostport = strings.ToLower(strings.Trim(hostport, "`'\""))
 	var host, port string
@@ -648,7 +679,7 @@ func nameParts(s string) []string {
 // names is a subject's names for a reason, most telling kinds first.
 func (s subject) names() string {
 	var out []string
-	for _, k := range []subjectKind{subjModule, subjConflict, subjURL, subjHost, subjTest, subjFile, subjSymbol, subjRule} {
+	for _, k := range []subjectKind{subjModule, subjConflict, subjURL, subjHost, subjTest, subjFile, subjSymbol, subjRule, subjMemory} {
 		vs := make([]string, 0, len(s[k]))
 		for v := range s[k] {
 			vs = append(vs, v)
