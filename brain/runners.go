@@ -194,6 +194,8 @@ var (
 	// Rails' and Sequelize's "== 20240611093012 AddIndexOnEvents: migrated (0.0123s) ====", Alembic's "Running upgrade
 	// 3c1d7e0a9f12 -> 9ab24c6d0e55, …" (it logs each upgrade as it runs it, and a failure's traceback after it).
 	migrationAppliedRe = lazyRE(`^Applying [\w.-]+\.\w+\.\.\. OK$|^==\s+\S+\s+.*\bmigrated \([\d.]+m?s\)|^INFO\s+\[alembic\.runtime\.migration\] Running upgrade \S+ -> \S+`)
+	// migrationWords are the fixed words of migrationAppliedRe's lines.
+	migrationWords = []string{"... OK", "migrated (", "Running upgrade"}
 	// Terraform's and OpenTofu's last line of an apply or a destroy that ran to the end: "Apply complete! Resources:
 	// 3 added, 1 changed, 0 destroyed." Its failures end in "Error: …" lines instead.
 	infraApplyRe = lazyRE(`^(?:Apply|Destroy) complete! Resources: \d+ (?:added|destroyed)`)
@@ -223,15 +225,20 @@ func runnerVerdict(l, low string) (v verdict, side bool) {
 		}
 		return verdictPass, true
 	}
-	if m := ansibleRecapRe.FindStringSubmatch(s); m != nil {
-		if m[1] != "0" || m[2] != "0" {
-			return verdictFail, false
+	// The tools' own last lines, each looked for only where its fixed words are (most lines are none of them).
+	if strings.Contains(s, "unreachable=") {
+		if m := ansibleRecapRe.FindStringSubmatch(s); m != nil {
+			if m[1] != "0" || m[2] != "0" {
+				return verdictFail, false
+			}
+			return verdictPass, false
 		}
+	}
+	if strings.Contains(s, " complete! Resources:") && infraApplyRe.MatchString(s) ||
+		containsAny(s, migrationWords) && migrationAppliedRe.MatchString(s) {
 		return verdictPass, false
 	}
 	switch {
-	case infraApplyRe.MatchString(s), migrationAppliedRe.MatchString(s):
-		return verdictPass, false
 	case unhealthyRe.MatchString(s):
 		return verdictFail, false
 	case healthyRe.MatchString(s):

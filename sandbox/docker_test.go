@@ -194,21 +194,23 @@ func TestDockerExec(t *testing.T) {
 		run := newRunID(t, d)
 		ws := workspace(t, "")
 		start := time.Now()
-		res, err := d.Exec(ctx, Spec{RunID: run, Dir: ws, Timeout: 500 * time.Millisecond,
-			Args: []string{"/bin/sh", "-c", "echo started; (sleep 3; touch survived) & sleep 60"}}, nil)
+		// The timeout leaves the exec time to start on a loaded machine (an exec the engine has not started yet
+		// when it is killed fails in runc's setns, and prints nothing), and the child's sleep outlasts it.
+		res, err := d.Exec(ctx, Spec{RunID: run, Dir: ws, Timeout: 3 * time.Second,
+			Args: []string{"/bin/sh", "-c", "echo started; (sleep 6; touch survived) & sleep 60"}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !res.TimedOut || string(res.Stdout) != "started\n" {
 			t.Errorf("res = %+v", res)
 		}
-		if el := time.Since(start); el > 10*time.Second {
-			t.Errorf("took %v", el)
+		if el := time.Since(start); el > 40*time.Second {
+			t.Errorf("took %v: the timeout did not stop the agent's sleep 60", el)
 		}
 		if res := execOK(t, d, Spec{RunID: run, Dir: ws}, "echo next"); string(res.Stdout) != "next\n" || res.TimedOut {
 			t.Errorf("next exec: %+v", res)
 		}
-		time.Sleep(3500 * time.Millisecond)
+		time.Sleep(6500 * time.Millisecond)
 		if _, err := os.Stat(filepath.Join(ws, "survived")); err == nil {
 			t.Error("a child of the timed-out agent survived and ran")
 		}
