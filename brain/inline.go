@@ -102,6 +102,11 @@ func questionAlternatives(s string) []choice {
 			region = region[:j]
 		}
 		region = strings.TrimRight(strings.TrimSpace(region), ".!")
+		// Alternatives held open are set apart by a comma ("X, or Y"); "I could reproduce it on Linux or macOS"
+		// tells what the agent did, and "could not" what it did not.
+		if !strings.Contains(region, ", or ") || strings.HasPrefix(lowerASCII(region), "not ") {
+			return nil
+		}
 	default:
 		i := wordIndex(lowerASCII(s), "whether")
 		if i < 0 {

@@ -87,6 +87,8 @@ var (
 		lazyRE(`\bFAIL(?:ED)?\b`),
 		lazyRE(`(?i)\b(?:tests?|build|compilation|suite|ci|pipeline|lint(?:er)?|checks?|it|they|this|command|script|deploy(?:ment)?|migration|install(?:ation)?|package|code|binary|server|app|application|service|page|site)\)?\s+(?:still\s+|now\s+|also\s+)?(?:fails?|failed|failing|no longer (?:works|renders|starts|builds|compiles|runs|loads|passes|boots)|is failing|are failing|errors? out|breaks|broke|crashe[sd]|panics|does not (?:pass|compile|build|work|run)|doesn't (?:pass|compile|build|work|run)|did not (?:pass|compile|build)|didn't (?:pass|compile|build))\b`),
 		lazyRE(`(?i)\b(?:push(?:ing)?|merg(?:e|ing)|rebas(?:e|ing)|publish(?:ing)?|upload(?:ing)?|releas(?:e|ing))\b[^.;:\n]{0,30}?\b(?:failed|fails|was rejected|were rejected|got rejected|is rejected)\b`),
+		// A test named by its identifier, in prose: "`test_totals` fails because …", "TestReplicaFailover still fails".
+		lazyRE("(?:\\b(?:Test[A-Z_]\\w*|test_\\w+)\\b|`(?:Test[A-Z_]\\w*|test_\\w+|[\\w./-]+\\.(?:test|spec)\\.[jt]sx?)`)\\s+(?:still\\s+|now\\s+|also\\s+)?(?:fails|failed|is failing|keeps failing)\\b"),
 		// A step of the task that did not take place: "the deployment step, which is part of this task, did not happen".
 		lazyRE(`(?i)\b(?:deploy(?:ment)?|release|rollout|push|upload|migration|publish(?:ing)?)\b(?: step)?[^.;\n]{0,60}?\b(?:did not|didn't|never) (?:happen|run|go through|take place|complete|succeed)\b`),
 		lazyRE(`(?i)\b(?:fails|failed) (?:with|to (?:compile|build|run|start|install|pass|resolve|connect|fetch|load|import))\b`),
@@ -660,7 +662,8 @@ func lastFailure(l, low string) int {
 // expectedAfterRe tells the failure before it, in the rest of its sentence, as one the run expects or ignores: "The
 // `fatal: … FAILED!` on web-01 is the certbot dry-run task, which has `ignore_errors: true`", "the 2 failures are
 // expected (xfail)".
-var expectedAfterRe = lazyRE(`(?i)^[!?]*[^.;!?\n]{0,120}?\b(?:(?:is|are|was|were) (?:expected|ignored|intentional|by design|harmless|benign)|ignore_errors|can be (?:safely )?ignored|expected to fail)\b`)
+// An assertion's words are not that: "fails because the value is expected to be 3" names what the test wanted.
+var expectedAfterRe = lazyRE(`(?i)^[!?]*[^.;!?\n]{0,120}?\b(?:(?:is|are|was|were) (?:expected(?:\s*[:.,;)]|\s+(?:here|behaviou?r|and|because|since|as|when|while|for now)\b|\s*$)|ignored|intentional|by design|harmless|benign)|ignore_errors|can be (?:safely )?ignored|expected to fail)`)
 
 // historyAfterRe tells the failure before it as history in the words after it: "… was the test failing before my
 // change".

@@ -354,7 +354,7 @@ var (
 	// "makes more sense", "the safest bet".
 	evaluativeRe = lazyRE(`(?i)\b(?:recommend|prefer|suggest|lean(?:ing)?|pick|go with|go for|choose|favou?r|vote|I'd|I would|my call|makes (?:more )?sense|way to go|safest|best bet)\b`)
 	// againstRe turns a sentence against what it names: "I wouldn't pick B", "avoid the second".
-	againstRe = lazyRE(`(?i)\b(?:not|never|avoid|against|rather than|instead of|unless|n't)\b|n't\b`)
+	againstRe = lazyRE(`(?i)\b(?:not|never|avoid|against|rather than|instead of|unless)\b|n't\b`)
 	// optionKeyRefRe names an option by its key in a sentence: "option 2", "#3", "(b)", "choice C".
 	optionKeyRefRe = lazyRE(`(?i)\b(?:option|choice|approach|path|plan|variant|alternative|number)\s+([A-Ha-h1-9])\b|#\s*([1-9])\b|\(([A-Ha-h1-9])\)`)
 	// optionOrdinalRefRe names an option by its position in a sentence.
