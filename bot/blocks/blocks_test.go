@@ -408,6 +408,16 @@ func TestEscalationButtons(t *testing.T) {
 	}
 }
 
+// A button is plain_text, which shows backticks as they are: an option's code spans lose them on its button.
+func TestButtonsShowCodeWithoutBackticks(t *testing.T) {
+	e := needsHelp()
+	e.Options = []jobs.Option{{Key: "A", Label: "Pin `numpy<2` in `requirements.txt`"}, {Key: "B", Label: "Port the code"}}
+	m := EscalationMessage(parkedRun(e), e, "")
+	if got := buttons(m)[0].Text.Text; got != "A) Pin numpy<2 in requirements.txt" {
+		t.Errorf("button = %q, want the label without backticks", got)
+	}
+}
+
 func TestEscalationAttemptCap(t *testing.T) {
 	e := attemptCap()
 	all := allText(EscalationMessage(parkedRun(e), e, ""))

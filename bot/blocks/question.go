@@ -371,7 +371,9 @@ func optionText(e *jobs.Escalation, o jobs.Option, recommended bool) (text strin
 	case e.Call && strings.TrimSpace(o.Label) != "":
 		prefix = ""
 	}
-	label := strings.Join(strings.Fields(o.Label), " ")
+	// A button is plain_text: a code span's backticks would show as they are ("Pin `numpy<2`"); the message above
+	// keeps them, as mrkdwn renders them.
+	label := strings.Join(strings.Fields(codeTicks.Replace(o.Label)), " ")
 	if recommended && !strings.Contains(strings.ToLower(label), "recommended") {
 		suffix = " (recommended)"
 	}
@@ -386,6 +388,9 @@ func optionText(e *jobs.Escalation, o jobs.Option, recommended bool) (text strin
 	short := cutPlain(label, room)
 	return prefix + short + suffix, short != label
 }
+
+// codeTicks takes the backticks of inline code out of a label for plain text.
+var codeTicks = strings.NewReplacer("`", "")
 
 func button(v ActionValue, text string, style slack.Style) *slack.ButtonBlockElement {
 	return slack.NewButtonBlockElement(v.ActionID(), v.Encode(), plainText(cutPlain(text, maxButtonText))).WithStyle(style)
