@@ -54,6 +54,7 @@ type counts struct {
 	questions       []int
 	questionSamples int
 	helpStarts      int  // starts of `orch help` and of a static hello, each
+	longPlan        int  // tasks of the long plan run by orch run on each store
 	coldBuilds      bool // build cmd/orch and a minimal asynq program from an empty build cache
 }
 
@@ -62,12 +63,12 @@ var (
 		dockerSamples: 20, worktrees: 20, concurrent: 16,
 		history: []int{100, 10000}, historyTimes: 15, outputMB: 200, rescues: 5, crashTrials: 50,
 		fairRuns: 200, fairTasks: 50, fairWarmup: 5 * time.Second, fairWindow: time.Minute,
-		questions: []int{1000, 10000}, questionSamples: 30, helpStarts: 100, coldBuilds: true}
+		questions: []int{1000, 10000}, questionSamples: 30, helpStarts: 100, coldBuilds: true, longPlan: 1000}
 	quickCounts = counts{ackRounds: 2, resumes: 5, approvals: 3, resumesSlow: 2, parked: 200, stepRuns: 10, stepTasks: 20, agentStarts: 20,
 		dockerSamples: 3, worktrees: 3, concurrent: 4,
 		history: []int{100, 1000}, historyTimes: 3, outputMB: 20, rescues: 1, crashTrials: 3,
 		fairRuns: 20, fairTasks: 20, fairWarmup: 2 * time.Second, fairWindow: 4 * time.Second,
-		questions: []int{100, 1000}, questionSamples: 3, helpStarts: 5}
+		questions: []int{100, 1000}, questionSamples: 3, helpStarts: 5, longPlan: 40}
 )
 
 func main() {
@@ -245,6 +246,18 @@ func measurements(c counts) []measurement {
 					res.ColdBuildOrchSeconds, res.ColdBuildAsynqSeconds = &orch, &asynq
 				}
 				res.Notes.Binary = b.note
+				return nil
+			}},
+		{"longplan", fmt.Sprintf("long plan: %d tasks by orch run on the embedded store and on Redis", c.longPlan), true,
+			func(ctx context.Context, r *rig, res *Results) error {
+				l, err := measureLongPlan(ctx, r, c.longPlan)
+				if err != nil {
+					return err
+				}
+				res.LongPlanTasks = l.tasks
+				res.LongPlanEmbeddedFirstMs, res.LongPlanEmbeddedLastMs = roundTo(l.embeddedFirst, 1), roundTo(l.embeddedLast, 1)
+				res.LongPlanRedisFirstMs, res.LongPlanRedisLastMs = roundTo(l.redisFirst, 1), roundTo(l.redisLast, 1)
+				res.Notes.LongPlan = l.note
 				return nil
 			}},
 		{"parked", fmt.Sprintf("parked: %d runs waiting for a human, then all answered", c.parked), true,

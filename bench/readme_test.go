@@ -83,7 +83,8 @@ func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 		WebRunsPageMsAt10k: 20, WebRunsFilteredMsAt10k: 30, WebRunPageMs: 5, RescueP50Seconds: 6, CrashTrials: 50,
 		FairShareTimeAPct: 75, FairShareStepsAPct: 75, FairShareSteps: 2000, FairShareUnequalTimeAPct: 50,
 		FairShareUnequalStepsAPct: 75, StepsPerSecondAsynq: 1400, AgentMsPerStep: 3.6, ShMsPerStep: 0.9,
-		OrchBinaryMB: 84, HelpStartMs: 7, HelloStartMs: 1.1, ColdBuildOrchSeconds: &build, ColdBuildAsynqSeconds: &anchor}
+		OrchBinaryMB: 84, HelpStartMs: 7, HelloStartMs: 1.1, ColdBuildOrchSeconds: &build, ColdBuildAsynqSeconds: &anchor,
+		LongPlanTasks: 1000, LongPlanEmbeddedFirstMs: 100, LongPlanEmbeddedLastMs: 180, LongPlanRedisFirstMs: 90, LongPlanRedisLastMs: 95}
 	if err := good.check(10); err != nil {
 		t.Fatalf("good results rejected: %v", err)
 	}
@@ -111,6 +112,7 @@ func TestCheckRejectsWhatNoCorrectRunProduces(t *testing.T) {
 		"no anchor":     func(r *Results) { r.StepsPerSecondAsynq = 0 },
 		"no hello":      func(r *Results) { r.HelloStartMs = 0 },
 		"half build":    func(r *Results) { r.ColdBuildAsynqSeconds = nil },
+		"no long plan":  func(r *Results) { r.LongPlanRedisLastMs = 0 },
 	} {
 		r := good
 		bad(&r)

@@ -113,8 +113,15 @@ type Results struct {
 	HelloStartMs          float64  `json:"hello_start_ms"`
 	ColdBuildOrchSeconds  *float64 `json:"cold_build_orch_seconds"`
 	ColdBuildAsynqSeconds *float64 `json:"cold_build_asynq_seconds"`
-	Machine               Machine  `json:"machine"`
-	Notes                 Notes    `json:"notes"`
+	// LongPlan* are a plan of LongPlanTasks no-op tasks run by orch run: the mean ms between task completions over
+	// its first and its last tenth, on the embedded store and on Redis.
+	LongPlanTasks           int     `json:"long_plan_tasks"`
+	LongPlanEmbeddedFirstMs float64 `json:"long_plan_embedded_first_ms"`
+	LongPlanEmbeddedLastMs  float64 `json:"long_plan_embedded_last_ms"`
+	LongPlanRedisFirstMs    float64 `json:"long_plan_redis_first_ms"`
+	LongPlanRedisLastMs     float64 `json:"long_plan_redis_last_ms"`
+	Machine                 Machine `json:"machine"`
+	Notes                   Notes   `json:"notes"`
 }
 
 // Machine is where the numbers were measured.
@@ -155,6 +162,7 @@ type Notes struct {
 	FairShare    string `json:"fair_share"`
 	Questions    string `json:"questions"`
 	Binary       string `json:"binary"`
+	LongPlan     string `json:"long_plan"`
 	// FairShareUnequal is the fair share with steps of unequal length.
 	FairShareUnequal string `json:"fair_share_unequal"`
 }
@@ -208,6 +216,8 @@ func (r *Results) check(wantParked int) error {
 		"questions_page_ms_at_10k": r.QuestionsPageMsAt10k, "questions_page_ms_at_1k": r.QuestionsPageMsAt1k,
 		"questions_api_ms_at_10k": r.QuestionsAPIMsAt10k, "escalation_show_lookup_ms_at_10k": r.EscalationShowLookupMsAt10k,
 		"orch_binary_mb": r.OrchBinaryMB, "help_start_ms": r.HelpStartMs, "hello_start_ms": r.HelloStartMs,
+		"long_plan_embedded_first_ms": r.LongPlanEmbeddedFirstMs, "long_plan_embedded_last_ms": r.LongPlanEmbeddedLastMs,
+		"long_plan_redis_first_ms": r.LongPlanRedisFirstMs, "long_plan_redis_last_ms": r.LongPlanRedisLastMs,
 	}
 	for name, v := range positive {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
