@@ -223,8 +223,12 @@ var (
 			// Something asked of the person without a question mark: "Please paste the URL or tell me where it's
 			// kept", "could you confirm the region"; and what the agent needs from them: "I need the staging
 			// connection string".
-			`\b(?:please|could you|can you)\s+(?:paste|send|share|provide|give me|tell me (?:where|which|what|how|whether|if)|point me (?:to|at)|confirm)\b`,
-			`\bI need (?:the|a|an|your)\s+(?:[\w-]+\s+){0,4}?(?:string|url|uri|token|key|password|credentials?|secret|access|value|values|name|id|address|path|version|number)\b`,
+			`\b(?:please|could you|can you)\s+(?:paste|send|share|provide|give me|tell me (?:where|which|what|how|whether|if)|point me (?:to|at)|confirm|grant|approve|assign|give (?:me|us))\b`,
+			`\bI need (?:(?:the|a|an|your)\s+)?(?:[\w-]+\s+){0,4}?(?:string|url|uri|token|key|password|credentials?|secret|access|permissions?|value|values|name|id|address|path|version|number)\b`,
+			// Unsure of its own result: "I'm not confident enough in this to call it fixed", "I can't confirm this
+			// is the cause".
+			`\bI(?:'m| am) not (?:confident|certain)\b`,
+			`\bI (?:can't|cannot|can not) confirm (?:this|that|it|whether|if)\b`,
 			// A question the agent cannot settle, or hands to the person: "I can't tell whether that's the intended
 			// look", "so I'd rather you decide", "I need a call on how to resolve it".
 			// (In the present: "I couldn't tell whether …" after a failure reports what the agent did not find out.)
@@ -895,6 +899,13 @@ func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 		closed := qIdx >= 0 && closedQuestion(sentences[qIdx].text)
 		pointsBack := qIdx >= 0 && pointsBackRe.MatchString(sentences[qIdx].text)
 		opts, block = findOptions(d, qLine, closed, pointsBack)
+		// A question that names its alternatives itself ("Should I backport this, or leave it on main?") asks about
+		// them, not about a list before it that nothing offers (the work done, the checks that passed).
+		if qIdx >= 0 && len(opts) > 0 && !block.offered && block.start < qLine {
+			if inline := sentenceOptions(sentences[qIdx].text); len(inline) >= 2 {
+				opts, block = inline, listBlock{}
+			}
+		}
 		if len(opts) == 0 {
 			opts = eitherOrNear(sentences, qIdx, closed)
 		}

@@ -42,7 +42,7 @@ var (
 		`^(.{1,80}?)\s+(?:would be|is) my (?:pick|choice|vote|preference|recommendation|suggestion)\b`,
 		// The pick named by its position or key, with no "I think" before: "The second seems safer to me", "Option B
 		// looks like the better fit".
-		`^((?:the\s+)?(?:first|second|third|fourth|fifth|last|former|latter)(?:\s+(?:one|option|approach|choice|path|way))?|(?:option|choice|approach|path)\s+[A-Ha-h1-9]|#\s*[1-9])\s+(?:is|would be|seems|looks|sounds)(?: like)?\s+(?:the\s+|a\s+)?(?:better|best|safer|safest|simpler|simplest|cleaner|cleanest|easier|easiest|preferable|right|way to go|more sensible|sensible)\b`,
+		`^((?:the\s+)?(?:first|second|third|fourth|fifth|last|former|latter)(?:\s+(?:one|option|approach|choice|path|way))?|(?:option|choice|approach|path)\s+[A-Ha-h1-9]|#\s*[1-9]|[A-Ha-h1-9])\s+(?:is|would be|seems|looks|sounds)(?: like)?\s+(?:the\s+|a\s+)?(?:better|best|safer|safest|simpler|simplest|cleaner|cleanest|easier|easiest|preferable|right|way to go|more sensible|sensible|safe (?:default|choice|bet|option))\b`,
 		// The pick, then what the agent would do: "Switching to the Pages workflow is what I'd do".
 		`^(.{1,80}?)\s+(?:is|would be) what I(?:'d| would) (?:do|pick|choose|go with|recommend|suggest)\b`,
 	))
@@ -375,13 +375,21 @@ func evaluativePick(sentences []sentence, labels []string, block listBlock) (str
 			strings.HasSuffix(s.text, "?") || strings.ContainsAny(s.text, "│┃╭╰❯●") {
 			continue
 		}
-		for _, clause := range clauseSplitRe.Split(s.text, -1) {
+		clauses := clauseSplitRe.Split(s.text, -1)
+		for k, clause := range clauses {
 			if !evaluativeRe.MatchString(clause) || againstRe.MatchString(clause) {
 				continue
 			}
 			if refs := optionRefs(clause, labels); len(refs) == 1 {
 				for i := range refs {
 					return labels[i], true
+				}
+			}
+			// "Regenerating touches 41 files, but it's the one I'd go with": a later clause speaks for what the
+			// sentence opened with, named by its action.
+			if k > 0 && len(optionRefs(s.text, labels)) <= 1 {
+				if l, ok := leadingVerbLabel(clauses[0], labels); ok {
+					return l, true
 				}
 			}
 		}

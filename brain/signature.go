@@ -89,6 +89,9 @@ var (
 		lazyRE(`(?m)^\s*test\s+(\S+)\s+\.\.\.\s+FAILED`),
 		lazyRE(`(?m)^\s*(\S+\s+>\s+.+?)\s+FAILED\s*$`),
 		lazyRE(`(?m)^\s*rspec\s+(\S+)`),
+		// Playwright and Cypress name a failing test by its spec file and line ("checkout.spec.ts:42 › pays with saved
+		// card", "checkout.spec.ts:42: locator.click: Timeout …"); the line stays while the test's words differ.
+		lazyRE(`\b([\w./-]+\.(?:spec|test|cy)\.[cm]?[jt]sx?:\d+)(?::\d+)?(?:\s*›|:\s)`),
 	}
 	// Where an error starts inside a line of prose, and a file named before it (which is part of the error).
 	errorStartRe = lazyRE(`\b(?:[A-Z][\w.$]*(?:Error|Exception)|[Ee]rror|ERROR|panic|[Ff]atal|FAIL(?:ED)?)\b`)

@@ -75,6 +75,8 @@ var (
 		`\bconnection (?:reset|timed out|to \S+ (?:failed|refused|timed out))\b`,
 		`\b(?:can't|cannot|could not|couldn't|unable to|failed to) (?:obtain|open|establish) (?:a |the )?connection\b`, `\bno such host\b`, `\bname or service not known\b`,
 		`\bname resolution\b`, `\bnot resolve host\b`, `\bmax retries exceeded\b`, `\bunreachable\b`,
+		// pg_isready's "localhost:5432 - no response", a server "not responding".
+		`\bno response\b`, `\bnot responding\b`,
 		`\btim(?:ed|ing) ?out\b`, `\btimeout\b`, `\bi/o timeout\b`,
 	))
 	// An HTTP error status in a response: the text for which the endpoint is the subject.
@@ -146,6 +148,9 @@ var (
 		// Python linters (ruff, flake8, pylint) put a code after the location.
 		{lazyRE(`(?m)^\s*\S+\.py:\d+:\d+:\s+([A-Z]{1,3}\d{2,4})\b`), []string{".py:"}},
 		{lazyRE(`\bclippy::([a-z_-]+)`), []string{"clippy::"}},
+		// An ESLint rule named anywhere in ESLint's failure, however the line around it is laid out: a plugin's
+		// ("react-hooks/exhaustive-deps", "@typescript-eslint/no-floating-promises") or a core rule ("no-unused-vars").
+		{lazyRE(`(?:^|[\s(\[])(@[\w-]+/[a-z][\w-]*|[a-z][\w-]*/[a-z]+(?:-[a-z]+)+|no-[a-z]+(?:-[a-z]+)*|prefer-[a-z]+(?:-[a-z]+)*|eqeqeq)(?:[\s:).,\]]|$)`), []string{"eslint"}},
 		// go vet's analyzers name themselves after the location: "worker.go:88:3: printf: …".
 		{lazyRE(`(?m)^\s*\S+\.go:\d+:\d+:\s+(` + strings.Join(vetAnalyzers, "|") + `):\s`), vetGates()},
 	}
@@ -230,11 +235,11 @@ func subjectOf(failure string) subject {
 // subjectGates are words without which a family of patterns cannot match: checking them first keeps reading the
 // subject of a long log (hundreds of failing tests) cheap.
 var subjectGates = map[subjectKind][]string{
-	subjHost: {"refused", "econn", "etimedout", "ehostunreach", "enotfound", "connect", "reach", "resolv", "reset",
+	subjHost: {"refused", "econn", "etimedout", "ehostunreach", "enotfound", "connect", "reach", "resolv", "reset", "respon",
 		"no such host", "name or service", "max retries", "unreachable", "timed out", "timing out", "timeout", "time out"},
 	subjModule: {"module", "resolve", "package", "crate", "registry", "distribution", "requirement", "versions", "go: ", "dependenc", "artifact"},
 	subjFile:   {"no such file", "does not exist", "not found"},
-	subjRule:   {"warn", "error", "clippy::", ".go:"},
+	subjRule:   {"warn", "error", "clippy::", ".go:", "eslint"},
 	subjSymbol: {"undefined", "cannot find", "nameerror", "symbol:", "cannot import name", "has no attribute"},
 	subjTest:   {"test"},
 	subjSite:   {"exception", "error", "panic"},
