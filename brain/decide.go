@@ -122,6 +122,19 @@ var permanentCauses = []permanentRule{
 	// A tool that refuses to run as root (or under sudo) is refusing this environment, not the agent's change.
 	{lazyRE(`(?i)\b(?:cannot|can't|must not|may not|should not|is not allowed to|refuses? to)\s+(?:be\s+)?(?:used|run|started|executed)\b[^.\n]{0,40}?\b(?:as|with|under|by) (?:the )?(?:root|sudo|superuser)\b|\broot/sudo privileges\b`),
 		"a tool that refuses to run in this environment (as root)", false},
+	// An account's limit on a kind of resource, which only a person can have raised ("VpcLimitExceeded: The maximum
+	// number of VPCs has been reached", "a Service Quotas increase request is required").
+	{lazyRE(oneOf(`(?i)`,
+		`(?-i:\b[A-Z][A-Za-z]*LimitExceeded\b)`,
+		`\bmaximum number of [\w -]{1,40}? (?:has|have) been reached\b`,
+		`\bquota increase (?:request )?(?:is )?(?:required|needed)\b`,
+		`\brequest (?:a|an) (?:quota|limit) increase\b`,
+	)),
+		"an account limit on a kind of resource, which only a person can have raised", false},
+	// A version of a dependency that has not been published: its owners must release it, or a person must change
+	// what the task asks for ("No matching version found for @acme/tokens@^4.0.0 … '4.0.0 planned for Q3'").
+	{lazyRE(`(?is)\b(?:no matching version found|notarget|could not find a version that satisfies|no versions? match(?:ing|es)?)\b.{0,240}?\b(?:planned for|not (?:yet )?(?:released|published)|unreleased|upcoming release|has not been (?:released|published))\b`),
+		"a version of a dependency that has not been published: its owners must release it, or a person must change the requirement", false},
 	// A cloud identity without the right (AWS IAM "AccessDenied … is not authorized to perform", Azure RBAC
 	// "AuthorizationFailed … does not have authorization to perform action", gcloud "PERMISSION_DENIED",
 	// "Permission 'x' denied"): only someone who administers the account can grant it.
@@ -193,6 +206,8 @@ var permanentCauses = []permanentRule{
 		`\bcontradict(?:ory|s|ions?|ing)?\b`,
 		`\bmutually exclusive\b`,
 		`\bconflicting requirements\b`,
+		`\bspec(?:ification)?s? conflict\b`,
+		`\b(?:both|all) (?:are|were) marked (?:as )?authoritative\b`,
 		`\brequirements (?:conflict|are inconsistent|are incompatible)\b`,
 		`\b(?:cannot|can't|impossible to) (?:satisfy|meet) (?:both|the acceptance criteria|all (?:the |of the )?(?:acceptance )?criteria)\b`,
 		`\bimpossible (?:requirement|task|to satisfy)\b`,
@@ -228,6 +243,10 @@ var permanentCauses = []permanentRule{
 		`\bnetwork_access\s*=\s*false\b`,
 		`\bsandbox\b[^.\n]{0,40}?\bnetwork(?: access)?\s+(?:is\s+)?(?:disabled|off|blocked|denied|not allowed)\b`,
 		`\bno (?:network|internet) access\b[^.;\n]{0,20}?\b(?:in|inside) (?:this|the) (?:sandbox|container|environment)\b`,
+		// Hardware the task needs and the machine has not: "no debug probe is attached to the machine", "Couldn't
+		// find any ST-Link devices", "no GPU available in this runner".
+		`\bno (?:debug )?(?:probe|device|hardware|board|GPU|usb device|serial port)s? (?:is |are )?(?:attached|connected|present|available|detected)\b`,
+		`\b(?:couldn't|could not|can't|cannot|unable to) find any [\w-]+ (?:devices?|probes?|boards?|GPUs?)\b`,
 		`\b(?:outside|beyond) (?:my|our|the agent's) control\b`,
 	)),
 		"a restriction of the environment the agent cannot lift", false},
@@ -245,6 +264,7 @@ var permanentCauses = []permanentRule{
 		`no such \w+ (?:is|was|exists|can be found)`,
 		`has an empty description`,
 		`no [\w-]+ (?:is|was|has been) (?:attached|provided|given|linked|included)`,
+		`no [\w' -]{1,40}? exists`,
 		`no such`,
 	) + `\b`),
 		"missing context: the task refers to something that is not there", false},

@@ -123,7 +123,7 @@ func questionAlternatives(s string) []choice {
 		}
 	}
 	// The alternatives are in the last clause: after a colon or a dash that introduces them.
-	if i := strings.LastIndexAny(region, ":;—"); i >= 0 {
+	if i := lastClauseBreak(region); i >= 0 {
 		_, size := utf8.DecodeRuneInString(region[i:])
 		region = region[i+size:]
 	}
@@ -193,6 +193,25 @@ func questionAlternatives(s string) []choice {
 	items = append(items, last)
 	return alternativeChoices(items, toDo)
 }
+
+// lastClauseBreak is the index of the last colon, semicolon or dash of s that ends a clause, or -1: the colon of a
+// time or a ratio ("02:00", "3:1") ends none.
+func lastClauseBreak(s string) int {
+	for i := len(s); i > 0; {
+		j := strings.LastIndexAny(s[:i], ":;—")
+		if j < 0 {
+			return -1
+		}
+		if s[j] == ':' && j > 0 && j+1 < len(s) && isDigit(s[j-1]) && isDigit(s[j+1]) {
+			i = j
+			continue
+		}
+		return j
+	}
+	return -1
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // countedAlternatives reads alternatives counted out after a colon: "has two notification systems: X and Y".
 func countedAlternatives(s string) []choice {

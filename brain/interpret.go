@@ -25,6 +25,9 @@ var (
 		lazyRE(`(?m)^ok\s+\S+|^PASS\s*$|^OK(?: \(.*\))?\s*$|test result: ok\.`),
 		lazyRE(`(?im)^\s*(?:#+\s*)?[*_]{0,2}(?:done|all done|completed|finished|task complete[d]?)\b[*_]{0,2}\s*[.!:—-]`),
 		lazyRE(`(?i)\b(?:task|work|implementation|feature|change|changes|fix|migration|refactor(?:ing)?)\s+(?:is\s+|are\s+|has been\s+|have been\s+)?(?:now\s+)?(?:complete|completed|done|finished|in place)\b`),
+		// A run of the job itself that ended well: "Training run finished and the model is exported", "the backfill
+		// completed"; not one that "finished with errors".
+		lazyRE(`(?i)\b(?:run|training|job|pipeline|backfill|export|import|sync|deploy(?:ment)?|rollout|upgrade)\s+(?:has\s+)?(?:finished|completed|succeeded)(?:\s+(?:successfully|cleanly|and)\b|[.,;:!]|\s*$)`),
 		lazyRE(`(?i)\b(?:starts|started|runs|ran|works|worked|boots|booted|deploys|deployed|loads|loaded)\s+(?:up\s+)?(?:cleanly|fine|correctly|as expected|without (?:errors?|issues|problems|warnings))\b`),
 		lazyRE(`(?i)\bsuccessfully\b|\bsummary of (?:the )?changes\b|\bchanges made\b|\bbuild succeeded\b|\bBUILD SUCCESSFUL\b|\bcompiled successfully\b|✅`),
 	}
@@ -225,6 +228,10 @@ var (
 			// connection string".
 			`\b(?:please|could you|can you)\s+(?:paste|send|share|provide|give me|tell me (?:where|which|what|how|whether|if)|point me (?:to|at)|confirm|grant|approve|assign|give (?:me|us))\b`,
 			`\bI need (?:(?:the|a|an|your)\s+)?(?:[\w-]+\s+){0,4}?(?:string|url|uri|token|key|password|credentials?|secret|access|permissions?|value|values|name|id|address|path|version|number)\b`,
+			// Something the agent needs from the person, said as a need: "I'll need the token, or the right Vault
+			// path, from you to finish"; and a step it will not take without asking.
+			`\bneed\b[^.;?!\n]{0,80}?\bfrom you\b`,
+			`\b(?:don't|do not|won't|will not) want to [^.;?!\n]{1,60}? without asking\b`,
 			// Unsure of its own result: "I'm not confident enough in this to call it fixed", "I can't confirm this
 			// is the cause".
 			`\bI(?:'m| am) not (?:confident|certain)\b`,
@@ -1097,8 +1104,8 @@ func findOptions(d *doc, qLine int, closed, pointsBack bool) ([]choice, listBloc
 		if rank > bestRank || rank == bestRank && dist >= bestDist {
 			continue
 		}
-		if b.boldLead && !b.offered && rank != 0 {
-			continue // paragraphs of a report, each with its bold title, not put as the answers to the question above
+		if b.boldLead && !b.offered && (rank == 2 || closed) {
+			continue // paragraphs of a report, each with its bold title, not what an open question near it asks about
 		}
 		if opts := b.options(d); len(opts) >= 2 && len(opts) <= maxOptions {
 			best, bestBlock, bestRank, bestDist = opts, b, rank, dist
@@ -1242,13 +1249,23 @@ func sectionEnd(lines []string, k int) int {
 		for n < len(lines) && strings.TrimSpace(lines[n]) == "" {
 			n++
 		}
-		if n < len(lines) && (listStyle(lines[n]) == styleList || lines[n][0] == ' ' || lines[n][0] == '\t') {
+		if n < len(lines) && (listStyle(lines[n]) == styleList || lines[n][0] == ' ' || lines[n][0] == '\t' ||
+			underHeading(lines, k, n)) {
 			j = n
 			continue
 		}
 		break
 	}
 	return j
+}
+
+// underHeading reports whether line n, after blank lines, is still the section of the option keyed as a markdown
+// heading on line k ("### Option 3 — Isolate the worker", then its paragraphs and its pros and cons): prose that
+// is no other heading, no key and no question, within maxSection lines of the key.
+func underHeading(lines []string, k, n int) bool {
+	t := strings.TrimSpace(lines[n])
+	return mdHeadingRe.MatchString(lines[k]) && n-k < maxSection && !mdHeadingRe.MatchString(lines[n]) &&
+		!keyedLineRe.MatchString(lines[n]) && !strings.HasSuffix(t, "?")
 }
 
 // place ranks a block by where it is from the question on line qLine, and says how far: 0 after the question and

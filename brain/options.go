@@ -375,6 +375,8 @@ var (
 	// "either X or Y": the alternatives end where the sentence, or a clause about them, goes on; a parenthetical
 	// inside the last one ("`rustls` (pure Rust)") is part of it.
 	eitherOrRe = lazyRE(`(?i)\beither\s+(.+?),?\s+or\s+((?:[^()]|\([^()]*\))+?)(?:\s*(?:[,;:!?)]|\.(?:\s|$))|\s[—–-]+\s|\s+(?:as|before|after|because|since|so that|until|unless|when|while|once|then)\b|$)`)
+	// A reason given inside an alternative, after a comma.
+	eitherReasonRe = lazyRE(`(?i),\s+(?:since|because|as|so that|which|given)\b`)
 	// "either way", "either of them", "either one": no alternatives follow.
 	eitherNotChoiceRe = lazyRE(`(?i)^(?:way|of|one|side|case|option|approach)\b`)
 )
@@ -395,6 +397,10 @@ func eitherOrChoices(s string) []choice {
 	}
 	var opts []choice
 	for _, alt := range m[1:3] {
+		// "either pin `pyarrow` to 15.x, since pandas 2.2 still supports it, or port …": the reason is not the choice.
+		if loc := eitherReasonRe.FindStringIndex(alt); loc != nil && loc[0] > 0 {
+			alt = alt[:loc[0]]
+		}
 		if len(strings.Fields(alt)) > maxEitherWords {
 			return nil
 		}

@@ -13,7 +13,7 @@ var (
 	// A key at the start of the recommended phrase: "B", "(b)", "[2]", "option 2", "#3", "choice C".
 	recKeyRe = lazyRE(`^((?i:option|choice|alternative|approach|possibility|path|plan|strategy|variant|route|number)\s+|#\s*)?(?:\(([A-Ha-h1-9])\)|\[([A-Ha-h1-9])\]|([A-Ha-h1-9])(?:\)|\.(?:\s|$))?)`)
 	// A position: "the first one", "the second option", "the latter", "the 2nd", "option two".
-	recOrdinalRe = lazyRE(`(?i)^(?:the\s+(first|second|third|fourth|fifth|last|former|latter|1st|2nd|3rd|4th|5th)\b|(first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th)\s+(?:one|option|approach|choice|alternative)\b|(?:option|choice|alternative|approach|number)\s+(one|two|three|four|five)\b)`)
+	recOrdinalRe = lazyRE(`(?i)^(?:the\s+(first|second|third|fourth|fifth|last|former|latter|1st|2nd|3rd|4th|5th)\b|(first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th)\s+(?:one|option|approach|choice|alternative|row|path|plan)\b|(?:option|choice|alternative|approach|number)\s+(one|two|three|four|five)\b)`)
 	// Words that lead into the thing recommended without being part of it: "going with B", "that we use B".
 	recFillerRe = lazyRE(`(?i)^(?:that\s+)?(?:we\s+|you\s+)?(?:(?:go|going|stick|sticking)\s+with|opt(?:ing)?\s+for|us(?:e|ing)|pick(?:ing)?|choos(?:e|ing)|tak(?:e|ing))\s+`)
 	// Where the recommended thing ends and the reason for it begins.
@@ -380,9 +380,16 @@ func evaluativePick(sentences []sentence, labels []string, block listBlock) (str
 			if !evaluativeRe.MatchString(clause) || againstRe.MatchString(clause) {
 				continue
 			}
-			if refs := optionRefs(clause, labels); len(refs) == 1 {
+			refs := optionRefs(clause, labels)
+			if len(refs) == 1 {
 				for i := range refs {
 					return labels[i], true
+				}
+			}
+			// "I'd hold off.": the action the agent would take, as the one option it starts.
+			if lead := firstPersonLeadRe.FindStringIndex(clause); len(refs) == 0 && lead != nil {
+				if l, ok := leadingVerbLabel(clause[lead[1]:], labels); ok {
+					return l, true
 				}
 			}
 			// "Regenerating touches 41 files, but it's the one I'd go with": a later clause speaks for what the
@@ -396,6 +403,9 @@ func evaluativePick(sentences []sentence, labels []string, block listBlock) (str
 	}
 	return "", false
 }
+
+// firstPersonLeadRe opens a clause with what the agent would do: "I'd", "I would", "I'd rather", "we'd".
+var firstPersonLeadRe = lazyRE(`(?i)^\s*(?:I|we)(?:'d| would)(?:\s+(?:rather|probably|just|still))?\s+`)
 
 // clauseSplitRe cuts a sentence into the clauses a pick and its reason are told in: "I'd rotate now; a leaked token
 // isn't worth the wait" speaks for rotating now, whatever the reason's "isn't".

@@ -80,7 +80,7 @@ var (
 		`\btim(?:ed|ing) ?out\b`, `\btimeout\b`, `\bi/o timeout\b`,
 	))
 	// An HTTP error status in a response: the text for which the endpoint is the subject.
-	httpStatusRe = lazyRE(`(?i)(?:\b(?:HTTP(?:/[\d.]+)?|status(?: code)?|->|returned|answer(?:s|ed|ing)(?: with)?|server error|client error)\s*'?(?:[:=]\s*)?([45]\d\d)\b|\b([45]\d\d)\s+(?:bad gateway|service unavailable|gateway time-?out|internal server error|not found|too many requests)\b)`)
+	httpStatusRe = lazyRE(`(?i)(?:\b(?:HTTP(?:/[\d.]+)?|status(?: code)?|->|returned|answer(?:s|ed|ing)(?: with)?|respond(?:s|ed)?(?: with)?|server error|client error)\s*'?(?:[:=]\s*)?([45]\d\d)\b|\b([45]\d\d)\s+(?:bad gateway|service unavailable|gateway time-?out|internal server error|not found|too many requests)\b)`)
 	urlRe        = lazyRE(`(?i)\bhttps?://([\w.-]+(?::\d+)?)(/[^\s'"<>()\x60]*)?`)
 	hostPortRe   = lazyRE(`(?i)(?:^|[\s'"\x60(@=/])((?:\d{1,3}\.){3}\d{1,3}|\[[0-9a-f:]+\]|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*)['"\x60]?:['"\x60]?(\d{2,5})\b`)
 	// A host and its port in one clause, the port said apart: libpq's `server at "db" (10.0.0.5), port 5432`.
@@ -269,7 +269,7 @@ func headAndTail(s string) string {
 }
 
 // statusGates are the words an HTTP error status comes with (httpStatusRe).
-var statusGates = []string{"http", "status", "->", "returned", "answer", "server error", "client error", "gateway",
+var statusGates = []string{"http", "status", "->", "returned", "answer", "respond", "server error", "client error", "gateway",
 	"unavailable", "not found", "too many requests"}
 
 func gated(lower string, k subjectKind) bool { return containsAny(lower, subjectGates[k]) }
