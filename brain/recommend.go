@@ -225,9 +225,14 @@ func phraseInLabel(phrase string, labels []string) (string, bool) {
 	if len(p) < 2 {
 		return "", false
 	}
+	return onlyLabel(labels, func(l string) bool { return wordIndex(strings.ToLower(l), p) >= 0 })
+}
+
+// onlyLabel is the one label that match accepts, and whether there is exactly one.
+func onlyLabel(labels []string, match func(label string) bool) (string, bool) {
 	found := -1
 	for i, l := range labels {
-		if wordIndex(strings.ToLower(l), p) >= 0 {
+		if match(l) {
 			if found >= 0 {
 				return "", false
 			}
@@ -278,19 +283,7 @@ func leadingVerbLabel(phrase string, labels []string) (string, bool) {
 	if want == "" {
 		return "", false
 	}
-	found := -1
-	for i, l := range labels {
-		if firstStem(l) == want {
-			if found >= 0 {
-				return "", false
-			}
-			found = i
-		}
-	}
-	if found < 0 {
-		return "", false
-	}
-	return labels[found], true
+	return onlyLabel(labels, func(l string) bool { return firstStem(l) == want })
 }
 
 // firstStem is the stem of s's first content word, or "".
