@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -290,10 +291,22 @@ func (d *Docker) execIn(ctx context.Context, t target, spec Spec, dir string, on
 		res.Signal = "killed"
 		return res, nil
 	}
-	if copyErr != nil {
+	if copyErr = outputEnd(copyErr, res.ExitCode); copyErr != nil {
 		return res, fmt.Errorf("reading the output of %s: %w", spec.Args[0], copyErr)
 	}
 	return d.judgeExec(ictx, t, spec, shimmed, execID, oomBase, start, res)
+}
+
+// outputEnd is what the end of an exec's output stream means, given the exit code the engine reported (-1 when it
+// could not tell). The engine closes the attached connection when the process ends; when the process never read all
+// of its input, Linux reports that close to the reader as a reset (the engine's side still held bytes orch had
+// written), after delivering every byte of output that came before it. With the exec ended, that reset is the end
+// of a whole output; with no exit code, it is an engine that went away, and an error.
+func outputEnd(copyErr error, exitCode int) error {
+	if errors.Is(copyErr, syscall.ECONNRESET) && exitCode >= 0 {
+		return nil
+	}
+	return copyErr
 }
 
 // attachExec creates the exec of spec in t and attaches to it; start is when the process may have started.
