@@ -100,6 +100,7 @@ func runLongPlan(ctx context.Context, r *rig, ws string, env []string) ([]time.T
 	return times, time.Since(start), nil
 }
 
+// sumOf adds durations up.
 func sumOf(ds []time.Duration) time.Duration {
 	var s time.Duration
 	for _, d := range ds {

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -72,7 +74,7 @@ func measureSteps(ctx context.Context, r *rig, runs, tasks int) (stepsResult, er
 		return stepsResult{}, err
 	}
 	steps := runs * tasks
-	agentMean := sumDurations(agentTime) / time.Duration(steps)
+	agentMean := sumOf(slices.Collect(maps.Values(agentTime))) / time.Duration(steps)
 	// Each of the worker's slots was busy (or waiting for work) for the whole elapsed time: a slot's wall time per step.
 	slotPerStep := elapsed * workerConcurrency / time.Duration(steps)
 	between := inside.mean(agentTime)
@@ -148,14 +150,6 @@ func agentTimes(ctx context.Context, store *store.Store, ids []string, tasks int
 		}
 	}
 	return out, nil
-}
-
-func sumDurations(m map[string]time.Duration) time.Duration {
-	var s time.Duration
-	for _, d := range m {
-		s += d
-	}
-	return s
 }
 
 // stepClock notes when each step's task_started and task_completed were committed, to tell the time inside the step

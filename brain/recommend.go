@@ -177,12 +177,7 @@ func isWordByte(c byte) bool {
 // letter standing alone before a word is the article ("a database-level index"), not option a.
 func recommendedIndex(phrase string, n int) (int, bool) {
 	if m := recOrdinalRe.FindStringSubmatch(phrase); m != nil {
-		i, ok := ordinals[strings.ToLower(m[1]+m[2]+m[3])]
-		switch strings.ToLower(m[1] + m[2]) {
-		case "latter", "last":
-			i = n - 1
-		}
-		return i, ok && i < n
+		return ordinalIndex(m[1]+m[2]+m[3], n)
 	}
 	m := recKeyRe.FindStringSubmatch(phrase)
 	if m == nil {
@@ -205,6 +200,17 @@ var ordinals = map[string]int{
 	"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "former": 0, "latter": 0, "last": 0,
 	"1st": 0, "2nd": 1, "3rd": 2, "4th": 3, "5th": 4,
 	"one": 0, "two": 1, "three": 2, "four": 3, "five": 4,
+}
+
+// ordinalIndex is the index of the option that a position word names among n ("the second", "the latter"), and
+// whether it names one of them.
+func ordinalIndex(word string, n int) (int, bool) {
+	w := strings.ToLower(word)
+	i, ok := ordinals[w]
+	if w == "latter" || w == "last" {
+		i = n - 1
+	}
+	return i, ok && i < n
 }
 
 // keyIndex is the option index a key names: 1 or a or A is the first.
@@ -255,13 +261,7 @@ func paraphrasedLabel(phrase string, labels []string) (string, bool) {
 	}
 	best, bestScore, tie := -1, 0, false
 	for i, l := range labels {
-		have := stems(l)
-		score := 0
-		for w := range want {
-			if have[w] {
-				score++
-			}
-		}
+		score := sharedStems(want, stems(l))
 		switch {
 		case score > bestScore:
 			best, bestScore, tie = i, score, false
@@ -369,6 +369,7 @@ func evaluativePick(sentences []sentence, labels []string, block listBlock) (str
 			continue
 		}
 		clauses := clauseSplitRe.Split(s.text, -1)
+		whole := -1 // how many options the whole sentence names, read once when a later clause needs it
 		for k, clause := range clauses {
 			if !evaluativeRe.MatchString(clause) || againstRe.MatchString(clause) {
 				continue
@@ -387,7 +388,10 @@ func evaluativePick(sentences []sentence, labels []string, block listBlock) (str
 			}
 			// "Regenerating touches 41 files, but it's the one I'd go with": a later clause speaks for what the
 			// sentence opened with, named by its action.
-			if k > 0 && len(optionRefs(s.text, labels)) <= 1 {
+			if whole < 0 && k > 0 {
+				whole = len(optionRefs(s.text, labels))
+			}
+			if k > 0 && whole <= 1 {
 				if l, ok := leadingVerbLabel(clauses[0], labels); ok {
 					return l, true
 				}
@@ -413,27 +417,27 @@ func optionRefs(s string, labels []string) map[int]bool {
 		}
 	}
 	for _, m := range optionOrdinalRefRe.FindAllStringSubmatch(s, -1) {
-		i := ordinals[strings.ToLower(m[1])]
-		switch strings.ToLower(m[1]) {
-		case "latter", "last":
-			i = len(labels) - 1
-		}
-		if i < len(labels) {
+		if i, ok := ordinalIndex(m[1], len(labels)); ok {
 			refs[i] = true
 		}
 	}
 	have := stems(s)
 	for i, l := range labels {
 		want := stems(l)
-		shared := 0
-		for w := range want {
-			if have[w] {
-				shared++
-			}
-		}
-		if shared >= 2 && 2*shared >= len(want) {
+		if shared := sharedStems(want, have); shared >= 2 && 2*shared >= len(want) {
 			refs[i] = true
 		}
 	}
 	return refs
+}
+
+// sharedStems counts the stems of want that have holds too.
+func sharedStems(want, have map[string]bool) int {
+	n := 0
+	for w := range want {
+		if have[w] {
+			n++
+		}
+	}
+	return n
 }

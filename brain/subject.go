@@ -311,16 +311,13 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 			}
 			addHost(s, failure[m[2]:m[3]]+":"+failure[m[4]:m[5]])
 		}
-		for _, m := range hostAcceptingRe.FindAllStringSubmatch(failure, -1) {
-			addHost(s, m[1]+":"+m[3])
-			if m[2] != "" {
-				addHost(s, bracketed(m[2])+":"+m[3])
-			}
-		}
-		for _, m := range hostThenPortRe.FindAllStringSubmatch(failure, -1) {
-			addHost(s, m[1]+":"+m[3])
-			if m[2] != "" {
-				addHost(s, bracketed(m[2])+":"+m[3])
+		// Both name the host, its address in parentheses when given, and the port (groups 1, 2, 3).
+		for _, re := range []*pattern{hostAcceptingRe, hostThenPortRe} {
+			for _, m := range re.FindAllStringSubmatch(failure, -1) {
+				addHost(s, m[1]+":"+m[3])
+				if m[2] != "" {
+					addHost(s, bracketed(m[2])+":"+m[3])
+				}
 			}
 		}
 		for _, m := range bareHostRe.FindAllStringSubmatchIndex(failure, -1) {
