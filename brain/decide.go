@@ -76,7 +76,8 @@ var permanentCauses = []permanentRule{
 	// revoked (AWS's ExpiredToken, "the refresh token has expired", "your session has expired, log in again"). Only its
 	// owner can issue a new one. The same words in a test of the code's own token handling are that code misbehaving.
 	{lazyRE(oneOf(`(?i)`,
-		`(?-i:\bExpiredToken(?:Exception)?\b|\bTokenExpired\b)`,
+		`(?-i:\bExpiredToken(?:Exception)?\b|\bTokenExpired\b|\bInvalidClientTokenId\b|\bInvalidAccessKeyId\b|\bUnrecognizedClientException\b)`,
+		`\b(?:security |session |access |auth |api |bearer )?(?:token|credentials?|access key|api key)\b[^.\n]{0,40}?\b(?:is|are|was|were) (?:invalid|not valid|deactivated|disabled)\b`,
 		`\b(?:token|credentials?|password|certificate|cert|key|grant)\b[^.\n]{0,30}?\b(?:has|have|had) (?:expired|been revoked)\b`,
 		`\b(?:token|credentials?|session|password|certificate|key|grant)s? (?:is|are|was|were) (?:expired|revoked)\b`,
 		`\b(?:token|credentials?|session|password|certificate|cert|key)\b[^.\n]{0,40}?\bexpired (?:at|on)\b`,
@@ -165,13 +166,20 @@ var permanentCauses = []permanentRule{
 	{lazyRE(oneOf(`(?i)`,
 		`\b(?:violates?|violation of|conflicts? with|not allowed by|forbidden by|blocked by|denied by|prohibited by)\s+(?:the |our |an? |this |your )?(?:\w+ ){0,2}?(?:security|organi[sz]ation(?:al)?|org|compliance|company|data|branch protection|admission|repository) (?:policy|policies|rules?|ruleset|constraints?)\b`,
 		`\bpolicy (?:violation|forbids|prohibits|does not allow|disallows)\b`,
+		// A tool refusing the change per a policy ("rejects per company policy", "blocked under the organization's
+		// security policy"), and a licence policy refusing a dependency (cargo-deny's "failed to satisfy license
+		// requirements", a licence checker's "not allowed by license policy").
+		`\b(?:rejects?|rejected|refuses?|refused|blocks?|blocked|forbids?|disallows?|denies|denied|fails?|failed|not allowed)\b[^.;\n]{0,60}?\b(?:per|by|under|according to) (?:the |our |an? |this |your )?(?:\w+'s )?(?:\w+ ){0,2}?(?:security|organi[sz]ation(?:al)?|org|compliance|company|corporate|legal|licen[cs](?:e|ing)) polic(?:y|ies)\b`,
+		`\bfailed to satisfy licen[cs]e requirements\b`,
+		`\blicen[cs](?:e|ing) polic(?:y|ies)\b[^.;\n]{0,40}?\b(?:rejects?|rejected|forbids?|disallows?|denies|denied|not allowed|violat\w*)\b`,
+		`\b(?:rejects?|rejected|forbids?|disallows?|denied|not allowed|violat\w*)\b[^.;\n]{0,30}?\blicen[cs](?:e|ing) polic(?:y|ies)\b`,
 		`\badmission webhook\b[^\n]{0,80}\bdenied the request\b`,
 		`(?-i:\bRequestDisallowedByPolicy\b)`,
 		`\bconstraints/[\w.]+\b[^\n]{0,60}\bviolated\b`,
 		`\bprotected branch\b[^\n]{0,60}\b(?:failed|rejected|declined|not allowed)\b`,
 		`\bGH006\b`,
 	)),
-		"a conflict with a security or organisational policy: a person must decide whether the task or the policy gives way", false},
+		"a conflict with a security or organisational policy: a person must decide whether the task or the policy gives way", true},
 	// Code signing (xcodebuild, fastlane match, gradle's keystore): certificates, provisioning profiles and keys live in
 	// an account and a keychain the agent has no access to.
 	{lazyRE(oneOf(`(?i)`,
@@ -212,6 +220,15 @@ var permanentCauses = []permanentRule{
 		`\b(?:cannot|can't|impossible to) (?:satisfy|meet) (?:both|the acceptance criteria|all (?:the |of the )?(?:acceptance )?criteria)\b`,
 		`\bimpossible (?:requirement|task|to satisfy)\b`,
 		`\bnot possible to satisfy\b`,
+		// Two requirements that exclude each other, told by what happens: "making either pass makes the other fail",
+		// "fixing one breaks the other", "they cannot both hold".
+		`\b(?:making|fixing|satisfying|passing|meeting|implementing) (?:either|one)\b[^.;]{0,40}?\b(?:makes|breaks|fails|violates) the other\b`,
+		`\b(?:either|each) (?:one )?(?:breaks|fails|violates) the other\b`,
+		`\b(?:cannot|can't|can not) both (?:pass|hold|be (?:met|satisfied|true|honou?red|kept))\b`,
+		// One source of the task says one thing and another says otherwise: "spec section 4.2 says promo codes never
+		// stack, but acceptance test AT-17 in the same ticket expects both". A unit test that disagrees with the spec
+		// is not here: the agent updates the test.
+		`\b(?:spec(?:ification)?|ticket|task|requirements?|design(?: doc)?|ADR|RFC|story|acceptance (?:criteria|tests?))\b[^.;]{0,40}?\b(?:says|states|requires|specifies|asks for|mandates)\b[^;]{0,200}?\bbut\b[^;]{0,80}?\b(?:spec(?:ification)?|ticket|requirements?|design(?: doc)?|ADR|RFC|story|acceptance (?:criteria|tests?)|product (?:owner|manager))\b[^;]{0,60}?\b(?:expects|says|states|requires|specifies|asks for|mandates)\b`,
 	)),
 		"requirements that contradict each other", false},
 	{lazyRE(oneOf(`(?i)`,
@@ -250,10 +267,33 @@ var permanentCauses = []permanentRule{
 		`\b(?:outside|beyond) (?:my|our|the agent's) control\b`,
 	)),
 		"a restriction of the environment the agent cannot lift", false},
+	// A platform the task needs and this machine is not: a tool that exists only on another operating system
+	// (Xcode's, Apple's signing and notarization tools, a Windows executable) missing here, or a host of another
+	// platform the project has not configured ("no macOS host configured", "no Windows runner available"). Only a
+	// person can provide one.
+	{lazyRE(oneOf(`(?i)`,
+		`\b(?:xcodebuild|xcrun|xcode-select|codesign|notarytool|productbuild|pkgbuild|altool|signtool(?:\.exe)?)\b:?[^\n]{0,12}?\b(?:command not found|not found|is not recognized|no such file or directory)\b`,
+		`\bno (?:macOS|mac|darwin|Windows|arm64|aarch64|ARM|Apple Silicon|GPU|CUDA)(?:[ -][\w.]+)? (?:host|runner|machine|builder|node|agent|worker|VM)s?\b[^.;\n]{0,30}?\b(?:configured|available|attached|registered|set up|provisioned|exists?|here|for)\b`,
+		`\b(?:requires?|needs?|only (?:runs|works|builds) on)\s+(?:an? )?(?:macOS|mac ?OS X|Windows|darwin|Xcode)\b[^.;\n]{0,60}?\b(?:this|the) (?:runner|machine|host|container|sandbox|environment|worker) (?:is|runs)\b`,
+	)),
+		"a platform the task needs that this machine is not (another operating system or host): only a person can provide one", true},
+	// Something a person switched off: an account, a key or a resource "deactivated by an administrator", "suspended by
+	// the organization". Only they can switch it on.
+	{lazyRE(`(?i)\b(?:deactivated|disabled|suspended|revoked|locked|blocked|banned|archived|deleted|removed)\b (?:by|from) (?:an? |the |your |our )?(?:(?:account|org(?:ani[sz]ation)?|workspace|site|system|IT|security) )?(?:admin(?:istrator)?s?|owners?|organi[sz]ation|maintainers?|security team|IT)\b`),
+		"something a person switched off (deactivated or suspended by an administrator or owner): only they can switch it on", true},
 	{lazyRE(`(?i)\buntil (?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\b|\b(?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\s+(?:has to|needs to|will have to)\b`),
 		"an action only a person can take", false},
-	{lazyRE(`(?i)\b(?:needs?|requires?|requiring|without|pending|waiting for)\s+(?:[\w'-]+\s+){0,3}?(?:approval|sign-?off)(?:\s+(?:from|by|of|before)\b|\s*[.,;:)]|\s*$)|\bprotection rules?\b[^.;\n]{0,40}?\brequir(?:es|ing|e)\s+(?:a\s+)?(?:review|approval)\b`),
-		"a change that needs someone's approval", false},
+	// A change that waits on a person's approval or review, however a forge or a process words it: "needs approval
+	// from", "Waiting on code owner review from acme/security", "At least 1 approving review is required by reviewers
+	// with write access", "protection rules require a review".
+	{lazyRE(oneOf(`(?i)`,
+		`\b(?:needs?|requires?|requiring|without|pending|waiting (?:for|on)|awaiting)\s+(?:[\w'-]+\s+){0,3}?(?:approval|sign-?off)(?:\s+(?:from|by|of|before)\b|\s*[.,;:)]|\s*$)`,
+		`\bprotection rules?\b[^.;\n]{0,40}?\brequir(?:es|ing|e)\s+(?:a\s+)?(?:review|approval)\b`,
+		`\b(?:waiting (?:for|on)|awaiting|pending|needs?|requires?)\s+(?:an? )?(?:code ?owners?'?s?|maintainers?'?s?|security|human|manual|[\w-]+ team(?:'s)?) (?:review|approval|sign-?off)\b`,
+		`\b(?:approving )?reviews? (?:is|are) required\b`,
+		`\b(?:approvals?|approving reviews?|sign-?offs?) (?:is |are )?(?:required|needed)\b`,
+	)),
+		"a change that needs someone's approval", true},
 	{lazyRE(`(?i)\b(?:task|plan|spec(?:ification)?|ticket|issue|instructions?|requirements?|story)\s+(?:says|said|asks|asked|refers|references|mentions|points|tells|names|requires|links)\b(?:[^.;:]|\.\S|\.["')]?\s+){0,160}?\b` + anyOf(
 		`does not exist`,
 		`doesn't exist`,
@@ -295,7 +335,7 @@ var (
 	httpAuthRe = lazyRE(oneOf(`(?i)`,
 		`\bunauthori[sz]ed\b`,
 		`\bforbidden\b`,
-		`\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?: code)?|code|response|returned|got)(?: error)?[\s:=]{0,3}(?:401|403)\b`,
+		`\b(?:HTTP(?:/\d(?:\.\d)?)?|status(?: ?code)?|code|response|returned|got)(?: error)?[\s:=]{0,3}(?:401|403)\b`,
 		`\b(?:401|403)\s+(?:unauthori[sz]ed|forbidden)`,
 	))
 	rateLimitRe = lazyRE(`(?i)\brate[ _-]?limit|\btoo many requests\b|\bretry-after\b|\bsecondary rate\b`)

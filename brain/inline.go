@@ -257,7 +257,8 @@ func alternativeChoices(items []string, actions bool) []choice {
 		}
 	}
 	last := len(items) - 1
-	if shared := sharedComplementRe.FindStringIndex(items[last]); shared != nil && !actions && !infinitives {
+	// An alternative that is itself an action ("…, or keep them as they are") owns what follows its verb.
+	if shared := sharedComplementRe.FindStringIndex(items[last]); shared != nil && !actions && !infinitives && !startsWithVerb(items[last]) {
 		plain := true
 		for _, it := range items[:last] {
 			// A participle or gerund ("dropped or kept for …") is an action whose complement is its own.
@@ -291,11 +292,15 @@ func alternativeChoices(items []string, actions bool) []choice {
 
 var questionWordRe = lazyRE(`(?i)^(?:which|what)\b`)
 
-// startsWithVerb says that an alternative opens with an action ("drop it", "wait until …"), as against a thing
-// ("the Helm chart", "90 days", "`dayjs`", "dollars").
+// startsWithVerb says that an alternative opens with an action ("drop it", "wait until …", "publish it in …"), as
+// against a thing ("the Helm chart", "90 days", "`dayjs`", "dollars").
 func startsWithVerb(s string) bool {
-	return actionWordRe.MatchString(firstWord(s))
+	return actionWordRe.MatchString(firstWord(s)) || verbObjectRe.MatchString(s)
 }
+
+// verbObjectRe opens with a word and an object pronoun: whatever the word, it is a verb ("publish it …", "vendor
+// them …").
+var verbObjectRe = lazyRE(`(?i)^[a-z]+\s+(?:it|them|this|that|these|those|everything|both)\b`)
 
 // humanChoiceVerb: "would you like/prefer/rather …" asks for a choice; "could you share …" asks for an act.
 var humanChoiceVerb = map[string]bool{"like": true, "prefer": true, "rather": true, "want": true, "need": true, "be": true}

@@ -240,7 +240,10 @@ var (
 			// look", "so I'd rather you decide", "I need a call on how to resolve it".
 			// (In the present: "I couldn't tell whether …" after a failure reports what the agent did not find out.)
 			`\bI (?:can't|cannot|can not) (?:tell|say|work out|determine) (?:whether|if|which)\b`,
-			`\bI'd rather you (?:decide|choose|pick|make the call|weigh in)\b`,
+			`\b(?:I'd|I would) (?:rather|like|prefer)(?: for)? (?:you|someone|a person|a human) (?:to )?(?:decide|choose|pick|make (?:the|this|that) call|weigh in)\b`,
+			// The choice named as a person's: "so it's a judgement call:", "this one is up to you".
+			`\b(?:it's|it is|this is|that's|that is) (?:a |your )?(?:judge?ment|product|business) call\b`,
+			`\b(?:is|it's|that's) up to you\b`,
 			`\bI need (?:a|your) (?:call|decision|answer|ruling) on\b`,
 			// The agent holding back to ask: "so I'd rather check with you first", "I want to confirm with you".
 			`\b(?:I'd|I would|I want to|I'd like to|I wanted to) (?:rather |first )?(?:check|confirm|clear (?:it|this|that)) (?:it |this |that )?with you\b`,
@@ -271,11 +274,15 @@ var (
 	failCountNonzeroG  = guard(failCountNonzeroRe)
 
 	// A '?' sentence addressed to the user: it names them or opens like a request for a decision.
-	// A connective or a "question:" lead-in before it does not change that.
+	// A connective, a "question:" lead-in or a leading clause ("Before I change anything, which should win?")
+	// before it does not change that.
 	addressedRe = lazyRE(oneOf(`(?i)`,
 		`\byou(?:r|'d|'re)?\b`,
-		`^(?:(?:however|but|also|so|and|then|one (?:thing|question)|quick question|question)[,:]?\s+)?(?:should|shall|do|does|would|which|can|could|may|is it (?:ok|okay|fine|acceptable)|are we|or|(?:what|where|how|when|who)\b[^?]*\b(?:should|shall)\b)\b`,
+		`^(?:(?:however|but|also|so|and|then|one (?:thing|question)|quick question|question)[,:]?\s+|(?:before|after|once|since|given|if|as|while|until|now that|in (?:that|this) case|either way|otherwise|first)\b[^,?]{0,80},\s+)?(?:should|shall|do|does|would|which|can|could|may|is it (?:ok|okay|fine|acceptable)|are we|or|(?:what|where|how|when|who)\b[^?]*\b(?:should|shall)\b)\b`,
 		`\bshould (?:the|we|I|it|this|that|these|those|they)\b`,
+		// A tool's permission prompt opens with the verb the user grants: "Allow execution of: 'rm'?", "Apply this
+		// edit?", "Proceed?", "Overwrite src/app.ts?".
+		`^(?:allow|approve|apply|proceed|continue|run|execute|confirm|accept|overwrite|replace|delete|remove|grant|permit|trust|authori[sz]e)\b[^?]{0,160}\?$`,
 	))
 	// Explicit recommendations in prose; what follows the match is the thing recommended. No "\b" after a
 	// colon: "Recommendation: B" has no word boundary there.

@@ -371,7 +371,7 @@ func evaluativePick(sentences []sentence, labels []string, block listBlock) (str
 		clauses := clauseSplitRe.Split(s.text, -1)
 		whole := -1 // how many options the whole sentence names, read once when a later clause needs it
 		for k, clause := range clauses {
-			if !evaluativeRe.MatchString(clause) || againstRe.MatchString(clause) {
+			if !evaluativeRe.MatchString(clause) || againstRe.MatchString(clause) || handsOverRe.MatchString(clause) {
 				continue
 			}
 			refs := optionRefs(clause, labels)
@@ -387,7 +387,8 @@ func evaluativePick(sentences []sentence, labels []string, block listBlock) (str
 				}
 			}
 			// "Regenerating touches 41 files, but it's the one I'd go with": a later clause speaks for what the
-			// sentence opened with, named by its action.
+			// sentence opened with, named by its action; "The first is quicker, so that's my pick": by its position
+			// or its words, when the clause points back at it.
 			if whole < 0 && k > 0 {
 				whole = len(optionRefs(s.text, labels))
 			}
@@ -396,10 +397,23 @@ func evaluativePick(sentences []sentence, labels []string, block listBlock) (str
 					return l, true
 				}
 			}
+			if k > 0 && whole == 1 && pointsBackClauseRe.MatchString(clause) {
+				for i := range optionRefs(s.text, labels) {
+					return labels[i], true
+				}
+			}
 		}
 	}
 	return "", false
 }
+
+var (
+	// handsOverRe gives the choice to the person: "I'd rather you decide", "I'd like someone on the team to pick".
+	handsOverRe = lazyRE(`(?i)\b(?:I|we)(?:'d| would) (?:rather|like|prefer)(?: for)? (?:you|someone|somebody|a person|a human|(?:the|their|our|your) [\w-]+(?: [\w-]+)?)(?: to)? (?:decide|choose|pick|make|weigh|settle|call|review|sign)\b`)
+	// pointsBackClauseRe opens a clause that speaks for what the sentence named before it: "so that's my pick",
+	// "which is what I'd do", "and it's the one I'd choose".
+	pointsBackClauseRe = lazyRE(`(?i)^(?:and\s+|so\s+)?(?:that|this|it|which)(?:'s|\s+is|\s+would be)\b`)
+)
 
 // firstPersonLeadRe opens a clause with what the agent would do: "I'd", "I would", "I'd rather", "we'd".
 var firstPersonLeadRe = lazyRE(`(?i)^\s*(?:I|we)(?:'d| would)(?:\s+(?:rather|probably|just|still))?\s+`)

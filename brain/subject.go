@@ -28,6 +28,7 @@ const (
 	subjPlace  subjectKind = "place"  // the file a linter rule fired in
 	subjSymbol subjectKind = "symbol" // a name the compiler cannot find
 	subjSite   subjectKind = "site"   // where an exception or panic was thrown: its type and its deepest frame
+	subjThrown subjectKind = "thrown" // what an exception says: its type and its message without the values it carries
 	// Memory that ran out, however it was told: the kernel's OOM killer, exit status 137 (SIGKILL, which a container
 	// or a cgroup's OOM kill gives), a runtime's out-of-memory error. Its one value is "memory".
 	subjMemory subjectKind = "memory"
@@ -40,7 +41,7 @@ const (
 // cannot be found, a name the compiler cannot find, a place that throws. When two failures name the same cause, the
 // tests it broke are its symptoms: three tests failing on one unreachable database, or on one exception thrown at
 // one line, are one failure however many tests and tools tell it.
-var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjConflict, subjMemory}
+var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjThrown, subjConflict, subjMemory}
 
 // aliasKinds are the kinds one resource can be named by more than once (a host by its name and its address, an
 // endpoint by its host): one failure's names contained in the other's are the same resource. Other kinds must be
@@ -94,6 +95,10 @@ var (
 	// A module, package or crate that could not be found or fetched, as each ecosystem names it.
 	moduleSubjectRes = []*pattern{
 		lazyRE(`(?i)\bno module named\s+['"]?([\w.\-]+)`),                                                                                  // Python
+		lazyRE(`(?i)\blibrary stub for module named\s+['"]([\w.\-]+)['"]`),                                                                 // mypy
+		lazyRE(`(?i)\bimport ['"]([\w.\-]+)['"] could not be resolved\b`),                                                                  // pyright, pylance
+		lazyRE(`(?i)\bcannot load such file -- ([\w./\-]+)`),                                                                               // Ruby
+		lazyRE(`(?i)\bpackage ([a-z][\w]*(?:\.[a-z][\w]*)+) does not exist\b`),                                                             // javac
 		lazyRE(`(?i)\bcannot find module\s+['"]([^'"]+)['"]`),                                                                              // Node, tsc
 		lazyRE(`(?i)\bcan't resolve\s+['"]([^'"]+)['"]`),                                                                                   // webpack
 		lazyRE(`(?i)\b(?:could not|failed to) resolve(?: import)?\s+['"]([^'"]+)['"]`),                                                     // esbuild, vite
@@ -237,7 +242,7 @@ func subjectOf(failure string) subject {
 var subjectGates = map[subjectKind][]string{
 	subjHost: {"refused", "econn", "etimedout", "ehostunreach", "enotfound", "connect", "reach", "resolv", "reset", "respon",
 		"no such host", "name or service", "max retries", "unreachable", "timed out", "timing out", "timeout", "time out"},
-	subjModule: {"module", "resolve", "package", "crate", "registry", "distribution", "requirement", "versions", "go: ", "dependenc", "artifact"},
+	subjModule: {"module", "resolve", "package", "crate", "registry", "distribution", "requirement", "versions", "go: ", "dependenc", "artifact", "such file --"},
 	subjFile:   {"no such file", "does not exist", "not found"},
 	subjRule:   {"warn", "error", "clippy::", ".go:", "eslint"},
 	subjSymbol: {"undefined", "cannot find", "nameerror", "symbol:", "cannot import name", "has no attribute"},
@@ -412,6 +417,9 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 		if site := siteOf(failure); site != "" {
 			s.add(subjSite, site)
 		}
+		if thrown := thrownOf(failure); thrown != "" {
+			s.add(subjThrown, thrown)
+		}
 	}
 	return s
 }
@@ -423,11 +431,12 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 // itself (an assertion, a frame in a test file) has no site: that is the test failing, and different tests failing
 // are different failures.
 func siteOf(failure string) string {
-	thrown := thrownRe.FindStringSubmatch(failure)
-	if thrown == nil {
+	loc := thrownRe.FindStringSubmatchIndex(failure)
+	if loc == nil {
 		return ""
 	}
-	name := thrown[1][strings.LastIndexByte(thrown[1], '.')+1:]
+	thrown := failure[loc[2]:loc[3]]
+	name := thrown[strings.LastIndexByte(thrown, '.')+1:]
 	if strings.Contains(name, "Assert") || strings.Contains(name, "Expectation") {
 		return ""
 	}
@@ -451,6 +460,39 @@ func siteOf(failure string) string {
 		return ""
 	}
 	return name + " in " + file
+}
+
+var (
+	// The end of an exception's message head: a sentence's end, a parenthesis, an elision, a clause break.
+	messageEndRe = lazyRE(`\.\s|\.$|[(\n;—]|\.\.\.|…| - `)
+	// The values a message carries, which change from attempt to attempt: quoted strings and numbers.
+	messageValueRe = lazyRE("'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`|\\b\\d[\\w.]*")
+	messageWordRe  = lazyRE(`[A-Za-z]{2,}`)
+)
+
+// thrownOf names what failure's exception says, by its type and its message's head with the values taken out
+// ("TypeError: descriptors cannot be created directly"): what a runtime says of one fault, with a trace or without,
+// whichever values it carries this time. A message of fewer than three words (a bare "KeyError: 'id'") names too
+// little to tell one fault from another, and an assertion's is the test's own: "".
+func thrownOf(failure string) string {
+	loc := thrownRe.FindStringSubmatchIndex(failure)
+	if loc == nil {
+		return ""
+	}
+	thrown := failure[loc[2]:loc[3]]
+	name := thrown[strings.LastIndexByte(thrown, '.')+1:]
+	if strings.Contains(name, "Assert") || strings.Contains(name, "Expectation") {
+		return ""
+	}
+	rest := strings.TrimLeft(failure[loc[1]:], " :")
+	if i := messageEndRe.FindStringIndex(rest); i != nil {
+		rest = rest[:i[0]]
+	}
+	rest = messageValueRe.ReplaceAllString(rest, "_")
+	if len(messageWordRe.FindAllStringIndex(rest, 4)) < 3 {
+		return ""
+	}
+	return name + ": " + strings.ToLower(strings.Join(strings.Fields(rest), " "))
 }
 
 var (
