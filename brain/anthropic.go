@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/orchrun/orch/internal/backoff"
 	"github.com/orchrun/orch/internal/httpdeadline"
 	"github.com/orchrun/orch/quota"
@@ -44,12 +42,12 @@ type AnthropicConfig struct {
 // Anthropic is the LLM brain on the Anthropic Messages API. It is safe for concurrent use.
 type Anthropic struct {
 	cfg    AnthropicConfig
-	client anthropic.Client
+	client messagesClient
 	j      judge
 }
 
-// NewAnthropic returns the Messages API brain. The SDK reads nothing from the environment (the caller passes
-// the key) and does not retry on its own: orch's policy (see withRetry) does.
+// NewAnthropic returns the Messages API brain. It reads nothing from the environment (the caller passes the key)
+// and each request is tried once: orch's policy (see withRetry) retries.
 func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
 	if strings.TrimSpace(cfg.APIKey) == "" {
 		return nil, unavailable("anthropic brain: no API key (ANTHROPIC_API_KEY is not set)", nil)
@@ -72,16 +70,11 @@ func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = httpdeadline.StreamClient(cfg.IdleTimeout)
 	}
-	opts := []option.RequestOption{
-		option.WithoutEnvironmentDefaults(),
-		option.WithAPIKey(cfg.APIKey),
-		option.WithMaxRetries(0),
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = defaultAPIBase
 	}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
-	}
-	opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	a := &Anthropic{cfg: cfg, client: anthropic.NewClient(opts...)}
+	a := &Anthropic{cfg: cfg, client: messagesClient{base: base, key: cfg.APIKey, http: cfg.HTTPClient}}
 	a.j = judge{via: viaAnthropic, maxOutput: cfg.MaxOutputBytes, send: a.send}
 	return a, nil
 }
@@ -103,15 +96,15 @@ func (a *Anthropic) Tasks(ctx context.Context, plan string) (TaskList, error) {
 }
 
 func (a *Anthropic) send(ctx context.Context, conv []turn) (reply, error) {
-	msgs := make([]anthropic.MessageParam, len(conv))
+	msgs := make([]messageTurn, len(conv))
 	for i, t := range conv {
+		role := "user"
 		if t.assistant {
-			msgs[i] = anthropic.NewAssistantMessage(anthropic.NewTextBlock(t.text))
-		} else {
-			msgs[i] = anthropic.NewUserMessage(anthropic.NewTextBlock(t.text))
+			role = "assistant"
 		}
+		msgs[i] = messageTurn{Role: role, Content: []contentBlock{{Type: "text", Text: t.text}}}
 	}
-	params := anthropic.MessageNewParams{Model: anthropic.Model(a.cfg.Model), MaxTokens: a.cfg.MaxTokens, Messages: msgs}
+	params := messageRequest{Model: a.cfg.Model, MaxTokens: a.cfg.MaxTokens, Messages: msgs}
 	return withRetry(ctx, "anthropic messages", a.cfg.Sleep, func(ctx context.Context) (reply, error) {
 		res, err := a.stream(ctx, params)
 		if err != nil {
@@ -124,7 +117,7 @@ func (a *Anthropic) send(ctx context.Context, conv []turn) (reply, error) {
 			}
 		}
 		u := res.Usage
-		model := string(res.Model)
+		model := res.Model
 		if model == "" {
 			model = a.cfg.Model
 		}
@@ -134,7 +127,7 @@ func (a *Anthropic) send(ctx context.Context, conv []turn) (reply, error) {
 			usage: Usage{Backend: viaAnthropic, Model: a.cfg.Model, Calls: 1, CostUSD: cost,
 				InputTokens:  u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
 				OutputTokens: u.OutputTokens},
-			cutOff: res.StopReason == anthropic.StopReasonMaxTokens,
+			cutOff: res.StopReason == stopMaxTokens,
 		}, nil
 	})
 }
@@ -142,36 +135,31 @@ func (a *Anthropic) send(ctx context.Context, conv []turn) (reply, error) {
 // stream asks for the message as a stream of events and puts it together. A stream lets the HTTP client bound the
 // API's silence rather than the whole call: a long answer takes as long as it takes, an API that does not answer
 // is an error within IdleTimeout.
-func (a *Anthropic) stream(ctx context.Context, params anthropic.MessageNewParams) (*anthropic.Message, error) {
-	s := a.client.Messages.NewStreaming(ctx, params)
-	defer s.Close()
-	var msg anthropic.Message
-	for s.Next() {
-		if err := msg.Accumulate(s.Current()); err != nil {
-			return nil, &tryError{msg: "anthropic messages: the stream did not make a message: " + err.Error(), retryable: true, cause: err}
-		}
-	}
-	if err := s.Err(); err != nil {
+func (a *Anthropic) stream(ctx context.Context, params messageRequest) (*message, error) {
+	msg, err := a.client.stream(ctx, params)
+	switch {
+	case errors.Is(err, errBadStream):
+		return nil, &tryError{msg: "anthropic messages: " + err.Error(), retryable: true, cause: err}
+	case err != nil:
 		return nil, a.classify(err)
-	}
-	if msg.StopReason == "" {
+	case msg.StopReason == "":
 		// The connection ended cleanly before message_delta said why the message stopped: the answer is cut.
 		return nil, &tryError{msg: "anthropic messages: the stream ended before the message did", retryable: true}
 	}
-	return &msg, nil
+	return msg, nil
 }
 
 // classify says what a failed request means for the next try. Overload, rate limits, server errors and
 // lost connections may pass; a refused key, billing, a missing model need a human (ErrUnavailable at once);
 // a request the API rejects as such (400, 413) would be rejected again (ErrInvalidReply: the heuristic answers).
 func (a *Anthropic) classify(err error) error {
-	var apiErr *anthropic.Error
+	var apiErr *apiError
 	if !errors.As(err, &apiErr) {
 		// No HTTP response: the connection failed, timed out or the body did not decode.
 		return &tryError{msg: "anthropic messages: " + err.Error(), retryable: true, cause: err}
 	}
 	status := apiErr.StatusCode
-	etype, emsg := apiErrorBody(apiErr.RawJSON())
+	etype, emsg := apiErrorBody(apiErr.Body)
 	if status < 300 {
 		// An error event inside a stream that had begun: its type says what the status would have.
 		switch etype {
@@ -193,12 +181,9 @@ func (a *Anthropic) classify(err error) error {
 		desc += ": " + emsg
 	}
 	te := &tryError{msg: "anthropic messages: " + desc, cause: err, kind: ErrUnavailable}
-	var h http.Header
-	if apiErr.Response != nil {
-		h = apiErr.Response.Header
-	}
+	h := apiErr.Header
 	switch {
-	case status == http.StatusTooManyRequests && strings.Contains(apiErr.RawJSON(), "enforced_spend_limit_reached"):
+	case status == http.StatusTooManyRequests && strings.Contains(apiErr.Body, "enforced_spend_limit_reached"):
 		te.msg += " (the spend limit is reached: not retried)"
 	case status == http.StatusRequestTimeout, status == http.StatusConflict, status == http.StatusTooManyRequests,
 		status >= 500:

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/anthropics/anthropic-sdk-go"
 )
 
 // A brain chosen because something is installed or set must be seen to answer before runs rely on it: a `claude` on
@@ -39,10 +37,10 @@ func (c *ClaudeCLI) Probe(ctx context.Context) error {
 func (a *Anthropic) Probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	if _, err := a.client.Models.List(ctx, anthropic.ModelListParams{Limit: anthropic.Int(1)}); err != nil {
-		var apiErr *anthropic.Error
+	if err := a.client.listModels(ctx); err != nil {
+		var apiErr *apiError
 		if errors.As(err, &apiErr) {
-			return fmt.Errorf("the Messages API answered %d %s", apiErr.StatusCode, truncate(collapse(apiErr.RawJSON()), 200))
+			return fmt.Errorf("the Messages API answered %d %s", apiErr.StatusCode, truncate(collapse(apiErr.Body), 200))
 		}
 		return probeError(err)
 	}
