@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
-	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v92/github"
 
 	"github.com/orchrun/orch/internal/httpdeadline"
@@ -23,7 +23,7 @@ type App struct {
 // NewGitHubApp is a client that acts as app's installation on repo, the way teams deploy orch across an
 // organisation: no person's token, permissions the App's manifest names, tokens that expire within the hour. It finds
 // the installation as the App (a JWT signed with its key), then mints installation tokens and refreshes them before
-// they expire, through github.com/bradleyfalzon/ghinstallation, the maintained implementation go-github points to.
+// they expire (appauth.go).
 // apiURL and base are as for NewGitHub (base nil: bounded timeouts).
 func NewGitHubApp(ctx context.Context, app App, apiURL string, repo Repo, base http.RoundTripper) (*GitHub, error) {
 	if app.ID <= 0 || app.KeyFile == "" {
@@ -36,11 +36,11 @@ func NewGitHubApp(ctx context.Context, app App, apiURL string, repo Repo, base h
 	if base == nil {
 		base = httpdeadline.Client(defaultTimeout).Transport
 	}
-	atr, err := ghinstallation.NewAppsTransportKeyFromFile(base, app.ID, app.KeyFile)
+	key, err := readAppKey(app.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("the GitHub App's private key (ORCH_GITHUB_APP_PRIVATE_KEY): %w", err)
 	}
-	atr.BaseURL = rest
+	atr := &appTransport{base: base, key: key, id: app.ID, now: time.Now}
 	asApp, err := newGitHub(apiURL, &http.Client{Transport: atr, Timeout: defaultTimeout}, nil)
 	if err != nil {
 		return nil, err
@@ -50,12 +50,11 @@ func NewGitHubApp(ctx context.Context, app App, apiURL string, repo Repo, base h
 		return nil, asApp.explainWith(fmt.Sprintf("finding GitHub App %d's installation on %s", app.ID, repo),
 			appRefusal(app, repo), err)
 	}
-	itr := ghinstallation.NewFromAppsTransport(atr, inst.GetID())
-	itr.BaseURL = rest
+	itr := newInstallationTransport(base, atr, rest, inst.GetID())
 	return newGitHub(apiURL, &http.Client{Transport: itr, Timeout: defaultTimeout}, nil)
 }
 
-// restBase is the REST API's root as ghinstallation wants it: scheme, host and, for GitHub Enterprise, /api/v3.
+// restBase is the REST API's root: scheme, host and, for GitHub Enterprise, /api/v3.
 func restBase(apiURL string) (string, error) {
 	if apiURL == "" || apiURL == DefaultAPIURL {
 		return strings.TrimSuffix(DefaultAPIURL, "/"), nil
