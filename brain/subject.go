@@ -424,6 +424,22 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 	return s
 }
 
+// thrownName is the class of what failure throws, without its package ("TypeError", "NullReferenceException",
+// "panic"), and where its name ends; "" for none, and for an assertion's or an expectation's, which is a test
+// failing rather than the code under test throwing.
+func thrownName(failure string) (name string, end int) {
+	loc := thrownRe.FindStringSubmatchIndex(failure)
+	if loc == nil {
+		return "", 0
+	}
+	thrown := failure[loc[2]:loc[3]]
+	name = thrown[strings.LastIndexByte(thrown, '.')+1:]
+	if strings.Contains(name, "Assert") || strings.Contains(name, "Expectation") {
+		return "", 0
+	}
+	return name, loc[1]
+}
+
 // siteOf is where failure's exception or panic was thrown in the code under test: what was thrown and the file of
 // the deepest frame that is neither the runtime's, a framework's or a library's ("NullReferenceException in
 // PricingService.cs"); "" without such a frame. The file is named alone (runtimes print it under different roots)
@@ -431,13 +447,8 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 // itself (an assertion, a frame in a test file) has no site: that is the test failing, and different tests failing
 // are different failures.
 func siteOf(failure string) string {
-	loc := thrownRe.FindStringSubmatchIndex(failure)
-	if loc == nil {
-		return ""
-	}
-	thrown := failure[loc[2]:loc[3]]
-	name := thrown[strings.LastIndexByte(thrown, '.')+1:]
-	if strings.Contains(name, "Assert") || strings.Contains(name, "Expectation") {
+	name, _ := thrownName(failure)
+	if name == "" {
 		return ""
 	}
 	file, at := "", len(failure)
@@ -475,16 +486,11 @@ var (
 // whichever values it carries this time. A message of fewer than three words (a bare "KeyError: 'id'") names too
 // little to tell one fault from another, and an assertion's is the test's own: "".
 func thrownOf(failure string) string {
-	loc := thrownRe.FindStringSubmatchIndex(failure)
-	if loc == nil {
+	name, end := thrownName(failure)
+	if name == "" {
 		return ""
 	}
-	thrown := failure[loc[2]:loc[3]]
-	name := thrown[strings.LastIndexByte(thrown, '.')+1:]
-	if strings.Contains(name, "Assert") || strings.Contains(name, "Expectation") {
-		return ""
-	}
-	rest := strings.TrimLeft(failure[loc[1]:], " :")
+	rest := strings.TrimLeft(failure[end:], " :")
 	if i := messageEndRe.FindStringIndex(rest); i != nil {
 		rest = rest[:i[0]]
 	}
