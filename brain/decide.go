@@ -225,6 +225,10 @@ var permanentCauses = []permanentRule{
 		`\b(?:making|fixing|satisfying|passing|meeting|implementing) (?:either|one)\b[^.;]{0,40}?\b(?:makes|breaks|fails|violates) the other\b`,
 		`\b(?:either|each) (?:one )?(?:breaks|fails|violates) the other\b`,
 		`\b(?:cannot|can't|can not) both (?:pass|hold|be (?:met|satisfied|true|honou?red|kept))\b`,
+		// "PRD v3 states the rule one way in §2.1 and the other way in §5.4"; "switching makes that scenario fail
+		// instead".
+		`\b(?:states?|says?|describes?|defines?|specifies|puts)\b[^.;]{0,80}?\bone way\b[^.;]{0,60}?\b(?:the other|another|the opposite) way\b`,
+		`\b(?:makes?|causes?|leaves?) (?:that|the other|this|the first|the second) (?:one|scenario|test|case|spec|example|requirement|check)s? (?:to )?fail instead\b`,
 		// One source of the task says one thing and another says otherwise: "spec section 4.2 says promo codes never
 		// stack, but acceptance test AT-17 in the same ticket expects both". A unit test that disagrees with the spec
 		// is not here: the agent updates the test.
@@ -281,6 +285,56 @@ var permanentCauses = []permanentRule{
 	// the organization". Only they can switch it on.
 	{lazyRE(`(?i)\b(?:deactivated|disabled|suspended|revoked|locked|blocked|banned|archived|deleted|removed)\b (?:by|from) (?:an? |the |your |our )?(?:(?:account|org(?:ani[sz]ation)?|workspace|site|system|IT|security) )?(?:admin(?:istrator)?s?|owners?|organi[sz]ation|maintainers?|security team|IT)\b`),
 		"something a person switched off (deactivated or suspended by an administrator or owner): only they can switch it on", true},
+	// A step only a named person or role can take, however the tool or the agent says so: "Only the team's Account
+	// Holder, Dana Whitfield, can accept the agreement", "Contact your vendor account manager", "The account owner
+	// (CSM: R. Tanaka) must obtain and record the consent first".
+	{lazyRE(oneOf(`(?i)`,
+		`\bonly (?:the |a |an |your |our |their )?(?:[\w'’-]+ ){0,4}?(?:holders?|owners?|admins?|administrators?|managers?|leads?|team|approvers?|maintainers?|reviewers?|officers?|counsel|legal|department|DBAs?|on-call|members?)\b(?:,[^,\n]{1,40},)?\s+(?:can|may|is able to|are able to|is allowed to|are allowed to|is permitted to)\b`,
+		`\bcontact (?:your|the) (?:[\w-]+ ){0,2}?(?:account manager|account team|administrator|admin|owner|representative|sales(?: team)?|vendor|DBA|security team|legal(?: team)?)\b`,
+		`\b(?:account|project|repo(?:sitory)?|org(?:ani[sz]ation)?|team|product|release|data|site|workspace|billing|app) (?:owner|holder|admin(?:istrator)?|manager|lead)\b(?: \([^)\n]{1,40}\))?\s+(?:must|has to|needs to|will need to|will have to)\s+(?:first\s+)?(?:obtain|accept|approve|grant|sign|enable|request|file|add|create|renew|agree|purchase|upgrade|provide|record|confirm|authori[sz]e|review|invite|unlock)\b`,
+	)),
+		"a step only a named person or role can take", true},
+	// A legal or contractual precondition: an agreement to accept, a customer's consent, export control, a legal
+	// hold, an embargo. No attempt may take it on the organisation's behalf.
+	{lazyRE(oneOf(`(?i)`,
+		`\bUnavailable For Legal Reasons\b`,
+		`\bexport[- ](?:control(?:led)?|compliance|license)\b`,
+		`\b(?:controlled|restricted) under (?:the )?(?:EAR|ITAR)\b`,
+		`\b(?:agree to|accept)\b[^.\n]{0,40}?\b(?:agreement|terms(?: of (?:service|use))?|terms and conditions)\b`,
+		`\b(?:written |explicit |prior |customer's |user's |their )?consent\b[^.\n]{0,60}?\b(?:required|is needed|must be|first|on file|recorded|obtained)\b`,
+		`\brequires? (?:the )?[\w'’ ]{0,30}?(?:written |explicit |prior )?consent\b`,
+		`\b(?:legal|litigation) hold\b`,
+		`\b(?:under (?:an? )?embargo|embargoed|coordinated disclosure)\b`,
+		`\bmust be on file\b`,
+	)),
+		"a legal or contractual precondition (an agreement, a consent, export control, a hold or an embargo): only a person with the authority can meet it", true},
+	// A feature the account's plan does not include: "restricted to the Pro and Enterprise plans", "team 'acme' is on
+	// the Hobby plan", "upgrade your plan". Paying for more is a person's decision.
+	{lazyRE(oneOf(`(?i)`,
+		`\b(?:restricted|limited|available|only|exclusive) (?:to|on|in|for) (?:the )?(?:[\w-]+(?:,? (?:and|or) |, ))*(?:Pro|Team|Teams|Business|Enterprise|Premium|Paid|Plus|Growth|Scale|Ultimate)\b[^.\n]{0,15}?\b(?:plans?|tiers?|subscriptions?|editions?|accounts?|customers?)\b`,
+		`\bupgrade (?:your |the |to an? )?(?:[\w-]+ )?(?:plan|subscription|tier|account|license)\b`,
+		`\brequires? (?:an? )?(?:paid|Pro|Enterprise|Business|Team|premium|higher) (?:plan|tier|subscription|license|account|edition|seat)\b`,
+		`\bon (?:the|a) (?:free|hobby|starter|basic|trial|personal|developer) (?:plan|tier)\b`,
+		`\b(?:free|trial) (?:plan|tier|period)\b[^.\n]{0,20}?\b(?:limit|has expired|expired|ended|does not include|doesn't include)\b`,
+	)),
+		"a feature the account's plan does not include: paying for more is a person's decision", true},
+	// A time or a gate the organisation sets on a change: a maintenance or change window, a freeze, a change ticket
+	// its advisory board approves. Retrying before the window, or without the ticket, only fails again.
+	{lazyRE(oneOf(`(?i)`,
+		`\b(?:only (?:be )?(?:allowed|permitted|possible|run|applied|done|deployed) (?:during|in|within)|outside (?:of )?)\s*(?:the |an? )?(?:approved |scheduled |agreed |allowed |next )?(?:maintenance|change|deploy(?:ment)?|release|migration) window\b`,
+		`\b(?:code|change|release|deploy(?:ment)?|merge) freeze\b`,
+		`\bCAB[- ]approved\b|\bchange[- ]advisory board\b`,
+		`\bchange (?:ticket|request|record)\b[^.\n]{0,30}?\b(?:required|not set|missing|needed|must)\b`,
+		`\b(?:requires?|needs?|without) (?:an? )?(?:approved )?change (?:ticket|request|record)\b`,
+	)),
+		"a change window, freeze or change ticket the organisation sets: only a person can schedule or approve it", true},
+	// Equipment that is not here for the agent: no device attached, one out for repair or booked by someone else.
+	{lazyRE(oneOf(`(?i)`,
+		`\bno (?:supported |connected |available |matching |attached |physical )?(?:devices?|probes?|boards?|phones?|handsets?|scanners?|printers?|readers?)\b[^.\n]{0,40}?\b(?:found|attached|connected|available|detected)\b`,
+		`\b(?:checked out|booked|reserved|on loan|lent out|lent) (?:to|by) [\w.@-]+(?: [\w.@-]+)? until\b`,
+		`\b(?:out for|in) repair\b`,
+	)),
+		"equipment the task needs that is not available to the agent: only a person can provide it", true},
 	{lazyRE(`(?i)\buntil (?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\b|\b(?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\s+(?:has to|needs to|will have to)\b`),
 		"an action only a person can take", false},
 	// A change that waits on a person's approval or review, however a forge or a process words it: "needs approval
@@ -313,6 +367,11 @@ var permanentCauses = []permanentRule{
 	{lazyRE(`(?i)\bno (?:definition|description|specification|spec|documentation|details?|values?) (?:of|for)\b[^.;\n]{0,80}?\b(?:exists?|(?:is|was|were) (?:given|provided|found|anywhere)|found)\b`),
 		"missing context: the task refers to something that is not there", false},
 }
+
+// ownedPathDeniedRe is a permission refused on a path the agent's own code or tests made: under a temporary
+// directory (Go's t.TempDir(), pytest's tmp_path, mkdtemp) or relative to the workspace ("open
+// /tmp/TestSave1843092/001/.config.yaml.tmp: permission denied"). Its mode is the code's doing, a bug to fix.
+var ownedPathDeniedRe = lazyRE(`(?i)['"]?(?:/tmp/|/var/tmp/|/var/folders/|/private/var/folders/|/private/tmp/|\.{1,2}/)[^\s:'"]*['"]?:\s*permission denied\b|\bPermissionError: \[Errno 13\] Permission denied: '(?:/tmp/|/var/folders/|\.{1,2}/)[^']*'`)
 
 // execBitRe is a shell or an exec refusing to run a file of the workspace that is not executable ("/bin/sh: 1:
 // ./scripts/gen.sh: Permission denied", "fork/exec ./bin/tool: permission denied"): its mode, which the agent sets
@@ -470,8 +529,9 @@ func asksAPerson(failure string) bool {
 
 // permanentCause names why err cannot be fixed by retrying, or "" when it might be.
 func permanentCause(err string) string {
-	// A file of the workspace that is not executable is the agent's to fix, whatever "Permission denied" says.
-	text := execBitRe.ReplaceAllString(err, "")
+	// A file of the workspace that is not executable, or a path the code under test made, is the agent's to fix,
+	// whatever "Permission denied" says.
+	text := ownedPathDeniedRe.ReplaceAllString(execBitRe.ReplaceAllString(err, ""), "")
 	for _, c := range permanentCauses {
 		if c.re.MatchString(text) && !(c.notInTest && testAssertionRe.MatchString(err)) {
 			return c.why

@@ -49,6 +49,9 @@ var (
 	// Where an over-long alternative can end and keep its sense: before a clause that goes on about it.
 	labelJointRe = lazyRE(`(?i),\s|;\s|\s[—–-]+\s|\s(?:and|so|which|because|since|then|but)\s`)
 	parenRe      = lazyRE(`\s*\([^()]*\)`)
+	// indirectChoiceRe asks for a choice without a question mark and names its alternatives after a colon: "Let me
+	// know which region to use: …", "Tell me which one you want: …".
+	indirectChoiceRe = lazyRE(`(?i)\b(?:let me know|tell me|confirm|advise|decide)\s+(?:which|whether|what)\b[^:?]{0,80}:\s*`)
 	// couldRe opens alternatives the agent holds open in a statement: "I could …, or …", "we could … or …".
 	couldRe = lazyRE(`(?i)^(?:[^,;:]{0,40}?,\s*)?(?:I|we) could (?:either\s+)?`)
 )
@@ -93,6 +96,10 @@ func questionAlternatives(s string) []choice {
 	switch {
 	case strings.HasSuffix(s, "?"):
 		region = strings.TrimRight(s, "?")
+	case indirectChoiceRe.MatchString(s):
+		// "Let me know which region to use: `eu-west-1` or `eu-central-1`.": the alternatives after the colon.
+		loc := indirectChoiceRe.FindStringIndex(s)
+		region, whether = strings.TrimRight(strings.TrimSpace(s[loc[1]:]), ".!"), true
 	case couldRe.MatchString(s):
 		// "I could update the snapshot, or revert the token to 4px; I haven't done either yet": the alternatives
 		// the agent holds open, each an action, up to the end of their clause.

@@ -30,6 +30,8 @@ var (
 		lazyRE(`(?i)\b(?:run|training|job|pipeline|backfill|export|import|sync|deploy(?:ment)?|rollout|upgrade)\s+(?:has\s+)?(?:finished|completed|succeeded)(?:\s+(?:successfully|cleanly|and)\b|[.,;:!]|\s*$)`),
 		lazyRE(`(?i)\b(?:starts|started|runs|ran|works|worked|boots|booted|deploys|deployed|loads|loaded)\s+(?:up\s+)?(?:cleanly|fine|correctly|as expected|without (?:errors?|issues|problems|warnings))\b`),
 		lazyRE(`(?i)\bsuccessfully\b|\bsummary of (?:the )?changes\b|\bchanges made\b|\bbuild succeeded\b|\bBUILD SUCCESSFUL\b|\bcompiled successfully\b|✅`),
+		// A pull or merge request that is there: "PR #913 is open", "opened pull request #42", "MR !17 merged".
+		lazyRE(`(?i)\b(?:PR|pull request|MR|merge request)\s+[#!]?\d+\s+(?:is\s+|has been\s+|was\s+)?(?:now\s+)?(?:open|opened|up|created|merged|ready for review)\b|\b(?:opened|created|raised|merged)\s+(?:a\s+|the\s+)?(?:PR|pull request|MR|merge request)\s+[#!]?\d+`),
 	}
 	// Completion evidence that work was done, without proof it works; a check mark is a list bullet saying done.
 	weakCompletionRe = lazyRE(`(?im)(?:^\s*(?:[-*•✓✔☑]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|just\s+)?)` + anyOf(
@@ -227,6 +229,10 @@ var (
 			// kept", "could you confirm the region"; and what the agent needs from them: "I need the staging
 			// connection string".
 			`\b(?:please|could you|can you)\s+(?:paste|send|share|provide|give me|tell me (?:where|which|what|how|whether|if)|point me (?:to|at)|confirm|grant|approve|assign|give (?:me|us))\b`,
+			// Something to set up for the agent, and word back when it is: "Please create a token with
+			// write:packages, add it as the NPM_PUBLISH_TOKEN secret, and tell me when it's there".
+			`\b(?:please|could you|can you)\s+(?:create|add|set(?: up)?|generate|issue|enable|rotate|invite|configure|register|upload|store|install)\b[^?\n]{0,200}?\b(?:tell|let) me (?:know )?(?:when|once|if)\b`,
+			`\b(?:tell|let) me (?:know )?(?:when|once) (?:it's|it is|that's|that is|they're|they are|you've|you have)\b`,
 			`\bI need (?:(?:the|a|an|your)\s+)?(?:[\w-]+\s+){0,4}?(?:string|url|uri|token|key|password|credentials?|secret|access|permissions?|value|values|name|id|address|path|version|number)\b`,
 			// Something the agent needs from the person, said as a need: "I'll need the token, or the right Vault
 			// path, from you to finish"; and a step it will not take without asking.
@@ -241,9 +247,10 @@ var (
 			// (In the present: "I couldn't tell whether …" after a failure reports what the agent did not find out.)
 			`\bI (?:can't|cannot|can not) (?:tell|say|work out|determine) (?:whether|if|which)\b`,
 			`\b(?:I'd|I would) (?:rather|like|prefer)(?: for)? (?:you|someone|a person|a human) (?:to )?(?:decide|choose|pick|make (?:the|this|that) call|weigh in)\b`,
+			`\bI want (?:you|someone|a person|a human) to (?:decide|choose|pick|make (?:the|this|that) call|weigh in)\b`,
 			// The choice named as a person's: "so it's a judgement call:", "this one is up to you".
-			`\b(?:it's|it is|this is|that's|that is) (?:a |your )?(?:judge?ment|product|business) call\b`,
-			`\b(?:is|it's|that's) up to you\b`,
+			`\b(?:judge?ment|product|business) call\b`,
+			`\bup to you\b`,
 			`\bI need (?:a|your) (?:call|decision|answer|ruling) on\b`,
 			// The agent holding back to ask: "so I'd rather check with you first", "I want to confirm with you".
 			`\b(?:I'd|I would|I want to|I'd like to|I wanted to) (?:rather |first )?(?:check|confirm|clear (?:it|this|that)) (?:it |this |that )?with you\b`,
@@ -562,6 +569,7 @@ func (ev *evidence) readAsks(d *doc, sentences []sentence) {
 	last := lastProse(sentences)
 	for k, s := range sentences {
 		if d.toolOutput(s) || k+1 < len(sentences) && selfAnswered(s.text, sentences[k+1].text, sentences[k+1].unit == s.unit) ||
+			decidedAfter(sentences, k) ||
 			k > 0 && sentences[k-1].unit == s.unit && strings.HasSuffix(s.text, "?") && outOfScopeRe.MatchString(strings.TrimSpace(sentences[k-1].text)) {
 			continue
 		}
@@ -850,6 +858,27 @@ var answerRe = lazyRE(`(?i)^(?:yes|no|nope|yep|it does|it doesn't|it did|it didn
 // own reasoning, not a question for the human.
 var settledQuestionRe = lazyRE(`(?i)^(?:[\w\s-]{0,40}?\b(?:I|we)\s+(?:checked|considered|looked (?:at|into)|verified|investigated|weighed|settled|resolved|confirmed|asked myself)\b[^:?]{0,20}:|(?:I|we)\s+(?:also\s+)?(?:checked|considered|verified|investigated|wondered|asked myself)\s+(?:whether|if)\b)`)
 
+// decidedRe is the agent telling what it chose, as the consequence of what it found: "…, so I used
+// invalidate-on-write as well", "so I wrote it with `change`", "I went with the first".
+var decidedRe = lazyRE(`(?i)(?:\b(?:so|therefore|hence|thus)\s+(?:I|we)(?:'ve| have)?|^(?:I|we))\s+(?:used|went with|gone with|chose|chosen|picked|opted for|decided (?:to|on)|settled on|kept|wrote|written|implemented|followed|stuck with|matched)\b`)
+
+// provisionalRe marks a choice as held until someone answers: "I used cents for now", "as a placeholder".
+var provisionalRe = lazyRE(`(?i)\b(?:for now|for the moment|provisionally|as a placeholder|as a stopgap|temporarily|until (?:you|someone|somebody|we hear|I hear))\b`)
+
+// decidedAfter reports a question (sentence k) the agent settles itself in its own paragraph: one of the two
+// sentences after it tells what it chose, and not as a choice held until someone answers.
+func decidedAfter(sentences []sentence, k int) bool {
+	if !strings.HasSuffix(sentences[k].text, "?") {
+		return false
+	}
+	for j := k + 1; j < len(sentences) && j <= k+2 && sentences[j].unit == sentences[k].unit; j++ {
+		if decidedRe.MatchString(sentences[j].text) && !provisionalRe.MatchString(sentences[j].text) {
+			return true
+		}
+	}
+	return false
+}
+
 // selfAnswered reports a question the agent answers itself, or puts out of the task's scope, in the next sentence,
 // or that it opens as one it looked into and goes on about in the same paragraph (sameUnit: next is in q's).
 func selfAnswered(q, next string, sameUnit bool) bool {
@@ -972,10 +1001,11 @@ func questionSentence(d *doc, sentences []sentence) int {
 // marked, else the one option a sentence outside the options' own block speaks for (evaluativePick), else the
 // phrase's clause as it wrote it.
 func recommendationOf(d *doc, sentences []sentence, opts []choice, labels []string, block listBlock) string {
-	phrase := ""
+	// The last explicit cue, else the last pick named first and praised.
+	phrase, explicit := "", false
 	for _, s := range sentences {
-		if p := recommendedPhrase(s.text); p != "" {
-			phrase = d.restore(p)
+		if p, e := recommendedCue(s.text); p != "" && (e || !explicit) {
+			phrase, explicit = d.restore(p), e
 		}
 	}
 	if l, ok := resolveRecommendation(phrase, labels); ok {
@@ -1348,11 +1378,19 @@ var boldLeadRe = lazyRE(`^(?:\*\*|__)([^*_\n]+?)[.:!]?(?:\*\*|__)[.:!]?(?:\s+\S|
 // Cheap, but …" is named "Keep the embedded broker". A bold word alone is a label ("**Note:** …"), not a name.
 func boldLeadName(l string) string {
 	m := boldLeadRe.FindStringSubmatch(l)
+	if m == nil {
+		// A markdown heading names the paragraph under it the same way: "### Incremental via a compat root".
+		m = nameHeadingRe.FindStringSubmatch(l)
+	}
 	if m == nil || !strings.Contains(strings.TrimSpace(m[1]), " ") {
 		return ""
 	}
 	return strings.TrimSpace(m[1])
 }
+
+// nameHeadingRe is a markdown heading of level 2 to 6 that names something: not a question, nor a lead-in ending in
+// a colon.
+var nameHeadingRe = lazyRE(`^\s*#{2,6}\s+[*_]{0,2}([^#*_\n]*[^#*_\n:?\s])[*_]{0,2}\s*$`)
 
 // boldLeadEnd is where the paragraphs that open with a bold name from line i end: each runs to a blank line or a
 // list, and the next one must follow after blank lines alone. It returns i when line i opens no such paragraph: a

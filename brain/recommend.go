@@ -71,6 +71,13 @@ func mayRecommend(lower string, words []string) bool {
 // to the end of the sentence, markdown emphasis and punctuation trimmed; or, where the cue follows the pick
 // ("the first one is better"), the pick. "" when s has no cue.
 func recommendedPhrase(s string) string {
+	p, _ := recommendedCue(s)
+	return p
+}
+
+// recommendedCue is recommendedPhrase, and whether its cue is explicit ("Recommendation: A.", "I'd go with B")
+// rather than a pick named first and praised ("C is the right long-term fix"): an explicit cue outweighs a praise.
+func recommendedCue(s string) (phrase string, explicit bool) {
 	// Emphasis first: "__Recommended:__" has no word boundary before its cue.
 	s = stripEmphasis(s)
 	loc := recommendRe.FindStringIndex(s)
@@ -83,16 +90,16 @@ func recommendedPhrase(s string) string {
 	}
 	if loc == nil {
 		if !mayRecommend(lower, pickFirstWords) {
-			return ""
+			return "", false
 		}
 		t := strings.TrimSpace(s)
 		// "The first is safer, the second is simpler" weighs two options against each other: no pick.
 		if m := pickFirstRe.FindStringSubmatch(t); m != nil && len(positionRe.FindAllStringIndex(t, 2)) < 2 {
-			return strings.TrimSpace(strings.Trim(strings.Join(m[1:], ""), "*_ ")) // one group matched
+			return strings.TrimSpace(strings.Trim(strings.Join(m[1:], ""), "*_ ")), false // one group matched
 		}
-		return ""
+		return "", false
 	}
-	return strings.TrimSpace(strings.TrimRight(strings.TrimLeft(s[loc[1]:], "*_: \t"), ". "))
+	return strings.TrimSpace(strings.TrimRight(strings.TrimLeft(s[loc[1]:], "*_: \t"), ". ")), true
 }
 
 // resolveRecommendation returns the label of the option that phrase names, and whether it names one.

@@ -111,8 +111,20 @@ func runnerLine(l string) string {
 // fail when it counts one or says so, none when l is no runner's summary.
 func summaryVerdict(l string) verdict {
 	s := runnerLine(l)
-	if s == "" || !matchAny(runnerSummaryGs, s, fold(l)) {
+	if s == "" {
 		return verdictNone
+	}
+	if !matchAny(runnerSummaryGs, s, fold(l)) {
+		// A summary the agent quotes after a colon: "`ctest --output-on-failure` reports: 100% tests passed, 0 tests
+		// failed out of 37." Only one that opens with its count: a bare "OK" after a colon is a status of anything.
+		i := strings.LastIndex(s, ": ")
+		if i < 0 {
+			return verdictNone
+		}
+		s = strings.TrimRight(strings.Trim(strings.TrimSpace(s[i+2:]), "`"), ".")
+		if s == "" || s[0] < '0' || s[0] > '9' || !matchAny(runnerSummaryGs, s, fold(s)) {
+			return verdictNone
+		}
 	}
 	if failWordSummaryRe.MatchString(s) || failures(s) > 0 {
 		return verdictFail
@@ -180,7 +192,9 @@ func testVerdict(l string) verdict {
 var (
 	checkMarkRe = lazyRE(`^\s*[✓✔√]`)
 	// runnerWordsG lets a line that none of the runners' lines can be skip them all.
-	runnerWordsG = guard(union(append(append([]*pattern{}, runnerSummaryRes...), testPassLineRe, testFailLineRe, imageBuildRe, infraApplyRe, migrationAppliedRe, ansibleRecapRe, healthyRe, unhealthyRe)))
+	runnerWordsG = guard(union(append(append([]*pattern{}, runnerSummaryRes...), testPassLineRe, testFailLineRe, imageBuildRe, infraApplyRe, migrationAppliedRe, ansibleRecapRe, helmStatusRe, healthyRe, unhealthyRe)))
+	// helmStatusRe is Helm's release status after an install or upgrade: "STATUS: deployed", "STATUS: failed".
+	helmStatusRe = lazyRE(`^STATUS: (deployed|failed)$`)
 	// An image build's last line: BuildKit's "[+] Building 41.2s (12/12) FINISHED" (every step done: a pass; a
 	// step short, the build stopped), its plain progress naming or writing the image ("#14 naming to
 	// docker.io/library/app:1.2 done", "#14 writing image sha256:9b1f… done", "=> => naming to …" on a terminal),
@@ -233,6 +247,12 @@ func runnerVerdict(l, low string) (v verdict, side bool) {
 			}
 			return verdictPass, false
 		}
+	}
+	if m := helmStatusRe.FindStringSubmatch(s); m != nil {
+		if m[1] == "failed" {
+			return verdictFail, false
+		}
+		return verdictPass, false
 	}
 	if strings.Contains(s, " complete! Resources:") && infraApplyRe.MatchString(s) ||
 		containsAny(s, migrationWords) && migrationAppliedRe.MatchString(s) {
