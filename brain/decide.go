@@ -272,7 +272,7 @@ var permanentCauses = []permanentRule{
 	)),
 		"a restriction of the environment the agent cannot lift", false},
 	// A platform the task needs and this machine is not: a tool that exists only on another operating system
-	// (Xcode's, Apple's signing and notarization tools, a Windows executable) missing here, or a host of another
+	// (Xcode's, Apple's signing and notarization tools, Windows' signtool) missing here, or a host of another
 	// platform the project has not configured ("no macOS host configured", "no Windows runner available"). Only a
 	// person can provide one.
 	{lazyRE(oneOf(`(?i)`,
