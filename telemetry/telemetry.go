@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -42,7 +41,7 @@ func Enabled(env func(string) string) bool {
 // Setup installs a tracer provider that exports to the OTLP/HTTP endpoint the standard OTEL_EXPORTER_OTLP_* variables
 // name, and W3C trace-context propagation. The returned function flushes and stops it.
 func Setup(ctx context.Context, service string) (func(context.Context) error, error) {
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := newHTTPExporter(os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
