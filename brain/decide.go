@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 )
 
 // decide.go chooses between another attempt and a human for a failed task, following the decide prompt:
@@ -28,345 +29,349 @@ type permanentRule struct {
 	notInTest bool
 }
 
-var permanentCauses = []permanentRule{
-	// Secret scanners refusing a push (GitHub push protection, GitLab secret detection, gitleaks in a hook): the
-	// secret is in a commit already, so it must be revoked by its owner and the history cleaned by a person who
-	// decides how; another attempt could only bypass the scanner or rewrite history, which it must not.
-	{secretScanRe,
-		"a secret scanner blocking the push: the secret's owner must revoke it and a person must decide how to clean the history (no attempt may rewrite history or bypass the scanner)", false},
-	// A billing quota or credit used up (OpenAI's insufficient_quota, Anthropic's credit balance, a cloud project
-	// without billing): the key works, the account cannot pay. Told apart from missing credentials, which it is not.
-	{lazyRE(oneOf(`(?i)`,
-		`\bcredit balance is too low\b`,
-		`\binsufficient_quota\b`,
-		`\b(?:out of|no remaining|insufficient|not enough) (?:credits?|funds|balance)\b`,
-		`\bpurchase (?:more )?credits\b`,
-		`\bcheck your plan and billing\b`,
-		`\bbilling (?:account|details|information|profile)\b[^.\n]{0,60}\b(?:not found|disabled|closed|suspended|required|must be enabled|is not enabled|not active)\b`,
-		`\bbilling must be enabled\b`,
-		// Billing switched off for a project, however the provider puts it ("requires billing to be enabled", "enable
-		// billing on project", "billing is disabled"): a person with the billing account must turn it on.
-		`\b(?:requires?|needs?) billing (?:to be )?(?:enabled|activated|turned on)\b`,
-		`\benable billing (?:on|for|in)\b`,
-		`\bbilling (?:is |has been )?(?:not enabled|disabled|not (?:set up|configured|active))\b`,
-		`\bpayment required\b`,
-	)),
-		"a billing quota or credit that is used up: only a person can pay for more or raise the limit", false},
-	{lazyRE(`(?i)\bpermission denied\b|\bpermission to \S+ denied\b|\bEACCES\b|\bEPERM\b|\boperation not permitted\b|\baccess (?:is )?denied\b`),
-		"a permission problem the agent cannot grant itself", false},
-	{lazyRE(`(?i)\bno space left on device\b|\bdisk quota exceeded\b|\bread-only file ?system\b`),
-		"a machine problem (full or read-only disk) the agent cannot fix from inside", false},
-	{lazyRE(oneOf(`(?i)`,
-		`\b(?:missing|invalid|expired|revoked|bad|incorrect|no)\s+(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api|github|gitlab|npm|personal access) token|password)\b`,
-		`\b(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api) token)\s+(?:is\s+|are\s+|was\s+)?(?:missing|not set|not found|invalid|expired|not configured|required|unset|empty)\b`,
-		`(?-i:\b[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|SECRET|PASSWORD)\b)\s+(?:is\s+)?(?:not set|missing|unset|empty|required)`,
-		`\bnot logged in\b`,
-		`\bplease (?:log|sign) in\b`,
-		`\blogin required\b`,
-		`\bauthentication (?:failed|required|error)\b`,
-		`\bauthentication_(?:error|failed)\b`,
-		`\bno\s*(?:valid\s*)?credential`,
-		`\b(?:unable to locate|could not (?:find|load|locate)|couldn't (?:find|load|locate)|cannot (?:find|load|locate)|can't (?:find|load|locate)|failed to (?:find|load|locate|retrieve|get))\s+(?:any\s+|default\s+|valid\s+|the\s+)*credentials\b`,
-		`\bcould not read Username\b`,
-		`\bunable to authenticate\b`,
-		`\bcode E40[13]\b`,
-	)),
-		"missing or invalid credentials only a human can provide", false},
-	// A credential that was valid and no longer is: a token, key, session or certificate that has expired or been
-	// revoked (AWS's ExpiredToken, "the refresh token has expired", "your session has expired, log in again"). Only its
-	// owner can issue a new one. The same words in a test of the code's own token handling are that code misbehaving.
-	{lazyRE(oneOf(`(?i)`,
-		`(?-i:\bExpiredToken(?:Exception)?\b|\bTokenExpired\b|\bInvalidClientTokenId\b|\bInvalidAccessKeyId\b|\bUnrecognizedClientException\b)`,
-		`\b(?:security |session |access |auth |api |bearer )?(?:token|credentials?|access key|api key)\b[^.\n]{0,40}?\b(?:is|are|was|were) (?:invalid|not valid|deactivated|disabled)\b`,
-		`\b(?:token|credentials?|password|certificate|cert|key|grant)\b[^.\n]{0,30}?\b(?:has|have|had) (?:expired|been revoked)\b`,
-		`\b(?:token|credentials?|session|password|certificate|key|grant)s? (?:is|are|was|were) (?:expired|revoked)\b`,
-		`\b(?:token|credentials?|session|password|certificate|cert|key)\b[^.\n]{0,40}?\bexpired (?:at|on)\b`,
-		`\b(?:expired|revoked) (?:security |session |refresh |access |auth |sso )?(?:token|credentials?|session|certificate|key)\b`,
-		// A login that must be renewed by its owner: "Reauthentication failed. cannot prompt during non-interactive
-		// execution" (gcloud), "Your credentials are no longer valid" (firebase), "re-authentication required".
-		`\bre-?authenticat(?:ion|e)\b[^.\n]{0,30}?\b(?:failed|required|needed)\b`,
-		`\b(?:credentials?|login|session|token)s? (?:is |are )?no longer valid\b`,
-		`\bcannot prompt\b[^.\n]{0,30}?\bnon-?interactive\b`,
-	)),
-		"a credential that expired or was revoked: only its owner can issue a new one", true},
-	// SDKs and CLIs word a missing key or login in their own ways: "the api_key client option must be set",
-	// "could not resolve authentication method", "invalid x-api-key", "please run: gh auth login", "set the GH_TOKEN
-	// environment variable", "Application Default Credentials … not found".
-	{lazyRE(oneOf(`(?i)`,
-		`\b(?:api[ _-]?key|access[ _-]?key|token|credentials?|secret)\b[^.\n]{0,40}?\b(?:must be (?:set|provided|specified)|(?:is|are) required|(?:was|were) not (?:provided|found|set))\b`,
-		`\b(?:could not|couldn't|unable to|failed to|cannot) (?:resolve|find|determine|load|obtain) (?:an? |the |any )?(?:valid )?(?:authentication|auth) (?:method|credentials?|token|headers?)\b`,
-		`\binvalid[ _-]x-api-key\b`,
-		`\bx-api-key\b[^.\n]{0,20}\b(?:invalid|missing)\b`,
-		`\b(?:please |then )?run:?\s+(?:\$\s+)?\S+ (?:auth )?login\b`,
-		`\bset the [A-Z][A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|CREDENTIALS)\b environment variable`,
-		`\bdefault credentials\b[^.\n]{0,40}\bnot (?:found|set|available)`,
-		`\bapplication default credentials\b[^.\n]{0,60}\b(?:not|no|missing|unable|could not)\b`,
-	)),
-		"missing or invalid credentials only a human can provide", false},
-	// A usage or spending limit that lifts at a stated time, or a quota used up: retrying before then fails the
-	// same way and burns what is left. A limit that says to try again in seconds is transient and stays a retry.
-	{lazyRE(oneOf(`(?i)`,
-		`\b(?:usage|session|weekly|daily|monthly|hourly|\d+-hour|five-hour|spending|billing)\s+limit\s+(?:reached|exceeded|hit)\b`,
-		`\b(?:hit|reached|exceeded) (?:your|the) (?:[\w-]+ )?limit\b`,
-		`\b(?:hit|reached|exceeded|exhausted) (?:your|the) (?:\w+ )?(?:limit|quota)\b[^.\n]{0,60}\breset`,
-		`\bquota\b[^.\n]{0,80}?\b(?:exceeded|exhausted|used up|reached)\b`,
-		`\bexceeded (?:your|the) (?:current |monthly |daily )?quota\b`,
-		`\b(?:limit|quota)\b[^.\n]{0,60}?\bresets?\s+(?:at|on|in \d+\s*(?:hours?|days?|h|d)\b|mon|tue|wed|thu|fri|sat|sun|tomorrow|\d)`,
-		`\btry again (?:in \d+\s*(?:hours?|days?|weeks?)\b|(?:at|on|after) (?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|tomorrow|midnight))`,
-		// A limit named by what it caps (usage, spend, a budget, a plan), with words between ("your specified
-		// workspace API usage limits"); a rate limit is not among them: it lifts in seconds.
-		`\b(?:hit|reached|exceeded) (?:your|the) (?:[\w-]+ ){0,3}?(?:usage|spend(?:ing)?|billing|budget|credit|plan|monthly|daily|weekly) limits?\b`,
-		// Access that comes back at a stated date, however it is said.
-		`\b(?:regain access|access (?:will be|is) restored|(?:will be )?available again|(?:limits?|quota) (?:will )?reset)\s+(?:on|at|after)\s+(?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|tomorrow|midnight)`,
-	)),
-		"a usage limit or quota that no retry lifts before it resets", false},
-	// A tool that refuses to run as root (or under sudo) is refusing this environment, not the agent's change.
-	{lazyRE(`(?i)\b(?:cannot|can't|must not|may not|should not|is not allowed to|refuses? to)\s+(?:be\s+)?(?:used|run|started|executed)\b[^.\n]{0,40}?\b(?:as|with|under|by) (?:the )?(?:root|sudo|superuser)\b|\broot/sudo privileges\b`),
-		"a tool that refuses to run in this environment (as root)", false},
-	// An account's limit on a kind of resource, which only a person can have raised ("VpcLimitExceeded: The maximum
-	// number of VPCs has been reached", "a Service Quotas increase request is required").
-	{lazyRE(oneOf(`(?i)`,
-		`(?-i:\b[A-Z][A-Za-z]*LimitExceeded\b)`,
-		`\bmaximum number of [\w -]{1,40}? (?:has|have) been reached\b`,
-		`\bquota increase (?:request )?(?:is )?(?:required|needed)\b`,
-		`\brequest (?:a|an) (?:quota|limit) increase\b`,
-	)),
-		"an account limit on a kind of resource, which only a person can have raised", false},
-	// A version of a dependency that has not been published: its owners must release it, or a person must change
-	// what the task asks for ("No matching version found for @acme/tokens@^4.0.0 … '4.0.0 planned for Q3'").
-	{lazyRE(`(?is)\b(?:no matching version found|notarget|could not find a version that satisfies|no versions? match(?:ing|es)?)\b.{0,240}?\b(?:planned for|not (?:yet )?(?:released|published)|unreleased|upcoming release|has not been (?:released|published))\b`),
-		"a version of a dependency that has not been published: its owners must release it, or a person must change the requirement", false},
-	// A cloud identity without the right (AWS IAM "AccessDenied … is not authorized to perform", Azure RBAC
-	// "AuthorizationFailed … does not have authorization to perform action", gcloud "PERMISSION_DENIED",
-	// "Permission 'x' denied"): only someone who administers the account can grant it.
-	{lazyRE(oneOf(`(?i)`,
-		`(?-i:\bAccessDenied(?:Exception)?\b)`,
-		`\bnot authorized to perform\b`,
-		`\bdoes not have (?:authorization|permission) to (?:perform|access)\b`,
-		`(?-i:\bAuthorizationFailed\b|\bPERMISSION_DENIED\b|\bUnauthorizedOperation\b)`,
-		`\bpermission ['"][\w.]+['"] denied\b`,
-		`\binsufficient (?:permissions|privileges|scopes?)\b`,
-	)),
-		"an authorization the agent's cloud identity lacks (IAM, RBAC): only an administrator can grant it", true},
-	// A repository, bucket, project or other account-level resource that does not exist, or that the agent cannot see:
-	// creating it or correcting its name is a person's call. Files, modules and cluster objects are not here: the
-	// agent can create or correct those.
-	{lazyRE(oneOf(`(?i)`,
-		`\brepository (?:\S+ )?not found\b`,
-		`\b(?:repository|repo|bucket|organi[sz]ation|subscription|resource group|container registry)\s+(?:['"\x60]?[\w./@:-]+['"\x60]?\s+)?(?:does not exist|doesn't exist|could not be found|was not found|is not found)\b`,
-		`\brepository does not exist\b`,
-		`(?-i:\bNoSuchBucket\b|\bResourceGroupNotFound\b|\bRepositoryNotFoundException\b|\bSubscriptionNotFound\b)`,
-		`\bthe specified bucket does not exist\b`,
-		// GitHub's GraphQL API on a name it cannot see: "Could not resolve to a Repository with the name 'acme/x'".
-		`(?-i:\bCould not resolve to an? (?:Repository|Organization|User|ProjectV2|Project|PullRequest|Issue)\b)`,
-	)),
-		"a repository or resource that does not exist, or that the agent cannot see: a person must create it or correct the name", false},
-	// A security or organisational policy the task runs into (a policy document, an admission controller, an
-	// organisation constraint, branch protection): changing the policy, or the task, is a person's decision.
-	{lazyRE(oneOf(`(?i)`,
-		`\b(?:violates?|violation of|conflicts? with|not allowed by|forbidden by|blocked by|denied by|prohibited by)\s+(?:the |our |an? |this |your )?(?:\w+ ){0,2}?(?:security|organi[sz]ation(?:al)?|org|compliance|company|data|branch protection|admission|repository) (?:policy|policies|rules?|ruleset|constraints?)\b`,
-		`\bpolicy (?:violation|forbids|prohibits|does not allow|disallows)\b`,
-		// A tool refusing the change per a policy ("rejects per company policy", "blocked under the organization's
-		// security policy"), and a licence policy refusing a dependency (cargo-deny's "failed to satisfy license
-		// requirements", a licence checker's "not allowed by license policy").
-		`\b(?:rejects?|rejected|refuses?|refused|blocks?|blocked|forbids?|disallows?|denies|denied|fails?|failed|not allowed)\b[^.;\n]{0,60}?\b(?:per|by|under|according to) (?:the |our |an? |this |your )?(?:\w+'s )?(?:\w+ ){0,2}?(?:security|organi[sz]ation(?:al)?|org|compliance|company|corporate|legal|licen[cs](?:e|ing)) polic(?:y|ies)\b`,
-		`\bfailed to satisfy licen[cs]e requirements\b`,
-		`\blicen[cs](?:e|ing) polic(?:y|ies)\b[^.;\n]{0,40}?\b(?:rejects?|rejected|forbids?|disallows?|denies|denied|not allowed|violat\w*)\b`,
-		`\b(?:rejects?|rejected|forbids?|disallows?|denied|not allowed|violat\w*)\b[^.;\n]{0,30}?\blicen[cs](?:e|ing) polic(?:y|ies)\b`,
-		`\badmission webhook\b[^\n]{0,80}\bdenied the request\b`,
-		`(?-i:\bRequestDisallowedByPolicy\b)`,
-		`\bconstraints/[\w.]+\b[^\n]{0,60}\bviolated\b`,
-		`\bprotected branch\b[^\n]{0,60}\b(?:failed|rejected|declined|not allowed)\b`,
-		`\bGH006\b`,
-	)),
-		"a conflict with a security or organisational policy: a person must decide whether the task or the policy gives way", true},
-	// Code signing (xcodebuild, fastlane match, gradle's keystore): certificates, provisioning profiles and keys live in
-	// an account and a keychain the agent has no access to.
-	{lazyRE(oneOf(`(?i)`,
-		`\bno (?:\S+ )?signing certificate\b`,
-		`\bsigning certificate\b[^\n]{0,60}\b(?:not found|was not found|missing|expired|revoked)\b`,
-		`\bno (?:matching )?(?:provisioning )?profiles? (?:for \S+ )?(?:were |was )?(?:found|matching)\b`,
-		`\bprovisioning profiles?\b[^\n]{0,60}\b(?:not found|missing|expired|required|doesn't include|does not include)\b`,
-		`\bcouldn't find any [^\n]{0,40}provisioning profiles?\b`,
-		`\b(?:could not|couldn't|unable to) find a (?:matching |valid )?code ?signing identity\b`,
-		`\bno (?:valid |matching )?(?:code ?signing|signing) identit(?:y|ies)\b`,
-		`\berrSecInternalComponent\b`,
-		`\bkeystore\b[^\n]{0,40}\b(?:not found|was tampered|password was incorrect)\b`,
-	)),
-		"a signing certificate or provisioning profile missing from this machine: only a person with the account can install it", false},
-	// A lock another person or machine holds (terraform's state lock "Who: x@host", Liquibase's "locked by host since
-	// …"): breaking it could destroy their work. A lock a local process holds for a moment (apt, dpkg) is not here.
-	{lazyRE(oneOf(`(?is)`,
-		`\b(?:error acquiring|could not acquire|couldn't acquire|failed to acquire|unable to acquire)\b[^\n]{0,40}\block\b.{0,600}?\bwho:\s*[\w.-]+@[\w.-]+`,
-		`\block\b[^\n]{0,80}\b(?:currently )?(?:locked|held|owned) by (?:user )?[a-z][\w.@-]*(?: \([^)]*\))? since\b`,
-		`\block (?:is )?(?:held|owned) by (?:user )?[\w.-]+@[\w.-]+`,
-	)),
-		"a lock another person or machine holds: only they, or someone who knows it is safe to break, can release it", false},
-	{lazyRE(oneOf(`(?i)`,
-		`\bconflicts? with (?:the |our |an? )?(?:existing )?(?:architecture|design)\b`,
-		`\b(?:architecture|architectural|design) (?:issue|problem|conflict|flaw|question|decision)\b`,
-		`\b(?:requires?|needs?|without|pending) (?:a |an )?(?:design|architectural|architecture|product|business|legal|compliance)(?:/(?:design|product|business|legal|compliance|security))? (?:decision|change|review|call)\b`,
-		`\bbreaking change\b[^.]{0,80}\b(?:public|other teams?|clients?|consumers?|downstream)\b`,
-		`\b(?:public|exported) API\b[^.]{0,80}\bbreaking change\b`,
-	)),
-		"a design or architecture question rather than a coding bug", false},
-	{lazyRE(oneOf(`(?i)`,
-		`\bcontradict(?:ory|s|ions?|ing)?\b`,
-		`\bmutually exclusive\b`,
-		`\bconflicting requirements\b`,
-		`\bspec(?:ification)?s? conflict\b`,
-		`\b(?:both|all) (?:are|were) marked (?:as )?authoritative\b`,
-		`\brequirements (?:conflict|are inconsistent|are incompatible)\b`,
-		`\b(?:cannot|can't|impossible to) (?:satisfy|meet) (?:both|the acceptance criteria|all (?:the |of the )?(?:acceptance )?criteria)\b`,
-		`\bimpossible (?:requirement|task|to satisfy)\b`,
-		`\bnot possible to satisfy\b`,
-		// Two requirements that exclude each other, told by what happens: "making either pass makes the other fail",
-		// "fixing one breaks the other", "they cannot both hold".
-		`\b(?:making|fixing|satisfying|passing|meeting|implementing) (?:either|one)\b[^.;]{0,40}?\b(?:makes|breaks|fails|violates) the other\b`,
-		`\b(?:either|each) (?:one )?(?:breaks|fails|violates) the other\b`,
-		`\b(?:cannot|can't|can not) both (?:pass|hold|be (?:met|satisfied|true|honou?red|kept))\b`,
-		// "PRD v3 states the rule one way in §2.1 and the other way in §5.4"; "switching makes that scenario fail
-		// instead".
-		`\b(?:states?|says?|describes?|defines?|specifies|puts)\b[^.;]{0,80}?\bone way\b[^.;]{0,60}?\b(?:the other|another|the opposite) way\b`,
-		`\b(?:makes?|causes?|leaves?) (?:that|the other|this|the first|the second) (?:one|scenario|test|case|spec|example|requirement|check)s? (?:to )?fail instead\b`,
-		// One source of the task says one thing and another says otherwise: "spec section 4.2 says promo codes never
-		// stack, but acceptance test AT-17 in the same ticket expects both". A unit test that disagrees with the spec
-		// is not here: the agent updates the test.
-		`\b(?:spec(?:ification)?|ticket|task|requirements?|design(?: doc)?|ADR|RFC|story|acceptance (?:criteria|tests?))\b[^.;]{0,40}?\b(?:says|states|requires|specifies|asks for|mandates)\b[^;]{0,200}?\bbut\b[^;]{0,80}?\b(?:spec(?:ification)?|ticket|requirements?|design(?: doc)?|ADR|RFC|story|acceptance (?:criteria|tests?)|product (?:owner|manager))\b[^;]{0,60}?\b(?:expects|says|states|requires|specifies|asks for|mandates)\b`,
-	)),
-		"requirements that contradict each other", false},
-	{lazyRE(oneOf(`(?i)`,
-		`\b(?:I|we)\s+need\s+(?:some\s+|more\s+)?(?:clarification|your input|a (?:human )?decision|human input|guidance|direction)\b`,
-		`\bneeds? (?:clarification|a human|human (?:input|decision|review|intervention))\b`,
-		`\b(?:cannot|can't|unable to) (?:proceed|continue|implement (?:it|this|that|them)?|finish (?:it|this|that)|complete (?:it|this|that|the task)) ?without\b`,
-		`\bwaiting for (?:a |your |human )?(?:decision|input|clarification|answer)\b`,
-		`\b(?:requires?|needs?) (?:a )?(?:human|manual) (?:decision|input|intervention|review)\b`,
-		`\bblocked (?:until|on|by) (?:a |the |your )?(?:decision|human|clarification|product)\b`,
-		`\b(?:task|requirement|spec(?:ification)?) is (?:ambiguous|unclear)\b`,
-		`\bneed (?:a human|someone|somebody|a person|you|an? (?:owner|admin|maintainer|reviewer)) to (?:decide|choose|pick|confirm|approve|clarify|make (?:the|this|that|a) (?:call|decision))\b`,
-		`\b(?:I'm|I am|we're|we are)\s+(?:a bit\s+|still\s+|quite\s+)?confused\b`,
-		// The agent cannot choose between readings of the task: "I can't tell which one is wanted", "I need to know
-		// which one wins".
-		`\b(?:I|we) (?:can't|cannot|can not|couldn't|could not) (?:tell|decide|work out) (?:which|what)\b[^.;]{0,80}?\b(?:is|are|was|were) (?:wanted|meant|intended)\b`,
-		`\b(?:I|we) need to know which (?:one|of (?:the|these|them)|reading|requirement)\b[^.;]{0,40}?\b(?:wins|applies|is (?:wanted|meant|intended))\b`,
-		// What the task leaves open, that only a person can settle: "whether to round, reject, or change the
-		// column type is not covered by the spec".
-		`\b(?:is|are) not (?:covered|specified|defined|addressed|decided|answered) (?:by|in) the (?:spec(?:ification)?|ticket|task|docs?|requirements?|design)\b`,
-		`\b(?:I|we) (?:don't|do not) (?:understand|know) what\b[^.;]{0,60}?\b(?:means?|should (?:produce|return|do|be|contain)|is (?:expected|wanted|meant|required))\b`,
-	)),
-		"the agent asking for a human decision", false},
-	{lazyRE(oneOf(`(?i)`,
-		`\b(?:sandbox|firewall|proxy|network policy|egress policy|corporate network)\b[^.;]{0,40}\b(?:blocks?|blocked|forbids?|denies|denied|does not allow|doesn't allow|prevents?|disallows?)\b`,
-		`\bnothing (?:I|we|the agent) can (?:change|do|fix)\b`,
-		// The sandbox runs without a network: "network access is disabled in this sandbox", Codex's
-		// "network_access=false", "outbound network is disabled for this environment".
-		`\b(?:network(?: access)?|internet(?: access)?|outbound (?:network|traffic|connections?)|egress)\s+(?:is\s+|are\s+)?(?:disabled|not allowed|not available|unavailable|blocked|turned off)\b[^.;\n]{0,20}?\b(?:in|inside|for|by)\s+(?:this|the)\s+(?:sandbox|container|environment|runner)\b`,
-		`\bnetwork_access\s*=\s*false\b`,
-		`\bsandbox\b[^.\n]{0,40}?\bnetwork(?: access)?\s+(?:is\s+)?(?:disabled|off|blocked|denied|not allowed)\b`,
-		`\bno (?:network|internet) access\b[^.;\n]{0,20}?\b(?:in|inside) (?:this|the) (?:sandbox|container|environment)\b`,
-		// Hardware the task needs and the machine has not: "no debug probe is attached to the machine", "Couldn't
-		// find any ST-Link devices", "no GPU available in this runner".
-		`\bno (?:debug )?(?:probe|device|hardware|board|GPU|usb device|serial port)s? (?:is |are )?(?:attached|connected|present|available|detected)\b`,
-		`\b(?:couldn't|could not|can't|cannot|unable to) find any [\w-]+ (?:devices?|probes?|boards?|GPUs?)\b`,
-		`\b(?:outside|beyond) (?:my|our|the agent's) control\b`,
-	)),
-		"a restriction of the environment the agent cannot lift", false},
-	// A platform the task needs and this machine is not: a tool that exists only on another operating system
-	// (Xcode's, Apple's signing and notarization tools, Windows' signtool) missing here, or a host of another
-	// platform the project has not configured ("no macOS host configured", "no Windows runner available"). Only a
-	// person can provide one.
-	{lazyRE(oneOf(`(?i)`,
-		`\b(?:xcodebuild|xcrun|xcode-select|codesign|notarytool|productbuild|pkgbuild|altool|signtool(?:\.exe)?)\b:?[^\n]{0,12}?\b(?:command not found|not found|is not recognized|no such file or directory)\b`,
-		`\bno (?:macOS|mac|darwin|Windows|arm64|aarch64|ARM|Apple Silicon|GPU|CUDA)(?:[ -][\w.]+)? (?:host|runner|machine|builder|node|agent|worker|VM)s?\b[^.;\n]{0,30}?\b(?:configured|available|attached|registered|set up|provisioned|exists?|here|for)\b`,
-		`\b(?:requires?|needs?|only (?:runs|works|builds) on)\s+(?:an? )?(?:macOS|mac ?OS X|Windows|darwin|Xcode)\b[^.;\n]{0,60}?\b(?:this|the) (?:runner|machine|host|container|sandbox|environment|worker) (?:is|runs)\b`,
-	)),
-		"a platform the task needs that this machine is not (another operating system or host): only a person can provide one", true},
-	// Something a person switched off: an account, a key or a resource "deactivated by an administrator", "suspended by
-	// the organization". Only they can switch it on.
-	{lazyRE(`(?i)\b(?:deactivated|disabled|suspended|revoked|locked|blocked|banned|archived|deleted|removed)\b (?:by|from) (?:an? |the |your |our )?(?:(?:account|org(?:ani[sz]ation)?|workspace|site|system|IT|security) )?(?:admin(?:istrator)?s?|owners?|organi[sz]ation|maintainers?|security team|IT)\b`),
-		"something a person switched off (deactivated or suspended by an administrator or owner): only they can switch it on", true},
-	// A step only a named person or role can take, however the tool or the agent says so: "Only the team's Account
-	// Holder, Dana Whitfield, can accept the agreement", "Contact your vendor account manager", "The account owner
-	// (CSM: R. Tanaka) must obtain and record the consent first".
-	{lazyRE(oneOf(`(?i)`,
-		`\bonly (?:the |a |an |your |our |their )?(?:[\w'’-]+ ){0,4}?(?:holders?|owners?|admins?|administrators?|managers?|leads?|team|approvers?|maintainers?|reviewers?|officers?|counsel|legal|department|DBAs?|on-call|members?)\b(?:,[^,\n]{1,40},)?\s+(?:can|may|is able to|are able to|is allowed to|are allowed to|is permitted to)\b`,
-		`\bcontact (?:your|the) (?:[\w-]+ ){0,2}?(?:account manager|account team|administrator|admin|owner|representative|sales(?: team)?|vendor|DBA|security team|legal(?: team)?)\b`,
-		`\b(?:account|project|repo(?:sitory)?|org(?:ani[sz]ation)?|team|product|release|data|site|workspace|billing|app) (?:owner|holder|admin(?:istrator)?|manager|lead)\b(?: \([^)\n]{1,40}\))?\s+(?:must|has to|needs to|will need to|will have to)\s+(?:first\s+)?(?:obtain|accept|approve|grant|sign|enable|request|file|add|create|renew|agree|purchase|upgrade|provide|record|confirm|authori[sz]e|review|invite|unlock)\b`,
-	)),
-		"a step only a named person or role can take", true},
-	// A legal or contractual precondition: an agreement to accept, a customer's consent, export control, a legal
-	// hold, an embargo. No attempt may take it on the organisation's behalf.
-	{lazyRE(oneOf(`(?i)`,
-		`\bUnavailable For Legal Reasons\b`,
-		`\bexport[- ](?:control(?:led)?|compliance|license)\b`,
-		`\b(?:controlled|restricted) under (?:the )?(?:EAR|ITAR)\b`,
-		`\b(?:agree to|accept)\b[^.\n]{0,40}?\b(?:agreement|terms(?: of (?:service|use))?|terms and conditions)\b`,
-		`\b(?:written |explicit |prior |customer's |user's |their )?consent\b[^.\n]{0,60}?\b(?:required|is needed|must be|first|on file|recorded|obtained)\b`,
-		`\brequires? (?:the )?[\w'’ ]{0,30}?(?:written |explicit |prior )?consent\b`,
-		`\b(?:legal|litigation) hold\b`,
-		`\b(?:under (?:an? )?embargo|embargoed|coordinated disclosure)\b`,
-		`\bmust be on file\b`,
-	)),
-		"a legal or contractual precondition (an agreement, a consent, export control, a hold or an embargo): only a person with the authority can meet it", true},
-	// A feature the account's plan does not include: "restricted to the Pro and Enterprise plans", "team 'acme' is on
-	// the Hobby plan", "upgrade your plan". Paying for more is a person's decision.
-	{lazyRE(oneOf(`(?i)`,
-		`\b(?:restricted|limited|available|only|exclusive) (?:to|on|in|for) (?:the )?(?:[\w-]+(?:,? (?:and|or) |, ))*(?:Pro|Team|Teams|Business|Enterprise|Premium|Paid|Plus|Growth|Scale|Ultimate)\b[^.\n]{0,15}?\b(?:plans?|tiers?|subscriptions?|editions?|accounts?|customers?)\b`,
-		`\bupgrade (?:your |the |to an? )?(?:[\w-]+ )?(?:plan|subscription|tier|account|license)\b`,
-		`\brequires? (?:an? )?(?:paid|Pro|Enterprise|Business|Team|premium|higher) (?:plan|tier|subscription|license|account|edition|seat)\b`,
-		`\bon (?:the|a) (?:free|hobby|starter|basic|trial|personal|developer) (?:plan|tier)\b`,
-		`\b(?:free|trial) (?:plan|tier|period)\b[^.\n]{0,20}?\b(?:limit|has expired|expired|ended|does not include|doesn't include)\b`,
-	)),
-		"a feature the account's plan does not include: paying for more is a person's decision", true},
-	// A time or a gate the organisation sets on a change: a maintenance or change window, a freeze, a change ticket
-	// its advisory board approves. Retrying before the window, or without the ticket, only fails again.
-	{lazyRE(oneOf(`(?i)`,
-		`\b(?:only (?:be )?(?:allowed|permitted|possible|run|applied|done|deployed) (?:during|in|within)|outside (?:of )?)\s*(?:the |an? )?(?:approved |scheduled |agreed |allowed |next )?(?:maintenance|change|deploy(?:ment)?|release|migration) window\b`,
-		`\b(?:code|change|release|deploy(?:ment)?|merge) freeze\b`,
-		`\bCAB[- ]approved\b|\bchange[- ]advisory board\b`,
-		`\bchange (?:ticket|request|record)\b[^.\n]{0,30}?\b(?:required|not set|missing|needed|must)\b`,
-		`\b(?:requires?|needs?|without) (?:an? )?(?:approved )?change (?:ticket|request|record)\b`,
-	)),
-		"a change window, freeze or change ticket the organisation sets: only a person can schedule or approve it", true},
-	// Equipment that is not here for the agent: no device attached, one out for repair or booked by someone else.
-	{lazyRE(oneOf(`(?i)`,
-		`\bno (?:supported |connected |available |matching |attached |physical )?(?:devices?|probes?|boards?|phones?|handsets?|scanners?|printers?|readers?)\b[^.\n]{0,40}?\b(?:found|attached|connected|available|detected)\b`,
-		`\b(?:checked out|booked|reserved|on loan|lent out|lent) (?:to|by) [\w.@-]+(?: [\w.@-]+)? until\b`,
-		`\b(?:out for|in) repair\b`,
-	)),
-		"equipment the task needs that is not available to the agent: only a person can provide it", true},
-	{lazyRE(`(?i)\buntil (?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\b|\b(?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\s+(?:has to|needs to|will have to)\b`),
-		"an action only a person can take", false},
-	// A change that waits on a person's approval or review, however a forge or a process words it: "needs approval
-	// from", "Waiting on code owner review from acme/security", "At least 1 approving review is required by reviewers
-	// with write access", "protection rules require a review".
-	{lazyRE(oneOf(`(?i)`,
-		`\b(?:needs?|requires?|requiring|without|pending|waiting (?:for|on)|awaiting)\s+(?:[\w'-]+\s+){0,3}?(?:approval|sign-?off)(?:\s+(?:from|by|of|before)\b|\s*[.,;:)]|\s*$)`,
-		`\bprotection rules?\b[^.;\n]{0,40}?\brequir(?:es|ing|e)\s+(?:a\s+)?(?:review|approval)\b`,
-		`\b(?:waiting (?:for|on)|awaiting|pending|needs?|requires?)\s+(?:an? )?(?:code ?owners?'?s?|maintainers?'?s?|security|human|manual|[\w-]+ team(?:'s)?) (?:review|approval|sign-?off)\b`,
-		`\b(?:approving )?reviews? (?:is|are) required\b`,
-		`\b(?:approvals?|approving reviews?|sign-?offs?) (?:is |are )?(?:required|needed)\b`,
-	)),
-		"a change that needs someone's approval", true},
-	{lazyRE(`(?i)\b(?:task|plan|spec(?:ification)?|ticket|issue|instructions?|requirements?|story)\s+(?:says|said|asks|asked|refers|references|mentions|points|tells|names|requires|links)\b(?:[^.;:]|\.\S|\.["')]?\s+){0,160}?\b` + anyOf(
-		`does not exist`,
-		`doesn't exist`,
-		`did not exist`,
-		`(?:isn't|is not|aren't|are not) (?:in|anywhere in) (?:this|the) (?:repo|repository|codebase|workspace|project)`,
-		`(?:is|are) missing from (?:this|the) (?:repo|repository|codebase|workspace|project)`,
-		`(?:could not|couldn't|cannot|can't) find (?:it|them|that|this|those)`,
-		`no such \w+ (?:is|was|exists|can be found)`,
-		`has an empty description`,
-		`no [\w-]+ (?:is|was|has been) (?:attached|provided|given|linked|included)`,
-		`no [\w' -]{1,40}? exists`,
-		`no such`,
-	) + `\b`),
-		"missing context: the task refers to something that is not there", false},
-	// The definition the task depends on is nowhere: "no definition of the 'new pricing tiers' exists — searched
-	// docs/ …", "no description of the expected format was found".
-	{lazyRE(`(?i)\bno (?:definition|description|specification|spec|documentation|details?|values?) (?:of|for)\b[^.;\n]{0,80}?\b(?:exists?|(?:is|was|were) (?:given|provided|found|anywhere)|found)\b`),
-		"missing context: the task refers to something that is not there", false},
-}
+// permanentCauses are the kinds of error no retry can fix, built on first use: their patterns' sources are long, and
+// most processes never decide.
+var permanentCauses = sync.OnceValue(func() []permanentRule {
+	return []permanentRule{
+		// Secret scanners refusing a push (GitHub push protection, GitLab secret detection, gitleaks in a hook): the
+		// secret is in a commit already, so it must be revoked by its owner and the history cleaned by a person who
+		// decides how; another attempt could only bypass the scanner or rewrite history, which it must not.
+		{secretScanRe,
+			"a secret scanner blocking the push: the secret's owner must revoke it and a person must decide how to clean the history (no attempt may rewrite history or bypass the scanner)", false},
+		// A billing quota or credit used up (OpenAI's insufficient_quota, Anthropic's credit balance, a cloud project
+		// without billing): the key works, the account cannot pay. Told apart from missing credentials, which it is not.
+		{lazyRE(oneOf(`(?i)`,
+			`\bcredit balance is too low\b`,
+			`\binsufficient_quota\b`,
+			`\b(?:out of|no remaining|insufficient|not enough) (?:credits?|funds|balance)\b`,
+			`\bpurchase (?:more )?credits\b`,
+			`\bcheck your plan and billing\b`,
+			`\bbilling (?:account|details|information|profile)\b[^.\n]{0,60}\b(?:not found|disabled|closed|suspended|required|must be enabled|is not enabled|not active)\b`,
+			`\bbilling must be enabled\b`,
+			// Billing switched off for a project, however the provider puts it ("requires billing to be enabled", "enable
+			// billing on project", "billing is disabled"): a person with the billing account must turn it on.
+			`\b(?:requires?|needs?) billing (?:to be )?(?:enabled|activated|turned on)\b`,
+			`\benable billing (?:on|for|in)\b`,
+			`\bbilling (?:is |has been )?(?:not enabled|disabled|not (?:set up|configured|active))\b`,
+			`\bpayment required\b`,
+		)),
+			"a billing quota or credit that is used up: only a person can pay for more or raise the limit", false},
+		{lazyRE(`(?i)\bpermission denied\b|\bpermission to \S+ denied\b|\bEACCES\b|\bEPERM\b|\boperation not permitted\b|\baccess (?:is )?denied\b`),
+			"a permission problem the agent cannot grant itself", false},
+		{lazyRE(`(?i)\bno space left on device\b|\bdisk quota exceeded\b|\bread-only file ?system\b`),
+			"a machine problem (full or read-only disk) the agent cannot fix from inside", false},
+		{lazyRE(oneOf(`(?i)`,
+			`\b(?:missing|invalid|expired|revoked|bad|incorrect|no)\s+(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api|github|gitlab|npm|personal access) token|password)\b`,
+			`\b(?:api[ _-]?key|credentials?|(?:auth(?:entication)?|access|bearer|oauth|api) token)\s+(?:is\s+|are\s+|was\s+)?(?:missing|not set|not found|invalid|expired|not configured|required|unset|empty)\b`,
+			`(?-i:\b[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|SECRET|PASSWORD)\b)\s+(?:is\s+)?(?:not set|missing|unset|empty|required)`,
+			`\bnot logged in\b`,
+			`\bplease (?:log|sign) in\b`,
+			`\blogin required\b`,
+			`\bauthentication (?:failed|required|error)\b`,
+			`\bauthentication_(?:error|failed)\b`,
+			`\bno\s*(?:valid\s*)?credential`,
+			`\b(?:unable to locate|could not (?:find|load|locate)|couldn't (?:find|load|locate)|cannot (?:find|load|locate)|can't (?:find|load|locate)|failed to (?:find|load|locate|retrieve|get))\s+(?:any\s+|default\s+|valid\s+|the\s+)*credentials\b`,
+			`\bcould not read Username\b`,
+			`\bunable to authenticate\b`,
+			`\bcode E40[13]\b`,
+		)),
+			"missing or invalid credentials only a human can provide", false},
+		// A credential that was valid and no longer is: a token, key, session or certificate that has expired or been
+		// revoked (AWS's ExpiredToken, "the refresh token has expired", "your session has expired, log in again"). Only its
+		// owner can issue a new one. The same words in a test of the code's own token handling are that code misbehaving.
+		{lazyRE(oneOf(`(?i)`,
+			`(?-i:\bExpiredToken(?:Exception)?\b|\bTokenExpired\b|\bInvalidClientTokenId\b|\bInvalidAccessKeyId\b|\bUnrecognizedClientException\b)`,
+			`\b(?:security |session |access |auth |api |bearer )?(?:token|credentials?|access key|api key)\b[^.\n]{0,40}?\b(?:is|are|was|were) (?:invalid|not valid|deactivated|disabled)\b`,
+			`\b(?:token|credentials?|password|certificate|cert|key|grant)\b[^.\n]{0,30}?\b(?:has|have|had) (?:expired|been revoked)\b`,
+			`\b(?:token|credentials?|session|password|certificate|key|grant)s? (?:is|are|was|were) (?:expired|revoked)\b`,
+			`\b(?:token|credentials?|session|password|certificate|cert|key)\b[^.\n]{0,40}?\bexpired (?:at|on)\b`,
+			`\b(?:expired|revoked) (?:security |session |refresh |access |auth |sso )?(?:token|credentials?|session|certificate|key)\b`,
+			// A login that must be renewed by its owner: "Reauthentication failed. cannot prompt during non-interactive
+			// execution" (gcloud), "Your credentials are no longer valid" (firebase), "re-authentication required".
+			`\bre-?authenticat(?:ion|e)\b[^.\n]{0,30}?\b(?:failed|required|needed)\b`,
+			`\b(?:credentials?|login|session|token)s? (?:is |are )?no longer valid\b`,
+			`\bcannot prompt\b[^.\n]{0,30}?\bnon-?interactive\b`,
+		)),
+			"a credential that expired or was revoked: only its owner can issue a new one", true},
+		// SDKs and CLIs word a missing key or login in their own ways: "the api_key client option must be set",
+		// "could not resolve authentication method", "invalid x-api-key", "please run: gh auth login", "set the GH_TOKEN
+		// environment variable", "Application Default Credentials … not found".
+		{lazyRE(oneOf(`(?i)`,
+			`\b(?:api[ _-]?key|access[ _-]?key|token|credentials?|secret)\b[^.\n]{0,40}?\b(?:must be (?:set|provided|specified)|(?:is|are) required|(?:was|were) not (?:provided|found|set))\b`,
+			`\b(?:could not|couldn't|unable to|failed to|cannot) (?:resolve|find|determine|load|obtain) (?:an? |the |any )?(?:valid )?(?:authentication|auth) (?:method|credentials?|token|headers?)\b`,
+			`\binvalid[ _-]x-api-key\b`,
+			`\bx-api-key\b[^.\n]{0,20}\b(?:invalid|missing)\b`,
+			`\b(?:please |then )?run:?\s+(?:\$\s+)?\S+ (?:auth )?login\b`,
+			`\bset the [A-Z][A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|CREDENTIALS)\b environment variable`,
+			`\bdefault credentials\b[^.\n]{0,40}\bnot (?:found|set|available)`,
+			`\bapplication default credentials\b[^.\n]{0,60}\b(?:not|no|missing|unable|could not)\b`,
+		)),
+			"missing or invalid credentials only a human can provide", false},
+		// A usage or spending limit that lifts at a stated time, or a quota used up: retrying before then fails the
+		// same way and burns what is left. A limit that says to try again in seconds is transient and stays a retry.
+		{lazyRE(oneOf(`(?i)`,
+			`\b(?:usage|session|weekly|daily|monthly|hourly|\d+-hour|five-hour|spending|billing)\s+limit\s+(?:reached|exceeded|hit)\b`,
+			`\b(?:hit|reached|exceeded) (?:your|the) (?:[\w-]+ )?limit\b`,
+			`\b(?:hit|reached|exceeded|exhausted) (?:your|the) (?:\w+ )?(?:limit|quota)\b[^.\n]{0,60}\breset`,
+			`\bquota\b[^.\n]{0,80}?\b(?:exceeded|exhausted|used up|reached)\b`,
+			`\bexceeded (?:your|the) (?:current |monthly |daily )?quota\b`,
+			`\b(?:limit|quota)\b[^.\n]{0,60}?\bresets?\s+(?:at|on|in \d+\s*(?:hours?|days?|h|d)\b|mon|tue|wed|thu|fri|sat|sun|tomorrow|\d)`,
+			`\btry again (?:in \d+\s*(?:hours?|days?|weeks?)\b|(?:at|on|after) (?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|tomorrow|midnight))`,
+			// A limit named by what it caps (usage, spend, a budget, a plan), with words between ("your specified
+			// workspace API usage limits"); a rate limit is not among them: it lifts in seconds.
+			`\b(?:hit|reached|exceeded) (?:your|the) (?:[\w-]+ ){0,3}?(?:usage|spend(?:ing)?|billing|budget|credit|plan|monthly|daily|weekly) limits?\b`,
+			// Access that comes back at a stated date, however it is said.
+			`\b(?:regain access|access (?:will be|is) restored|(?:will be )?available again|(?:limits?|quota) (?:will )?reset)\s+(?:on|at|after)\s+(?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|tomorrow|midnight)`,
+		)),
+			"a usage limit or quota that no retry lifts before it resets", false},
+		// A tool that refuses to run as root (or under sudo) is refusing this environment, not the agent's change.
+		{lazyRE(`(?i)\b(?:cannot|can't|must not|may not|should not|is not allowed to|refuses? to)\s+(?:be\s+)?(?:used|run|started|executed)\b[^.\n]{0,40}?\b(?:as|with|under|by) (?:the )?(?:root|sudo|superuser)\b|\broot/sudo privileges\b`),
+			"a tool that refuses to run in this environment (as root)", false},
+		// An account's limit on a kind of resource, which only a person can have raised ("VpcLimitExceeded: The maximum
+		// number of VPCs has been reached", "a Service Quotas increase request is required").
+		{lazyRE(oneOf(`(?i)`,
+			`(?-i:\b[A-Z][A-Za-z]*LimitExceeded\b)`,
+			`\bmaximum number of [\w -]{1,40}? (?:has|have) been reached\b`,
+			`\bquota increase (?:request )?(?:is )?(?:required|needed)\b`,
+			`\brequest (?:a|an) (?:quota|limit) increase\b`,
+		)),
+			"an account limit on a kind of resource, which only a person can have raised", false},
+		// A version of a dependency that has not been published: its owners must release it, or a person must change
+		// what the task asks for ("No matching version found for @acme/tokens@^4.0.0 … '4.0.0 planned for Q3'").
+		{lazyRE(`(?is)\b(?:no matching version found|notarget|could not find a version that satisfies|no versions? match(?:ing|es)?)\b.{0,240}?\b(?:planned for|not (?:yet )?(?:released|published)|unreleased|upcoming release|has not been (?:released|published))\b`),
+			"a version of a dependency that has not been published: its owners must release it, or a person must change the requirement", false},
+		// A cloud identity without the right (AWS IAM "AccessDenied … is not authorized to perform", Azure RBAC
+		// "AuthorizationFailed … does not have authorization to perform action", gcloud "PERMISSION_DENIED",
+		// "Permission 'x' denied"): only someone who administers the account can grant it.
+		{lazyRE(oneOf(`(?i)`,
+			`(?-i:\bAccessDenied(?:Exception)?\b)`,
+			`\bnot authorized to perform\b`,
+			`\bdoes not have (?:authorization|permission) to (?:perform|access)\b`,
+			`(?-i:\bAuthorizationFailed\b|\bPERMISSION_DENIED\b|\bUnauthorizedOperation\b)`,
+			`\bpermission ['"][\w.]+['"] denied\b`,
+			`\binsufficient (?:permissions|privileges|scopes?)\b`,
+		)),
+			"an authorization the agent's cloud identity lacks (IAM, RBAC): only an administrator can grant it", true},
+		// A repository, bucket, project or other account-level resource that does not exist, or that the agent cannot see:
+		// creating it or correcting its name is a person's call. Files, modules and cluster objects are not here: the
+		// agent can create or correct those.
+		{lazyRE(oneOf(`(?i)`,
+			`\brepository (?:\S+ )?not found\b`,
+			`\b(?:repository|repo|bucket|organi[sz]ation|subscription|resource group|container registry)\s+(?:['"\x60]?[\w./@:-]+['"\x60]?\s+)?(?:does not exist|doesn't exist|could not be found|was not found|is not found)\b`,
+			`\brepository does not exist\b`,
+			`(?-i:\bNoSuchBucket\b|\bResourceGroupNotFound\b|\bRepositoryNotFoundException\b|\bSubscriptionNotFound\b)`,
+			`\bthe specified bucket does not exist\b`,
+			// GitHub's GraphQL API on a name it cannot see: "Could not resolve to a Repository with the name 'acme/x'".
+			`(?-i:\bCould not resolve to an? (?:Repository|Organization|User|ProjectV2|Project|PullRequest|Issue)\b)`,
+		)),
+			"a repository or resource that does not exist, or that the agent cannot see: a person must create it or correct the name", false},
+		// A security or organisational policy the task runs into (a policy document, an admission controller, an
+		// organisation constraint, branch protection): changing the policy, or the task, is a person's decision.
+		{lazyRE(oneOf(`(?i)`,
+			`\b(?:violates?|violation of|conflicts? with|not allowed by|forbidden by|blocked by|denied by|prohibited by)\s+(?:the |our |an? |this |your )?(?:\w+ ){0,2}?(?:security|organi[sz]ation(?:al)?|org|compliance|company|data|branch protection|admission|repository) (?:policy|policies|rules?|ruleset|constraints?)\b`,
+			`\bpolicy (?:violation|forbids|prohibits|does not allow|disallows)\b`,
+			// A tool refusing the change per a policy ("rejects per company policy", "blocked under the organization's
+			// security policy"), and a licence policy refusing a dependency (cargo-deny's "failed to satisfy license
+			// requirements", a licence checker's "not allowed by license policy").
+			`\b(?:rejects?|rejected|refuses?|refused|blocks?|blocked|forbids?|disallows?|denies|denied|fails?|failed|not allowed)\b[^.;\n]{0,60}?\b(?:per|by|under|according to) (?:the |our |an? |this |your )?(?:\w+'s )?(?:\w+ ){0,2}?(?:security|organi[sz]ation(?:al)?|org|compliance|company|corporate|legal|licen[cs](?:e|ing)) polic(?:y|ies)\b`,
+			`\bfailed to satisfy licen[cs]e requirements\b`,
+			`\blicen[cs](?:e|ing) polic(?:y|ies)\b[^.;\n]{0,40}?\b(?:rejects?|rejected|forbids?|disallows?|denies|denied|not allowed|violat\w*)\b`,
+			`\b(?:rejects?|rejected|forbids?|disallows?|denied|not allowed|violat\w*)\b[^.;\n]{0,30}?\blicen[cs](?:e|ing) polic(?:y|ies)\b`,
+			`\badmission webhook\b[^\n]{0,80}\bdenied the request\b`,
+			`(?-i:\bRequestDisallowedByPolicy\b)`,
+			`\bconstraints/[\w.]+\b[^\n]{0,60}\bviolated\b`,
+			`\bprotected branch\b[^\n]{0,60}\b(?:failed|rejected|declined|not allowed)\b`,
+			`\bGH006\b`,
+		)),
+			"a conflict with a security or organisational policy: a person must decide whether the task or the policy gives way", true},
+		// Code signing (xcodebuild, fastlane match, gradle's keystore): certificates, provisioning profiles and keys live in
+		// an account and a keychain the agent has no access to.
+		{lazyRE(oneOf(`(?i)`,
+			`\bno (?:\S+ )?signing certificate\b`,
+			`\bsigning certificate\b[^\n]{0,60}\b(?:not found|was not found|missing|expired|revoked)\b`,
+			`\bno (?:matching )?(?:provisioning )?profiles? (?:for \S+ )?(?:were |was )?(?:found|matching)\b`,
+			`\bprovisioning profiles?\b[^\n]{0,60}\b(?:not found|missing|expired|required|doesn't include|does not include)\b`,
+			`\bcouldn't find any [^\n]{0,40}provisioning profiles?\b`,
+			`\b(?:could not|couldn't|unable to) find a (?:matching |valid )?code ?signing identity\b`,
+			`\bno (?:valid |matching )?(?:code ?signing|signing) identit(?:y|ies)\b`,
+			`\berrSecInternalComponent\b`,
+			`\bkeystore\b[^\n]{0,40}\b(?:not found|was tampered|password was incorrect)\b`,
+		)),
+			"a signing certificate or provisioning profile missing from this machine: only a person with the account can install it", false},
+		// A lock another person or machine holds (terraform's state lock "Who: x@host", Liquibase's "locked by host since
+		// …"): breaking it could destroy their work. A lock a local process holds for a moment (apt, dpkg) is not here.
+		{lazyRE(oneOf(`(?is)`,
+			`\b(?:error acquiring|could not acquire|couldn't acquire|failed to acquire|unable to acquire)\b[^\n]{0,40}\block\b.{0,600}?\bwho:\s*[\w.-]+@[\w.-]+`,
+			`\block\b[^\n]{0,80}\b(?:currently )?(?:locked|held|owned) by (?:user )?[a-z][\w.@-]*(?: \([^)]*\))? since\b`,
+			`\block (?:is )?(?:held|owned) by (?:user )?[\w.-]+@[\w.-]+`,
+		)),
+			"a lock another person or machine holds: only they, or someone who knows it is safe to break, can release it", false},
+		{lazyRE(oneOf(`(?i)`,
+			`\bconflicts? with (?:the |our |an? )?(?:existing )?(?:architecture|design)\b`,
+			`\b(?:architecture|architectural|design) (?:issue|problem|conflict|flaw|question|decision)\b`,
+			`\b(?:requires?|needs?|without|pending) (?:a |an )?(?:design|architectural|architecture|product|business|legal|compliance)(?:/(?:design|product|business|legal|compliance|security))? (?:decision|change|review|call)\b`,
+			`\bbreaking change\b[^.]{0,80}\b(?:public|other teams?|clients?|consumers?|downstream)\b`,
+			`\b(?:public|exported) API\b[^.]{0,80}\bbreaking change\b`,
+		)),
+			"a design or architecture question rather than a coding bug", false},
+		{lazyRE(oneOf(`(?i)`,
+			`\bcontradict(?:ory|s|ions?|ing)?\b`,
+			`\bmutually exclusive\b`,
+			`\bconflicting requirements\b`,
+			`\bspec(?:ification)?s? conflict\b`,
+			`\b(?:both|all) (?:are|were) marked (?:as )?authoritative\b`,
+			`\brequirements (?:conflict|are inconsistent|are incompatible)\b`,
+			`\b(?:cannot|can't|impossible to) (?:satisfy|meet) (?:both|the acceptance criteria|all (?:the |of the )?(?:acceptance )?criteria)\b`,
+			`\bimpossible (?:requirement|task|to satisfy)\b`,
+			`\bnot possible to satisfy\b`,
+			// Two requirements that exclude each other, told by what happens: "making either pass makes the other fail",
+			// "fixing one breaks the other", "they cannot both hold".
+			`\b(?:making|fixing|satisfying|passing|meeting|implementing) (?:either|one)\b[^.;]{0,40}?\b(?:makes|breaks|fails|violates) the other\b`,
+			`\b(?:either|each) (?:one )?(?:breaks|fails|violates) the other\b`,
+			`\b(?:cannot|can't|can not) both (?:pass|hold|be (?:met|satisfied|true|honou?red|kept))\b`,
+			// "PRD v3 states the rule one way in §2.1 and the other way in §5.4"; "switching makes that scenario fail
+			// instead".
+			`\b(?:states?|says?|describes?|defines?|specifies|puts)\b[^.;]{0,80}?\bone way\b[^.;]{0,60}?\b(?:the other|another|the opposite) way\b`,
+			`\b(?:makes?|causes?|leaves?) (?:that|the other|this|the first|the second) (?:one|scenario|test|case|spec|example|requirement|check)s? (?:to )?fail instead\b`,
+			// One source of the task says one thing and another says otherwise: "spec section 4.2 says promo codes never
+			// stack, but acceptance test AT-17 in the same ticket expects both". A unit test that disagrees with the spec
+			// is not here: the agent updates the test.
+			`\b(?:spec(?:ification)?|ticket|task|requirements?|design(?: doc)?|ADR|RFC|story|acceptance (?:criteria|tests?))\b[^.;]{0,40}?\b(?:says|states|requires|specifies|asks for|mandates)\b[^;]{0,200}?\bbut\b[^;]{0,80}?\b(?:spec(?:ification)?|ticket|requirements?|design(?: doc)?|ADR|RFC|story|acceptance (?:criteria|tests?)|product (?:owner|manager))\b[^;]{0,60}?\b(?:expects|says|states|requires|specifies|asks for|mandates)\b`,
+		)),
+			"requirements that contradict each other", false},
+		{lazyRE(oneOf(`(?i)`,
+			`\b(?:I|we)\s+need\s+(?:some\s+|more\s+)?(?:clarification|your input|a (?:human )?decision|human input|guidance|direction)\b`,
+			`\bneeds? (?:clarification|a human|human (?:input|decision|review|intervention))\b`,
+			`\b(?:cannot|can't|unable to) (?:proceed|continue|implement (?:it|this|that|them)?|finish (?:it|this|that)|complete (?:it|this|that|the task)) ?without\b`,
+			`\bwaiting for (?:a |your |human )?(?:decision|input|clarification|answer)\b`,
+			`\b(?:requires?|needs?) (?:a )?(?:human|manual) (?:decision|input|intervention|review)\b`,
+			`\bblocked (?:until|on|by) (?:a |the |your )?(?:decision|human|clarification|product)\b`,
+			`\b(?:task|requirement|spec(?:ification)?) is (?:ambiguous|unclear)\b`,
+			`\bneed (?:a human|someone|somebody|a person|you|an? (?:owner|admin|maintainer|reviewer)) to (?:decide|choose|pick|confirm|approve|clarify|make (?:the|this|that|a) (?:call|decision))\b`,
+			`\b(?:I'm|I am|we're|we are)\s+(?:a bit\s+|still\s+|quite\s+)?confused\b`,
+			// The agent cannot choose between readings of the task: "I can't tell which one is wanted", "I need to know
+			// which one wins".
+			`\b(?:I|we) (?:can't|cannot|can not|couldn't|could not) (?:tell|decide|work out) (?:which|what)\b[^.;]{0,80}?\b(?:is|are|was|were) (?:wanted|meant|intended)\b`,
+			`\b(?:I|we) need to know which (?:one|of (?:the|these|them)|reading|requirement)\b[^.;]{0,40}?\b(?:wins|applies|is (?:wanted|meant|intended))\b`,
+			// What the task leaves open, that only a person can settle: "whether to round, reject, or change the
+			// column type is not covered by the spec".
+			`\b(?:is|are) not (?:covered|specified|defined|addressed|decided|answered) (?:by|in) the (?:spec(?:ification)?|ticket|task|docs?|requirements?|design)\b`,
+			`\b(?:I|we) (?:don't|do not) (?:understand|know) what\b[^.;]{0,60}?\b(?:means?|should (?:produce|return|do|be|contain)|is (?:expected|wanted|meant|required))\b`,
+		)),
+			"the agent asking for a human decision", false},
+		{lazyRE(oneOf(`(?i)`,
+			`\b(?:sandbox|firewall|proxy|network policy|egress policy|corporate network)\b[^.;]{0,40}\b(?:blocks?|blocked|forbids?|denies|denied|does not allow|doesn't allow|prevents?|disallows?)\b`,
+			`\bnothing (?:I|we|the agent) can (?:change|do|fix)\b`,
+			// The sandbox runs without a network: "network access is disabled in this sandbox", Codex's
+			// "network_access=false", "outbound network is disabled for this environment".
+			`\b(?:network(?: access)?|internet(?: access)?|outbound (?:network|traffic|connections?)|egress)\s+(?:is\s+|are\s+)?(?:disabled|not allowed|not available|unavailable|blocked|turned off)\b[^.;\n]{0,20}?\b(?:in|inside|for|by)\s+(?:this|the)\s+(?:sandbox|container|environment|runner)\b`,
+			`\bnetwork_access\s*=\s*false\b`,
+			`\bsandbox\b[^.\n]{0,40}?\bnetwork(?: access)?\s+(?:is\s+)?(?:disabled|off|blocked|denied|not allowed)\b`,
+			`\bno (?:network|internet) access\b[^.;\n]{0,20}?\b(?:in|inside) (?:this|the) (?:sandbox|container|environment)\b`,
+			// Hardware the task needs and the machine has not: "no debug probe is attached to the machine", "Couldn't
+			// find any ST-Link devices", "no GPU available in this runner".
+			`\bno (?:debug )?(?:probe|device|hardware|board|GPU|usb device|serial port)s? (?:is |are )?(?:attached|connected|present|available|detected)\b`,
+			`\b(?:couldn't|could not|can't|cannot|unable to) find any [\w-]+ (?:devices?|probes?|boards?|GPUs?)\b`,
+			`\b(?:outside|beyond) (?:my|our|the agent's) control\b`,
+		)),
+			"a restriction of the environment the agent cannot lift", false},
+		// A platform the task needs and this machine is not: a tool that exists only on another operating system
+		// (Xcode's, Apple's signing and notarization tools, Windows' signtool) missing here, or a host of another
+		// platform the project has not configured ("no macOS host configured", "no Windows runner available"). Only a
+		// person can provide one.
+		{lazyRE(oneOf(`(?i)`,
+			`\b(?:xcodebuild|xcrun|xcode-select|codesign|notarytool|productbuild|pkgbuild|altool|signtool(?:\.exe)?)\b:?[^\n]{0,12}?\b(?:command not found|not found|is not recognized|no such file or directory)\b`,
+			`\bno (?:macOS|mac|darwin|Windows|arm64|aarch64|ARM|Apple Silicon|GPU|CUDA)(?:[ -][\w.]+)? (?:host|runner|machine|builder|node|agent|worker|VM)s?\b[^.;\n]{0,30}?\b(?:configured|available|attached|registered|set up|provisioned|exists?|here|for)\b`,
+			`\b(?:requires?|needs?|only (?:runs|works|builds) on)\s+(?:an? )?(?:macOS|mac ?OS X|Windows|darwin|Xcode)\b[^.;\n]{0,60}?\b(?:this|the) (?:runner|machine|host|container|sandbox|environment|worker) (?:is|runs)\b`,
+		)),
+			"a platform the task needs that this machine is not (another operating system or host): only a person can provide one", true},
+		// Something a person switched off: an account, a key or a resource "deactivated by an administrator", "suspended by
+		// the organization". Only they can switch it on.
+		{lazyRE(`(?i)\b(?:deactivated|disabled|suspended|revoked|locked|blocked|banned|archived|deleted|removed)\b (?:by|from) (?:an? |the |your |our )?(?:(?:account|org(?:ani[sz]ation)?|workspace|site|system|IT|security) )?(?:admin(?:istrator)?s?|owners?|organi[sz]ation|maintainers?|security team|IT)\b`),
+			"something a person switched off (deactivated or suspended by an administrator or owner): only they can switch it on", true},
+		// A step only a named person or role can take, however the tool or the agent says so: "Only the team's Account
+		// Holder, Dana Whitfield, can accept the agreement", "Contact your vendor account manager", "The account owner
+		// (CSM: R. Tanaka) must obtain and record the consent first".
+		{lazyRE(oneOf(`(?i)`,
+			`\bonly (?:the |a |an |your |our |their )?(?:[\w'’-]+ ){0,4}?(?:holders?|owners?|admins?|administrators?|managers?|leads?|team|approvers?|maintainers?|reviewers?|officers?|counsel|legal|department|DBAs?|on-call|members?)\b(?:,[^,\n]{1,40},)?\s+(?:can|may|is able to|are able to|is allowed to|are allowed to|is permitted to)\b`,
+			`\bcontact (?:your|the) (?:[\w-]+ ){0,2}?(?:account manager|account team|administrator|admin|owner|representative|sales(?: team)?|vendor|DBA|security team|legal(?: team)?)\b`,
+			`\b(?:account|project|repo(?:sitory)?|org(?:ani[sz]ation)?|team|product|release|data|site|workspace|billing|app) (?:owner|holder|admin(?:istrator)?|manager|lead)\b(?: \([^)\n]{1,40}\))?\s+(?:must|has to|needs to|will need to|will have to)\s+(?:first\s+)?(?:obtain|accept|approve|grant|sign|enable|request|file|add|create|renew|agree|purchase|upgrade|provide|record|confirm|authori[sz]e|review|invite|unlock)\b`,
+		)),
+			"a step only a named person or role can take", true},
+		// A legal or contractual precondition: an agreement to accept, a customer's consent, export control, a legal
+		// hold, an embargo. No attempt may take it on the organisation's behalf.
+		{lazyRE(oneOf(`(?i)`,
+			`\bUnavailable For Legal Reasons\b`,
+			`\bexport[- ](?:control(?:led)?|compliance|license)\b`,
+			`\b(?:controlled|restricted) under (?:the )?(?:EAR|ITAR)\b`,
+			`\b(?:agree to|accept)\b[^.\n]{0,40}?\b(?:agreement|terms(?: of (?:service|use))?|terms and conditions)\b`,
+			`\b(?:written |explicit |prior |customer's |user's |their )?consent\b[^.\n]{0,60}?\b(?:required|is needed|must be|first|on file|recorded|obtained)\b`,
+			`\brequires? (?:the )?[\w'’ ]{0,30}?(?:written |explicit |prior )?consent\b`,
+			`\b(?:legal|litigation) hold\b`,
+			`\b(?:under (?:an? )?embargo|embargoed|coordinated disclosure)\b`,
+			`\bmust be on file\b`,
+		)),
+			"a legal or contractual precondition (an agreement, a consent, export control, a hold or an embargo): only a person with the authority can meet it", true},
+		// A feature the account's plan does not include: "restricted to the Pro and Enterprise plans", "team 'acme' is on
+		// the Hobby plan", "upgrade your plan". Paying for more is a person's decision.
+		{lazyRE(oneOf(`(?i)`,
+			`\b(?:restricted|limited|available|only|exclusive) (?:to|on|in|for) (?:the )?(?:[\w-]+(?:,? (?:and|or) |, ))*(?:Pro|Team|Teams|Business|Enterprise|Premium|Paid|Plus|Growth|Scale|Ultimate)\b[^.\n]{0,15}?\b(?:plans?|tiers?|subscriptions?|editions?|accounts?|customers?)\b`,
+			`\bupgrade (?:your |the |to an? )?(?:[\w-]+ )?(?:plan|subscription|tier|account|license)\b`,
+			`\brequires? (?:an? )?(?:paid|Pro|Enterprise|Business|Team|premium|higher) (?:plan|tier|subscription|license|account|edition|seat)\b`,
+			`\bon (?:the|a) (?:free|hobby|starter|basic|trial|personal|developer) (?:plan|tier)\b`,
+			`\b(?:free|trial) (?:plan|tier|period)\b[^.\n]{0,20}?\b(?:limit|has expired|expired|ended|does not include|doesn't include)\b`,
+		)),
+			"a feature the account's plan does not include: paying for more is a person's decision", true},
+		// A time or a gate the organisation sets on a change: a maintenance or change window, a freeze, a change ticket
+		// its advisory board approves. Retrying before the window, or without the ticket, only fails again.
+		{lazyRE(oneOf(`(?i)`,
+			`\b(?:only (?:be )?(?:allowed|permitted|possible|run|applied|done|deployed) (?:during|in|within)|outside (?:of )?)\s*(?:the |an? )?(?:approved |scheduled |agreed |allowed |next )?(?:maintenance|change|deploy(?:ment)?|release|migration) window\b`,
+			`\b(?:code|change|release|deploy(?:ment)?|merge) freeze\b`,
+			`\bCAB[- ]approved\b|\bchange[- ]advisory board\b`,
+			`\bchange (?:ticket|request|record)\b[^.\n]{0,30}?\b(?:required|not set|missing|needed|must)\b`,
+			`\b(?:requires?|needs?|without) (?:an? )?(?:approved )?change (?:ticket|request|record)\b`,
+		)),
+			"a change window, freeze or change ticket the organisation sets: only a person can schedule or approve it", true},
+		// Equipment that is not here for the agent: no device attached, one out for repair or booked by someone else.
+		{lazyRE(oneOf(`(?i)`,
+			`\bno (?:supported |connected |available |matching |attached |physical )?(?:devices?|probes?|boards?|phones?|handsets?|scanners?|printers?|readers?)\b[^.\n]{0,40}?\b(?:found|attached|connected|available|detected)\b`,
+			`\b(?:checked out|booked|reserved|on loan|lent out|lent) (?:to|by) [\w.@-]+(?: [\w.@-]+)? until\b`,
+			`\b(?:out for|in) repair\b`,
+		)),
+			"equipment the task needs that is not available to the agent: only a person can provide it", true},
+		{lazyRE(`(?i)\buntil (?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\b|\b(?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\s+(?:has to|needs to|will have to)\b`),
+			"an action only a person can take", false},
+		// A change that waits on a person's approval or review, however a forge or a process words it: "needs approval
+		// from", "Waiting on code owner review from acme/security", "At least 1 approving review is required by reviewers
+		// with write access", "protection rules require a review".
+		{lazyRE(oneOf(`(?i)`,
+			`\b(?:needs?|requires?|requiring|without|pending|waiting (?:for|on)|awaiting)\s+(?:[\w'-]+\s+){0,3}?(?:approval|sign-?off)(?:\s+(?:from|by|of|before)\b|\s*[.,;:)]|\s*$)`,
+			`\bprotection rules?\b[^.;\n]{0,40}?\brequir(?:es|ing|e)\s+(?:a\s+)?(?:review|approval)\b`,
+			`\b(?:waiting (?:for|on)|awaiting|pending|needs?|requires?)\s+(?:an? )?(?:code ?owners?'?s?|maintainers?'?s?|security|human|manual|[\w-]+ team(?:'s)?) (?:review|approval|sign-?off)\b`,
+			`\b(?:approving )?reviews? (?:is|are) required\b`,
+			`\b(?:approvals?|approving reviews?|sign-?offs?) (?:is |are )?(?:required|needed)\b`,
+		)),
+			"a change that needs someone's approval", true},
+		{lazyRE(`(?i)\b(?:task|plan|spec(?:ification)?|ticket|issue|instructions?|requirements?|story)\s+(?:says|said|asks|asked|refers|references|mentions|points|tells|names|requires|links)\b(?:[^.;:]|\.\S|\.["')]?\s+){0,160}?\b` + anyOf(
+			`does not exist`,
+			`doesn't exist`,
+			`did not exist`,
+			`(?:isn't|is not|aren't|are not) (?:in|anywhere in) (?:this|the) (?:repo|repository|codebase|workspace|project)`,
+			`(?:is|are) missing from (?:this|the) (?:repo|repository|codebase|workspace|project)`,
+			`(?:could not|couldn't|cannot|can't) find (?:it|them|that|this|those)`,
+			`no such \w+ (?:is|was|exists|can be found)`,
+			`has an empty description`,
+			`no [\w-]+ (?:is|was|has been) (?:attached|provided|given|linked|included)`,
+			`no [\w' -]{1,40}? exists`,
+			`no such`,
+		) + `\b`),
+			"missing context: the task refers to something that is not there", false},
+		// The definition the task depends on is nowhere: "no definition of the 'new pricing tiers' exists — searched
+		// docs/ …", "no description of the expected format was found".
+		{lazyRE(`(?i)\bno (?:definition|description|specification|spec|documentation|details?|values?) (?:of|for)\b[^.;\n]{0,80}?\b(?:exists?|(?:is|was|were) (?:given|provided|found|anywhere)|found)\b`),
+			"missing context: the task refers to something that is not there", false},
+	}
+})
 
 // ownedPathDeniedRe is a permission refused on a path the agent's own code or tests made: under a temporary
 // directory (Go's t.TempDir(), pytest's tmp_path, mkdtemp) or relative to the workspace ("open
@@ -532,7 +537,7 @@ func permanentCause(err string) string {
 	// A file of the workspace that is not executable, or a path the code under test made, is the agent's to fix,
 	// whatever "Permission denied" says.
 	text := ownedPathDeniedRe.ReplaceAllString(execBitRe.ReplaceAllString(err, ""), "")
-	for _, c := range permanentCauses {
+	for _, c := range permanentCauses() {
 		if c.re.MatchString(text) && !(c.notInTest && testAssertionRe.MatchString(err)) {
 			return c.why
 		}
