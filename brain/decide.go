@@ -116,7 +116,7 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\bquota\b[^.\n]{0,80}?\b(?:exceeded|exhausted|used up|reached)\b`,
 			`\bexceeded (?:your|the) (?:current |monthly |daily )?quota\b`,
 			`\b(?:limit|quota)\b[^.\n]{0,60}?\bresets?\s+(?:at|on|in \d+\s*(?:hours?|days?|h|d)\b|mon|tue|wed|thu|fri|sat|sun|tomorrow|\d)`,
-			`\btry again (?:in \d+\s*(?:hours?|days?|weeks?)\b|(?:at|on|after) (?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|tomorrow|midnight))`,
+			`\b(?:try again|retry) (?:in \d+\s*(?:hours?|days?|weeks?)\b|(?:at|on|after) (?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|tomorrow|midnight))`,
 			// A limit named by what it caps (usage, spend, a budget, a plan), with words between ("your specified
 			// workspace API usage limits"); a rate limit is not among them: it lifts in seconds.
 			`\b(?:hit|reached|exceeded) (?:your|the) (?:[\w-]+ ){0,3}?(?:usage|spend(?:ing)?|billing|budget|credit|plan|monthly|daily|weekly) limits?\b`,
@@ -170,6 +170,10 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 		{lazyRE(oneOf(`(?i)`,
 			`\b(?:violates?|violation of|conflicts? with|not allowed by|forbidden by|blocked by|denied by|prohibited by)\s+(?:the |our |an? |this |your )?(?:\w+ ){0,2}?(?:security|organi[sz]ation(?:al)?|org|compliance|company|data|branch protection|admission|repository) (?:policy|policies|rules?|ruleset|constraints?)\b`,
 			`\bpolicy (?:violation|forbids|prohibits|does not allow|disallows)\b`,
+			// A policy named by its name rather than its kind ("Denied by policy "Acme On-Prem Distribution""), and
+			// what an organisation or enterprise does not allow ("The actions x/y@v3 are not allowed in acme/api").
+			`\b(?:denied|blocked|rejected|refused|forbidden) by (?:the )?polic(?:y|ies)\b`,
+			`\b(?:is|are) not allowed (?:in|for|by) (?:this |the |your )?(?:[\w.-]+/[\w.-]+|organi[sz]ation|enterprise|account)\b`,
 			// A tool refusing the change per a policy ("rejects per company policy", "blocked under the organization's
 			// security policy"), and a licence policy refusing a dependency (cargo-deny's "failed to satisfy license
 			// requirements", a licence checker's "not allowed by license policy").
@@ -337,8 +341,21 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\bno (?:supported |connected |available |matching |attached |physical )?(?:devices?|probes?|boards?|phones?|handsets?|scanners?|printers?|readers?)\b[^.\n]{0,40}?\b(?:found|attached|connected|available|detected)\b`,
 			`\b(?:checked out|booked|reserved|on loan|lent out|lent) (?:to|by) [\w.@-]+(?: [\w.@-]+)? until\b`,
 			`\b(?:out for|in) repair\b`,
+			`\bhealth=Retired\b|\b(?:retired|decommissioned|returned to (?:the )?vendor)\b[^.\n]{0,40}?\b(?:RMA|device|board|unit|host)\b|\bhas no devices\b`,
 		)),
 			"equipment the task needs that is not available to the agent: only a person can provide it", true},
+		// A fact about the world outside the workspace that the service states and no edit changes: a name taken or not
+		// offered, a kind of machine a region lacks, an account not enabled for what the task does, data past its
+		// retention, a published version that cannot be replaced, a change made by hand where the task runs.
+		{lazyRE(oneOf(`(?i)`,
+			`\bnot available for registration\b|\b(?:domain|name|handle|username|package name|bundle id)\b[^.\n]{0,40}?\b(?:is )?already (?:registered|taken|in use)\b`,
+			`\bnot (?:available|supported|offered) in (?:the |this |your )?(?:zones?|regions?|locations?)\b|\bnot supported in region\b`,
+			`\baccount cannot currently\b|\b(?:charges|payouts|transfers)_enabled"?:\s*false\b|\baccount (?:is )?not (?:yet )?(?:activated|verified|enabled) for\b`,
+			`\bbeyond the (?:allowed )?(?:time travel|retention) period\b|\b(?:retention|time travel) (?:period|window) (?:has )?(?:expired|passed|elapsed)\b|\bpast (?:its|the) retention\b`,
+			`\bcannot (?:publish|upload) over (?:the )?previously published versions?\b|\bfile-name-reuse\b|\b(?:tag|version|release)s? (?:are|is) immutable\b`,
+			`\bapplied migrations? not resolved locally\b|\bdrift detected\b|\b(?:applied|changed|modified) (?:by hand|manually) (?:in|on) (?:prod(?:uction)?|the live)\b`,
+		)),
+			"a fact of the world outside the workspace (a name taken, a region without the machine, an account not enabled, data past its retention, a version already published, a change made by hand) that no edit changes: a person must decide", true},
 		{lazyRE(`(?i)\buntil (?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\b|\b(?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\s+(?:has to|needs to|will have to)\b`),
 			"an action only a person can take", false},
 		// A change that waits on a person's approval or review, however a forge or a process words it: "needs approval
@@ -372,6 +389,14 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			"missing context: the task refers to something that is not there", false},
 	}
 })
+
+var (
+	// expectationLineRe is a line of a test's expectation: what it wants, expected, asserted.
+	expectationLineRe = lazyRE(`(?im)^.*(?:\bassert|\bwant\b.*\b(?:got|error =)|\b(?:got|error =).*\bwant\b|\bexpected\b.*\b(?:got|but was|actual|received)\b|\bexpect\().*$`)
+	// literalRe is a string literal on such a line: in double quotes, backticks, or single quotes that open after a
+	// space or a bracket (an apostrophe inside a word opens none).
+	literalRe = lazyRE("\"[^\"\n]*\"|(?:^|[\\s(=,:\\[])'[^'\n]*'|`[^`\n]*`")
+)
 
 // ownedPathDeniedRe is a permission refused on a path the agent's own code or tests made: under a temporary
 // directory (Go's t.TempDir(), pytest's tmp_path, mkdtemp) or relative to the workspace ("open
@@ -537,6 +562,9 @@ func permanentCause(err string) string {
 	// A file of the workspace that is not executable, or a path the code under test made, is the agent's to fix,
 	// whatever "Permission denied" says.
 	text := ownedPathDeniedRe.ReplaceAllString(execBitRe.ReplaceAllString(err, ""), "")
+	// What a test expects, quoted on its assertion's line, is the code's data ("want "permission denied: …"",
+	// "assert 'FATAL: disk quota exceeded' in caplog.text"), not the environment failing.
+	text = expectationLineRe.ReplaceAllStringFunc(text, func(l string) string { return literalRe.ReplaceAllString(l, `""`) })
 	for _, c := range permanentCauses() {
 		if c.re.MatchString(text) && !(c.notInTest && testAssertionRe.MatchString(err)) {
 			return c.why

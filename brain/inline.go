@@ -49,9 +49,9 @@ var (
 	// Where an over-long alternative can end and keep its sense: before a clause that goes on about it.
 	labelJointRe = lazyRE(`(?i),\s|;\s|\s[—–-]+\s|\s(?:and|so|which|because|since|then|but)\s`)
 	parenRe      = lazyRE(`\s*\([^()]*\)`)
-	// indirectChoiceRe asks for a choice without a question mark and names its alternatives after a colon: "Let me
-	// know which region to use: …", "Tell me which one you want: …".
-	indirectChoiceRe = lazyRE(`(?i)\b(?:let me know|tell me|confirm|advise|decide)\s+(?:which|whether|what)\b[^:?]{0,80}:\s*`)
+	// indirectChoiceRe asks for a choice without a question mark and names its alternatives after a colon or a dash:
+	// "Let me know which region to use: …", "Tell me which profile to use — …".
+	indirectChoiceRe = lazyRE(`(?i)\b(?:let me know|tell me|confirm|advise|decide)\s+(?:which|whether|what)\b[^:?—–]{0,80}(?::|\s[—–]\s)\s*`)
 	// couldRe opens alternatives the agent holds open in a statement: "I could …, or …", "we could … or …".
 	couldRe = lazyRE(`(?i)^(?:[^,;:]{0,40}?,\s*)?(?:I|we) could (?:either\s+)?`)
 )

@@ -30,6 +30,8 @@ var (
 		lazyRE(`(?i)\b(?:run|training|job|pipeline|backfill|export|import|sync|deploy(?:ment)?|rollout|upgrade)\s+(?:has\s+)?(?:finished|completed|succeeded)(?:\s+(?:successfully|cleanly|and)\b|[.,;:!]|\s*$)`),
 		lazyRE(`(?i)\b(?:starts|started|runs|ran|works|worked|boots|booted|deploys|deployed|loads|loaded)\s+(?:up\s+)?(?:cleanly|fine|correctly|as expected|without (?:errors?|issues|problems|warnings))\b`),
 		lazyRE(`(?i)\bsuccessfully\b|\bsummary of (?:the )?changes\b|\bchanges made\b|\bbuild succeeded\b|\bBUILD SUCCESSFUL\b|\bcompiled successfully\b|✅`),
+		// The agent's word that the thing builds: "the closure builds", "both targets now compile cleanly".
+		lazyRE(`(?i)\b(?:it|everything|the (?:\w+ ){0,2}?(?:closure|project|image|binary|crate|package|module|app|system|configuration|config|build|targets?)|both (?:\w+ )?(?:hosts|targets|images|packages|configurations?))\s+(?:now\s+)?(?:builds?|compiles?)(?:\s+(?:cleanly|fine|again|without (?:errors?|warnings)))?(?:[.,;]|\s+and\b|\s*$)`),
 		// A pull or merge request that is there: "PR #913 is open", "opened pull request #42", "MR !17 merged".
 		lazyRE(`(?i)\b(?:PR|pull request|MR|merge request)\s+[#!]?\d+\s+(?:is\s+|has been\s+|was\s+)?(?:now\s+)?(?:open|opened|up|created|merged|ready for review)\b|\b(?:opened|created|raised|merged)\s+(?:a\s+|the\s+)?(?:PR|pull request|MR|merge request)\s+[#!]?\d+`),
 	}
@@ -245,7 +247,7 @@ var (
 			// A question the agent cannot settle, or hands to the person: "I can't tell whether that's the intended
 			// look", "so I'd rather you decide", "I need a call on how to resolve it".
 			// (In the present: "I couldn't tell whether …" after a failure reports what the agent did not find out.)
-			`\bI (?:can't|cannot|can not) (?:tell|say|work out|determine) (?:whether|if|which)\b`,
+			`\bI (?:can't|cannot|can not) (?:tell|say|work out|determine)(?: from here| yet| for sure| from (?:this|that|the \w+))? (?:whether|if|which)\b`,
 			`\b(?:I'd|I would) (?:rather|like|prefer)(?: for)? (?:you|someone|a person|a human) (?:to )?(?:decide|choose|pick|make (?:the|this|that) call|weigh in)\b`,
 			`\bI want (?:you|someone|a person|a human) to (?:decide|choose|pick|make (?:the|this|that) call|weigh in)\b`,
 			// The choice named as a person's: "so it's a judgement call:", "this one is up to you".
@@ -576,7 +578,8 @@ func (ev *evidence) readAsks(d *doc, sentences []sentence) {
 		switch classifyAsk(s.text, k == last) {
 		case askReal:
 			ev.questions++
-			if retryOfferRe.MatchString(s.text) {
+			// An offer to try again that names another way ("Should I re-run it with X, or add Y?") asks for a choice.
+			if retryOfferRe.MatchString(s.text) && len(sentenceOptions(s.text)) < 2 {
 				ev.retryOffers++
 			}
 		case askOffer:
@@ -860,7 +863,7 @@ var settledQuestionRe = lazyRE(`(?i)^(?:[\w\s-]{0,40}?\b(?:I|we)\s+(?:checked|co
 
 // decidedRe is the agent telling what it chose, as the consequence of what it found: "…, so I used
 // invalidate-on-write as well", "so I wrote it with `change`", "I went with the first".
-var decidedRe = lazyRE(`(?i)(?:\b(?:so|therefore|hence|thus)\s+(?:I|we)(?:'ve| have)?|^(?:I|we))\s+(?:used|went with|gone with|chose|chosen|picked|opted for|decided (?:to|on)|settled on|kept|wrote|written|implemented|followed|stuck with|matched)\b`)
+var decidedRe = lazyRE(`(?i)(?:\b(?:so|therefore|hence|thus)\s+(?:I|we)(?:'ve| have)?|^(?:I|we))\s+(?:used|went with|gone with|chose|chosen|picked|opted for|decided (?:to|on)|settled on|kept|wrote|written|implemented|followed|stuck with|matched|removed|dropped|deleted|added|left|made)\b`)
 
 // provisionalRe marks a choice as held until someone answers: "I used cents for now", "as a placeholder".
 var provisionalRe = lazyRE(`(?i)\b(?:for now|for the moment|provisionally|as a placeholder|as a stopgap|temporarily|until (?:you|someone|somebody|we hear|I hear))\b`)

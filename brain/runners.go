@@ -41,9 +41,10 @@ var (
 		lazyRE(`^(?:Tests|Test Suites|Snapshots):\s+(?:\d+ [a-z]+, )*\d+ total$`),
 		// vitest: "Test Files  1 failed | 11 passed (12)", "Tests  8 passed (8)".
 		lazyRE(`^(?:Test Files|Tests)\s+\d+ [a-z]+(?: \| \d+ [a-z]+)* \(\d+\)$`),
-		// mocha ("42 passing (380ms)", "2 failing"), Playwright ("9 passed (7.4s)", "1 failed", "1 flaky"), bun (" 41
+		// mocha ("42 passing (380ms)", "2 failing"), Playwright ("9 passed (7.4s)", "45 passed (1.4m)", "1 failed", "1
+		// flaky"), bun (" 41
 		// pass", " 1 fail"): one count a line.
-		lazyRE(`^\d+ (?:passing|failing|passed|failed|flaky|pass|fail)(?: \([\d.]+\s*m?s\))?$`),
+		lazyRE(`^\d+ (?:passing|failing|passed|failed|flaky|pass|fail)(?: \([\d.]+\s*(?:ms|s|m|h)(?: [\d.]+\s*(?:ms|s|m))?\))?$`),
 		// RSpec and Hspec: "3 examples, 0 failures, 2 pending".
 		lazyRE(`^\d+ examples?, \d+ failures?(?:, \d+ pending)?(?:, \d+ errors? occurred outside of examples)?$`),
 		// minitest: "18 runs, 42 assertions, 0 failures, 0 errors, 0 skips".
