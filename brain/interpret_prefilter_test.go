@@ -84,3 +84,15 @@ func TestGuardsNeverHideAMatch(t *testing.T) {
 		}
 	}
 }
+
+// A pair index finds each of its words wherever it is in a line, the first two bytes or the last included, and
+// nothing else.
+func TestPairIndex(t *testing.T) {
+	x := newPairIndex([]string{"ab", "abc", "not sure", "zz"})
+	for s, want := range map[string]bool{"ab": true, "xxab": true, "I'm not sure.": true, "a": false, "": false,
+		"not  sure": false, "bazz": true, "a b": false, "nots sure": false} {
+		if got := x.in(s); got != want {
+			t.Errorf("in(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

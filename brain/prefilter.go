@@ -24,6 +24,44 @@ type guarded struct {
 	p    *pattern
 	once sync.Once
 	lits []string // lower-cased (see fold); nil: every line may match
+	// pairs indexes lits by their first two bytes when there are many of them (manyLiterals): a line is then scanned
+	// once, each position looked up, instead of once for every word.
+	pairs *pairIndex
+}
+
+// manyLiterals is how many words a guard holds before a single scan of the line beats one search per word.
+const manyLiterals = 12
+
+// pairIndex is a set of words keyed by their first two bytes.
+type pairIndex struct {
+	seen  [1 << 16 / 64]uint64 // bit k: some word starts with the two bytes k
+	words map[uint16][]string
+}
+
+func newPairIndex(lits []string) *pairIndex {
+	x := &pairIndex{words: map[uint16][]string{}}
+	for _, l := range lits {
+		k := uint16(l[0])<<8 | uint16(l[1])
+		x.seen[k>>6] |= 1 << (k & 63)
+		x.words[k] = append(x.words[k], l)
+	}
+	return x
+}
+
+// in reports whether one of the words is in s.
+func (x *pairIndex) in(s string) bool {
+	for i := 0; i+1 < len(s); i++ {
+		k := uint16(s[i])<<8 | uint16(s[i+1])
+		if x.seen[k>>6]&(1<<(k&63)) == 0 {
+			continue
+		}
+		for _, w := range x.words[k] {
+			if strings.HasPrefix(s[i:], w) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // guards lists every guard, so that a test can check each against the patterns' matches.
@@ -65,11 +103,17 @@ func (g *guarded) may(low string) bool {
 		if re, err := syntax.Parse(g.p.String(), syntax.Perl); err == nil {
 			if lits, ok := requiredLiterals(re.Simplify()); ok {
 				g.lits = lits
+				if len(lits) >= manyLiterals {
+					g.pairs = newPairIndex(lits)
+				}
 			}
 		}
 	})
 	if g.lits == nil {
 		return true
+	}
+	if g.pairs != nil {
+		return g.pairs.in(low)
 	}
 	for _, l := range g.lits {
 		if strings.Contains(low, l) {
