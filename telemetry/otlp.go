@@ -50,11 +50,12 @@ type httpExporter struct {
 
 // newHTTPExporter reads the exporter's configuration from env.
 func newHTTPExporter(env func(string) string) (*httpExporter, error) {
-	get := func(name string) string {
-		if v := strings.TrimSpace(env("OTEL_EXPORTER_OTLP_TRACES_" + name)); v != "" {
+	// get is the traces variable when it is set, else the general one.
+	get := func(traces, general string) string {
+		if v := strings.TrimSpace(env(traces)); v != "" {
 			return v
 		}
-		return strings.TrimSpace(env("OTEL_EXPORTER_OTLP_" + name))
+		return strings.TrimSpace(env(general))
 	}
 	e := &httpExporter{timeout: exportTimeout, headers: map[string]string{}}
 	if u := strings.TrimSpace(env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")); u != "" {
@@ -69,7 +70,7 @@ func newHTTPExporter(env func(string) string) (*httpExporter, error) {
 		// The URL may hold a password: the error names neither it nor the URL.
 		return nil, errors.New("the OTLP traces endpoint is not an http(s) URL with a host")
 	}
-	if h := get("HEADERS"); h != "" {
+	if h := get("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"); h != "" {
 		for _, pair := range strings.Split(h, ",") {
 			k, v, ok := strings.Cut(pair, "=")
 			k = strings.TrimSpace(k)
@@ -82,14 +83,14 @@ func newHTTPExporter(env func(string) string) (*httpExporter, error) {
 			e.headers[k] = strings.TrimSpace(v)
 		}
 	}
-	if t := get("TIMEOUT"); t != "" {
+	if t := get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"); t != "" {
 		ms, err := strconv.Atoi(t)
 		if err != nil || ms <= 0 {
 			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_TIMEOUT=%q: a positive number of milliseconds", t)
 		}
 		e.timeout = time.Duration(ms) * time.Millisecond
 	}
-	switch c := strings.ToLower(get("COMPRESSION")); c {
+	switch c := strings.ToLower(get("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")); c {
 	case "", "none":
 	case "gzip":
 		e.gzip = true
@@ -97,7 +98,7 @@ func newHTTPExporter(env func(string) string) (*httpExporter, error) {
 		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_COMPRESSION=%q: gzip or none", c)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if ca := get("CERTIFICATE"); ca != "" {
+	if ca := get("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE"); ca != "" {
 		pem, err := os.ReadFile(ca)
 		if err != nil {
 			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_CERTIFICATE: %w", err)
@@ -108,7 +109,7 @@ func newHTTPExporter(env func(string) string) (*httpExporter, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	if cert, key := get("CLIENT_CERTIFICATE"), get("CLIENT_KEY"); cert != "" || key != "" {
+	if cert, key := get("OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"), get("OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY", "OTEL_EXPORTER_OTLP_CLIENT_KEY"); cert != "" || key != "" {
 		pair, err := tls.LoadX509KeyPair(cert, key)
 		if err != nil {
 			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and _CLIENT_KEY: %w", err)
