@@ -415,7 +415,7 @@ func evaluativePick(sentences []sentence, labels []string, block listBlock) (str
 }
 
 var (
-	// handsOverRe gives the choice to the person: "I'd rather you decide", "I'd like someone on the team to pick".
+	// handsOverRe gives the choice to the person: "I'd rather you decide", "I'd rather the maintainers decide this one".
 	handsOverRe = lazyRE(`(?i)\b(?:I|we)(?:'d| would) (?:rather|like|prefer)(?: for)? (?:you|someone|somebody|a person|a human|(?:the|their|our|your) [\w-]+(?: [\w-]+)?)(?: to)? (?:decide|choose|pick|make|weigh|settle|call|review|sign)\b`)
 	// pointsBackClauseRe opens a clause that speaks for what the sentence named before it: "so that's my pick",
 	// "which is what I'd do", "and it's the one I'd choose".
