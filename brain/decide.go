@@ -192,6 +192,7 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 		// an account and a keychain the agent has no access to.
 		{lazyRE(oneOf(`(?i)`,
 			`\bno (?:\S+ )?signing certificate\b`,
+			`\bsigned with (?:the wrong|a different) (?:key|certificate)\b|\bupload (?:key|certificate)\b[^.\n]{0,40}?\b(?:wrong|does not match|doesn't match|not registered)\b`,
 			`\bsigning certificate\b[^\n]{0,60}\b(?:not found|was not found|missing|expired|revoked)\b`,
 			`\bno (?:matching )?(?:provisioning )?profiles? (?:for \S+ )?(?:were |was )?(?:found|matching)\b`,
 			`\bprovisioning profiles?\b[^\n]{0,60}\b(?:not found|missing|expired|required|doesn't include|does not include)\b`,
@@ -289,10 +290,25 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\b(?:requires?|needs?|only (?:runs|works|builds) on)\s+(?:an? )?(?:macOS|mac ?OS X|Windows|darwin|Xcode)\b[^.;\n]{0,60}?\b(?:this|the) (?:runner|machine|host|container|sandbox|environment|worker) (?:is|runs)\b`,
 		)),
 			"a platform the task needs that this machine is not (another operating system or host): only a person can provide one", true},
+		// Hardware that cannot run what the task asks: "FlashAttention 2 requires an Ampere GPU", "bf16 is not supported on
+		// this GPU". Another machine, or another recipe, is a person's choice.
+		{lazyRE(oneOf(`(?i)`,
+			`\b(?:requires?|needs?|only (?:supports?|supported on|available on|runs on))\b[^.\n]{0,40}?\b(?:Ampere|Hopper|Ada|compute capability (?:>= ?)?\d|sm_\d{2}|a newer GPU)\b`,
+			`\bnot supported on (?:this|your|the current) (?:GPU|device|hardware|CPU)\b|\b(?:GPU|device) (?:does not|doesn't) support\b`,
+		)),
+			"hardware that cannot run what the task asks: another machine or another recipe is a person's choice", true},
 		// Something a person switched off: an account, a key or a resource "deactivated by an administrator", "suspended by
 		// the organization". Only they can switch it on.
 		{lazyRE(`(?i)\b(?:deactivated|disabled|suspended|revoked|locked|blocked|banned|archived|deleted|removed)\b (?:by|from) (?:an? |the |your |our )?(?:(?:account|org(?:ani[sz]ation)?|workspace|site|system|IT|security) )?(?:admin(?:istrator)?s?|owners?|organi[sz]ation|maintainers?|security team|IT)\b`),
 			"something a person switched off (deactivated or suspended by an administrator or owner): only they can switch it on", true},
+		// An integrity check that failed: Go's checksum database disagreeing with a module ("SECURITY ERROR … checksum
+		// mismatch"), a signature that does not verify. Going around it is a security decision, not a retry.
+		{lazyRE(oneOf(`(?i)`,
+			`(?-i:\bSECURITY ERROR\b)`,
+			`\bverifying [\w./@+-]+: checksum mismatch\b`,
+			`\b(?:signature|checksum|digest) (?:verification )?(?:failed|mismatch|does not match|doesn't match)\b[^\n]{0,60}?\b(?:upstream|release|artifact|module|package|download)\b`,
+		)),
+			"an integrity check that failed (a checksum or signature that does not match): going around it is a security decision", true},
 		// A step only a named person or role can take, however the tool or the agent says so: "Only the team's Account
 		// Holder, Dana Whitfield, can accept the agreement", "Contact your vendor account manager", "The account owner
 		// (CSM: R. Tanaka) must obtain and record the consent first".
@@ -354,6 +370,11 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\bbeyond the (?:allowed )?(?:time travel|retention) period\b|\b(?:retention|time travel) (?:period|window) (?:has )?(?:expired|passed|elapsed)\b|\bpast (?:its|the) retention\b`,
 			`\bcannot (?:publish|upload) over (?:the )?previously published versions?\b|\bfile-name-reuse\b|\b(?:tag|version|release)s? (?:are|is) immutable\b`,
 			`\bapplied migrations? not resolved locally\b|\bdrift detected\b|\b(?:applied|changed|modified) (?:by hand|manually) (?:in|on) (?:prod(?:uction)?|the live)\b`,
+			// A name another account holds ("BucketAlreadyExists"), a repository archived, a CAA record that names another
+			// authority.
+			`(?-i:\bBucketAlreadyExists\b)|\balready (?:owned|taken|registered) by (?:another|a different|some other) (?:account|user|organi[sz]ation|customer)\b`,
+			`\brepository (?:was|is|has been) archived\b|\barchived so it is read-only\b`,
+			`\bCAA record\b[^\n]{0,80}?\b(?:prevents|forbids|does not allow|doesn't allow|only (?:authori[sz]es|allows|permits))\b`,
 		)),
 			"a fact of the world outside the workspace (a name taken, a region without the machine, an account not enabled, data past its retention, a version already published, a change made by hand) that no edit changes: a person must decide", true},
 		{lazyRE(`(?i)\buntil (?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\b|\b(?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\s+(?:has to|needs to|will have to)\b`),

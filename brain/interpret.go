@@ -32,6 +32,8 @@ var (
 		lazyRE(`(?i)\bsuccessfully\b|\bsummary of (?:the )?changes\b|\bchanges made\b|\bbuild succeeded\b|\bBUILD SUCCESSFUL\b|\bcompiled successfully\b|✅`),
 		// The agent's word that the thing builds: "the closure builds", "both targets now compile cleanly".
 		lazyRE(`(?i)\b(?:it|everything|the (?:\w+ ){0,2}?(?:closure|project|image|binary|crate|package|module|app|system|configuration|config|build|targets?)|both (?:\w+ )?(?:hosts|targets|images|packages|configurations?))\s+(?:now\s+)?(?:builds?|compiles?)(?:\s+(?:cleanly|fine|again|without (?:errors?|warnings)))?(?:[.,;]|\s+and\b|\s*$)`),
+		// A deploy or release that is there: "Deployed to production at https://…", "published to npm".
+		lazyRE(`(?i)^(?:[*_]{0,2})?(?:deployed|released|published|shipped) (?:it |them )?(?:to|on) (?:production|prod|staging|npm|pypi|crates\.io|the registry)\b`),
 		// A pull or merge request that is there: "PR #913 is open", "opened pull request #42", "MR !17 merged".
 		lazyRE(`(?i)\b(?:PR|pull request|MR|merge request)\s+[#!]?\d+\s+(?:is\s+|has been\s+|was\s+)?(?:now\s+)?(?:open|opened|up|created|merged|ready for review)\b|\b(?:opened|created|raised|merged)\s+(?:a\s+|the\s+)?(?:PR|pull request|MR|merge request)\s+[#!]?\d+`),
 	}
@@ -219,7 +221,7 @@ var (
 			// A decision or approval awaited, without a question mark: "Awaiting your OK on the approach above",
 			// "waiting for the decision above", "I need approval", "this needs your approval before I …".
 			`\b(?:awaiting|waiting (?:for|on)) (?:your |the |a )?(?:decision|choice|answer|approval|go-ahead|OK|sign-off|confirmation)\b`,
-			`\b(?:I|we) need (?:your |explicit )?(?:approval|sign-off|go-ahead)\b`,
+			`\b(?:I|we) (?:need|want) (?:your |explicit )?(?:approval|sign-off|go-ahead|OK|okay)\b`,
 			`\bneeds? your (?:approval|sign-off|go-ahead|OK|confirmation)\b`,
 			`\bwithout your (?:go-ahead|approval|OK|sign-off|confirmation)\b`,
 			`\b(?:requires?|needs?) (?:a )?(?:human|product|design|your) (?:decision|input|approval)`,
@@ -942,7 +944,9 @@ func readQuestion(d *doc, wantQuestion, wantOptions bool) asked {
 		}
 		opts = o
 	} else if wantOptions {
-		closed := qIdx >= 0 && closedQuestion(sentences[qIdx].text)
+		// An OK asked for the option the agent would pick ("I'd go with the first row, but … I want your OK") asks
+		// about the options, not about a plan: it is not a yes/no question.
+		closed := qIdx >= 0 && closedQuestion(sentences[qIdx].text) && recommendedPhrase(sentences[qIdx].text) == ""
 		pointsBack := qIdx >= 0 && pointsBackRe.MatchString(sentences[qIdx].text)
 		opts, block = findOptions(d, qLine, closed, pointsBack)
 		// A question that names its alternatives itself ("Should I backport this, or leave it on main?") asks about
@@ -1042,7 +1046,7 @@ var pointsBackRe = lazyRE(`(?i)\b(?:which|what)\s+(?:one\s+|ones\s+)?of\s+(?:the
 
 // approvalRe asks for a go-ahead without a question mark ("Awaiting your OK on the plan above.", "I won't run it
 // without your approval."): its answer is yes or no too, and the plan above it is what is approved, not options.
-var approvalRe = lazyRE(`(?i)\b(?:awaiting|waiting (?:for|on)|need|needs|without)\s+(?:your |the |a |an |explicit )?(?:OK|okay|approval|go-ahead|sign-off|green light)\b`)
+var approvalRe = lazyRE(`(?i)\b(?:awaiting|waiting (?:for|on)|need|needs|want|without)\s+(?:your |the |a |an |explicit )?(?:OK|okay|approval|go-ahead|sign-off|green light)\b`)
 
 func closedQuestion(s string) bool {
 	return (closedQuestionRe.MatchString(s) || approvalRe.MatchString(s)) && !openQuestionRe.MatchString(s) && !inlineOptions(s)

@@ -194,8 +194,10 @@ var (
 	checkMarkRe = lazyRE(`^\s*[✓✔√]`)
 	// runnerWordsG lets a line that none of the runners' lines can be skip them all.
 	runnerWordsG = guard(union(append(append([]*pattern{}, runnerSummaryRes...), testPassLineRe, testFailLineRe, imageBuildRe, infraApplyRe, migrationAppliedRe, ansibleRecapRe, helmStatusRe, healthyRe, unhealthyRe)))
-	// helmStatusRe is Helm's release status after an install or upgrade: "STATUS: deployed", "STATUS: failed".
-	helmStatusRe = lazyRE(`^STATUS: (deployed|failed)$`)
+	// helmStatusRe is a tool's own verdict line, the failing word in the group: Helm's release status after an
+	// install or upgrade ("STATUS: deployed", "STATUS: failed"), prove's "Result: PASS", Ginkgo's "FAIL! -- 12 Passed |
+	// 1 Failed | …", Chef's "Chef Infra Client failed.", and a CloudFormation status (a rollback or a *_FAILED fails).
+	helmStatusRe = lazyRE(`^(?:STATUS: (?:deployed|(failed))|Result: (?:PASS|(FAIL))|(?:SUCCESS|(FAIL))! -- \d+ Passed \| \d+ Failed \| \d+ Pending \| \d+ Skipped|(?:Chef (?:Infra )?Client|chef-client) (failed)\b.*|(?:\S+\s+)?(?:CREATE|UPDATE|DELETE|IMPORT)_(?:COMPLETE|(ROLLBACK_COMPLETE|ROLLBACK_FAILED|FAILED))\b.*)$`)
 	// An image build's last line: BuildKit's "[+] Building 41.2s (12/12) FINISHED" (every step done: a pass; a
 	// step short, the build stopped), its plain progress naming or writing the image ("#14 naming to
 	// docker.io/library/app:1.2 done", "#14 writing image sha256:9b1f… done", "=> => naming to …" on a terminal),
@@ -250,7 +252,7 @@ func runnerVerdict(l, low string) (v verdict, side bool) {
 		}
 	}
 	if m := helmStatusRe.FindStringSubmatch(s); m != nil {
-		if m[1] == "failed" {
+		if strings.Join(m[1:], "") != "" {
 			return verdictFail, false
 		}
 		return verdictPass, false

@@ -46,7 +46,9 @@ var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjT
 // aliasKinds are the kinds one resource can be named by more than once (a host by its name and its address, an
 // endpoint by its host): one failure's names contained in the other's are the same resource. Other kinds must be
 // equal: fewer failing tests or missing modules than last time is progress, not the same failure.
-var aliasKinds = map[subjectKind]bool{subjHost: true, subjURL: true}
+// A dependency conflict is named by its contended package, and by the packages that want it in different versions as
+// each resolver chooses to tell them (Bundler's old message names one, its new one three).
+var aliasKinds = map[subjectKind]bool{subjHost: true, subjURL: true, subjConflict: true}
 
 // subject is what one failure is about, by kind.
 type subject map[subjectKind]map[string]bool
