@@ -193,7 +193,9 @@ func testVerdict(l string) verdict {
 var (
 	checkMarkRe = lazyRE(`^\s*[✓✔√]`)
 	// runnerWordsG lets a line that none of the runners' lines can be skip them all.
-	runnerWordsG = guard(union(append(append([]*pattern{}, runnerSummaryRes...), testPassLineRe, testFailLineRe, imageBuildRe, infraApplyRe, migrationAppliedRe, ansibleRecapRe, helmStatusRe, healthyRe, unhealthyRe)))
+	runnerWordsG = guard(union(append(append([]*pattern{}, runnerSummaryRes...), testPassLineRe, testFailLineRe, imageBuildRe, infraApplyRe, migrationAppliedRe, ansibleRecapRe, helmStatusRe, dagRunRe, partOfRe, healthyRe, unhealthyRe)))
+	dagRunRe     = lazyRE(`\bDagRun Finished: .*\bstate=(success|failed)\b`)
+	partOfRe     = lazyRE(`(?i)\b(\d+) (?:of|out of) (\d+) (?:tests?|specs?|checks?|cases?|examples?|scenarios?|suites?) (?:now )?(?:pass|passed|passing|succeed|succeeded|are green)\b`)
 	// helmStatusRe is a tool's own verdict line, the failing word in the group: Helm's release status after an
 	// install or upgrade ("STATUS: deployed", "STATUS: failed"), prove's "Result: PASS", Ginkgo's "FAIL! -- 12 Passed |
 	// 1 Failed | …", Chef's "Chef Infra Client failed.", and a CloudFormation status (a rollback or a *_FAILED fails).
@@ -250,6 +252,20 @@ func runnerVerdict(l, low string) (v verdict, side bool) {
 			}
 			return verdictPass, false
 		}
+	}
+	// Airflow's end of a DAG run: "DagRun Finished: dag_id=…, state=success, …".
+	if m := dagRunRe.FindStringSubmatch(s); m != nil {
+		if m[1] == "failed" {
+			return verdictFail, false
+		}
+		return verdictPass, false
+	}
+	// "12 of 13 specs pass": a count of passes out of a total, in the agent's words, passes only when it is all.
+	if m := partOfRe.FindStringSubmatch(s); m != nil {
+		if m[1] != m[2] {
+			return verdictFail, false
+		}
+		return verdictPass, false
 	}
 	if m := helmStatusRe.FindStringSubmatch(s); m != nil {
 		if strings.Join(m[1:], "") != "" {
