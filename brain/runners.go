@@ -193,13 +193,17 @@ func testVerdict(l string) verdict {
 var (
 	checkMarkRe = lazyRE(`^\s*[✓✔√]`)
 	// runnerWordsG lets a line that none of the runners' lines can be skip them all.
-	runnerWordsG = guard(union(append(append([]*pattern{}, runnerSummaryRes...), testPassLineRe, testFailLineRe, imageBuildRe, infraApplyRe, migrationAppliedRe, ansibleRecapRe, helmStatusRe, dagRunRe, partOfRe, healthyRe, unhealthyRe)))
-	dagRunRe     = lazyRE(`\bDagRun Finished: .*\bstate=(success|failed)\b`)
-	partOfRe     = lazyRE(`(?i)\b(\d+) (?:of|out of) (\d+) (?:tests?|specs?|checks?|cases?|examples?|scenarios?|suites?) (?:now )?(?:pass|passed|passing|succeed|succeeded|are green)\b`)
-	// helmStatusRe is a tool's own verdict line, the failing word in the group: Helm's release status after an
+	partOfG      = guard(partOfRe)
+	runnerWordsG = guard(union(append(append([]*pattern{}, runnerSummaryRes...), testPassLineRe, testFailLineRe, imageBuildRe, infraApplyRe, migrationAppliedRe, ansibleRecapRe, toolVerdictRe, healthyRe, unhealthyRe)))
+	// partOfRe counts passes out of a total in the agent's words ("12 of 13 specs pass"). It is checked on its own,
+	// not in runnerWordsG: its words ("test", "spec") are in most lines of a log, and would let every runner pattern
+	// run on them.
+	partOfRe = lazyRE(`(?i)\b(\d+) (?:of|out of) (\d+) (?:tests?|specs?|checks?|cases?|examples?|scenarios?|suites?) (?:now )?(?:pass|passed|passing|succeed|succeeded|are green)\b`)
+	// toolVerdictRe is a tool's own verdict line, the failing word in a group: Helm's release status after an
 	// install or upgrade ("STATUS: deployed", "STATUS: failed"), prove's "Result: PASS", Ginkgo's "FAIL! -- 12 Passed |
-	// 1 Failed | …", Chef's "Chef Infra Client failed.", and a CloudFormation status (a rollback or a *_FAILED fails).
-	helmStatusRe = lazyRE(`^(?:STATUS: (?:deployed|(failed))|Result: (?:PASS|(FAIL))|(?:SUCCESS|(FAIL))! -- \d+ Passed \| \d+ Failed \| \d+ Pending \| \d+ Skipped|(?:Chef (?:Infra )?Client|chef-client) (failed)\b.*|(?:\S+\s+)?(?:CREATE|UPDATE|DELETE|IMPORT)_(?:COMPLETE|(ROLLBACK_COMPLETE|ROLLBACK_FAILED|FAILED))\b.*)$`)
+	// 1 Failed | …", Chef's "Chef Infra Client failed.", a CloudFormation status (a rollback or a *_FAILED fails), and
+	// Airflow's end of a DAG run ("DagRun Finished: dag_id=…, state=success, …").
+	toolVerdictRe = lazyRE(`^(?:.*\bDagRun Finished: .*\bstate=(?:success|(failed))\b.*|STATUS: (?:deployed|(failed))|Result: (?:PASS|(FAIL))|(?:SUCCESS|(FAIL))! -- \d+ Passed \| \d+ Failed \| \d+ Pending \| \d+ Skipped|(?:Chef (?:Infra )?Client|chef-client) (failed)\b.*|(?:\S+\s+)?(?:CREATE|UPDATE|DELETE|IMPORT)_(?:COMPLETE|(ROLLBACK_COMPLETE|ROLLBACK_FAILED|FAILED))\b.*)$`)
 	// An image build's last line: BuildKit's "[+] Building 41.2s (12/12) FINISHED" (every step done: a pass; a
 	// step short, the build stopped), its plain progress naming or writing the image ("#14 naming to
 	// docker.io/library/app:1.2 done", "#14 writing image sha256:9b1f… done", "=> => naming to …" on a terminal),
@@ -227,6 +231,15 @@ var (
 // runnerVerdict reads l as the result of a run: a test runner's summary, one test's result, an image build's end
 // or a health check's answer. side says the line proves a build, not behaviour.
 func runnerVerdict(l, low string) (v verdict, side bool) {
+	// "12 of 13 specs pass": a count of passes out of a total passes only when it is all.
+	if strings.Contains(low, " of ") && partOfG.may(low) {
+		if m := partOfRe.FindStringSubmatch(l); m != nil {
+			if m[1] != m[2] {
+				return verdictFail, false
+			}
+			return verdictPass, false
+		}
+	}
 	if !runnerWordsG.may(low) {
 		return verdictNone, false
 	}
@@ -253,21 +266,7 @@ func runnerVerdict(l, low string) (v verdict, side bool) {
 			return verdictPass, false
 		}
 	}
-	// Airflow's end of a DAG run: "DagRun Finished: dag_id=…, state=success, …".
-	if m := dagRunRe.FindStringSubmatch(s); m != nil {
-		if m[1] == "failed" {
-			return verdictFail, false
-		}
-		return verdictPass, false
-	}
-	// "12 of 13 specs pass": a count of passes out of a total, in the agent's words, passes only when it is all.
-	if m := partOfRe.FindStringSubmatch(s); m != nil {
-		if m[1] != m[2] {
-			return verdictFail, false
-		}
-		return verdictPass, false
-	}
-	if m := helmStatusRe.FindStringSubmatch(s); m != nil {
+	if m := toolVerdictRe.FindStringSubmatch(s); m != nil {
 		if strings.Join(m[1:], "") != "" {
 			return verdictFail, false
 		}

@@ -206,34 +206,44 @@ func (e *httpExporter) Shutdown(context.Context) error { return nil }
 // encodeSpans is an ExportTraceServiceRequest holding spans, grouped by resource and then by instrumentation scope:
 // its only field, resource_spans, is number 1, repeated.
 func encodeSpans(spans []sdktrace.ReadOnlySpan) ([]byte, error) {
-	var out []byte
-	type scopeKey struct{ name, version, schema string }
-	var order []string
-	byResource := map[string]*tracepb.ResourceSpans{}
-	scopes := map[string]map[scopeKey]*tracepb.ScopeSpans{}
+	type resourceKey struct {
+		attrs  attribute.Distinct
+		schema string
+	}
+	type scopeKey struct {
+		name, version, schema string
+		attrs                 attribute.Distinct
+	}
+	type group struct {
+		rs     *tracepb.ResourceSpans
+		scopes map[scopeKey]*tracepb.ScopeSpans
+	}
+	var groups []*group
+	byResource := map[resourceKey]*group{}
 	for _, s := range spans {
 		res := s.Resource()
-		rk := res.Encoded(attribute.DefaultEncoder()) + "|" + res.SchemaURL()
-		rs := byResource[rk]
-		if rs == nil {
-			rs = &tracepb.ResourceSpans{Resource: &resourcepb.Resource{Attributes: keyValues(res.Attributes())},
-				SchemaUrl: res.SchemaURL()}
-			byResource[rk], scopes[rk] = rs, map[scopeKey]*tracepb.ScopeSpans{}
-			order = append(order, rk)
+		rk := resourceKey{res.Equivalent(), res.SchemaURL()}
+		g := byResource[rk]
+		if g == nil {
+			g = &group{rs: &tracepb.ResourceSpans{Resource: &resourcepb.Resource{Attributes: keyValues(res.Attributes())},
+				SchemaUrl: res.SchemaURL()}, scopes: map[scopeKey]*tracepb.ScopeSpans{}}
+			byResource[rk] = g
+			groups = append(groups, g)
 		}
 		is := s.InstrumentationScope()
-		sk := scopeKey{is.Name, is.Version, is.SchemaURL}
-		ss := scopes[rk][sk]
+		sk := scopeKey{is.Name, is.Version, is.SchemaURL, is.Attributes.Equivalent()}
+		ss := g.scopes[sk]
 		if ss == nil {
 			ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{Name: is.Name, Version: is.Version,
 				Attributes: keyValues(is.Attributes.ToSlice())}, SchemaUrl: is.SchemaURL}
-			scopes[rk][sk] = ss
-			rs.ScopeSpans = append(rs.ScopeSpans, ss)
+			g.scopes[sk] = ss
+			g.rs.ScopeSpans = append(g.rs.ScopeSpans, ss)
 		}
 		ss.Spans = append(ss.Spans, span(s))
 	}
-	for _, rk := range order {
-		b, err := proto.Marshal(byResource[rk])
+	var out []byte
+	for _, g := range groups {
+		b, err := proto.Marshal(g.rs)
 		if err != nil {
 			return nil, err
 		}
