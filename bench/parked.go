@@ -36,8 +36,8 @@ func measureParked(ctx context.Context, r *rig, n int) (parkedResult, error) {
 	if err != nil {
 		return parkedResult{}, err
 	}
-	store, queue, events := r.backend()
-	w, err := r.startWorker(store, queue, 0)
+	st, queue, events := r.backend()
+	w, err := r.startWorker(st, queue, 0)
 	if err != nil {
 		return parkedResult{}, err
 	}
@@ -49,7 +49,7 @@ func measureParked(ctx context.Context, r *rig, n int) (parkedResult, error) {
 	}
 
 	start := time.Now()
-	ids, err := startRuns(ctx, store, queue, n, plan, ws, simOptions(plan))
+	ids, err := startRuns(ctx, st, queue, n, plan, ws, simOptions(plan))
 	if err != nil {
 		return parkedResult{}, err
 	}
@@ -64,7 +64,11 @@ func measureParked(ctx context.Context, r *rig, n int) (parkedResult, error) {
 	if err != nil {
 		return parkedResult{}, err
 	}
-	escIDs, err := checkParked(ctx, store, ids)
+	escIDs, err := checkParked(ctx, st, ids)
+	if err != nil {
+		return parkedResult{}, err
+	}
+	compacted, err := waitCompacted(ctx, r.redis.Client, parkTime)
 	if err != nil {
 		return parkedResult{}, err
 	}
@@ -77,7 +81,7 @@ func measureParked(ctx context.Context, r *rig, n int) (parkedResult, error) {
 		return parkedResult{}, err
 	}
 
-	resumeAll, err := resumeAll(ctx, store, queue, events, ids, escIDs)
+	resumeAll, err := resumeAll(ctx, st, queue, events, ids, escIDs)
 	if err != nil {
 		return parkedResult{}, err
 	}
@@ -85,16 +89,42 @@ func measureParked(ctx context.Context, r *rig, n int) (parkedResult, error) {
 	res.note = fmt.Sprintf("%d runs of examples/plans/ambiguous_task.md parked through the real path (start task, step "+
 		"task, the sim agent as a process, the heuristic brain, the escalation opening) by one worker (concurrency %d, "+
 		"poll 20 ms) in %.1f s (%.0f runs/s). Busy slots: asynq's active tasks in both of orch's queues, the most of 5 "+
-		"samples over 1 s once the queues were empty. Bytes per run: MEMORY USAGE (SAMPLES 0) of the run's keys, "+
-		"on average: its JSON document %.0f, its event stream %.0f, its audit stream %.0f, its share of the run index "+
-		"%.0f; INFO used_memory grew by %.0f bytes per run (allocator and Redis overhead included).",
-		len(ids), workerConcurrency, parkTime.Seconds(), float64(len(ids))/parkTime.Seconds(), bytes.doc, bytes.events,
-		bytes.audit, bytes.index, float64(memAfter-memBefore)/float64(len(ids)))
+		"samples over 1 s once the queues were empty. Once parked, the worker's own pass kept them compact (after %.0f s "+
+		"of quiet, as it does every run that waits: their document, events and audit trail in one gzip'd value, no "+
+		"streams); the last was compacted %.1f s after the last parked. Bytes per run: MEMORY USAGE (SAMPLES 0) of "+
+		"the run's keys, on average: its value %.0f, its event stream %.0f, its audit stream %.0f, its share of the "+
+		"indexes (every run, their summaries, the runs that wait, the runs to compact) %.0f; INFO used_memory grew by "+
+		"%.0f bytes per run (allocator and Redis overhead included).",
+		len(ids), workerConcurrency, parkTime.Seconds(), float64(len(ids))/parkTime.Seconds(), store.RestingQuiet.Seconds(),
+		compacted.Seconds(), bytes.doc, bytes.events, bytes.audit, bytes.index, float64(memAfter-memBefore)/float64(len(ids)))
 	res.resumeNote = fmt.Sprintf("From the first answer to the worker's resume handler committing the last of the %d "+
 		"resumptions: escalation.Resolve (choose B) from 8 goroutines, each enqueueing the run's resume task; the control "+
-		"queue's 4 workers resume the runs while the step workers already run the resumed agents.", len(ids))
+		"queue's 4 workers resume the runs (each answer's commit writes its compact run's log back as streams) while the "+
+		"step workers already run the resumed agents.", len(ids))
 	return res, nil
 }
+
+// waitCompacted waits until the worker has compacted every parked run, and returns how long that took.
+func waitCompacted(ctx context.Context, rdb *redis.Client, parking time.Duration) (time.Duration, error) {
+	start := time.Now()
+	limit := store.RestingQuiet + parking + time.Minute
+	for {
+		n, err := rdb.ZCard(ctx, restingIndex).Result()
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			return time.Since(start), nil
+		}
+		if time.Since(start) > limit {
+			return 0, fmt.Errorf("%d parked runs still not compacted after %s", n, limit)
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+}
+
 
 // busyWhileParked waits until nothing is queued, then reports the most worker slots held in a few samples.
 func busyWhileParked(ctx context.Context, inspector *asynq.Inspector) (int, error) {
@@ -145,18 +175,22 @@ func checkParked(ctx context.Context, store *store.Store, ids []string) ([]strin
 	return escIDs, err
 }
 
-// runKeys are a run's keys as the store lays them out (jobs/store.go): its document, event stream and audit list.
+// runKeys are a run's keys as the store lays them out (jobs/store): its value (its JSON document, or its compact form
+// while it waits), event stream and audit trail. A compact run has no streams.
 func runKeys(id string) []string {
 	return []string{"orch:run:{" + id + "}", "orch:run:{" + id + "}:events", "orch:run:{" + id + "}:audit"}
 }
 
-// runIndex is the sorted set of all runs (jobs/store.go).
-const runIndex = "orch:runs"
+// indexes are the store's keys that hold a member per run (jobs/store): every run by creation, their summaries, the
+// runs that wait for a person, and those of them still to compact.
+var indexes = []string{"orch:runs", "orch:runs:summary", "orch:runs:open", restingIndex}
+
+const restingIndex = "orch:runs:resting"
 
 // runBytes is the Redis memory of the parked runs, per run on average: MEMORY USAGE of each key, exact (SAMPLES 0).
 type runBytes struct {
 	doc, events, audit float64 // the run's own keys
-	index              float64 // its share of the index of runs
+	index              float64 // its share of the indexes
 }
 
 func (b runBytes) total() float64 { return b.doc + b.events + b.audit + b.index }
@@ -178,6 +212,9 @@ func redisBytesPerRun(ctx context.Context, rdb *redis.Client, ids []string) (run
 		}
 		for i, c := range cmds {
 			v, err := c.Result()
+			if errors.Is(err, redis.Nil) && i%3 > 0 {
+				continue // no stream: the run is compact
+			}
 			if errors.Is(err, redis.Nil) {
 				return runBytes{}, fmt.Errorf("no key %s: has the store's key layout changed?", c.Args()[2])
 			}
@@ -187,9 +224,16 @@ func redisBytesPerRun(ctx context.Context, rdb *redis.Client, ids []string) (run
 			sums[i%3] += v
 		}
 	}
-	index, err := rdb.MemoryUsage(ctx, runIndex, 0).Result()
-	if err != nil {
-		return runBytes{}, fmt.Errorf("MEMORY USAGE %s: %w", runIndex, err)
+	var index int64
+	for _, k := range indexes {
+		v, err := rdb.MemoryUsage(ctx, k, 0).Result()
+		if errors.Is(err, redis.Nil) {
+			continue // empty: none left to compact
+		}
+		if err != nil {
+			return runBytes{}, fmt.Errorf("MEMORY USAGE %s: %w", k, err)
+		}
+		index += v
 	}
 	n := float64(len(ids))
 	return runBytes{doc: float64(sums[0]) / n, events: float64(sums[1]) / n, audit: float64(sums[2]) / n,

@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -254,4 +256,71 @@ func TestTimeoutRedeliveryStillFallsBack(t *testing.T) {
 	if got := h.get(t, r.ID); got.Status != jobs.RunAborted {
 		t.Fatalf("after the redelivered timeout: %s", got.Status)
 	}
+}
+
+// A run that waited long enough to be kept compact (its log in one value, no streams) is answered and goes on as any
+// other: the answer's commit writes its log back, and the log reads whole and in order.
+func TestACompactRunIsAnsweredAndGoesOn(t *testing.T) {
+	for name, rdb := range clients(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			h := newHarness(t, rdb, script(t, asksThenDone), nil)
+			r := h.newRun(t, "1.1")
+			if got := drive(t, h, r.ID); got.Status != jobs.RunParked {
+				t.Fatalf("the run is %s, not parked on its question", got.Status)
+			}
+			asked, err := h.store.Events(ctx, r.ID, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				n, err := h.store.CompactResting(ctx, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break // other tests' runs on the same Redis may be compacted too
+				}
+			}
+			if n, _ := rdb.Exists(ctx, "orch:run:{"+r.ID+"}:events", "orch:run:{"+r.ID+"}:audit").Result(); n != 0 {
+				t.Fatalf("the parked run was not compacted: %d streams left", n)
+			}
+			if _, _, err := escalation.Resolve(ctx, h.store, h.queue, escalation.Request{RunID: r.ID,
+				Type: jobs.ResolveChoose, Key: "B", By: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := drive(t, h, r.ID); got.Status != jobs.RunCompleted {
+				t.Fatalf("after the answer the run is %s", got.Status)
+			}
+			evs, err := h.store.Events(ctx, r.ID, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var types []string
+			for i, e := range evs {
+				if i < len(asked) && e.ID != asked[i].ID {
+					t.Fatalf("event %d is %s, was %s before the run was compacted", i, e.ID, asked[i].ID)
+				}
+				if i > 0 && !after(e.ID, evs[i-1].ID) {
+					t.Fatalf("event %s comes after %s", e.ID, evs[i-1].ID)
+				}
+				types = append(types, e.Type())
+			}
+			if !slices.Contains(types, "escalation") || !slices.Contains(types, "resumed") || types[len(types)-1] != "run_completed" {
+				t.Fatalf("events: %v", types)
+			}
+			audit, err := h.store.Audit(ctx, r.ID)
+			if err != nil || len(audit) < 2 || audit[0].Action != "escalated" {
+				t.Fatalf("audit: %+v, %v", audit, err)
+			}
+		})
+	}
+}
+
+// after compares two stream ids.
+func after(a, b string) bool {
+	var am, as, bm, bs uint64
+	fmt.Sscanf(a, "%d-%d", &am, &as)
+	fmt.Sscanf(b, "%d-%d", &bm, &bs)
+	return am > bm || am == bm && as > bs
 }

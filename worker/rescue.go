@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/jobs"
+	"github.com/orchrun/orch/jobs/store"
 )
 
 // A worker that dies mid-step (SIGKILL, OOM, a lost machine) leaves its step active in asynq under a lease nobody
@@ -48,6 +49,13 @@ func (w *Worker) rescueLoop() {
 				w.log.Warn("looking for steps of dead workers", "err", err)
 			} else if n > 0 {
 				w.log.Info("rescued steps of dead workers", "steps", n)
+			}
+			// The runs that have waited a while are kept compact (jobs/store/compact.go): the workers park them, so
+			// wherever runs park, a worker is there to do it.
+			if n, err := w.cfg.Store.CompactResting(w.base, store.RestingQuiet); err != nil && w.base.Err() == nil {
+				w.log.Warn("compacting the runs that wait", "err", err)
+			} else if n > 0 {
+				w.log.Debug("compacted the runs that wait", "runs", n)
 			}
 		}
 	}

@@ -118,13 +118,9 @@ func validID(id string) bool {
 // put writes a run's file and then its index line, holding the lock so that a prune never sees the file without its
 // line; a crash between the two leaves a file the next archiving of the same run writes again.
 func (a *Archive) put(ar *archivedRun, e indexEntry) error {
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if err := json.NewEncoder(zw).Encode(ar); err != nil {
-		return fmt.Errorf("encoding run %s for the archive: %w", e.ID, err)
-	}
-	if err := zw.Close(); err != nil {
-		return fmt.Errorf("compressing run %s for the archive: %w", e.ID, err)
+	file, err := encodeKept(ar, gzip.BestSpeed)
+	if err != nil {
+		return fmt.Errorf("run %s for the archive: %w", e.ID, err)
 	}
 	line, err := json.Marshal(e)
 	if err != nil {
@@ -134,7 +130,7 @@ func (a *Archive) put(ar *archivedRun, e indexEntry) error {
 		if err := d.MkdirAll(a.name("runs"), 0o700); err != nil {
 			return fmt.Errorf("creating the archive: %w", err)
 		}
-		if err := writeFileAtomic(d, a.runName(e.ID), buf.Bytes()); err != nil {
+		if err := writeFileAtomic(d, a.runName(e.ID), file); err != nil {
 			return err
 		}
 		return appendSync(d, a.indexName(), append(line, '\n'))
@@ -230,23 +226,33 @@ func (a *Archive) read(id string, full bool) (*archivedRun, error) {
 	damaged := func(err error) error {
 		return fmt.Errorf("run %s: its archived file %s is %w (%v); move it away to skip it", id, path, ErrDamaged, err)
 	}
-	zr, err := gzip.NewReader(bufio.NewReader(f))
+	ar, err := readKept(bufio.NewReader(f), full)
 	if err != nil {
 		return nil, damaged(err)
+	}
+	return ar, nil
+}
+
+// readKept reads a run's file (or a waiting run's compact value, which holds the same); with full false, only the
+// run's document.
+func readKept(r io.Reader, full bool) (*archivedRun, error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, err
 	}
 	var ar archivedRun
 	if full {
 		if err := json.NewDecoder(zr).Decode(&ar); err != nil {
-			return nil, damaged(err)
+			return nil, err
 		}
 		if _, err := io.Copy(io.Discard, zr); err != nil { // the checksum at the end
-			return nil, damaged(err)
+			return nil, err
 		}
 	} else if err := decodeFirstFields(json.NewDecoder(zr), &ar); err != nil {
-		return nil, damaged(err)
+		return nil, err
 	}
 	if ar.Version != archiveVersion || len(ar.Run) == 0 {
-		return nil, damaged(fmt.Errorf("version %d, this orch reads %d", ar.Version, archiveVersion))
+		return nil, fmt.Errorf("version %d, this orch reads %d", ar.Version, archiveVersion)
 	}
 	return &ar, nil
 }

@@ -165,18 +165,31 @@ func (s *Store) restore(ctx context.Context, id string, fn func(r *jobs.Run, c *
 	return nil
 }
 
-// archived returns a run's archived event log (or audit trail) when the run is not in Redis; ok is false when the
-// run is in Redis or nowhere.
-func (s *Store) archived(ctx context.Context, runID string, audit bool) (entries []archivedEntry, ok bool, err error) {
-	if s.archive == nil {
+// kept returns a run's event log (or audit trail) when no stream holds it: kept compact while the run waits, or
+// archived. head is the first bytes of the run's stored value ("" when Redis has none), read with the stream. ok is
+// false when the run's log is in its streams, or the run is nowhere.
+func (s *Store) kept(ctx context.Context, runID, head string, audit bool) (entries []archivedEntry, ok bool, err error) {
+	var ar *archivedRun
+	switch {
+	case head != "" && !compact([]byte(head)):
+		return nil, false, nil // the streams are the log
+	case head != "":
+		data, gerr := s.rdb.Get(ctx, runKey(runID)).Bytes()
+		switch {
+		case errors.Is(gerr, redis.Nil):
+			return nil, false, nil // archived meanwhile, or pruned: the next read finds it
+		case gerr != nil:
+			return nil, false, fmt.Errorf("reading run %s: %w", runID, gerr)
+		case !compact(data):
+			return nil, false, nil // its log went back to streams meanwhile
+		}
+		ar, err = decodeCompact(runID, data, true)
+	case s.archive == nil:
 		return nil, false, nil
-	}
-	if n, err := s.rdb.Exists(ctx, runKey(runID)).Result(); err != nil || n > 0 {
-		return nil, false, err
-	}
-	ar, err := s.archive.read(runID, true)
-	if errors.Is(err, jobs.ErrRunNotFound) {
-		return nil, false, nil
+	default:
+		if ar, err = s.archive.read(runID, true); errors.Is(err, jobs.ErrRunNotFound) {
+			return nil, false, nil
+		}
 	}
 	if err != nil {
 		return nil, false, err

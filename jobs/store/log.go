@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/orchrun/orch/jobs"
@@ -15,16 +13,11 @@ import (
 )
 
 func (s *Store) appendEvents(ctx context.Context, p redis.Pipeliner, runID string, events []jobs.Event) error {
-	// Stamped in place: what observers see of a committed change is what the log holds.
 	for i := range events {
 		e := &events[i]
-		if e.Time.IsZero() {
-			e.Time = s.now().UTC()
-		}
-		e.RunID = runID
-		data, err := json.Marshal(e)
+		data, err := s.encodeEvent(runID, e)
 		if err != nil {
-			return fmt.Errorf("encoding event %s: %w", e.Type(), err)
+			return err
 		}
 		id := e.ID
 		if id == "" {
@@ -33,6 +26,19 @@ func (s *Store) appendEvents(ctx context.Context, p redis.Pipeliner, runID strin
 		p.XAdd(ctx, &redis.XAddArgs{Stream: eventsKey(runID), ID: id, MaxLen: maxEvents, Approx: true, Values: []any{eventField, data}})
 	}
 	return nil
+}
+
+// encodeEvent stamps e in place (what observers see of a committed change is what the log holds) and encodes it.
+func (s *Store) encodeEvent(runID string, e *jobs.Event) ([]byte, error) {
+	if e.Time.IsZero() {
+		e.Time = s.now().UTC()
+	}
+	e.RunID = runID
+	data, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("encoding event %s: %w", e.Type(), err)
+	}
+	return data, nil
 }
 
 // Append writes events to a run's log outside of any other change.
@@ -50,51 +56,82 @@ func (s *Store) Append(ctx context.Context, runID string, events ...jobs.Event) 
 }
 
 // Events reads a run's events after the stream id after ("" or "0" = from the start). With block > 0 it waits up to
-// block for new events when there are none. An archived run's events come from the archive.
+// block for new events when there are none. A run kept compact while it waits, and an archived run, have their events
+// read from where they are kept; one added to a compact run is seen when a blocked read ends (compact.go).
 func (s *Store) Events(ctx context.Context, runID, after string, block time.Duration) ([]jobs.Event, error) {
 	if after == "" {
 		after = "0"
 	}
-	if after == "$" || s.archive == nil { // only what comes next, or no archive to look in: one read, as it was
+	if after == "$" { // only what comes next
 		return s.events(ctx, runID, after, block)
 	}
-	events, err := s.events(ctx, runID, after, 0)
-	if err != nil || len(events) > 0 {
+	if block > 0 && after != "0" { // a follower that has read the log so far waits on its stream first
+		events, err := s.events(ctx, runID, after, block)
+		if err != nil || len(events) > 0 {
+			return events, err
+		}
+		return s.eventsNow(ctx, runID, after)
+	}
+	events, err := s.eventsNow(ctx, runID, after)
+	if err != nil || len(events) > 0 || block <= 0 {
 		return events, err
 	}
-	entries, ok, err := s.archived(ctx, runID, false)
-	if err != nil {
-		return nil, err
+	return s.events(ctx, runID, after, block)
+}
+
+// eventsNow reads the events after the stream id after, from the stream or from where the run's log is kept.
+func (s *Store) eventsNow(ctx context.Context, runID, after string) ([]jobs.Event, error) {
+	msgs, kept, err := s.readLog(ctx, runID, false, func(p redis.Pipeliner) *redis.XMessageSliceCmd {
+		return p.XRangeN(ctx, eventsKey(runID), exclusive(after), "+", 1000)
+	})
+	if err != nil || kept == nil {
+		return decodeEvents(msgs), err
 	}
-	if !ok {
-		if block > 0 {
-			return s.events(ctx, runID, after, block)
-		}
-		return nil, nil
-	}
-	msgs := entriesAsMessages(entries)
 	if after != "0" {
-		i := slices.IndexFunc(msgs, func(m redis.XMessage) bool { return streamIDAfter(m.ID, after) })
+		i := slices.IndexFunc(kept, func(e archivedEntry) bool { return streamIDAfter(e.ID, after) })
 		if i < 0 {
 			return nil, nil
 		}
-		msgs = msgs[i:]
+		kept = kept[i:]
 	}
-	return decodeEvents(msgs[:min(len(msgs), 1000)]), nil
+	return decodeEvents(entriesAsMessages(kept[:min(len(kept), 1000)])), nil
+}
+
+// readLog reads a run's event stream (or audit trail) with read, and the first bytes of its stored value in the same
+// round trip. When the stream has nothing, those tell whether its log is kept elsewhere (kept): compact, or
+// archived. kept is nil when the stream is the log.
+func (s *Store) readLog(ctx context.Context, runID string, audit bool, read func(p redis.Pipeliner) *redis.XMessageSliceCmd) (msgs []redis.XMessage, kept []archivedEntry, err error) {
+	var xs *redis.XMessageSliceCmd
+	var head *redis.StringCmd
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		xs = read(p)
+		head = p.GetRange(ctx, runKey(runID), 0, 1)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, fmt.Errorf("reading the log of run %s: %w", runID, err)
+	}
+	if msgs = xs.Val(); len(msgs) > 0 {
+		return msgs, nil, nil
+	}
+	entries, ok, err := s.kept(ctx, runID, head.Val(), audit)
+	if err != nil || !ok {
+		return nil, nil, err
+	}
+	if entries == nil {
+		entries = []archivedEntry{}
+	}
+	return nil, entries, nil
 }
 
 // streamIDAfter reports whether stream id a comes after b ("<ms>-<seq>").
 func streamIDAfter(a, b string) bool {
-	am, as, _ := strings.Cut(a, "-")
-	bm, bs, _ := strings.Cut(b, "-")
-	ami, _ := strconv.ParseUint(am, 10, 64)
-	bmi, _ := strconv.ParseUint(bm, 10, 64)
-	if ami != bmi {
-		return ami > bmi
+	am, as := parseStreamID(a)
+	bm, bs := parseStreamID(b)
+	if am != bm {
+		return am > bm
 	}
-	asi, _ := strconv.ParseUint(as, 10, 64)
-	bsi, _ := strconv.ParseUint(bs, 10, 64)
-	return asi > bsi
+	return as > bs
 }
 
 func (s *Store) events(ctx context.Context, runID, after string, block time.Duration) ([]jobs.Event, error) {
@@ -136,18 +173,14 @@ func decodeEvents(msgs []redis.XMessage) []jobs.Event {
 
 // Recent returns a run's last n events, oldest first: what a progress view shows, without reading the whole log.
 func (s *Store) Recent(ctx context.Context, runID string, n int) ([]jobs.Event, error) {
-	msgs, err := s.rdb.XRevRangeN(ctx, eventsKey(runID), "+", "-", int64(n)).Result()
+	msgs, kept, err := s.readLog(ctx, runID, false, func(p redis.Pipeliner) *redis.XMessageSliceCmd {
+		return p.XRevRangeN(ctx, eventsKey(runID), "+", "-", int64(n))
+	})
 	if err != nil {
-		return nil, fmt.Errorf("reading events of run %s: %w", runID, err)
+		return nil, err
 	}
-	if len(msgs) == 0 {
-		entries, ok, err := s.archived(ctx, runID, false)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return decodeEvents(entriesAsMessages(entries[max(0, len(entries)-n):])), nil
-		}
+	if kept != nil {
+		return decodeEvents(entriesAsMessages(kept[max(0, len(kept)-n):])), nil
 	}
 	slices.Reverse(msgs)
 	return decodeEvents(msgs), nil
@@ -156,18 +189,18 @@ func (s *Store) Recent(ctx context.Context, runID string, n int) ([]jobs.Event, 
 // LastEventID is the id of a run's newest event, "0" when it has none: where a follower starts to see only what
 // happens next.
 func (s *Store) LastEventID(ctx context.Context, runID string) (string, error) {
-	msgs, err := s.rdb.XRevRangeN(ctx, eventsKey(runID), "+", "-", 1).Result()
-	if err != nil {
-		return "", fmt.Errorf("reading events of run %s: %w", runID, err)
+	msgs, kept, err := s.readLog(ctx, runID, false, func(p redis.Pipeliner) *redis.XMessageSliceCmd {
+		return p.XRevRangeN(ctx, eventsKey(runID), "+", "-", 1)
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case len(msgs) > 0:
+		return msgs[0].ID, nil
+	case len(kept) > 0:
+		return kept[len(kept)-1].ID, nil
 	}
-	if len(msgs) == 0 {
-		entries, ok, err := s.archived(ctx, runID, false)
-		if err != nil || !ok || len(entries) == 0 {
-			return "0", err
-		}
-		return entries[len(entries)-1].ID, nil
-	}
-	return msgs[0].ID, nil
+	return "0", nil
 }
 
 func exclusive(id string) string {
@@ -179,30 +212,36 @@ func exclusive(id string) string {
 
 func (s *Store) appendAudit(ctx context.Context, p redis.Pipeliner, runID string, entries []jobs.AuditEntry) error {
 	for _, a := range entries {
-		if a.Time.IsZero() {
-			a.Time = s.now().UTC()
-		}
-		a.RunID = runID
-		data, err := json.Marshal(a)
+		data, err := s.encodeAudit(runID, a)
 		if err != nil {
-			return fmt.Errorf("encoding audit entry: %w", err)
+			return err
 		}
 		p.XAdd(ctx, &redis.XAddArgs{Stream: auditKey(runID), Values: []any{eventField, data}})
 	}
 	return nil
 }
 
-// Audit returns a run's audit trail, oldest first; an archived run's comes from the archive.
+func (s *Store) encodeAudit(runID string, a jobs.AuditEntry) ([]byte, error) {
+	if a.Time.IsZero() {
+		a.Time = s.now().UTC()
+	}
+	a.RunID = runID
+	data, err := json.Marshal(a)
+	if err != nil {
+		return nil, fmt.Errorf("encoding audit entry: %w", err)
+	}
+	return data, nil
+}
+
+// Audit returns a run's audit trail, oldest first; a compact or archived run's comes from where it is kept.
 func (s *Store) Audit(ctx context.Context, runID string) ([]jobs.AuditEntry, error) {
-	out, err := s.readAudit(ctx, auditKey(runID))
-	if err != nil || len(out) > 0 {
-		return out, err
+	msgs, kept, err := s.readLog(ctx, runID, true, func(p redis.Pipeliner) *redis.XMessageSliceCmd {
+		return p.XRange(ctx, auditKey(runID), "-", "+")
+	})
+	if kept != nil {
+		msgs = entriesAsMessages(kept)
 	}
-	entries, ok, err := s.archived(ctx, runID, true)
-	if !ok || err != nil {
-		return out, err
-	}
-	return decodeAudit(entriesAsMessages(entries)), nil
+	return decodeAudit(msgs), err
 }
 
 func (s *Store) readAudit(ctx context.Context, key string) ([]jobs.AuditEntry, error) {

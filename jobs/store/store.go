@@ -5,6 +5,7 @@ package store
 
 import (
 	"cmp"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,7 +177,19 @@ func (s *Store) getLive(ctx context.Context, id string) (*jobs.Run, error) {
 	return decodeRun(id, data)
 }
 
+// decodeRun reads a run's stored value: its JSON document, or its compact form (compact.go).
 func decodeRun(id string, data []byte) (*jobs.Run, error) {
+	if compact(data) {
+		ar, err := decodeCompact(id, data, false)
+		if err != nil {
+			return nil, err
+		}
+		data = ar.Run
+	}
+	return decodeDoc(id, data)
+}
+
+func decodeDoc(id string, data []byte) (*jobs.Run, error) {
 	var r jobs.Run
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("run %s: its document (Redis key %s) is %w (%v); delete the key to skip it", id, runKey(id), ErrDamaged, err)
@@ -223,11 +236,12 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		if err != nil {
 			return err
 		}
-		rp, err := decodeRun(id, data)
+		rp, kept, err := decodeStored(id, data)
 		if err != nil {
 			return err
 		}
 		r := *rp
+		was := r.Status
 		c := jobs.NewChange(&r)
 		states := jobs.StatesOf(&r)
 		now := s.now()
@@ -255,6 +269,20 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		if err != nil {
 			return fmt.Errorf("encoding run %s: %w", id, err)
 		}
+		// A compact run that still waits stays compact, with this change's entries in it; one that no longer waits has
+		// its log written back as streams, before this change's entries (compact.go).
+		var back *archivedRun
+		if kept != nil && resting(r.Status) {
+			kept.Run = data
+			if err := s.fold(kept, id, c.Events, c.Audit); err != nil {
+				return err
+			}
+			if data, err = encodeKept(kept, gzip.BestCompression); err != nil {
+				return fmt.Errorf("run %s: %w", id, err)
+			}
+		} else {
+			back = kept
+		}
 		sent.run, sent.data, sent.events = &r, data, c.Events
 		var spent float64
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -263,6 +291,13 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 			sent.spent = spent
 			p.HSet(ctx, keySummaries, id, summarize(&r))
 			indexOpen(ctx, p, &r)
+			if kept != nil && back == nil {
+				return nil // folded in above
+			}
+			indexResting(ctx, p, &r, was, now)
+			if back != nil {
+				writeBack(ctx, p, id, back)
+			}
 			if err := s.appendEvents(ctx, p, id, c.Events); err != nil {
 				return err
 			}

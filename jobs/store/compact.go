@@ -1,0 +1,260 @@
+package store
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orchrun/orch/jobs"
+)
+
+// A run that waits for a person may wait for weeks, and a team may have thousands waiting, while nobody reads their
+// logs but a person looking. Redis gives each stream a node of stream-node-max-bytes (4 KiB by default) from its first
+// entry, so a waiting run's two streams alone took more than the whole run needs. A run that has waited quietly for a
+// while (RestingQuiet) is therefore kept compact: its document, event log and audit trail in one gzip'd value under the
+// document's key — the bytes its archive file would hold — and no streams.
+//
+// Every reader of a run goes through decodeStored, and every reader of a log falls back on the compact value when the
+// stream is empty (kept), so nothing outside this package sees the difference. A change to a compact run is one
+// transaction as any other: one that leaves the run waiting (an answer refused, an audit entry, a reminder) writes the
+// compact value with its new entries in it; the first that takes the run out of waiting (an answer, a cancel) writes
+// the log back as streams with the entries' own ids, before its own events. A follower blocked on the stream is woken
+// by that write; an entry added while the run stays compact reaches it when its read times out (kept).
+//
+// The runs to compact are indexed (keyResting) by when they began to wait, in the transaction that parks them, so the
+// pass that compacts them (CompactResting, every worker's) reads the runs due and nothing else.
+
+const (
+	// keyResting is a sorted set: the id of every waiting run whose log is still in streams, by when it began to
+	// wait (ms, the store's clock).
+	keyResting = "orch:runs:resting"
+	// RestingQuiet is how long a run waits before it is compacted: the moments in which front ends post its question
+	// and followers read it from the streams, and in which most approvals are answered.
+	RestingQuiet = 30 * time.Second
+	// compactMost bounds the log of a run kept compact: a longer one stays in streams, where its nodes are full and
+	// their overhead small, and its resumption does not write it all back at once.
+	compactMost = 1000
+	// compactBatch is how many runs one pass compacts at most.
+	compactBatch = 500
+)
+
+// resting reports whether a run in status st waits for someone, and so may be kept compact.
+func resting(st jobs.RunStatus) bool { return st == jobs.RunParked || st == jobs.RunPaused }
+
+// compact reports whether a run's stored value is its compact form (gzip's magic) rather than its JSON document.
+func compact(data []byte) bool { return len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b }
+
+// encodeKept is a run's file: its document, log and audit trail, as JSON in gzip at level.
+func encodeKept(ar *archivedRun, level int) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, level)
+	if err := json.NewEncoder(zw).Encode(ar); err != nil {
+		return nil, fmt.Errorf("encoding run: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("compressing run: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeStored reads a run's stored value: its document, or its compact form, whose whole log is returned too.
+func decodeStored(id string, data []byte) (*jobs.Run, *archivedRun, error) {
+	if !compact(data) {
+		r, err := decodeDoc(id, data)
+		return r, nil, err
+	}
+	ar, err := decodeCompact(id, data, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := decodeDoc(id, ar.Run)
+	return r, ar, err
+}
+
+// decodeCompact reads a run's compact value; with full false, only its document.
+func decodeCompact(id string, data []byte, full bool) (*archivedRun, error) {
+	ar, err := readKept(bytes.NewReader(data), full)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: its compact value (Redis key %s) is %w (%v); delete the key to skip it", id,
+			runKey(id), ErrDamaged, err)
+	}
+	return ar, nil
+}
+
+// entryIDs gives the entries of a stream written while it is compact their ids: each after the one before, in the
+// stream's own form (<ms>-<seq>), from the store's clock.
+type entryIDs struct {
+	ms, seq uint64
+}
+
+func idsAfter(entries []archivedEntry) *entryIDs {
+	n := &entryIDs{}
+	if len(entries) > 0 {
+		n.ms, n.seq = parseStreamID(entries[len(entries)-1].ID)
+	}
+	return n
+}
+
+// take makes id, an id the entry brought (a run's events are numbered by the run, jobs.Change.Emit), the last, as
+// XADD would take it: only when it comes after the last.
+func (n *entryIDs) take(id string) bool {
+	ms, seq := parseStreamID(id)
+	if ms < n.ms || ms == n.ms && seq <= n.seq {
+		return false
+	}
+	n.ms, n.seq = ms, seq
+	return true
+}
+
+func (n *entryIDs) next(now time.Time) string {
+	if ms := uint64(max(now.UnixMilli(), 0)); ms > n.ms {
+		n.ms, n.seq = ms, 0
+	} else {
+		n.seq++
+	}
+	return strconv.FormatUint(n.ms, 10) + "-" + strconv.FormatUint(n.seq, 10)
+}
+
+func parseStreamID(id string) (ms, seq uint64) {
+	a, b, _ := strings.Cut(id, "-")
+	ms, _ = strconv.ParseUint(a, 10, 64)
+	seq, _ = strconv.ParseUint(b, 10, 64)
+	return ms, seq
+}
+
+// fold adds a change's events and audit entries to a compact run's log, each stamped as appendEvents stamps them.
+func (s *Store) fold(ar *archivedRun, runID string, events []jobs.Event, audit []jobs.AuditEntry) error {
+	now := s.now()
+	evIDs, auIDs := idsAfter(ar.Events), idsAfter(ar.Audit)
+	for i := range events {
+		data, err := s.encodeEvent(runID, &events[i])
+		if err != nil {
+			return err
+		}
+		id := events[i].ID
+		if id == "" {
+			id = evIDs.next(now)
+		} else if !evIDs.take(id) {
+			return fmt.Errorf("event %s of run %s: its id %s is not after the log's last", events[i].Type(), runID, id)
+		}
+		ar.Events = append(ar.Events, archivedEntry{ID: id, Data: data})
+	}
+	if over := len(ar.Events) - maxEvents; over > 0 {
+		ar.Events = ar.Events[over:] // as the stream's MAXLEN trims it
+	}
+	for _, a := range audit {
+		data, err := s.encodeAudit(runID, a)
+		if err != nil {
+			return err
+		}
+		ar.Audit = append(ar.Audit, archivedEntry{ID: auIDs.next(now), Data: data})
+	}
+	return nil
+}
+
+// writeBack writes a compact run's log back as its streams, with the entries' own ids, in pipeline p: what the first
+// change that takes the run out of waiting does before adding its own.
+func writeBack(ctx context.Context, p redis.Pipeliner, runID string, ar *archivedRun) {
+	for _, e := range ar.Events {
+		p.XAdd(ctx, &redis.XAddArgs{Stream: eventsKey(runID), ID: e.ID, Values: []any{eventField, string(e.Data)}})
+	}
+	for _, e := range ar.Audit {
+		p.XAdd(ctx, &redis.XAddArgs{Stream: auditKey(runID), ID: e.ID, Values: []any{eventField, string(e.Data)}})
+	}
+}
+
+// indexResting writes in pipeline p whether run r, which was in status was, is to be compacted: a run that begins to
+// wait is, a run that stops waiting no longer is.
+func indexResting(ctx context.Context, p redis.Pipeliner, r *jobs.Run, was jobs.RunStatus, now time.Time) {
+	switch {
+	case resting(r.Status):
+		p.ZAddNX(ctx, keyResting, redis.Z{Score: float64(now.UnixMilli()), Member: r.ID})
+	case resting(was):
+		p.ZRem(ctx, keyResting, r.ID)
+	}
+}
+
+// CompactResting compacts the runs that have waited quietly for at least quiet, up to a batch of them, and returns how
+// many it compacted. Every worker runs it every few seconds; two at once compact each run once.
+func (s *Store) CompactResting(ctx context.Context, quiet time.Duration) (int, error) {
+	due := strconv.FormatInt(s.now().Add(-quiet).UnixMilli(), 10)
+	ids, err := s.rdb.ZRangeByScore(ctx, keyResting, &redis.ZRangeBy{Min: "-inf", Max: due, Count: compactBatch}).Result()
+	if err != nil {
+		return 0, fmt.Errorf("listing the runs that wait: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		done, err := s.compactRun(ctx, id)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue // changed meanwhile: the next pass looks again
+		}
+		if err != nil {
+			return n, err
+		}
+		if done {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// compactRun keeps run id compact when it still waits and its log is short enough, and takes it out of the index
+// either way.
+func (s *Store) compactRun(ctx context.Context, id string) (bool, error) {
+	key := runKey(id)
+	done := false
+	err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+		data, err := tx.Get(ctx, key).Bytes()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		var r *jobs.Run
+		if err == nil && !compact(data) {
+			if r, err = decodeDoc(id, data); err != nil {
+				s.log.Warn("not compacting a damaged run", "run", id, "err", err)
+				r = nil
+			}
+		}
+		var ar *archivedRun
+		if r != nil && resting(r.Status) {
+			ar = &archivedRun{Version: archiveVersion, Run: data}
+			if ar.Events, err = readEntries(ctx, tx, eventsKey(id)); err != nil {
+				return err
+			}
+			if ar.Audit, err = readEntries(ctx, tx, auditKey(id)); err != nil {
+				return err
+			}
+			if len(ar.Events)+len(ar.Audit) > compactMost {
+				ar = nil
+			}
+		}
+		var kept []byte
+		if ar != nil {
+			if kept, err = encodeKept(ar, gzip.BestCompression); err != nil {
+				return err
+			}
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			if kept != nil {
+				p.Set(ctx, key, kept, 0)
+				p.Del(ctx, eventsKey(id), auditKey(id))
+			}
+			p.ZRem(ctx, keyResting, id)
+			return nil
+		})
+		done = err == nil && kept != nil
+		return err
+	}, key)
+	if err != nil && !errors.Is(err, redis.TxFailedErr) {
+		return false, fmt.Errorf("compacting run %s: %w", id, err)
+	}
+	return done, err
+}
