@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -233,13 +234,23 @@ func (a *Archive) read(id string, full bool) (*archivedRun, error) {
 	return ar, nil
 }
 
+// gzipReaders are the gzip readers kept for the next file: each holds a 32 KiB window and its tables.
+var gzipReaders sync.Pool
+
 // readKept reads a run's file (or a waiting run's compact value, which holds the same); with full false, only the
 // run's document.
 func readKept(r io.Reader, full bool) (*archivedRun, error) {
-	zr, err := gzip.NewReader(r)
+	zr, _ := gzipReaders.Get().(*gzip.Reader)
+	var err error
+	if zr == nil {
+		zr, err = gzip.NewReader(r)
+	} else {
+		err = zr.Reset(r)
+	}
 	if err != nil {
 		return nil, err
 	}
+	defer gzipReaders.Put(zr)
 	var ar archivedRun
 	if full {
 		if err := json.NewDecoder(zr).Decode(&ar); err != nil {

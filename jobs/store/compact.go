@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,25 +23,25 @@ import (
 // while (RestingQuiet) is therefore kept compact: its document, event log and audit trail in one gzip'd value under the
 // document's key — the bytes its archive file would hold — and no streams.
 //
-// Every reader of a run goes through decodeStored, and every reader of a log falls back on the compact value when the
-// stream is empty (kept), so nothing outside this package sees the difference. A change to a compact run is one
-// transaction as any other: one that leaves the run waiting (an answer refused, an audit entry, a reminder) writes the
-// compact value with its new entries in it; the first that takes the run out of waiting (an answer, a cancel) writes
-// the log back as streams with the entries' own ids, before its own events. A follower blocked on the stream is woken
-// by that write; an entry added while the run stays compact reaches it when its read times out (kept).
+// Every reader of a run goes through decodeRun, and every reader of a log falls back on the compact value when the
+// stream is empty (kept), so nothing outside this package sees the difference. Any change to a compact run (the
+// answer, a reminder, an audit entry) writes its log back as streams, with the entries' own ids, in the change's own
+// transaction and before the change's entries: a follower blocked on the stream is woken by it as by any write, and
+// a run that still waits after the change is compacted again once it has been quiet for RestingQuiet.
 //
-// The runs to compact are indexed (keyResting) by when they began to wait, in the transaction that parks them, so the
-// pass that compacts them (CompactResting, every worker's) reads the runs due and nothing else.
+// The runs to compact are indexed (keyResting) by when they began to wait or last changed while waiting, in the
+// transaction that parks or changes them, so the pass that compacts them (CompactResting, every worker's) reads the
+// runs due and nothing else.
 
 const (
-	// keyResting is a sorted set: the id of every waiting run whose log is still in streams, by when it began to
-	// wait (ms, the store's clock).
+	// keyResting is a sorted set: the id of every waiting run whose log is in streams, by when it began to wait or
+	// last changed while waiting (ms, the store's clock).
 	keyResting = "orch:runs:resting"
 	// RestingQuiet is how long a run waits before it is compacted: the moments in which front ends post its question
 	// and followers read it from the streams, and in which most approvals are answered.
 	RestingQuiet = 30 * time.Second
 	// compactMost bounds the log of a run kept compact: a longer one stays in streams, where its nodes are full and
-	// their overhead small, and its resumption does not write it all back at once.
+	// their overhead small, and its answer does not write it all back at once.
 	compactMost = 1000
 	// compactBatch is how many runs one pass compacts at most.
 	compactBatch = 500
@@ -52,10 +53,21 @@ func resting(st jobs.RunStatus) bool { return st == jobs.RunParked || st == jobs
 // compact reports whether a run's stored value is its compact form (gzip's magic) rather than its JSON document.
 func compact(data []byte) bool { return len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b }
 
-// encodeKept is a run's file: its document, log and audit trail, as JSON in gzip at level.
+// encodeKept is a run's file: its document, log and audit trail, as JSON in gzip at level. A gzip writer holds
+// hundreds of KB of tables, so they are kept for the next run rather than made anew for each.
 func encodeKept(ar *archivedRun, level int) ([]byte, error) {
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, level)
+	pool := &gzipWriters[level-gzip.HuffmanOnly]
+	zw, _ := pool.Get().(*gzip.Writer)
+	if zw == nil {
+		var err error
+		if zw, err = gzip.NewWriterLevel(&buf, level); err != nil {
+			return nil, err
+		}
+	} else {
+		zw.Reset(&buf)
+	}
+	defer pool.Put(zw)
 	if err := json.NewEncoder(zw).Encode(ar); err != nil {
 		return nil, fmt.Errorf("encoding run: %w", err)
 	}
@@ -64,6 +76,9 @@ func encodeKept(ar *archivedRun, level int) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// gzipWriters are the writers kept, by level from gzip.HuffmanOnly to gzip.BestCompression.
+var gzipWriters [gzip.BestCompression - gzip.HuffmanOnly + 1]sync.Pool
 
 // decodeStored reads a run's stored value: its document, or its compact form, whose whole log is returned too.
 func decodeStored(id string, data []byte) (*jobs.Run, *archivedRun, error) {
@@ -89,39 +104,8 @@ func decodeCompact(id string, data []byte, full bool) (*archivedRun, error) {
 	return ar, nil
 }
 
-// entryIDs gives the entries of a stream written while it is compact their ids: each after the one before, in the
-// stream's own form (<ms>-<seq>), from the store's clock.
-type entryIDs struct {
-	ms, seq uint64
-}
-
-func idsAfter(entries []archivedEntry) *entryIDs {
-	n := &entryIDs{}
-	if len(entries) > 0 {
-		n.ms, n.seq = parseStreamID(entries[len(entries)-1].ID)
-	}
-	return n
-}
-
-// take makes id, an id the entry brought (a run's events are numbered by the run, jobs.Change.Emit), the last, as
-// XADD would take it: only when it comes after the last.
-func (n *entryIDs) take(id string) bool {
-	ms, seq := parseStreamID(id)
-	if ms < n.ms || ms == n.ms && seq <= n.seq {
-		return false
-	}
-	n.ms, n.seq = ms, seq
-	return true
-}
-
-func (n *entryIDs) next(now time.Time) string {
-	if ms := uint64(max(now.UnixMilli(), 0)); ms > n.ms {
-		n.ms, n.seq = ms, 0
-	} else {
-		n.seq++
-	}
-	return strconv.FormatUint(n.ms, 10) + "-" + strconv.FormatUint(n.seq, 10)
-}
+// entries counts the entries of a run's log and audit trail.
+func (ar *archivedRun) entries() int { return len(ar.Events) + len(ar.Audit) }
 
 func parseStreamID(id string) (ms, seq uint64) {
 	a, b, _ := strings.Cut(id, "-")
@@ -130,38 +114,8 @@ func parseStreamID(id string) (ms, seq uint64) {
 	return ms, seq
 }
 
-// fold adds a change's events and audit entries to a compact run's log, each stamped as appendEvents stamps them.
-func (s *Store) fold(ar *archivedRun, runID string, events []jobs.Event, audit []jobs.AuditEntry) error {
-	now := s.now()
-	evIDs, auIDs := idsAfter(ar.Events), idsAfter(ar.Audit)
-	for i := range events {
-		data, err := s.encodeEvent(runID, &events[i])
-		if err != nil {
-			return err
-		}
-		id := events[i].ID
-		if id == "" {
-			id = evIDs.next(now)
-		} else if !evIDs.take(id) {
-			return fmt.Errorf("event %s of run %s: its id %s is not after the log's last", events[i].Type(), runID, id)
-		}
-		ar.Events = append(ar.Events, archivedEntry{ID: id, Data: data})
-	}
-	if over := len(ar.Events) - maxEvents; over > 0 {
-		ar.Events = ar.Events[over:] // as the stream's MAXLEN trims it
-	}
-	for _, a := range audit {
-		data, err := s.encodeAudit(runID, a)
-		if err != nil {
-			return err
-		}
-		ar.Audit = append(ar.Audit, archivedEntry{ID: auIDs.next(now), Data: data})
-	}
-	return nil
-}
-
-// writeBack writes a compact run's log back as its streams, with the entries' own ids, in pipeline p: what the first
-// change that takes the run out of waiting does before adding its own.
+// writeBack writes a compact run's log back as its streams, with the entries' own ids, in pipeline p: what a change
+// to the run does before adding its own entries.
 func writeBack(ctx context.Context, p redis.Pipeliner, runID string, ar *archivedRun) {
 	for _, e := range ar.Events {
 		p.XAdd(ctx, &redis.XAddArgs{Stream: eventsKey(runID), ID: e.ID, Values: []any{eventField, string(e.Data)}})
@@ -171,12 +125,12 @@ func writeBack(ctx context.Context, p redis.Pipeliner, runID string, ar *archive
 	}
 }
 
-// indexResting writes in pipeline p whether run r, which was in status was, is to be compacted: a run that begins to
-// wait is, a run that stops waiting no longer is.
+// indexResting writes in pipeline p whether run r, which was in status was, is to be compacted once quiet: a run that
+// waits is, from now (its quiet starts again at every change), a run that stops waiting no longer is.
 func indexResting(ctx context.Context, p redis.Pipeliner, r *jobs.Run, was jobs.RunStatus, now time.Time) {
 	switch {
 	case resting(r.Status):
-		p.ZAddNX(ctx, keyResting, redis.Z{Score: float64(now.UnixMilli()), Member: r.ID})
+		p.ZAdd(ctx, keyResting, redis.Z{Score: float64(now.UnixMilli()), Member: r.ID})
 	case resting(was):
 		p.ZRem(ctx, keyResting, r.ID)
 	}
@@ -232,7 +186,7 @@ func (s *Store) compactRun(ctx context.Context, id string) (bool, error) {
 			if ar.Audit, err = readEntries(ctx, tx, auditKey(id)); err != nil {
 				return err
 			}
-			if len(ar.Events)+len(ar.Audit) > compactMost {
+			if ar.entries() > compactMost {
 				ar = nil
 			}
 		}

@@ -117,22 +117,28 @@ func TestCompactResting(t *testing.T) {
 				t.Fatalf("Find misses the compact run (%v)", err)
 			}
 
-			// A change that leaves it waiting keeps it compact, with the change's entries after the others.
+			// A change that leaves it waiting writes its log back, with the change's entries after the others, and
+			// the run is compacted again once quiet.
 			update(t, s, r.ID, func(r *jobs.Run, c *jobs.Change) {
 				c.Emit(jobs.NewEvent(r.ID, "1.1", jobs.EscalationTimeoutEvent{EscalationID: "e1", N: 1, Of: 3, Next: "reminding"}))
 				c.Audit = append(c.Audit, jobs.AuditEntry{EscalationID: "e1", Action: "asked", By: "orch"})
 			})
-			if n := streamsOf(t, rdb, r.ID); n != 0 {
-				t.Fatalf("a change to the waiting run wrote %d streams", n)
+			if n := streamsOf(t, rdb, r.ID); n != 2 {
+				t.Fatalf("a change to the compact run left %d streams, want its two back", n)
 			}
 			waiting := readAll(t, s, r.ID)
 			if len(waiting.Events) != 4 || len(waiting.Audit) != 2 || waiting.Last != waiting.Events[3].ID ||
-				!streamIDAfter(waiting.Events[3].ID, before.Last) {
-				t.Fatalf("after a change while compact: %+v", waiting)
+				!streamIDAfter(waiting.Events[3].ID, before.Last) || !reflect.DeepEqual(waiting.Events[:3], before.Events) {
+				t.Fatalf("after a change to the compact run: %+v", waiting)
 			}
-			more, err := s.Events(ctx, r.ID, before.Last, 50*time.Millisecond)
-			if err != nil || len(more) != 1 || more[0].Type() != (jobs.EscalationTimeoutEvent{}).Kind() {
-				t.Fatalf("a follower at the last event before it got %+v, %v", more, err)
+			if n, err := s.CompactResting(ctx, time.Hour); err != nil || n != 0 {
+				t.Fatalf("a run changed a moment ago was compacted (%d, %v)", n, err)
+			}
+			if n, err := s.CompactResting(ctx, 0); err != nil || n != 1 || streamsOf(t, rdb, r.ID) != 0 {
+				t.Fatalf("the run still waiting was not compacted again (%d, %v)", n, err)
+			}
+			if got := readAll(t, s, r.ID); !reflect.DeepEqual(got, waiting) {
+				t.Fatalf("compacted again, its log reads\n%+v\nnot\n%+v", got, waiting)
 			}
 
 			// A follower blocked on the stream is woken by the answer, and reads what it has not seen, in order.

@@ -13,11 +13,16 @@ import (
 )
 
 func (s *Store) appendEvents(ctx context.Context, p redis.Pipeliner, runID string, events []jobs.Event) error {
+	// Stamped in place: what observers see of a committed change is what the log holds.
 	for i := range events {
 		e := &events[i]
-		data, err := s.encodeEvent(runID, e)
+		if e.Time.IsZero() {
+			e.Time = s.now().UTC()
+		}
+		e.RunID = runID
+		data, err := json.Marshal(e)
 		if err != nil {
-			return err
+			return fmt.Errorf("encoding event %s: %w", e.Type(), err)
 		}
 		id := e.ID
 		if id == "" {
@@ -26,19 +31,6 @@ func (s *Store) appendEvents(ctx context.Context, p redis.Pipeliner, runID strin
 		p.XAdd(ctx, &redis.XAddArgs{Stream: eventsKey(runID), ID: id, MaxLen: maxEvents, Approx: true, Values: []any{eventField, data}})
 	}
 	return nil
-}
-
-// encodeEvent stamps e in place (what observers see of a committed change is what the log holds) and encodes it.
-func (s *Store) encodeEvent(runID string, e *jobs.Event) ([]byte, error) {
-	if e.Time.IsZero() {
-		e.Time = s.now().UTC()
-	}
-	e.RunID = runID
-	data, err := json.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("encoding event %s: %w", e.Type(), err)
-	}
-	return data, nil
 }
 
 // Append writes events to a run's log outside of any other change.
@@ -212,25 +204,17 @@ func exclusive(id string) string {
 
 func (s *Store) appendAudit(ctx context.Context, p redis.Pipeliner, runID string, entries []jobs.AuditEntry) error {
 	for _, a := range entries {
-		data, err := s.encodeAudit(runID, a)
+		if a.Time.IsZero() {
+			a.Time = s.now().UTC()
+		}
+		a.RunID = runID
+		data, err := json.Marshal(a)
 		if err != nil {
-			return err
+			return fmt.Errorf("encoding audit entry: %w", err)
 		}
 		p.XAdd(ctx, &redis.XAddArgs{Stream: auditKey(runID), Values: []any{eventField, data}})
 	}
 	return nil
-}
-
-func (s *Store) encodeAudit(runID string, a jobs.AuditEntry) ([]byte, error) {
-	if a.Time.IsZero() {
-		a.Time = s.now().UTC()
-	}
-	a.RunID = runID
-	data, err := json.Marshal(a)
-	if err != nil {
-		return nil, fmt.Errorf("encoding audit entry: %w", err)
-	}
-	return data, nil
 }
 
 // Audit returns a run's audit trail, oldest first; a compact or archived run's comes from where it is kept.

@@ -5,7 +5,6 @@ package store
 
 import (
 	"cmp"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -269,20 +268,6 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 		if err != nil {
 			return fmt.Errorf("encoding run %s: %w", id, err)
 		}
-		// A compact run that still waits stays compact, with this change's entries in it; one that no longer waits has
-		// its log written back as streams, before this change's entries (compact.go).
-		var back *archivedRun
-		if kept != nil && resting(r.Status) {
-			kept.Run = data
-			if err := s.fold(kept, id, c.Events, c.Audit); err != nil {
-				return err
-			}
-			if data, err = encodeKept(kept, gzip.BestCompression); err != nil {
-				return fmt.Errorf("run %s: %w", id, err)
-			}
-		} else {
-			back = kept
-		}
 		sent.run, sent.data, sent.events = &r, data, c.Events
 		var spent float64
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -291,12 +276,9 @@ func (s *Store) update(ctx context.Context, id string, fn func(r *jobs.Run, c *j
 			sent.spent = spent
 			p.HSet(ctx, keySummaries, id, summarize(&r))
 			indexOpen(ctx, p, &r)
-			if kept != nil && back == nil {
-				return nil // folded in above
-			}
 			indexResting(ctx, p, &r, was, now)
-			if back != nil {
-				writeBack(ctx, p, id, back)
+			if kept != nil {
+				writeBack(ctx, p, id, kept) // a compact run's log, back in streams before this change's entries
 			}
 			if err := s.appendEvents(ctx, p, id, c.Events); err != nil {
 				return err
