@@ -537,27 +537,39 @@ type injectBeforeEvents struct {
 }
 
 func (*injectBeforeEvents) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (*injectBeforeEvents) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+// The poster's read of what came after its cursor, XRANGE orch:run:{id}:events (cursor + …, is pipelined with a read of
+// the run's first bytes (which tell a compact run's log apart); either way the change lands just before it.
+func (i *injectBeforeEvents) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			i.fire(cmd)
+		}
+		return next(ctx, cmds)
+	}
 }
 
 func (i *injectBeforeEvents) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		// The poster's read of what came after its cursor: XRANGE orch:run:{id}:events (cursor + …
-		if args := cmd.Args(); cmd.Name() == "xrange" && len(args) > 2 {
-			key, _ := args[1].(string)
-			start, _ := args[2].(string)
-			if id, ok := strings.CutSuffix(strings.TrimPrefix(key, "orch:run:{"), "}:events"); ok && strings.HasPrefix(start, "(") {
-				i.mu.Lock()
-				fn := i.armed[id]
-				delete(i.armed, id)
-				i.mu.Unlock()
-				if fn != nil {
-					fn()
-				}
-			}
-		}
+		i.fire(cmd)
 		return next(ctx, cmd)
+	}
+}
+
+func (i *injectBeforeEvents) fire(cmd redis.Cmder) {
+	args := cmd.Args()
+	if cmd.Name() != "xrange" || len(args) <= 2 {
+		return
+	}
+	key, _ := args[1].(string)
+	start, _ := args[2].(string)
+	if id, ok := strings.CutSuffix(strings.TrimPrefix(key, "orch:run:{"), "}:events"); ok && strings.HasPrefix(start, "(") {
+		i.mu.Lock()
+		fn := i.armed[id]
+		delete(i.armed, id)
+		i.mu.Unlock()
+		if fn != nil {
+			fn()
+		}
 	}
 }
 

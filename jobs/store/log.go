@@ -49,7 +49,7 @@ func (s *Store) Append(ctx context.Context, runID string, events ...jobs.Event) 
 
 // Events reads a run's events after the stream id after ("" or "0" = from the start). With block > 0 it waits up to
 // block for new events when there are none. A run kept compact while it waits, and an archived run, have their events
-// read from where they are kept; one added to a compact run is seen when a blocked read ends (compact.go).
+// read from where they are kept (compact.go, history.go).
 func (s *Store) Events(ctx context.Context, runID, after string, block time.Duration) ([]jobs.Event, error) {
 	if after == "" {
 		after = "0"
