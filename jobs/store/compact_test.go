@@ -239,3 +239,41 @@ func TestCompactLimits(t *testing.T) {
 		})
 	}
 }
+
+// The embedded store saves a compact run (binary, in its journal and snapshot) and reads it back whole after a restart,
+// and the run's answer after the restart writes its log back.
+func TestACompactRunOutlivesTheEmbeddedStore(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	b, err := Connect(ctx, ConnectConfig{StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := parkRun(t, b.Store)
+	before := readAll(t, b.Store, r.ID)
+	if n, err := b.Store.CompactResting(ctx, 0); err != nil || n != 1 {
+		t.Fatalf("CompactResting = %d, %v", n, err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err = Connect(ctx, ConnectConfig{StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	data, err := b.Redis.Get(ctx, runKey(r.ID)).Bytes()
+	if err != nil || !compact(data) || streamsOf(t, b.Redis, r.ID) != 0 {
+		t.Fatalf("after the restart the run is not compact (%v)", err)
+	}
+	if got := readAll(t, b.Store, r.ID); !reflect.DeepEqual(got, before) {
+		t.Fatalf("after the restart its log reads\n%+v\nnot\n%+v", got, before)
+	}
+	update(t, b.Store, r.ID, func(r *jobs.Run, c *jobs.Change) {
+		r.Status = jobs.RunRunning
+		c.Emit(jobs.NewEvent(r.ID, "1.1", jobs.ResumedEvent{Resolution: "B"}))
+	})
+	if got := readAll(t, b.Store, r.ID); len(got.Events) != 4 || !reflect.DeepEqual(got.Events[:3], before.Events) {
+		t.Fatalf("answered after the restart: %+v", got.Events)
+	}
+}
