@@ -233,10 +233,11 @@ func (w *Worker) finished(r *jobs.Run, task *jobs.Task, recovered bool) (*jobs.A
 // keeps trying for a while (Worker.save); the attempt's fence keeps a late or stale save from doing harm.
 func (w *Worker) saveOutcome(ctx context.Context, at *attempt, out *outcome) (*jobs.Run, error) {
 	settle := w.settlement(at, out)
-	// What the step leaves of the run: played on a copy when the verdict may finish the task or the run, for the commit
-	// and the push; else the run as the step found it, whose task goes on or waits.
+	// What the step leaves of the run: played on a copy when the verdict may finish the task or the run of a run with a
+	// branch, for the commit and the push; else the run as the step found it, whose task goes on or waits (a run
+	// without a branch has nothing to deliver: copying the whole run for nothing is the cost of a long plan's step).
 	after := at.run
-	if w.settleFinishes(at.run, out) {
+	if at.wt != nil && at.run.Git != nil && w.settleFinishes(at.run, out) {
 		after = preview(at.run, settle)
 	}
 	d, err := w.deliver(ctx, at.wt, at.run, after, at.fence)

@@ -113,6 +113,9 @@ func (w *Worker) saveUnlessDelivering(ctx context.Context, runID string, fn func
 // worktree done first. before is the run as read before any transaction: fn is played on a copy of it to learn what
 // it finishes.
 func (w *Worker) deliverFirst(ctx context.Context, before *jobs.Run, fn func(*jobs.Run, *jobs.Change) error) (*jobs.Run, error) {
+	if before.Git == nil {
+		return w.cfg.Store.Update(ctx, before.ID, fn) // no branch to deliver to
+	}
 	after := preview(before, fn)
 	if after == nil || !finishes(currentTaskID(before), after) {
 		return w.cfg.Store.Update(ctx, before.ID, fn) // nothing to deliver: fn says what it makes of the run as it is now
@@ -392,7 +395,7 @@ func clone(r *jobs.Run) (*jobs.Run, error) {
 		return nil, err
 	}
 	var cp jobs.Run
-	return &cp, json.Unmarshal(data, &cp)
+	return &cp, jobs.DecodeRun(data, &cp)
 }
 
 // A run that works in a plain directory holds it while it runs (a parked run lets go: nobody's work may wait on a

@@ -190,7 +190,7 @@ func decodeRun(id string, data []byte) (*jobs.Run, error) {
 
 func decodeDoc(id string, data []byte) (*jobs.Run, error) {
 	var r jobs.Run
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := jobs.DecodeRun(data, &r); err != nil {
 		return nil, fmt.Errorf("run %s: its document (Redis key %s) is %w (%v); delete the key to skip it", id, runKey(id), ErrDamaged, err)
 	}
 	return &r, nil
