@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -113,7 +114,7 @@ func TestCompactResting(t *testing.T) {
 			if err != nil || got.Status != jobs.RunParked || got.Version != r.Version {
 				t.Fatalf("Get of the compact run = %+v, %v", got, err)
 			}
-			if found, _, err := s.Find(ctx, Query{}, 0, 100); err != nil || !containsRun(found, r.ID) {
+			if found, _, err := s.Find(ctx, Query{}, 0, 100); err != nil || !slices.ContainsFunc(found, func(f *jobs.Run) bool { return f.ID == r.ID }) {
 				t.Fatalf("Find misses the compact run (%v)", err)
 			}
 
@@ -188,15 +189,6 @@ func TestCompactResting(t *testing.T) {
 			}
 		})
 	}
-}
-
-func containsRun(runs []*jobs.Run, id string) bool {
-	for _, r := range runs {
-		if r.ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 // A waiting run with a long log stays in streams (its nodes are full; writing it all back would slow its answer), and
