@@ -125,7 +125,6 @@ func waitCompacted(ctx context.Context, rdb *redis.Client, parking time.Duration
 	}
 }
 
-
 // busyWhileParked waits until nothing is queued, then reports the most worker slots held in a few samples.
 func busyWhileParked(ctx context.Context, inspector *asynq.Inspector) (int, error) {
 	for deadline := time.Now().Add(time.Minute); ; {

@@ -537,6 +537,7 @@ type injectBeforeEvents struct {
 }
 
 func (*injectBeforeEvents) DialHook(next redis.DialHook) redis.DialHook { return next }
+
 // The poster's read of what came after its cursor, XRANGE orch:run:{id}:events (cursor + …, is pipelined with a read of
 // the run's first bytes (which tell a compact run's log apart); either way the change lands just before it.
 func (i *injectBeforeEvents) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
