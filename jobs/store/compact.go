@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/orchrun/orch/jobs"
 )
@@ -94,14 +96,52 @@ func decodeStored(id string, data []byte) (*jobs.Run, *archivedRun, error) {
 	return r, ar, err
 }
 
-// decodeCompact reads a run's compact value; with full false, only its document.
+// decodeCompact reads a run's compact value; with full false, only its document. A compact value is small (its log
+// is at most compactMost entries), so it is inflated whole and decoded at once, which a listing of waiting runs does
+// for every run it shows: a streamed read of the first fields, as an archive file may need, took five times as long.
 func decodeCompact(id string, data []byte, full bool) (*archivedRun, error) {
-	ar, err := readKept(bytes.NewReader(data), full)
+	ar, err := inflateKept(data, full)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: its compact value (Redis key %s) is %w (%v); delete the key to skip it", id,
 			runKey(id), ErrDamaged, err)
 	}
 	return ar, nil
+}
+
+func inflateKept(data []byte, full bool) (*archivedRun, error) {
+	zr, _ := gzipReaders.Get().(*gzip.Reader)
+	var err error
+	if zr == nil {
+		zr, err = gzip.NewReader(bytes.NewReader(data))
+	} else {
+		err = zr.Reset(bytes.NewReader(data))
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer gzipReaders.Put(zr)
+	raw, err := io.ReadAll(zr) // checks gzip's checksum at the end
+	if err != nil {
+		return nil, err
+	}
+	var ar archivedRun
+	if full {
+		err = segjson.Unmarshal(raw, &ar)
+	} else {
+		var head struct {
+			Version int             `json:"version"`
+			Run     json.RawMessage `json:"run"`
+		}
+		err = segjson.Unmarshal(raw, &head)
+		ar.Version, ar.Run = head.Version, head.Run
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ar.Version != archiveVersion || len(ar.Run) == 0 {
+		return nil, fmt.Errorf("version %d, this orch reads %d", ar.Version, archiveVersion)
+	}
+	return &ar, nil
 }
 
 // entries counts the entries of a run's log and audit trail.
