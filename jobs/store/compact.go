@@ -23,7 +23,7 @@ import (
 // logs but a person looking. Redis gives each stream a node of stream-node-max-bytes (4 KiB by default) from its first
 // entry, so a waiting run's two streams alone took more than the whole run needs. A run that has waited quietly for a
 // while (RestingQuiet) is therefore kept compact: its document, event log and audit trail in one gzip'd value under the
-// document's key — the bytes its archive file would hold — and no streams.
+// document's key, in its archive file's format, and no streams.
 //
 // Every reader of a run goes through decodeRun, and every reader of a log falls back on the compact value when the
 // stream is empty (kept), so nothing outside this package sees the difference. Any change to a compact run (the
