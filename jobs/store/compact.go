@@ -97,8 +97,9 @@ func decodeStored(id string, data []byte) (*jobs.Run, *archivedRun, error) {
 }
 
 // decodeCompact reads a run's compact value; with full false, only its document. A compact value is small (its log
-// is at most compactMost entries), so it is inflated whole and decoded at once, which a listing of waiting runs does
-// for every run it shows: a streamed read of the first fields, as an archive file may need, took five times as long.
+// is at most compactMost entries), so it is inflated whole and decoded at once: a listing of waiting runs reads one
+// for every run it shows, and the streamed read of the first fields that a large archive file needs took a fifth
+// longer here (53–60 µs against 44).
 func decodeCompact(id string, data []byte, full bool) (*archivedRun, error) {
 	ar, err := inflateKept(data, full)
 	if err != nil {
@@ -154,8 +155,8 @@ func parseStreamID(id string) (ms, seq uint64) {
 	return ms, seq
 }
 
-// writeBack writes a compact run's log back as its streams, with the entries' own ids, in pipeline p: what a change
-// to the run does before adding its own entries.
+// writeBack writes a kept log back as the run's streams, with the entries' own ids, in pipeline p: what a change to a
+// compact run does before adding its own entries, and what bringing a run back from the archive does.
 func writeBack(ctx context.Context, p redis.Pipeliner, runID string, ar *archivedRun) {
 	for _, e := range ar.Events {
 		p.XAdd(ctx, &redis.XAddArgs{Stream: eventsKey(runID), ID: e.ID, Values: []any{eventField, string(e.Data)}})

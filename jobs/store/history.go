@@ -151,12 +151,7 @@ func (s *Store) restore(ctx context.Context, id string, fn func(r *jobs.Run, c *
 		p.ZAdd(ctx, keyRuns, redis.Z{Score: float64(r.CreatedAt.UnixMilli()), Member: id})
 		p.HSet(ctx, keySummaries, id, sum)
 		indexOpen(ctx, p, &put)
-		for _, e := range ar.Events {
-			p.XAdd(ctx, &redis.XAddArgs{Stream: eventsKey(id), ID: e.ID, Values: []any{eventField, string(e.Data)}})
-		}
-		for _, e := range ar.Audit {
-			p.XAdd(ctx, &redis.XAddArgs{Stream: auditKey(id), ID: e.ID, Values: []any{eventField, string(e.Data)}})
-		}
+		writeBack(ctx, p, id, ar)
 		return nil
 	})
 	if err != nil {
