@@ -237,16 +237,25 @@ func (a *Archive) read(id string, full bool) (*archivedRun, error) {
 // gzipReaders are the gzip readers kept for the next file: each holds a 32 KiB window and its tables.
 var gzipReaders sync.Pool
 
-// readKept reads a run's file (or a waiting run's compact value, which holds the same); with full false, only the
-// run's document.
-func readKept(r io.Reader, full bool) (*archivedRun, error) {
-	zr, _ := gzipReaders.Get().(*gzip.Reader)
-	var err error
-	if zr == nil {
-		zr, err = gzip.NewReader(r)
-	} else {
-		err = zr.Reset(r)
+// gzipReader is a kept gzip reader reading r; put it back with gzipReaders.Put.
+func gzipReader(r io.Reader) (*gzip.Reader, error) {
+	if zr, _ := gzipReaders.Get().(*gzip.Reader); zr != nil {
+		return zr, zr.Reset(r)
 	}
+	return gzip.NewReader(r)
+}
+
+// check refuses a run's file this orch cannot read.
+func (ar *archivedRun) check() error {
+	if ar.Version != archiveVersion || len(ar.Run) == 0 {
+		return fmt.Errorf("version %d, this orch reads %d", ar.Version, archiveVersion)
+	}
+	return nil
+}
+
+// readKept reads a run's archived file, streaming: with full false, only as far as the run's document.
+func readKept(r io.Reader, full bool) (*archivedRun, error) {
+	zr, err := gzipReader(r)
 	if err != nil {
 		return nil, err
 	}
@@ -262,10 +271,7 @@ func readKept(r io.Reader, full bool) (*archivedRun, error) {
 	} else if err := decodeFirstFields(json.NewDecoder(zr), &ar); err != nil {
 		return nil, err
 	}
-	if ar.Version != archiveVersion || len(ar.Run) == 0 {
-		return nil, fmt.Errorf("version %d, this orch reads %d", ar.Version, archiveVersion)
-	}
-	return &ar, nil
+	return &ar, ar.check()
 }
 
 // decodeFirstFields reads the version and the run's document and stops: the event log after them is not needed.

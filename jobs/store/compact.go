@@ -110,13 +110,7 @@ func decodeCompact(id string, data []byte, full bool) (*archivedRun, error) {
 }
 
 func inflateKept(data []byte, full bool) (*archivedRun, error) {
-	zr, _ := gzipReaders.Get().(*gzip.Reader)
-	var err error
-	if zr == nil {
-		zr, err = gzip.NewReader(bytes.NewReader(data))
-	} else {
-		err = zr.Reset(bytes.NewReader(data))
-	}
+	zr, err := gzipReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
@@ -139,10 +133,7 @@ func inflateKept(data []byte, full bool) (*archivedRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ar.Version != archiveVersion || len(ar.Run) == 0 {
-		return nil, fmt.Errorf("version %d, this orch reads %d", ar.Version, archiveVersion)
-	}
-	return &ar, nil
+	return &ar, ar.check()
 }
 
 // entries counts the entries of a run's log and audit trail.

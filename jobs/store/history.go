@@ -161,38 +161,38 @@ func (s *Store) restore(ctx context.Context, id string, fn func(r *jobs.Run, c *
 }
 
 // kept returns a run's event log (or audit trail) when no stream holds it: kept compact while the run waits, or
-// archived. head is the first bytes of the run's stored value ("" when Redis has none), read with the stream. ok is
-// false when the run's log is in its streams, or the run is nowhere.
-func (s *Store) kept(ctx context.Context, runID, head string, audit bool) (entries []archivedEntry, ok bool, err error) {
+// archived. head is the first bytes of the run's stored value ("" when Redis has none), read with the stream. It is
+// nil when the run's log is in its streams, or the run is nowhere.
+func (s *Store) kept(ctx context.Context, runID, head string, audit bool) (entries []archivedEntry, err error) {
 	var ar *archivedRun
 	switch {
 	case head != "" && !compact([]byte(head)):
-		return nil, false, nil // the streams are the log
+		return nil, nil // the streams are the log
 	case head != "":
 		data, gerr := s.rdb.Get(ctx, runKey(runID)).Bytes()
 		switch {
 		case errors.Is(gerr, redis.Nil):
-			return nil, false, nil // archived meanwhile, or pruned: the next read finds it
+			return nil, nil // archived meanwhile, or pruned: the next read finds it
 		case gerr != nil:
-			return nil, false, fmt.Errorf("reading run %s: %w", runID, gerr)
+			return nil, fmt.Errorf("reading run %s: %w", runID, gerr)
 		case !compact(data):
-			return nil, false, nil // its log went back to streams meanwhile
+			return nil, nil // its log went back to streams meanwhile
 		}
 		ar, err = decodeCompact(runID, data, true)
 	case s.archive == nil:
-		return nil, false, nil
+		return nil, nil
 	default:
 		if ar, err = s.archive.read(runID, true); errors.Is(err, jobs.ErrRunNotFound) {
-			return nil, false, nil
+			return nil, nil
 		}
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if audit {
-		return ar.Audit, true, nil
+		return ar.Audit, nil
 	}
-	return ar.Events, true, nil
+	return ar.Events, nil
 }
 
 func entriesAsMessages(entries []archivedEntry) []redis.XMessage {

@@ -91,7 +91,7 @@ func (s *Store) eventsNow(ctx context.Context, runID, after string) ([]jobs.Even
 
 // readLog reads a run's event stream (or audit trail) with read, and the first bytes of its stored value in the same
 // round trip. When the stream has nothing, those tell whether its log is kept elsewhere (kept): compact, or
-// archived. kept is nil when the stream is the log.
+// archived. kept is nil when the stream is the log, or when nothing is kept.
 func (s *Store) readLog(ctx context.Context, runID string, audit bool, read func(p redis.Pipeliner) *redis.XMessageSliceCmd) (msgs []redis.XMessage, kept []archivedEntry, err error) {
 	var xs *redis.XMessageSliceCmd
 	var head *redis.StringCmd
@@ -106,14 +106,8 @@ func (s *Store) readLog(ctx context.Context, runID string, audit bool, read func
 	if msgs = xs.Val(); len(msgs) > 0 {
 		return msgs, nil, nil
 	}
-	entries, ok, err := s.kept(ctx, runID, head.Val(), audit)
-	if err != nil || !ok {
-		return nil, nil, err
-	}
-	if entries == nil {
-		entries = []archivedEntry{}
-	}
-	return nil, entries, nil
+	kept, err = s.kept(ctx, runID, head.Val(), audit)
+	return nil, kept, err
 }
 
 // streamIDAfter reports whether stream id a comes after b ("<ms>-<seq>").
