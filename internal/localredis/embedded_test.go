@@ -82,7 +82,7 @@ func compactNow(t *testing.T, e *Embedded) {
 	t.Helper()
 	e.own.sem <- struct{}{}
 	defer func() { <-e.own.sem }()
-	c, err := e.own.readStore()
+	c, err := e.own.readStore(true)
 	if err == nil {
 		err = e.own.compact(c.keys)
 	}

@@ -51,6 +51,8 @@ type owner struct {
 
 	// writes counts write commands from clients, before they run: a save is due when it moved.
 	writes atomic.Uint64
+	// flags name the streams that may have changed other than by appending since a save read them (touched.go).
+	flags *flags
 
 	sem  chan struct{}
 	stop chan struct{} // closed when Close begins
@@ -77,7 +79,7 @@ func startOwner(dir string, files *owned.Dir, log *slog.Logger) (*owner, []strin
 	o := &owner{
 		dir: dir, files: files, log: log, token: newToken(), mr: miniredis.NewMiniRedis(),
 		sem: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		compactMin: compactAtLeast, warned: map[string]bool{},
+		compactMin: compactAtLeast, warned: map[string]bool{}, flags: newFlags(),
 	}
 	ld, err := loadState(files, o.mr)
 	if err != nil {
@@ -99,7 +101,7 @@ func startOwner(dir string, files *owned.Dir, log *slog.Logger) (*owner, []strin
 	o.local = newLocal(o.mr.Server())
 	o.gen, o.snapSize, o.snapKeys = ld.gen, ld.snapSize, ld.snapKeys
 	// Nobody else can reach the server yet (its address is not published), so this read is complete.
-	c, err := o.readStore()
+	c, err := o.readStore(true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the loaded embedded store: %w", err)
 	}
@@ -121,11 +123,15 @@ func startOwner(dir string, files *owned.Dir, log *slog.Logger) (*owner, []strin
 	if err := srv.Register(syncCommand, o.serveSync); err != nil {
 		return nil, nil, err
 	}
-	srv.SetPreHook(func(c *server.Peer, cmd string, _ ...string) bool {
-		if c.ClientName != internalClient && cmd != syncCommand && !srv.IsReadOnlyCommand(cmd) {
+	srv.SetPreHook(func(c *server.Peer, cmd string, args ...string) bool {
+		if c.ClientName == internalClient || o.flags.running(c) {
+			return false // the save's own reads; or a command the flags are running, seen already
+		}
+		readOnly := srv.IsReadOnlyCommand(cmd)
+		if cmd != syncCommand && !readOnly {
 			o.writes.Add(1)
 		}
-		return false
+		return o.flags.run(srv, c, cmd, args, readOnly)
 	})
 	if o.lost, err = o.recordStart(); err != nil {
 		return nil, nil, err

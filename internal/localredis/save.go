@@ -18,10 +18,11 @@ import (
 	"github.com/orchrun/orch/internal/owned"
 )
 
-// A save pass reads the whole store in one transaction, compares every key with what was last persisted, and
-// appends what changed to the journal as one record, with one write and one fsync. Reading is in proportion to the
-// store (in memory, and cheap); writing is in proportion to the change. When the journal has grown past the size of
-// the snapshot (and at least compactAtLeast), the pass writes a new snapshot and starts a new journal.
+// A save pass reads the store in one transaction, compares every key with what was last persisted, and appends what
+// changed to the journal as one record, with one write and one fsync. It reads every key but a stream whole; of a
+// stream that nothing but appending can have changed since the last pass, it reads only the new entries (see
+// touched.go). Writing is in proportion to the change. When the journal has grown past the size of the snapshot (and
+// at least compactAtLeast), the pass reads the whole store, writes it as a new snapshot and starts a new journal.
 
 const compactAtLeast = 1 << 20
 
@@ -33,13 +34,16 @@ const readAttempts = 5
 type mark struct {
 	typ     string
 	expires int64    // deadline in unix seconds; 0 for none. Rounded, as a TTL read twice differs by milliseconds.
-	sum     [32]byte // SHA-256 of the content; of a stream's first n entries
+	sum     [32]byte // SHA-256 of the content; of a stream's first n entries, or of an earlier sum and entries since
 	n       int      // streams: entries covered by sum
+	last    string   // streams: the id of entry n
 }
 
 // storeCopy is the store as one save pass read it.
 type storeCopy struct {
-	keys []snapshotKey // sorted by key
+	keys  []snapshotKey            // sorted by key
+	tails map[string][]streamEntry // streams read from their last saved entry on: the entries after it
+	flags flagMark                 // the flags as the pass began: every stream flagged until then was read whole
 	// unsure lists keys whose state this copy does not know, when the store kept changing under every read
 	// attempt: they are neither saved nor deleted by this pass. Empty for a complete copy.
 	unsure map[string]bool
@@ -47,16 +51,21 @@ type storeCopy struct {
 
 func (c *storeCopy) complete() bool { return len(c.unsure) == 0 }
 
+// whole reports whether the copy holds every key whole, as a snapshot needs.
+func (c *storeCopy) whole() bool { return c.complete() && len(c.tails) == 0 }
+
 // readStore reads every key with MULTI/EXEC, so the copy is consistent across keys: a script that moves a task from
 // one list to another is seen before or after, never half done. The commands for a key depend on its type, known
-// before the transaction runs; a key that appears or changes type in between makes the pass read again.
-func (o *owner) readStore() (*storeCopy, error) {
+// before the transaction runs; a key that appears or changes type in between makes the pass read again, and so does
+// a stream read from its tail that turns out to have changed otherwise. With whole, every stream is read whole.
+func (o *owner) readStore(whole bool) (*storeCopy, error) {
 	known := make(map[string]string, len(o.marks))
 	for k, m := range o.marks {
 		known[k] = m.typ
 	}
+	r := &storeRead{known: known, force: map[string]bool{}, whole: whole}
 	for attempt := 1; ; attempt++ {
-		c, err := o.readPass(known)
+		c, err := o.readPass(r)
 		if err != nil {
 			return nil, err
 		}
@@ -66,23 +75,47 @@ func (o *owner) readStore() (*storeCopy, error) {
 	}
 }
 
+// storeRead is what the passes of one readStore share.
+type storeRead struct {
+	known map[string]string // key types
+	force map[string]bool   // streams to read whole: their tail did not add up
+	whole bool
+	flags flagMark // as this attempt began
+}
+
+// tail reports whether key is read from its last saved entry on: a stream saved with entries and no TTL, that no
+// command has flagged since. A TTL's end deletes a stream with no command, so a stream with one is read whole.
+func (o *owner) tail(r *storeRead, key string) *mark {
+	if r.whole || r.known[key] != "stream" || r.force[key] || r.flags.whole(key) {
+		return nil
+	}
+	if m := o.marks[key]; m != nil && m.typ == "stream" && m.expires == 0 && m.n > 0 && m.last != "" {
+		return m
+	}
+	return nil
+}
+
 // readPass is one pass of readStore: the key list, the types not known yet, then every key in one transaction.
-func (o *owner) readPass(known map[string]string) (*storeCopy, error) {
-	r, err := o.local.run([]string{"KEYS", "*"})
+func (o *owner) readPass(r *storeRead) (*storeCopy, error) {
+	known := r.known
+	list, err := o.local.run([]string{"KEYS", "*"})
 	if err != nil {
 		return nil, err
 	}
-	keys, err := r[0].strings()
+	keys, err := list[0].strings()
 	if err != nil {
 		return nil, err
 	}
 	if err := o.learnTypes(keys, known); err != nil {
 		return nil, err
 	}
+	r.flags = o.flags.mark()
 	cmds := [][]string{{"MULTI"}, {"KEYS", "*"}}
 	for _, k := range keys {
 		cmds = append(cmds, []string{"TYPE", k}, []string{"PEXPIRETIME", k})
-		if rc := readCommand(k, known[k]); rc != nil {
+		if m := o.tail(r, k); m != nil {
+			cmds = append(cmds, []string{"XLEN", k}, []string{"XREVRANGE", k, "+", "(" + m.last})
+		} else if rc := readCommand(k, known[k]); rc != nil {
 			cmds = append(cmds, rc)
 		}
 	}
@@ -99,7 +132,11 @@ func (o *owner) readPass(known map[string]string) (*storeCopy, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &storeCopy{unsure: map[string]bool{}}
+	// A command that may change streams otherwise and was flagged since the pass began may have run before its
+	// read: the streams it names were read from their tail, wrongly. Once every command running has raised its
+	// flags, the pass knows.
+	o.flags.settle()
+	c := &storeCopy{unsure: map[string]bool{}, flags: r.flags}
 	asked := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		asked[k] = true
@@ -109,15 +146,29 @@ func (o *owner) readPass(known map[string]string) (*storeCopy, error) {
 			c.unsure[k] = true // created after the key list was read
 		}
 	}
-	return c, o.decodeKeys(c, keys, known, exec.arr[1:])
+	return c, o.decodeKeys(c, r, keys, exec.arr[1:])
 }
 
 // decodeKeys reads the transaction's replies for keys (TYPE, PEXPIRETIME, and the value when the type is one orch
-// saves) into c: a key gone is skipped, a key whose type changed since the pass began is unsure.
-func (o *owner) decodeKeys(c *storeCopy, keys []string, known map[string]string, replies []reply) error {
+// saves) into c: a key gone is skipped, a key whose type changed since the pass began is unsure, and so is a stream
+// whose tail does not add up to what was saved of it.
+func (o *owner) decodeKeys(c *storeCopy, r *storeRead, keys []string, replies []reply) error {
+	known := r.known
 	for _, k := range keys {
 		t, expires := replies[0].str, replies[1]
 		var value *reply
+		if prev := o.tail(r, k); prev != nil {
+			length, entries := replies[2], replies[3]
+			replies = replies[4:]
+			if t == "none" {
+				continue
+			}
+			if !o.addTail(c, k, prev, t, expires, length, entries) {
+				c.unsure[k] = true
+				r.force[k] = true
+			}
+			continue
+		}
 		if readCommand(k, known[k]) != nil {
 			value = &replies[2]
 			replies = replies[3:]
@@ -142,6 +193,25 @@ func (o *owner) decodeKeys(c *storeCopy, keys []string, known map[string]string,
 		c.keys = append(c.keys, sk)
 	}
 	return nil
+}
+
+// addTail adds to c the entries of stream k after its saved entry prev.last, read with XLEN and XREVRANGE, and
+// reports whether they add up: the stream is still one, with no TTL, no command flagged it since the pass began,
+// and it holds the saved entries and these, no fewer.
+func (o *owner) addTail(c *storeCopy, k string, prev *mark, t string, expires, length, entries reply) bool {
+	if t != "stream" || expires.err() != nil || expires.n > 0 || length.err() != nil || o.flags.since(c.flags, k) {
+		return false
+	}
+	added, err := toStream(entries)
+	if err != nil || entries.err() != nil || length.n != int64(prev.n+len(added)) {
+		return false
+	}
+	slices.Reverse(added)
+	if c.tails == nil {
+		c.tails = map[string][]streamEntry{}
+	}
+	c.tails[k] = added
+	return true
 }
 
 // learnTypes adds the types of keys not seen before to known.
@@ -264,6 +334,9 @@ func markKey(k *snapshotKey, prev *mark) (m mark, added []streamEntry, appendabl
 	if k.Type == "stream" {
 		appendable = hashStream(h, k.Stream, prev, m.expires)
 		m.n = len(k.Stream)
+		if m.n > 0 {
+			m.last = k.Stream[m.n-1].ID
+		}
 		if appendable {
 			added = k.Stream[prev.n:]
 		}
@@ -272,6 +345,21 @@ func markKey(k *snapshotKey, prev *mark) (m mark, added []streamEntry, appendabl
 	}
 	m.sum = [32]byte(h.Sum(nil))
 	return m, added, appendable
+}
+
+// markTail is the mark of a stream read from its tail: the entries added after prev's.
+func markTail(prev *mark, added []streamEntry) mark {
+	if len(added) == 0 {
+		return *prev
+	}
+	m := *prev
+	h := sha256.New()
+	h.Write(prev.sum[:])
+	hashEntries(h, added)
+	m.sum = [32]byte(h.Sum(nil))
+	m.n += len(added)
+	m.last = added[len(added)-1].ID
+	return m
 }
 
 // hashValue hashes the value of a key that is not a stream.
@@ -304,19 +392,25 @@ func hashValue(h hash.Hash, k *snapshotKey) {
 // TTL): then only the entries after them are new.
 func hashStream(h hash.Hash, entries []streamEntry, prev *mark, expires int64) (appendable bool) {
 	candidate := prev != nil && prev.typ == "stream" && prev.expires == expires && prev.n > 0 && prev.n <= len(entries)
-	for i, e := range entries {
+	for i := range entries {
 		if candidate && i == prev.n {
 			appendable = [32]byte(h.Sum(nil)) == prev.sum
 		}
-		field(h, e.ID)
-		for _, v := range e.Values {
-			field(h, string(v))
-		}
+		hashEntries(h, entries[i:i+1])
 	}
 	if candidate && prev.n == len(entries) {
 		appendable = [32]byte(h.Sum(nil)) == prev.sum
 	}
 	return appendable
+}
+
+func hashEntries(h hash.Hash, entries []streamEntry) {
+	for _, e := range entries {
+		field(h, e.ID)
+		for _, v := range e.Values {
+			field(h, string(v))
+		}
+	}
 }
 
 // field writes one length-prefixed string, so that different contents never hash the same bytes.
@@ -330,7 +424,7 @@ func field(h hash.Hash, s string) {
 func (o *owner) changes(c *storeCopy) (*journalRecord, map[string]*mark) {
 	rec := &journalRecord{}
 	next := map[string]*mark{}
-	seen := make(map[string]bool, len(c.keys))
+	seen := make(map[string]bool, len(c.keys)+len(c.tails))
 	for i := range c.keys {
 		k := &c.keys[i]
 		name := string(k.Key)
@@ -347,6 +441,15 @@ func (o *owner) changes(c *storeCopy) (*journalRecord, map[string]*mark) {
 		}
 		next[name] = &m
 	}
+	for name, added := range c.tails {
+		seen[name] = true
+		if len(added) > 0 {
+			rec.Append = append(rec.Append, streamAppend{Key: blob(name), Entries: added})
+			m := markTail(o.marks[name], added)
+			next[name] = &m
+		}
+	}
+	slices.SortFunc(rec.Append, func(a, b streamAppend) int { return strings.Compare(string(a.Key), string(b.Key)) })
 	for name := range o.marks {
 		if !seen[name] && !c.unsure[name] {
 			rec.Del = append(rec.Del, blob(name))
@@ -362,12 +465,13 @@ func (r *journalRecord) empty() bool { return len(r.Put)+len(r.Append)+len(r.Del
 // save runs one save pass. The caller holds o.sem.
 func (o *owner) save() error {
 	writes := o.writes.Load()
-	c, err := o.readStore()
+	c, err := o.readStore(false)
 	if err != nil {
 		return fmt.Errorf("saving the embedded store in %s: reading it: %w", o.dir, err)
 	}
 	rec, next := o.changes(c)
-	if o.journal != nil && !o.journal.broken && !rec.empty() {
+	mustCompact := o.journal == nil || o.journal.broken
+	if !mustCompact && !rec.empty() {
 		payload, err := json.Marshal(rec)
 		if err != nil {
 			return fmt.Errorf("saving the embedded store: encoding: %w", err)
@@ -383,11 +487,16 @@ func (o *owner) save() error {
 			}
 		}
 	}
-	mustCompact := o.journal == nil || o.journal.broken
+	saved := !mustCompact // what c holds is on disk
 	// A snapshot that holds mostly keys deleted since (runs moved to the archive after a busy spell) is rewritten
 	// too: every process that opens the store reads it whole.
-	shrunk := o.snapSize > o.compactMin/4 && 2*len(c.keys) < o.snapKeys
+	shrunk := o.snapSize > o.compactMin/4 && 2*(len(c.keys)+len(c.tails)) < o.snapKeys
 	if mustCompact || shrunk || o.journal.size > max(o.compactMin, o.snapSize) {
+		if c.complete() && !c.whole() {
+			if c, err = o.readStore(true); err != nil {
+				return fmt.Errorf("saving the embedded store in %s: reading it: %w", o.dir, err)
+			}
+		}
 		if !c.complete() {
 			// A snapshot must hold every key; the journal keeps what this pass read until a complete read.
 			o.trailing = true
@@ -402,6 +511,10 @@ func (o *owner) save() error {
 			}
 			return fmt.Errorf("compacting the embedded store: %w (the changes are saved in %s, which grows until this works)", err, o.journal.path)
 		}
+		saved = true
+	}
+	if saved {
+		o.flags.clear(c.flags, c.unsure)
 	}
 	// One more pass after a change: a command counted just before this pass may have run just after its read.
 	o.trailing = writes != o.savedWrites || !c.complete()

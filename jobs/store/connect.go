@@ -86,6 +86,7 @@ func Connect(ctx context.Context, cfg ConnectConfig) (*Backend, error) {
 	if b.Embedded != nil {
 		b.Store.UseArchive(NewArchive(HistoryDir(cfg.StateDir), cfg.Log), cfg.Log)
 		b.Store.durable = b.Embedded.Sync
+		b.Store.pollEvents = embeddedEventPoll
 	}
 	if sentinel {
 		b.Store.WaitForReplicas(waitReplicas, waitTimeout)

@@ -122,6 +122,9 @@ func streamIDAfter(a, b string) bool {
 
 func (s *Store) events(ctx context.Context, runID, after string, block time.Duration) ([]jobs.Event, error) {
 	var msgs []redis.XMessage
+	if block > 0 && s.pollEvents > 0 {
+		return s.pollFor(ctx, runID, after, block)
+	}
 	if block > 0 {
 		res, err := s.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{eventsKey(runID), after}, Block: block, Count: 500}).Result()
 		if errors.Is(err, redis.Nil) {
@@ -141,6 +144,62 @@ func (s *Store) events(ctx context.Context, runID, after string, block time.Dura
 		}
 	}
 	return decodeEvents(msgs), nil
+}
+
+// pollFor waits up to block for events after the stream id after, by reading the stream's length every
+// s.pollEvents, and reads them once it moved. The embedded store's server answers a blocked XREAD by scanning the
+// whole stream again after every command any client sends, which made a long run's every step slower than the last
+// while anyone followed it; its XLEN costs the same at any length.
+func (s *Store) pollFor(ctx context.Context, runID, after string, block time.Duration) ([]jobs.Event, error) {
+	key := eventsKey(runID)
+	fail := func(err error) ([]jobs.Event, error) {
+		return nil, fmt.Errorf("reading events of run %s: %w", runID, err)
+	}
+	if after == "$" {
+		last, err := s.rdb.XRevRangeN(ctx, key, "+", "-", 1).Result()
+		if err != nil {
+			return fail(err)
+		}
+		after = "0-0"
+		if len(last) > 0 {
+			after = last[0].ID
+		}
+	}
+	wait := time.NewTimer(block)
+	defer wait.Stop()
+	tick := time.NewTicker(s.pollEvents)
+	defer tick.Stop()
+	seen := int64(-1)
+	for {
+		n, err := s.rdb.XLen(ctx, key).Result()
+		if err != nil {
+			return fail(err)
+		}
+		if n != seen {
+			seen = n
+			// The newest first, so that only what is new is read; but never past the oldest new one unread.
+			const most = 500
+			msgs, err := s.rdb.XRevRangeN(ctx, key, "+", exclusive(after), most).Result()
+			if err == nil && len(msgs) == most {
+				msgs, err = s.rdb.XRangeN(ctx, key, exclusive(after), "+", most).Result()
+			} else {
+				slices.Reverse(msgs)
+			}
+			if err != nil {
+				return fail(err)
+			}
+			if len(msgs) > 0 {
+				return decodeEvents(msgs), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		case <-wait.C:
+			return nil, nil
+		case <-tick.C:
+		}
+	}
 }
 
 func decodeEvents(msgs []redis.XMessage) []jobs.Event {

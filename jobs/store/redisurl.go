@@ -211,4 +211,6 @@ func (u RedisURL) client() *redis.Client {
 const (
 	dialTimeout = 3 * time.Second
 	ioTimeout   = 5 * time.Second
+	// embeddedEventPoll is how often a follower of a run on the embedded store looks for its events (pollFor).
+	embeddedEventPoll = 25 * time.Millisecond
 )

@@ -46,6 +46,9 @@ type Store struct {
 	// before the caller acts on it, so that a store taken over from disk after its holder died has each run as
 	// its workers last saw it.
 	durable func(context.Context) error
+	// pollEvents, when set, is how often a reader waiting for a run's events looks for them (pollFor): the
+	// embedded store's.
+	pollEvents time.Duration
 	// repl, when set, has every change wait until a replica of Redis has it (replicate.go).
 	repl *replication
 	// budgets are the teams' budgets whose ledgers updates keep (ledger.go); onSpend hears what teams spent.

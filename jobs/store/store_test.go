@@ -306,3 +306,67 @@ func TestHoldsTakeTurns(t *testing.T) {
 		})
 	}
 }
+
+// A follower on the embedded store waits by polling (pollFor): it gets what comes next, in order, the oldest first
+// when more came than one read returns.
+func TestEmbeddedFollowerReadsInOrder(t *testing.T) {
+	ctx := context.Background()
+	b, err := Connect(ctx, ConnectConfig{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := b.Store
+	if s.pollEvents <= 0 {
+		t.Fatal("the embedded store's followers do not poll")
+	}
+	r := newRun()
+	if err := s.Create(ctx, r, jobs.NewEvent(r.ID, "", jobs.RunStartedEvent{})); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []jobs.Event, 1)
+	go func() {
+		evs, err := s.Events(ctx, r.ID, "$", time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- evs
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := s.Append(ctx, r.ID, jobs.NewEvent(r.ID, "1.1", jobs.RetryingEvent{})); err != nil {
+		t.Fatal(err)
+	}
+	evs := <-got
+	if len(evs) != 1 {
+		t.Fatalf("a follower from now got %d events: %+v", len(evs), evs)
+	}
+	if _, ok := evs[0].Body.(jobs.RetryingEvent); !ok {
+		t.Fatalf("a follower from now got %+v", evs[0])
+	}
+	cursor := evs[0].ID
+
+	if evs, err := s.Events(ctx, r.ID, cursor, 50*time.Millisecond); err != nil || len(evs) != 0 {
+		t.Fatalf("nothing new: %d events, %v", len(evs), err)
+	}
+	for i := range 700 {
+		if err := s.Append(ctx, r.ID, jobs.NewEvent(r.ID, "1.1", jobs.TaskStartedEvent{Attempt: i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var attempts []int
+	for len(attempts) < 700 {
+		evs, err := s.Events(ctx, r.ID, cursor, time.Second)
+		if err != nil || len(evs) == 0 {
+			t.Fatalf("after %d of 700: %d events, %v", len(attempts), len(evs), err)
+		}
+		for _, e := range evs {
+			attempts = append(attempts, e.Body.(jobs.TaskStartedEvent).Attempt)
+		}
+		cursor = evs[len(evs)-1].ID
+	}
+	for i, a := range attempts {
+		if a != i {
+			t.Fatalf("event %d read is attempt %d: the follower skipped or reordered", i, a)
+		}
+	}
+}
