@@ -196,7 +196,7 @@ func journalRecords(t *testing.T, path string) []*journalRecord {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readJournalHeader(data); err != nil {
+	if _, _, err := readJournalHeader(data); err != nil {
 		t.Fatal(err)
 	}
 	scan := scanJournal(data)

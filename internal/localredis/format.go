@@ -26,8 +26,8 @@ import (
 //
 //	length uint32 LE | CRC-32C of payload uint32 LE | CRC-32C of the 8 bytes before uint32 LE | payload (JSON)
 //
-// A record lists the keys a save found changed: their full state ("put"), entries added to a stream ("append"), and
-// deleted keys ("del"). Replaying the records in order over the snapshot gives the state of the last save. A journal
+// A record lists the keys a save found changed: their full state ("put"), entries added to a stream ("append"), a
+// large string as a patch against its value at the save before ("patch", delta.go), and deleted keys ("del"). Replaying the records in order over the snapshot gives the state of the last save. A journal
 // is replayed only over the snapshot whose journal_gen equals the journal's generation, so a crash while a new
 // snapshot replaces the old one can never apply an old journal to a newer snapshot.
 
@@ -35,7 +35,10 @@ const (
 	snapshotVersion = 3
 	legacyVersion   = 2 // written by orch before the journal; read only
 
-	journalMagic     = "orchjnl1"
+	journalMagic = "orchjnl2"
+	// journalMagicV1 is a journal without patches, written by orch before them: read, then replaced by a new
+	// snapshot and journal, so that an orch that knows no patches never reads one as a journal it knows.
+	journalMagicV1   = "orchjnl1"
 	journalHeaderLen = len(journalMagic) + 8 + 4
 	frameHeaderLen   = 12
 	// maxRecord bounds a record's length field, so garbage in it is recognised as such.
@@ -109,6 +112,7 @@ type streamEntry struct {
 type journalRecord struct {
 	Put    []snapshotKey  `json:"put,omitempty"`
 	Append []streamAppend `json:"append,omitempty"`
+	Patch  []stringPatch  `json:"patch,omitempty"`
 	Del    []blob         `json:"del,omitempty"`
 }
 
@@ -323,19 +327,20 @@ func journalHeader(gen uint64) []byte {
 	return binary.LittleEndian.AppendUint32(h, crc(h))
 }
 
-// readJournalHeader returns a journal's generation.
-func readJournalHeader(data []byte) (uint64, error) {
+// readJournalHeader returns a journal's generation, and whether it is of the first version.
+func readJournalHeader(data []byte) (gen uint64, v1 bool, err error) {
 	if len(data) < journalHeaderLen {
-		return 0, errors.New("its header is incomplete")
+		return 0, false, errors.New("its header is incomplete")
 	}
 	h := data[:journalHeaderLen]
-	if string(h[:len(journalMagic)]) != journalMagic {
-		return 0, errors.New("it does not start like an orch journal")
+	magic := string(h[:len(journalMagic)])
+	if magic != journalMagic && magic != journalMagicV1 {
+		return 0, false, errors.New("it does not start like an orch journal")
 	}
 	if crc(h[:journalHeaderLen-4]) != binary.LittleEndian.Uint32(h[journalHeaderLen-4:]) {
-		return 0, errors.New("its header checksum does not match")
+		return 0, false, errors.New("its header checksum does not match")
 	}
-	return binary.LittleEndian.Uint64(h[len(journalMagic):]), nil
+	return binary.LittleEndian.Uint64(h[len(journalMagic):]), magic == journalMagicV1, nil
 }
 
 func frame(payload []byte) []byte {

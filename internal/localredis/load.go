@@ -121,13 +121,14 @@ func (ld *loader) readJournals() ([]*savedJournal, error) {
 		if data == nil {
 			continue
 		}
-		gen, err := readJournalHeader(data)
+		gen, v1, err := readJournalHeader(data)
 		if err != nil {
 			if err := ld.damaged(name, fmt.Sprintf("is damaged (%v)", err)); err != nil {
 				return nil, err
 			}
 			continue
 		}
+		ld.out.compact = ld.out.compact || v1
 		ld.out.gen = max(ld.out.gen, gen)
 		journals = append(journals, &savedJournal{name, path, data, gen})
 	}
@@ -298,6 +299,20 @@ func applyRecord(mr *miniredis.Miniredis, r *journalRecord, deadlines map[string
 			return err
 		}
 	}
+	patched := make([]string, len(r.Patch))
+	for i, p := range r.Patch {
+		key := string(p.Key)
+		old, err := mr.Get(key)
+		if sum := stringSum(old); err == nil && string(p.From) != string(sum[:]) {
+			err = errPatchBase
+		}
+		if err == nil {
+			patched[i], err = patch(old, p.Ops)
+		}
+		if err != nil {
+			return fmt.Errorf("string %q cannot be patched: %v", key, err)
+		}
+	}
 	for _, key := range r.Del {
 		mr.Del(string(key))
 		delete(deadlines, string(key))
@@ -308,6 +323,11 @@ func applyRecord(mr *miniredis.Miniredis, r *journalRecord, deadlines map[string
 	for _, a := range r.Append {
 		if err := addEntries(mr, string(a.Key), a.Entries); err != nil {
 			return fmt.Errorf("stream %q: %v", string(a.Key), err)
+		}
+	}
+	for i, p := range r.Patch {
+		if err := mr.Set(string(p.Key), patched[i]); err != nil {
+			return fmt.Errorf("string %q: %v", string(p.Key), err)
 		}
 	}
 	return nil

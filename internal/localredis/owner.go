@@ -61,6 +61,7 @@ type owner struct {
 	// Guarded by sem.
 	local       *local // runs the save pass's reads
 	marks       map[string]*mark
+	saved       map[string]string // the large strings as saved, to patch (delta.go)
 	journal     *journalWriter
 	gen         uint64
 	snapSize    int64
@@ -114,6 +115,7 @@ func startOwner(dir string, files *owned.Dir, log *slog.Logger) (*owner, []strin
 			m, _, _ := markKey(&c.keys[i], nil)
 			o.marks[string(c.keys[i].Key)] = &m
 		}
+		o.keepSaved(c.keys, nil)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("saving the loaded embedded store: %w", err)

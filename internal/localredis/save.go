@@ -434,9 +434,16 @@ func (o *owner) changes(c *storeCopy) (*journalRecord, map[string]*mark) {
 		if prev != nil && *prev == m {
 			continue
 		}
-		if appendable {
+		switch {
+		case appendable:
 			rec.Append = append(rec.Append, streamAppend{Key: k.Key, Entries: added})
-		} else {
+		case k.Type == "string" && prev != nil && prev.typ == "string" && prev.expires == m.expires:
+			if p, ok := o.patchOf(name, prev, string(*k.String)); ok {
+				rec.Patch = append(rec.Patch, p)
+				break
+			}
+			fallthrough
+		default:
 			rec.Put = append(rec.Put, *k)
 		}
 		next[name] = &m
@@ -460,7 +467,7 @@ func (o *owner) changes(c *storeCopy) (*journalRecord, map[string]*mark) {
 	return rec, next
 }
 
-func (r *journalRecord) empty() bool { return len(r.Put)+len(r.Append)+len(r.Del) == 0 }
+func (r *journalRecord) empty() bool { return len(r.Put)+len(r.Append)+len(r.Patch)+len(r.Del) == 0 }
 
 // save runs one save pass. The caller holds o.sem.
 func (o *owner) save() error {
@@ -486,6 +493,7 @@ func (o *owner) save() error {
 				o.marks[k] = m
 			}
 		}
+		o.keepSaved(c.keys, next)
 	}
 	saved := !mustCompact // what c holds is on disk
 	// A snapshot that holds mostly keys deleted since (runs moved to the archive after a busy spell) is rewritten
@@ -520,6 +528,40 @@ func (o *owner) save() error {
 	o.trailing = writes != o.savedWrites || !c.complete()
 	o.savedWrites = writes
 	return nil
+}
+
+// patchOf is the patch that makes value from the saved value of key, whose mark is prev; ok when there is one and
+// it is less than half the value's size.
+func (o *owner) patchOf(key string, prev *mark, value string) (p stringPatch, ok bool) {
+	old, kept := o.saved[key]
+	if !kept || len(value) < patchMin {
+		return p, false
+	}
+	ops, added := diff(old, value)
+	if added+16*len(ops) > len(value)/2 {
+		return p, false
+	}
+	return stringPatch{Key: blob(key), From: blob(prev.sum[:]), Ops: ops}, true
+}
+
+// keepSaved keeps the values of the large strings of keys, as saved, for the next patches; names lists the keys
+// whose saved state changed (nil: every key of keys, and only those).
+func (o *owner) keepSaved(keys []snapshotKey, names map[string]*mark) {
+	if names == nil {
+		o.saved = map[string]string{}
+	}
+	for name := range names {
+		delete(o.saved, name)
+	}
+	for i := range keys {
+		k := &keys[i]
+		if k.Type != "string" || len(*k.String) < patchMin {
+			continue
+		}
+		if _, changed := names[string(k.Key)]; changed || names == nil {
+			o.saved[string(k.Key)] = string(*k.String)
+		}
+	}
 }
 
 // compact writes keys as a new snapshot with a new journal, keeping the pair it replaces as the fallback. Each
@@ -576,6 +618,7 @@ func (o *owner) compact(keys []snapshotKey) error {
 		m, _, _ := markKey(&keys[i], nil)
 		o.marks[string(keys[i].Key)] = &m
 	}
+	o.keepSaved(keys, nil)
 	return nil
 }
 
