@@ -163,6 +163,9 @@ func (o *owner) decodeKeys(c *storeCopy, r *storeRead, keys []string, replies []
 			if t == "none" {
 				continue
 			}
+			if t != known[k] {
+				known[k] = t // read by its type next time
+			}
 			if !o.addTail(c, k, prev, t, expires, length, entries) {
 				c.unsure[k] = true
 				r.force[k] = true
