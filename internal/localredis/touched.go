@@ -1,21 +1,27 @@
 package localredis
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/alicebob/miniredis/v2/server"
 )
 
-// A save pass reads only the new entries of a stream (its tail) when nothing but appending can have changed the
-// stream since a pass last read it: a run's event stream grows with every step, and reading it whole on every pass
-// made each step cost more than the one before. What rules the rest out is the server's pre-hook, which sees every
-// command before it runs, including each command a script calls and each command queued in a transaction. A command
-// that can change a stream other than by appending to it (delete, trim, replace, rename; or one the hook does not
-// know) is run by the hook itself, which flags its keys once it has run (every key, for one it does not know); a
-// transaction's flags are raised again when its EXEC has run. A pass reads a flagged stream whole. After reading, it
-// waits for the commands that were running to raise their flags (settle), and reads again what a flag raised since
-// it began names: that command may have run before the pass read.
+// A save pass reads only the new entries of a stream (its tail) when the stream can only have gained entries after
+// its last saved one and lost entries since the pass that last read it: a run's event stream grows with every step,
+// and reading it whole on every pass made each step cost more than the one before. Lost entries the pass sees itself:
+// the stream then holds fewer than the saved entries and the new ones, and is read whole (addTail). What could pass
+// that check is a stream with entries it did not have at ids up to its last saved one: the key deleted and made again
+// with explicit ids, replaced, renamed onto, or emptied and filled again (the embedded server, unlike Redis, accepts
+// any id above a stream's last entry, so XDEL, XTRIM, and an XADD whose trim may leave nothing, can open the way).
+// The server's pre-hook rules that out:
+// it sees every command before it runs, including each command a script calls and each command queued in a
+// transaction. A command that can do it (or one the hook does not know) is run by the hook itself, which flags its
+// keys once it has run (every key, for one it does not know); a transaction's flags are raised again when its EXEC
+// has run. A pass reads a flagged stream whole. After reading, it waits for the commands that were running to raise
+// their flags (settle), and reads again what a flag raised since it began names: that command may have run before
+// the pass read.
 
 // flags are the keys flagged since the passes that read them.
 type flags struct {
@@ -186,13 +192,14 @@ func (f *flags) clear(m flagMark, unsure map[string]bool) {
 	}
 }
 
-// changesStreams names the keys whose streams cmd can change other than by appending to them; all when it cannot
-// tell. A command that acts on one type other than a stream and refuses any other (HSET on a stream fails with
-// WRONGTYPE) leaves streams alone, and so does one that names no key.
+// changesStreams names the keys cmd can make into a stream with entries it did not have before its last one: all
+// when it cannot tell. A command that acts on one type other than a stream and refuses any other (HSET on a stream
+// fails with WRONGTYPE) cannot, nor can one that only adds entries after a stream's last or deletes entries, nor one
+// that names no key.
 func changesStreams(cmd string, args []string) (keys []string, all bool) {
 	switch cmd {
 	case "XADD":
-		if len(args) > 0 && xaddTrims(args[1:]) {
+		if len(args) > 0 && xaddMayEmpty(args[1:]) {
 			return args[:1], false
 		}
 		return nil, false
@@ -203,7 +210,7 @@ func changesStreams(cmd string, args []string) (keys []string, all bool) {
 			keys = append(keys, args[i])
 		}
 		return keys, false
-	case "SET", "SETEX", "PSETEX", "RESTORE", "XDEL", "XTRIM", "XSETID", "MOVE",
+	case "SET", "SETEX", "PSETEX", "RESTORE", "MOVE", "XDEL", "XTRIM",
 		// a TTL in the past deletes the key
 		"EXPIRE", "EXPIREAT", "PEXPIRE", "PEXPIREAT",
 		// the destination is replaced, whatever its type
@@ -221,14 +228,25 @@ func changesStreams(cmd string, args []string) (keys []string, all bool) {
 	return nil, true
 }
 
-// xaddTrims reports whether XADD's options (after its key) trim the stream: MAXLEN or MINID before the entry's id.
-func xaddTrims(args []string) bool {
+// xaddMayEmpty reports whether XADD's options (after its key) may trim the stream to nothing: MINID, or MAXLEN below
+// 1. A trim to one or more keeps the entry added, which is after every entry the stream had.
+func xaddMayEmpty(args []string) bool {
 	for len(args) > 0 {
 		switch strings.ToUpper(args[0]) {
 		case "NOMKSTREAM":
 			args = args[1:]
-		case "MAXLEN", "MINID":
+		case "MINID":
 			return true
+		case "MAXLEN":
+			args = args[1:]
+			if len(args) > 0 && (args[0] == "=" || args[0] == "~") {
+				args = args[1:]
+			}
+			if len(args) == 0 {
+				return true
+			}
+			n, err := strconv.Atoi(args[0])
+			return err != nil || n < 1
 		default:
 			return false // the entry's id: its fields and values follow
 		}
@@ -247,6 +265,7 @@ var leavesStreams = setOf(
 	"SADD", "SMOVE", "SPOP", "SREM",
 	"BZPOPMAX", "BZPOPMIN", "GEOADD", "ZADD", "ZINCRBY", "ZPOPMAX", "ZPOPMIN", "ZREM", "ZREMRANGEBYLEX",
 	"ZREMRANGEBYRANK", "ZREMRANGEBYSCORE", "PFADD",
+	"XSETID",
 	// a stream's consumer groups, which a save does not keep
 	"XACK", "XAUTOCLAIM", "XCLAIM", "XGROUP", "XREADGROUP",
 	"PERSIST",

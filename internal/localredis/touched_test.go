@@ -101,6 +101,14 @@ func TestAStreamChangedOtherwiseIsSavedWhole(t *testing.T) {
 		{"trimmed by XADD MAXLEN", func(t *testing.T, c, _ *redis.Client) {
 			c.XAdd(context.Background(), &redis.XAddArgs{Stream: "s", MaxLen: 2, ID: "2-1", Values: []string{"v", "b"}})
 		}},
+		{"its last entry deleted and added again", func(t *testing.T, c, _ *redis.Client) {
+			c.XDel(context.Background(), "s", "1-5")
+			xadd(t, c, "s", "b", "1-5") // the embedded server takes any id after the last entry left
+		}},
+		{"trimmed to nothing and filled again", func(t *testing.T, c, _ *redis.Client) {
+			c.XTrimMaxLen(context.Background(), "s", 0)
+			xadd(t, c, "s", "b", ids...)
+		}},
 		{"deleted and made again with the same ids", func(t *testing.T, c, _ *redis.Client) {
 			c.Del(context.Background(), "s")
 			xadd(t, c, "s", "b", ids...)
@@ -233,9 +241,12 @@ func TestChangesStreams(t *testing.T) {
 		all  bool
 	}{
 		{"XADD s * v 1", nil, false},
-		{"XADD s NOMKSTREAM 1-1 MAXLEN x", nil, false}, // MAXLEN here is a field
-		{"XADD s MAXLEN ~ 10 * v 1", []string{"s"}, false},
-		{"XADD s NOMKSTREAM MINID 5 * v 1", []string{"s"}, false},
+		{"XADD s NOMKSTREAM 1-1 MINID x", nil, false}, // MINID here is a field
+		{"XADD s MAXLEN ~ 10 * v 1", nil, false},      // a trim leaves fewer entries, which a pass sees
+		{"XADD s MAXLEN 0 * v 1", []string{"s"}, false},
+		{"XADD s NOMKSTREAM MINID ~ 5 * v 1", []string{"s"}, false},
+		{"XDEL s 1-1", []string{"s"}, false},
+		{"XADD s MAXLEN", []string{"s"}, false},
 		{"DEL a b", []string{"a", "b"}, false},
 		{"MSET a 1 b 2", []string{"a", "b"}, false},
 		{"SET a 1", []string{"a"}, false},
