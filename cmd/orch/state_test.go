@@ -57,9 +57,7 @@ func (p *proc) wait(t *testing.T) {
 	go func() { p.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	// Generous: a step taken by a worker that was killed is delivered again only once asynq's recoverer finds its
-	// lease expired for 30 s, on a pass once a minute, which under load can take most of two minutes by itself.
-	case <-time.After(5 * time.Minute):
+	case <-time.After(2 * time.Minute):
 		p.cmd.Process.Kill()
 		<-done
 		t.Fatalf("orch did not end:\n%s", p.out.String())
