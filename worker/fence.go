@@ -35,14 +35,64 @@ var errLost = errors.New("the step was taken over by another delivery")
 
 // fence reports whether the run still has at's attempt as its current task's, run by at's delivery: errStale when the
 // run moved on (aborted, the task settled), errLost when the task's attempt is another delivery's now.
-func (at *attempt) fence(r *jobs.Run) error {
+//
+// A store may lose writes it acknowledged: a Sentinel failover promotes a replica that had not received them (Redis
+// replicates asynchronously), an embedded store's holder is killed before it saved. When the step's claim is among
+// them, the task is back as the claim found it, with no other delivery's attempt on it: nobody else runs the task,
+// and asynq, whose record of the delivery went back with it, has nothing that would deliver the step again. So that
+// is not a lost step: in a transaction (c), the claim is recorded again, and the step goes on; a check outside one
+// (c nil) lets it pass.
+func (at *attempt) fence(r *jobs.Run, c *jobs.Change) error {
 	t := r.Current()
 	if r.Status != jobs.RunRunning || r.Seq != at.seq || t == nil || t.ID != at.task.ID {
 		return errStale
 	}
-	if n := len(t.Attempts); n == 0 || t.Attempts[n-1].N != at.n || t.Attempts[n-1].Owner != at.owner {
+	if n := len(t.Attempts); n > 0 && t.Attempts[n-1].N == at.n && t.Attempts[n-1].Owner == at.owner {
+		return nil
+	}
+	if claimOf(t) != at.found {
 		return errLost
 	}
+	if c == nil {
+		return nil
+	}
+	return at.reclaim(r, t, c)
+}
+
+// claim is what a step's claim changes of its task: the attempts started, the last one's owner and the task's status.
+// While they are as a delivery's claim found them, no attempt started since and none changed hands.
+type claim struct {
+	started int
+	owner   string
+	status  jobs.TaskStatus
+}
+
+func claimOf(t *jobs.Task) claim {
+	c := claim{started: t.Started, status: t.Status}
+	if n := len(t.Attempts); n > 0 {
+		c.owner = t.Attempts[n-1].Owner
+	}
+	return c
+}
+
+// reclaim records again the claim of at's delivery on task t, which the store lost: the attempt it started, or the
+// finished attempt it took over.
+func (at *attempt) reclaim(r *jobs.Run, t *jobs.Task, c *jobs.Change) error {
+	if at.rejudge {
+		t.Attempts[len(t.Attempts)-1].Owner = at.owner
+	} else {
+		for _, a := range t.Attempts {
+			a.Reserved = 0 // as the claim did: the dead attempts' holds on the team's budget went with them
+		}
+		r.Waiting = ""
+		a := r.StartAttempt(c, t, at.owner, at.started)
+		if a == nil || a.N != at.n {
+			return errLost
+		}
+		hold(r, c, a)
+	}
+	at.log.Warn("the store lost this step's claim on its task (a failover, or a store holder that died before it "+
+		"saved); recorded it again", "run_id", r.ID, "task_id", t.ID, "attempt", at.n, "delivery", at.owner)
 	return nil
 }
 
@@ -86,7 +136,7 @@ func (w *Worker) keep(ctx context.Context, at *attempt, out *outcome) error {
 		said.Work = work
 	}
 	_, err := w.save(ctx, at.run.ID, func(r *jobs.Run, c *jobs.Change) error {
-		if err := at.fence(r); err != nil {
+		if err := at.fence(r, c); err != nil {
 			return err
 		}
 		t := r.Current()
@@ -133,10 +183,10 @@ func (w *Worker) countDropped(ctx context.Context, at *attempt, out *outcome) {
 
 // intend records, under fence, that the step is about to move the run's branch to commit, and returns the commits
 // earlier owners were about to put there (the branch may hold one of them: their moves may be replaced).
-func (w *Worker) intend(ctx context.Context, runID string, fence func(*jobs.Run) error, commit string) ([]string, error) {
+func (w *Worker) intend(ctx context.Context, runID string, fence func(*jobs.Run, *jobs.Change) error, commit string) ([]string, error) {
 	var moving []string
 	_, err := w.save(ctx, runID, func(r *jobs.Run, c *jobs.Change) error {
-		if err := fence(r); err != nil {
+		if err := fence(r, c); err != nil {
 			return err
 		}
 		if r.Git == nil {
@@ -188,7 +238,7 @@ var errWorkGone = errors.New("the finished attempt's work is not on this worker"
 // the step is delivered again at once, to start the task's next attempt.
 func (w *Worker) redo(ctx context.Context, at *attempt) error {
 	_, err := w.save(ctx, at.run.ID, func(r *jobs.Run, c *jobs.Change) error {
-		if err := at.fence(r); err != nil {
+		if err := at.fence(r, c); err != nil {
 			return err
 		}
 		t := r.Current()

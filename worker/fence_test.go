@@ -634,3 +634,92 @@ func TestAnEndingIsBounded(t *testing.T) {
 		t.Fatalf("an ending of %d bytes for a %d-byte answer: %v", fi.Size(), 10*maxKept, err)
 	}
 }
+
+// A store can lose writes it acknowledged: a Sentinel failover promotes a replica that had not received them, an
+// embedded store's holder is killed before it saved. When a step's claim on its task is among them, the store comes
+// back with the task as the claim found it, and with asynq's record of the delivery as it was then: nothing will
+// deliver the step again. The delivery that made the claim — of a new attempt, or of a finished one it took over —
+// records it again and settles its attempt once, rather than dropping its result as a lost step's and leaving the
+// run running for ever.
+func TestAClaimTheStoreLostIsRecordedAgain(t *testing.T) {
+	for name, rdb := range clients(t) {
+		for _, when := range []string{"while the agent works", "while the brain judges", "taken over, while the brain judges"} {
+			t.Run(name+"/"+when, func(t *testing.T) {
+				ctx := context.Background()
+				gate := filepath.Join(t.TempDir(), "gate")
+				agentCmd, count := sideEffects(t, gate)
+				h := newHarness(t, rdb, agentCmd, nil)
+				r, repo, remote := h.gitRun(t, false)
+				open := func() {
+					if err := os.WriteFile(gate, nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				b := &hookBrain{}
+				h.useBrain(b)
+				if when == "taken over, while the brain judges" {
+					// A first delivery whose worker died while its brain judged: the agent's result is kept.
+					open()
+					dctx, die := context.WithCancel(ctx)
+					b.before = func(int) error { die(); return dctx.Err() }
+					if err := h.w.Handler().ProcessTask(dctx, stepTask(r.ID, 1)); err == nil {
+						t.Fatal("the dying delivery succeeded")
+					}
+					// It ran under a delivery of its own, which is gone.
+					if _, err := h.store.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
+						r.Current().Attempts[0].Owner = "step:elsewhere"
+						return nil
+					}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				key := "orch:run:{" + r.ID + "}"
+				found, err := h.rdb.Get(ctx, key).Bytes()
+				if err != nil {
+					t.Fatal(err)
+				}
+				lose := func() {
+					if err := h.rdb.Set(ctx, key, found, 0).Err(); err != nil {
+						t.Error(err)
+					}
+				}
+				b.before = nil
+				if when != "while the agent works" {
+					open()
+					b.before = func(int) error { lose(); return nil }
+				}
+				done := make(chan error, 1)
+				go func() { done <- h.w.Handler().ProcessTask(ctx, stepTask(r.ID, 1)) }()
+				if when == "while the agent works" {
+					for runs(t, count) == 0 {
+						time.Sleep(10 * time.Millisecond)
+					}
+					lose()
+					open()
+				}
+				if err := <-done; err != nil {
+					t.Fatalf("the delivery: %v", err)
+				}
+				got := h.get(t, r.ID)
+				task := got.Tasks[0]
+				if n := runs(t, count); n != 1 {
+					t.Fatalf("the agent ran %d times", n)
+				}
+				if got.Status != jobs.RunCompleted || task.Status != jobs.TaskCompleted || len(task.Attempts) != 1 ||
+					task.Attempts[0].Owner != "" || task.Commit == "" || task.Pending != nil {
+					t.Fatalf("want the run completed by its one attempt under the delivery: %s, task %s, %d attempts, "+
+						"commit %q, pending %v", got.Status, task.Status, len(task.Attempts), task.Commit, task.Pending != nil)
+				}
+				if n := countEvents(t, h, r.ID, jobs.AttemptLostEvent{}.Kind()); n != 0 {
+					t.Fatalf("%d attempt_lost events, want none", n)
+				}
+				if at := gitIn(t, repo, "rev-parse", got.Git.Branch); at != got.Git.Head || at != task.Commit {
+					t.Fatalf("the branch is at %s, the run records head %s and commit %s", at, got.Git.Head, task.Commit)
+				}
+				if at := remoteHead(t, remote, got.Git.Branch); at != got.Git.Head || got.Git.Pushed != at {
+					t.Fatalf("the remote's branch is at %s, the run records head %s, pushed %s", at, got.Git.Head, got.Git.Pushed)
+				}
+			})
+		}
+	}
+}

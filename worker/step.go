@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -54,6 +55,9 @@ type attempt struct {
 	// fence everything the attempt saves (fence.go).
 	owner string
 	seq   int64
+	// found is the task as the delivery's claim found it (fence.go); log is the worker's.
+	found claim
+	log   *slog.Logger
 }
 
 // handleStep runs one attempt of the run's current task: it marks the attempt started, runs the agent and judges
@@ -165,10 +169,12 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 			return errOwned
 		}
 	}
+	found := claimOf(task)
 	if last, end := w.finished(r, task, recovered); last != nil {
 		// The agent of the last attempt finished and what it said was kept: the attempt is settled, not run again.
 		last.Owner = self
-		*at = attempt{run: r, task: *task, n: last.N, started: now, rejudge: true, end: end, owner: self, seq: seq}
+		*at = attempt{run: r, task: *task, n: last.N, started: now, rejudge: true, end: end, owner: self, seq: seq,
+			found: found, log: w.log}
 		return nil
 	}
 	if task.Kind == jobs.KindGate {
@@ -200,7 +206,8 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 		}
 	}
 	hold(r, c, r.StartAttempt(c, task, self, now))
-	*at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered, owner: self, seq: seq}
+	*at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered, owner: self, seq: seq,
+		found: found, log: w.log}
 	return nil
 }
 
@@ -255,7 +262,7 @@ func (w *Worker) saveOutcome(ctx context.Context, at *attempt, out *outcome) (*j
 // settlement is the transition that saves the outcome of attempt at: fenced, then settled on the run's current task.
 func (w *Worker) settlement(at *attempt, out *outcome) func(*jobs.Run, *jobs.Change) error {
 	return func(r *jobs.Run, c *jobs.Change) error {
-		if err := at.fence(r); err != nil {
+		if err := at.fence(r, c); err != nil {
 			return err // someone aborted the run while the agent worked, or the step is another delivery's now
 		}
 		task := r.Current()
@@ -402,7 +409,7 @@ func (w *Worker) judgeOutput(ctx context.Context, at *attempt, out *outcome) err
 func (w *Worker) recordBase(ctx context.Context, at *attempt) error {
 	base := at.run.Git.BaseCommit
 	_, err := w.save(ctx, at.run.ID, func(r *jobs.Run, c *jobs.Change) error {
-		if err := at.fence(r); err != nil {
+		if err := at.fence(r, c); err != nil {
 			return err
 		}
 		if r.Git == nil || r.Git.BaseCommit != "" {

@@ -127,7 +127,7 @@ func (w *Worker) deliverFirst(ctx context.Context, before *jobs.Run, fn func(*jo
 	}
 	// The run must still be where the transition found it when its branch moves: a second answer, or a step, may have
 	// moved it on meanwhile.
-	unmoved := func(r *jobs.Run) error {
+	unmoved := func(r *jobs.Run, _ *jobs.Change) error {
 		if r.Seq != before.Seq || r.Status != before.Status {
 			return errStale
 		}
@@ -220,7 +220,7 @@ func (w *Worker) settleFinishes(r *jobs.Run, out *outcome) bool {
 // when there is nothing to do (no worktree). Before the branch moves anywhere another worker could see, fence is
 // checked and the commit recorded as one the run is moving to (Worker.intend): a stale delivery learns it lost its
 // step there (errLost, errStale) and moves nothing.
-func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, after *jobs.Run, fence func(*jobs.Run) error) (*delivery, error) {
+func (w *Worker) deliver(ctx context.Context, wt *workspace.Worktree, before, after *jobs.Run, fence func(*jobs.Run, *jobs.Change) error) (*delivery, error) {
 	if wt == nil || before.Git == nil || after == nil {
 		return nil, nil
 	}
@@ -264,7 +264,7 @@ func (w *Worker) commitFinished(ctx context.Context, wt *workspace.Worktree, bef
 // under the fence's intent. moved is false when the branch could not be moved: then d says why, and nothing else of
 // the delivery is done; an error is the fence's (the step is lost or stale) or Redis's.
 func (w *Worker) moveBranch(ctx context.Context, wt *workspace.Worktree, before, after *jobs.Run,
-	fence func(*jobs.Run) error, st workspace.Stat, d *delivery) (moved bool, err error) {
+	fence func(*jobs.Run, *jobs.Change) error, st workspace.Stat, d *delivery) (moved bool, err error) {
 	g := before.Git
 	from := g.Head
 	if from == "" {
@@ -305,7 +305,7 @@ func (w *Worker) moveBranch(ctx context.Context, wt *workspace.Worktree, before,
 
 // openPullRequest opens the pull request of a run that going to after completes: of the branch as pushed (no push,
 // no pull request), and only by the step's owner, as a push is.
-func (w *Worker) openPullRequest(ctx context.Context, before, after *jobs.Run, fence func(*jobs.Run) error, d *delivery) error {
+func (w *Worker) openPullRequest(ctx context.Context, before, after *jobs.Run, fence func(*jobs.Run, *jobs.Change) error, d *delivery) error {
 	g, st := before.Git, d.stat
 	if after.Status != jobs.RunCompleted || w.cfg.PullRequests == nil || g.PullRequest != "" || st.Commits == 0 ||
 		g.Push == "" || (d.pushed == "" && g.Pushed != st.Head) {
@@ -317,7 +317,7 @@ func (w *Worker) openPullRequest(ctx context.Context, before, after *jobs.Run, f
 		if err != nil {
 			return err
 		}
-		if err := fence(r); err != nil {
+		if err := fence(r, nil); err != nil {
 			return err
 		}
 	}
