@@ -60,8 +60,8 @@ func measureLongPlan(ctx context.Context, r *rig, n int) (longPlanResult, error)
 	res.note = fmt.Sprintf("A plan of %d no-op tasks (`sh -c \"echo Done.\"`, local sandbox, heuristic brain) run by `orch run "+
 		"--json`, once on the embedded store (a state directory of its own) and once on the bench's Redis; the mean time "+
 		"between two task completions over the first and the last %d: embedded %.1f and %.1f ms (%.2f×, %.0f s in all), "+
-		"Redis %.1f and %.1f ms (%.2f×, %.0f s in all). Each task commits the run's whole document twice, so the "+
-		"cost of a commit grows with the tasks before it.", n, window, res.embeddedFirst, res.embeddedLast,
+		"Redis %.1f and %.1f ms (%.2f×, %.0f s in all). Each task commits the run's whole document three times (its "+
+		"claim, the agent's result kept, the outcome), so the cost of a commit grows with the tasks before it.", n, window, res.embeddedFirst, res.embeddedLast,
 		res.embeddedLast/res.embeddedFirst, res.embeddedSeconds, res.redisFirst, res.redisLast, res.redisLast/res.redisFirst,
 		res.redisSeconds)
 	return res, nil
