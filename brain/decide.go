@@ -186,6 +186,18 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\bconstraints/[\w.]+\b[^\n]{0,60}\bviolated\b`,
 			`\bprotected branch\b[^\n]{0,60}\b(?:failed|rejected|declined|not allowed)\b`,
 			`\bGH006\b`,
+			// A branch that takes changes only through a reviewed pull or merge request, as a host words its branch
+			// protection ("Changes must be made through a pull request", "can only be modified through pull requests",
+			// "You are not allowed to push code to protected branches"): going around the review is not the agent's call.
+			`\bchanges must be made through a (?:pull|merge) request\b`,
+			`\b(?:can|may) only be (?:modified|changed|updated|pushed(?: to)?|merged(?: into)?)\b[^.\n]{0,40}?\b(?:through|via|by|with) (?:an? )?(?:reviewed )?(?:pull|merge) requests?\b`,
+			`\bnot allowed to (?:force[- ])?push\b[^.\n]{0,40}?\bprotected branch`,
+			// A policy that names itself as violated ("Scan result policy "Block critical CVEs" violated", "policy
+			// 'require-limits' violated"), and a merge held for the approval of a person or group a rule names.
+			`\bpolic(?:y|ies)\b(?:\s+(?:"[^"\n]{1,80}"|'[^'\n]{1,80}'))?\s+(?:was |were |has been |is )?violated\b`,
+			`\brequired approvals?:?\s*\d+\s+from\b`,
+			`\b(?:approvals?|approving reviews?|reviews?) (?:is |are )?required (?:from|by)\b`,
+			`\bcode ?owners? (?:review|approval)s? (?:is |are )?required\b`,
 		)),
 			"a conflict with a security or organisational policy: a person must decide whether the task or the policy gives way", true},
 		// Code signing (xcodebuild, fastlane match, gradle's keystore): certificates, provisioning profiles and keys live in
@@ -209,6 +221,9 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\b(?:error acquiring|could not acquire|couldn't acquire|failed to acquire|unable to acquire)\b[^\n]{0,40}\block\b.{0,600}?\bwho:\s*[\w.-]+@[\w.-]+`,
 			`\block\b[^\n]{0,80}\b(?:currently )?(?:locked|held|owned) by (?:user )?[a-z][\w.@-]*(?: \([^)]*\))? since\b`,
 			`\block (?:is )?(?:held|owned) by (?:user )?[\w.-]+@[\w.-]+`,
+			// A lock whose holder is named as a person at a machine, in the lines the tool prints about it ("locked by 1
+			// lock(s) … created by x@laptop-17 (pid 48211)", "lock acquired by x@host").
+			`\block(?:s|\(s\)| files?)?\b.{0,400}?\b(?:created|acquired|taken|held|owned) by (?:user )?[\w.-]+@[\w.-]+`,
 		)),
 			"a lock another person or machine holds: only they, or someone who knows it is safe to break, can release it", false},
 		{lazyRE(oneOf(`(?i)`,
@@ -297,6 +312,14 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\bnot supported on (?:this|your|the current) (?:GPU|device|hardware|CPU)\b|\b(?:GPU|device) (?:does not|doesn't) support\b`,
 		)),
 			"hardware that cannot run what the task asks: another machine or another recipe is a person's choice", true},
+		// An account the work runs under that is switched off (a cloud subscription disabled and read-only, an account
+		// suspended, a tenant deactivated): paying, or asking its owner, is a person's to do.
+		{lazyRE(`(?i)\b(?:subscription|account|tenant|billing account|organi[sz]ation)\b[^.\n]{0,60}?\b(?:is|are|was|has been|have been) (?:currently )?(?:disabled|suspended|deactivated|closed|frozen)\b`),
+			"the account or subscription the work runs under is disabled or suspended: only its owner can bring it back", true},
+		// An API or service the task is built on that its provider shut down: moving to its successor changes what the
+		// task is (new credentials, a new design), which a person decides.
+		{lazyRE(`(?i)\b(?:APIs?|endpoints?|services?|SDKs?)\b[^.\n]{0,40}?\b(?:was|were|has been|have been) (?:permanently )?(?:shut down|decommissioned|retired|sunset|discontinued|turned off)\b`),
+			"an API or service the task depends on was shut down by its provider: moving to its successor is a person's decision", true},
 		// Something a person switched off: an account, a key or a resource "deactivated by an administrator", "suspended by
 		// the organization". Only they can switch it on.
 		{lazyRE(`(?i)\b(?:deactivated|disabled|suspended|revoked|locked|blocked|banned|archived|deleted|removed)\b (?:by|from) (?:an? |the |your |our )?(?:(?:account|org(?:ani[sz]ation)?|workspace|site|system|IT|security) )?(?:admin(?:istrator)?s?|owners?|organi[sz]ation|maintainers?|security team|IT)\b`),

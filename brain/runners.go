@@ -74,6 +74,9 @@ var (
 		// ESLint's stylish formatter: "✖ 5 problems (3 errors, 2 warnings)" (it prints nothing when clean), and with
 		// --max-warnings "ESLint found too many warnings (maximum: 0).", which fails the run whatever the errors.
 		lazyRE(`^\d+ problems? \(\d+ errors?, \d+ warnings?\)$|^ESLint found too many warnings \(maximum: \d+\)\.$`),
+		// dbt's last line of a run or build, behind its clock: "10:14:40  Done. PASS=136 WARN=1 ERROR=0 SKIP=0 TOTAL=137"
+		// (newer versions add counts such as NO-OP=0 before TOTAL).
+		lazyRE(`^(?:\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+)?Done\. PASS=\d+(?: [A-Z-]+=\d+)* TOTAL=\d+$`),
 		// testthat: "[ FAIL 0 | WARN 0 | SKIP 1 | PASS 42 ]"; gotestsum: "DONE 42 tests, 2 failures in 1.3s".
 		lazyRE(`^\[ FAIL \d+ \| WARN \d+ \| SKIP \d+ \| PASS \d+ \]$|^DONE \d+ tests?(?:, \d+ failures?)?(?:, \d+ errors?)? in [\d.]+m?s$`),
 	}
@@ -144,7 +147,7 @@ func failures(s string) int {
 			n += c
 		}
 	}
-	for _, m := range countFirstRe.FindAllStringSubmatch(s, -1) {
+	for _, m := range countsFirst(s) {
 		add(m[2], m[1])
 	}
 	for _, m := range keyFirstRe.FindAllStringSubmatch(s, -1) {
@@ -156,7 +159,7 @@ func failures(s string) int {
 // zeroPasses reports a summary that counts passes and none of them passed ("0 passed", "PASS 0"): nothing ran.
 func zeroPasses(s string) bool {
 	counted, passed := false, 0
-	for _, m := range countFirstRe.FindAllStringSubmatch(s, -1) {
+	for _, m := range countsFirst(s) {
 		if !failCountWord(m[2]) {
 			c, _ := strconv.Atoi(m[1])
 			counted, passed = true, passed+c
@@ -169,6 +172,19 @@ func zeroPasses(s string) bool {
 		}
 	}
 	return counted && passed == 0
+}
+
+// countsFirst are the count-first counts of a summary line ("2 failed"), without the value of a key that happens to
+// stand before the next key's name: in "WARN=1 ERROR=0" the 1 is the warnings', not an error count.
+func countsFirst(s string) [][]string {
+	var out [][]string
+	for _, loc := range countFirstRe.FindAllStringSubmatchIndex(s, -1) {
+		if loc[0] > 0 && (s[loc[0]-1] == '=' || s[loc[0]-1] == ':') {
+			continue
+		}
+		out = append(out, []string{s[loc[0]:loc[1]], s[loc[2]:loc[3]], s[loc[4]:loc[5]]})
+	}
+	return out
 }
 
 func failCountWord(w string) bool {

@@ -96,6 +96,7 @@ func newDoc(output string) *doc {
 		}
 		lines = append(lines, l)
 	}
+	outdentMessages(lines)
 	d := &doc{lines: lines, text: strings.Join(lines, "\n")}
 	d.proseLines = make([]string, len(lines))
 	inFence := false
@@ -111,6 +112,29 @@ func newDoc(output string) *doc {
 		d.proseLines[i] = quotedRe.ReplaceAllStringFunc(l, d.hide)
 	}
 	return d
+}
+
+// Claude Code's transcript marks each message of the agent with "●" and indents the message's other lines by two
+// spaces, as it indents a tool call's output under "⎿". A message is markdown: its lists, bold names and headings read
+// as they would at the margin once the two spaces are gone. A tool call ("● Bash(…)") and what it printed keep theirs.
+var (
+	messageMarkRe = lazyRE(`^● `)
+	toolCallRe    = lazyRE(`^● [\w.-]+\(`)
+)
+
+func outdentMessages(lines []string) {
+	in := false
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "●"):
+			in = messageMarkRe.MatchString(l) && !toolCallRe.MatchString(l)
+		case !in || strings.TrimSpace(l) == "":
+		case strings.HasPrefix(l, "  "):
+			lines[i] = l[2:]
+		default:
+			in = false // back at the margin: the message ended
+		}
+	}
 }
 
 func (d *doc) hide(span string) string {
