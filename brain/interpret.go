@@ -317,7 +317,7 @@ var (
 	// the ")" and "[A]" forms, since "plan A." is prose; lower case too, which ParseOptions keeps unmixed.
 	inlineKeyARe   = lazyRE(`(?:^|\s)(?:\([Aa]\)|[Aa]\)|\[[Aa]\])\s+\S`)
 	inlineKeyBRe   = lazyRE(`\s(?:\([Bb]\)|[Bb]\)|\[[Bb]\])\s+\S`)
-	letteredLineRe = lazyRE(`^\s*[*_]{0,2}(?:\[[A-Ha-h]\]|\([A-Ha-h]\)|[A-Ha-h][).]|[Oo]ption\s+[A-Ha-h]\s*[:.)\-–])[*_]{0,2}\s+\S`)
+	letteredLineRe = lazyRE(`^\s*[*_]{0,2}(?:\[[A-Ha-h]\]|\([A-Ha-h]\)|[A-Ha-h][).]|[A-H]:|[Oo]ption\s+[A-Ha-h]\s*[:.)\-–])[*_]{0,2}\s+\S`)
 	// "docker: …", "mkdir: …": a program naming itself before its message.
 	toolPrefixRe = lazyRE(`^\s*[a-z][\w.-]*: `)
 	listLineRe   = lazyRE(`^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+)\S`)
@@ -682,7 +682,7 @@ func lastFailure(l, low string) int {
 		}
 		for _, loc := range g.p.FindAllStringIndex(l, -1) {
 			if !resolvedBefore(l[:loc[0]]) && !conditionalContextRe.MatchString(l[:loc[0]]) && !historyAfterRe.MatchString(l[loc[1]:]) &&
-				!expectedAfterRe.MatchString(l[loc[1]:]) {
+				!expectedAfterRe.MatchString(l[loc[1]:]) && !explainedLines(l, loc[0]) {
 				last = max(last, loc[0])
 			}
 		}
@@ -695,6 +695,21 @@ func lastFailure(l, low string) int {
 // expected (xfail)".
 // An assertion's words are not that: "fails because the value is expected to be 3" names what the test wanted.
 var expectedAfterRe = lazyRE(`(?i)^[!?]*[^.;!?\n]{0,120}?\b(?:(?:is|are|was|were) (?:expected(?:\s*[:.,;)]|\s+(?:here|behaviou?r|and|because|since|as|when|while|for now)\b|\s*$)|ignored|intentional|by design|harmless|benign)|ignore_errors|can be (?:safely )?ignored|expected to fail)`)
+
+// explainedLines reports a failure's words at i inside a code span that the agent goes on to explain as lines of the
+// output ("The `FAILED - RETRYING` lines are the wait loop doing its job"): the lines it quotes were read where the
+// tool printed them, and the quote adds nothing to them.
+func explainedLines(l string, i int) bool {
+	if strings.Count(l[:i], "`")%2 == 0 {
+		return false // not inside a code span
+	}
+	end := strings.IndexByte(l[i:], '`')
+	return end >= 0 && explainedLinesRe.MatchString(l[i+end+1:])
+}
+
+// explainedLinesRe follows a code span that names lines of output, with what they are: "lines are …", "messages come
+// from …", "output just means …".
+var explainedLinesRe = lazyRE(`(?i)^\s+(?:log\s+)?(?:lines?|messages?|entries|output)\s+(?:above\s+|in the log\s+)?(?:are|is|were|was|come|comes|came|just|only|mean|means|show|shows)\b`)
 
 // historyAfterRe tells the failure before it as history in the words after it: "… was the test failing before my
 // change".
@@ -1057,7 +1072,7 @@ func closedQuestion(s string) bool {
 // confirm whether to X or Y."), else from the sentence nearest before it (the question often follows the statement
 // of the choice: "…needs either X or Y. Which should I use?"), else from any sentence, last first. A closed (yes/no)
 // question looks no further back than itself: a sentence before it that holds an "or" is what the agent found, not
-// what it offers.
+// what it offers. Last, the paragraphs after the question's: a choice announced before the agent names it.
 func eitherOrNear(ss []sentence, qIdx int, closed bool) []choice {
 	var order []int
 	if qIdx >= 0 {
@@ -1067,6 +1082,13 @@ func eitherOrNear(ss []sentence, qIdx int, closed bool) []choice {
 		}
 		for k := qIdx - 1; k >= 0 && !closed; k-- {
 			order = append(order, k)
+		}
+		// A choice announced before its alternatives ("there are two ways to do it, with different blast radius."),
+		// which the next paragraphs then name: "I can either X or Y."
+		for k := qIdx + 1; k < len(ss) && !closed; k++ {
+			if ss[k].unit != ss[qIdx].unit {
+				order = append(order, k)
+			}
 		}
 	} else {
 		for k := len(ss) - 1; k >= 0; k-- {

@@ -93,7 +93,9 @@ const optionWordRe = `(?:[Oo]ption|[Aa]pproach|[Aa]lternative|[Cc]hoice|[Pp]ossi
 var (
 	// Each key must follow the start of the text or whitespace, so "e.g." and "v1.2" are not keys.
 	// Markdown bold around the key ("**A)**") is allowed because LLM output uses it constantly.
-	letterKeyRe = lazyRE(`(?:^|\s)\**(?:` + optionWordRe + `\s+([A-Ha-h])` + keyAsideRe + `\s*[:.)\-–—]|\[([A-Ha-h])\]|\(([A-Ha-h])\)|([A-Ha-h])[).])\**(?:\s+|$)`)
+	// A capital and a colon at the start of a line ("A: Keep the element …") is a key too; within a line it is not
+	// ("Plan B: …" has its option word, and "note A: …" is no list).
+	letterKeyRe = lazyRE(`(?:^|\s)\**(?:` + optionWordRe + `\s+([A-Ha-h])` + keyAsideRe + `\s*[:.)\-–—]|\[([A-Ha-h])\]|\(([A-Ha-h])\)|([A-Ha-h])[).])\**(?:\s+|$)|(?:^|\n)[ \t]*\**([A-H]):\**[ \t]+`)
 	numberKeyRe = lazyRE(`(?:^|\s)\**(?:` + optionWordRe + `\s+([1-9])` + keyAsideRe + `\s*[:.)\-–—]|\[([1-9])\]|\(([1-9])\)|([1-9])[).])\**(?:\s+|$)`)
 	bulletRe    = lazyRE(`^\s*[-*•]\s+(.*)$`)
 	leadKeyRe   = lazyRE(`^\**(?:` + optionWordRe + `\s+\w\s*[:.)\-–—]|\[\w\]|\(\w\)|\w[).])\**\s+`)
@@ -111,7 +113,7 @@ func sequenceOptions(text string, kind keyKind) (int, []choice) {
 	}
 	var keys []optionKey
 	for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
-		for g := 1; g <= 4; g++ {
+		for g := 1; 2*g+1 < len(m); g++ {
 			if m[2*g] >= 0 {
 				start := m[0]
 				for start < len(text) && isSpace(text[start]) {
