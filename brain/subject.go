@@ -35,20 +35,26 @@ const (
 	// A package whose version constraints cannot all be met: the one a resolver says two others want in different
 	// versions, whichever of them it names first and however it words it.
 	subjConflict subjectKind = "conflict"
+	// A system library that is missing, however a tool meets it: its header (a compiler's "gmp.h: No such file"),
+	// its pkg-config package, its distribution's -dev package, the linker's -l flag, a configure script's or CMake's
+	// search for it. Named without "lib", "-dev" or a version: "gmp" whether libgmp-dev, gmp.h or -lgmp.
+	subjLib subjectKind = "lib"
 )
 
 // causeKinds name why something failed rather than where it showed: a server that cannot be reached, a module that
 // cannot be found, a name the compiler cannot find, a place that throws. When two failures name the same cause, the
 // tests it broke are its symptoms: three tests failing on one unreachable database, or on one exception thrown at
 // one line, are one failure however many tests and tools tell it.
-var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjThrown, subjConflict, subjMemory}
+var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjThrown, subjConflict, subjMemory, subjLib}
 
 // aliasKinds are the kinds one resource can be named by more than once (a host by its name and its address, an
 // endpoint by its host): one failure's names contained in the other's are the same resource. Other kinds must be
 // equal: fewer failing tests or missing modules than last time is progress, not the same failure.
 // A dependency conflict is named by its contended package, and by the packages that want it in different versions as
 // each resolver chooses to tell them (Bundler's old message names one, its new one three).
-var aliasKinds = map[subjectKind]bool{subjHost: true, subjURL: true, subjConflict: true}
+// A missing library is named by each tool that meets it, and some tools name its neighbours too (an install hint
+// listing several packages): one failure's libraries among the other's are the same cause.
+var aliasKinds = map[subjectKind]bool{subjHost: true, subjURL: true, subjConflict: true, subjLib: true}
 
 // subject is what one failure is about, by kind.
 type subject map[subjectKind]map[string]bool
@@ -251,6 +257,7 @@ var subjectGates = map[subjectKind][]string{
 	subjTest:   {"test"},
 	subjSite:   {"exception", "error", "panic"},
 	subjMemory: {"memory", "oom", "137", "killed process"},
+	subjLib:    {".h: no such file", "pkg-config", "no package '", "-dev", "cannot find -l", "shared libraries", "could not find", ": not found"},
 	// A resolver's own words for a conflict: without them "depends on" is prose ("the handler depends on the cache").
 	subjConflict: {"conflict", "resolutionimpossible", "eresolve", "solverproblem", "no solution found", "failed to select a version",
 		"compatible versions", "unable to resolve dependency", "could not resolve dependency", "version solving failed"},
@@ -415,6 +422,15 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 			}
 		}
 	}
+	if gated(lower, subjLib) {
+		for _, re := range libSubjectRes {
+			for _, m := range re.FindAllStringSubmatch(failure, -1) {
+				if n := libName(m[1]); n != "" {
+					s.add(subjLib, n)
+				}
+			}
+		}
+	}
 	if gated(lower, subjSite) {
 		if site := siteOf(failure); site != "" {
 			s.add(subjSite, site)
@@ -566,6 +582,29 @@ func hostOnly(hostport string) string {
 		return strings.ToLower(hostport)
 	}
 	return h
+}
+
+// libSubjectRes find a missing system library, as each tool meets it (group 1: its name in that tool's form).
+var libSubjectRes = []*pattern{
+	lazyRE(`\bfatal error: ([\w+.-]+)(?:/[\w+./-]+)?\.h: No such file or directory`),               // C and C++ compilers
+	lazyRE(`\bPackage '?([\w+.-]+?)'? was not found in the pkg-config search path`),                // pkg-config
+	lazyRE(`\bNo package '([\w+.-]+)' found`),                                                      // pkg-config
+	lazyRE(`\b(lib[\w+.]+?)-(?:dev|devel)\b`),                                                      // apt, dnf, opam's depexts
+	lazyRE(`\bcannot find -l([\w+.-]+)`),                                                           // ld
+	lazyRE(`\berror while loading shared libraries: (lib[\w+-]+?)\.so`),                            // the dynamic loader
+	lazyRE(`\bCould NOT find ([\w+.-]+)`),                                                          // CMake
+	lazyRE(`(?i)\b(?:link(?:ing)?|links?) (?:with|against) ([\w+.-]+)\b[^\n]{0,20}?\bnot found\b`), // configure scripts
+}
+
+// libName is a system library's name as libSubjectRes's tools give it, without "lib", a version or a case.
+func libName(s string) string {
+	s = strings.ToLower(s)
+	s = strings.TrimPrefix(s, "lib")
+	s = strings.TrimRight(s, "0123456789.-+")
+	if len(s) < 2 {
+		return ""
+	}
+	return s
 }
 
 // moduleName is a package's name without the version or range that tools append, URL-decoded ("@acme%2fx").
@@ -731,7 +770,7 @@ func nameParts(s string) []string {
 // names is a subject's names for a reason, most telling kinds first.
 func (s subject) names() string {
 	var out []string
-	for _, k := range []subjectKind{subjModule, subjConflict, subjURL, subjHost, subjTest, subjFile, subjSymbol, subjRule, subjMemory} {
+	for _, k := range []subjectKind{subjModule, subjLib, subjConflict, subjURL, subjHost, subjTest, subjFile, subjSymbol, subjRule, subjMemory} {
 		vs := make([]string, 0, len(s[k]))
 		for v := range s[k] {
 			vs = append(vs, v)
