@@ -91,8 +91,10 @@ func (at *attempt) reclaim(r *jobs.Run, t *jobs.Task, c *jobs.Change) error {
 		}
 		hold(r, c, a)
 	}
-	at.log.Warn("the store lost this step's claim on its task (a failover, or a store holder that died before it "+
-		"saved); recorded it again", "run_id", r.ID, "task_id", t.ID, "attempt", at.n, "delivery", at.owner)
+	if at.log != nil {
+		at.log.Warn("the store lost this step's claim on its task (a failover, or a store holder that died before it "+
+			"saved); recorded it again", "run_id", r.ID, "task_id", t.ID, "attempt", at.n, "delivery", at.owner)
+	}
 	return nil
 }
 
