@@ -103,6 +103,11 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\bx-api-key\b[^.\n]{0,20}\b(?:invalid|missing)\b`,
 			`\b(?:please |then )?run:?\s+(?:\$\s+)?\S+ (?:auth )?login\b`,
 			`\bset the [A-Z][A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD|CREDENTIALS)\b environment variable`,
+			// An organisation that enforces single sign-on: a token works only once its owner authorises it through the
+			// organisation's SSO login ("Resource protected by organization SAML enforcement", "re-authorize … SSO").
+			`\bSAML (?:SSO |single sign-on )?enforce(?:ment|d)\b|\b(?:enabled or )?enforced SAML\b`,
+			`\b(?:grant|authori[sz]e) (?:your |the )?(?:OAuth |personal access |access |API )?(?:token|key|credentials?) (?:access )?(?:to|for) (?:this|the|that) organi[sz]ation\b`,
+			`\b(?:SSO|single sign-on)\b[^.\n]{0,40}?\b(?:authori[sz]ation (?:is )?required|must (?:be )?authori[sz]ed?|re-?authori[sz]e)\b`,
 			`\bdefault credentials\b[^.\n]{0,40}\bnot (?:found|set|available)`,
 			`\bapplication default credentials\b[^.\n]{0,60}\b(?:not|no|missing|unable|could not)\b`,
 		)),
@@ -184,6 +189,7 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\badmission webhook\b[^\n]{0,80}\bdenied the request\b`,
 			`(?-i:\bRequestDisallowedByPolicy\b)`,
 			`\bconstraints/[\w.]+\b[^\n]{0,60}\bviolated\b`,
+			`\bviolates? (?:the )?(?:org(?:ani[sz]ation)? policy )?constraint\b`,
 			`\bprotected branch\b[^\n]{0,60}\b(?:failed|rejected|declined|not allowed)\b`,
 			`\bGH006\b`,
 			// A branch that takes changes only through a reviewed pull or merge request, as a host words its branch
@@ -312,6 +318,37 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\bnot supported on (?:this|your|the current) (?:GPU|device|hardware|CPU)\b|\b(?:GPU|device) (?:does not|doesn't) support\b`,
 		)),
 			"hardware that cannot run what the task asks: another machine or another recipe is a person's choice", true},
+		// An address the service does not let in: a database's or a firewall's allow-list ("no pg_hba.conf entry for host",
+		// MySQL's "Host '…' is not allowed to connect", "IP address not in allow list"). Only whoever runs the service or
+		// the network can let this machine in.
+		{lazyRE(oneOf(`(?i)`,
+			`\bno pg_hba\.conf entry for host\b`,
+			`\bhost '[^'\n]+' is not allowed to connect\b`,
+			`\b(?:IP|address|client|host|source)\b[^\n]{0,60}?\bnot (?:in|on|part of) (?:the |an? |your |its )?(?:(?:IP|network|access) )?(?:allow|white)[- ]?list\b`,
+			`\bnot (?:allowlisted|whitelisted|allow-listed|white-listed)\b`,
+			`\b(?:IP|address|client|host) (?:address )?[^\n]{0,60}?\b(?:is )?not (?:an? )?(?:authori[sz]ed|allowed|permitted) (?:network|IP|address|to connect|to access)\b`,
+		)),
+			"this machine's address is not on the service's allow-list: only whoever runs the service or the network can let it in", true},
+		// A key or token held in hardware the machine does not have: a smart card or USB token with a code-signing key, a
+		// security key, an HSM ("SCARD_E_NO_READERS_AVAILABLE", "Cannot find a smart card reader", "no YubiKey
+		// detected"). Only the person who holds it can sign.
+		{lazyRE(oneOf(`(?i)`,
+			`(?-i:\bSCARD_E_(?:NO_READERS_AVAILABLE|NO_SMARTCARD|READER_UNAVAILABLE|CARD_UNSUPPORTED)\b)`,
+			`\b(?:cannot|can't|could not|couldn't|unable to) (?:find|detect|open) (?:a |the |any )?(?:smart ?card(?: reader)?|hardware token|security key|yubikey|token device|HSM)\b`,
+			`\b(?:smart ?card(?: reader)?|hardware token|security key|yubikey|HSM|eToken)\b[^.\n]{0,40}?\b(?:not (?:found|present|detected|connected|inserted|available)|no readers?|is missing)\b`,
+			`\bno (?:smart ?card|yubikey|security key|hardware token)s? (?:reader )?(?:found|detected|present|inserted|connected)\b`,
+		)),
+			"a key held in hardware (a smart card, a USB token, a security key) that this machine does not have: only the person who holds it can sign", false},
+		// An app store's review rejecting a release (App Review's "Guideline 5.1.1(v) - Legal - …", "Review was not
+		// approved", Google Play's rejection for a policy): what the reviewer asks is a product change and a reply to them,
+		// both a person's.
+		{lazyRE(oneOf(`(?i)`,
+			`\b(?:App Review|app review|review team|Play Console|Google Play)\b[^.\n]{0,80}?\b(?:rejected|rejection|not approved)\b`,
+			`\breview was not approved\b`,
+			`(?-i:\bGuideline \d+\.\d+(?:\.\d+)*(?:\([a-z]+\))? - [A-Z])`,
+			`\b(?:app|build|version|submission|release)\b[^.\n]{0,40}?\b(?:was )?rejected (?:by|during|in) (?:App |app |the )?(?:review|App Review|Google Play|Play)\b`,
+		)),
+			"an app store's review rejected the release: the change it asks for, and the reply to the reviewer, are a person's", false},
 		// An account the work runs under that is switched off (a cloud subscription disabled and read-only, an account
 		// suspended, a tenant deactivated): paying, or asking its owner, is a person's to do.
 		{lazyRE(`(?i)\b(?:subscription|account|tenant|billing account|organi[sz]ation)\b[^.\n]{0,60}?\b(?:is|are|was|has been|have been) (?:currently )?(?:disabled|suspended|deactivated|closed|frozen)\b`),

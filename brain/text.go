@@ -114,20 +114,28 @@ func newDoc(output string) *doc {
 	return d
 }
 
-// Claude Code's transcript marks each message of the agent with "●" and indents the message's other lines by two
-// spaces, as it indents a tool call's output under "⎿". A message is markdown: its lists, bold names and headings read
-// as they would at the margin once the two spaces are gone. A tool call ("● Bash(…)") and what it printed keep theirs.
+// Agents' terminal transcripts mark each message of the agent at the margin and indent the message's other lines by
+// two spaces: Claude Code with "●", Codex with "•", Gemini CLI with "✦". A message is markdown: its lists, bold names
+// and headings read as they would at the margin once the two spaces are gone. A tool call ("● Bash(…)", "• Ran …")
+// and what it printed keep their indentation.
 var (
-	messageMarkRe = lazyRE(`^● `)
-	toolCallRe    = lazyRE(`^● [\w.-]+\(`)
+	messageMarkRe = lazyRE(`^[●•✦] `)
+	toolCallRe    = lazyRE(`^[●•] (?:[\w.-]+\(|(?:Ran|Running|Edited|Explored|Read|Searched|Listed|Called|Updated|Added|Deleted|Proposed)\b)`)
 )
 
 func outdentMessages(lines []string) {
 	in := false
 	for i, l := range lines {
 		switch {
-		case strings.HasPrefix(l, "●"):
-			in = messageMarkRe.MatchString(l) && !toolCallRe.MatchString(l)
+		case messageMarkRe.MatchString(l):
+			in = !toolCallRe.MatchString(l)
+			if in && strings.HasPrefix(l, "•") {
+				// Codex's mark is a bullet's glyph: left on the message's first line, it would make that line the first
+				// item of any list the message holds.
+				lines[i] = strings.TrimPrefix(l, "• ")
+			}
+		case strings.HasPrefix(l, "●") || strings.HasPrefix(l, "✦"):
+			in = false
 		case !in || strings.TrimSpace(l) == "":
 		case strings.HasPrefix(l, "  "):
 			lines[i] = l[2:]
