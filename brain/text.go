@@ -117,26 +117,42 @@ func newDoc(output string) *doc {
 // Agents' terminal transcripts mark each message of the agent at the margin and indent the message's other lines by
 // two spaces: Claude Code with "●", Codex with "•", Gemini CLI with "✦". A message is markdown: its lists, bold names
 // and headings read as they would at the margin once the two spaces are gone. A tool call ("● Bash(…)", "• Ran …")
-// and what it printed keep their indentation.
+// shows what the tool printed under it, its first line behind "⎿" (Claude Code) or "└" (Codex) and the others
+// indented as far: taken back to the margin, that output reads as the tool printed it ("ok  pkg 0.02s" is go test's
+// pass of a package, at a line's start).
 var (
 	messageMarkRe = lazyRE(`^[●•✦] `)
 	toolCallRe    = lazyRE(`^[●•] (?:[\w.-]+\(|(?:Ran|Running|Edited|Explored|Read|Searched|Listed|Called|Updated|Added|Deleted|Proposed)\b)`)
+	toolOutputRe  = lazyRE(`^(\s*[⎿└]\s?\s?)`)
 )
 
 func outdentMessages(lines []string) {
-	in := false
+	in, tool := false, false
+	width := 0 // how far a tool's output is indented
 	for i, l := range lines {
 		switch {
 		case messageMarkRe.MatchString(l):
-			in = !toolCallRe.MatchString(l)
+			tool = toolCallRe.MatchString(l)
+			in, width = !tool, 0
 			if in && strings.HasPrefix(l, "•") {
 				// Codex's mark is a bullet's glyph: left on the message's first line, it would make that line the first
 				// item of any list the message holds.
 				lines[i] = strings.TrimPrefix(l, "• ")
 			}
 		case strings.HasPrefix(l, "●") || strings.HasPrefix(l, "✦"):
-			in = false
-		case !in || strings.TrimSpace(l) == "":
+			in, tool = false, false
+		case strings.TrimSpace(l) == "":
+		case tool:
+			if loc := toolOutputRe.FindStringIndex(l); loc != nil && width == 0 {
+				m := l[:loc[1]]
+				width = utf8.RuneCountInString(m)
+				lines[i] = l[len(m):]
+			} else if width > 0 && strings.HasPrefix(l, strings.Repeat(" ", width)) {
+				lines[i] = l[width:]
+			} else if !strings.HasPrefix(l, " ") {
+				tool = false // back at the margin: the output ended
+			}
+		case !in:
 		case strings.HasPrefix(l, "  "):
 			lines[i] = l[2:]
 		default:
