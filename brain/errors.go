@@ -31,7 +31,9 @@ var (
 		lazyRE(`^\s*(?:--- FAIL:|FAIL:|FAILED\s+\S|✕|✗|×)|^\s+●\s+(?:\D|\d+[^\d.)])`),
 		lazyRE(`^\s*E\s{2,}\S`),
 		lazyRE(`^\s*test \S+ \.\.\. FAILED`),
-		lazyRE(`^npm ERR! (?:code|errno|\w+ )`),
+		// npm ("npm ERR! code E404", since npm 10 "npm error code ETARGET") and pnpm (" ERR_PNPM_NO_MATCHING_VERSION  No
+		// matching version found for …"), each opening its error line with its code.
+		lazyRE(`^npm (?:ERR!|error) (?:code|errno|\w+ )|^\s*ERR_PNPM_[A-Z0-9_]+\s`),
 		// JVM: "Exception in thread "main" java.lang.X: …", "Caused by: …".
 		lazyRE(`^\s*(?:Exception in thread|Caused by:)`),
 		// A tool prefixing its own error: "migrate: error: …", "gcc: fatal error: …", "ld: error: …".
