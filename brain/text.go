@@ -124,13 +124,25 @@ var (
 	messageMarkRe = lazyRE(`^[●•✦] `)
 	toolCallRe    = lazyRE(`^[●•] (?:[\w.-]+\(|(?:Ran|Running|Edited|Explored|Read|Searched|Listed|Called|Updated|Added|Deleted|Proposed)\b)`)
 	toolOutputRe  = lazyRE(`^(\s*[⎿└]\s?\s?)`)
+	// codexLineRe is a line only Codex's transcript has: a command it ran or a file it edited under "•", a tool's
+	// output under "└", the time it worked. "•" is a bullet's glyph in any other text, and marks a message only here.
+	codexLineRe = lazyRE(`^(?:• (?:Ran|Edited|Explored|Searched|Listed|Called|Proposed)\b|\s+└ |─ Worked for )`)
 )
 
 func outdentMessages(lines []string) {
+	codex := false
+	for _, l := range lines {
+		if (strings.HasPrefix(l, "•") || strings.Contains(l, "└") || strings.HasPrefix(l, "─")) && codexLineRe.MatchString(l) {
+			codex = true
+			break
+		}
+	}
 	in, tool := false, false
 	width := 0 // how far a tool's output is indented
 	for i, l := range lines {
 		switch {
+		case strings.HasPrefix(l, "•") && !codex:
+			in, tool = false, false
 		case messageMarkRe.MatchString(l):
 			tool = toolCallRe.MatchString(l)
 			in, width = !tool, 0
