@@ -723,3 +723,65 @@ func TestAClaimTheStoreLostIsRecordedAgain(t *testing.T) {
 		}
 	}
 }
+
+// A worker shut down (a deploy, a rolling restart) once an agent has ended lets that step settle — judge what the agent
+// said, commit, push, save — within its grace, rather than throw the finished work away: handed back, the step would
+// go to a worker on another machine without that work, which runs the task again. A step still settling when the grace
+// ends stops, its agent's result kept for whoever takes the step over.
+func TestAShutdownLetsAFinishedAttemptSettle(t *testing.T) {
+	for name, rdb := range clients(t) {
+		for _, grace := range []string{"settles within the grace", "outlives the grace"} {
+			t.Run(name+"/"+grace, func(t *testing.T) {
+				agentCmd, count := sideEffects(t, "")
+				h := newHarness(t, rdb, agentCmd, nil)
+				r, _, remote := h.gitRun(t, false)
+				h.w.cfg.ShutdownTimeout = 2 * time.Second
+				b := &hookBrain{}
+				b.before = func(int) error {
+					go h.w.Shutdown()
+					<-h.w.base.Done() // the shutdown has begun: agents are interrupted from here on
+					return nil
+				}
+				h.useBrain(b)
+				if grace == "outlives the grace" {
+					h.useBrain(&slowBrain{hookBrain: b})
+				}
+				// asynq hands its handlers contexts made from the worker's base.
+				err := h.w.Handler().ProcessTask(h.w.base, stepTask(r.ID, 1))
+				got := h.get(t, r.ID)
+				task := got.Tasks[0]
+				if n := runs(t, count); n != 1 {
+					t.Fatalf("the agent ran %d times", n)
+				}
+				if grace == "outlives the grace" {
+					if err == nil || got.Status != jobs.RunRunning || task.Pending == nil {
+						t.Fatalf("want the step given back with the agent's result kept: err %v, %s, pending %v",
+							err, got.Status, task.Pending != nil)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("the settling step: %v", err)
+				}
+				if got.Status != jobs.RunCompleted || task.Status != jobs.TaskCompleted || len(task.Attempts) != 1 || task.Commit == "" {
+					t.Fatalf("want the run completed by its one attempt: %s, task %s, %d attempts, commit %q",
+						got.Status, task.Status, len(task.Attempts), task.Commit)
+				}
+				if at := remoteHead(t, remote, got.Git.Branch); at != got.Git.Head {
+					t.Fatalf("the remote's branch is at %s, the run records %s", at, got.Git.Head)
+				}
+			})
+		}
+	}
+}
+
+// slowBrain judges only once its context ends: a brain that outlives a shutdown's grace.
+type slowBrain struct{ *hookBrain }
+
+func (b *slowBrain) Interpret(ctx context.Context, output string) (brain.Interpretation, error) {
+	if _, err := b.hookBrain.Interpret(ctx, output); err != nil {
+		return brain.Interpretation{}, err
+	}
+	<-ctx.Done()
+	return brain.Interpretation{}, ctx.Err()
+}
