@@ -99,25 +99,20 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 			return w.after(ctx, p.RunID, run, err)
 		}
 		actx, span := startAttempt(ctx, p, &at)
-		// What follows the agent's end settles on sctx, which a shutdown leaves its grace; sctx carries the attempt's
-		// trace to the next step's enqueue.
-		sctx, stop := w.settling(actx)
-		out, err := w.execute(actx, sctx, &at)
+		out, err := w.execute(actx, &at)
 		endAttempt(span, out, err)
 		if errors.Is(err, errWorkGone) {
-			err := w.redo(sctx, &at)
-			stop()
-			if err != nil {
+			if err := w.redo(ctx, &at); err != nil {
 				return w.ended(ctx, &at, nil, err)
 			}
 			continue
 		}
 		if err == nil {
-			run, err = w.saveOutcome(sctx, &at, out)
+			// What follows (the next step's enqueue) carries the attempt's trace.
+			run, err = w.saveOutcome(actx, &at, out)
+			ctx = actx
 		}
-		err = w.ended(sctx, &at, run, err)
-		stop()
-		return err
+		return w.ended(ctx, &at, run, err)
 	}
 	return fmt.Errorf("step %d of run %s: the task's work was lost twice in one delivery", p.Seq, p.RunID)
 }
@@ -321,8 +316,8 @@ type outcome struct {
 }
 
 // execute runs the agent (unless its output is waiting to be judged) and judges what it said. Only an interruption
-// (shutdown) is returned as an error. The agent runs on ctx; what comes after it on settle (Worker.settling).
-func (w *Worker) execute(ctx, settle context.Context, at *attempt) (*outcome, error) {
+// (shutdown) is returned as an error.
+func (w *Worker) execute(ctx context.Context, at *attempt) (*outcome, error) {
 	r, task := at.run, at.task
 	out := &outcome{jitter: rand.Float64()}
 	learns := r.Git != nil && r.Git.BaseCommit == ""
@@ -340,7 +335,7 @@ func (w *Worker) execute(ctx, settle context.Context, at *attempt) (*outcome, er
 		}
 	}
 	at.wt, at.dir = wt, workdir(r, wt)
-	if err := w.gather(ctx, settle, at, out); err != nil {
+	if err := w.gather(ctx, at, out); err != nil {
 		return nil, err
 	}
 	switch {
@@ -353,7 +348,7 @@ func (w *Worker) execute(ctx, settle context.Context, at *attempt) (*outcome, er
 	case out.limited() != nil:
 		return out, nil // the provider said why it stopped and until when: there is nothing to judge
 	}
-	if err := w.judgeOutput(settle, at, out); err != nil {
+	if err := w.judgeOutput(ctx, at, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -361,9 +356,9 @@ func (w *Worker) execute(ctx, settle context.Context, at *attempt) (*outcome, er
 
 // gather gets what the attempt's agent said into out: from a dead worker's attempt taken back, from its ending, or
 // from the agent run now; what it said is then examined and kept before anything is decided on it.
-func (w *Worker) gather(ctx, settle context.Context, at *attempt, out *outcome) error {
+func (w *Worker) gather(ctx context.Context, at *attempt, out *outcome) error {
 	if at.rejudge && at.end == nil {
-		return w.takeBack(settle, at, out)
+		return w.takeBack(ctx, at, out)
 	}
 	if at.end != nil {
 		w.takeEnding(at.end, out)
@@ -376,8 +371,8 @@ func (w *Worker) gather(ctx, settle context.Context, at *attempt, out *outcome) 
 		return nil
 	}
 	// The secrets in what the agent said were found as it entered orch (runAgent).
-	w.examine(settle, at, out)
-	return w.keep(settle, at, out)
+	w.examine(ctx, at, out)
+	return w.keep(ctx, at, out)
 }
 
 // judgeOutput has the brain read what the agent said in its own words, and lists what changed in a workspace used in
@@ -561,9 +556,6 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	w.noteEnd(at, out)
 	if w.testEnded != nil {
 		w.testEnded()
-		if err := ctx.Err(); err != nil {
-			return err // the test killed the delivery here: nothing after it reaches Redis
-		}
 	}
 	return nil
 }

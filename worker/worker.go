@@ -100,12 +100,9 @@ type Worker struct {
 	// that would otherwise run out their half hour.
 	base   context.Context
 	cancel context.CancelFunc
-	// drained ends the grace Shutdown gives the steps whose agents had ended: their judgement and delivery (settling).
-	drained context.Context
-	drain   context.CancelFunc
-	once    sync.Once
-	graphs  graphs
-	host    string
+	once   sync.Once
+	graphs graphs
+	host   string
 	// id names this worker process in the deployment: its word that it lives, and its claims on step deliveries
 	// (alive.go).
 	id      string
@@ -147,52 +144,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, log: cfg.Log, host: cfg.Host, id: workerID(cfg.Host)}
 	w.base, w.cancel = context.WithCancel(context.Background())
-	w.drained, w.drain = context.WithCancel(context.Background())
 	return w, nil
-}
-
-// settleMargin is how long before asynq gives a running step back (ShutdownTimeout) the grace of steps settling ends:
-// a step still settling then stops, rather than go on beside the delivery that takes its place.
-const settleMargin = 1500 * time.Millisecond
-
-// settling is ctx for what a step does once its agent has ended: examining, keeping and judging what the agent said,
-// and delivering and saving the outcome. A shutdown interrupts agents (they may run for half an hour) but lets this
-// finish within its grace: interrupted, it would throw the agent's finished work away, and a worker on another
-// machine, without that work, would run the task again (a rolling restart of every worker ran tasks twice so).
-//
-// Only the shutdown's interruption is put off. ctx ending for any other reason (asynq giving the step back as its
-// lease ran out, the task's deadline) ends the settling too.
-func (w *Worker) settling(ctx context.Context) (context.Context, context.CancelFunc) {
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stopDrain := context.AfterFunc(w.drained, cancel)
-	stopCtx := context.AfterFunc(ctx, func() {
-		if w.base.Err() == nil {
-			cancel() // not the shutdown
-		}
-	})
-	return settleContext{sctx, ctx, w.base}, func() { stopDrain(); stopCtx(); cancel() }
-}
-
-// settleContext is settling's context. Its Err is ctx's the moment ctx ends for a reason other than the shutdown, not
-// only once Done has caught up: a step that checks Err after a failed call stops there.
-type settleContext struct {
-	context.Context
-	parent, base context.Context
-}
-
-func (c settleContext) Err() error {
-	if err := c.Context.Err(); err != nil {
-		return err
-	}
-	if err := c.parent.Err(); err != nil && c.base.Err() == nil {
-		return err
-	}
-	return nil
-}
-
-// startDrain starts the grace of the steps settling as Shutdown begins.
-func (w *Worker) startDrain() *time.Timer {
-	return time.AfterFunc(max(w.cfg.ShutdownTimeout-settleMargin, w.cfg.ShutdownTimeout/2), w.drain)
 }
 
 // threshold is the error similarity from which run r counts two failures as the same: its own, else the worker's.
@@ -282,16 +234,14 @@ func (w *Worker) Start(rdb redis.UniversalClient) error {
 	return nil
 }
 
-// Shutdown stops taking work, interrupts running agents (their steps are requeued and run again later), lets the steps
-// whose agents had ended settle within its grace (settling), and waits for the handlers to return.
+// Shutdown stops taking work, interrupts running agents (their steps are requeued and run again later), and waits for
+// the handlers to return.
 func (w *Worker) Shutdown() {
 	w.once.Do(func() {
-		grace := w.startDrain()
 		if w.steps == nil {
 			w.cancel()
 			return
 		}
-		defer func() { grace.Stop(); w.drain() }()
 		w.here.stop() // answers queued from now on wait for a worker on the queue
 		var wg sync.WaitGroup
 		wg.Add(2)
