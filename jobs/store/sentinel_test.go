@@ -286,6 +286,12 @@ func TestFailoverLosesNoAcknowledgedChange(t *testing.T) {
 		if strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") {
 			break
 		}
+		// On a loaded machine the sentinels may find the new primary slow to answer and fail over again, back to the
+		// old one: it is then the primary, with its replica in sync. orch follows either way.
+		if strings.Contains(info, "role:master") && strings.Contains(info, "state=online") && s.primary() == old {
+			t.Log("the sentinels failed back to the old primary on their own")
+			break
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the old primary did not become a replica in sync within 4 minutes:\n%s", info)
 		}
@@ -299,9 +305,11 @@ func TestFailoverLosesNoAcknowledgedChange(t *testing.T) {
 	}
 	check("with the old primary back as a replica")
 
-	// A fail-back, as an operator does it: orch follows again.
+	// A failover, as an operator asks for one (a fail-back when the sentinels have not failed back themselves): orch
+	// follows again.
 	sc := redis.NewSentinelClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.sentinel[0])})
 	defer sc.Close()
+	from := s.primary()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		if err := sc.Failover(ctx, masterName).Err(); err == nil {
 			break
@@ -310,9 +318,9 @@ func TestFailoverLosesNoAcknowledgedChange(t *testing.T) {
 			t.Fatal("the sentinels refused a failover")
 		}
 	}
-	for deadline := time.Now().Add(2 * time.Minute); s.primary() != old; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Minute); s.primary() == from; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the fail-back did not happen")
+			t.Fatal("the failover an operator asked for did not happen")
 		}
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
