@@ -174,9 +174,7 @@ func TestAStaleDeliveryChangesNothing(t *testing.T) {
 		for _, when := range []string{"while the agent works", "while the brain judges"} {
 			t.Run(name+"/"+when, func(t *testing.T) {
 				ctx := context.Background()
-				gate := filepath.Join(t.TempDir(), "gate")
-				agentCmd, count := sideEffects(t, gate)
-				h := newHarness(t, rdb, agentCmd, nil)
+				h, gate, count := gatedHarness(t, rdb)
 				r, repo, remote := h.gitRun(t, false)
 				var owner string
 				b := &hookBrain{}
@@ -223,6 +221,15 @@ func TestAStaleDeliveryChangesNothing(t *testing.T) {
 			})
 		}
 	}
+}
+
+// gatedHarness is a harness whose agent has side effects (sideEffects) and waits for the file gate to exist; count is
+// where its runs are counted.
+func gatedHarness(t *testing.T, rdb redis.UniversalClient) (h *harness, gate, count string) {
+	t.Helper()
+	gate = filepath.Join(t.TempDir(), "gate")
+	agentCmd, count := sideEffects(t, gate)
+	return newHarness(t, rdb, agentCmd, nil), gate, count
 }
 
 // stepTask is step seq of run id as the queue delivers it.
@@ -646,9 +653,7 @@ func TestAClaimTheStoreLostIsRecordedAgain(t *testing.T) {
 		for _, when := range []string{"while the agent works", "while the brain judges", "taken over, while the brain judges"} {
 			t.Run(name+"/"+when, func(t *testing.T) {
 				ctx := context.Background()
-				gate := filepath.Join(t.TempDir(), "gate")
-				agentCmd, count := sideEffects(t, gate)
-				h := newHarness(t, rdb, agentCmd, nil)
+				h, gate, count := gatedHarness(t, rdb)
 				r, repo, remote := h.gitRun(t, false)
 				open := func() {
 					if err := os.WriteFile(gate, nil, 0o644); err != nil {
