@@ -199,11 +199,8 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\b(?:can|may) only be (?:modified|changed|updated|pushed(?: to)?|merged(?: into)?)\b[^.\n]{0,40}?\b(?:through|via|by|with) (?:an? )?(?:reviewed )?(?:pull|merge) requests?\b`,
 			`\bnot allowed to (?:force[- ])?push\b[^.\n]{0,40}?\bprotected branch`,
 			// A policy that names itself as violated ("Scan result policy "Block critical CVEs" violated", "policy
-			// 'require-limits' violated"), and a merge held for the approval of a person or group a rule names.
+			// 'require-limits' violated").
 			`\bpolic(?:y|ies)\b(?:\s+(?:"[^"\n]{1,80}"|'[^'\n]{1,80}'))?\s+(?:was |were |has been |is )?violated\b`,
-			`\brequired approvals?:?\s*\d+\s+from\b`,
-			`\b(?:approvals?|approving reviews?|reviews?) (?:is |are )?required (?:from|by)\b`,
-			`\bcode ?owners? (?:review|approval)s? (?:is |are )?required\b`,
 		)),
 			"a conflict with a security or organisational policy: a person must decide whether the task or the policy gives way", true},
 		// Code signing (xcodebuild, fastlane match, gradle's keystore): certificates, provisioning profiles and keys live in
@@ -448,6 +445,8 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\b(?:waiting (?:for|on)|awaiting|pending|needs?|requires?)\s+(?:an? )?(?:code ?owners?'?s?|maintainers?'?s?|security|human|manual|[\w-]+ team(?:'s)?) (?:review|approval|sign-?off)\b`,
 			`\b(?:approving )?reviews? (?:is|are) required\b`,
 			`\b(?:approvals?|approving reviews?|sign-?offs?) (?:is |are )?(?:required|needed)\b`,
+			// A rule's count of the approvals it wants and from whom: "Required approvals: 1 from group @acme/security".
+			`\brequired approvals?:?\s*\d+\s+from\b`,
 		)),
 			"a change that needs someone's approval", true},
 		{lazyRE(`(?i)\b(?:task|plan|spec(?:ification)?|ticket|issue|instructions?|requirements?|story)\s+(?:says|said|asks|asked|refers|references|mentions|points|tells|names|requires|links)\b(?:[^.;:]|\.\S|\.["')]?\s+){0,160}?\b` + anyOf(
