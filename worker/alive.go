@@ -41,6 +41,10 @@ const cutOff = queue.AliveTTL - 2*queue.AliveEvery
 var errCutOff = fmt.Errorf("this worker could not reach Redis for too long, and the others may take its steps over: %w",
 	context.Canceled)
 
+// errShutdown stops the agents of a worker shutting down: their steps go back to the queue.
+// It is an interruption (context.Canceled), not the step's failure.
+var errShutdown = fmt.Errorf("this worker is shutting down: %w", context.Canceled)
+
 // steps are the agent processes this worker runs, each with what stops it.
 type steps struct {
 	mu   sync.Mutex
@@ -133,13 +137,16 @@ func (w *Worker) claim(ctx context.Context, self string) func() {
 	}
 }
 
-// agentContext is the context an agent process runs under: it stops when the worker is cut off from Redis
-// (aliveLoop). Only the agent: an attempt whose agent has finished keeps trying to save its result, which is what
-// keeps it from being done again once Redis answers (a failover), and which its fence drops should the step have
-// been taken over meanwhile (a partition).
+// agentContext is the context an agent process runs under: it stops when the worker shuts down (Shutdown) or is cut
+// off from Redis (aliveLoop). Only the agent: an attempt whose agent has finished goes on to settle, within a
+// shutdown's grace, and keeps trying to save its result, which is what keeps it from being done again once Redis
+// answers (a failover), and which its fence drops should the step have been taken over meanwhile (a partition).
 func (w *Worker) agentContext(ctx context.Context) (context.Context, func()) {
 	ctx, stop := context.WithCancelCause(ctx)
 	forget := w.running.add(stop)
+	if w.base.Err() != nil {
+		stop(errShutdown) // Shutdown began before the agent was known to it
+	}
 	return ctx, func() {
 		forget()
 		stop(nil)

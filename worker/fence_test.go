@@ -728,3 +728,135 @@ func TestAClaimTheStoreLostIsRecordedAgain(t *testing.T) {
 		}
 	}
 }
+
+// A worker shut down (a deploy, a rolling restart) once an agent has ended lets that step settle — judge what the agent
+// said, commit, push, save — within its grace, rather than throw the finished work away: handed back, the step would
+// go to a worker on another machine without that work, which runs the task again. A step still settling when the grace
+// ends goes back to the queue with the agent's result kept, and the next worker settles it without running the agent.
+func TestAShutdownLetsAFinishedAttemptSettle(t *testing.T) {
+	rdb := clients(t)["redis"]
+	if rdb == nil {
+		t.Skip("needs a Redis server: ORCH_TEST_REDIS_URL")
+	}
+	for _, grace := range []string{"settles within the grace", "outlives the grace"} {
+		t.Run(grace, func(t *testing.T) {
+			agentCmd, count := sideEffects(t, "")
+			h := newHarness(t, rdb, agentCmd, nil)
+			r, _, remote := h.gitRun(t, false)
+			judging := make(chan struct{})
+			b := &hookBrain{}
+			b.before = func(n int) error {
+				if n == 1 {
+					close(judging)
+					go h.w.Shutdown()
+					<-h.w.base.Done() // the shutdown has begun: agents are interrupted from here on
+				}
+				return nil
+			}
+			h.useBrain(b)
+			h.w.cfg.ShutdownTimeout = 30 * time.Second // a loaded machine settles in time
+			if grace == "outlives the grace" {
+				h.useBrain(&slowBrain{hookBrain: b})
+				h.w.cfg.ShutdownTimeout = 3 * time.Second
+			}
+			if err := h.w.Start(rdb); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.queue.Start(context.Background(), r.ID); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-judging:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("the agent's output never reached the brain")
+			}
+			h.w.Shutdown() // returns once the shutdown the brain began has
+			got := h.get(t, r.ID)
+			if grace == "outlives the grace" {
+				if got.Status != jobs.RunRunning || got.Tasks[0].Pending == nil {
+					t.Fatalf("want the step given back with the agent's result kept: %s, pending %v", got.Status,
+						got.Tasks[0].Pending != nil)
+				}
+				// The next worker settles it.
+				next := newHarness(t, rdb, agentCmd, nil)
+				next.w.cfg.Workspaces = h.w.cfg.Workspaces
+				if err := next.w.Start(rdb); err != nil {
+					t.Fatal(err)
+				}
+				defer next.w.Shutdown()
+				got = until(t, next, r.ID, "completed", func(r *jobs.Run) bool { return r.Status.Terminal() })
+			}
+			task := got.Tasks[0]
+			if n := runs(t, count); n != 1 {
+				t.Fatalf("the agent ran %d times", n)
+			}
+			if got.Status != jobs.RunCompleted || task.Status != jobs.TaskCompleted || len(task.Attempts) != 1 || task.Commit == "" {
+				t.Fatalf("want the run completed by its one attempt: %s, task %s, %d attempts, commit %q",
+					got.Status, task.Status, len(task.Attempts), task.Commit)
+			}
+			if at := remoteHead(t, remote, got.Git.Branch); at != got.Git.Head {
+				t.Fatalf("the remote's branch is at %s, the run records %s", at, got.Git.Head)
+			}
+		})
+	}
+}
+
+// slowBrain judges only once its context ends: a brain that outlives a shutdown's grace.
+type slowBrain struct{ *hookBrain }
+
+func (b *slowBrain) Interpret(ctx context.Context, output string) (brain.Interpretation, error) {
+	if _, err := b.hookBrain.Interpret(ctx, output); err != nil {
+		return brain.Interpretation{}, err
+	}
+	<-ctx.Done()
+	return brain.Interpretation{}, ctx.Err()
+}
+
+// A shutdown does not wait for a running agent, which could run for half an hour: the agent is stopped, its step goes
+// back to the queue, and the next worker runs it again — however long the shutdown would let a settling step take.
+func TestAShutdownInterruptsRunningAgents(t *testing.T) {
+	rdb := clients(t)["redis"]
+	if rdb == nil {
+		t.Skip("needs a Redis server: ORCH_TEST_REDIS_URL")
+	}
+	gate := filepath.Join(t.TempDir(), "gate")
+	agentCmd, count := sideEffects(t, gate)
+	h := newHarness(t, rdb, agentCmd, nil)
+	r, _, _ := h.gitRun(t, false)
+	h.w.cfg.ShutdownTimeout = time.Hour
+	if err := h.w.Start(rdb); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.queue.Start(context.Background(), r.ID); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); runs(t, count) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never started")
+		}
+	}
+	done := make(chan struct{})
+	go func() { h.w.Shutdown(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		t.Fatal("the shutdown waits for the running agent")
+	}
+	if got := h.get(t, r.ID); got.Status != jobs.RunRunning || got.Tasks[0].Pending != nil {
+		t.Fatalf("want the interrupted step left to the queue, nothing judged: %s, pending %v", got.Status,
+			got.Tasks[0].Pending != nil)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next := newHarness(t, rdb, agentCmd, nil)
+	next.w.cfg.Workspaces = h.w.cfg.Workspaces
+	if err := next.w.Start(rdb); err != nil {
+		t.Fatal(err)
+	}
+	defer next.w.Shutdown()
+	got := until(t, next, r.ID, "completed", func(r *jobs.Run) bool { return r.Status.Terminal() })
+	if got.Status != jobs.RunCompleted || runs(t, count) != 2 {
+		t.Fatalf("want the run completed by the agent run again: %s, the agent ran %d times", got.Status, runs(t, count))
+	}
+}

@@ -532,7 +532,7 @@ func (w *Worker) runAgent(ctx context.Context, at *attempt, out *outcome) error 
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if errors.Is(cut, errCutOff) {
+	if errors.Is(cut, errCutOff) || errors.Is(cut, errShutdown) {
 		return cut // stopped, not finished: the step goes back to the queue
 	}
 	out.duration = res.Duration

@@ -61,7 +61,8 @@ type Config struct {
 	// PollInterval is how often an idle worker looks for work: the delay between a click and the resume.
 	// Default 20ms (asynq's own default of 1s is too slow for a click).
 	PollInterval time.Duration
-	// ShutdownTimeout is how long shutdown waits for running steps before they are requeued. Default 10s.
+	// ShutdownTimeout is how long shutdown lets the steps whose agents have ended settle before they are requeued (their
+	// agents are stopped at once). Default 8s: within the 10 s a container's stop allows before it kills.
 	ShutdownTimeout time.Duration
 	// Workspaces keeps the worktrees of runs that work on a branch of their own; required by such runs.
 	Workspaces *workspace.Manager
@@ -96,13 +97,19 @@ type Worker struct {
 	log     *slog.Logger
 	steps   *asynq.Server
 	control *asynq.Server
-	// base is the parent of every handler's context (asynq's BaseContext): cancelling it is how Shutdown stops agents
-	// that would otherwise run out their half hour.
+	// base ends as Shutdown begins: the worker's loops stop, and its agents, which could otherwise run out their half
+	// hour (agentContext).
 	base   context.Context
 	cancel context.CancelFunc
-	once   sync.Once
-	graphs graphs
-	host   string
+	// handlers is the parent of every handler's context (asynq's BaseContext). It outlives the start of a shutdown by
+	// a grace (settleGrace), in which a step whose agent has ended settles: judges what the agent said, commits,
+	// pushes and saves. Cut off there, the step would go back to the queue without that work, and a worker on another
+	// machine would run the task again.
+	handlers    context.Context
+	endHandlers context.CancelFunc
+	once        sync.Once
+	graphs      graphs
+	host        string
 	// id names this worker process in the deployment: its word that it lives, and its claims on step deliveries
 	// (alive.go).
 	id      string
@@ -137,14 +144,24 @@ func New(cfg Config) (*Worker, error) {
 		cfg.PollInterval = 20 * time.Millisecond
 	}
 	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 10 * time.Second
+		cfg.ShutdownTimeout = 8 * time.Second
 	}
 	if cfg.Host == "" {
 		cfg.Host, _ = os.Hostname()
 	}
 	w := &Worker{cfg: cfg, log: cfg.Log, host: cfg.Host, id: workerID(cfg.Host)}
 	w.base, w.cancel = context.WithCancel(context.Background())
+	w.handlers, w.endHandlers = context.WithCancel(context.Background())
 	return w, nil
+}
+
+// settleMargin is how long before asynq gives a running step back (ShutdownTimeout) the shutdown's grace ends: a step
+// still settling then stops, rather than go on beside the delivery that takes its place.
+const settleMargin = 1500 * time.Millisecond
+
+// settleGrace is how long a shutdown lets the steps whose agents have ended settle.
+func (w *Worker) settleGrace() time.Duration {
+	return max(w.cfg.ShutdownTimeout-settleMargin, w.cfg.ShutdownTimeout/2)
 }
 
 // threshold is the error similarity from which run r counts two failures as the same: its own, else the worker's.
@@ -198,7 +215,7 @@ func (w *Worker) Handler() asynq.Handler {
 // resumes, short), so that a resume never waits behind running agents.
 func (w *Worker) Start(rdb redis.UniversalClient) error {
 	common := asynq.Config{
-		BaseContext:              func() context.Context { return w.base },
+		BaseContext:              func() context.Context { return w.handlers },
 		TaskCheckInterval:        w.cfg.PollInterval,
 		DelayedTaskCheckInterval: time.Second,
 		ShutdownTimeout:          w.cfg.ShutdownTimeout,
@@ -234,14 +251,17 @@ func (w *Worker) Start(rdb redis.UniversalClient) error {
 	return nil
 }
 
-// Shutdown stops taking work, interrupts running agents (their steps are requeued and run again later), and waits for
-// the handlers to return.
+// Shutdown stops taking work, interrupts running agents (their steps are requeued and run again later), lets the steps
+// whose agents had ended settle within a grace (settleGrace), and waits for the handlers to return.
 func (w *Worker) Shutdown() {
 	w.once.Do(func() {
+		defer w.endHandlers()
 		if w.steps == nil {
 			w.cancel()
 			return
 		}
+		grace := time.AfterFunc(w.settleGrace(), w.endHandlers)
+		defer grace.Stop()
 		w.here.stop() // answers queued from now on wait for a worker on the queue
 		var wg sync.WaitGroup
 		wg.Add(2)
@@ -249,6 +269,7 @@ func (w *Worker) Shutdown() {
 		go func() { defer wg.Done(); w.control.Shutdown() }()
 		// Agents are killed rather than waited for: an agent can run for half an hour.
 		w.cancel()
+		w.running.stopAll(errShutdown)
 		wg.Wait()
 		w.here.wait()
 		// Every step it had is back on the queue: nothing of it needs rescuing.
