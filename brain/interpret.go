@@ -1192,6 +1192,8 @@ type listBlock struct {
 	notChoices bool
 	// boldLead: paragraphs that each open with a bold name, which is its option's label; offered only by a lead-in.
 	boldLead bool
+	// drawn: a selection a CLI drew under its cursor, the way its prompt takes the answer.
+	drawn bool
 }
 
 // options reads the block's choices: its items, or the names its paragraphs open with.
@@ -1235,8 +1237,9 @@ func listBlocks(d *doc) []listBlock {
 		default:
 			j = listEnd(lines, i, style)
 		}
-		b := listBlock{start: i, end: j, offered: style == styleLettered || style == styleKeyed || hasCursorRow(lines[i:j]),
-			boldLead: style == styleBoldLead}
+		drawn := hasCursorRow(lines[i:j])
+		b := listBlock{start: i, end: j, offered: style == styleLettered || style == styleKeyed || drawn,
+			boldLead: style == styleBoldLead, drawn: drawn}
 		switch leadIn(lines, i) {
 		case leadOffers:
 			b.offered = true
@@ -1343,7 +1346,9 @@ func (b listBlock) place(d *doc, qLine int) (rank, dist int) {
 	case qLine < 0:
 		return 2, len(d.lines)
 	case qLine < b.start:
-		if d.paragraphsBetween(qLine, b.start, 1) <= 1 {
+		// A CLI's prompt shows what it asks about (the command, its reason, the diff) between its question and the
+		// selection that takes the answer.
+		if b.drawn || d.paragraphsBetween(qLine, b.start, 1) <= 1 {
 			return 0, b.start - qLine
 		}
 		return 2, b.start - qLine
