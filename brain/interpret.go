@@ -98,6 +98,9 @@ var (
 		lazyRE(`(?i)\b(?:push(?:ing)?|merg(?:e|ing)|rebas(?:e|ing)|publish(?:ing)?|upload(?:ing)?|releas(?:e|ing))\b[^.;:\n]{0,30}?\b(?:failed|fails|was rejected|were rejected|got rejected|is rejected)\b`),
 		// A test named by its identifier, in prose: "`test_totals` fails because …", "TestReplicaFailover still fails".
 		lazyRE("(?:\\b(?:Test[A-Z_]\\w*|test_\\w+)\\b|`(?:Test[A-Z_]\\w*|test_\\w+|[\\w./-]+\\.(?:test|spec)\\.[jt]sx?)`)\\s+(?:still\\s+|now\\s+|also\\s+)?(?:fails|failed|is failing|keeps failing)\\b"),
+		// A command, file or target named in a code span, failing: "`deno task build` failed — …", "`make check` still
+		// fails". A span that quotes the failure's own words ("`FAILED`") is not followed by them.
+		lazyRE("`[^`\\n]{1,120}`\\s+(?:still\\s+|now\\s+|also\\s+)?(?:fails|failed|is failing|keeps failing|errors? out|errored|crashe[sd]|exited (?:with )?(?:code|status) [1-9])\\b"),
 		// A step of the task that did not take place: "the deployment step, which is part of this task, did not happen".
 		lazyRE(`(?i)\b(?:deploy(?:ment)?|release|rollout|push|upload|migration|publish(?:ing)?)\b(?: step)?[^.;\n]{0,60}?\b(?:did not|didn't|never) (?:happen|run|go through|take place|complete|succeed)\b`),
 		lazyRE(`(?i)\b(?:fails|failed) (?:with|to (?:compile|build|run|start|install|pass|resolve|connect|fetch|load|import))\b`),
