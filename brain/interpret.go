@@ -94,10 +94,12 @@ var (
 	failurePhraseRes = []*pattern{
 		lazyRE(`Traceback \(most recent call last\)`),
 		lazyRE(`\bFAIL(?:ED)?\b`),
-		lazyRE(`(?i)\b(?:tests?|build|compilation|suite|ci|pipeline|lint(?:er)?|checks?|it|they|this|command|script|deploy(?:ment)?|migration|install(?:ation)?|package|code|binary|server|app|application|service|page|site|pods?|containers?|process|job|worker|function|instance)\)?\s+(?:still\s+|now\s+|also\s+)?(?:fails?|failed|failing|no longer (?:works|renders|starts|builds|compiles|runs|loads|passes|boots)|is failing|are failing|errors? out|breaks|broke|crashe[sd]|panics|(?:is|are) (?:not healthy|unhealthy|not ready)|does not (?:pass|compile|build|work|run)|doesn't (?:pass|compile|build|work|run)|did not (?:pass|compile|build)|didn't (?:pass|compile|build))\b`),
+		lazyRE(`(?i)\b(?:tests?|build|compilation|suite|ci|pipeline|lint(?:er)?|checks?|it|they|this|command|script|deploy(?:ment)?|migration|install(?:ation)?|package|code|binary|server|app|application|service|page|site|pods?|containers?|process|job|worker|function|instance|release|rollout|revision|machines?|replicas?|nodes?|cluster)\)?\s+(?:still\s+|now\s+|also\s+)?(?:fails?|failed|failing|no longer (?:works|renders|starts|builds|compiles|runs|loads|passes|boots)|is failing|are failing|errors? out|breaks|broke|crashe[sd]|panics|(?:is|are) (?:not healthy|unhealthy|not ready)|does not (?:pass|compile|build|work|run)|doesn't (?:pass|compile|build|work|run)|did not (?:pass|compile|build)|didn't (?:pass|compile|build))\b`),
 		lazyRE(`(?i)\b(?:push(?:ing)?|merg(?:e|ing)|rebas(?:e|ing)|publish(?:ing)?|upload(?:ing)?|releas(?:e|ing))\b[^.;:\n]{0,30}?\b(?:failed|fails|was rejected|were rejected|got rejected|is rejected)\b`),
 		// A test named by its identifier, in prose: "`test_totals` fails because …", "TestReplicaFailover still fails".
 		lazyRE("(?:\\b(?:Test[A-Z_]\\w*|test_\\w+)\\b|`(?:Test[A-Z_]\\w*|test_\\w+|[\\w./-]+\\.(?:test|spec)\\.[jt]sx?)`)\\s+(?:still\\s+|now\\s+|also\\s+)?(?:fails|failed|is failing|keeps failing)\\b"),
+		// What runs, up but failing its checks: "the new revision is deployed but unhealthy", "live but not ready".
+		lazyRE(`(?i)\b(?:live|up|running|deployed|serving|started|rolled out|reachable)\s+(?:but|yet)\s+(?:still\s+)?(?:unhealthy|not healthy|not ready|crash-?looping|returning (?:5\d\d|errors))\b`),
 		// A command, file or target named in a code span, failing: "`deno task build` failed — …", "`make check` still
 		// fails". A span that quotes the failure's own words ("`FAILED`") is not followed by them.
 		lazyRE("`[^`\\n]{1,120}`\\s+(?:still\\s+|now\\s+|also\\s+)?(?:fails|failed|is failing|keeps failing|errors? out|errored|crashe[sd]|exited (?:with )?(?:code|status) [1-9])\\b"),
