@@ -38,6 +38,9 @@ var (
 		lazyRE(`^\s*(?:Exception in thread|Caused by:)`),
 		// A tool prefixing its own error: "migrate: error: …", "gcc: fatal error: …", "ld: error: …".
 		lazyRE(`(?i)^\s*[\w.-]+(?:\[\d+\])?: (?:fatal )?(?:error|fatal)\b`),
+		// A program's log record at an error level (logRecord): "[2025-03-04 11:02:17,902] ERROR …", "2025-02-11T08:14:03Z
+		// pid=7 tid=2a8 FATAL: …", "[2024-06-14T10:51:33+00:00] FATAL: …", and logfmt's "level=error".
+		lazyRE(`^\s*` + logCollector + logStamp + `\s+(?:[\w=.:-]+\s+){0,4}\[?(?:FATAL|ERROR|CRITICAL|PANIC|SEVERE)(?:\]|:|\s)|(?i:\blevel=(?:error|fatal|panic|crit(?:ical)?)\b)`),
 	}
 	// Phrases that name an error when they occur in a log line, but that prose describing finished work also
 	// uses ("returns 403 Forbidden"): good for picking lines, not for deciding that the run failed.
@@ -82,6 +85,15 @@ var (
 	pyFileRe    = lazyRE(`^\s*File "[^"]+", line \d+`)
 	npmNoiseRe  = lazyRE(`(?i)npm ERR! (?:A complete log|\s*$|Please include)`)
 	failCountRe = lazyRE(`(?i)\b0 (?:failed|failing|failures?|errors?)\b`)
+)
+
+// A program's log record opens with what a log collector puts first, then its timestamp: compose's "api-1  | ",
+// journald's "Mar 04 11:02:17 host unit[2211]: ", then "[2025-03-04 11:02:17,902]", "2025-02-11T08:14:03.221Z",
+// "11:02:17.331".
+const (
+	logCollector = `(?:[\w.-]+\s+\|\s+)?(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \S+ [\w.@-]+(?:\[\d+\])?:\s+)?`
+	logStamp     = `\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}[\d:.,]*(?:Z|[+-]\d{2}:?\d{2})?|\d{2}:\d{2}:\d{2}[.,]\d+)\]?`
+	logLevel     = `(?:FATAL|ERROR|WARN|WARNING|INFO|DEBUG|TRACE|CRITICAL|PANIC|SEVERE)`
 )
 
 // frameRe is the box drawing some tools put before their messages (terraform's "│ Error: …").

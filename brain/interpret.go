@@ -325,7 +325,12 @@ var (
 	letteredLineRe = lazyRE(`^\s*[*_]{0,2}(?:\[[A-Ha-h]\]|\([A-Ha-h]\)|[A-Ha-h][).]|[A-H]:|[Oo]ption\s+[A-Ha-h]\s*[:.)\-–])[*_]{0,2}\s+\S`)
 	// "docker: …", "mkdir: …": a program naming itself before its message.
 	toolPrefixRe = lazyRE(`^\s*[a-z][\w.-]*: `)
-	listLineRe   = lazyRE(`^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+)\S`)
+	// A program's log record: a timestamp, a level or logfmt's time opens the line, behind what a log collector puts
+	// first (logCollector): "[2024-06-14T10:51:33+00:00] FATAL: …", "worker-1  | 2025-02-11T08:14:03Z pid=7 ERROR: …",
+	// glog's "E0614 10:51:33.123 …", "[ERROR] …", "time=… level=error …". What it asks ("PLEASE PROVIDE …", "Could you
+	// set …?") is the program's.
+	logRecordRe = lazyRE(`^\s*` + logCollector + `(?:` + logStamp + `|[IWEF]\d{4} \d{2}:\d{2}:\d{2}|\[` + logLevel + `\]|` + logLevel + `:\s|time=\S+\s+level=)`)
+	listLineRe  = lazyRE(`^\s*(?:[-*•]\s+|\d{1,2}[.)]\s+)\S`)
 )
 
 // Interpret judges an agent's final output: completed, failed, or needs_help with the question, options and
@@ -830,7 +835,7 @@ func (d *doc) toolOutput(s sentence) bool {
 	}
 	l := d.lines[s.line]
 	low := fold(l)
-	tool := specificErrorG.match(l, low) || keywordErrorG.match(l, low) && toolPrefixRe.MatchString(l)
+	tool := logRecordRe.MatchString(l) || specificErrorG.match(l, low) || keywordErrorG.match(l, low) && toolPrefixRe.MatchString(l)
 	d.toolLines[s.line] = 1
 	if tool {
 		d.toolLines[s.line] = 2
