@@ -587,7 +587,11 @@ func (ev *evidence) readAsks(d *doc, sentences []sentence) {
 			k > 0 && sentences[k-1].unit == s.unit && strings.HasSuffix(s.text, "?") && outOfScopeRe.MatchString(strings.TrimSpace(sentences[k-1].text)) {
 			continue
 		}
-		switch classifyAsk(s.text, k == last) {
+		kind := classifyAsk(s.text, k == last)
+		if kind != askReal && waitsForChoice(d, s) {
+			kind = askReal
+		}
+		switch kind {
 		case askReal:
 			ev.questions++
 			// An offer to try again that names another way ("Should I re-run it with X, or add Y?") asks for a choice.
@@ -598,6 +602,27 @@ func (ev *evidence) readAsks(d *doc, sentences []sentence) {
 			ev.offers++
 		}
 	}
+}
+
+// waitsForWordRe puts off what the agent will do until the person's word: "Let me know and I'll push the change",
+// "Say the word and I'll switch it". After finished work it is courtesy; under choices it offered, it waits for the
+// choice (waitsForChoice).
+var waitsForWordRe = lazyRE(`(?i)\b(?:let me know|say the word|give me (?:the|a) (?:go-ahead|word|nod)|just say)(?:,)? and (?:I'll|I will)\b`)
+
+// waitsForChoice reports a sentence that waits for the person's word (waitsForWordRe) under choices the agent
+// offered before it: a block put as options (by its keys, its lead-in or a CLI's cursor), two or more of them.
+func waitsForChoice(d *doc, s sentence) bool {
+	if !waitsForWordRe.MatchString(s.text) {
+		return false
+	}
+	for _, b := range listBlocks(d) {
+		if b.start < s.line && b.offered {
+			if n := len(b.options(d)); n >= 2 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sentenceEndInLineRe ends a sentence inside a line: punctuation, space, then anything but a lower-case
@@ -1012,7 +1037,7 @@ func questionSentence(d *doc, sentences []sentence) int {
 		}
 	}
 	for k, s := range sentences {
-		if uncertaintyRes[0].MatchString(s.text) || stuckAny.MatchString(s.text) {
+		if uncertaintyRes[0].MatchString(s.text) || stuckAny.MatchString(s.text) || waitsForChoice(d, s) {
 			return k
 		}
 	}
@@ -1514,6 +1539,9 @@ func leadIn(lines []string, i int) leadKind {
 	if !mdHeadingRe.MatchString(l) && !strings.HasSuffix(bare, ":") {
 		return leadNone
 	}
+	if !mdHeadingRe.MatchString(l) {
+		l = wrappedSentence(lines, k)
+	}
 	switch {
 	case leadOffersRe.MatchString(l):
 		return leadOffers
@@ -1521,6 +1549,24 @@ func leadIn(lines []string, i int) leadKind {
 		return leadNotChoices
 	}
 	return leadNone
+}
+
+// wrappedSentence is the sentence that ends on line k, with the lines of its paragraph it was wrapped from: "… while 20
+// and 22 pass. Two ways" and "to fix it:" make "Two ways to fix it:".
+func wrappedSentence(lines []string, k int) string {
+	s := strings.TrimSpace(lines[k])
+	for j := k - 1; j >= 0 && j > k-4; j-- {
+		prev := strings.TrimSpace(lines[j])
+		if prev == "" || strings.ContainsAny(prev[len(prev)-1:], ".!?:") || listLineRe.MatchString(lines[j]) ||
+			mdHeadingRe.MatchString(lines[j]) {
+			break // the sentence starts on the line after
+		}
+		s = prev + " " + s
+	}
+	if locs := sentenceEndInLineRe.FindAllStringIndex(s, -1); len(locs) > 0 {
+		s = s[locs[len(locs)-1][0]+1:]
+	}
+	return strings.TrimSpace(s)
 }
 
 // paragraphsBetween counts the paragraphs (runs of non-blank lines) strictly between lines from and to that
