@@ -150,7 +150,9 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 		// "Permission 'x' denied"): only someone who administers the account can grant it.
 		{lazyRE(oneOf(`(?i)`,
 			`(?-i:\bAccessDenied(?:Exception)?\b)`,
-			`\bnot authorized to perform\b`,
+			`\bnot authori[sz]ed (?:to (?:perform|access|read|write|execute|use)|on \S+ to (?:execute|perform|access))\b`,
+			// Kafka's ACL refusals: "TopicAuthorizationException: Not authorized to access topics: [x]".
+			`(?-i:\b(?:Topic|Group|Cluster|TransactionalId|DelegationToken)AuthorizationException\b)`,
 			`\bdoes not have (?:authorization|permission) to (?:perform|access)\b`,
 			`(?-i:\bAuthorizationFailed\b|\bPERMISSION_DENIED\b|\bUnauthorizedOperation\b)`,
 			`\bpermission ['"][\w.]+['"] denied\b`,
@@ -228,11 +230,14 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			// lock(s) … created by x@laptop-17 (pid 48211)", "lock acquired by x@host").
 			`\block(?:s|\(s\)| files?)?\b.{0,400}?\b(?:created|acquired|taken|held|owned) by (?:user )?[\w.-]+@[\w.-]+`,
 		)),
-			"a lock another person or machine holds: only they, or someone who knows it is safe to break, can release it", false},
+			lockHeldWhy, false},
 		{lazyRE(oneOf(`(?i)`,
 			`\bconflicts? with (?:the |our |an? )?(?:existing )?(?:architecture|design)\b`,
 			`\b(?:architecture|architectural|design) (?:issue|problem|conflict|flaw|question|decision)\b`,
 			`\b(?:requires?|needs?|without|pending) (?:a |an )?(?:design|architectural|architecture|product|business|legal|compliance)(?:/(?:design|product|business|legal|compliance|security))? (?:decision|change|review|call)\b`,
+			// What the failure comes down to, named as a decision that is not the code's: "whether X is right is a
+			// business/policy decision", "that's a product call".
+			`\b(?:is|it's|that's|remains) (?:a |an )?(?:[\w-]+/)?(?:product|business|design|legal|compliance|pricing|policy|UX) (?:decision|call|question)\b`,
 			`\bbreaking change\b[^.]{0,80}\b(?:public|other teams?|clients?|consumers?|downstream)\b`,
 			`\b(?:public|exported) API\b[^.]{0,80}\bbreaking change\b`,
 		)),
@@ -334,8 +339,23 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\b(?:cannot|can't|could not|couldn't|unable to) (?:find|detect|open) (?:a |the |any )?(?:smart ?card(?: reader)?|hardware token|security key|yubikey|token device|HSM)\b`,
 			`\b(?:smart ?card(?: reader)?|hardware token|security key|yubikey|HSM|eToken)\b[^.\n]{0,40}?\b(?:not (?:found|present|detected|connected|inserted|available)|no readers?|is missing)\b`,
 			`\bno (?:smart ?card|yubikey|security key|hardware token)s? (?:reader )?(?:found|detected|present|inserted|connected)\b`,
+			// PKCS#11, the interface to HSMs and tokens: its token absent, or no slot to find one in.
+			`(?-i:\bCKR_TOKEN_NOT_PRESENT\b|\bCKR_DEVICE_REMOVED\b|\bTokenNotPresent\b)`,
+			`(?s)\bpkcs ?#?11\b.{0,300}?\bno slots\b`,
 		)),
 			"a key held in hardware (a smart card, a USB token, a security key) that this machine does not have: only the person who holds it can sign", false},
+		// A second factor only its owner has: a one-time code from an authenticator app or a text ("This operation
+		// requires a one-time password from your authenticator" (npm's EOTP), "Please enter OTP code" (RubyGems)).
+		{lazyRE(oneOf(`(?i)`,
+			`\bone-time (?:password|passcode|code)\b`,
+			`(?-i:\bEOTP\b|\bOTPVerificationError\b)`,
+			`\b(?:enter|provide|requires?|needs?|missing) (?:an? |the |your )?(?:OTP|2FA|MFA|TOTP|two-factor|multi-factor)(?: authentication)? (?:code|token|password)\b`,
+		)),
+			"a one-time code from its owner's second factor (an authenticator, a text): only that person can give it", true},
+		// A step of the outside world whose lead time is counted in working days: a certificate authority's validation,
+		// a carrier's vetting of a campaign, a partner's renewal process. No retry gets it sooner.
+		{lazyRE(`(?i)\b(?:takes?|taking|typically|usually|lead time|turnaround|processing|review|vetting|validation|approval|renewal)\b[^.\n]{0,50}?\b\d+(?:\s*(?:-|–|to)\s*\d+)?\s+(?:business|working) days\b|\b\d+(?:\s*(?:-|–|to)\s*\d+)?\s+(?:business|working) days'? (?:lead time|turnaround)\b`),
+			"a step outside the team that takes working days (a validation, a vetting, a renewal): a person must follow it up", true},
 		// An app store's review rejecting a release (App Review's "Guideline 5.1.1(v) - Legal - …", "Review was not
 		// approved", Google Play's rejection for a policy): what the reviewer asks is a product change and a reply to them,
 		// both a person's.
@@ -403,8 +423,8 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 		// its advisory board approves. Retrying before the window, or without the ticket, only fails again.
 		{lazyRE(oneOf(`(?i)`,
 			`\b(?:only (?:be )?(?:allowed|permitted|possible|run|applied|done|deployed) (?:during|in|within)|outside (?:of )?)\s*(?:the |an? )?(?:approved |scheduled |agreed |allowed |next )?(?:maintenance|change|deploy(?:ment)?|release|migration) window\b`,
-			`\b(?:code|change|release|deploy(?:ment)?|merge) freeze\b`,
-			`\bCAB[- ]approved\b|\bchange[- ]advisory board\b`,
+			`\b(?:code|change|release|deploy(?:ment)?|merge)[ _-]freeze\b`,
+			`\bCAB[- ]approved\b|\bchange[- ]advisory board\b|\bCAB\b[^.\n]{0,20}?\b(?:exception|approval|ticket)\b`,
 			`\bchange (?:ticket|request|record)\b[^.\n]{0,30}?\b(?:required|not set|missing|needed|must)\b`,
 			`\b(?:requires?|needs?|without) (?:an? )?(?:approved )?change (?:ticket|request|record)\b`,
 		)),
@@ -478,10 +498,24 @@ var (
 	literalRe = lazyRE("\"[^\"\n]*\"|(?:^|[\\s(=,:\\[])'[^'\n]*'|`[^`\n]*`")
 )
 
-// ownedPathDeniedRe is a permission refused on a path the agent's own code or tests made: under a temporary
-// directory (Go's t.TempDir(), pytest's tmp_path, mkdtemp) or relative to the workspace ("open
-// /tmp/TestSave1843092/001/.config.yaml.tmp: permission denied"). Its mode is the code's doing, a bug to fix.
-var ownedPathDeniedRe = lazyRE(`(?i)['"]?(?:/tmp/|/var/tmp/|/var/folders/|/private/var/folders/|/private/tmp/|\.{1,2}/)[^\s:'"]*['"]?:\s*permission denied\b|\bPermissionError: \[Errno 13\] Permission denied: '(?:/tmp/|/var/folders/|\.{1,2}/)[^']*'`)
+// lockHeldWhy is why a lock someone else holds is permanent, unless its holder lets go within minutes
+// (lockReleasedSoonRe): a scheduled job, another run's apply.
+const lockHeldWhy = "a lock another person or machine holds: only they, or someone who knows it is safe to break, can release it"
+
+// lockReleasedSoonRe says the lock's holder ends and lets go within minutes: "it takes about 4 minutes and releases the
+// lock when it ends", "usually finishes in about 3 minutes", "will release it in a minute".
+var lockReleasedSoonRe = lazyRE(`(?i)\b(?:takes|finish(?:es)?|completes?|ends|runs? for|releases? (?:it|the lock))\b[^.\n]{0,30}?\b(?:in |within |for )?(?:about |around |roughly |under |less than |~)?(?:a|an|one|\d+)\s*(?:s|secs?|seconds?|m|mins?|minutes?)\b`)
+
+// ownedPathDeniedRe is a permission refused on a path the agent's own code, tests or image made: under a temporary
+// directory (Go's t.TempDir(), pytest's tmp_path, mkdtemp), relative to the workspace ("open
+// /tmp/TestSave1843092/001/.config.yaml.tmp: permission denied"), or in the app directory of an image built from the
+// workspace (/app, /usr/src/app, as Docker's guides lay images out), whose owner the workspace's Dockerfile sets. Its
+// mode is the code's doing, a bug to fix. Node's EACCES is taken with the error object it prints under it.
+var ownedPathDeniedRe = lazyRE(`(?im)(?:^|[\s'"(=\[])` + ownedDirs + `[^\s:'"]*['"]?:\s*permission denied\b|\bPermissionError: \[Errno 13\] Permission denied: '` + ownedDirs + `[^']*'|\bEACCES: permission denied, \w+ '` + ownedDirs + `[^']*'(?:\s*\n(?:\s+at [^\n]*\n)*\s+at [^\n]*\{[^}]{0,300}\})?`)
+
+// ownedDirs are where the paths the agent's work makes live (ownedPathDeniedRe), each from the path's start: "/app/" in
+// "/var/log/app/app.log" is no app directory.
+const ownedDirs = `(?:/tmp/|/var/tmp/|/var/folders/|/private/var/folders/|/private/tmp/|\.{1,2}/|/app/|/usr/src/app/)`
 
 // execBitRe is a shell or an exec refusing to run a file of the workspace that is not executable ("/bin/sh: 1:
 // ./scripts/gen.sh: Permission denied", "fork/exec ./bin/tool: permission denied"): its mode, which the agent sets
@@ -545,7 +579,7 @@ func (h *Heuristic) Decide(ctx context.Context, in DecideInput) (Decision, error
 	latest := newDoc(history[len(history)-1]).text
 	quote := briefError(latest)
 
-	why := permanentCause(latest)
+	why := permanentCause(failingNow(history))
 	if why == "" && asksAPerson(latest) {
 		why = "the agent asking a person to decide"
 	}
@@ -621,6 +655,22 @@ func (h *Heuristic) Decide(ctx context.Context, in DecideInput) (Decision, error
 	return d, nil
 }
 
+// failingNow is the failure the latest attempt shows: its text, and, when it says it failed the same way as the one
+// before ("…; same error.", "the same handshake failure"), the failure of that attempt too, back over every attempt that
+// says so: what the latest attempt points back at is what fails now.
+func failingNow(history []string) string {
+	n := len(history) - 1
+	text := newDoc(history[n]).text
+	for i := n; i > 0 && sameAsBeforeRe.MatchString(history[i]); i-- {
+		text = newDoc(history[i-1]).text + "\n" + text
+	}
+	return text
+}
+
+// sameAsBeforeRe is an attempt saying it failed as the one before did: "same error", "the same 403", "fails the same
+// way", "same handshake failure".
+var sameAsBeforeRe = lazyRE(`(?i)\b(?:the )?same (?:\w+ ){0,2}(?:error|failure|exception|refusal|denial|response|result|message|problem)s?\b|\b(?:fails?|failed|failing) (?:again )?(?:in )?the same way\b`)
+
 // asksAPerson reports a failure in which the agent puts a question to a person ("Which approach should I take?"):
 // no retry answers it. Questions a tool prints ("Is the docker daemon running?") and doubts without a question
 // ("I'm not sure why yet") do not count.
@@ -646,7 +696,8 @@ func permanentCause(err string) string {
 	// "assert 'FATAL: disk quota exceeded' in caplog.text"), not the environment failing.
 	text = expectationLineRe.ReplaceAllStringFunc(text, func(l string) string { return literalRe.ReplaceAllString(l, `""`) })
 	for _, c := range permanentCauses() {
-		if c.re.MatchString(text) && !(c.notInTest && testAssertionRe.MatchString(err)) {
+		if c.re.MatchString(text) && !(c.notInTest && testAssertionRe.MatchString(err)) &&
+			!(c.why == lockHeldWhy && lockReleasedSoonRe.MatchString(text)) {
 			return c.why
 		}
 	}

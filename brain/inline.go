@@ -19,6 +19,8 @@ var (
 		`(?:should|shall|would|will|must) (?:the|this|that|our|your|its)(?:\s+[\w-]+){1,3}\s+be`,
 		`(?:would|do|did) you (?:like|want|prefer|need) (?:me |us |[^\s,]+ )?to`,
 		`(?:would|do) you (?:like|want|prefer) (?:it|them|this|that|[\x{E000}][0-9]+[\x{E001}])`,
+		// "Would you rather I X, Y, or Z?": the one who would act is no part of the first choice.
+		`would you (?:prefer|rather)(?: that)? (?:I|we)`,
 		`would you (?:prefer|rather|like)`,
 		`do you (?:prefer|want)`,
 		`(?:should|shall|can|could|must|do|will) (?:I|we|they|it)`,

@@ -34,6 +34,8 @@ var (
 		lazyRE(`(?i)\b(?:it|everything|the (?:\w+ ){0,2}?(?:closure|project|image|binary|crate|package|module|app|system|configuration|config|build|targets?)|both (?:\w+ )?(?:hosts|targets|images|packages|configurations?))\s+(?:now\s+)?(?:builds?|compiles?)(?:\s+(?:cleanly|fine|again|without (?:errors?|warnings)))?(?:[.,;]|\s+and\b|\s*$)`),
 		// A deploy or release that is there: "Deployed to production at https://…", "published to npm".
 		lazyRE(`(?i)^(?:[*_]{0,2})?(?:deployed|released|published|shipped) (?:it |them )?(?:to|on) (?:production|prod|staging|npm|pypi|crates\.io|the registry)\b`),
+		// A health check that answers: "`/health` returns 200", "/healthz answers 200", "the readiness probe is passing".
+		lazyRE(`(?i)(?:/|\b)(?:health\w*|healthz|readyz|livez|readiness (?:probe|check)s?|liveness (?:probe|check)s?|health ?checks?)\b` + "`?" + `[^.\n]{0,30}?\b(?:returns?|returned|answers?|answered|responds?|responded|is|are|now)\s+(?:with\s+)?(?:(?:an?\s+)?HTTP\s+)?(?:200|204|OK|healthy|passing|green)\b`),
 		// A pull or merge request that is there: "PR #913 is open", "opened pull request #42", "MR !17 merged".
 		lazyRE(`(?i)\b(?:PR|pull request|MR|merge request)\s+[#!]?\d+\s+(?:is\s+|has been\s+|was\s+)?(?:now\s+)?(?:open|opened|up|created|merged|ready for review)\b|\b(?:opened|created|raised|merged)\s+(?:a\s+|the\s+)?(?:PR|pull request|MR|merge request)\s+[#!]?\d+`),
 	}
