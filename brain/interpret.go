@@ -1523,7 +1523,8 @@ var (
 	leadOffersRe = lazyRE(`(?i)\b(?:your call|a call|options|choices?|alternatives|approaches|possibilities|ways|paths|fixes|solutions|candidates|one of|either|decide|decision|choose|pick|could|might|which|should (?:I|we)|shall (?:I|we)|would you|do you|want me to|prefer)\b`)
 	// A lead-in that names the list under it as work done, things found or a plan: "Files changed:", "Summary
 	// of what I found:", "Proposed approach:". For lists that sit near a question without being its choices.
-	leadNotChoicesRe = lazyRE(`(?i)\b(?:summary|findings?|changes|changed|files?|did|done|steps?|plan|proposed|modified|updated|added|fixed|removed|notes?|results?|verified|tested|checked|failures|errors|issues|problems|bugs|warnings|risks|todo|next)\b`)
+	leadClauseBreakRe = lazyRE(`(?i)[,;]?\s+(?:but|however|though|although|yet)\b|;`)
+	leadNotChoicesRe  = lazyRE(`(?i)\b(?:summary|findings?|changes|changed|files?|did|done|steps?|plan|proposed|modified|updated|added|fixed|removed|notes?|results?|verified|tested|checked|failures|errors|issues|problems|bugs|warnings|risks|todo|next (?:steps?|up|actions?)|what's next|up next)\b|^\W*next\b`)
 )
 
 // leadIn says what the line introducing the block at line i (the nearest line above it, blank lines skipped)
@@ -1543,6 +1544,11 @@ func leadIn(lines []string, i int) leadKind {
 	}
 	if !mdHeadingRe.MatchString(l) {
 		l = wrappedSentence(lines, k)
+		// The clause that introduces the list is the last: in "The export is done, but two imports still expect the
+		// column:", what was done is before "but".
+		if locs := leadClauseBreakRe.FindAllStringIndex(l, -1); len(locs) > 0 {
+			l = l[locs[len(locs)-1][1]:]
+		}
 	}
 	switch {
 	case leadOffersRe.MatchString(l):

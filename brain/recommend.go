@@ -43,10 +43,17 @@ var (
 		// The pick named by its position or key, with no "I think" before: "The second seems safer to me", "Option B
 		// looks like the better fit".
 		`^((?:the\s+)?(?:first|second|third|fourth|fifth|last|former|latter)(?:\s+(?:one|option|approach|choice|path|way))?|(?:option|choice|approach|path)\s+[A-Ha-h1-9]|#\s*[1-9]|[A-Ha-h1-9])\s+(?:is|would be|seems|looks|sounds)(?: like)?\s+(?:the\s+|a\s+)?(?:better|best|safer|safest|simpler|simplest|cleaner|cleanest|easier|easiest|preferable|right|way to go|more sensible|sensible|safe (?:default|choice|bet|option))\b`,
+		// The pick weighed as the better way, subject first or last: "The view is the gentler path", "The safer bet is
+		// the alias".
+		`^(.{1,80}?)\s+(?:is|would be|seems)\s+(?:the|a|my)\s+`+betterWayRe+`\b`,
+		`^(?:the|a|my)\s+`+betterWayRe+`\s+(?:is|would be|seems to be|here is)\s+(.{1,80}?)(?:[,;:]|\s+and\b|\.(?:\s|$)|$)`,
 		// The pick, then what the agent would do: "Switching to the Pages workflow is what I'd do".
 		`^(.{1,80}?)\s+(?:is|would be) what I(?:'d| would) (?:do|pick|choose|go with|recommend|suggest)\b`,
 	))
 )
+
+// betterWayRe is a way weighed as the better one: "safer bet", "gentler path", "least risky option".
+const betterWayRe = `(?:safer|safest|gentler|gentlest|better|best|simpler|simplest|cleaner|cleanest|cheaper|cheapest|easier|easiest|smaller|smallest|lower-risk|less risky|least risky|more conservative|more pragmatic|sensible|pragmatic)\s+(?:bet|path|option|choice|way|route|approach|fix|move|call|pick)`
 
 // positionRe names an option by its position in a sentence.
 var positionRe = lazyRE(`(?i)\bthe (?:first|second|third|fourth|fifth|last|former|latter|other)\b`)
@@ -55,7 +62,7 @@ var positionRe = lazyRE(`(?i)\bthe (?:first|second|third|fourth|fifth|last|forme
 // checking for them first keeps a long output's reading cheap.
 var (
 	otherCueWords  = []string{"my ", " me", "lean", "prefer", "favo", "vote", "'d ", "would "}
-	pickFirstWords = []string{"my ", "better", "best", "safe", "simple", "clean", "eas", "preferable", "right", "way to go", "sensible", "what i"}
+	pickFirstWords = []string{"my ", "better", "best", "safe", "simple", "clean", "eas", "preferable", "right", "way to go", "sensible", "what i", "gentl", "cheap", "small", "risk", "conservative", "pragmatic"}
 )
 
 func mayRecommend(lower string, words []string) bool {
