@@ -3,6 +3,8 @@ package brain
 import (
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ParseOptions parses an options block into the options' texts, keys stripped (callers label them A, B, …).
@@ -293,14 +295,34 @@ func ownLines(s string, title bool) int {
 		return i
 	}
 	at := 0
-	for i, line := range strings.SplitAfter(s, "\n") {
-		if i > 0 && (strings.TrimSpace(line) == "" || subPointRe.MatchString(line)) {
+	lines := strings.SplitAfter(s, "\n")
+	for i, line := range lines {
+		if i > 0 && (strings.TrimSpace(line) == "" || subPointRe.MatchString(line) || describes(lines[i-1], line)) {
 			return at
 		}
 		at += len(line)
 	}
 	return len(s)
 }
+
+// describes reports line, under an option's line prev, as what is said about the option rather than the rest of
+// its wrapped name: indented, it opens a sentence of its own ("Option A: Set min instances to 2" over "    Removes
+// most cold starts; about $38/month"), where a wrapped name goes on in lower case or after a word that joins.
+func describes(prev, line string) bool {
+	if line == "" || (line[0] != ' ' && line[0] != '\t') {
+		return false
+	}
+	t := strings.TrimSpace(line)
+	r, _ := utf8.DecodeRuneInString(t)
+	if !unicode.IsUpper(r) || strings.HasPrefix(t, "I ") || strings.HasPrefix(t, "I'") {
+		return false
+	}
+	p := strings.TrimSpace(prev)
+	return p != "" && !strings.ContainsAny(p[len(p)-1:], ",;:(-–—/&+") && !joinWordEndRe.MatchString(p)
+}
+
+// joinWordEndRe ends a line in the middle of a phrase: "… and", "… to the".
+var joinWordEndRe = lazyRE(`(?i)\b(?:and|or|but|to|of|the|a|an|with|for|in|on|at|by|from|into|via|than|as|that|which|its|their|our|your)$`)
 
 // cleanOption turns an option's text into its button label: wrapped lines joined, a recommendation marker
 // taken off (and remembered), "**Name**: explanation" cut to the name, markdown emphasis dropped, and the
