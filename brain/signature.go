@@ -73,6 +73,8 @@ var (
 		`\bexpected\b.{1,80}\b(?:but (?:got|was|found|received)|got|found|received)\b`,
 		`\bgot\b.{1,80}\bwant(?:ed)?\b`,
 		`\bassert(?:ion)?\b.{0,40}(?:==|!=|\bis not\b|\bin\b)`,
+		// Rust's assert!: "assertion failed: Range::parse(\"^0.2.3\").is_ok()", the expression that did not hold.
+		`^\s*assertion failed: \S`,
 	))
 	// A linter's finding under its file's name (eslint, stylelint, rubocop): "  23:6  warning  message  rule".
 	lintLineRe   = lazyRE(`^\s*\d+:\d+\s+(?:error|warning|warn|[EWCF])\s+\S`)
@@ -87,6 +89,8 @@ var (
 		lazyRE(`(?m)^\s*(?:FAIL|ERROR):\s+(\w+\s+\([\w.]+\))`),
 		lazyRE(`(?m)^\s*●\s+(.+?)\s*$`),
 		lazyRE(`(?m)^\s*test\s+(\S+)\s+\.\.\.\s+FAILED`),
+		// cargo-nextest: "FAIL [   0.003s] crate-name module::tests::name", the binary's name before the test's.
+		lazyRE(`(?m)^\s*(?:FAIL|SIGSEGV|SIGABRT|TIMEOUT) \[\s*[\d.]+s\] (?:\S+ )?(\S+)\s*$`),
 		lazyRE(`(?m)^\s*(\S+\s+>\s+.+?)\s+FAILED\s*$`),
 		lazyRE(`(?m)^\s*rspec\s+(\S+)`),
 		// Playwright and Cypress name a failing test by its spec file and line ("checkout.spec.ts:42 › pays with saved
@@ -223,6 +227,7 @@ type failure struct {
 }
 
 func failureOf(s string) failure {
+	s = withoutLogPrefixes(s)
 	text := historyPrefixRe.ReplaceAllString(s, "")
 	sig := signatureOf(s)
 	return failure{sig: sig, subj: subjectIn(text, strings.ToLower(text), sig.tests), text: text}

@@ -82,7 +82,7 @@ func clip(s string) string {
 func newDoc(output string) *doc {
 	// Colour and cursor codes sit inside the words read below; they are taken out before anything else, so
 	// that neither the judgement nor the summary and error shown to a person sees them.
-	output = clip(stripANSI(output))
+	output = withoutLogPrefixes(clip(stripANSI(output)))
 	if !utf8.ValidString(output) {
 		output = strings.ToValidUTF8(output, "\uFFFD")
 	}
@@ -112,6 +112,19 @@ func newDoc(output string) *doc {
 		d.proseLines[i] = quotedRe.ReplaceAllStringFunc(l, d.hide)
 	}
 	return d
+}
+
+// ghLogPrefixRe is what GitHub's CLI puts before each line of a run's log (gh run view --log, --log-failed): the job,
+// the step and the time, tab-separated ("test\tRun cargo test\t2025-03-04T10:12:40.1234567Z ").
+var ghLogPrefixRe = lazyRE(`(?m)^[^\t\n]+\t[^\t\n]*\t\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z ?`)
+
+// withoutLogPrefixes is s with the prefix a CI log puts before each line taken off (ghLogPrefixRe): what is left is
+// the line as the program printed it, read as any other.
+func withoutLogPrefixes(s string) string {
+	if !strings.Contains(s, "\t") {
+		return s
+	}
+	return ghLogPrefixRe.ReplaceAllString(s, "")
 }
 
 // Agents' terminal transcripts mark each message of the agent at the margin and indent the message's other lines by
