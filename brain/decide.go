@@ -128,7 +128,7 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			// Access that comes back at a stated date, however it is said.
 			`\b(?:regain access|access (?:will be|is) restored|(?:will be )?available again|(?:limits?|quota) (?:will )?reset)\s+(?:on|at|after)\s+(?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|tomorrow|midnight)`,
 		)),
-			"a usage limit or quota that no retry lifts before it resets", false},
+			usageLimitWhy, false},
 		// A tool that refuses to run as root (or under sudo) is refusing this environment, not the agent's change.
 		{lazyRE(`(?i)\b(?:cannot|can't|must not|may not|should not|is not allowed to|refuses? to)\s+(?:be\s+)?(?:used|run|started|executed)\b[^.\n]{0,40}?\b(?:as|with|under|by) (?:the )?(?:root|sudo|superuser)\b|\broot/sudo privileges\b`),
 			"a tool that refuses to run in this environment (as root)", false},
@@ -151,6 +151,9 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 		{lazyRE(oneOf(`(?i)`,
 			`(?-i:\bAccessDenied(?:Exception)?\b)`,
 			`\bnot authori[sz]ed (?:to (?:perform|access|read|write|execute|use)|on \S+ to (?:execute|perform|access))\b`,
+			// What a look at the grants finds: "User:recon-svc has no READ grant", "the user has no permission on the
+			// billing vhost".
+			`\bhas no (?:\w+ )?(?:grants?|permissions?|access|ACLs?|role)\b(?: (?:on|to|for)\b)?`,
 			// Kafka's ACL refusals: "TopicAuthorizationException: Not authorized to access topics: [x]".
 			`(?-i:\b(?:Topic|Group|Cluster|TransactionalId|DelegationToken)AuthorizationException\b)`,
 			`\bdoes not have (?:authorization|permission) to (?:perform|access)\b`,
@@ -251,6 +254,9 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\brequirements (?:conflict|are inconsistent|are incompatible)\b`,
 			`\b(?:cannot|can't|impossible to) (?:satisfy|meet) (?:both|the acceptance criteria|all (?:the |of the )?(?:acceptance )?criteria)\b`,
 			`\bimpossible (?:requirement|task|to satisfy)\b`,
+			// No value of the thing asked for meets both: "No retention value satisfies both", "there is no timeout that
+			// meets both tickets".
+			`\bno (?:single )?(?:\w+ )?(?:value|setting|option|number|timeout|limit|config(?:uration)?|version|choice)\b[^.\n]{0,30}?\b(?:satisf(?:y|ies)|meets?|fits?|works for|passes) both\b`,
 			`\bnot possible to satisfy\b`,
 			// Two requirements that exclude each other, told by what happens: "making either pass makes the other fail",
 			// "fixing one breaks the other", "they cannot both hold".
@@ -454,6 +460,20 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\bCAA record\b[^\n]{0,80}?\b(?:prevents|forbids|does not allow|doesn't allow|only (?:authori[sz]es|allows|permits))\b`,
 		)),
 			"a fact of the world outside the workspace (a name taken, a region without the machine, an account not enabled, data past its retention, a version already published, a change made by hand) that no edit changes: a person must decide", true},
+		// What another team owns and grants, named by the file that says so: "ACLs for payments.* topics are managed in
+		// acme/payments-kafka-config (CODEOWNERS: @acme/payments-platform)".
+		{lazyRE(`(?i)\b(?:managed|owned|maintained|administered|controlled|granted|defined)\b[^.\n]{0,100}?\bCODEOWNERS\b`),
+			"a resource another team owns and grants: only they can change it", false},
+		// A document or page the work depends on that is not shared with the agent: "You need access. Ask for access"
+		// (Google Drive), "You need permission to access this item. Request access" (SharePoint), "You don't have
+		// permission to view this page" (Confluence).
+		{lazyRE(oneOf(`(?i)`,
+			`\byou need (?:access|permission)\b`,
+			`\b(?:ask|request) (?:for )?access\b`,
+			`\baccess required\b`,
+			`\byou (?:don't|do not) have (?:access|permission) to (?:view|see|open|read|access) (?:this|the) (?:page|document|doc|file|item|space|folder|sheet)\b`,
+		)),
+			"a document the work depends on that is not shared with the agent: only its owner can share it", true},
 		{lazyRE(`(?i)\buntil (?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\b|\b(?:someone|somebody|a human|a person|an? (?:account )?(?:admin|administrator|owner|maintainer))\s+(?:has to|needs to|will have to)\b`),
 			"an action only a person can take", false},
 		// A change that waits on a person's approval or review, however a forge or a process words it: "needs approval
@@ -467,6 +487,9 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\b(?:approvals?|approving reviews?|sign-?offs?) (?:is |are )?(?:required|needed)\b`,
 			// A rule's count of the approvals it wants and from whom: "Required approvals: 1 from group @acme/security".
 			`\brequired approvals?:?\s*\d+\s+from\b`,
+			// A change a named role must approve: "must be approved by a Finance Controller", "booked as new lines and
+			// approved by the Head of Accounting".
+			`\b(?:must|need to|needs to|has to|have to|are to|is to) be\b[^.\n]{0,60}?\b(?:approved|signed off|authori[sz]ed) by\b`,
 		)),
 			"a change that needs someone's approval", true},
 		{lazyRE(`(?i)\b(?:task|plan|spec(?:ification)?|ticket|issue|instructions?|requirements?|story)\s+(?:says|said|asks|asked|refers|references|mentions|points|tells|names|requires|links)\b(?:[^.;:]|\.\S|\.["')]?\s+){0,160}?\b` + anyOf(
@@ -498,13 +521,26 @@ var (
 	literalRe = lazyRE("\"[^\"\n]*\"|(?:^|[\\s(=,:\\[])'[^'\n]*'|`[^`\n]*`")
 )
 
+// usageLimitWhy is why a used-up quota is permanent, unless its window is a minute or a second (shortQuotaRe): a rate
+// that lifts by itself once the client slows down or batches.
+const usageLimitWhy = "a usage limit or quota that no retry lifts before it resets"
+
+// shortQuotaRe is a quota counted over a minute or seconds ("limit 'Read requests per minute per user'",
+// "RATE_LIMIT_EXCEEDED"), with no longer window named beside it.
+var (
+	shortQuotaRe = lazyRE(`(?i)\bper (?:minute|second|\d+ (?:seconds|minutes))\b|\bRATE_LIMIT_EXCEEDED\b`)
+	longQuotaRe  = lazyRE(`(?i)\bper (?:day|month|week|hour)\b|\b(?:daily|monthly|weekly|hourly)\b`)
+)
+
 // lockHeldWhy is why a lock someone else holds is permanent, unless its holder lets go within minutes
 // (lockReleasedSoonRe): a scheduled job, another run's apply.
 const lockHeldWhy = "a lock another person or machine holds: only they, or someone who knows it is safe to break, can release it"
 
 // lockReleasedSoonRe says the lock's holder ends and lets go within minutes: "it takes about 4 minutes and releases the
 // lock when it ends", "usually finishes in about 3 minutes", "will release it in a minute".
-var lockReleasedSoonRe = lazyRE(`(?i)\b(?:takes|finish(?:es)?|completes?|ends|runs? for|releases? (?:it|the lock))\b[^.\n]{0,30}?\b(?:in |within |for )?(?:about |around |roughly |under |less than |~)?(?:a|an|one|\d+)\s*(?:s|secs?|seconds?|m|mins?|minutes?)\b`)
+var lockReleasedSoonRe = lazyRE(`(?i)\b(?:takes|finish(?:es)?|completes?|ends|runs? for|releases? (?:it|the lock))\b[^.\n]{0,30}?\b(?:in |within |for )?(?:about |around |roughly |under |less than |~)?(?:a|an|one|\d+)\s*(?:s|secs?|seconds?|m|mins?|minutes?)\b` +
+	// The holder, a CI run still going: "in_progress  infra prod up  main  push  9911  1m40s" (gh run list).
+	`|\bin_progress\b|\b(?:job|run|workflow|pipeline|apply|plan|deploy)\b[^.\n]{0,40}\b(?:is )?(?:still running|in progress)\b`)
 
 // ownedPathDeniedRe is a permission refused on a path the agent's own code, tests or image made: under a temporary
 // directory (Go's t.TempDir(), pytest's tmp_path, mkdtemp), relative to the workspace ("open
@@ -697,7 +733,8 @@ func permanentCause(err string) string {
 	text = expectationLineRe.ReplaceAllStringFunc(text, func(l string) string { return literalRe.ReplaceAllString(l, `""`) })
 	for _, c := range permanentCauses() {
 		if c.re.MatchString(text) && !(c.notInTest && testAssertionRe.MatchString(err)) &&
-			!(c.why == lockHeldWhy && lockReleasedSoonRe.MatchString(text)) {
+			!(c.why == lockHeldWhy && lockReleasedSoonRe.MatchString(text)) &&
+			!(c.why == usageLimitWhy && shortQuotaRe.MatchString(text) && !longQuotaRe.MatchString(text)) {
 			return c.why
 		}
 	}

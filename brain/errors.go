@@ -41,6 +41,8 @@ var (
 		// A program's log record at an error level (logRecord): "[2025-03-04 11:02:17,902] ERROR …", "2025-02-11T08:14:03Z
 		// pid=7 tid=2a8 FATAL: …", "[2024-06-14T10:51:33+00:00] FATAL: …", and logfmt's "level=error".
 		lazyRE(`^\s*` + logCollector + logStamp + `\s+(?:[\w=.:-]+\s+){0,4}\[?(?:FATAL|ERROR|CRITICAL|PANIC|SEVERE)(?:\]|:|\s)|(?i:\blevel=(?:error|fatal|panic|crit(?:ical)?)\b)`),
+		// logrus's text format, its level cut to four letters before the seconds since start: "FATA[0301] timed out …".
+		lazyRE(`^\s*` + logCollector + `(?:FATA|ERRO|PANI)\[\d+\]`),
 	}
 	// Phrases that name an error when they occur in a log line, but that prose describing finished work also
 	// uses ("returns 403 Forbidden"): good for picking lines, not for deciding that the run failed.
@@ -81,7 +83,9 @@ var (
 		// migrated", "… is not implemented yet", "the rest still …".
 		`|\bstatus\W{0,4}(?:partial|incomplete|blocked|failed)\b|\bonly (?:implemented|did|converted|migrated|handled|fixed|covered|finished|got through)\b|\b\d+ of (?:the )?\d+\b[^.\n]{0,40}?\b(?:done|migrated|converted|implemented|fixed|ported)\b|\b(?:is|are|was|were) (?:still )?not (?:yet )?(?:implemented|wired(?: up)?|persisted|handled|finished|done)\b|\bnot (?:implemented|wired up|persisted|handled|done|finished) yet\b|\b(?:is|are|remains?) (?:still )?(?:incomplete|unfinished|partial)\b|\bthe rest (?:still|remain)\b|\bnothing \w+ it yet\b` +
 		// Work the agent names as still to fix: "Those still have to be fixed", "two findings remain to be addressed".
-		`|\bstill (?:need|needs|have|has) to be (?:fixed|addressed|resolved|done|finished|implemented|cleaned up)\b|\b(?:remains?|are yet|is yet) to be (?:fixed|addressed|resolved)\b)`)
+		`|\bstill (?:need|needs|have|has) to be (?:fixed|addressed|resolved|done|finished|implemented|cleaned up)\b` +
+		// Work the agent will not vouch for: "so the change is not verified and shouldn't be merged as is".
+		`|\b(?:is|was|are|were|remains?) (?:still )?(?:not |un)verified\b|\b(?:should not|shouldn't|must not|mustn't) be merged\b|\b(?:remains?|are yet|is yet) to be (?:fixed|addressed|resolved)\b)`)
 	// "  --> src/main.rs:3:5", `  File "x.py", line 3, in f`: where the preceding or following error is.
 	rustLocRe   = lazyRE(`^\s*-->\s*\S+:\d+`)
 	pyFileRe    = lazyRE(`^\s*File "[^"]+", line \d+`)

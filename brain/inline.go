@@ -247,13 +247,17 @@ func countedAlternatives(s string) []choice {
 // that the last one shares with the others cut from it ("UTC or local time for the cutoff"), and a long one cut
 // at a clause joint. It returns nil unless there are two or more, each of a readable length. actions says the
 // sentence put them as things to do ("whether to X or Y"): each one's complement is its own.
+// inlineItemKeyRe is a key before an alternative in a sentence: "(1)", "(b)", "2)".
+var inlineItemKeyRe = lazyRE(`^(?:\([1-9a-hA-H]\)|[1-9a-h]\))\s+`)
+
 func alternativeChoices(items []string, actions bool) []choice {
 	if len(items) < 2 {
 		return nil
 	}
 	infinitives := true
 	for i, it := range items {
-		items[i] = strings.TrimSpace(dropAsides(it))
+		// A key the agent put before each alternative ("(1) pin it, or (2) regenerate the stubs") is no part of it.
+		items[i] = strings.TrimSpace(inlineItemKeyRe.ReplaceAllString(strings.TrimSpace(dropAsides(it)), ""))
 		infinitives = infinitives && strings.HasPrefix(items[i], "to ")
 		if n := len(strings.Fields(items[i])); n == 0 || n > maxInlineWords {
 			return nil

@@ -34,6 +34,8 @@ var (
 		lazyRE(`(?i)\b(?:it|everything|the (?:\w+ ){0,2}?(?:closure|project|image|binary|crate|package|module|app|system|configuration|config|build|targets?)|both (?:\w+ )?(?:hosts|targets|images|packages|configurations?))\s+(?:now\s+)?(?:builds?|compiles?)(?:\s+(?:cleanly|fine|again|without (?:errors?|warnings)))?(?:[.,;]|\s+and\b|\s*$)`),
 		// A deploy or release that is there: "Deployed to production at https://…", "published to npm".
 		lazyRE(`(?i)^(?:[*_]{0,2})?(?:deployed|released|published|shipped) (?:it |them )?(?:to|on) (?:production|prod|staging|npm|pypi|crates\.io|the registry)\b`),
+		// What a deploy left running: "The redirect rules are live on production", "now live in staging".
+		lazyRE(`(?i)\b(?:is|are|now|went|goes) live (?:on|in) (?:production|prod|staging)\b`),
 		// A health check that answers: "`/health` returns 200", "/healthz answers 200", "the readiness probe is passing".
 		lazyRE(`(?i)(?:/|\b)(?:health\w*|healthz|readyz|livez|readiness (?:probe|check)s?|liveness (?:probe|check)s?|health ?checks?)\b` + "`?" + `[^.\n]{0,30}?\b(?:returns?|returned|answers?|answered|responds?|responded|is|are|now)\s+(?:with\s+)?(?:(?:an?\s+)?HTTP\s+)?(?:200|204|OK|healthy|passing|green)\b`),
 		// A pull or merge request that is there: "PR #913 is open", "opened pull request #42", "MR !17 merged".
@@ -96,7 +98,7 @@ var (
 	failurePhraseRes = []*pattern{
 		lazyRE(`Traceback \(most recent call last\)`),
 		lazyRE(`\bFAIL(?:ED)?\b`),
-		lazyRE(`(?i)\b(?:tests?|build|compilation|suite|ci|pipeline|lint(?:er)?|checks?|it|they|this|command|script|deploy(?:ment)?|migration|install(?:ation)?|package|code|binary|server|app|application|service|page|site|pods?|containers?|process|job|worker|function|instance|release|rollout|revision|machines?|replicas?|nodes?|cluster)\)?\s+(?:still\s+|now\s+|also\s+)?(?:fails?|failed|failing|no longer (?:works|renders|starts|builds|compiles|runs|loads|passes|boots)|is failing|are failing|errors? out|breaks|broke|crashe[sd]|panics|(?:is|are) (?:not healthy|unhealthy|not ready)|does not (?:pass|compile|build|work|run)|doesn't (?:pass|compile|build|work|run)|did not (?:pass|compile|build)|didn't (?:pass|compile|build))\b`),
+		lazyRE(`(?i)\b(?:tests?|build|compilation|suite|ci|pipeline|lint(?:er)?|checks?|it|they|this|command|script|deploy(?:ment)?|migration|install(?:ation)?|package|code|binary|server|app|application|service|page|site|pods?|containers?|process|job|worker|function|instance|release|rollout|revision|machines?|replicas?|nodes?|cluster)\)?\s+(?:still\s+|now\s+|also\s+)?(?:fails?|failed|failing|no longer (?:works|renders|starts|builds|compiles|runs|loads|passes|boots)|is failing|are failing|errors? out|breaks|broke|crashe[sd]|crash-?loop(?:s|ing)?|panics|(?:is|are) (?:not healthy|unhealthy|not ready)|does not (?:pass|compile|build|work|run)|doesn't (?:pass|compile|build|work|run)|did not (?:pass|compile|build)|didn't (?:pass|compile|build))\b`),
 		lazyRE(`(?i)\b(?:push(?:ing)?|merg(?:e|ing)|rebas(?:e|ing)|publish(?:ing)?|upload(?:ing)?|releas(?:e|ing))\b[^.;:\n]{0,30}?\b(?:failed|fails|was rejected|were rejected|got rejected|is rejected)\b`),
 		// A test named by its identifier, in prose: "`test_totals` fails because …", "TestReplicaFailover still fails".
 		lazyRE("(?:\\b(?:Test[A-Z_]\\w*|test_\\w+)\\b|`(?:Test[A-Z_]\\w*|test_\\w+|[\\w./-]+\\.(?:test|spec)\\.[jt]sx?)`)\\s+(?:still\\s+|now\\s+|also\\s+)?(?:fails|failed|is failing|keeps failing)\\b"),
@@ -104,9 +106,11 @@ var (
 		lazyRE(`(?i)\b(?:live|up|running|deployed|serving|started|rolled out|reachable)\s+(?:but|yet)\s+(?:still\s+)?(?:unhealthy|not healthy|not ready|crash-?looping|returning (?:5\d\d|errors))\b`),
 		// A command, file or target named in a code span, failing: "`deno task build` failed — …", "`make check` still
 		// fails". A span that quotes the failure's own words ("`FAILED`") is not followed by them.
-		lazyRE("`[^`\\n]{1,120}`\\s+(?:still\\s+|now\\s+|also\\s+)?(?:fails|failed|is failing|keeps failing|errors? out|errored|crashe[sd]|exited (?:with )?(?:code|status) [1-9])\\b"),
+		lazyRE("`[^`\\n]{1,120}`\\s+(?:still\\s+|now\\s+|also\\s+)?(?:fails|failed|is failing|keeps failing|errors? out|errored|crashe[sd]|timed out|hung|hangs|exited (?:with )?(?:code|status) [1-9])\\b"),
 		// A step of the task that did not take place: "the deployment step, which is part of this task, did not happen".
-		lazyRE(`(?i)\b(?:deploy(?:ment)?|release|rollout|push|upload|migration|publish(?:ing)?)\b(?: step)?[^.;\n]{0,60}?\b(?:did not|didn't|never) (?:happen|run|go through|take place|complete|succeed)\b`),
+		lazyRE(`(?i)\b(?:deploy(?:ment)?|release|rollout|push|upload|migration|publish(?:ing)?|upgrade|update|version bump|bump|cutover|switch-?over)\b(?: step)?(?:[^.;\n]|\.\d){0,60}?\b(?:did not|didn't|never) (?:happen|run|go through|take place|complete|succeed)\b`),
+		// What runs that never got going: "the new pods never became ready", "never came up".
+		lazyRE(`(?i)\bnever (?:became|become|got|came|went) (?:ready|healthy|available|up|live)\b`),
 		lazyRE(`(?i)\b(?:fails|failed) (?:with|to (?:compile|build|run|start|install|pass|resolve|connect|fetch|load|import))\b`),
 		// An agent CLI that stopped at its own limit before the work was done: Claude Code's max turns or budget, aider's
 		// "Only 3 reflections allowed, stopping." (aider/coders/base_coder.py), a loop's cap on its iterations.
@@ -206,6 +210,9 @@ var (
 			`\bI(?:'ll| will) wait for (?:you|your|that|this|the|a|an)\b`,
 			`\b(?:I|we) need\b[^.\n]{0,60}\bfrom you\b`,
 			`\btell me (?:which|what|whether|how)\b`,
+			// What the agent needs to go on, asked for with what it will do with it: "Tell me the bucket and I'll wire it
+			// in", "give me the number of days and I'll fill it in".
+			`\b(?:tell|give|send) me (?:the|a|an)\b[^.\n]{0,60}?\band I(?:'ll| will)\b`,
 			`\bonce you (?:give|send|provide|share|confirm|decide|tell|grant)\b`,
 			`\bwaiting (?:for|on) (?:you|your)\b`,
 		)),
@@ -413,11 +420,16 @@ type evidence struct {
 	// lastMainFail is the position of the last failure that a side check's success cannot undo.
 	lastMainFail int
 	// lastFix is the position of the agent's last statement that it fixed something.
-	lastFix         int
-	lastAdmission   int // position of the agent's last admission that it could not do something
-	questions       int // real questions and statements of uncertainty
-	offers          int // offers of extra work: courtesy after finished (or failed) work
-	letteredOptions int // lettered option lines presented in the prose
+	lastFix int
+	// lastRunFail and lastRunPass are the positions of a test runner's last failing and passing verdicts (its own
+	// summary line, not the agent's words), lastTestClaim the agent's last word in prose that the tests pass, and
+	// lastOtherStrong the last other proof of completion: a claim that tests pass, with no run after the failing one
+	// and nothing fixed since, does not undo the runner's verdict (claimBelied).
+	lastRunFail, lastRunPass, lastTestClaim, lastOtherStrong int
+	lastAdmission                                            int // position of the agent's last admission that it could not do something
+	questions                                                int // real questions and statements of uncertainty
+	offers                                                   int // offers of extra work: courtesy after finished (or failed) work
+	letteredOptions                                          int // lettered option lines presented in the prose
 	// retryOffers are the questions that only offer to try the failed work again (see asks).
 	retryOffers int
 }
@@ -432,7 +444,8 @@ var retryOfferRe = lazyRE(`(?i)\b(?:(?:do|would) you (?:want|like) me to|want me
 func at(line, col int) int { return line<<20 | col }
 
 func gatherEvidence(d *doc) evidence {
-	ev := evidence{lastStrong: -1, lastWeak: -1, lastFail: -1, lastAdmission: -1, lastSide: -1, lastMainFail: -1, lastFix: -1}
+	ev := evidence{lastStrong: -1, lastWeak: -1, lastFail: -1, lastAdmission: -1, lastSide: -1, lastMainFail: -1, lastFix: -1,
+		lastRunFail: -1, lastRunPass: -1, lastTestClaim: -1, lastOtherStrong: -1}
 	ev.readLines(d)
 	sentences := d.sentences()
 	ev.readAdmissions(d, sentences)
@@ -460,10 +473,13 @@ func (ev *evidence) readLines(d *doc) {
 			blocks.failed = true
 			ev.lastFail = at(i, 0)
 			if !build {
-				ev.lastMainFail = at(i, 0)
+				ev.lastMainFail, ev.lastRunFail = at(i, 0), at(i, 0)
 			}
 			continue
 		case verdictPass:
+			if !build {
+				ev.lastRunPass = at(i, 0)
+			}
 			switch {
 			case blocks.failed:
 			case build || side:
@@ -474,10 +490,16 @@ func (ev *evidence) readLines(d *doc) {
 			continue
 		}
 		if c := lastUnnegatedOf(strongCompletionGs, l, low, failing); c >= 0 {
-			if side {
+			switch {
+			case side:
 				ev.lastSide = at(i, c)
-			} else {
+			default:
 				ev.lastStrong = at(i, c)
+				if mainCheckRe.MatchString(d.proseLines[i]) && testClaimRe.MatchString(d.proseLines[i]) {
+					ev.lastTestClaim = at(i, c)
+				} else {
+					ev.lastOtherStrong = at(i, c)
+				}
 			}
 		}
 		if c := lastUnnegated(weakCompletionG, l, low, failing); c >= 0 {
@@ -816,6 +838,9 @@ var (
 // (a pass, "done") or the agent saying it fixed something: neither a side check's success (lint, types, the build)
 // nor an account of other work moves past it.
 func (ev evidence) unresolvedFailure() bool {
+	if ev.claimBelied() {
+		return true
+	}
 	if ev.lastMainFail >= 0 && ev.lastMainFail > max(ev.lastStrong, ev.lastFix) {
 		return true
 	}
@@ -824,6 +849,17 @@ func (ev evidence) unresolvedFailure() bool {
 	}
 	return ev.lastAdmission >= 0 && ev.lastAdmission > ev.lastStrong
 }
+
+// claimBelied reports the agent's word that the tests pass after a test runner's failing verdict, with no run passing,
+// nothing fixed and no other proof since: the runner's own summary ("Tests  2 failed | 311 passed") stands against a
+// claim nothing shows ("the test suite is passing").
+func (ev evidence) claimBelied() bool {
+	return ev.lastRunFail >= 0 && ev.lastTestClaim > ev.lastRunFail &&
+		ev.lastRunFail > max(ev.lastRunPass, ev.lastFix, ev.lastOtherStrong)
+}
+
+// testClaimRe is the agent's word, in prose, that the tests pass: "the test suite is passing", "all tests pass".
+var testClaimRe = lazyRE(`(?i)\b(?:pass|passes|passed|passing|green)\b`)
 
 // asks reports a question for the human. An offer of more work is a question only when there is no result
 // to offer it on: after finished work it is courtesy, and after a failure the failure is what matters (the

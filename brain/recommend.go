@@ -42,7 +42,7 @@ var (
 		`^(.{1,80}?)\s+(?:would be|is) my (?:pick|choice|vote|preference|recommendation|suggestion)\b`,
 		// The pick named by its position or key, with no "I think" before: "The second seems safer to me", "Option B
 		// looks like the better fit".
-		`^((?:the\s+)?(?:first|second|third|fourth|fifth|last|former|latter)(?:\s+(?:one|option|approach|choice|path|way))?|(?:option|choice|approach|path)\s+[A-Ha-h1-9]|#\s*[1-9]|[A-Ha-h1-9])\s+(?:is|would be|seems|looks|sounds)(?: like)?\s+(?:the\s+|a\s+)?(?:better|best|safer|safest|simpler|simplest|cleaner|cleanest|easier|easiest|preferable|right|way to go|more sensible|sensible|safe (?:default|choice|bet|option))\b`,
+		`^((?:the\s+)?(?:first|second|third|fourth|fifth|last|former|latter)(?:\s+(?:one|option|approach|choice|path|way))?|(?:option|choice|approach|path)\s+[A-Ha-h1-9]|#\s*[1-9]|[A-Ha-h1-9])\s+(?:is|would be|seems|looks|sounds)(?: like)?\s+(?:the\s+|a\s+)?(?:better|best|safer|safest|simpler|simplest|cleaner|cleanest|easier|easiest|preferable|right|way to go|more sensible|sensible|safe (?:default|choice|bet|option)|least (?:disruptive|risky|work|effort)|lowest[- ]risk)\b`,
 		// The pick weighed as the better way, subject first or last: "The view is the gentler path", "The safer bet is
 		// the alias".
 		`^(.{1,80}?)\s+(?:is|would be|seems)\s+(?:the|a|my)\s+`+betterWayRe+`\b`,
@@ -53,7 +53,7 @@ var (
 )
 
 // betterWayRe is a way weighed as the better one: "safer bet", "gentler path", "least risky option".
-const betterWayRe = `(?:safer|safest|gentler|gentlest|better|best|simpler|simplest|cleaner|cleanest|cheaper|cheapest|easier|easiest|smaller|smallest|lower-risk|less risky|least risky|more conservative|more pragmatic|sensible|pragmatic)\s+(?:bet|path|option|choice|way|route|approach|fix|move|call|pick)`
+const betterWayRe = `(?:least (?:disruptive|risky|work|effort)|lowest[- ]risk|safer|safest|gentler|gentlest|better|best|simpler|simplest|cleaner|cleanest|cheaper|cheapest|easier|easiest|smaller|smallest|lower-risk|less risky|least risky|more conservative|more pragmatic|sensible|pragmatic)\s+(?:bet|path|option|choice|way|route|approach|fix|move|call|pick)`
 
 // positionRe names an option by its position in a sentence.
 var positionRe = lazyRE(`(?i)\bthe (?:first|second|third|fourth|fifth|last|former|latter|other)\b`)
@@ -62,7 +62,7 @@ var positionRe = lazyRE(`(?i)\bthe (?:first|second|third|fourth|fifth|last|forme
 // checking for them first keeps a long output's reading cheap.
 var (
 	otherCueWords  = []string{"my ", " me", "lean", "prefer", "favo", "vote", "'d ", "would "}
-	pickFirstWords = []string{"my ", "better", "best", "safe", "simple", "clean", "eas", "preferable", "right", "way to go", "sensible", "what i", "gentl", "cheap", "small", "risk", "conservative", "pragmatic"}
+	pickFirstWords = []string{"my ", "better", "best", "safe", "simple", "clean", "eas", "preferable", "right", "way to go", "sensible", "what i", "gentl", "cheap", "small", "risk", "conservative", "pragmatic", "least", "lowest"}
 )
 
 func mayRecommend(lower string, words []string) bool {

@@ -39,13 +39,17 @@ const (
 	// its pkg-config package, its distribution's -dev package, the linker's -l flag, a configure script's or CMake's
 	// search for it. Named without "lib", "-dev" or a version: "gmp" whether libgmp-dev, gmp.h or -lgmp.
 	subjLib subjectKind = "lib"
+	// A database's connections used up, however its server, driver or pool says so: Postgres's "too many clients
+	// already" and its reserved slots, MySQL's "Too many connections" and max_user_connections, a pool that cannot
+	// hand one out (HikariCP, SQLAlchemy's QueuePool, knex). Its one value is "database connections".
+	subjConns subjectKind = "connections"
 )
 
 // causeKinds name why something failed rather than where it showed: a server that cannot be reached, a module that
 // cannot be found, a name the compiler cannot find, a place that throws. When two failures name the same cause, the
 // tests it broke are its symptoms: three tests failing on one unreachable database, or on one exception thrown at
 // one line, are one failure however many tests and tools tell it.
-var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjThrown, subjConflict, subjMemory, subjLib}
+var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjThrown, subjConflict, subjMemory, subjLib, subjConns}
 
 // aliasKinds are the kinds one resource can be named by more than once (a host by its name and its address, an
 // endpoint by its host): one failure's names contained in the other's are the same resource. Other kinds must be
@@ -131,6 +135,12 @@ var (
 		`\bexit(?:ed)?(?: with)? (?:code|status) 137\b`, `\(exit (?:code|status) 137\)`, `\bKilled process \d+\b`,
 		`\bheap out of memory\b`, `\bMemoryError\b`, `\bcannot allocate memory\b`, `\bjava\.lang\.OutOfMemoryError\b`,
 		`\bexceed(?:ed|ing) (?:the )?(?:physical |virtual )?memory limits?\b`,
+	))
+	connectionsOutRe = lazyRE(oneOf(`(?i)`,
+		`\btoo many (?:clients|connections)\b`, `\bremaining connection slots are reserved\b`,
+		`\bmax_user_connections\b`, `\bER_CON_COUNT_ERROR\b`, `\bmaximum number of sessions exceeded\b`,
+		`\bConnection is not available, request timed out\b`, `\bQueuePool limit of size \d+ overflow \d+ reached\b`,
+		`\b(?:connection )?pool (?:is )?(?:exhausted|probably full)\b`, `\bTimeout acquiring a connection\b`,
 	))
 	// The contended package of a dependency conflict, as each resolver names it: pip, Poetry and uv say who "depends
 	// on urllib3<1.27" and who "depends on urllib3>=2"; npm names the "peer react@"^17"" it cannot satisfy, or the
@@ -257,6 +267,7 @@ var subjectGates = map[subjectKind][]string{
 	subjTest:   {"test"},
 	subjSite:   {"exception", "error", "panic"},
 	subjMemory: {"memory", "oom", "137", "killed process"},
+	subjConns:  {"connection", "clients", "pool", "sessions"},
 	subjLib:    {".h: no such file", "pkg-config", "no package '", "-dev", "cannot find -l", "shared libraries", "could not find", ": not found"},
 	// A resolver's own words for a conflict: without them "depends on" is prose ("the handler depends on the cache").
 	subjConflict: {"conflict", "resolutionimpossible", "eresolve", "solverproblem", "no solution found", "failed to select a version",
@@ -414,6 +425,9 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 	}
 	if gated(lower, subjMemory) && memoryOutRe.MatchString(failure) {
 		s.add(subjMemory, "memory")
+	}
+	if gated(lower, subjConns) && connectionsOutRe.MatchString(failure) {
+		s.add(subjConns, "database connections")
 	}
 	if gated(lower, subjConflict) {
 		for _, re := range conflictSubjectRes {
@@ -770,7 +784,7 @@ func nameParts(s string) []string {
 // names is a subject's names for a reason, most telling kinds first.
 func (s subject) names() string {
 	var out []string
-	for _, k := range []subjectKind{subjModule, subjLib, subjConflict, subjURL, subjHost, subjTest, subjFile, subjSymbol, subjRule, subjMemory} {
+	for _, k := range []subjectKind{subjModule, subjLib, subjConflict, subjURL, subjHost, subjTest, subjFile, subjSymbol, subjRule, subjMemory, subjConns} {
 		vs := make([]string, 0, len(s[k]))
 		for v := range s[k] {
 			vs = append(vs, v)
