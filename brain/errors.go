@@ -81,11 +81,11 @@ var (
 	admissionRe = lazyRE(`(?i)^(?:Couldn't|Could not|Can't|Cannot|Unable to|Wasn't able to|Failed to|Did not manage to|Didn't manage to) (?:finish|complete|get|make|do|fix|apply|land|merge|build|resolve)\b|(?i)\b(?:(?:I|we)\s+(?:was|were|am|are)\s+(?:not\s+|un)able to|(?:I|we)\s+(?:wasn't|weren't)\s+able to|(?:I|we)\s+(?:have not|haven't)\s+(?:yet\s+)?(?:been able to|managed to|found|figured out|fixed|resolved|solved)|(?:I|we)\s+(?:could not|couldn't|cannot|can't|did not manage to|didn't manage to|failed to|gave up)|(?:could not|couldn't|cannot|can't)\s+be\s+(?:completed|finished|done|fixed|resolved)|unable to (?:complete|finish|fix|resolve|build|compile|get|make|run|install|find|reproduce|pass)|(?:still|continues to)\s+(?:fails?|failing|does not|doesn't|cannot|can't|errors?|crash(?:es)?|is broken|broken|dies|die|hangs|times out|goes over|exceeds|runs out of|OOMs|gets killed|is killed)|(?:did not|didn't) (?:succeed|manage|complete|finish|run to completion)|(?:does not|doesn't|did not|didn't) (?:compile|build)|gave up|giving up|ran out of (?:turns|time|context|budget)|running out of turns` +
 		// Work the agent itself calls unfinished: "Status: partial", "I only implemented …", "2 of the 5 are
 		// migrated", "… is not implemented yet", "the rest still …".
-		`|\bstatus\W{0,4}(?:partial|incomplete|blocked|failed)\b|\bonly (?:implemented|did|converted|migrated|handled|fixed|covered|finished|got through)\b|\b\d+ of (?:the )?\d+\b[^.\n]{0,40}?\b(?:done|migrated|converted|implemented|fixed|ported)\b|\b(?:is|are|was|were) (?:still )?not (?:yet )?(?:implemented|wired(?: up)?|persisted|handled|finished|done)\b|\bnot (?:implemented|wired up|persisted|handled|done|finished) yet\b|\b(?:is|are|remains?) (?:still )?(?:incomplete|unfinished|partial)\b|\bthe rest (?:still|remain)\b|\bnothing \w+ it yet\b` +
-		// Work the agent names as still to fix: "Those still have to be fixed", "two findings remain to be addressed".
-		`|\bstill (?:need|needs|have|has) to be (?:fixed|addressed|resolved|done|finished|implemented|cleaned up)\b` +
-		// Work the agent will not vouch for: "so the change is not verified and shouldn't be merged as is".
-		`|\b(?:is|was|are|were|remains?) (?:still )?(?:not |un)verified\b|\b(?:should not|shouldn't|must not|mustn't) be merged\b|\b(?:remains?|are yet|is yet) to be (?:fixed|addressed|resolved)\b)`)
+		`|\bstatus\W{0,4}(?:partial|incomplete|blocked|failed)\b|\bonly (?:implemented|did|converted|migrated|handled|fixed|covered|finished|got through)\b|\b\d+ of (?:the )?\d+\b[^.\n]{0,40}?\b(?:done|migrated|converted|implemented|fixed|ported)\b|\b(?:is|are|was|were) (?:still )?not (?:yet )?(?:implemented|wired(?: up)?|persisted|handled|finished|done)\b|\bnot (?:implemented|wired up|persisted|handled|done|finished) yet\b|\b(?:is|are|remains?) (?:still )?(?:incomplete|unfinished|partial)\b|\bthe rest (?:still|remain)\b|\bnothing \w+ it yet\b)`)
+	// Work the agent says is left, read apart from admissionRe (which reads every sentence its words let through, and
+	// whose cost grows with each alternative): "Those still have to be fixed", "two findings remain to be addressed",
+	// "the change is not verified and shouldn't be merged as is".
+	workLeftRe = lazyRE(`(?i)\bstill (?:need|needs|have|has) to be (?:fixed|addressed|resolved|done|finished|implemented|cleaned up)\b|\b(?:remains?|are yet|is yet) to be (?:fixed|addressed|resolved)\b|\b(?:is|was|are|were|remains?) (?:still )?(?:not |un)verified\b|\b(?:should not|shouldn't|must not|mustn't) be merged\b`)
 	// "  --> src/main.rs:3:5", `  File "x.py", line 3, in f`: where the preceding or following error is.
 	rustLocRe   = lazyRE(`^\s*-->\s*\S+:\d+`)
 	pyFileRe    = lazyRE(`^\s*File "[^"]+", line \d+`)
@@ -169,7 +169,7 @@ func extractError(d *doc) string {
 	}
 	// The agent's own account of what it could not do says which check failed; it goes after the error itself.
 	for _, s := range d.sentences() {
-		if admissionRe.MatchString(s.text) && (len(specific) == 0 || mentionsFailure(s.text)) {
+		if (admissionRe.MatchString(s.text) || workLeftRe.MatchString(s.text)) && (len(specific) == 0 || mentionsFailure(s.text)) {
 			picked = append(picked, errorLine{text: d.restore(s.text)})
 		}
 	}

@@ -290,6 +290,7 @@ var (
 	keywordErrorG      = guard(keywordErrorRe)
 	failurePhraseGs    = guardAll(failurePhraseRes)
 	admissionG         = guard(admissionRe)
+	workLeftG          = guard(workLeftRe)
 	stuckG             = guard(stuckAny)
 	shouldIG           = guard(uncertaintyRes[0])
 	offerG             = guard(offerRe)
@@ -586,11 +587,16 @@ var handOffRe = lazyRE(`(?i)\bI'd rather you\b|\b(?:you(?:'ll| will)?|someone) (
 // readAdmissions is the pass over the sentences that finds the last admission of work not done.
 func (ev *evidence) readAdmissions(d *doc, sentences []sentence) {
 	for _, s := range sentences {
-		if !admissionG.may(fold(s.text)) {
-			continue
+		low := fold(s.text)
+		var loc []int
+		if admissionG.may(low) {
+			loc = admissionRe.FindStringIndex(s.text)
+		}
+		if loc == nil && workLeftG.may(low) {
+			loc = workLeftRe.FindStringIndex(s.text)
 		}
 		// "I can't request that myself" asks a person to take the step (uncertaintyRes); it admits no failure.
-		if loc := admissionRe.FindStringIndex(s.text); loc != nil && !resolvedBefore(s.text[:loc[0]]) &&
+		if loc != nil && !resolvedBefore(s.text[:loc[0]]) &&
 			!personsStepRe.MatchString(s.text[loc[0]:]) && !handOffRe.MatchString(s.text) {
 			// The admission's column on the sentence's last line; a phrase wrapped across lines counts from
 			// the start of that line.

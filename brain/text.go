@@ -121,7 +121,8 @@ var ghLogPrefixRe = lazyRE(`(?m)^[^\t\n]+\t[^\t\n]*\t\d{4}-\d{2}-\d{2}T\d{2}:\d{
 // withoutLogPrefixes is s with the prefix a CI log puts before each line taken off (ghLogPrefixRe): what is left is
 // the line as the program printed it, read as any other.
 func withoutLogPrefixes(s string) string {
-	if !strings.Contains(s, "\t") {
+	// The time after the second tab is what marks such a log: a year, then a dash.
+	if !strings.Contains(s, "\t19") && !strings.Contains(s, "\t20") {
 		return s
 	}
 	return ghLogPrefixRe.ReplaceAllString(s, "")
