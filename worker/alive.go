@@ -85,15 +85,16 @@ func workerID(host string) string {
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// aliveLoop says the worker lives every queue.AliveEvery until it shuts down, and stops the worker's agents once it has
-// not been able to say so for cutOff.
+// aliveLoop says the worker lives every queue.AliveEvery until its handlers end (a shutdown's grace over: a step still
+// settling is its own, and no other worker may take it as a dead one's), and stops the worker's agents once it has not
+// been able to say so for cutOff.
 func (w *Worker) aliveLoop() {
 	t := time.NewTicker(queue.AliveEvery)
 	defer t.Stop()
 	w.alive.last.Store(time.Now().UnixNano())
 	stopped := false
 	for {
-		ctx, cancel := context.WithTimeout(w.base, queue.AliveEvery)
+		ctx, cancel := context.WithTimeout(w.handlers, queue.AliveEvery)
 		err := w.cfg.Queue.Beat(ctx, w.id)
 		cancel()
 		now := time.Now()
@@ -115,7 +116,7 @@ func (w *Worker) aliveLoop() {
 			}
 		}
 		select {
-		case <-w.base.Done():
+		case <-w.handlers.Done():
 			return
 		case <-t.C:
 		}

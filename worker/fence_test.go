@@ -860,3 +860,58 @@ func TestAShutdownInterruptsRunningAgents(t *testing.T) {
 		t.Fatalf("want the run completed by the agent run again: %s, the agent ran %d times", got.Status, runs(t, count))
 	}
 }
+
+// A worker settling a step in a shutdown's grace goes on saying it lives: past queue.AliveTTL without its word, the
+// other workers would take the step for a dead worker's and run it again beside it.
+func TestASettlingWorkerStillLives(t *testing.T) {
+	rdb := clients(t)["redis"]
+	if rdb == nil {
+		t.Skip("needs a Redis server: ORCH_TEST_REDIS_URL")
+	}
+	agentCmd, count := sideEffects(t, "")
+	h := newHarness(t, rdb, agentCmd, nil)
+	r, _, _ := h.gitRun(t, false)
+	h.w.cfg.ShutdownTimeout = 2 * time.Minute
+	judged := make(chan error, 1)
+	h.useBrain(&livesBrain{judge: func(ctx context.Context) {
+		go h.w.Shutdown()
+		<-h.w.base.Done() // the shutdown has begun
+		time.Sleep(queue.AliveTTL + 2*time.Second) // longer than a worker's word that it lives holds
+		self, _ := asynq.GetTaskID(ctx)
+		dead, err := h.queue.DeliveryDead(context.Background(), self)
+		if err == nil && dead {
+			err = fmt.Errorf("the step's delivery %s was taken for a dead worker's while it settled", self)
+		}
+		judged <- err
+	}})
+	if err := h.w.Start(rdb); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.queue.Start(context.Background(), r.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-judged:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the agent's output never reached the brain")
+	}
+	h.w.Shutdown()
+	if got := h.get(t, r.ID); got.Status != jobs.RunCompleted || runs(t, count) != 1 {
+		t.Fatalf("want the run completed by its one attempt: %s, the agent ran %d times", got.Status, runs(t, count))
+	}
+}
+
+// livesBrain runs judge, with the delivery's context, before its first judgement.
+type livesBrain struct {
+	hookBrain
+	judge func(ctx context.Context)
+	once  sync.Once
+}
+
+func (b *livesBrain) Interpret(ctx context.Context, output string) (brain.Interpretation, error) {
+	b.once.Do(func() { b.judge(ctx) })
+	return b.hookBrain.Interpret(ctx, output)
+}

@@ -114,6 +114,8 @@ type Worker struct {
 	// (alive.go).
 	id      string
 	alive   aliveness
+	// beating is closed once aliveLoop has returned: its last word is said before Shutdown says the worker is gone.
+	beating chan struct{}
 	running steps
 	// defers learns whether the agent CLI can pause a tool call.
 	defers deferSupport
@@ -245,7 +247,8 @@ func (w *Worker) Start(rdb redis.UniversalClient) error {
 		w.control.Shutdown()
 		return fmt.Errorf("starting step worker: %w", err)
 	}
-	go w.aliveLoop()
+	w.beating = make(chan struct{})
+	go func() { defer close(w.beating); w.aliveLoop() }()
 	go w.rescueLoop()
 	w.here.start(w.cfg.Queue.ResumeHere(w.resumeHere))
 	return nil
@@ -272,6 +275,10 @@ func (w *Worker) Shutdown() {
 		w.running.stopAll(errShutdown)
 		wg.Wait()
 		w.here.wait()
+		w.endHandlers()
+		if w.beating != nil {
+			<-w.beating
+		}
 		// Every step it had is back on the queue: nothing of it needs rescuing.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
