@@ -19,7 +19,7 @@ var (
 		// A capitalised word or two naming where the error came from: "API Error: 529 …", "PHP Fatal error: …".
 		lazyRE(`^\s*(?:[A-Z][\w-]*\s+){1,2}(?:[Ff]atal\s+)?(?:[Ee]rror|ERROR):\s*\S`),
 		// Compiler and test locations with a message: "./main.go:14:2: undefined: X", "plan_test.go:41: got…".
-		lazyRE(`^\s*\S+\.(?:go|py|rs|ts|tsx|js|jsx|mjs|cjs|java|kt|c|cc|cpp|h|hpp|rb|cs|swift|php|scala|ex|exs):\d+(?::\d+)?:?\s+\S`),
+		lazyRE(`^\s*\S+\.` + sourceExts + `:\d+(?::\d+)?:?\s+\S`),
 		// Any tool's "where: ERROR: …": "psql:db/seed.sql:14: ERROR:  duplicate key …".
 		lazyRE(`^\s*\S*:\d+(?::\d+)?:\s*(?:ERROR|FATAL|[Ee]rror|[Ff]atal)\b:?`),
 		// TypeScript: "src/a.ts(3,5): error TS2304: …" and "src/a.ts:3:5 - error TS2304: …".
@@ -28,7 +28,7 @@ var (
 		// file's FAIL line; a "●" at the start of a line is Claude Code's mark of a tool call or a message ("● Bash(…)",
 		// "● Annotated …"), and one before a number is a drawn selection's cursor row ("● 1. Yes, allow once", as
 		// Gemini CLI marks the choice under it).
-		lazyRE(`^\s*(?:--- FAIL:|FAIL:|FAILED\s+\S|✕|✗|×)|^\s+●\s+(?:\D|\d+[^\d.)])`),
+		lazyRE(`^\s*(?:--- FAIL:|FAIL:|FAILED\s+\S|✕|✗|×|❌|✘)|^\s+●\s+(?:\D|\d+[^\d.)])`),
 		lazyRE(`^\s*E\s{2,}\S`),
 		lazyRE(`^\s*test \S+ \.\.\. FAILED`),
 		// npm ("npm ERR! code E404", since npm 10 "npm error code ETARGET") and pnpm (" ERR_PNPM_NO_MATCHING_VERSION  No
@@ -101,6 +101,13 @@ const (
 	logStamp     = `\[?(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}[\d:.,]*(?:Z|[+-]\d{2}:?\d{2})?|\d{2}:\d{2}:\d{2}[.,]\d+)\]?`
 	logLevel     = `(?:FATAL|ERROR|WARN|WARNING|INFO|DEBUG|TRACE|CRITICAL|PANIC|SEVERE)`
 )
+
+// sourceExts are the source files a compiler's or a test's location names.
+const sourceExts = `(?:go|py|rs|ts|tsx|js|jsx|mjs|cjs|java|kt|c|cc|cpp|h|hpp|rb|cs|swift|php|scala|ex|exs)`
+
+// warningAtRe is a warning or a note at a location, which is no error: "transformer.py:306: UserWarning: …",
+// "main.c:5:3: warning: unused variable", "lib.rs:3:1: note: …".
+var warningAtRe = lazyRE(`^\s*\S+\.` + sourceExts + `:\d+(?::\d+)?:?\s+(?:\w*Warning|warning|note|info)\b`)
 
 // frameRe is the box drawing some tools put before their messages (terraform's "│ Error: …").
 var frameRe = lazyRE(`^[\s│┃║╷╵╎┆]+`)

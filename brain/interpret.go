@@ -34,10 +34,20 @@ var (
 		lazyRE(`(?i)\b(?:it|everything|the (?:\w+ ){0,2}?(?:closure|project|image|binary|crate|package|module|app|system|configuration|config|build|targets?)|both (?:\w+ )?(?:hosts|targets|images|packages|configurations?))\s+(?:now\s+)?(?:builds?|compiles?)(?:\s+(?:cleanly|fine|again|without (?:errors?|warnings)))?(?:[.,;]|\s+and\b|\s*$)`),
 		// A deploy or release that is there: "Deployed to production at https://…", "published to npm".
 		lazyRE(`(?i)^(?:[*_]{0,2})?(?:deployed|released|published|shipped) (?:it |them )?(?:to|on) (?:production|prod|staging|npm|pypi|crates\.io|the registry)\b`),
+		// A run the agent says went through with no error: "ran all 38 cells with no errors".
+		lazyRE(`(?i)\b(?:ran|run|runs|finished|completed|built|compiled|executed)\b[^.\n]{0,60}?\bwith (?:no|zero) errors\b`),
+		// A package a registry says it published, and the agent's word that it is there: "Published acme-cli v1.4.0 at
+		// registry `crates-io`" (cargo), "tidewatch 0.3.1 is on crates.io".
+		lazyRE(`(?i)^\s*Published \S+ v?\d[\w.+-]* at registry\b|\b(?:is|are) (?:now )?(?:on|live on|published (?:on|to)) (?:crates\.io|npm|PyPI|Maven Central|RubyGems|Hex|Packagist|NuGet|Docker Hub|pub\.dev)\b`),
+		// A build or a release the agent says went through: "The x64 build of 2.1.0 is done".
+		lazyRE(`(?i)\b(?:build|release|export|import|backfill|upgrade|reindex)(?: of [\w.+/-]+(?: [\w.+/-]+){0,2})? (?:is|was|has been) (?:now )?(?:done|complete|completed|finished)\b`),
 		// What a deploy left running: "The redirect rules are live on production", "now live in staging".
 		lazyRE(`(?i)\b(?:is|are|now|went|goes) live (?:on|in) (?:production|prod|staging)\b`),
 		// A health check that answers: "`/health` returns 200", "/healthz answers 200", "the readiness probe is passing".
 		lazyRE(`(?i)(?:/|\b)(?:health\w*|healthz|readyz|livez|readiness (?:probe|check)s?|liveness (?:probe|check)s?|health ?checks?)\b` + "`?" + `[^.\n]{0,30}?\b(?:returns?|returned|answers?|answered|responds?|responded|is|are|now)\s+(?:with\s+)?(?:(?:an?\s+)?HTTP\s+)?(?:200|204|OK|healthy|passing|green)\b`),
+		// A change merged, named by its number, and the run that gated it passing: "#91 is merged to `main`", "the
+		// merge-group run, which gates the queue, passed".
+		lazyRE(`(?i)#\d+\b[^.\n]{0,40}?\b(?:is|was|has been|got) merged\b|\brun(?:,[^,\n]{1,60},)? passed\b`),
 		// A pull or merge request that is there: "PR #913 is open", "opened pull request #42", "MR !17 merged".
 		lazyRE(`(?i)\b(?:PR|pull request|MR|merge request)\s+[#!]?\d+\s+(?:is\s+|has been\s+|was\s+)?(?:now\s+)?(?:open|opened|up|created|merged|ready for review)\b|\b(?:opened|created|raised|merged)\s+(?:a\s+|the\s+)?(?:PR|pull request|MR|merge request)\s+[#!]?\d+`),
 	}
@@ -111,7 +121,9 @@ var (
 		lazyRE(`(?i)\b(?:deploy(?:ment)?|release|rollout|push|upload|migration|publish(?:ing)?|upgrade|update|version bump|bump|cutover|switch-?over)\b(?: step)?(?:[^.;\n]|\.\d){0,60}?\b(?:did not|didn't|never) (?:happen|run|go through|take place|complete|succeed)\b`),
 		// What runs that never got going: "the new pods never became ready", "never came up".
 		lazyRE(`(?i)\bnever (?:became|become|got|came|went) (?:ready|healthy|available|up|live)\b`),
-		lazyRE(`(?i)\b(?:fails|failed) (?:with|to (?:compile|build|run|start|install|pass|resolve|connect|fetch|load|import))\b`),
+		lazyRE(`(?i)\b(?:fails|failed) (?:with|to (?:compile|build|run|start|install|pass|resolve|connect|fetch|load|import|deploy|create|update|apply|publish|push|upload|provision|sync|migrate|roll out|release|launch|boot))\b`),
+		// What was to go out and did not, the agent's verdict at its clause's end: "The new handler is not deployed."
+		lazyRE(`(?i)\b(?:is|are|was|were) (?:still )?not (?:deployed|released|published|applied|rolled out|shipped|live)(?:\s*[.;,!]|\s*$)`),
 		// An agent CLI that stopped at its own limit before the work was done: Claude Code's max turns or budget, aider's
 		// "Only 3 reflections allowed, stopping." (aider/coders/base_coder.py), a loop's cap on its iterations.
 		lazyRE(`(?i)\breached (?:the )?maximum (?:number of )?(?:turns|budget)|\berror_max_(?:turns|budget)|\bmax(?:imum)? turns reached\b|\bonly \d+ reflections allowed, stopping\b|\b(?:reached|hit|exceeded) (?:the |its )?(?:max(?:imum)?|limit|cap)(?: of)? (?:\d+ )?(?:iterations|steps|reflections|attempts)\b[^.\n]{0,20}\bstopping\b`),
@@ -207,7 +219,10 @@ var (
 			`\bconfirm (?:that |whether |if )?(?:you (?:want|'d like|would like)|I (?:should|may|can)|it(?:'s| is) (?:ok|okay|fine|safe))\b`,
 		)),
 		lazyRE(oneOf(`(?i)`,
-			`\bI(?:'ll| will) wait for (?:you|your|that|this|the|a|an)\b`,
+			// A wait for a person, not for a machine ("I'll wait for the merge group" is the agent's own patience).
+			`\bI(?:'ll| will) wait for (?:you|your|that decision|this decision|the (?:decision|answer|go-ahead|approval|reply|choice|confirmation|OK)|a (?:decision|reply|response|go-ahead|choice)|an (?:answer|OK))\b`,
+			// A stop held until the person's word: "The rebase is paused until you pick one".
+			`\buntil you (?:pick|choose|decide|confirm|tell me|say which|approve)\b`,
 			`\b(?:I|we) need\b[^.\n]{0,60}\bfrom you\b`,
 			`\btell me (?:which|what|whether|how)\b`,
 			// What the agent needs to go on, asked for with what it will do with it: "Tell me the bucket and I'll wire it
@@ -503,6 +518,10 @@ func (ev *evidence) readLines(d *doc) {
 				}
 			}
 		}
+		// The run done again after a failure, said to be clean ("the second run is clean"), is proof, whatever it ran.
+		if loc := rerunCleanRe.FindStringIndex(l); loc != nil {
+			ev.lastStrong, ev.lastOtherStrong = max(ev.lastStrong, at(i, loc[0])), max(ev.lastOtherStrong, at(i, loc[0]))
+		}
 		if c := lastUnnegated(weakCompletionG, l, low, failing); c >= 0 {
 			ev.lastWeak = at(i, c)
 		}
@@ -517,6 +536,10 @@ func (ev *evidence) readLines(d *doc) {
 		}
 	}
 }
+
+// rerunCleanRe is the agent's word that the run it did again went through: "the second run is clean", "the rerun was
+// green".
+var rerunCleanRe = lazyRE(`(?i)\b(?:second|new|last|final|next|re-?)\s*run (?:is|was) (?:clean|green|successful)\b`)
 
 // casesLeadRe introduces a list of the cases a design handles: "Notes on failure modes considered:", "Edge cases
 // covered:", "## Error handling". Its items tell what happens when something fails, not that the run failed.
@@ -705,12 +728,15 @@ func lastUnnegated(g *guarded, s, low string, skip [][2]int) int {
 			clause = s[b[len(b)-1][1]:m[1]]
 		}
 		// "test failed, to rerun pass --lib" names a failure inside the would-be pass.
-		if match := s[m[0]:m[1]]; !completionNegationRe.MatchString(clause) && (!failWordRe.MatchString(match) || failCountRe.MatchString(match)) {
+		if match := s[m[0]:m[1]]; !completionNegationRe.MatchString(clause) && (!failWordRe.MatchString(match) || noFailuresRe.MatchString(match)) {
 			last = m[0]
 		}
 	}
 	return last
 }
+
+// noFailuresRe counts no failure: "0 failed", "no failures", "zero errors".
+var noFailuresRe = lazyRE(`(?i)\b(?:0|no|zero) (?:failed|failing|failures?|errors?|test failures|failing tests)\b`)
 
 func inSpans(i int, spans [][2]int) bool {
 	for _, sp := range spans {
@@ -732,7 +758,7 @@ func lastFailure(l, low string) int {
 	u := undecorated(l)
 	frame := len(l) - len(u)
 	for _, g := range errorLineGs {
-		if !g.may(low) {
+		if !g.may(low) || warningAtRe.MatchString(u) {
 			continue
 		}
 		for _, loc := range g.p.FindAllStringIndex(u, -1) {
@@ -947,6 +973,8 @@ var outOfScopeRe = lazyRE(oneOf(`(?i)`,
 	`\b(?:worth|for|in|as|is|be) a separate (?:ticket|task|issue|PR|pull request|change)\b`,
 	`\bas a (?:separate )?follow-?up\b`,
 	`^\(?(?:optional|not required|out of scope)\b`,
+	// "That's optional.", "It is entirely optional": the offer before it waits for nothing.
+	`^\(?(?:that(?:'s| is)|this is|it(?:'s| is)|both are|either is)\s+(?:\w+\s+)?optional\b`,
 ))
 
 // answerRe opens an answer: "Yes — …", "No, …", "Short answer: …".

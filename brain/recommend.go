@@ -42,7 +42,7 @@ var (
 		`^(.{1,80}?)\s+(?:would be|is) my (?:pick|choice|vote|preference|recommendation|suggestion)\b`,
 		// The pick named by its position or key, with no "I think" before: "The second seems safer to me", "Option B
 		// looks like the better fit".
-		`^((?:the\s+)?(?:first|second|third|fourth|fifth|last|former|latter)(?:\s+(?:one|option|approach|choice|path|way))?|(?:option|choice|approach|path)\s+[A-Ha-h1-9]|#\s*[1-9]|[A-Ha-h1-9])\s+(?:is|would be|seems|looks|sounds)(?: like)?\s+(?:the\s+|a\s+)?(?:better|best|safer|safest|simpler|simplest|cleaner|cleanest|easier|easiest|preferable|right|way to go|more sensible|sensible|safe (?:default|choice|bet|option)|least (?:disruptive|risky|work|effort)|lowest[- ]risk)\b`,
+		`^(?:(?:going|go|sticking) with |picking |choosing |taking )?((?:the\s+)?(?:first|second|third|fourth|fifth|last|former|latter)(?:\s+(?:one|option|approach|choice|path|way))?|(?:option|choice|approach|path)\s+[A-Ha-h1-9]|#\s*[1-9]|[A-Ha-h1-9])\s+(?:is|would be|seems|looks|sounds)(?: like)?\s+(?:the\s+|a\s+)?(?:better|best|safer|safest|simpler|simplest|cleaner|cleanest|easier|easiest|preferable|right|way to go|more sensible|sensible|safe (?:default|choice|bet|option)|least (?:disruptive|risky|work|effort)|lowest[- ]risk|(?:smaller|smallest|simpler|simplest) (?:change|diff))\b`,
 		// The pick weighed as the better way, subject first or last: "The view is the gentler path", "The safer bet is
 		// the alias".
 		`^(.{1,80}?)\s+(?:is|would be|seems)\s+(?:the|a|my)\s+`+betterWayRe+`\b`,
@@ -88,6 +88,9 @@ func recommendedCue(s string) (phrase string, explicit bool) {
 	// Emphasis first: "__Recommended:__" has no word boundary before its cue.
 	s = stripEmphasis(s)
 	loc := recommendRe.FindStringIndex(s)
+	if loc != nil && strings.Trim(s[loc[1]:], "*_:. \t") == "" {
+		loc = nil // the cue ends the sentence: "B is what I'd pick" names the pick before it
+	}
 	lower := ""
 	if loc == nil {
 		lower = strings.ToLower(s)

@@ -21,7 +21,7 @@ var (
 	// answers in words anyway, so it is no option.
 	freeTextRowRe = lazyRE(`(?i)^type something$`)
 	// A key the CLI names after a row ("(esc)", "(shift+tab)"): the UI's hint, not the option.
-	keyHintRe = lazyRE(`(?i)\s*\((?:esc|enter|tab|space|shift\+tab|(?:ctrl|alt|cmd|shift)\+\w+)\)$`)
+	keyHintRe = lazyRE(`(?i)\s*\((?:esc|enter|tab|space|shift\+tab|(?:ctrl|alt|cmd|shift)\+\w+|[a-z0-9])\)$`)
 )
 
 // selectionOptions returns the rows of a drawn selection, with the offset of the first: rows numbered from 1 in
