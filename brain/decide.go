@@ -80,7 +80,10 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 		// revoked (AWS's ExpiredToken, "the refresh token has expired", "your session has expired, log in again"). Only its
 		// owner can issue a new one. The same words in a test of the code's own token handling are that code misbehaving.
 		{lazyRE(oneOf(`(?i)`,
-			`(?-i:\bExpiredToken(?:Exception)?\b|\bTokenExpired\b|\bInvalidClientTokenId\b|\bInvalidAccessKeyId\b|\bUnrecognizedClientException\b)`,
+			`(?-i:\bExpiredToken(?:Exception)?\b|\bTokenExpired\b|\bInvalidClientTokenId\b|\bInvalidAccessKeyId\b|\bUnrecognizedClientException\b|\bCSSMERR_TP_CERT_EXPIRED\b)`,
+			// A certificate named by its full name before "expired on": "Certificate 'Apple Distribution: Acme Labs Ltd
+			// (7QX3ZK9A2B)' expired on 2024-04-09".
+			`\b(?:certificate|cert)\s+(?:'[^'\n]{1,120}'|"[^"\n]{1,120}")\s+(?:has\s+)?expired\b`,
 			`\b(?:security |session |access |auth |api |bearer )?(?:token|credentials?|access key|api key)\b[^.\n]{0,40}?\b(?:is|are|was|were) (?:invalid|not valid|deactivated|disabled)\b`,
 			`\b(?:token|credentials?|password|certificate|cert|key|grant)\b[^.\n]{0,30}?\b(?:has|have|had) (?:expired|been revoked)\b`,
 			`\b(?:token|credentials?|session|password|certificate|key|grant)s? (?:is|are|was|were) (?:expired|revoked)\b`,
@@ -197,6 +200,8 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\bviolates? (?:the )?(?:org(?:ani[sz]ation)? policy )?constraint\b`,
 			`\bprotected branch\b[^\n]{0,60}\b(?:failed|rejected|declined|not allowed)\b`,
 			`\bGH006\b`,
+			// GitHub's CLI: "Pull request #77 is not mergeable: the base branch policy prohibits the merge".
+			`\bbase branch policy prohibits the merge\b`,
 			// A branch that takes changes only through a reviewed pull or merge request, as a host words its branch
 			// protection ("Changes must be made through a pull request", "can only be modified through pull requests",
 			// "You are not allowed to push code to protected branches"): going around the review is not the agent's call.
@@ -207,7 +212,10 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			// 'require-limits' violated").
 			`\bpolic(?:y|ies)\b(?:\s+(?:"[^"\n]{1,80}"|'[^'\n]{1,80}'))?\s+(?:was |were |has been |is )?violated\b`,
 		)),
-			"a conflict with a security or organisational policy: a person must decide whether the task or the policy gives way", true},
+			policyWhy, true},
+		// A requirement nothing can meet any more, as the agent found it: "nothing will ever report security/snyk".
+		{lazyRE(`(?i)\bnothing (?:will )?(?:ever )?(?:reports?|sends?|sets?) (?:it|that|this|the|[\w./-]+/[\w./-]+)\b|\bwill never (?:be )?(?:report(?:ed)?|arrive|pass|be satisfied|be met|succeed)\b`),
+			"a requirement nothing can meet any more (a check no app reports, a condition that never comes): only a person can change it", false},
 		// Code signing (xcodebuild, fastlane match, gradle's keystore): certificates, provisioning profiles and keys live in
 		// an account and a keychain the agent has no access to.
 		{lazyRE(oneOf(`(?i)`,
@@ -256,7 +264,7 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\bimpossible (?:requirement|task|to satisfy)\b`,
 			// No value of the thing asked for meets both: "No retention value satisfies both", "there is no timeout that
 			// meets both tickets".
-			`\bno (?:single )?(?:\w+ )?(?:value|setting|option|number|timeout|limit|config(?:uration)?|version|choice)\b[^.\n]{0,30}?\b(?:satisf(?:y|ies)|meets?|fits?|works for|passes) both\b`,
+			`\bno (?:single )?(?:\w+ )?(?:value|setting|option|number|timeout|limit|config(?:uration)?|version|choice|implementation|solution|approach|fix|code)\b[^.\n]{0,30}?\b(?:satisf(?:y|ies)|meets?|fits?|works? for|pass(?:es)?) both\b`,
 			`\bnot possible to satisfy\b`,
 			// Two requirements that exclude each other, told by what happens: "making either pass makes the other fail",
 			// "fixing one breaks the other", "they cannot both hold".
@@ -398,6 +406,9 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 		{lazyRE(oneOf(`(?i)`,
 			`\bonly (?:the |a |an |your |our |their )?(?:[\w'’-]+ ){0,4}?(?:holders?|owners?|admins?|administrators?|managers?|leads?|team|approvers?|maintainers?|reviewers?|officers?|counsel|legal|department|DBAs?|on-call|members?)\b(?:,[^,\n]{1,40},)?\s+(?:can|may|is able to|are able to|is allowed to|are allowed to|is permitted to)\b`,
 			`\bcontact (?:your|the) (?:[\w-]+ ){0,2}?(?:account manager|account team|administrator|admin|owner|representative|sales(?: team)?|vendor|DBA|security team|legal(?: team)?)\b`,
+			// A step a role must take, which the agent's identity does not hold: "issuing a new certificate requires the
+			// Account Holder role; the CI Apple ID has the Developer role".
+			`\brequires? (?:the |an? )?(?:[\w-]+ ){1,4}?role\b`,
 			`\b(?:account|project|repo(?:sitory)?|org(?:ani[sz]ation)?|team|product|release|data|site|workspace|billing|app) (?:owner|holder|admin(?:istrator)?|manager|lead)\b(?: \([^)\n]{1,40}\))?\s+(?:must|has to|needs to|will need to|will have to)\s+(?:first\s+)?(?:obtain|accept|approve|grant|sign|enable|request|file|add|create|renew|agree|purchase|upgrade|provide|record|confirm|authori[sz]e|review|invite|unlock)\b`,
 		)),
 			"a step only a named person or role can take", true},
@@ -415,6 +426,26 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\bmust be on file\b`,
 		)),
 			"a legal or contractual precondition (an agreement, a consent, export control, a hold or an embargo): only a person with the authority can meet it", true},
+		// A dependency whose licence the organisation has not approved: "AGPL is not approved for software we distribute
+		// (… OSS policy §3). Contact legal-oss@…", "the OSS policy lists GPL-3.0 as not approved".
+		{lazyRE(oneOf(`(?i)`,
+			`\b(?:licen[cs]es?|[AL]?GPL(?:-\d\.\d)?|SSPL|BUSL|copyleft)\b[^\n]{0,80}?\bnot (?:approved|allowed|permitted)\b`,
+			`\bnot approved\b[^.\n]{0,40}?\b(?:licen[cs]e|OSS|open[- ]source) polic(?:y|ies)\b`,
+			`\b(?:contact|ask|go through|goes through|go to|exceptions go through) (?:the )?legal\b|\blegal[\w.-]*@`,
+		)),
+			"a dependency whose licence the organisation has not approved: legal or a product decision must settle it", true},
+		// A change that destroys data the organisation keeps: a migration linter's destructive change, a drop of a column
+		// that still holds values. A person approves the loss or plans an archive.
+		{lazyRE(`(?i)\bdestructive changes? detected\b|\b(?:would|will) (?:cause |mean )?data loss\b|\bdata loss\b[^.\n]{0,40}?\b(?:approv|sign-?off|policy)`),
+			"a change that destroys data (a column or rows that still hold values): a person must approve the loss or plan an archive", true},
+		// Input the task depends on that lives outside the workspace, in an attachment: "The Q3 price list is attached to
+		// the email thread", "Use the v2 pricing table attached to the design doc".
+		{lazyRE(`(?i)\battached (?:to|in|on) (?:the |a |an )?(?:[\w-]+ ){0,3}?(?:doc(?:ument)?|ticket|e-?mail(?: thread)?|thread|issue|page|message|comment|card)\b`),
+			"input the task depends on that lives outside the workspace (an attachment): a person must supply it", false},
+		// A registry name the agent's account may not publish under: "Namespace 'com.tidalio' is not allowed" (Maven
+		// Central, until the namespace is verified).
+		{lazyRE(`(?i)\bnamespace\s+'[^'\n]+'\s+is not (?:allowed|verified)\b|\bisn't allowed to upload to project\b`),
+			"a name on a registry the agent's account may not publish under: its owner must verify or grant it", false},
 		// A feature the account's plan does not include: "restricted to the Pro and Enterprise plans", "team 'acme' is on
 		// the Hobby plan", "upgrade your plan". Paying for more is a person's decision.
 		{lazyRE(oneOf(`(?i)`,
@@ -433,6 +464,10 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\bCAB[- ]approved\b|\bchange[- ]advisory board\b|\bCAB\b[^.\n]{0,20}?\b(?:exception|approval|ticket)\b`,
 			`\bchange (?:ticket|request|record)\b[^.\n]{0,30}?\b(?:required|not set|missing|needed|must)\b`,
 			`\b(?:requires?|needs?|without) (?:an? )?(?:approved )?change (?:ticket|request|record)\b`,
+			// A change that must wait for a window nobody has granted: "it requires a maintenance window with writes
+			// stopped, and the ticket says none is pre-approved".
+			`\brequires? (?:either )?(?:a |an )?(?:maintenance|change|downtime) window\b`,
+			`\b(?:none|neither|nothing)\b[^.\n]{0,20}?\b(?:is|are|was|were) (?:pre-?)?approved\b|\bnot (?:been )?pre-?approved\b`,
 		)),
 			"a change window, freeze or change ticket the organisation sets: only a person can schedule or approve it", true},
 		// Equipment that is not here for the agent: no device attached, one out for repair or booked by someone else.
@@ -531,6 +566,21 @@ var (
 	shortQuotaRe = lazyRE(`(?i)\bper (?:minute|second|\d+ (?:seconds|minutes))\b|\bRATE_LIMIT_EXCEEDED\b`)
 	longQuotaRe  = lazyRE(`(?i)\bper (?:day|month|week|hour)\b|\b(?:daily|monthly|weekly|hourly)\b`)
 )
+
+// policyWhy is why a policy the change conflicts with is permanent, unless the rules a protected branch named are
+// about the commits themselves (commitRulesRe), which the agent meets by making them again.
+const policyWhy = "a conflict with a security or organisational policy: a person must decide whether the task or the policy gives way"
+
+// commitRulesRe are a protected branch's rules the agent's own commits can meet ("Commits must have verified
+// signatures", a DCO sign-off, a commit message format, no merge commits); branchReviewRe those only people meet.
+var (
+	commitRulesRe  = lazyRE(`(?i)\bcommits? must (?:have verified signatures|be signed)\b|\bSigned-off-by\b|\bDCO\b|\bcommit messages? must\b|\bmust not contain merge commits\b|\blinear history\b`)
+	branchReviewRe = lazyRE(`(?i)\bpull request\b|\breviews?\b|\bapprov|\bstatus checks?\b|\bcode ?owners?\b|\bnot allowed to (?:force[- ])?push\b`)
+)
+
+// policyFindingRe is a policy-as-code test's finding on a file of the workspace (conftest, OPA: "FAIL - k8s/a.yaml -
+// main - Containers must not run as root: a"): what the agent wrote breaks a rule it can meet by writing it again.
+var policyFindingRe = lazyRE(`(?m)^\s*(?:FAIL|WARN|DENY) - \S+ - \S+ - .*$`)
 
 // lockHeldWhy is why a lock someone else holds is permanent, unless its holder lets go within minutes
 // (lockReleasedSoonRe): a scheduled job, another run's apply.
@@ -731,10 +781,12 @@ func permanentCause(err string) string {
 	// What a test expects, quoted on its assertion's line, is the code's data ("want "permission denied: …"",
 	// "assert 'FATAL: disk quota exceeded' in caplog.text"), not the environment failing.
 	text = expectationLineRe.ReplaceAllStringFunc(text, func(l string) string { return literalRe.ReplaceAllString(l, `""`) })
+	text = policyFindingRe.ReplaceAllString(text, "")
 	for _, c := range permanentCauses() {
 		if c.re.MatchString(text) && !(c.notInTest && testAssertionRe.MatchString(err)) &&
 			!(c.why == lockHeldWhy && lockReleasedSoonRe.MatchString(text)) &&
-			!(c.why == usageLimitWhy && shortQuotaRe.MatchString(text) && !longQuotaRe.MatchString(text)) {
+			!(c.why == usageLimitWhy && shortQuotaRe.MatchString(text) && !longQuotaRe.MatchString(text)) &&
+			!(c.why == policyWhy && commitRulesRe.MatchString(text) && !branchReviewRe.MatchString(text)) {
 			return c.why
 		}
 	}

@@ -43,13 +43,17 @@ const (
 	// already" and its reserved slots, MySQL's "Too many connections" and max_user_connections, a pool that cannot
 	// hand one out (HikariCP, SQLAlchemy's QueuePool, knex). Its one value is "database connections".
 	subjConns subjectKind = "connections"
+	// A device the machine cannot reach, however the flashing or debugging tool says so: "Failed to connect to ESP32:
+	// No serial data received" (esptool), "Unable to connect to a debugger" (nrfjprog), "Cannot connect to target"
+	// (J-Link). Its one value is "the device".
+	subjDevice subjectKind = "device"
 )
 
 // causeKinds name why something failed rather than where it showed: a server that cannot be reached, a module that
 // cannot be found, a name the compiler cannot find, a place that throws. When two failures name the same cause, the
 // tests it broke are its symptoms: three tests failing on one unreachable database, or on one exception thrown at
 // one line, are one failure however many tests and tools tell it.
-var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjThrown, subjConflict, subjMemory, subjLib, subjConns}
+var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjThrown, subjConflict, subjMemory, subjLib, subjConns, subjDevice}
 
 // aliasKinds are the kinds one resource can be named by more than once (a host by its name and its address, an
 // endpoint by its host): one failure's names contained in the other's are the same resource. Other kinds must be
@@ -136,7 +140,8 @@ var (
 		`\bheap out of memory\b`, `\bMemoryError\b`, `\bcannot allocate memory\b`, `\bjava\.lang\.OutOfMemoryError\b`,
 		`\bexceed(?:ed|ing) (?:the )?(?:physical |virtual )?memory limits?\b`,
 	))
-	connectionsOutRe = lazyRE(oneOf(`(?i)`,
+	deviceUnreachableRe = lazyRE(`(?i)\b(?:unable to|cannot|can't|could not|couldn't|failed to) connect to (?:a |an |the )?(?:debugger|target|device|board|chip|probe|MCU|(?:ESP32|ESP8266|STM32|nRF\w*|RP2040|Espressif|Arduino|Pico)(?: device)?)\b`)
+	connectionsOutRe    = lazyRE(oneOf(`(?i)`,
 		`\btoo many (?:clients|connections)\b`, `\bremaining connection slots are reserved\b`,
 		`\bmax_user_connections\b`, `\bER_CON_COUNT_ERROR\b`, `\bmaximum number of sessions exceeded\b`,
 		`\bConnection is not available, request timed out\b`, `\bQueuePool limit of size \d+ overflow \d+ reached\b`,
@@ -268,6 +273,7 @@ var subjectGates = map[subjectKind][]string{
 	subjSite:   {"exception", "error", "panic"},
 	subjMemory: {"memory", "oom", "137", "killed process"},
 	subjConns:  {"connection", "clients", "pool", "sessions"},
+	subjDevice: {"connect"},
 	subjLib:    {".h: no such file", "pkg-config", "no package '", "-dev", "cannot find -l", "shared libraries", "could not find", ": not found"},
 	// A resolver's own words for a conflict: without them "depends on" is prose ("the handler depends on the cache").
 	subjConflict: {"conflict", "resolutionimpossible", "eresolve", "solverproblem", "no solution found", "failed to select a version",
@@ -425,6 +431,9 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 	}
 	if gated(lower, subjMemory) && memoryOutRe.MatchString(failure) {
 		s.add(subjMemory, "memory")
+	}
+	if gated(lower, subjDevice) && deviceUnreachableRe.MatchString(failure) {
+		s.add(subjDevice, "the device")
 	}
 	if gated(lower, subjConns) && connectionsOutRe.MatchString(failure) {
 		s.add(subjConns, "database connections")
@@ -784,7 +793,7 @@ func nameParts(s string) []string {
 // names is a subject's names for a reason, most telling kinds first.
 func (s subject) names() string {
 	var out []string
-	for _, k := range []subjectKind{subjModule, subjLib, subjConflict, subjURL, subjHost, subjTest, subjFile, subjSymbol, subjRule, subjMemory, subjConns} {
+	for _, k := range []subjectKind{subjModule, subjLib, subjConflict, subjURL, subjHost, subjTest, subjFile, subjSymbol, subjRule, subjMemory, subjConns, subjDevice} {
 		vs := make([]string, 0, len(s[k]))
 		for v := range s[k] {
 			vs = append(vs, v)
