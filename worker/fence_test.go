@@ -875,7 +875,7 @@ func TestASettlingWorkerStillLives(t *testing.T) {
 	judged := make(chan error, 1)
 	h.useBrain(&livesBrain{judge: func(ctx context.Context) {
 		go h.w.Shutdown()
-		<-h.w.base.Done() // the shutdown has begun
+		<-h.w.base.Done()                          // the shutdown has begun
 		time.Sleep(queue.AliveTTL + 2*time.Second) // longer than a worker's word that it lives holds
 		self, _ := asynq.GetTaskID(ctx)
 		dead, err := h.queue.DeliveryDead(context.Background(), self)

@@ -112,8 +112,8 @@ type Worker struct {
 	host        string
 	// id names this worker process in the deployment: its word that it lives, and its claims on step deliveries
 	// (alive.go).
-	id      string
-	alive   aliveness
+	id    string
+	alive aliveness
 	// beating is closed once aliveLoop has returned: its last word is said before Shutdown says the worker is gone.
 	beating chan struct{}
 	running steps
