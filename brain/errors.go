@@ -41,6 +41,8 @@ var (
 		// A program's log record at an error level (logRecord): "[2025-03-04 11:02:17,902] ERROR …", "2025-02-11T08:14:03Z
 		// pid=7 tid=2a8 FATAL: …", "[2024-06-14T10:51:33+00:00] FATAL: …", and logfmt's "level=error".
 		lazyRE(`^\s*` + logCollector + logStamp + `\s+(?:[\w=.:-]+\s+){0,4}\[?(?:FATAL|ERROR|CRITICAL|PANIC|SEVERE)(?:\]|:|\s)|(?i:\blevel=(?:error|fatal|panic|crit(?:ical)?)\b)`),
+		// A summary's count of failures, a key of its own line: "  failed:    640", "Errors: 3".
+		lazyRE(`(?i)^\s*(?:failed|failures|errors|failed (?:items|records|rows|jobs))\s*:\s+[1-9][\d,]*\s*$`),
 		// logrus's text format, its level cut to four letters before the seconds since start: "FATA[0301] timed out …".
 		lazyRE(`^\s*` + logCollector + `(?:FATA|ERRO|PANI)\[\d+\]`),
 	}

@@ -27,7 +27,7 @@ var (
 		lazyRE(`(?i)\b(?:task|work|implementation|feature|change|changes|fix|migration|refactor(?:ing)?)\s+(?:is\s+|are\s+|has been\s+|have been\s+)?(?:now\s+)?(?:complete|completed|done|finished|in place)\b`),
 		// A run of the job itself that ended well: "Training run finished and the model is exported", "the backfill
 		// completed"; not one that "finished with errors".
-		lazyRE(`(?i)\b(?:run|training|job|pipeline|backfill|export|import|sync|deploy(?:ment)?|rollout|upgrade)\s+(?:has\s+)?(?:finished|completed|succeeded)(?:\s+(?:successfully|cleanly|and)\b|[.,;:!]|\s*$)`),
+		lazyRE(`(?i)\b(?:run|training|job|pipeline|backfill|reindex|export|import|sync|deploy(?:ment)?|rollout|upgrade|migration)\s+(?:has\s+)?(?:(?:finished|completed|complete|succeeded)(?:\s+(?:successfully|cleanly|and)\b|[.,;:!]|\s*$)|(?:completed?|succeeded) in \d)`),
 		lazyRE(`(?i)\b(?:starts|started|runs|ran|works|worked|boots|booted|deploys|deployed|loads|loaded)\s+(?:up\s+)?(?:cleanly|fine|correctly|as expected|without (?:errors?|issues|problems|warnings))\b`),
 		lazyRE(`(?i)\bsuccessfully\b|\bsummary of (?:the )?changes\b|\bchanges made\b|\bbuild succeeded\b|\bBUILD SUCCESSFUL\b|\bcompiled successfully\b|✅`),
 		// The agent's word that the thing builds: "the closure builds", "both targets now compile cleanly".
@@ -38,7 +38,8 @@ var (
 		lazyRE(`(?i)\b(?:ran|run|runs|finished|completed|built|compiled|executed)\b[^.\n]{0,60}?\bwith (?:no|zero) errors\b`),
 		// A package a registry says it published, and the agent's word that it is there: "Published acme-cli v1.4.0 at
 		// registry `crates-io`" (cargo), "tidewatch 0.3.1 is on crates.io".
-		lazyRE(`(?i)^\s*Published \S+ v?\d[\w.+-]* at registry\b|\b(?:is|are) (?:now )?(?:on|live on|published (?:on|to)) (?:crates\.io|npm|PyPI|Maven Central|RubyGems|Hex|Packagist|NuGet|Docker Hub|pub\.dev)\b`),
+		// npm's own line for a package it published: "+ @acme/tokens@2.3.0".
+		lazyRE(`(?i)^\s*\+ (?:@[\w.-]+/)?[\w.-]+@\d[\w.+-]*\s*$|^\s*Published \S+ v?\d[\w.+-]* at registry\b|\b(?:is|are) (?:now )?(?:on|live on|published (?:on|to)) (?:crates\.io|npm|PyPI|Maven Central|RubyGems|Hex|Packagist|NuGet|Docker Hub|pub\.dev)\b`),
 		// A build or a release the agent says went through: "The x64 build of 2.1.0 is done".
 		lazyRE(`(?i)\b(?:build|release|export|import|backfill|upgrade|reindex)(?: of [\w.+/-]+(?: [\w.+/-]+){0,2})? (?:is|was|has been) (?:now )?(?:done|complete|completed|finished)\b`),
 		// What a deploy left running: "The redirect rules are live on production", "now live in staging".
@@ -52,7 +53,7 @@ var (
 		lazyRE(`(?i)\b(?:PR|pull request|MR|merge request)\s+[#!]?\d+\s+(?:is\s+|has been\s+|was\s+)?(?:now\s+)?(?:open|opened|up|created|merged|ready for review)\b|\b(?:opened|created|raised|merged)\s+(?:a\s+|the\s+)?(?:PR|pull request|MR|merge request)\s+[#!]?\d+`),
 	}
 	// Completion evidence that work was done, without proof it works; a check mark is a list bullet saying done.
-	weakCompletionRe = lazyRE(`(?im)(?:^\s*(?:[-*•✓✔☑]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|just\s+)?)` + anyOf(
+	weakCompletionRe = lazyRE(`(?im)(?:^\s*(?:\[[\w.-]+\]\s*)?(?:[-*•✓✔☑]\s+|\d+[.)]\s+)?[*_]{0,2}|\b(?:I|I've|I have|we|we've|we have)\s+(?:now\s+|also\s+|just\s+)?)` + anyOf(
 		`added`,
 		`created`,
 		`implemented`,
@@ -473,8 +474,18 @@ func gatherEvidence(d *doc) evidence {
 func (ev *evidence) readLines(d *doc) {
 	var blocks lineBlocks
 	var cases casesList
+	cleanup := false // in the runner's post-job cleanup (postJobRe), up to the log's end
 	for i, l := range d.lines {
 		low := fold(l)
+		switch {
+		case postJobRe.MatchString(l):
+			cleanup = true
+		case strings.TrimSpace(l) == "":
+			cleanup = false
+		}
+		if cleanup {
+			continue // what the runner does after the job's steps is not the job's result
+		}
 		failing, side := blocks.next(l, low)
 		inCases := cases.next(d.proseLines[i])
 		if prose := d.proseLines[i]; letteredLineRe.MatchString(prose) {
@@ -536,6 +547,10 @@ func (ev *evidence) readLines(d *doc) {
 		}
 	}
 }
+
+// postJobRe is where GitHub Actions' runner starts cleaning up after a job's steps ("Post job cleanup."): an error
+// there (a submodule's credentials, an orphan process) is the runner's, not the job's.
+var postJobRe = lazyRE(`^\s*Post job cleanup\.\s*$`)
 
 // rerunCleanRe is the agent's word that the run it did again went through: "the second run is clean", "the rerun was
 // green".

@@ -104,7 +104,8 @@ var (
 
 // runnerLine is l without a build tool's level tag and the surrounding space.
 func runnerLine(l string) string {
-	s := strings.TrimSpace(l)
+	// A box a CLI draws around a tool's output ("│ 14:02:34  Done. PASS=8 … │") frames the line on both sides.
+	s := strings.TrimSpace(strings.TrimRight(undecorated(l), " \t│┃║"))
 	if s != "" && (s[0] == '[' || s[0] >= utf8.RuneSelf) {
 		s = strings.TrimSpace(logLevelRe.ReplaceAllString(s, ""))
 	}
