@@ -157,6 +157,9 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			// What a look at the grants finds: "User:recon-svc has no READ grant", "the user has no permission on the
 			// billing vhost".
 			`\bhas no (?:\w+ )?(?:grants?|permissions?|access|ACLs?|role)\b(?: (?:on|to|for)\b)?`,
+			// A key or identity without a permission the call needs: "The provided key … does not have the required
+			// permissions for this endpoint" (Stripe's restricted keys).
+			`\bdoes not have the required permissions?\b`,
 			// Kafka's ACL refusals: "TopicAuthorizationException: Not authorized to access topics: [x]".
 			`(?-i:\b(?:Topic|Group|Cluster|TransactionalId|DelegationToken)AuthorizationException\b)`,
 			`\bdoes not have (?:authorization|permission) to (?:perform|access)\b`,
@@ -214,7 +217,7 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 		)),
 			policyWhy, true},
 		// A requirement nothing can meet any more, as the agent found it: "nothing will ever report security/snyk".
-		{lazyRE(`(?i)\bnothing (?:will )?(?:ever )?(?:reports?|sends?|sets?) (?:it|that|this|the|[\w./-]+/[\w./-]+)\b|\bwill never (?:be )?(?:report(?:ed)?|arrive|pass|be satisfied|be met|succeed)\b`),
+		{lazyRE(`(?i)\bnothing (?:will )?(?:ever )?(?:reports?|sends?|sets?) (?:it|that|this|the|[\w./-]+/[\w./-]+)\b|\b(?:will|can) never (?:be )?(?:report(?:ed)?|arrive|pass|be satisfied|be met|succeed|work|fill|filled)\b`),
 			"a requirement nothing can meet any more (a check no app reports, a condition that never comes): only a person can change it", false},
 		// Code signing (xcodebuild, fastlane match, gradle's keystore): certificates, provisioning profiles and keys live in
 		// an account and a keychain the agent has no access to.
@@ -248,7 +251,7 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			`\b(?:requires?|needs?|without|pending) (?:a |an )?(?:design|architectural|architecture|product|business|legal|compliance)(?:/(?:design|product|business|legal|compliance|security))? (?:decision|change|review|call)\b`,
 			// What the failure comes down to, named as a decision that is not the code's: "whether X is right is a
 			// business/policy decision", "that's a product call".
-			`\b(?:is|it's|that's|remains) (?:a |an )?(?:[\w-]+/)?(?:product|business|design|legal|compliance|pricing|policy|UX) (?:decision|call|question)\b`,
+			`\b(?:is|it's|that's|remains) (?:a |an )?(?:[\w-]+/)?(?:product|business|design|legal|compliance|pricing|policy|UX|finance|financial|accounting|commercial|security) (?:decision|call|question)\b`,
 			`\bbreaking change\b[^.]{0,80}\b(?:public|other teams?|clients?|consumers?|downstream)\b`,
 			`\b(?:public|exported) API\b[^.]{0,80}\bbreaking change\b`,
 		)),
@@ -499,6 +502,11 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 		// acme/payments-kafka-config (CODEOWNERS: @acme/payments-platform)".
 		{lazyRE(`(?i)\b(?:managed|owned|maintained|administered|controlled|granted|defined)\b[^.\n]{0,100}?\bCODEOWNERS\b`),
 			"a resource another team owns and grants: only they can change it", false},
+		// A sender identity the mail provider has not verified: "Email address is not verified. The following identities
+		// failed the check" (SES), "does not match a verified Sender Identity" (SendGrid), "domain … not verified for
+		// relay". Verifying it takes DNS records or the provider's console.
+		{lazyRE(`(?i)\b(?:email address|identit(?:y|ies)|sender|from address|domain)\b(?:[^.\n]|\.\w){0,60}?\bnot verified\b|\bdoes not match a verified Sender Identity\b`),
+			"a sender identity the mail provider has not verified: its DNS or the provider's console is a person's", false},
 		// A document or page the work depends on that is not shared with the agent: "You need access. Ask for access"
 		// (Google Drive), "You need permission to access this item. Request access" (SharePoint), "You don't have
 		// permission to view this page" (Confluence).
@@ -543,7 +551,12 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 			"missing context: the task refers to something that is not there", false},
 		// The definition the task depends on is nowhere: "no definition of the 'new pricing tiers' exists — searched
 		// docs/ …", "no description of the expected format was found".
-		{lazyRE(`(?i)\bno (?:definition|description|specification|spec|documentation|details?|values?) (?:of|for)\b[^.;\n]{0,80}?\b(?:exists?|(?:is|was|were) (?:given|provided|found|anywhere)|found)\b`),
+		{lazyRE(`(?i)\bno (?:definition|description|specification|spec|documentation|details?|values?) (?:of|for)\b[^.;\n]{0,80}?\b(?:exists?|(?:is|was|were) (?:given|provided|found|anywhere)|found)\b` +
+			// What the agent looked for exists nowhere it can read: "No response or resolution targets for the
+			// enterprise tier exist anywhere I can read."
+			`|\bno\b[^.;\n]{1,80}?\bexists? anywhere (?:I|the agent|we) can (?:read|see|find|reach)\b` +
+			// "Nothing in the ticket, the chat export or the docs says which dashboard."
+			`|\bnothing in the\b[^.;\n]{0,60}?\bsays? (?:which|what|whether|how|where)\b`),
 			"missing context: the task refers to something that is not there", false},
 	}
 })

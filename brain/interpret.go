@@ -22,7 +22,7 @@ var (
 		lazyRE(`(?i)\b(?:tests?|specs?|suite|build|lint(?:er)?|vet|checks?|ci|make \w+|go test|go build|npm test|npm run \w+|pytest|cargo (?:test|build|check|clippy)|tsc|mypy|ruff|eslint)\b(?:[^.\n]|\.\S|\.\.\.){0,60}?\b(?:pass|passes|passed|passing|succeeds|succeeded|is clean|are clean|clean|is green|are green|green|ok)\b`),
 		lazyRE(`(?i)\b\d+\s+(?:tests?\s+)?passed\b`),
 		lazyRE(`(?i)\b0\s+(?:failed|failing|failures?|errors?)\b|\b(?:no|zero)\s+(?:failures|failing tests|test failures|regressions)\b`),
-		lazyRE(`(?m)^ok\s+\S+|^PASS\s*$|^OK(?: \(.*\))?\s*$|test result: ok\.`),
+		lazyRE(`(?m)^ok\s+\S+|^PASS\s*$|^OK(?: \(.*\))?\s*$|test result: ok\.|^[\s│┃]*SUCCESS(?::[^\n│]*)?[\s│┃]*$`),
 		lazyRE(`(?im)^\s*(?:#+\s*)?[*_]{0,2}(?:done|all done|completed|finished|task complete[d]?)\b[*_]{0,2}\s*[.!:—-]`),
 		lazyRE(`(?i)\b(?:task|work|implementation|feature|change|changes|fix|migration|refactor(?:ing)?)\s+(?:is\s+|are\s+|has been\s+|have been\s+)?(?:now\s+)?(?:complete|completed|done|finished|in place)\b`),
 		// A run of the job itself that ended well: "Training run finished and the model is exported", "the backfill
@@ -120,6 +120,9 @@ var (
 		lazyRE("`[^`\\n]{1,120}`\\s+(?:still\\s+|now\\s+|also\\s+)?(?:fails|failed|is failing|keeps failing|errors? out|errored|crashe[sd]|timed out|hung|hangs|exited (?:with )?(?:code|status) [1-9])\\b"),
 		// A step of the task that did not take place: "the deployment step, which is part of this task, did not happen".
 		lazyRE(`(?i)\b(?:deploy(?:ment)?|release|rollout|push|upload|migration|publish(?:ing)?|upgrade|update|version bump|bump|cutover|switch-?over)\b(?: step)?(?:[^.;\n]|\.\d){0,60}?\b(?:did not|didn't|never) (?:happen|run|go through|take place|complete|succeed)\b`),
+		// What was to go out and did not, said of all of it: "nothing was delivered", "nothing got published".
+		// Its clause ends there: "nothing was sent to the dead-letter queue" is the good news of a run.
+		lazyRE(`(?i)\bnothing (?:was|got|has been|had been) (?:delivered|sent|published|deployed|imported|exported|written|migrated|saved|processed|uploaded)(?:\s*[.:;,!]|\s*$)`),
 		// What runs that never got going: "the new pods never became ready", "never came up".
 		lazyRE(`(?i)\bnever (?:became|become|got|came|went) (?:ready|healthy|available|up|live)\b`),
 		lazyRE(`(?i)\b(?:fails|failed) (?:with|to (?:compile|build|run|start|install|pass|resolve|connect|fetch|load|import|deploy|create|update|apply|publish|push|upload|provision|sync|migrate|roll out|release|launch|boot))\b`),

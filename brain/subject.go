@@ -47,13 +47,17 @@ const (
 	// No serial data received" (esptool), "Unable to connect to a debugger" (nrfjprog), "Cannot connect to target"
 	// (J-Link). Its one value is "the device".
 	subjDevice subjectKind = "device"
+	// A database lock another session holds, however the migration tool or the server says so: LockNotAvailable, "lock
+	// timeout", "could not obtain lock on relation", a statement "waiting for an AccessExclusiveLock". Its one value is
+	// "a database lock".
+	subjLock subjectKind = "lock"
 )
 
 // causeKinds name why something failed rather than where it showed: a server that cannot be reached, a module that
 // cannot be found, a name the compiler cannot find, a place that throws. When two failures name the same cause, the
 // tests it broke are its symptoms: three tests failing on one unreachable database, or on one exception thrown at
 // one line, are one failure however many tests and tools tell it.
-var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjThrown, subjConflict, subjMemory, subjLib, subjConns, subjDevice}
+var causeKinds = []subjectKind{subjHost, subjModule, subjSymbol, subjSite, subjThrown, subjConflict, subjMemory, subjLib, subjConns, subjDevice, subjLock}
 
 // aliasKinds are the kinds one resource can be named by more than once (a host by its name and its address, an
 // endpoint by its host): one failure's names contained in the other's are the same resource. Other kinds must be
@@ -140,6 +144,7 @@ var (
 		`\bheap out of memory\b`, `\bMemoryError\b`, `\bcannot allocate memory\b`, `\bjava\.lang\.OutOfMemoryError\b`,
 		`\bexceed(?:ed|ing) (?:the )?(?:physical |virtual )?memory limits?\b`,
 	))
+	dbLockRe            = lazyRE(`(?i)\bLockNotAvailable\b|\b(?:due to|on) lock timeout\b|\bcould not obtain lock on (?:relation|row|table)\b|\bwait(?:ed|ing) (?:\d+ \w+ )?(?:for|on) an? (?:AccessExclusive|Exclusive|RowExclusive|ShareRowExclusive|Share)Lock\b|\bLock wait timeout exceeded\b`)
 	deviceUnreachableRe = lazyRE(`(?i)\b(?:unable to|cannot|can't|could not|couldn't|failed to) connect to (?:a |an |the )?(?:debugger|target|device|board|chip|probe|MCU|(?:ESP32|ESP8266|STM32|nRF\w*|RP2040|Espressif|Arduino|Pico)(?: device)?)\b`)
 	connectionsOutRe    = lazyRE(oneOf(`(?i)`,
 		`\btoo many (?:clients|connections)\b`, `\bremaining connection slots are reserved\b`,
@@ -274,6 +279,7 @@ var subjectGates = map[subjectKind][]string{
 	subjMemory: {"memory", "oom", "137", "killed process"},
 	subjConns:  {"connection", "clients", "pool", "sessions"},
 	subjDevice: {"connect"},
+	subjLock:   {"lock"},
 	subjLib:    {".h: no such file", "pkg-config", "no package '", "-dev", "cannot find -l", "shared libraries", "could not find", ": not found"},
 	// A resolver's own words for a conflict: without them "depends on" is prose ("the handler depends on the cache").
 	subjConflict: {"conflict", "resolutionimpossible", "eresolve", "solverproblem", "no solution found", "failed to select a version",
@@ -434,6 +440,9 @@ func subjectIn(failure, lower string, tests map[string]bool) subject {
 	}
 	if gated(lower, subjDevice) && deviceUnreachableRe.MatchString(failure) {
 		s.add(subjDevice, "the device")
+	}
+	if gated(lower, subjLock) && dbLockRe.MatchString(failure) {
+		s.add(subjLock, "a database lock")
 	}
 	if gated(lower, subjConns) && connectionsOutRe.MatchString(failure) {
 		s.add(subjConns, "database connections")
@@ -793,7 +802,7 @@ func nameParts(s string) []string {
 // names is a subject's names for a reason, most telling kinds first.
 func (s subject) names() string {
 	var out []string
-	for _, k := range []subjectKind{subjModule, subjLib, subjConflict, subjURL, subjHost, subjTest, subjFile, subjSymbol, subjRule, subjMemory, subjConns, subjDevice} {
+	for _, k := range []subjectKind{subjModule, subjLib, subjConflict, subjURL, subjHost, subjTest, subjFile, subjSymbol, subjRule, subjMemory, subjConns, subjDevice, subjLock} {
 		vs := make([]string, 0, len(s[k]))
 		for v := range s[k] {
 			vs = append(vs, v)
