@@ -28,7 +28,9 @@ var (
 		// file's FAIL line; a "●" at the start of a line is Claude Code's mark of a tool call or a message ("● Bash(…)",
 		// "● Annotated …"), and one before a number is a drawn selection's cursor row ("● 1. Yes, allow once", as
 		// Gemini CLI marks the choice under it).
-		lazyRE(`^\s*(?:--- FAIL:|FAIL:|FAILED\s+\S|✕|✗|×|❌|✘)|^\s+●\s+(?:\D|\d+[^\d.)])`),
+		lazyRE(`^\s*(?:--- FAIL:|FAIL:|FAILED\s+\S|✕|✗|×)|^\s+●\s+(?:\D|\d+[^\d.)])`),
+		// A cross mark of its own opening the line (the AWS CDK's "❌  Stack failed: …").
+		lazyRE(`^\s*(?:❌|✘)`),
 		lazyRE(`^\s*E\s{2,}\S`),
 		lazyRE(`^\s*test \S+ \.\.\. FAILED`),
 		// npm ("npm ERR! code E404", since npm 10 "npm error code ETARGET") and pnpm (" ERR_PNPM_NO_MATCHING_VERSION  No

@@ -533,8 +533,10 @@ func (ev *evidence) readLines(d *doc) {
 			}
 		}
 		// The run done again after a failure, said to be clean ("the second run is clean"), is proof, whatever it ran.
-		if loc := rerunCleanRe.FindStringIndex(l); loc != nil {
-			ev.lastStrong, ev.lastOtherStrong = max(ev.lastStrong, at(i, loc[0])), max(ev.lastOtherStrong, at(i, loc[0]))
+		if strings.Contains(low, "run ") {
+			if loc := rerunCleanRe.FindStringIndex(l); loc != nil {
+				ev.lastStrong, ev.lastOtherStrong = max(ev.lastStrong, at(i, loc[0])), max(ev.lastOtherStrong, at(i, loc[0]))
+			}
 		}
 		if c := lastUnnegated(weakCompletionG, l, low, failing); c >= 0 {
 			ev.lastWeak = at(i, c)
@@ -683,7 +685,7 @@ var waitsForWordRe = lazyRE(`(?i)\b(?:let me know|say the word|give me (?:the|a)
 // waitsForChoice reports a sentence that waits for the person's word (waitsForWordRe) under choices the agent
 // offered before it: a block put as options (by its keys, its lead-in or a CLI's cursor), two or more of them.
 func waitsForChoice(d *doc, s sentence) bool {
-	if !waitsForWordRe.MatchString(s.text) {
+	if !strings.Contains(s.text, " I'll") && !strings.Contains(s.text, " I will") || !waitsForWordRe.MatchString(s.text) {
 		return false
 	}
 	for _, b := range listBlocks(d) {
