@@ -506,7 +506,7 @@ var permanentCauses = sync.OnceValue(func() []permanentRule {
 		// failed the check" (SES), "does not match a verified Sender Identity" (SendGrid), "domain … not verified for
 		// relay". Verifying it takes DNS records or the provider's console.
 		{lazyRE(`(?i)\b(?:email address|identit(?:y|ies)|sender|from address|domain)\b(?:[^.\n]|\.\w){0,60}?\bnot verified\b|\bdoes not match a verified Sender Identity\b`),
-			"a sender identity the mail provider has not verified: its DNS or the provider's console is a person's", false},
+			"a sender identity the mail provider has not verified: its DNS or the provider's console is a person's", true},
 		// A document or page the work depends on that is not shared with the agent: "You need access. Ask for access"
 		// (Google Drive), "You need permission to access this item. Request access" (SharePoint), "You don't have
 		// permission to view this page" (Confluence).
