@@ -595,6 +595,21 @@ var (
 // main - Containers must not run as root: a"): what the agent wrote breaks a rule it can meet by writing it again.
 var policyFindingRe = lazyRE(`(?m)^\s*(?:FAIL|WARN|DENY) - \S+ - \S+ - .*$`)
 
+// passesAnyway reports a failure of a permanent kind (why) that text shows will pass by itself or is the agent's to
+// meet: a lock its holder lets go of within minutes, a quota counted per minute, a protected branch's rules about the
+// commits themselves.
+func passesAnyway(why, text string) bool {
+	switch why {
+	case lockHeldWhy:
+		return lockReleasedSoonRe.MatchString(text)
+	case usageLimitWhy:
+		return shortQuotaRe.MatchString(text) && !longQuotaRe.MatchString(text)
+	case policyWhy:
+		return commitRulesRe.MatchString(text) && !branchReviewRe.MatchString(text)
+	}
+	return false
+}
+
 // lockHeldWhy is why a lock someone else holds is permanent, unless its holder lets go within minutes
 // (lockReleasedSoonRe): a scheduled job, another run's apply.
 const lockHeldWhy = "a lock another person or machine holds: only they, or someone who knows it is safe to break, can release it"
@@ -796,10 +811,7 @@ func permanentCause(err string) string {
 	text = expectationLineRe.ReplaceAllStringFunc(text, func(l string) string { return literalRe.ReplaceAllString(l, `""`) })
 	text = policyFindingRe.ReplaceAllString(text, "")
 	for _, c := range permanentCauses() {
-		if c.re.MatchString(text) && !(c.notInTest && testAssertionRe.MatchString(err)) &&
-			!(c.why == lockHeldWhy && lockReleasedSoonRe.MatchString(text)) &&
-			!(c.why == usageLimitWhy && shortQuotaRe.MatchString(text) && !longQuotaRe.MatchString(text)) &&
-			!(c.why == policyWhy && commitRulesRe.MatchString(text) && !branchReviewRe.MatchString(text)) {
+		if c.re.MatchString(text) && !(c.notInTest && testAssertionRe.MatchString(err)) && !passesAnyway(c.why, text) {
 			return c.why
 		}
 	}

@@ -36,9 +36,8 @@ var (
 		lazyRE(`(?i)^(?:[*_]{0,2})?(?:deployed|released|published|shipped) (?:it |them )?(?:to|on) (?:production|prod|staging|npm|pypi|crates\.io|the registry)\b`),
 		// A run the agent says went through with no error: "ran all 38 cells with no errors".
 		lazyRE(`(?i)\b(?:ran|run|runs|finished|completed|built|compiled|executed)\b[^.\n]{0,60}?\bwith (?:no|zero) errors\b`),
-		// A package a registry says it published, and the agent's word that it is there: "Published acme-cli v1.4.0 at
-		// registry `crates-io`" (cargo), "tidewatch 0.3.1 is on crates.io".
-		// npm's own line for a package it published: "+ @acme/tokens@2.3.0".
+		// A package a registry says it published, and the agent's word that it is there: npm's "+ @acme/tokens@2.3.0",
+		// cargo's "Published acme-cli v1.4.0 at registry `crates-io`", "tidewatch 0.3.1 is on crates.io".
 		lazyRE(`(?i)^\s*\+ (?:@[\w.-]+/)?[\w.-]+@\d[\w.+-]*\s*$|^\s*Published \S+ v?\d[\w.+-]* at registry\b|\b(?:is|are) (?:now )?(?:on|live on|published (?:on|to)) (?:crates\.io|npm|PyPI|Maven Central|RubyGems|Hex|Packagist|NuGet|Docker Hub|pub\.dev)\b`),
 		// A build or a release the agent says went through: "The x64 build of 2.1.0 is done".
 		lazyRE(`(?i)\b(?:build|release|export|import|backfill|upgrade|reindex)(?: of [\w.+/-]+(?: [\w.+/-]+){0,2})? (?:is|was|has been) (?:now )?(?:done|complete|completed|finished)\b`),
@@ -777,8 +776,13 @@ func lastFailure(l, low string) int {
 	last := -1
 	u := undecorated(l)
 	frame := len(l) - len(u)
-	for _, g := range errorLineGs {
-		if !g.may(low) || warningAtRe.MatchString(u) {
+	// A warning or a note at a location is no error line, whatever pattern of one it fits.
+	errorLines := errorLineGs
+	if warningAtRe.MatchString(u) {
+		errorLines = nil
+	}
+	for _, g := range errorLines {
+		if !g.may(low) {
 			continue
 		}
 		for _, loc := range g.p.FindAllStringIndex(u, -1) {
@@ -1629,10 +1633,11 @@ func leadIn(lines []string, i int) leadKind {
 	}
 	l := strings.TrimSpace(lines[k])
 	bare := strings.TrimRight(l, "*_ ")
-	if !mdHeadingRe.MatchString(l) && !strings.HasSuffix(bare, ":") {
+	heading := mdHeadingRe.MatchString(l)
+	if !heading && !strings.HasSuffix(bare, ":") {
 		return leadNone
 	}
-	if !mdHeadingRe.MatchString(l) {
+	if !heading {
 		l = wrappedSentence(lines, k)
 		// The clause that introduces the list is the last: in "The export is done, but two imports still expect the
 		// column:", what was done is before "but".
