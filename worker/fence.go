@@ -38,10 +38,11 @@ var errLost = errors.New("the step was taken over by another delivery")
 //
 // A store may lose writes it acknowledged: a Sentinel failover promotes a replica that had not received them (Redis
 // replicates asynchronously), an embedded store's holder is killed before it saved. When the step's claim is among
-// them, the task is back as the claim found it, with no other delivery's attempt on it: nobody else runs the task,
-// and asynq, whose record of the delivery went back with it, has nothing that would deliver the step again. So that
-// is not a lost step: in a transaction (c), the claim is recorded again, and the step goes on; a check outside one
-// (c nil) lets it pass.
+// them, the task is back as the claim found it. While it stays so, nobody else runs the task: a delivery of the same
+// step that asynq hands out again (its record of this one may have gone back too) waits for this one on this machine
+// (steplock.go), and on another machine claims the task, which this one's next check then finds. So that is not a
+// lost step: in a transaction (c), the claim is recorded again, and the step goes on; a check outside one (c nil)
+// lets it pass.
 func (at *attempt) fence(r *jobs.Run, c *jobs.Change) error {
 	t := r.Current()
 	if r.Status != jobs.RunRunning || r.Seq != at.seq || t == nil || t.ID != at.task.ID {

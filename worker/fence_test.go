@@ -711,7 +711,7 @@ func TestAClaimTheStoreLostIsRecordedAgain(t *testing.T) {
 					t.Fatalf("the agent ran %d times", n)
 				}
 				if got.Status != jobs.RunCompleted || task.Status != jobs.TaskCompleted || len(task.Attempts) != 1 ||
-					task.Attempts[0].Owner != "" || task.Commit == "" || task.Pending != nil {
+					taskOf(task.Attempts[0].Owner) != "" || task.Commit == "" || task.Pending != nil {
 					t.Fatalf("want the run completed by its one attempt under the delivery: %s, task %s, %d attempts, "+
 						"commit %q, pending %v", got.Status, task.Status, len(task.Attempts), task.Commit, task.Pending != nil)
 				}

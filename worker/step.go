@@ -67,8 +67,14 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	self, _ := asynq.GetTaskID(ctx)
-	defer w.claim(ctx, self)()
+	id, _ := asynq.GetTaskID(ctx)
+	self := deliveryOf(id)
+	defer w.claim(ctx, id)()
+	release, err := w.holdStep(ctx, p.RunID, p.Seq)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// Twice at most: a delivery that took over a finished attempt whose work stayed on a lost machine starts the task's
 	// next attempt itself.
 	for range 2 {
@@ -151,7 +157,7 @@ func (w *Worker) mayStart(ctx context.Context, r *jobs.Run, seq int64) (string, 
 
 // beginAttempt starts an attempt of step seq's task in the step's first transaction, and fills at with what the
 // agent needs; at stays empty when the step has no agent to run (a gate found running asks its question instead).
-// self is the delivery at hand (its asynq task id): it owns the attempt, and a task found running under another
+// self is the delivery at hand (owner.go): it owns the attempt, and a task found running under another
 // delivery that lives is errOwned (owner.go).
 func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, seq int64, self string, at *attempt) error {
 	now := w.cfg.Store.Now()

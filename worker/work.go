@@ -560,7 +560,13 @@ func (w *Worker) SweepWorktrees(ctx context.Context) (int, error) {
 		case err != nil:
 			errs = append(errs, err)
 			continue
-		case !r.Status.Terminal() || r.Git == nil:
+		case !r.Status.Terminal():
+			continue
+		case r.Git == nil:
+			// A plain run keeps no worktree here, only its step lock's directory (and endings) under the same root.
+			if err := w.dropEndings(r); err != nil {
+				errs = append(errs, fmt.Errorf("removing what run %s kept here: %w", r.ID, err))
+			}
 			continue
 		}
 		if err := w.letGo(ctx, r, true); err != nil {

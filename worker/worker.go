@@ -123,6 +123,8 @@ type Worker struct {
 	here answersHere
 	// testEnded, set by a test, runs as an agent's ending has been noted: the test kills the delivery there.
 	testEnded func()
+	// testStepWaits, set by a test, runs as a delivery finds its run's step lock held (steplock.go).
+	testStepWaits func()
 }
 
 // New returns a worker.

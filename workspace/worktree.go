@@ -212,6 +212,7 @@ func (m *Manager) setBranch(ctx context.Context, repo *repository, branch, sha s
 		return fmt.Errorf("the run's branch %q is not a valid branch name", branch)
 	}
 	ref := "refs/heads/" + branch
+	var last error
 	for range 3 { // a ref that moves between the look and the set is looked at again
 		at, _ := onRepo(repo).run(ctx, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
 		switch {
@@ -223,11 +224,13 @@ func (m *Manager) setBranch(ctx context.Context, repo *repository, branch, sha s
 				ErrMoved, branch, Short(at), repo.dir, Short(sha), branch, sha)
 		}
 		// Compare and set: git update-ref refuses when the ref is no longer at, or (at empty) exists.
-		if _, err := onRepo(repo).run(ctx, "update-ref", "-m", "orch", ref, sha, at); err == nil {
+		_, last = onRepo(repo).run(ctx, "update-ref", "-m", "orch", ref, sha, at)
+		if last == nil {
 			return nil
 		}
 	}
-	return fmt.Errorf("moving the run's branch %s: it keeps moving under orch", branch)
+	// Another process holding the ref's lock file (git's own, or one a killed git left) fails the set too.
+	return fmt.Errorf("moving the run's branch %s: it keeps moving under orch, or git cannot set it: %w", branch, last)
 }
 
 // isAncestor reports whether commit a is an ancestor of commit b (or b itself).
