@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -149,25 +148,22 @@ func (w *Worker) dropEnding(r *jobs.Run, taskID string, n int) {
 	}
 }
 
-// dropEndings removes what is left of a run's endings once the run is over, and its step lock's directory
-// (steplock.go), and the directory of endings when no other run has any: nothing stays behind in a state directory
+// dropEndings removes what is left of a run's endings once the run is over (its step lock's directory with them:
+// steplock.go), and the directory of endings when no other run has any: nothing stays behind in a state directory
 // that needs it no more. A delivery of the run that waits for the lock finds the run over.
 func (w *Worker) dropEndings(r *jobs.Run) error {
-	var errs []error
-	for _, dir := range slices.Compact([]string{w.endingsDir(r), w.stepLockDir(r.ID)}) {
-		if dir == "" {
-			continue
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := os.Remove(filepath.Dir(dir)); err != nil && !errors.Is(err, os.ErrNotExist) &&
-			!errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
-			errs = append(errs, err)
-		}
+	dir := w.endingsDir(r)
+	if dir == "" {
+		return nil
 	}
-	return errors.Join(errs...)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Dir(dir)); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) &&
+		!errors.Is(err, syscall.EEXIST) {
+		return err
+	}
+	return nil
 }
 
 // takeEnding puts the ending's word in out, as runAgent would have had the agent just ended. The file is orch's, where a

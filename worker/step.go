@@ -70,17 +70,14 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 	id, _ := asynq.GetTaskID(ctx)
 	self := deliveryOf(id)
 	defer w.claim(ctx, id)()
-	release, err := w.holdStep(ctx, p.RunID, p.Seq)
-	if err != nil {
-		return err
-	}
-	defer release()
+	var lock stepLock // steplock.go
+	defer lock.release()
 	// Twice at most: a delivery that took over a finished attempt whose work stayed on a lost machine starts the task's
 	// next attempt itself.
 	for range 2 {
 		var at attempt
 		var holder string
-		run, err := w.cfg.Store.Update(ctx, p.RunID, func(r *jobs.Run, c *jobs.Change) error {
+		claim := func(r *jobs.Run, c *jobs.Change) error {
 			h, herr := w.mayStart(ctx, r, p.Seq)
 			if herr != nil {
 				return herr
@@ -88,8 +85,13 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 			if holder = h; holder != "" {
 				return errWait
 			}
-			return w.beginAttempt(ctx, r, c, p.Seq, self, &at)
-		})
+			return w.beginAttempt(ctx, r, c, p.Seq, self, &at, &lock)
+		}
+		run, err := w.cfg.Store.Update(ctx, p.RunID, claim)
+		if errors.Is(err, errWaited) {
+			at, holder = attempt{}, ""
+			run, err = w.cfg.Store.Update(ctx, p.RunID, claim) // the lock is held now: it waits no more
+		}
 		if errors.Is(err, errWait) {
 			return w.waitForWorkspace(ctx, p.RunID, p.Seq, holder)
 		}
@@ -158,8 +160,10 @@ func (w *Worker) mayStart(ctx context.Context, r *jobs.Run, seq int64) (string, 
 // beginAttempt starts an attempt of step seq's task in the step's first transaction, and fills at with what the
 // agent needs; at stays empty when the step has no agent to run (a gate found running asks its question instead).
 // self is the delivery at hand (owner.go): it owns the attempt, and a task found running under another
-// delivery that lives is errOwned (owner.go).
-func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, seq int64, self string, at *attempt) error {
+// delivery that lives is errOwned (owner.go); before it starts or takes over the attempt, it holds the run's step lock
+// on this machine (steplock.go).
+func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, seq int64, self string, at *attempt,
+	lock *stepLock) error {
 	now := w.cfg.Store.Now()
 	task := r.Current()
 	if r.Status != jobs.RunRunning || r.Seq != seq || task == nil {
@@ -174,6 +178,9 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 		if !gone {
 			return errOwned
 		}
+	}
+	if err := lock.take(ctx, w, r, seq); err != nil {
+		return err // errWaited: the run is read again
 	}
 	found := claimOf(task)
 	if last, end := w.finished(r, task, recovered); last != nil {

@@ -143,7 +143,7 @@ func TestAStepHandedOutAgainWaitsForItsFirstDelivery(t *testing.T) {
 	if at := remoteHead(t, remote, got.Git.Branch); at != got.Git.Head {
 		t.Fatalf("the remote's branch is at %s, the run records %s", at, got.Git.Head)
 	}
-	if _, err := os.Stat(h.w.stepLockDir(r.ID)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(h.w.endingsDir(got)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the run is over and its step lock is left behind: %v", err)
 	}
 }

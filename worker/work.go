@@ -563,7 +563,7 @@ func (w *Worker) SweepWorktrees(ctx context.Context) (int, error) {
 		case !r.Status.Terminal():
 			continue
 		case r.Git == nil:
-			// A plain run keeps no worktree here, only its step lock's directory (and endings) under the same root.
+			// A plain run keeps no worktree here, only its endings, and its step lock with them, where they are kept.
 			if err := w.dropEndings(r); err != nil {
 				errs = append(errs, fmt.Errorf("removing what run %s kept here: %w", r.ID, err))
 			}
