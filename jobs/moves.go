@@ -108,15 +108,15 @@ func (r *Run) Abort(c *Change, taskID, reason, by string, now time.Time) {
 	c.Emit(NewEvent(r.ID, taskID, RunAbortedEvent{Reason: reason, By: by, DurationMS: r.ElapsedMS(), Work: WorkOf(r)}))
 }
 
-// StartAttempt starts the next attempt at task t, owned by delivery owner (the queue's id of the step that runs it),
-// and returns it; task_started records it. Nil when the task may not start.
-func (r *Run) StartAttempt(c *Change, t *Task, owner string, now time.Time) *Attempt {
+// StartAttempt starts the next attempt at task t, owned by delivery owner (the queue's id of the step that runs it) in
+// its handling delivery, and returns it; task_started records it. Nil when the task may not start.
+func (r *Run) StartAttempt(c *Change, t *Task, owner, delivery string, now time.Time) *Attempt {
 	if !c.allowTask(r.ID, t, TaskRunning) {
 		return nil
 	}
 	t.Started++
 	t.Status = TaskRunning
-	a := &Attempt{N: t.Started, StartedAt: now.UTC(), Owner: owner}
+	a := &Attempt{N: t.Started, StartedAt: now.UTC(), Owner: owner, Delivery: delivery}
 	t.Attempts = append(t.Attempts, a)
 	started := TaskStartedEvent{Title: t.Title, Attempt: t.Failures + 1, MaxAttempts: r.MaxAttempts(t),
 		Started: t.Started, Agent: r.Options.Agent, Budget: r.BudgetText(now)}

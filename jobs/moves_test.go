@@ -93,7 +93,7 @@ func TestLegalMoves(t *testing.T) {
 			events: []Event{NewEvent("r-1", "1.1", RunAbortedEvent{Reason: "wrong plan", By: "alice", DurationMS: 90000,
 				Work: movesWork()})}},
 		{name: "an attempt starts", run: RunRunning, task: TaskPending, wantRun: RunRunning, wantTask: TaskRunning,
-			move: func(r *Run, c *Change) { r.StartAttempt(c, r.Tasks[0], "delivery-2", movesNow) },
+			move: func(r *Run, c *Change) { r.StartAttempt(c, r.Tasks[0], "delivery-2", "", movesNow) },
 			check: func(t *testing.T, r *Run) {
 				task := r.Tasks[0]
 				want(t, "started", task.Started, 2)
@@ -105,7 +105,7 @@ func TestLegalMoves(t *testing.T) {
 			move: func(r *Run, c *Change) {
 				r.Tasks[0].Kind = KindChat
 				r.Tasks[0].Chat = []Turn{{Role: "agent"}, {Role: "human"}, {Role: "agent"}, {Role: "human"}}
-				r.StartAttempt(c, r.Tasks[0], "d", movesNow)
+				r.StartAttempt(c, r.Tasks[0], "d", "", movesNow)
 			},
 			events: []Event{NewEvent("r-1", "1.1", TaskStartedEvent{Title: "First", Attempt: 2, MaxAttempts: 3, Started: 2,
 				Agent: "sim", Turn: 3})}},
@@ -189,7 +189,7 @@ func TestIllegalMovesChangeNothing(t *testing.T) {
 		{"a failed run is aborted", RunFailed, TaskFailed, func(r *Run, c *Change) { r.Abort(c, "", "x", "bob", movesNow) },
 			IllegalMove{RunID: "r-1", From: "failed", To: "aborted"}},
 		{"a completed task starts", RunRunning, TaskCompleted,
-			func(r *Run, c *Change) { r.StartAttempt(c, r.Tasks[0], "d", movesNow) },
+			func(r *Run, c *Change) { r.StartAttempt(c, r.Tasks[0], "d", "", movesNow) },
 			IllegalMove{RunID: "r-1", TaskID: "1.1", From: "completed", To: "running"}},
 		{"a failed task completes", RunRunning, TaskFailed, func(r *Run, c *Change) { r.Tasks[0].Complete(c, "s", nil) },
 			IllegalMove{RunID: "r-1", TaskID: "1.1", From: "failed", To: "completed"}},

@@ -388,6 +388,10 @@ type Attempt struct {
 	// Owner is the queue's id of the delivery of the step that runs the attempt: while that delivery lives, no other
 	// delivery of the step starts another attempt.
 	Owner string `json:"owner,omitempty"`
+	// Delivery tells apart the handlings of Owner's task: a store that lost what it acknowledged has the queue hand a
+	// task out again, under the same id, while the first handling still works. Each attempt's saves are fenced by
+	// both.
+	Delivery string `json:"delivery,omitempty"`
 }
 
 // BrainUsage is the cost of the brain's calls about one attempt.

@@ -439,13 +439,13 @@ func TestADroppedAttemptsCostIsCounted(t *testing.T) {
 		r.Options.Team = team
 		r.Start(c, "")
 		r.Seq = 1
-		r.StartAttempt(c, r.Tasks[0], "d1", time.Now())
+		r.StartAttempt(c, r.Tasks[0], "d1", "", time.Now())
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := &attempt{run: r, task: *r.Tasks[0], n: 1, owner: "d1", seq: 1}
+	at := &attempt{run: r, task: *r.Tasks[0], n: 1, owner: owner{id: "d1"}, seq: 1}
 	if _, err := h.store.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
 		r.Abort(c, "1.1", "stop", "ann", time.Now())
 		return nil

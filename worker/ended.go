@@ -82,7 +82,7 @@ func (w *Worker) noteEnd(at *attempt, out *outcome) {
 	said, usage := out.said, out.usage
 	said.Text = safetext.Bound(said.Text, maxKept)
 	usage.Text = ""
-	e := ending{Run: at.run.ID, Task: at.task.ID, Attempt: at.n, Owner: at.owner, Said: said, Usage: usage,
+	e := ending{Run: at.run.ID, Task: at.task.ID, Attempt: at.n, Owner: at.owner.id, Said: said, Usage: usage,
 		Duration: out.duration, Secrets: out.secrets, Paused: out.paused}
 	if err := writeEnding(path, e); err != nil {
 		w.log.Warn("noting what the agent said as it ended", "run_id", at.run.ID, "task_id", at.task.ID, "err", err)

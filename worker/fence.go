@@ -48,7 +48,7 @@ func (at *attempt) fence(r *jobs.Run, c *jobs.Change) error {
 	if r.Status != jobs.RunRunning || r.Seq != at.seq || t == nil || t.ID != at.task.ID {
 		return errStale
 	}
-	if n := len(t.Attempts); n > 0 && t.Attempts[n-1].N == at.n && t.Attempts[n-1].Owner == at.owner {
+	if n := len(t.Attempts); n > 0 && t.Attempts[n-1].N == at.n && ownerOf(t.Attempts[n-1]) == at.owner {
 		return nil
 	}
 	if claimOf(t) != at.found {
@@ -64,14 +64,14 @@ func (at *attempt) fence(r *jobs.Run, c *jobs.Change) error {
 // While they are as a delivery's claim found them, no attempt started since and none changed hands.
 type claim struct {
 	started int
-	owner   string
+	owner   owner
 	status  jobs.TaskStatus
 }
 
 func claimOf(t *jobs.Task) claim {
 	c := claim{started: t.Started, status: t.Status}
 	if n := len(t.Attempts); n > 0 {
-		c.owner = t.Attempts[n-1].Owner
+		c.owner = ownerOf(t.Attempts[n-1])
 	}
 	return c
 }
@@ -80,13 +80,14 @@ func claimOf(t *jobs.Task) claim {
 // finished attempt it took over.
 func (at *attempt) reclaim(r *jobs.Run, t *jobs.Task, c *jobs.Change) error {
 	if at.rejudge {
-		t.Attempts[len(t.Attempts)-1].Owner = at.owner
+		last := t.Attempts[len(t.Attempts)-1]
+		last.Owner, last.Delivery = at.owner.id, at.owner.delivery
 	} else {
 		for _, a := range t.Attempts {
 			a.Reserved = 0 // as the claim did: the dead attempts' holds on the team's budget went with them
 		}
 		r.Waiting = ""
-		a := r.StartAttempt(c, t, at.owner, at.started)
+		a := r.StartAttempt(c, t, at.owner.id, at.owner.delivery, at.started)
 		if a == nil || a.N != at.n {
 			return errLost
 		}
@@ -94,7 +95,8 @@ func (at *attempt) reclaim(r *jobs.Run, t *jobs.Task, c *jobs.Change) error {
 	}
 	if at.log != nil {
 		at.log.Warn("the store lost this step's claim on its task (a failover, or a store holder that died before it "+
-			"saved); recorded it again", "run_id", r.ID, "task_id", t.ID, "attempt", at.n, "delivery", at.owner)
+			"saved); recorded it again", "run_id", r.ID, "task_id", t.ID, "attempt", at.n,
+			"delivery", at.owner.id, "handling", at.owner.delivery)
 	}
 	return nil
 }
@@ -171,7 +173,7 @@ func (w *Worker) countDropped(ctx context.Context, at *attempt, out *outcome) {
 			return errStale
 		}
 		for _, a := range t.Attempts {
-			if a.N == at.n && a.Owner == at.owner && a.CostUSD == 0 && a.InputTokens == 0 {
+			if a.N == at.n && ownerOf(a) == at.owner && a.CostUSD == 0 && a.InputTokens == 0 {
 				a.InputTokens, a.OutputTokens = out.usage.InputTokens, out.usage.OutputTokens
 				a.CostUSD, a.Model, a.Duration, a.Reserved = out.usage.CostUSD, out.usage.Model, out.duration, 0
 				return nil
@@ -225,8 +227,9 @@ func (w *Worker) dropLost(ctx context.Context, at *attempt) {
 		}
 	}
 	w.log.Warn("this delivery lost its step to another while its agent worked; its result is dropped",
-		"run_id", at.run.ID, "task_id", at.task.ID, "attempt", at.n, "delivery", at.owner, "now", now)
-	ev := jobs.NewEvent(at.run.ID, at.task.ID, jobs.AttemptLostEvent{Attempt: at.n, Owner: at.owner, Now: now,
+		"run_id", at.run.ID, "task_id", at.task.ID, "attempt", at.n, "delivery", at.owner.id, "handling",
+		at.owner.delivery, "now", now)
+	ev := jobs.NewEvent(at.run.ID, at.task.ID, jobs.AttemptLostEvent{Attempt: at.n, Owner: at.owner.id, Now: now,
 		Reason: "its worker lost the step to another while the agent worked; its result was dropped"})
 	if err := w.cfg.Store.Append(ctx, at.run.ID, ev); err != nil {
 		w.log.Warn("recording a lost step", "run_id", at.run.ID, "err", err)

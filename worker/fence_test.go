@@ -629,10 +629,10 @@ func TestAnEndingIsBounded(t *testing.T) {
 	h := newHarness(t, clients(t)["miniredis"], "true", nil)
 	h.w.cfg.Endings = t.TempDir()
 	r := &jobs.Run{ID: "r-bounded000"}
-	at := &attempt{run: r, task: jobs.Task{ID: "1"}, n: 1, owner: "step:r-bounded000:1"}
+	at := &attempt{run: r, task: jobs.Task{ID: "1"}, n: 1, owner: owner{id: "step:r-bounded000:1"}}
 	out := &outcome{said: jobs.Pending{Text: strings.Repeat("x", 10*maxKept), Success: true}}
 	h.w.noteEnd(at, out)
-	e, err := h.w.endingOf(r, "1", 1, at.owner)
+	e, err := h.w.endingOf(r, "1", 1, at.owner.id)
 	if err != nil || e == nil {
 		t.Fatalf("the ending: %v, %v", e, err)
 	}
@@ -711,7 +711,7 @@ func TestAClaimTheStoreLostIsRecordedAgain(t *testing.T) {
 					t.Fatalf("the agent ran %d times", n)
 				}
 				if got.Status != jobs.RunCompleted || task.Status != jobs.TaskCompleted || len(task.Attempts) != 1 ||
-					taskOf(task.Attempts[0].Owner) != "" || task.Commit == "" || task.Pending != nil {
+					task.Attempts[0].Owner != "" || task.Commit == "" || task.Pending != nil {
 					t.Fatalf("want the run completed by its one attempt under the delivery: %s, task %s, %d attempts, "+
 						"commit %q, pending %v", got.Status, task.Status, len(task.Attempts), task.Commit, task.Pending != nil)
 				}

@@ -247,14 +247,14 @@ func TestLostWorkWithEffectsIsAPersonsToRunAgain(t *testing.T) {
 			r.Start(c, "")
 			r.Seq = 1
 			tk := r.Tasks[0]
-			r.StartAttempt(c, tk, "d1", time.Now())
+			r.StartAttempt(c, tk, "d1", "", time.Now())
 			tk.Pending = &jobs.Pending{Text: "Force-pushed main.", Success: true, Effects: effects}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		at := &attempt{run: r, task: *r.Tasks[0], n: 1, owner: "d1", seq: 1}
+		at := &attempt{run: r, task: *r.Tasks[0], n: 1, owner: owner{id: "d1"}, seq: 1}
 		if err := h.w.redo(ctx, at); err != nil {
 			t.Fatal(err)
 		}

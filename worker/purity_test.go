@@ -261,7 +261,7 @@ func (h *harness) attemptAt(t *testing.T, r *jobs.Run) *attempt {
 	var lock stepLock
 	defer lock.release()
 	if _, err := h.store.Update(context.Background(), r.ID, func(r *jobs.Run, c *jobs.Change) error {
-		return h.w.beginAttempt(context.Background(), r, c, r.Seq, "step:test", &at, &lock)
+		return h.w.beginAttempt(context.Background(), r, c, r.Seq, owner{id: "step:test"}, &at, &lock)
 	}); err != nil || at.run == nil {
 		t.Fatalf("beginning an attempt: %v", err)
 	}

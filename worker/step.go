@@ -51,9 +51,9 @@ type attempt struct {
 	// wt is the run's worktree, when the run has a branch; dir is where the agent works.
 	wt  *workspace.Worktree
 	dir string
-	// owner is the delivery that runs the attempt (its asynq task id) and seq the run's step: together with n they
-	// fence everything the attempt saves (fence.go).
-	owner string
+	// owner is the delivery that runs the attempt and seq the run's step: together with n they fence everything the
+	// attempt saves (fence.go).
+	owner owner
 	seq   int64
 	// found is the task as the delivery's claim found it (fence.go); log is the worker's.
 	found claim
@@ -67,9 +67,9 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", asynq.SkipRetry, err)
 	}
-	id, _ := asynq.GetTaskID(ctx)
-	self := deliveryOf(id)
-	defer w.claim(ctx, id)()
+	self, _ := asynq.GetTaskID(ctx)
+	delivery := newDelivery()
+	defer w.claim(ctx, self)()
 	var lock stepLock // steplock.go
 	defer lock.release()
 	// Twice at most: a delivery that took over a finished attempt whose work stayed on a lost machine starts the task's
@@ -85,12 +85,15 @@ func (w *Worker) handleStep(ctx context.Context, t *asynq.Task) error {
 			if holder = h; holder != "" {
 				return errWait
 			}
-			return w.beginAttempt(ctx, r, c, p.Seq, self, &at, &lock)
+			return w.beginAttempt(ctx, r, c, p.Seq, owner{self, delivery}, &at, &lock)
 		}
 		run, err := w.cfg.Store.Update(ctx, p.RunID, claim)
-		if errors.Is(err, errWaited) {
+		if errors.Is(err, errHeld) {
+			if err := lock.wait(ctx, w, p.RunID, p.Seq); err != nil {
+				return err
+			}
 			at, holder = attempt{}, ""
-			run, err = w.cfg.Store.Update(ctx, p.RunID, claim) // the lock is held now: it waits no more
+			run, err = w.cfg.Store.Update(ctx, p.RunID, claim) // the lock is this delivery's now
 		}
 		if errors.Is(err, errWait) {
 			return w.waitForWorkspace(ctx, p.RunID, p.Seq, holder)
@@ -159,10 +162,10 @@ func (w *Worker) mayStart(ctx context.Context, r *jobs.Run, seq int64) (string, 
 
 // beginAttempt starts an attempt of step seq's task in the step's first transaction, and fills at with what the
 // agent needs; at stays empty when the step has no agent to run (a gate found running asks its question instead).
-// self is the delivery at hand (owner.go): it owns the attempt, and a task found running under another
+// self is the delivery at hand: it owns the attempt, and a task found running under another
 // delivery that lives is errOwned (owner.go); before it starts or takes over the attempt, it holds the run's step lock
 // on this machine (steplock.go).
-func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, seq int64, self string, at *attempt,
+func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, seq int64, self owner, at *attempt,
 	lock *stepLock) error {
 	now := w.cfg.Store.Now()
 	task := r.Current()
@@ -171,7 +174,7 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 	}
 	recovered := task.Status == jobs.TaskRunning
 	if recovered || task.Pending != nil {
-		gone, err := w.ownerGone(ctx, task, self)
+		gone, err := w.ownerGone(ctx, task, self.id)
 		if err != nil {
 			return err
 		}
@@ -179,13 +182,13 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 			return errOwned
 		}
 	}
-	if err := lock.take(ctx, w, r, seq); err != nil {
-		return err // errWaited: the run is read again
+	if err := lock.try(w, r, seq); err != nil {
+		return err // errHeld: the delivery waits for it, then reads the run again
 	}
 	found := claimOf(task)
 	if last, end := w.finished(r, task, recovered); last != nil {
 		// The agent of the last attempt finished and what it said was kept: the attempt is settled, not run again.
-		last.Owner = self
+		last.Owner, last.Delivery = self.id, self.delivery
 		*at = attempt{run: r, task: *task, n: last.N, started: now, rejudge: true, end: end, owner: self, seq: seq,
 			found: found, log: w.log}
 		return nil
@@ -218,7 +221,7 @@ func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, 
 			r.TeamStanding = jobs.StandingOf(projected(r, c), tb)
 		}
 	}
-	hold(r, c, r.StartAttempt(c, task, self, now))
+	hold(r, c, r.StartAttempt(c, task, self.id, self.delivery, now))
 	*at = attempt{run: r, task: *task, n: task.Started, started: now, recovered: recovered, owner: self, seq: seq,
 		found: found, log: w.log}
 	return nil

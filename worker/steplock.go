@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"time"
 
@@ -21,73 +20,118 @@ import (
 //
 // So a delivery that is about to start or take over the task's attempt holds the run's step lock on this machine, an
 // advisory lock (flock(2)) on the run's directory of endings (ended.go), until it ends. A delivery that finds it held
-// waits for the holder to end and reads the run again: it finds what the holder saved (the step settled: nothing left
-// to do), or that it saved nothing (it was interrupted, or its worker died: the kernel drops a dead process's locks)
-// and goes on from there. A delivery that finds the attempt in another live delivery's hands leaves it to that one
-// before it looks at the lock (owner.go), holding no worker slot while it runs. Deliveries on other machines are kept
-// apart by the fences alone (fence.go), each handling of a step an owner of its own. A run that keeps no endings (a
-// run in a plain directory on a Redis server's deployment, which writes nothing to the state directory) has no lock
-// either: its deliveries have their fences alone.
+// leaves its transaction, waits for the holder to end, and reads the run again: it finds what the holder saved (the
+// step settled: nothing left to do), or that it saved nothing (it was interrupted, or its worker died: the kernel
+// drops a dead process's locks) and goes on from there. A delivery that finds the attempt in another live delivery's
+// hands leaves it to that one before it looks at the lock (owner.go), holding no worker slot while it runs.
+// Deliveries on other machines are kept apart by the fences alone (fence.go), which tell every handling of a step from
+// the others (Attempt.Delivery). A run that keeps no endings (a run in a plain directory on a Redis server's
+// deployment, which writes nothing to the state directory) has no lock either: its deliveries have their fences alone.
 
-// stepLockWait is how often a delivery that waits for the run's step lock tries it again.
-var stepLockWait = backoff.Policy{Initial: 5 * time.Millisecond, Factor: 2, Max: 250 * time.Millisecond}
+// stepLockWait is how often a delivery that waits for the run's step lock tries it again; stepLockSaid is how long it
+// waits before it says so in the log (the next step of a run, delivered as the step before it ends, waits a few
+// milliseconds for it: nothing to say).
+var (
+	stepLockWait = backoff.Policy{Initial: 5 * time.Millisecond, Factor: 2, Max: 250 * time.Millisecond}
+	stepLockSaid = time.Second
+)
 
-// errWaited ends a step's first transaction, changing nothing, once the delivery waited for the run's step lock: what
-// the run was then may be what the holder changed since, so it is read again.
-var errWaited = errors.New("waited for another delivery of the step on this machine")
+// errHeld ends a step's first transaction, changing nothing, when another delivery holds the run's step lock: the
+// delivery waits for it outside the transaction (stepLock.wait), then reads the run again.
+var errHeld = errors.New("another delivery of the step holds the run's step lock on this machine")
 
 // stepLock is a delivery's hold on its run's step lock.
 type stepLock struct {
-	f *os.File
+	f   *os.File
+	dir string // the lock's directory, once looked for
 }
 
-// take holds the step lock of run r for the delivery, once: nil when it holds it now (or there is no lock to hold),
-// errWaited when it had to wait for it, ctx's error when ctx ended first. A lock that cannot be had for another reason
-// (a full disk) is gone without, said in the log: only a store that lost writes makes it matter.
-func (l *stepLock) take(ctx context.Context, w *Worker, r *jobs.Run, seq int64) error {
+// try takes the step lock of run r for the delivery without waiting: nil when it holds it now (or there is no lock to
+// hold: a run that keeps no endings), errHeld when another delivery holds it.
+func (l *stepLock) try(w *Worker, r *jobs.Run, seq int64) error {
 	if l.f != nil {
 		return nil
 	}
-	dir := w.endingsDir(r)
-	if dir == "" {
+	if l.dir = w.endingsDir(r); l.dir == "" {
 		return nil
 	}
-	unlocked := func(err error) error {
-		w.log.Warn("the run's step goes on without its lock on this machine", "run_id", r.ID, "seq", seq, "err", err)
-		return nil
+	held, err := l.take(w, r.ID, seq)
+	if held {
+		return errHeld
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return unlocked(fmt.Errorf("making the directory of its lock: %w", err))
+	return err
+}
+
+// wait takes the step lock try found held, waiting for its holder to end; ctx's error when ctx ends first.
+func (l *stepLock) wait(ctx context.Context, w *Worker, runID string, seq int64) error {
+	if w.testStepWaits != nil {
+		w.testStepWaits()
 	}
-	f, err := os.Open(dir)
-	if err != nil {
-		return unlocked(fmt.Errorf("opening its lock: %w", err))
-	}
+	began := time.Now()
+	said := false
 	for n := 1; ; n++ {
-		ok, err := tryLockStep(f)
-		if err != nil {
-			f.Close()
-			return unlocked(fmt.Errorf("locking: %w", err))
+		held, err := l.take(w, runID, seq)
+		if !held {
+			return err
 		}
-		if ok {
-			l.f = f
-			if n > 1 {
-				return errWaited
-			}
-			return nil
-		}
-		if n == 1 {
-			if w.testStepWaits != nil {
-				w.testStepWaits()
-			}
-			w.log.Info("another delivery of the run's step works on this machine; waiting for it to end", "run_id", r.ID,
+		if !said && time.Since(began) >= stepLockSaid {
+			said = true
+			w.log.Info("another delivery of the run's step works on this machine; waiting for it to end", "run_id", runID,
 				"seq", seq)
 		}
 		if err := backoff.Sleep(ctx, stepLockWait.Delay(n)); err != nil {
-			f.Close()
 			return err
 		}
 	}
+}
+
+// take tries the lock once: held when another has it. The directory is the one its path names when the lock is had
+// (a run that ended removes it, and a delivery that locked the one removed would hold nothing: it tries again, on
+// the new one). A lock that cannot be had for another reason (a full disk) is gone without, said in the log: only a
+// store that lost writes makes it matter.
+func (l *stepLock) take(w *Worker, runID string, seq int64) (held bool, err error) {
+	var why error
+	for range 3 {
+		if why = os.MkdirAll(l.dir, 0o700); why != nil {
+			continue // the directory of endings removed under it, as the last run's endings went
+		}
+		f, err := os.Open(l.dir)
+		if err != nil {
+			why = err
+			continue
+		}
+		if w.testLockOpened != nil {
+			w.testLockOpened()
+		}
+		ok, err := tryLockStep(f)
+		if err != nil || !ok {
+			f.Close()
+			if err != nil {
+				why = err
+				break
+			}
+			return true, nil
+		}
+		if same(f, l.dir) {
+			l.f = f
+			return false, nil
+		}
+		unlockStep(f)
+		f.Close()
+		why = errors.New("its directory was removed as it was locked")
+	}
+	w.log.Warn("the run's step goes on without its lock on this machine", "run_id", runID, "seq", seq, "err", why)
+	return false, nil
+}
+
+// same reports whether f is the file path names now.
+func same(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
 }
 
 // release lets the lock go, if held.

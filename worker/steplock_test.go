@@ -9,12 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/orchrun/orch/jobs"
 	"github.com/orchrun/orch/jobs/jobstest"
-	"github.com/orchrun/orch/jobs/queue"
 	"github.com/orchrun/orch/workspace"
 )
 
@@ -100,7 +98,11 @@ func TestAStepHandedOutAgainWaitsForItsFirstDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.w.Shutdown()
+	patience := time.Now().Add(2 * time.Minute) // a bound on a hang, not on speed
 	for runs(t, count) == 0 {
+		if time.Now().After(patience) {
+			t.Fatal("the agent never started")
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	saved.comeBack(t, rdb, "*")
@@ -114,21 +116,17 @@ func TestAStepHandedOutAgainWaitsForItsFirstDelivery(t *testing.T) {
 			if n := runs(t, count); n > 1 {
 				t.Fatalf("a second delivery of the step ran the agent (%d runs) while the first still worked", n)
 			}
+			if time.Now().After(patience) {
+				t.Fatal("the step was never handed out again")
+			}
 		}
 	}
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got := until(t, h, r.ID, "completed", func(r *jobs.Run) bool { return r.Status.Terminal() })
-	inspector := asynq.NewInspectorFromRedisClient(rdb)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := inspector.GetTaskInfo(queue.Steps, fmt.Sprintf("step:%s:1", r.ID)); errors.Is(err, asynq.ErrTaskNotFound) {
-			break // both deliveries ended
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the step's second delivery never ended")
-		}
-	}
+	until(t, h, r.ID, "completed", func(r *jobs.Run) bool { return r.Status.Terminal() })
+	h.w.Shutdown() // returns once both deliveries have ended
+	got := h.get(t, r.ID)
 	task := got.Tasks[0]
 	if n := runs(t, count); n != 1 {
 		t.Fatalf("the agent ran %d times", n)
@@ -159,8 +157,9 @@ func TestAClaimLostToAnotherMachineIsDropped(t *testing.T) {
 	}
 	ctx := context.Background()
 	gate := filepath.Join(t.TempDir(), "gate")
+	firstRuns := filepath.Join(t.TempDir(), "runs")
 	first := script(t, fmt.Sprintf("echo run >> %q\necho first > work.txt\nwhile [ ! -e %q ]; do sleep 0.02; done\n"+
-		"echo 'Done. All tests pass.'\n", filepath.Join(t.TempDir(), "runs"), gate))
+		"echo 'Done. All tests pass.'\n", firstRuns, gate))
 	a := newHarness(t, rdb, first, nil)
 	r, _, remote := a.gitRun(t, true)
 	b := newHarness(t, rdb, script(t, "echo second > work.txt\necho 'Done. All tests pass.'\n"), nil)
@@ -175,8 +174,11 @@ func TestAClaimLostToAnotherMachineIsDropped(t *testing.T) {
 	before := saveState(t, rdb, runKeys)
 	firstDone := make(chan error, 1)
 	go func() { firstDone <- a.w.Handler().ProcessTask(ctx, stepTask(r.ID, 1)) }()
-	for got := a.get(t, r.ID); got.Tasks[0].Started == 0; got = a.get(t, r.ID) {
-		time.Sleep(10 * time.Millisecond)
+	// Its agent at work: its claim, and the base commit it recorded before the agent started, are saved.
+	for patience := time.Now().Add(2 * time.Minute); runs(t, firstRuns) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(patience) {
+			t.Fatal("the first delivery's agent never started")
+		}
 	}
 	before.comeBack(t, rdb, runKeys) // the first claim is lost
 	secondDone := make(chan error, 1)
@@ -212,5 +214,33 @@ func TestAClaimLostToAnotherMachineIsDropped(t *testing.T) {
 	gitIn(t, clone, "clone", "-q", "-b", got.Git.Branch, remote, ".")
 	if work, err := os.ReadFile(filepath.Join(clone, "work.txt")); err != nil || string(work) != "second\n" {
 		t.Fatalf("the branch holds %q (%v), want the second delivery's work", work, err)
+	}
+}
+
+// A run that ends removes its step lock's directory with its endings. A delivery that opened the directory just
+// before, and locks it just after, holds a lock on a directory nobody else will open: it must not take that for the
+// run's lock, and takes the new directory's instead — held, here, by the delivery that made it.
+func TestAStepLockOnARemovedDirectoryIsNoLock(t *testing.T) {
+	h := newHarness(t, clients(t)["miniredis"], "true", nil)
+	h.w.cfg.Endings = t.TempDir()
+	r := &jobs.Run{ID: "r-lockgone00"}
+	var late, other stepLock
+	defer late.release()
+	defer other.release()
+	if err := os.MkdirAll(h.w.endingsDir(r), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.w.testLockOpened = func() {
+		h.w.testLockOpened = nil
+		// Between its open and its lock: the run's end removes the directory, and another delivery locks a new one.
+		if err := h.w.dropEndings(r); err != nil {
+			t.Error(err)
+		}
+		if err := other.try(h.w, r, 1); err != nil || other.f == nil {
+			t.Errorf("the other delivery: %v, holding %v", err, other.f != nil)
+		}
+	}
+	if err := late.try(h.w, r, 1); !errors.Is(err, errHeld) || late.f != nil {
+		t.Fatalf("the late delivery: %v, holding %v; want the new directory's lock found held", err, late.f != nil)
 	}
 }

@@ -123,8 +123,9 @@ type Worker struct {
 	here answersHere
 	// testEnded, set by a test, runs as an agent's ending has been noted: the test kills the delivery there.
 	testEnded func()
-	// testStepWaits, set by a test, runs as a delivery finds its run's step lock held (steplock.go).
-	testStepWaits func()
+	// testStepWaits, set by a test, runs as a delivery waits for its run's step lock (steplock.go); testLockOpened
+	// runs as a delivery has opened the lock's directory, before it locks it.
+	testStepWaits, testLockOpened func()
 }
 
 // New returns a worker.

@@ -111,7 +111,7 @@ func TestUpdateRefusesIllegalMovesMadeByMethods(t *testing.T) {
 			}
 			if _, err := s.Update(ctx, r.ID, func(r *jobs.Run, c *jobs.Change) error {
 				r.Start(c, "")
-				r.StartAttempt(c, r.Tasks[0], "d1", s.Now())
+				r.StartAttempt(c, r.Tasks[0], "d1", "", s.Now())
 				return nil
 			}); err != nil {
 				t.Fatalf("legal moves: %v", err)
