@@ -108,8 +108,9 @@ func (r *Run) Abort(c *Change, taskID, reason, by string, now time.Time) {
 	c.Emit(NewEvent(r.ID, taskID, RunAbortedEvent{Reason: reason, By: by, DurationMS: r.ElapsedMS(), Work: WorkOf(r)}))
 }
 
-// StartAttempt starts the next attempt at task t, owned by delivery owner (the queue's id of the step that runs it) in
-// its handling delivery, and returns it; task_started records it. Nil when the task may not start.
+// StartAttempt starts the next attempt at task t, owned by the step that runs it (owner, the queue's id of it, and
+// delivery, the one handling of it that does), and returns it; task_started records it. Nil when the task may not
+// start.
 func (r *Run) StartAttempt(c *Change, t *Task, owner, delivery string, now time.Time) *Attempt {
 	if !c.allowTask(r.ID, t, TaskRunning) {
 		return nil

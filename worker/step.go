@@ -162,9 +162,9 @@ func (w *Worker) mayStart(ctx context.Context, r *jobs.Run, seq int64) (string, 
 
 // beginAttempt starts an attempt of step seq's task in the step's first transaction, and fills at with what the
 // agent needs; at stays empty when the step has no agent to run (a gate found running asks its question instead).
-// self is the delivery at hand: it owns the attempt, and a task found running under another
-// delivery that lives is errOwned (owner.go); before it starts or takes over the attempt, it holds the run's step lock
-// on this machine (steplock.go).
+// self is the delivery at hand: it owns the attempt, and a task found running under another delivery that lives is
+// errOwned (owner.go); before it starts or takes over the attempt, it holds the run's step lock on this machine
+// (steplock.go).
 func (w *Worker) beginAttempt(ctx context.Context, r *jobs.Run, c *jobs.Change, seq int64, self owner, at *attempt,
 	lock *stepLock) error {
 	now := w.cfg.Store.Now()
