@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -242,5 +243,19 @@ func TestAStepLockOnARemovedDirectoryIsNoLock(t *testing.T) {
 	}
 	if err := late.try(h.w, r, 1); !errors.Is(err, errHeld) || late.f != nil {
 		t.Fatalf("the late delivery: %v, holding %v; want the new directory's lock found held", err, late.f != nil)
+	}
+}
+
+// BenchmarkStepLock is what the step lock costs a step that finds it free: its directory made if need be, opened,
+// locked and checked, then let go.
+func BenchmarkStepLock(b *testing.B) {
+	w := &Worker{cfg: Config{Endings: b.TempDir()}, log: slog.New(slog.DiscardHandler)}
+	r := &jobs.Run{ID: "r-benchlock0"}
+	for b.Loop() {
+		var l stepLock
+		if err := l.try(w, r, 1); err != nil || l.f == nil {
+			b.Fatalf("%v, holding %v", err, l.f != nil)
+		}
+		l.release()
 	}
 }
