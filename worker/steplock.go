@@ -55,11 +55,10 @@ func (l *stepLock) try(w *Worker, r *jobs.Run, seq int64) error {
 	if l.dir = w.endingsDir(r); l.dir == "" {
 		return nil
 	}
-	held, err := l.take(w, r.ID, seq)
-	if held {
+	if l.take(w, r.ID, seq) {
 		return errHeld
 	}
-	return err
+	return nil
 }
 
 // wait takes the step lock try found held, waiting for its holder to end; ctx's error when ctx ends first.
@@ -70,9 +69,8 @@ func (l *stepLock) wait(ctx context.Context, w *Worker, runID string, seq int64)
 	began := time.Now()
 	said := false
 	for n := 1; ; n++ {
-		held, err := l.take(w, runID, seq)
-		if !held {
-			return err
+		if !l.take(w, runID, seq) {
+			return nil
 		}
 		if !said && time.Since(began) >= stepLockSaid {
 			said = true
@@ -85,11 +83,11 @@ func (l *stepLock) wait(ctx context.Context, w *Worker, runID string, seq int64)
 	}
 }
 
-// take tries the lock once: held when another has it. The directory is the one its path names when the lock is had
+// take tries the lock once, and reports whether another has it. The directory is the one its path names when the lock is had
 // (a run that ended removes it, and a delivery that locked the one removed would hold nothing: it tries again, on
 // the new one). A lock that cannot be had for another reason (a full disk) is gone without, said in the log: only a
 // store that lost writes makes it matter.
-func (l *stepLock) take(w *Worker, runID string, seq int64) (held bool, err error) {
+func (l *stepLock) take(w *Worker, runID string, seq int64) (held bool) {
 	var why error
 	for range 3 {
 		if why = os.MkdirAll(l.dir, 0o700); why != nil {
@@ -110,18 +108,18 @@ func (l *stepLock) take(w *Worker, runID string, seq int64) (held bool, err erro
 				why = err
 				break
 			}
-			return true, nil
+			return true
 		}
 		if same(f, l.dir) {
 			l.f = f
-			return false, nil
+			return false
 		}
 		unlockStep(f)
 		f.Close()
 		why = errors.New("its directory was removed as it was locked")
 	}
 	w.log.Warn("the run's step goes on without its lock on this machine", "run_id", runID, "seq", seq, "err", why)
-	return false, nil
+	return false
 }
 
 // same reports whether f is the file path names now.
