@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/orchrun/orch/internal/backoff"
+	"github.com/orchrun/orch/internal/flock"
 	"github.com/orchrun/orch/jobs"
 )
 
@@ -101,7 +102,7 @@ func (l *stepLock) take(w *Worker, runID string, seq int64) (held bool) {
 		if w.testLockOpened != nil {
 			w.testLockOpened()
 		}
-		ok, err := tryLockStep(f)
+		ok, err := flock.TryLock(f)
 		if err != nil || !ok {
 			f.Close()
 			if err != nil {
@@ -114,7 +115,7 @@ func (l *stepLock) take(w *Worker, runID string, seq int64) (held bool) {
 			l.f = f
 			return false
 		}
-		unlockStep(f)
+		flock.Unlock(f)
 		f.Close()
 		why = errors.New("its directory was removed as it was locked")
 	}
@@ -135,7 +136,7 @@ func same(f *os.File, path string) bool {
 // release lets the lock go, if held.
 func (l *stepLock) release() {
 	if l.f != nil {
-		unlockStep(l.f)
+		flock.Unlock(l.f)
 		l.f.Close()
 		l.f = nil
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orchrun/orch/internal/flock"
 	"github.com/orchrun/orch/internal/owned"
 	"github.com/redis/go-redis/v9"
 )
@@ -111,7 +112,7 @@ func Open(dir string, log *slog.Logger) (*Embedded, error) {
 
 // takeOver makes this process serve the directory if nobody does; false means another process holds it.
 func (e *Embedded) takeOver() (bool, error) {
-	locked, err := tryLock(e.lock)
+	locked, err := flock.TryLock(e.lock)
 	if err != nil {
 		return false, fmt.Errorf("locking state dir %s: %w", e.dir, err)
 	}
@@ -120,7 +121,7 @@ func (e *Embedded) takeOver() (bool, error) {
 	}
 	o, warnings, err := startOwner(e.dir, e.files, e.log)
 	if err != nil {
-		unlock(e.lock)
+		flock.Unlock(e.lock)
 		return false, err
 	}
 	for _, w := range warnings {
@@ -290,7 +291,7 @@ func (e *Embedded) Close() error {
 	var err error
 	if own != nil {
 		err = own.close()
-		unlock(e.lock)
+		flock.Unlock(e.lock)
 	}
 	e.lock.Close()
 	e.files.Close()

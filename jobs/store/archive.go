@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/orchrun/orch/internal/flock"
 	"github.com/orchrun/orch/internal/owned"
 	"github.com/orchrun/orch/jobs"
 )
@@ -156,10 +157,10 @@ func (a *Archive) withLock(fn func(d *owned.Dir) error) error {
 		return fmt.Errorf("locking the archive: %w", err)
 	}
 	defer f.Close()
-	if err := lockFile(f); err != nil {
+	if err := flock.Lock(f); err != nil {
 		return fmt.Errorf("locking the archive: %w", err)
 	}
-	defer unlockFile(f)
+	defer flock.Unlock(f)
 	return fn(d)
 }
 
